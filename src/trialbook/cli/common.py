@@ -1,0 +1,36 @@
+"""The Typer app and the options every command shares. Command modules register onto `app`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(
+    help="Run agent trials, keep them in one ledger, compare runs with honest statistics.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+Db = Annotated[
+    str | None, typer.Option("--db", help="Ledger: SQLite path or postgresql:// URL [env TRIALBOOK_DB; ./trialbook.db]")
+]
+Json = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+Replace = Annotated[bool, typer.Option("--replace", help="Overwrite a run of the same name.")]
+RunName = Annotated[str | None, typer.Option("--run", help="Run name (default: from the source).")]
+
+
+def emit(data: Any, as_json: bool, human: Any) -> None:
+    """JSON on stdout (and nothing else) with --json, else the human renderer."""
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    else:
+        human(data)
+
+
+def done(msg: str) -> None:
+    """A status line for write commands, on stderr so stdout stays clean."""
+    typer.echo(msg, err=True)

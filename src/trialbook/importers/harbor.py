@@ -1,0 +1,139 @@
+"""Harbor job folders: one sub-folder per trial, each with a `result.json` (Harbor's TrialResult).
+
+Field names follow harbor.models.trial.result (0.18-0.26): `task_name`, `trial_name`,
+`verifier_result.rewards`, `exception_info.exception_type`, `agent_info`, `agent_result.n_*_tokens`,
+`started_at`/`finished_at` and per-phase TimingInfo. A folder without result.json is `incomplete`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from trialbook.errors import UserError
+from trialbook.importers.common import import_run, trial_row
+from trialbook.ledger.store import Ledger
+from trialbook.records import Outcome, Run, Trial, is_graded, outcome_for_exception, repo_from_task_id
+
+PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a JSON object")
+    return data
+
+
+def _seconds(timing: dict[str, Any] | None) -> float | None:
+    if not timing or not timing.get("started_at") or not timing.get("finished_at"):
+        return None
+    start = datetime.fromisoformat(timing["started_at"].replace("Z", "+00:00"))
+    end = datetime.fromisoformat(timing["finished_at"].replace("Z", "+00:00"))
+    return round((end.replace(tzinfo=None) - start.replace(tzinfo=None)).total_seconds(), 3)
+
+
+def pick_reward(rewards: dict[str, Any] | None) -> float | None:
+    """`reward` if present, else the only key (e.g. `composite_score`), else None."""
+    if not rewards:
+        return None
+    if "reward" in rewards:
+        return float(rewards["reward"])
+    if len(rewards) == 1:
+        return float(next(iter(rewards.values())))
+    return None
+
+
+def classify(exception_type: str | None, reward: float | None) -> Outcome:
+    """Outcome from Harbor's exception type (through the outcome table) and the verifier reward."""
+    if exception_type:
+        outcome = outcome_for_exception(exception_type)
+        if outcome is not None:
+            return outcome
+    if reward is None:
+        return Outcome.INFRA_ERROR
+    return Outcome.RESOLVED if reward >= 1.0 else Outcome.UNRESOLVED
+
+
+def trial_from_result(result: dict[str, Any]) -> Trial:
+    rewards = (result.get("verifier_result") or {}).get("rewards")
+    reward = pick_reward(rewards)
+    exc = result.get("exception_info") or {}
+    outcome = classify(exc.get("exception_type"), reward)
+    agent = result.get("agent_result") or {}
+    n_in, n_out = agent.get("n_input_tokens"), agent.get("n_output_tokens")
+    task = result["task_name"]
+    extra: dict[str, Any] = {"trial_name": result.get("trial_name")}
+    if rewards and set(rewards) != {"reward"}:
+        extra["rewards"] = rewards
+    phases = {p: _seconds(result.get(p)) for p in PHASES if result.get(p)}
+    if phases:
+        extra["phase_s"] = phases
+    return Trial(
+        task_id=task,
+        repo=repo_from_task_id(task),
+        outcome=outcome,
+        reward=reward if (is_graded(outcome) or reward is not None) else None,
+        exception=exc.get("exception_type"),
+        exception_message=(exc.get("exception_message") or "")[:2000] or None,
+        duration_s=_seconds(result),
+        tokens=None if n_in is None and n_out is None else (n_in or 0) + (n_out or 0),
+        started_at=result.get("started_at"),
+        finished_at=result.get("finished_at"),
+        extra=extra,
+    )
+
+
+def _stack(job: Path, first: dict[str, Any] | None) -> dict[str, Any]:
+    stack: dict[str, Any] = {"harness": "harbor"}
+    lock = job / "lock.json"
+    if lock.is_file():
+        stack["harness_version"] = (_load(lock).get("harbor") or {}).get("version")
+    if first:
+        info = first.get("agent_info") or {}
+        stack["agent"] = info.get("name")
+        stack["agent_version"] = info.get("version")
+        stack["model"] = (info.get("model_info") or {}).get("name")
+        env = ((first.get("config") or {}).get("environment") or {}).get("type")
+        stack["environment"] = env
+    return {k: v for k, v in stack.items() if v is not None}
+
+
+def import_harbor(ledger: Ledger, job: Path, run_name: str | None = None, replace: bool = False) -> tuple[str, int]:
+    if not job.is_dir():
+        raise UserError(f"no such job directory: {job}")
+    folders = sorted(p for p in job.iterdir() if p.is_dir())
+    if not folders:
+        raise UserError(f"{job}: no trial folders (a Harbor job has one folder per trial)")
+    loaded = [(f, _load(f / "result.json") if (f / "result.json").is_file() else None) for f in folders]
+    for folder, result in loaded:
+        if result is not None and not result.get("task_name"):
+            raise UserError(f"{folder / 'result.json'}: not a Harbor trial result (no task_name)")
+    # attempts are numbered per task in start order; cut-off trials (no result) come last
+    loaded.sort(key=lambda fr: (fr[1] is None, (fr[1] or {}).get("started_at") or "", fr[0].name))
+    first = next((r for _, r in loaded if r is not None), None)
+
+    def rows(run_id: int) -> Iterator[tuple[Any, ...]]:
+        attempts: Counter[str] = Counter()
+        for folder, result in loaded:
+            if result is None:
+                task = folder.name.rsplit("__", 1)[0]
+                trial = Trial(task_id=task, repo=repo_from_task_id(task), outcome=Outcome.INCOMPLETE,
+                              extra={"trial_name": folder.name})  # fmt: skip
+            else:
+                trial = trial_from_result(result)
+            trial.attempt = attempts[trial.task_id]
+            attempts[trial.task_id] += 1
+            yield trial_row(run_id, trial)
+
+    config = _load(job / "config.json") if (job / "config.json").is_file() else {}
+    name = run_name or job.name
+    run = Run(name=name, kind="eval", source=str(job), stack=_stack(job, first), config=config)
+    return name, import_run(ledger, run, rows, replace=replace)

@@ -1,0 +1,156 @@
+"""JSONL trials, one object per line: the import format and the export format (round-trip exact).
+
+Required: `task_id` and one of `outcome` / `resolved` / `reward` (1.0 = resolved). Optional fields
+are listed in FIELDS; unknown keys are kept in the trial's `extra` and exported back as they were.
+This is the hot path of bulk imports, so lines are checked by hand rather than through pydantic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from trialbook.errors import UserError
+from trialbook.importers.common import import_run
+from trialbook.ledger.store import Ledger, dumps
+from trialbook.records import GRADED, Outcome, Run, repo_from_task_id
+
+OUTCOME_NAMES = frozenset(o.value for o in Outcome)
+INT_FIELDS = ("step", "wv", "epoch", "tokens", "turns")
+STR_FIELDS = ("exception", "exception_message", "started_at", "finished_at")
+FIELDS = frozenset(
+    ("task_id", "attempt", "repo", "outcome", "resolved", "reward", "duration_s", "tests", "stack")
+    + INT_FIELDS
+    + STR_FIELDS
+)
+_repo_cache: dict[str, str | None] = {}
+
+
+def _repo(task_id: str) -> str | None:
+    if task_id not in _repo_cache:
+        _repo_cache[task_id] = repo_from_task_id(task_id)
+    return _repo_cache[task_id]
+
+
+def _bad(lineno: int, msg: str) -> UserError:
+    return UserError(f"line {lineno}: {msg}")
+
+
+def _outcome_and_reward(obj: dict[str, Any], n: int) -> tuple[str, float | None]:
+    reward = obj.get("reward")
+    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, int | float)):
+        raise _bad(n, f"reward must be a number, got {reward!r}")
+    outcome = obj.get("outcome")
+    if outcome is not None:
+        if outcome not in OUTCOME_NAMES:
+            raise _bad(n, f"unknown outcome {outcome!r} (expected one of {', '.join(sorted(OUTCOME_NAMES))})")
+        if reward is None and outcome in GRADED:
+            reward = 1.0 if outcome == "resolved" else 0.0
+        elif outcome == "resolved" and reward < 1.0:
+            raise _bad(n, f"outcome 'resolved' contradicts reward {reward}")
+        return outcome, reward
+    resolved = obj.get("resolved")
+    if resolved is not None:
+        if not isinstance(resolved, bool):
+            raise _bad(n, f"resolved must be true or false, got {resolved!r}")
+        if reward is None:
+            reward = 1.0 if resolved else 0.0
+        return ("resolved" if resolved else "unresolved"), reward
+    if reward is None:
+        raise _bad(n, "needs one of 'outcome', 'resolved' or 'reward'")
+    return ("resolved" if reward >= 1.0 else "unresolved"), float(reward)
+
+
+def parse_line(obj: Any, n: int, attempts: dict[str, set[int]], run_id: int) -> tuple[Any, ...]:
+    """Check one decoded line and return its ledger row (TRIAL_COLUMNS order)."""
+    if not isinstance(obj, dict):
+        raise _bad(n, "expected a JSON object")
+    task_id = obj.get("task_id")
+    if not isinstance(task_id, str) or not task_id:
+        raise _bad(n, "missing or empty 'task_id'")
+    outcome, reward = _outcome_and_reward(obj, n)
+    seen = attempts.setdefault(task_id, set())
+    attempt = obj.get("attempt")
+    if attempt is None:
+        attempt = len(seen)
+    elif isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 0:
+        raise _bad(n, f"attempt must be a non-negative integer, got {attempt!r}")
+    if attempt in seen:
+        raise _bad(n, f"duplicate attempt {attempt} for task {task_id!r}")
+    seen.add(attempt)
+    for key in INT_FIELDS:
+        v = obj.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise _bad(n, f"{key} must be an integer, got {v!r}")
+    for key in STR_FIELDS:
+        v = obj.get(key)
+        if v is not None and not isinstance(v, str):
+            raise _bad(n, f"{key} must be a string, got {v!r}")
+    duration = obj.get("duration_s")
+    if duration is not None and (isinstance(duration, bool) or not isinstance(duration, int | float)):
+        raise _bad(n, f"duration_s must be a number, got {duration!r}")
+    tests = obj.get("tests")
+    if tests is not None and not isinstance(tests, dict):
+        raise _bad(n, 'tests must be an object {"FAIL_TO_PASS": {test: status}, ...}')
+    extra = {k: v for k, v in obj.items() if k not in FIELDS} or None
+    g = obj.get
+    return (
+        run_id, task_id, attempt, g("repo") or _repo(task_id), outcome,
+        None if reward is None else float(reward), g("step"), g("wv"), g("epoch"), g("exception"),
+        g("exception_message"), None if duration is None else float(duration), g("tokens"), g("turns"),
+        dumps(tests), g("started_at"), g("finished_at"), dumps(extra), None,
+    )  # fmt: skip
+
+
+def import_jsonl(ledger: Ledger, path: Path, run_name: str, kind: str = "eval", replace: bool = False) -> int:
+    if not path.is_file():
+        raise UserError(f"no such file: {path}")
+    stack: dict[str, Any] = {}
+
+    def rows(run_id: int) -> Iterator[tuple[Any, ...]]:
+        attempts: dict[str, set[int]] = {}
+        with path.open("rb") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = orjson.loads(line)
+                except orjson.JSONDecodeError as exc:
+                    raise _bad(n, f"malformed JSON ({exc.msg})") from None
+                row = parse_line(obj, n, attempts, run_id)
+                if "stack" in obj:
+                    if not isinstance(obj["stack"], dict) or (stack and obj["stack"] != stack):
+                        raise _bad(n, "'stack' must be one object, the same on every line that has it")
+                    stack.update(obj["stack"])
+                yield row
+        if not attempts:
+            raise UserError(f"no trials in {path}")
+
+    def save_stack(conn: Any, run_id: int) -> None:
+        if stack:
+            ledger.set_run_stack(conn, run_id, stack)
+
+    run = Run(name=run_name, kind=kind, source=str(path))  # type: ignore[arg-type]
+    return import_run(ledger, run, rows, replace=replace, after=save_stack)
+
+
+def export_jsonl(ledger: Ledger, run_name: str, path: Path) -> int:
+    """Write the run's current trials in the import format; returns the number written."""
+    run = ledger.run(run_name)
+    n = 0
+    with path.open("wb") as fh:
+        for t in ledger.trials(run["id"]):
+            obj: dict[str, Any] = {"task_id": t["task_id"], "attempt": t["attempt"]}
+            for key in ("repo", "outcome", "reward", *INT_FIELDS, *STR_FIELDS, "duration_s", "tests"):
+                if t[key] is not None:
+                    obj[key] = t[key]
+            if t["extra"]:
+                obj.update(t["extra"])
+            if n == 0 and run["stack"]:
+                obj["stack"] = run["stack"]
+            fh.write(orjson.dumps(obj) + b"\n")
+            n += 1
+    return n

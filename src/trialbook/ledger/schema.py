@@ -1,0 +1,138 @@
+"""Ledger tables (SQLAlchemy Core, portable between SQLite and PostgreSQL) and migrations.
+
+Schema version lives in `meta`; `MIGRATIONS[n]` upgrades version n to n+1. Version 0 is an
+empty database. Add a migration (never edit an old one) when the schema changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    inspect,
+    select,
+)
+
+metadata = MetaData()
+
+meta = Table(
+    "meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(255), nullable=False, unique=True),
+    Column("kind", String(16), nullable=False),
+    Column("created", String(40), nullable=False),
+    Column("config", Text, nullable=False, default="{}"),
+    Column("stack", Text, nullable=False, default="{}"),
+    Column("labels", Text, nullable=False, default="{}"),
+    Column("source", Text),
+)
+
+tasks = Table(
+    "tasks",
+    metadata,
+    Column("task_id", String(255), primary_key=True),
+    Column("repo", String(255)),
+    Column("instruction", Text),
+    Column("image", Text),
+    Column("verifier_hash", String(128)),
+    Column("fail_to_pass", Text),
+    Column("pass_to_pass", Text),
+    Column("solution", Text),
+)
+
+# Column order here is the order importers pass positional rows in (see TRIAL_COLUMNS).
+trials = Table(
+    "trials",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("task_id", String(255), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("repo", String(255)),
+    Column("outcome", String(32), nullable=False),
+    Column("reward", Float),
+    Column("step", Integer),
+    Column("wv", Integer),
+    Column("epoch", Integer),
+    Column("exception", Text),
+    Column("exception_message", Text),
+    Column("duration_s", Float),
+    Column("tokens", Integer),
+    Column("turns", Integer),
+    Column("tests", Text),
+    Column("started_at", String(40)),
+    Column("finished_at", String(40)),
+    Column("extra", Text),
+    Column("superseded_by", Integer),
+)
+Index("ix_trials_run_task", trials.c.run_id, trials.c.task_id)
+
+# Named per-trial files (verifier log, report.json, trajectory) kept in the ledger itself.
+artifacts = Table(
+    "artifacts",
+    metadata,
+    Column("trial_id", Integer, ForeignKey("trials.id", ondelete="CASCADE"), primary_key=True),
+    Column("name", String(128), primary_key=True),
+    Column("content", Text, nullable=False),
+)
+
+# One row per optimizer step of a training run (`import steps`); metrics is a JSON object.
+steps = Table(
+    "steps",
+    metadata,
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("step", Integer, primary_key=True),
+    Column("started_at", String(40)),
+    Column("finished_at", String(40)),
+    Column("metrics", Text),
+)
+
+TRIAL_COLUMNS: tuple[str, ...] = tuple(c.name for c in trials.columns if c.name != "id")
+
+
+def _create_v1(conn: Connection) -> None:
+    metadata.create_all(conn, tables=[meta, runs, tasks, trials, artifacts, steps])
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def current_version(conn: Connection) -> int:
+    if not inspect(conn).has_table("meta"):
+        return 0
+    row = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version")).first()
+    return int(row[0]) if row else 0
+
+
+def migrate(conn: Connection) -> int:
+    """Bring the schema to SCHEMA_VERSION inside the caller's transaction; returns the old version."""
+    old = current_version(conn)
+    if old > SCHEMA_VERSION:
+        from trialbook.errors import TrialbookError
+
+        raise TrialbookError(f"ledger schema v{old} is newer than this trialbook (v{SCHEMA_VERSION})")
+    for step in MIGRATIONS[old:]:
+        step(conn)
+    if old != SCHEMA_VERSION:
+        conn.execute(meta.delete().where(meta.c.key == "schema_version"))
+        conn.execute(meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+    return old

@@ -1,0 +1,171 @@
+"""The ledger: one database (SQLite by default, PostgreSQL by URL) holding every run and trial.
+
+Writes happen inside `Ledger.transaction()`; an exception anywhere inside rolls everything back,
+so a failed import leaves the ledger exactly as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event, func, select
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
+
+from trialbook.errors import TrialbookError, UserError
+from trialbook.ledger import schema
+from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
+from trialbook.records import Run, Task
+
+DEFAULT_DB = "trialbook.db"
+
+
+def resolve_db(db: str | None) -> str:
+    """`--db`, else $TRIALBOOK_DB, else ./trialbook.db; returns an SQLAlchemy URL."""
+    target = db or os.environ.get("TRIALBOOK_DB") or DEFAULT_DB
+    if "://" in target:
+        if target.startswith("postgresql://"):
+            return "postgresql+psycopg://" + target[len("postgresql://") :]
+        return target
+    return f"sqlite:///{Path(target).expanduser()}"
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def dumps(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+class Ledger:
+    def __init__(self, db: str | None = None) -> None:
+        self.url = resolve_db(db)
+        self.is_sqlite = self.url.startswith("sqlite")
+        if self.is_sqlite:
+            parent = Path(self.url.removeprefix("sqlite:///")).parent
+            if not parent.is_dir():
+                raise UserError(f"ledger directory does not exist: {parent}")
+        self.engine: Engine = create_engine(self.url)
+        if self.is_sqlite:
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        try:
+            with self.engine.begin() as conn:
+                schema.migrate(conn)
+        except OperationalError as exc:
+            raise TrialbookError(f"cannot open ledger {self.url}: {exc.orig}") from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except SQLAlchemyError as exc:
+            raise TrialbookError(f"ledger write failed, nothing was changed: {exc}") from None
+
+    # ---- writes (inside a transaction) -------------------------------------------------
+    def create_run(self, conn: Connection, run: Run, replace: bool = False) -> int:
+        existing = conn.execute(select(runs.c.id).where(runs.c.name == run.name)).scalar()
+        if existing is not None:
+            if not replace:
+                raise UserError(f"run '{run.name}' already exists (use --replace to overwrite it)")
+            self._delete_run(conn, existing)
+        created = (run.created or datetime.now(UTC)).isoformat(timespec="seconds")
+        values = {
+            "name": run.name,
+            "kind": run.kind,
+            "created": created,
+            "config": dumps(run.config),
+            "stack": dumps(run.stack),
+            "labels": dumps(run.labels),
+            "source": run.source,
+        }
+        return int(conn.execute(runs.insert().values(**values).returning(runs.c.id)).scalar_one())
+
+    def _delete_run(self, conn: Connection, run_id: int) -> None:
+        trial_ids = select(trials.c.id).where(trials.c.run_id == run_id)
+        conn.execute(artifacts.delete().where(artifacts.c.trial_id.in_(trial_ids)))
+        conn.execute(trials.delete().where(trials.c.run_id == run_id))
+        conn.execute(steps.delete().where(steps.c.run_id == run_id))
+        conn.execute(runs.delete().where(runs.c.id == run_id))
+
+    def set_run_stack(self, conn: Connection, run_id: int, stack: dict[str, Any]) -> None:
+        conn.execute(runs.update().where(runs.c.id == run_id).values(stack=dumps(stack)))
+
+    def insert_trials(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> None:
+        """Bulk insert positional rows in TRIAL_COLUMNS order (run_id first) via executemany."""
+        if not rows:
+            return
+        mark = "?" if self.is_sqlite else "%s"
+        sql = f"INSERT INTO trials ({', '.join(TRIAL_COLUMNS)}) VALUES ({', '.join([mark] * len(TRIAL_COLUMNS))})"
+        conn.exec_driver_sql(sql, list(rows))
+
+    def insert_artifacts(self, conn: Connection, rows: Iterable[tuple[int, str, str]]) -> None:
+        values = [{"trial_id": t, "name": n, "content": c} for t, n, c in rows]
+        if values:
+            conn.execute(artifacts.insert(), values)
+
+    def upsert_tasks(self, conn: Connection, items: Iterable[Task]) -> None:
+        for task in items:
+            values = task.model_dump()
+            values["fail_to_pass"] = dumps(values["fail_to_pass"])
+            values["pass_to_pass"] = dumps(values["pass_to_pass"])
+            conn.execute(tasks.delete().where(tasks.c.task_id == task.task_id))
+            conn.execute(tasks.insert().values(**values))
+
+    def trial_ids(self, conn: Connection, run_id: int) -> dict[tuple[str, int], int]:
+        q = select(trials.c.task_id, trials.c.attempt, trials.c.id).where(
+            trials.c.run_id == run_id, trials.c.superseded_by.is_(None)
+        )
+        return {(t, a): i for t, a, i in conn.execute(q)}
+
+    # ---- reads --------------------------------------------------------------------------
+    def run(self, name: str) -> dict[str, Any]:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(runs).where(runs.c.name == name)).mappings().first()
+        if row is None:
+            raise UserError(f"no run named '{name}' (see `trialbook runs`)")
+        out = dict(row)
+        for key in ("config", "stack", "labels"):
+            out[key] = loads(out[key]) or {}
+        return out
+
+    def run_names(self) -> list[str]:
+        with self.engine.connect() as conn:
+            return list(conn.execute(select(runs.c.name).order_by(runs.c.id)).scalars())
+
+    def trials(self, run_id: int, current_only: bool = True) -> Iterator[dict[str, Any]]:
+        """Trials of a run as dicts (JSON columns decoded), in (task_id, attempt) order."""
+        q = select(trials).where(trials.c.run_id == run_id)
+        if current_only:
+            q = q.where(trials.c.superseded_by.is_(None))
+        q = q.order_by(trials.c.id)
+        with self.engine.connect() as conn:
+            for row in conn.execute(q).mappings():
+                out = dict(row)
+                out["tests"] = loads(out["tests"])
+                out["extra"] = loads(out["extra"])
+                yield out
+
+    def artifact(self, trial_id: int, name: str) -> str | None:
+        q = select(artifacts.c.content).where(artifacts.c.trial_id == trial_id, artifacts.c.name == name)
+        with self.engine.connect() as conn:
+            return conn.execute(q).scalar()
+
+    def count_trials(self, run_id: int) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).where(trials.c.run_id == run_id)).scalar_one())
