@@ -1,0 +1,52 @@
+"""Shared fixtures: a fresh SQLite ledger per test, the real shared data, and an in-process CLI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from trialbook.cli import app
+from trialbook.errors import TrialbookError
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+if not SHARED.is_dir():  # CI clones main next to shared/ too; allow an override
+    import os
+
+    SHARED = Path(os.environ.get("TRIALBOOK_SHARED", "../shared")).resolve()
+DATA = SHARED / "data"
+SWE = DATA / "swebench-verified"
+INSTANCES = SWE / "instances.jsonl"
+RESULTS = SWE / "results"
+HARBOR_JOBS = DATA / "harbor-jobs"
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "ledger.db")
+
+
+@pytest.fixture
+def cli(db: str):
+    """Run `trialbook ARGS --db <fresh ledger>` in-process, as `trialbook.cli.main` would."""
+    runner = CliRunner()
+
+    def invoke(*args: str, use_db: bool = True) -> CliResult:
+        argv = [*args, "--db", db] if use_db else list(args)
+        res = runner.invoke(app, argv)
+        if isinstance(res.exception, TrialbookError):
+            return CliResult(res.exception.exit_code, res.stdout, f"error: {res.exception}\n")
+        if res.exception is not None and not isinstance(res.exception, SystemExit):
+            raise res.exception
+        return CliResult(res.exit_code, res.stdout, res.stderr)
+
+    return invoke
