@@ -1,0 +1,118 @@
+"""Grade a verifier's test log against F2P/P2P lists with the official `swebench` parsers and rules.
+
+The per-repo log parser (`MAP_REPO_TO_PARSER`) and the resolution rule (`get_eval_tests_report` +
+`get_resolution_status`) are swebench's own, so a trialbook grade means what the official harness's
+grade means: a test counts as passed when the parser saw PASSED/XFAIL for it and as failed when it
+saw FAILED/ERROR *or did not see it at all*; SKIPPED counts neither way.
+
+Two log layouts exist in the wild: swebench >= 3 wraps the test output in `>>>>> Start/End Test
+Output` markers (parse between them, falling back to the whole log as swebench 4 does); older
+harness logs (e.g. the June-2024 leaderboard logs) have no markers and are parsed whole.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from pydantic import BaseModel
+from swebench.harness.constants import (
+    APPLY_PATCH_FAIL,
+    END_TEST_OUTPUT,
+    FAIL_ONLY_REPOS,
+    FAIL_TO_PASS,
+    PASS_TO_PASS,
+    RESET_FAILED,
+    START_TEST_OUTPUT,
+    TESTS_ERROR,
+    TESTS_TIMEOUT,
+    EvalType,
+    ResolvedStatus,
+)
+from swebench.harness.grading import get_eval_tests_report, get_resolution_status
+from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
+from swebench.harness.log_parsers.python import parse_log_pytest_v2
+
+# swebench's harness markers that mean "no valid test run": the official grader then sees no tests.
+BAD_MARKERS: dict[str, str] = {
+    APPLY_PATCH_FAIL: "patch_apply_failed",
+    RESET_FAILED: "reset_failed",
+    TESTS_ERROR: "tests_errored",
+    TESTS_TIMEOUT: "tests_timed_out",
+}
+
+# Parser status -> trialbook per-test status (records.TestStatus; "skipped" counts neither way).
+STATUS: dict[str, str] = {"PASSED": "pass", "XFAIL": "pass", "FAILED": "fail", "ERROR": "error", "SKIPPED": "skipped"}
+
+# Repos swebench does not know (e.g. local example tasks) are read as pytest -rA output.
+DEFAULT_PARSER = parse_log_pytest_v2
+
+
+class GradeResult(BaseModel):
+    resolved: bool
+    tests: dict[str, dict[str, str]]  # {"FAIL_TO_PASS": {test: status}, "PASS_TO_PASS": {...}}
+    p2p_regression: bool  # every F2P test passes but some P2P test does not
+    parsed: int  # per-test result lines the parser saw
+    marker: str | None = None  # a BAD_MARKERS name when the harness reported no valid test run
+
+    def failing(self, group: str) -> list[str]:
+        return [t for t, s in self.tests.get(group, {}).items() if s in ("fail", "error", "missing")]
+
+
+def parse_status_map(log_text: str, repo: str | None, task_id: str = "") -> tuple[dict[str, str], str | None]:
+    """The parser's {test: PASSED|FAILED|...} map for a log, and the bad marker found (if any)."""
+    for text, name in BAD_MARKERS.items():
+        if text in log_text:
+            return {}, name
+    parser = MAP_REPO_TO_PARSER.get(repo or "", DEFAULT_PARSER)
+    # Parsers take a TestSpec; the Python ones ignore it, two non-Python ones read instance_id.
+    spec: Any = SimpleNamespace(instance_id=task_id, repo=repo)
+    if START_TEST_OUTPUT in log_text and END_TEST_OUTPUT in log_text:
+        section = log_text.split(START_TEST_OUTPUT)[1].split(END_TEST_OUTPUT)[0]
+        status_map = parser(section, spec) or parser(log_text, spec)
+    else:
+        status_map = parser(log_text, spec)
+    return status_map, None
+
+
+def _status(test: str, status_map: dict[str, str], fail_only: bool) -> str:
+    if test not in status_map:
+        return "pass" if fail_only else "missing"
+    return STATUS.get(status_map[test], "fail")
+
+
+def grade_status_map(
+    status_map: dict[str, str], repo: str | None, fail_to_pass: list[str], pass_to_pass: list[str]
+) -> tuple[bool, dict[str, dict[str, str]]]:
+    """swebench's resolution decision for a parsed status map, plus per-test statuses."""
+    fail_only = (repo or "") in FAIL_ONLY_REPOS
+    eval_type = EvalType.FAIL_ONLY if fail_only else EvalType.PASS_AND_FAIL
+    report = get_eval_tests_report(
+        status_map, {FAIL_TO_PASS: fail_to_pass, PASS_TO_PASS: pass_to_pass}, eval_type=eval_type
+    )
+    resolved = get_resolution_status(report) == ResolvedStatus.FULL.value
+    tests = {
+        FAIL_TO_PASS: {t: _status(t, status_map, fail_only) for t in fail_to_pass},
+        PASS_TO_PASS: {t: _status(t, status_map, fail_only) for t in pass_to_pass},
+    }
+    return resolved, tests
+
+
+def grade_test_log(
+    log_text: str, repo: str | None, fail_to_pass: list[str], pass_to_pass: list[str], task_id: str = ""
+) -> GradeResult:
+    """Grade one verifier log: resolved iff every F2P and P2P test passes (official semantics)."""
+    status_map, marker = parse_status_map(log_text, repo, task_id)
+    resolved, tests = grade_status_map(status_map, repo, fail_to_pass, pass_to_pass)
+    if marker is not None:
+        resolved = False  # the official harness reports an unapplied/errored run as unresolved
+    bad = ("fail", "error", "missing")
+    f2p_ok = not any(s in bad for s in tests[FAIL_TO_PASS].values())
+    p2p_bad = any(s in bad for s in tests[PASS_TO_PASS].values())
+    return GradeResult(
+        resolved=resolved,
+        tests=tests,
+        p2p_regression=f2p_ok and p2p_bad,
+        parsed=len(status_map),
+        marker=marker,
+    )
