@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from trialbook.ledger.store import Ledger, dumps
@@ -20,6 +20,17 @@ def trial_row(run_id: int, t: Trial) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
+def _chunks(rows: Iterable[Sequence[Any]], size: int) -> Iterator[list[Sequence[Any]]]:
+    chunk: list[Sequence[Any]] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 def import_run(
     ledger: Ledger,
     run: Run,
@@ -35,15 +46,9 @@ def import_run(
     count = 0
     with ledger.transaction() as conn:
         run_id = ledger.create_run(conn, run, replace=replace)
-        chunk: list[Sequence[Any]] = []
-        for row in rows(run_id):
-            chunk.append(row)
-            if len(chunk) >= CHUNK:
-                ledger.insert_trials(conn, chunk)
-                count += len(chunk)
-                chunk = []
-        ledger.insert_trials(conn, chunk)
-        count += len(chunk)
+        for chunk in _chunks(rows(run_id), CHUNK):
+            ledger.insert_trials(conn, chunk)
+            count += len(chunk)
         if after is not None:
             after(conn, run_id)
     return count

@@ -1,7 +1,7 @@
 """JSONL trials, one object per line: the import format and the export format (round-trip exact).
 
 Required: `task_id` and one of `outcome` / `resolved` / `reward` (1.0 = resolved). Optional fields
-are listed in FIELDS; unknown keys are kept in the trial's `extra` and exported back as they were.
+are listed in FIELD_TYPES; unknown keys are kept in the trial's `extra` and exported back as they were.
 This is the hot path of bulk imports, so lines are checked by hand rather than through pydantic.
 """
 
@@ -21,11 +21,23 @@ from trialbook.records import GRADED, Outcome, Run, repo_from_task_id
 OUTCOME_NAMES = frozenset(o.value for o in Outcome)
 INT_FIELDS = ("step", "wv", "epoch", "tokens", "turns")
 STR_FIELDS = ("exception", "exception_message", "started_at", "finished_at")
-FIELDS = frozenset(
-    ("task_id", "attempt", "repo", "outcome", "resolved", "reward", "duration_s", "tests", "stack")
-    + INT_FIELDS
-    + STR_FIELDS
-)
+_NUMBER = frozenset((int, float))
+# key -> the exact Python types its JSON value may decode to (None is always allowed); bool is
+# excluded from numbers on purpose (type(True) is bool, not int). Keys not listed go to `extra`.
+FIELD_TYPES: dict[str, frozenset[type]] = {
+    "task_id": frozenset((str,)),
+    "attempt": frozenset((int,)),
+    "repo": frozenset((str,)),
+    "outcome": frozenset((str,)),
+    "resolved": frozenset((bool,)),
+    "reward": _NUMBER,
+    "duration_s": _NUMBER,
+    "tests": frozenset((dict,)),
+    "stack": frozenset((dict,)),
+    **{k: frozenset((int,)) for k in INT_FIELDS},
+    **{k: frozenset((str,)) for k in STR_FIELDS},
+}
+_TYPE_WORDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false", dict: "an object"}
 _repo_cache: dict[str, str | None] = {}
 
 
@@ -41,8 +53,6 @@ def _bad(lineno: int, msg: str) -> UserError:
 
 def _outcome_and_reward(obj: dict[str, Any], n: int) -> tuple[str, float | None]:
     reward = obj.get("reward")
-    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, int | float)):
-        raise _bad(n, f"reward must be a number, got {reward!r}")
     outcome = obj.get("outcome")
     if outcome is not None:
         if outcome not in OUTCOME_NAMES:
@@ -54,8 +64,6 @@ def _outcome_and_reward(obj: dict[str, Any], n: int) -> tuple[str, float | None]
         return outcome, reward
     resolved = obj.get("resolved")
     if resolved is not None:
-        if not isinstance(resolved, bool):
-            raise _bad(n, f"resolved must be true or false, got {resolved!r}")
         if reward is None:
             reward = 1.0 if resolved else 0.0
         return ("resolved" if resolved else "unresolved"), reward
@@ -64,44 +72,49 @@ def _outcome_and_reward(obj: dict[str, Any], n: int) -> tuple[str, float | None]
     return ("resolved" if reward >= 1.0 else "unresolved"), float(reward)
 
 
+def _extra_and_types(obj: dict[str, Any], n: int) -> dict[str, Any] | None:
+    """Type-check known keys in one pass; return the unknown ones (kept as `extra`)."""
+    extra = None
+    for key, value in obj.items():
+        allowed = FIELD_TYPES.get(key)
+        if allowed is None:
+            if extra is None:
+                extra = {}
+            extra[key] = value
+        elif value is not None and type(value) not in allowed:
+            want = " or ".join(sorted({_TYPE_WORDS[t] for t in allowed}))
+            raise _bad(n, f"{key} must be {want}, got {value!r}")
+    return extra
+
+
 def parse_line(obj: Any, n: int, attempts: dict[str, set[int]], run_id: int) -> tuple[Any, ...]:
     """Check one decoded line and return its ledger row (TRIAL_COLUMNS order)."""
-    if not isinstance(obj, dict):
+    if type(obj) is not dict:
         raise _bad(n, "expected a JSON object")
+    extra = _extra_and_types(obj, n)
     task_id = obj.get("task_id")
-    if not isinstance(task_id, str) or not task_id:
+    if not task_id:
         raise _bad(n, "missing or empty 'task_id'")
     outcome, reward = _outcome_and_reward(obj, n)
-    seen = attempts.setdefault(task_id, set())
+    seen = attempts.get(task_id)
+    if seen is None:
+        seen = attempts[task_id] = set()
     attempt = obj.get("attempt")
     if attempt is None:
         attempt = len(seen)
-    elif isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 0:
+    elif attempt < 0:
         raise _bad(n, f"attempt must be a non-negative integer, got {attempt!r}")
     if attempt in seen:
         raise _bad(n, f"duplicate attempt {attempt} for task {task_id!r}")
     seen.add(attempt)
-    for key in INT_FIELDS:
-        v = obj.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
-            raise _bad(n, f"{key} must be an integer, got {v!r}")
-    for key in STR_FIELDS:
-        v = obj.get(key)
-        if v is not None and not isinstance(v, str):
-            raise _bad(n, f"{key} must be a string, got {v!r}")
-    duration = obj.get("duration_s")
-    if duration is not None and (isinstance(duration, bool) or not isinstance(duration, int | float)):
-        raise _bad(n, f"duration_s must be a number, got {duration!r}")
-    tests = obj.get("tests")
-    if tests is not None and not isinstance(tests, dict):
-        raise _bad(n, 'tests must be an object {"FAIL_TO_PASS": {test: status}, ...}')
-    extra = {k: v for k, v in obj.items() if k not in FIELDS} or None
     g = obj.get
+    tests, duration = g("tests"), g("duration_s")
     return (
         run_id, task_id, attempt, g("repo") or _repo(task_id), outcome,
         None if reward is None else float(reward), g("step"), g("wv"), g("epoch"), g("exception"),
         g("exception_message"), None if duration is None else float(duration), g("tokens"), g("turns"),
-        dumps(tests), g("started_at"), g("finished_at"), dumps(extra), None,
+        None if tests is None else dumps(tests), g("started_at"), g("finished_at"),
+        None if extra is None else dumps(extra), None,
     )  # fmt: skip
 
 
@@ -122,7 +135,7 @@ def import_jsonl(ledger: Ledger, path: Path, run_name: str, kind: str = "eval", 
                     raise _bad(n, f"malformed JSON ({exc.msg})") from None
                 row = parse_line(obj, n, attempts, run_id)
                 if "stack" in obj:
-                    if not isinstance(obj["stack"], dict) or (stack and obj["stack"] != stack):
+                    if stack and obj["stack"] != stack:
                         raise _bad(n, "'stack' must be one object, the same on every line that has it")
                     stack.update(obj["stack"])
                 yield row

@@ -83,7 +83,8 @@ trials = Table(
     Column("extra", Text),
     Column("superseded_by", Integer),
 )
-Index("ix_trials_run_task", trials.c.run_id, trials.c.task_id)
+# run_id only: imports append in run order, so this index stays cheap to maintain on bulk inserts.
+Index("ix_trials_run", trials.c.run_id)
 
 # Named per-trial files (verifier log, report.json, trajectory) kept in the ledger itself.
 artifacts = Table(
