@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, func, select
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
 
 from trialbook.errors import TrialbookError, UserError
 from trialbook.ledger import schema
@@ -66,8 +66,8 @@ class Ledger:
         try:
             with self.engine.begin() as conn:
                 schema.migrate(conn)
-        except OperationalError as exc:
-            raise TrialbookError(f"cannot open ledger {self.url}: {exc.orig}") from None
+        except (OperationalError, DatabaseError) as exc:
+            raise UserError(f"cannot open ledger {self.url}: {str(exc.orig).splitlines()[0]}") from None
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
