@@ -16,9 +16,9 @@ from trialbook.errors import TrialbookError
 for _area in ("stats", "harness", "audit", "training"):
     try:
         __import__(f"trialbook.cli.{_area}")
-    except ModuleNotFoundError as exc:  # an area not built yet
-        if exc.name != f"trialbook.cli.{_area}":
-            raise
+    except ImportError as exc:  # one broken area must not take every other command down with it
+        if getattr(exc, "name", None) != f"trialbook.cli.{_area}":
+            print(f"warning: '{_area}' commands unavailable: {exc}", file=sys.stderr)
 
 
 def main() -> None:
