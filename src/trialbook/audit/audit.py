@@ -1,0 +1,158 @@
+"""`audit`: failures that may not be the agent's fault.
+
+(a) P2P penalties (every F2P test passes, some P2P test does not), by repo and by test;
+(b) the log signatures of `signatures.SIGNATURES`, with the share of P2P penalties each explains;
+(c) suspect tests: P2P tests that fail in most trials that run them whatever the patch, and
+    (with `vs`) P2P tests that fail here but pass in another run on the same task.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from trialbook.audit.regrade import FAILING, Evidence, evidence
+from trialbook.audit.signatures import BY_NAME, SIGNATURES, matches
+from trialbook.ledger.store import Ledger
+from trialbook.records import is_graded
+
+MIN_TRIALS = 2  # a test must run in at least this many trials before "fails in most" means anything
+
+
+def p2p_penalty(ev: Evidence) -> bool:
+    """Graded, every F2P test passes, some P2P test fails (from the re-grade where a log exists)."""
+    if not is_graded(ev.trial["outcome"]):
+        return False
+    if ev.grade is not None:
+        return ev.grade.p2p_regression
+    tests = ev.tests or {}
+    f2p, p2p = tests.get("FAIL_TO_PASS"), tests.get("PASS_TO_PASS")
+    if not f2p or p2p is None:
+        return False
+    return not any(s in FAILING for s in f2p.values()) and any(s in FAILING for s in p2p.values())
+
+
+def _share(k: int, n: int) -> float | None:
+    return round(k / n, 4) if n else None
+
+
+def _p2p_statuses(ev: Evidence) -> dict[str, str]:
+    return (ev.tests or {}).get("PASS_TO_PASS") or {}
+
+
+def _fails_in_most(items: list[Evidence], min_trials: int) -> list[dict[str, Any]]:
+    runs: Counter[str] = Counter()
+    fails: Counter[str] = Counter()
+    tasks: dict[str, set[str]] = defaultdict(set)
+    for ev in items:
+        for test, status in _p2p_statuses(ev).items():
+            if status == "skipped":
+                continue
+            runs[test] += 1
+            tasks[test].add(ev.trial["task_id"])
+            fails[test] += status in FAILING
+    out = [
+        {
+            "test": test,
+            "reason": "fails_in_most_trials",
+            "failed": fails[test],
+            "trials": n,
+            "tasks": sorted(tasks[test]),
+        }
+        for test, n in runs.items()
+        if n >= min_trials and fails[test] * 2 > n
+    ]
+    return sorted(out, key=lambda r: (-r["failed"], r["test"]))
+
+
+def _fails_here_passes_there(items: list[Evidence], other: list[Evidence], vs: str) -> list[dict[str, Any]]:
+    def tally(evs: list[Evidence]) -> dict[tuple[str, str], list[int]]:
+        out: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # [failed, trials]
+        for ev in evs:
+            for test, status in _p2p_statuses(ev).items():
+                if status != "skipped":
+                    cell = out[(ev.trial["task_id"], test)]
+                    cell[0] += status in FAILING
+                    cell[1] += 1
+        return out
+
+    here, there = tally(items), tally(other)
+    rows = []
+    for (task_id, test), (failed, n) in here.items():
+        other_cell = there.get((task_id, test))
+        if other_cell is None or failed * 2 <= n or other_cell[0] > 0:
+            continue
+        rows.append(
+            {
+                "test": test,
+                "task_id": task_id,
+                "reason": f"fails_here_passes_in:{vs}",
+                "failed": failed,
+                "trials": n,
+                "vs_passed": other_cell[1],
+                "vs_trials": other_cell[1],
+            }
+        )
+    return sorted(rows, key=lambda r: (r["task_id"], r["test"]))
+
+
+def audit_run(ledger: Ledger, run_name: str, vs: str | None = None, min_trials: int = MIN_TRIALS) -> dict[str, Any]:
+    run = ledger.run(run_name)
+    other_run = ledger.run(vs) if vs else None
+    items = list(evidence(ledger, run["id"]))
+    found = {id(ev): matches(ev) for ev in items}
+    penalties = [ev for ev in items if p2p_penalty(ev)]
+
+    by_repo = Counter(ev.trial["repo"] or "?" for ev in penalties)
+    by_test = Counter(
+        (ev.trial["task_id"], t) for ev in penalties for t, s in _p2p_statuses(ev).items() if s in FAILING
+    )
+    by_signature: dict[str, dict[str, Any]] = {}
+    for sig in SIGNATURES:
+        hits = [ev for ev in items if sig.name in found[id(ev)]]
+        pen = sum(1 for ev in penalties if sig.name in found[id(ev)])
+        by_signature[sig.name] = {
+            "meaning": sig.meaning,
+            "artifact": sig.artifact,
+            "trials": len(hits),
+            "unresolved": sum(1 for ev in hits if not ev.recorded_resolved),
+            "p2p_penalties": pen,
+            "share_of_p2p_penalties": _share(pen, len(penalties)),
+        }
+    explained = sum(1 for ev in penalties if any(BY_NAME[n].artifact for n in found[id(ev)]))
+    unresolved = [ev for ev in items if is_graded(ev.trial["outcome"]) and not ev.recorded_resolved]
+    unresolved_explained = sum(1 for ev in unresolved if any(BY_NAME[n].artifact for n in found[id(ev)]))
+
+    suspects = _fails_in_most(items, min_trials)
+    if other_run is not None:
+        suspects += _fails_here_passes_there(items, list(evidence(ledger, other_run["id"])), vs or "")
+
+    graded = sum(1 for ev in items if is_graded(ev.trial["outcome"]))
+    return {
+        "run": run_name,
+        "vs": vs,
+        "trials": len(items),
+        "graded": graded,
+        "with_log": sum(1 for ev in items if ev.log is not None),
+        "regraded_from_log": sum(1 for ev in items if ev.grade is not None),
+        "p2p_penalties": {
+            "count": len(penalties),
+            "share_of_graded": _share(len(penalties), graded),
+            "by_repo": dict(by_repo.most_common()),
+            "by_test": [{"task_id": k[0], "test": k[1], "trials": n} for k, n in by_test.most_common()],
+        },
+        "by_signature": by_signature,
+        "explained_by_artifacts": {
+            "p2p_penalties": explained,
+            "of_p2p_penalties": len(penalties),
+            "share": _share(explained, len(penalties)),
+            "unresolved": unresolved_explained,
+            "of_unresolved": len(unresolved),
+        },
+        "signature_trials": [
+            {"task_id": ev.trial["task_id"], "attempt": ev.trial["attempt"], "signatures": found[id(ev)]}
+            for ev in items
+            if found[id(ev)]
+        ],
+        "suspect_tests": suspects,
+    }

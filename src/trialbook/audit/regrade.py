@@ -1,0 +1,171 @@
+"""Re-grade a run's trials from their stored verifier logs and compare with the recorded outcomes.
+
+The evidence for one trial (its log, its F2P/P2P lists, trialbook's grade) is built once here
+and reused by `audit`, so both commands judge a trial the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+
+from trialbook.ledger.schema import tasks as tasks_table
+from trialbook.ledger.store import Ledger, loads
+from trialbook.records import is_graded, is_resolved
+from trialbook.verify.grading import GradeResult, grade_test_log, parse_status_map
+
+# Artifact names that hold a verifier's test output, most specific first
+# (`import swebench --logs` stores test_output.txt; Harbor-style verifiers write test-stdout.txt).
+LOG_ARTIFACTS: tuple[str, ...] = ("test_output.txt", "verifier/test-stdout.txt", "test-stdout.txt", "verifier.log")
+# Other logs a signature may be found in (the harness's own log around the verifier).
+SIDE_ARTIFACTS: tuple[str, ...] = ("run_instance.log",)
+GROUPS = ("FAIL_TO_PASS", "PASS_TO_PASS")
+FAILING = frozenset(("fail", "error", "missing"))
+
+
+@dataclass
+class TaskLists:
+    repo: str | None
+    fail_to_pass: list[str]
+    pass_to_pass: list[str]
+
+
+@dataclass
+class Evidence:
+    """One trial with what its verifier left behind."""
+
+    trial: dict[str, Any]
+    lists: TaskLists | None
+    log: str | None  # the verifier's test output
+    side_log: str | None  # e.g. run_instance.log
+    grade: GradeResult | None  # trialbook's grade of `log` (None: no log or no test lists)
+    status_map: dict[str, str]  # what the parser saw, test -> PASSED/FAILED/...
+
+    @property
+    def recorded_resolved(self) -> bool:
+        return is_resolved(self.trial["outcome"], self.trial["reward"])
+
+    @property
+    def tests(self) -> dict[str, dict[str, str]] | None:
+        """Per-test statuses: trialbook's grade where a log exists, else what was recorded."""
+        if self.grade is not None:
+            return self.grade.tests
+        return self.trial["tests"]
+
+
+def task_lists(ledger: Ledger, task_ids: set[str]) -> dict[str, TaskLists]:
+    """F2P/P2P lists from the ledger's tasks table, for the tasks that have both."""
+    out: dict[str, TaskLists] = {}
+    ids = sorted(task_ids)
+    with ledger.engine.connect() as conn:
+        for start in range(0, len(ids), 500):
+            c = tasks_table.c
+            q = select(c.task_id, c.repo, c.fail_to_pass, c.pass_to_pass).where(c.task_id.in_(ids[start : start + 500]))
+            for task_id, repo, f2p, p2p in conn.execute(q):
+                f2p, p2p = loads(f2p), loads(p2p)
+                if f2p is not None and p2p is not None:
+                    out[task_id] = TaskLists(repo, f2p, p2p)
+    return out
+
+
+def _lists_for(trial: dict[str, Any], known: dict[str, TaskLists]) -> TaskLists | None:
+    if trial["task_id"] in known:
+        return known[trial["task_id"]]
+    tests = trial["tests"] or {}
+    if all(g in tests for g in GROUPS):  # the trial recorded its own lists
+        return TaskLists(trial["repo"], list(tests["FAIL_TO_PASS"]), list(tests["PASS_TO_PASS"]))
+    return None
+
+
+def _first_artifact(ledger: Ledger, trial_id: int, names: tuple[str, ...]) -> str | None:
+    for name in names:
+        text = ledger.artifact(trial_id, name)
+        if text is not None:
+            return text
+    return None
+
+
+def evidence(ledger: Ledger, run_id: int) -> Iterator[Evidence]:
+    """Every current trial of a run with its logs and trialbook's grade of them."""
+    trials = list(ledger.trials(run_id))
+    known = task_lists(ledger, {t["task_id"] for t in trials})
+    for trial in trials:
+        lists = _lists_for(trial, known)
+        log = _first_artifact(ledger, trial["id"], LOG_ARTIFACTS)
+        side = _first_artifact(ledger, trial["id"], SIDE_ARTIFACTS)
+        grade, status_map = None, {}
+        if log is not None and lists is not None:
+            repo = lists.repo or trial["repo"]
+            status_map, _ = parse_status_map(log, repo, trial["task_id"])
+            grade = grade_test_log(log, repo, lists.fail_to_pass, lists.pass_to_pass, task_id=trial["task_id"])
+        yield Evidence(trial, lists, log, side, grade, status_map)
+
+
+def _fails(status: str | None) -> bool:
+    return status is None or status in FAILING
+
+
+def differing_tests(recorded: dict[str, dict[str, str]] | None, grade: GradeResult) -> list[dict[str, Any]]:
+    """Tests whose pass/fail verdict differs between the recorded statuses and the re-grade.
+
+    Without recorded per-test statuses, the tests the re-grade fails are the ones that matter.
+    """
+    out = []
+    for group in GROUPS:
+        for test, status in grade.tests.get(group, {}).items():
+            if recorded is None:
+                if status in FAILING:
+                    out.append({"group": group, "test": test, "recorded": None, "regraded": status})
+                continue
+            before = (recorded.get(group) or {}).get(test)
+            if before != "skipped" and status != "skipped" and _fails(before) != _fails(status):
+                out.append({"group": group, "test": test, "recorded": before, "regraded": status})
+    return out
+
+
+def regrade_run(ledger: Ledger, run_name: str) -> dict[str, Any]:
+    """Re-grade every graded trial that has a verifier log; list where trialbook disagrees."""
+    run = ledger.run(run_name)
+    n = regraded = agree = no_log = no_lists = ungraded = tests_differ = 0
+    disagreements: list[dict[str, Any]] = []
+    for ev in evidence(ledger, run["id"]):
+        n += 1
+        if ev.log is None:
+            no_log += 1
+            continue
+        if ev.grade is None:
+            no_lists += 1
+            continue
+        if not is_graded(ev.trial["outcome"]):
+            ungraded += 1  # no recorded grade to agree with
+            continue
+        regraded += 1
+        tests = differing_tests(ev.trial["tests"], ev.grade)
+        if ev.grade.resolved == ev.recorded_resolved:
+            agree += 1
+            tests_differ += bool(ev.trial["tests"] and tests)
+            continue
+        disagreements.append(
+            {
+                "task_id": ev.trial["task_id"],
+                "attempt": ev.trial["attempt"],
+                "recorded": "resolved" if ev.recorded_resolved else ev.trial["outcome"],
+                "regraded": "resolved" if ev.grade.resolved else "unresolved",
+                "tests": tests,
+            }
+        )
+    return {
+        "run": run_name,
+        "trials": n,
+        "regraded": regraded,
+        "agree": agree,
+        "agree_pct": round(100.0 * agree / regraded, 2) if regraded else None,
+        "no_log": no_log,
+        "no_test_lists": no_lists,
+        "ungraded_with_log": ungraded,
+        "agree_but_tests_differ": tests_differ,
+        "disagreements": disagreements,
+    }

@@ -1,0 +1,161 @@
+"""The one table of verifier-log signatures: named rules for failures that may not be the agent's.
+
+Each rule is data: a name, what it means, whether it is a verifier *artifact* (the grade is not
+evidence about the agent's patch), the regular expressions that reveal it in the verifier's test
+output or the harness log around it, and optionally a structural check on the grade itself.
+Add a rule by adding a row; `audit` reports every row, matched or not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+from trialbook.records import Outcome
+
+if TYPE_CHECKING:
+    from trialbook.audit.regrade import Evidence
+
+ANSI = re.compile(r"\x1B(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])")
+PASS_STATUSES = frozenset(("PASSED", "XFAIL"))
+PASSED_SUMMARY = re.compile(r"=+ .*\b[1-9]\d* passed\b.* in [\d.]+s")
+COLLECTION = re.compile(r"Interrupted: \d+ errors? during collection|\berrors? during collection\b")
+SETUP_ERROR = re.compile(r"_ ERROR at setup of (\S+) _")
+
+
+def _missing_tests(ev: Evidence) -> bool:
+    return ev.grade is not None and any(s == "missing" for g in ev.grade.tests.values() for s in g.values())
+
+
+def _saw_no_pass(ev: Evidence) -> bool:
+    return not any(s in PASS_STATUSES for s in ev.status_map.values())
+
+
+def _no_per_test_lines(ev: Evidence) -> bool:
+    """pytest ran and passed tests, yet the grader saw no passing per-test line.
+
+    That is pytest run without `-rA` (only FAILED lines in the short summary; the seed's sphinx
+    tox.ini edit reverted by the agent's `git checkout`): every unseen test counts as failed.
+    """
+    if ev.grade is None or ev.grade.marker is not None or not ev.log:
+        return False
+    ran = PASSED_SUMMARY.search(ANSI.sub("", ev.log)) is not None
+    return ran and _missing_tests(ev) and _saw_no_pass(ev)
+
+
+def _collection_error(ev: Evidence) -> bool:
+    """Nothing ran: pytest stopped at collection (often the patch's own syntax/import error)."""
+    if ev.grade is None or ev.grade.marker is not None or not ev.log:
+        return False
+    stopped = COLLECTION.search(ANSI.sub("", ev.log)) is not None
+    return stopped and _missing_tests(ev) and _saw_no_pass(ev)
+
+
+def _setup_error_on_listed_test(ev: Evidence) -> bool:
+    """A F2P/P2P test errored at setup (fixture/environment), before the code under test ran."""
+    if ev.grade is None or not ev.log:
+        return False
+    names = {m.group(1) for m in SETUP_ERROR.finditer(ANSI.sub("", ev.log))}
+    listed = [t for g in ev.grade.tests.values() for t, s in g.items() if s != "pass"]
+    return any(t.endswith("::" + n) or t == n or t.startswith(n + " ") for t in listed for n in names)
+
+
+def _verifier_timed_out(ev: Evidence) -> bool:
+    return ev.trial["outcome"] == Outcome.VERIFIER_TIMEOUT.value or (
+        ev.grade is not None and ev.grade.marker == "tests_timed_out"
+    )
+
+
+def _patch_failed(ev: Evidence) -> bool:
+    return ev.grade is not None and ev.grade.marker == "patch_apply_failed"
+
+
+class Signature(NamedTuple):
+    name: str
+    meaning: str
+    artifact: bool  # True: a verifier/environment artifact, not evidence about the patch
+    patterns: tuple[str, ...] = ()  # regexes searched in the verifier log and the harness log
+    check: Callable[[Evidence], bool] | None = None
+
+
+SIGNATURES: tuple[Signature, ...] = (
+    Signature(
+        "no_per_test_lines",
+        "tests passed but the grader saw no per-test PASSED line (pytest without -rA): unseen tests count as failed",
+        True,
+        check=_no_per_test_lines,
+    ),
+    Signature(
+        "collection_error",
+        "pytest stopped at collection, the grader saw no test at all (often the patch's own error: check)",
+        False,
+        check=_collection_error,
+    ),
+    Signature(
+        "fixture_recursion",
+        "pytest fixture recursion (pytest-httpbin on a rebuilt image)",
+        True,
+        (r"recursive dependency involving fixture '[^']+'",),
+    ),
+    Signature(
+        "pytest_raises_string_form",
+        'pytest too new for pytest.raises(Exc, "code") string form: TypeError in the test itself',
+        True,
+        (
+            r"TypeError: .* object \(type: <class 'str'>\) must be callable",
+            r"TypeError: .*pytest\.raises.*(?:string|str)",
+        ),
+    ),
+    Signature(
+        "setup_error",
+        "a F2P/P2P test errored at setup (fixtures/environment), before the code under test ran",
+        True,
+        check=_setup_error_on_listed_test,
+    ),
+    Signature(
+        "network_failure",
+        "network or proxy failure during verification (sandbox has no network / proxy variables set)",
+        True,
+        (
+            r"Cannot connect to proxy",
+            r"ProxyError\('",
+            r"Temporary failure in name resolution",
+            r"Network is unreachable",
+            r"Could not resolve host",
+            r"ReadTimeoutError\(.*(?:pypi|files\.pythonhosted)",
+        ),
+    ),
+    Signature(
+        "verifier_timeout",
+        "the verifier hung or ran past its limit: no valid grade",
+        True,
+        (r">>>>> Tests Timed Out", r"Timeout error: \d+ seconds exceeded", r"Test timed out after \d+ seconds"),
+        check=_verifier_timed_out,
+    ),
+    Signature(
+        "patch_apply_failed",
+        "the agent's patch or the test patch did not apply: nothing was tested",
+        False,
+        (r">>>>> Patch Apply Failed", r"error: patch failed: ", r"Patch Apply Failed"),
+        check=_patch_failed,
+    ),
+)
+
+BY_NAME: dict[str, Signature] = {s.name: s for s in SIGNATURES}
+_COMPILED: dict[str, tuple[re.Pattern[str], ...]] = {
+    s.name: tuple(re.compile(p, re.MULTILINE) for p in s.patterns) for s in SIGNATURES
+}
+
+
+def matches(ev: Evidence) -> list[str]:
+    """Names of the signatures this trial's logs show, in table order."""
+    texts = [ANSI.sub("", t) for t in (ev.log, ev.side_log) if t]
+    found = []
+    for sig in SIGNATURES:
+        hit = sig.check is not None and sig.check(ev)
+        if not hit:
+            hit = any(rx.search(text) for rx in _COMPILED[sig.name] for text in texts)
+        if hit:
+            found.append(sig.name)
+    return found
