@@ -21,7 +21,7 @@ def print_runs(rows: list[dict[str, Any]]) -> None:
     table = Table("run", "kind", "created", "tasks", "trials", "judged", "resolved", "rate")
     for r in rows:
         table.add_row(
-            r["name"], r["kind"], r["created"], str(r["tasks"]), str(r["trials"]),
+            r["name"], r["kind"], r["created"][:16].replace("T", " "), str(r["tasks"]), str(r["trials"]),
             f"{r['judged']}/{r['trials']}", str(r["resolved"]), fmt_pct(r["resolved_pct"]),
         )  # fmt: skip
     console.print(table)
