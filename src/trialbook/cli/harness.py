@@ -1,0 +1,141 @@
+"""Harness commands: run, resume, rerun, clean, policy, quickstart (thin: parse, call, print)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from trialbook.cli.common import Db, Json, Replace, app, done, emit
+from trialbook.harness.policy import policy_rows
+from trialbook.harness.quickstart import quickstart
+from trialbook.harness.runner import RunConfig, Tally, clean, rerun, resume_run, start_run
+from trialbook.ledger.store import Ledger
+from trialbook.report import tables
+from trialbook.report.summary import run_summary
+
+Multiplier = Annotated[
+    float | None, typer.Option("--timeout-multiplier", help="Agent timeout = task timeout x this.", min=0.01)
+]
+
+
+def _finish(ledger: Ledger, name: str, tally: Tally, as_json: bool) -> None:
+    extra = " (stopped at --deadline; stragglers recorded incomplete)" if tally.deadline_hit else ""
+    done(f"run '{name}': {tally.done} trials recorded, {tally.resolved} resolved, {tally.errors} errors{extra}")
+    emit(run_summary(ledger, name), as_json, tables.print_show)
+
+
+@app.command("run")
+def run_cmd(
+    tasks_dir: Path,
+    agent: Annotated[str, typer.Option("--agent", help="oracle or nop.")],
+    run: Annotated[str, typer.Option("--run", help="Run name.")],
+    attempts: Annotated[int, typer.Option("--attempts", min=1, help="Attempts per task.")] = 1,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Trials at once.")] = 1,
+    timeout_multiplier: Multiplier = None,
+    deadline: Annotated[
+        float | None, typer.Option("--deadline", help="Minutes; then stragglers are stopped (incomplete).", min=0.01)
+    ] = None,
+    retries: Annotated[int, typer.Option("--retries", min=0, help="Retries of infra failures.")] = 2,
+    tasks: Annotated[str | None, typer.Option("--tasks", help="Only these task ids (comma-separated).")] = None,
+    runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Where runs/<run>/<trial>/ go.")] = Path("runs"),
+    replace: Replace = False,
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """Run an agent on every task in TASKS_DIR, each trial in its own Docker sandbox."""
+    config = RunConfig(
+        tasks_dir=str(tasks_dir),
+        agent=agent,
+        attempts=attempts,
+        concurrency=concurrency,
+        timeout_multiplier=timeout_multiplier or 1.0,
+        deadline_minutes=deadline,
+        retries=retries,
+        tasks=[t.strip() for t in tasks.split(",") if t.strip()] if tasks else None,
+        runs_dir=str(runs_dir.resolve()),
+    )
+    ledger = Ledger(db)
+    tally, errors = start_run(ledger, run, config, replace=replace)
+    for err in errors:
+        done(f"task {err.task_id}: {err.message} (recorded as infra_error)")
+    _finish(ledger, run, tally, as_json)
+
+
+@app.command("resume")
+def resume_cmd(run: str, as_json: Json = False, db: Db = None) -> None:
+    """After a crash or kill -9: remove leftover containers, run exactly the trials with no record."""
+    ledger = Ledger(db)
+    tally, removed = resume_run(ledger, run)
+    done(f"removed {removed} leftover container(s); {tally.total} trial(s) had no record")
+    _finish(ledger, run, tally, as_json)
+
+
+@app.command("rerun")
+def rerun_cmd(
+    run: str,
+    where: Annotated[str, typer.Option("--where", help="Outcome to re-run, e.g. agent_timeout.")],
+    timeout_multiplier: Multiplier = None,
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """Re-run the trials with one outcome; each new trial supersedes the old (kept in history)."""
+    ledger = Ledger(db)
+    tally = rerun(ledger, run, where, timeout_multiplier)
+    _finish(ledger, run, tally, as_json)
+
+
+@app.command("clean")
+def clean_cmd(run: Annotated[str | None, typer.Option("--run", help="Only this run.")] = None) -> None:
+    """Remove every container (and image built for a run) carrying trialbook labels."""
+    containers, images = clean(run)
+    done(f"removed {containers} container(s) and {images} image(s)" + (f" of run '{run}'" if run else ""))
+
+
+def _print_policy(rows: list[dict[str, Any]]) -> None:
+    table = Table("exception", "outcome", "retry", "graded", "meaning", title="error policy")
+    for r in rows:
+        table.add_row(r["exception"], r["outcome"], "yes" if r["retry"] else "no", "yes" if r["graded"] else "no",
+                      r["meaning"])  # fmt: skip
+    Console().print(table)
+
+
+@app.command("policy")
+def policy_cmd(as_json: Json = False) -> None:
+    """The error policy: exception type -> outcome, retried?, graded?"""
+    emit(policy_rows(), as_json, _print_policy)
+
+
+def _print_quickstart(data: dict[str, Any]) -> None:
+    table = Table("task", "expected (oracle)", "nop resolved", "oracle resolved", "oracle outcomes", title="quickstart")
+    for t in data["tasks"]:
+        nop, oracle = t.get("nop", {}), t.get("oracle", {})
+        table.add_row(
+            t["task_id"],
+            str(t["expected_oracle"]),
+            f"{nop.get('resolved', 0)}/{nop.get('attempts', 0)}",
+            f"{oracle.get('resolved', 0)}/{oracle.get('attempts', 0)}",
+            ", ".join(f"{k} {v}" for k, v in oracle.get("outcomes", {}).items()),
+        )
+    console = Console()
+    console.print(table)
+    for agent, r in data["runs"].items():
+        console.print(
+            f"{agent:>6}: resolved {r['resolved']}/{r['judged']} judged = {tables.fmt_pct(r['resolved_pct'])}"
+            f"  (judged {r['judged']}/{r['trials']})"
+        )
+    console.print(f"next: `{data['next']}` for the paired comparison")
+
+
+@app.command("quickstart")
+def quickstart_cmd(
+    tasks_dir: Annotated[Path | None, typer.Option("--tasks-dir", help="Default: examples/tasks.")] = None,
+    attempts: Annotated[int, typer.Option("--attempts", min=1)] = 2,
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """THE first command: run the example tasks with nop and oracle in Docker and compare them."""
+    emit(quickstart(Ledger(db), tasks_dir, attempts), as_json, _print_quickstart)

@@ -1,0 +1,63 @@
+"""`trialbook quickstart`: build what is needed, run the example tasks with nop and oracle, compare."""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from trialbook.errors import TrialbookError, UserError
+from trialbook.harness.runner import RunConfig, connect, start_run
+from trialbook.ledger.store import Ledger
+from trialbook.records import is_graded, is_resolved
+from trialbook.report.summary import run_summary
+from trialbook.tasks import load_tasks
+
+CHECKOUT = Path(__file__).resolve().parents[3]
+EXAMPLES = CHECKOUT / "examples" / "tasks"
+DOCKER_UP = CHECKOUT / "scripts" / "docker-up.sh"
+BASE_IMAGE = "trialbook-base:bookworm"
+AGENTS = ("nop", "oracle")
+
+
+def ensure_base_image() -> None:
+    engine = connect()
+    if engine.image_id(BASE_IMAGE) is not None:
+        return
+    if not DOCKER_UP.is_file():
+        raise UserError(f"the base image {BASE_IMAGE} is missing; build it with scripts/docker-up.sh from a checkout")
+    proc = subprocess.run(["bash", str(DOCKER_UP)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise TrialbookError(f"building {BASE_IMAGE} failed: {(proc.stderr or proc.stdout).strip()[-500:]}")
+
+
+def quickstart(
+    ledger: Ledger, tasks_dir: Path | None = None, attempts: int = 2, concurrency: int = 2, prefix: str = "quickstart"
+) -> dict[str, Any]:
+    """Run every example task with nop and oracle (`attempts` each) and compare them per task."""
+    tasks_dir = tasks_dir or EXAMPLES
+    ensure_base_image()
+    specs, _ = load_tasks(tasks_dir)
+    expected = {s.task_id: s.metadata.get("expected_oracle", "resolved") for s in specs}
+    per_task: dict[str, dict[str, Any]] = defaultdict(dict)
+    runs: dict[str, Any] = {}
+    for agent in AGENTS:
+        name = f"{prefix}-{agent}"
+        config = RunConfig(tasks_dir=str(tasks_dir), agent=agent, attempts=attempts, concurrency=concurrency)
+        start_run(ledger, name, config, replace=True)
+        summary = run_summary(ledger, name)
+        runs[agent] = {k: summary[k] for k in ("name", "trials", "judged", "resolved", "resolved_pct", "outcomes")}
+        run_id = ledger.run(name)["id"]
+        by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for t in ledger.trials(run_id):
+            by_task[t["task_id"]].append(t)
+        for task_id, rows in by_task.items():
+            per_task[task_id][agent] = {
+                "resolved": sum(is_resolved(r["outcome"], r["reward"]) for r in rows),
+                "judged": sum(is_graded(r["outcome"]) for r in rows),
+                "attempts": len(rows),
+                "outcomes": dict(Counter(r["outcome"] for r in rows)),
+            }
+    tasks = [{"task_id": tid, "expected_oracle": expected.get(tid), **per_task[tid]} for tid in sorted(per_task)]
+    return {"runs": runs, "tasks": tasks, "next": f"trialbook compare {prefix}-nop {prefix}-oracle"}

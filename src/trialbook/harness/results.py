@@ -1,0 +1,74 @@
+"""Writing one finished trial: the ledger row (its own transaction) and the Harbor-style folder."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+
+from trialbook.harness.trial import TrialResult
+from trialbook.importers.common import trial_row
+from trialbook.ledger.schema import trials
+from trialbook.ledger.store import Ledger
+
+_write_lock = threading.Lock()
+
+
+def record_trial(ledger: Ledger, run_id: int, result: TrialResult, supersedes: int | None = None) -> int:
+    """Insert the trial (+ its logs as artifacts) in one transaction; mark `supersedes` replaced by it."""
+    t = result.trial
+    with _write_lock, ledger.transaction() as conn:
+        ledger.insert_trials(conn, [trial_row(run_id, t)])
+        new_id = int(
+            conn.execute(
+                select(func.max(trials.c.id)).where(
+                    trials.c.run_id == run_id, trials.c.task_id == t.task_id, trials.c.attempt == t.attempt
+                )
+            ).scalar_one()
+        )
+        logs = [(new_id, "agent.log", result.agent_log), (new_id, "verifier.log", result.verifier_log)]
+        ledger.insert_artifacts(conn, [row for row in logs if row[2]])
+        if supersedes is not None:
+            conn.execute(trials.update().where(trials.c.id == supersedes).values(superseded_by=new_id))
+    return new_id
+
+
+def harbor_result(result: TrialResult, run: str) -> dict[str, Any]:
+    """A Harbor-shaped result.json (so `trialbook import harbor runs/<run>` reads it back)."""
+    t = result.trial
+    extra = t.extra or {}
+    phases = extra.get("phase_s", {})
+    return {
+        "task_name": t.task_id,
+        "trial_name": result.name,
+        "run": run,
+        "attempt": t.attempt,
+        "outcome": t.outcome.value,
+        "started_at": t.started_at,
+        "finished_at": t.finished_at,
+        "agent_info": {"name": extra.get("agent")},
+        "verifier_result": None if t.reward is None else {"rewards": {"reward": t.reward}},
+        "exception_info": None
+        if t.exception is None or t.exception == "p2p_regression"
+        else {"exception_type": t.exception, "exception_message": t.exception_message},
+        "tests": t.tests,
+        "phase_seconds": phases,
+        "extra": extra,
+    }
+
+
+def write_trial_dir(base: Path, run: str, result: TrialResult) -> Path:
+    folder = base / result.name
+    (folder / "agent").mkdir(parents=True, exist_ok=True)
+    (folder / "verifier").mkdir(exist_ok=True)
+    (folder / "agent" / "log.txt").write_text(result.agent_log)
+    (folder / "verifier" / "test-stdout.txt").write_text(result.verifier_log)
+    if result.trial.reward is not None:
+        (folder / "verifier" / "reward.txt").write_text(f"{result.trial.reward:g}\n")
+    tmp = folder / "result.json.tmp"
+    tmp.write_text(json.dumps(harbor_result(result, run), indent=2))
+    tmp.replace(folder / "result.json")
+    return folder

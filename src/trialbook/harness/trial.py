@@ -1,0 +1,228 @@
+"""One trial: sandbox -> agent -> verifier -> a Trial record, under the error policy.
+
+Infra failures are retried with exponential backoff (policy `retry`); an agent that stops
+early (timeout, context overflow) is still graded; a verifier timeout is never graded.
+The container is always removed, whatever happens.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from trialbook.agents.base import Agent, AgentResult, AgentStopped
+from trialbook.harness.policy import STILL_GRADED, rule_for
+from trialbook.records import Outcome, Trial
+from trialbook.sandbox import DockerEngine, SandboxError
+from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
+from trialbook.tasks import TaskError, TaskSpec
+from trialbook.verify.runner import RewardFileNotFoundError, Verdict, VerifierTimeoutError, verify
+
+LOG_LIMIT = 200_000  # characters of a log kept in the ledger (the tail)
+
+
+class DeadlineExceeded(Exception):
+    pass
+
+
+class Interrupted(Exception):
+    """The run was interrupted (Ctrl-C): the trial is not recorded, so `resume` runs it again."""
+
+
+@dataclass
+class Stopper:
+    """Shared by every trial of a run: `deadline` and `interrupt` stop running execs."""
+
+    event: threading.Event = field(default_factory=threading.Event)
+    reason: str | None = None
+
+    def fire(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+        self.event.set()
+
+    def check(self) -> None:
+        if self.reason == "interrupt":
+            raise Interrupted()
+        if self.event.is_set():
+            raise DeadlineExceeded("the run's --deadline passed")
+
+
+@dataclass
+class TrialSettings:
+    run: str
+    agent: Agent
+    timeout_multiplier: float = 1.0
+    retries: int = 2
+    backoff_s: float = 2.0
+
+
+@dataclass
+class TrialResult:
+    trial: Trial
+    name: str
+    agent_log: str = ""
+    verifier_log: str = ""
+    image: tuple[str, str] | None = None  # (reference, id)
+    extra_files: dict[str, str] = field(default_factory=dict)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def trial_name(run: str, task_id: str, attempt: int) -> str:
+    """`tb-<run>-<task>-<attempt>-<8hex>`: the container name (and the trial folder name)."""
+    return f"tb-{slug(run, 30)}-{slug(task_id, 60)}-{attempt}-{secrets.token_hex(4)}"
+
+
+def _invalid(task: TaskError, attempt: int, name: str) -> TrialResult:
+    now = _now()
+    trial = Trial(
+        task_id=task.task_id,
+        attempt=attempt,
+        outcome=Outcome.INFRA_ERROR,
+        exception="InvalidTaskError",
+        exception_message=task.message,
+        started_at=now,
+        finished_at=now,
+        extra={"trial_name": name},
+    )
+    return TrialResult(trial, name)
+
+
+def run_trial(
+    engine: DockerEngine, task: TaskSpec | TaskError, attempt: int, settings: TrialSettings, stopper: Stopper
+) -> TrialResult:
+    name = trial_name(settings.run, task.task_id, attempt)
+    if isinstance(task, TaskError):
+        return _invalid(task, attempt, name)
+    started, t0 = _now(), time.monotonic()
+    state: dict[str, Any] = {"phase_s": {}, "retries": 0}
+    exc_type: str | None = None
+    exc_msg: str | None = None
+    verdict: Verdict | None = None
+    for k in range(settings.retries + 1):
+        state["retries"] = k
+        try:
+            stopper.check()
+            verdict, exc_type, exc_msg = _attempt(engine, task, attempt, name, settings, stopper, state)
+            break
+        except SandboxError as exc:
+            exc_type, exc_msg = exc.kind, str(exc)
+            if not rule_for(exc_type).retry or k == settings.retries or stopper.event.is_set():
+                break
+            stopper.event.wait(settings.backoff_s * 2**k)
+            name = trial_name(settings.run, task.task_id, attempt)
+        except DeadlineExceeded as exc:
+            exc_type, exc_msg = "DeadlineExceeded", str(exc)
+            break
+    outcome, reward = _classify(exc_type, verdict)
+    tags = ["p2p_regression"] if verdict is not None and verdict.p2p_regression else []
+    if exc_type is None and tags:
+        exc_type, exc_msg = "p2p_regression", "FAIL_TO_PASS passed but a PASS_TO_PASS test failed"
+    extra = {
+        "trial_name": name,
+        "agent": settings.agent.name,
+        "timeout_multiplier": settings.timeout_multiplier,
+        "agent_timeout_s": task.agent_timeout * settings.timeout_multiplier,
+        "verifier_timeout_s": task.verifier_timeout,
+        "retries": state["retries"],
+        "phase_s": state["phase_s"],
+        "verifier_hash": task.verifier_hash,
+        "tags": tags,
+    }
+    if state.get("image"):
+        extra["image"], extra["image_id"] = state["image"]
+    agent_result: AgentResult | None = state.get("agent_result")
+    if agent_result is not None:
+        extra["agent_exit_code"] = agent_result.exit_code
+    if verdict is not None:
+        extra.update(graded_by=verdict.graded_by, file_reward=verdict.file_reward, test_exit_code=verdict.exit_code)
+    trial = Trial(
+        task_id=task.task_id,
+        attempt=attempt,
+        repo=task.repo,
+        outcome=outcome,
+        reward=reward,
+        exception=exc_type,
+        exception_message=(exc_msg or "")[:2000] or None,
+        duration_s=round(time.monotonic() - t0, 3),
+        turns=agent_result.turns if agent_result else None,
+        tokens=agent_result.tokens if agent_result else None,
+        tests=verdict.tests if verdict else None,
+        started_at=started,
+        finished_at=_now(),
+        extra=extra,
+    )
+    return TrialResult(
+        trial,
+        name,
+        agent_log=agent_result.log[-LOG_LIMIT:] if agent_result else "",
+        verifier_log=state.get("verifier_log", "")[-LOG_LIMIT:],
+        image=state.get("image"),
+    )
+
+
+def _classify(exc_type: str | None, verdict: Verdict | None) -> tuple[Outcome, float | None]:
+    if exc_type is not None and exc_type not in STILL_GRADED:
+        return rule_for(exc_type).outcome, None
+    if verdict is None:  # a still-graded stop whose verifier never produced a verdict
+        return Outcome.INFRA_ERROR, None
+    if exc_type is not None:
+        return rule_for(exc_type).outcome, verdict.reward
+    return (Outcome.RESOLVED if verdict.reward >= 1.0 else Outcome.UNRESOLVED), verdict.reward
+
+
+def _attempt(
+    engine: DockerEngine,
+    task: TaskSpec,
+    attempt: int,
+    name: str,
+    settings: TrialSettings,
+    stopper: Stopper,
+    state: dict[str, Any],
+) -> tuple[Verdict | None, str | None, str | None]:
+    """One try in a fresh container. Returns (verdict, exception type, message); raises SandboxError."""
+    phases = state["phase_s"]
+    t = time.monotonic()
+    state["image"] = engine.ensure_image(
+        task.task_id, task.image, task.dockerfile.parent, task.environment_hash, settings.run, task.allow_network
+    )
+    labels = {LABEL_RUN: settings.run, LABEL_TRIAL: name, LABEL_TASK: task.task_id}
+    box = engine.start(
+        state["image"][0], name, labels, task.cpus, task.memory_mb, task.pids_limit, task.allow_network, stopper.event
+    )
+    phases["environment_setup"] = round(time.monotonic() - t, 3)
+    exc_type: str | None = None
+    exc_msg: str | None = None
+    try:
+        t = time.monotonic()
+        try:
+            state["agent_result"] = settings.agent.run(box, task, task.agent_timeout * settings.timeout_multiplier)
+        except AgentStopped as stop:
+            stopper.check()  # a deadline or interrupt, not the agent's own limit
+            state["agent_result"] = stop.result
+            exc_type, exc_msg = type(stop).__name__, str(stop)
+        phases["agent_execution"] = round(time.monotonic() - t, 3)
+        stopper.check()
+        t = time.monotonic()
+        try:
+            verdict = verify(box, task, task.verifier_timeout)
+        except VerifierTimeoutError as vt:
+            stopper.check()
+            state["verifier_log"] = vt.log
+            return None, "VerifierTimeoutError", str(vt)
+        except RewardFileNotFoundError as missing:
+            state["verifier_log"] = missing.log
+            return None, "RewardFileNotFoundError", str(missing)
+        finally:
+            phases["verifier"] = round(time.monotonic() - t, 3)
+        state["verifier_log"] = verdict.log
+        return verdict, exc_type, exc_msg
+    finally:
+        box.remove()

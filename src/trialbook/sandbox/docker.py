@@ -1,0 +1,275 @@
+"""Trial sandboxes on a real Docker Engine through the docker SDK.
+
+Every container runs `sleep infinity` as PID 1 and the agent and verifier run as execs, so a
+timed-out exec can be stopped with `kill -9 -1` (everything but PID 1) and the container kept
+for the next phase. Containers and built images carry `trialbook.*` labels so `clean` and
+`resume` find every leftover.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import tarfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docker
+from docker.errors import APIError, BuildError, DockerException, ImageNotFound, NotFound
+
+LABEL_RUN = "trialbook.run"
+LABEL_TRIAL = "trialbook.trial"
+LABEL_TASK = "trialbook.task"
+KILL_GRACE_S = 5.0
+POLL_S = 0.2
+
+
+class SandboxError(Exception):
+    """An infrastructure failure (the trial says nothing about the agent)."""
+
+    kind = "DaemonError"
+
+
+class DaemonError(SandboxError):
+    kind = "DaemonError"
+
+
+class ImageBuildError(SandboxError):
+    kind = "ImageBuildError"
+
+
+class ContainerStartError(SandboxError):
+    kind = "ContainerStartError"
+
+
+def docker_help() -> str:
+    return (
+        "No Docker daemon answers on this machine. trialbook runs every trial in a Docker container, so it "
+        "needs a running Docker Engine: on Debian/Ubuntu run `bash scripts/docker-up.sh` from the trialbook "
+        "checkout as root (it installs docker.io and debootstrap, starts dockerd in the background and builds "
+        "the base image trialbook-base:bookworm without any registry), or install Docker Engine yourself "
+        "(https://docs.docker.com/engine/install/), start it, make sure `docker info` works for your user "
+        "(or set DOCKER_HOST), then run this command again."
+    )
+
+
+def slug(text: str, limit: int = 40) -> str:
+    """A Docker-name-safe fragment: [a-zA-Z0-9_.-], no leading punctuation."""
+    clean = re.sub(r"[^a-zA-Z0-9_.-]+", "-", text).strip("-.") or "x"
+    return clean[:limit]
+
+
+@dataclass
+class ExecResult:
+    exit_code: int | None
+    output: str
+    timed_out: bool
+    duration_s: float
+
+
+class Sandbox:
+    """One running container."""
+
+    def __init__(self, engine: DockerEngine, container: Any, stop: threading.Event | None = None) -> None:
+        self.engine = engine
+        self.container = container
+        self.name: str = container.name
+        # set from outside (deadline, interrupt): a running exec is killed and reported timed out
+        self.stop = stop or threading.Event()
+
+    def exec(
+        self, cmd: list[str], timeout: float, env: dict[str, str] | None = None, workdir: str | None = None
+    ) -> ExecResult:
+        """Run `cmd`; past `timeout` seconds every process but PID 1 is killed and timed_out is set."""
+        api = self.engine.client.api
+        start = time.monotonic()
+        try:
+            exec_id = api.exec_create(self.container.id, cmd, environment=env, workdir=workdir)["Id"]
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"exec in {self.name} failed: {exc}") from None
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["out"] = api.exec_start(exec_id)
+            except Exception as exc:  # surfaced below, in the caller's thread
+                box["err"] = exc
+
+        worker = threading.Thread(target=target, daemon=True)
+        worker.start()
+        end = start + max(timeout, 0.0)
+        while worker.is_alive() and not self.stop.is_set() and time.monotonic() < end:
+            worker.join(min(POLL_S, max(end - time.monotonic(), 0.0)))
+        timed_out = worker.is_alive()
+        if timed_out:
+            self.kill_processes()
+            worker.join(KILL_GRACE_S)
+        if "err" in box and not timed_out:
+            raise DaemonError(f"exec in {self.name} failed: {box['err']}")
+        exit_code = None
+        if not timed_out:
+            try:
+                exit_code = api.exec_inspect(exec_id).get("ExitCode")
+            except (APIError, DockerException) as exc:
+                raise DaemonError(f"exec inspect in {self.name} failed: {exc}") from None
+        output = (box.get("out") or b"").decode("utf-8", "replace")
+        return ExecResult(exit_code, output, timed_out, round(time.monotonic() - start, 3))
+
+    def kill_processes(self) -> None:
+        """SIGKILL every process in the container except PID 1 (kill(-1) spares init and the caller)."""
+        with contextlib.suppress(APIError, DockerException):
+            self.container.exec_run(["sh", "-c", "kill -9 -1"], detach=False)
+
+    def put_dir(self, local: Path, dest: str) -> None:
+        """Copy a local folder's contents to `dest` in the container (created if missing)."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            tar.add(str(local), arcname=dest.strip("/"))
+        try:
+            if not self.container.put_archive("/", buf.getvalue()):
+                raise DaemonError(f"copy of {local} into {self.name} failed")
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"copy of {local} into {self.name} failed: {exc}") from None
+
+    def read_file(self, path: str) -> bytes | None:
+        """A file's bytes from the container, None when it does not exist."""
+        try:
+            stream, _ = self.container.get_archive(path)
+        except NotFound:
+            return None
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"copy of {path} out of {self.name} failed: {exc}") from None
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            member = tar.next()
+            if member is None or not member.isfile():
+                return None
+            f = tar.extractfile(member)
+            return f.read() if f else None
+
+    def remove(self) -> None:
+        try:
+            self.container.remove(force=True)
+        except NotFound:
+            pass
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"cannot remove {self.name}: {exc}") from None
+
+
+class DockerEngine:
+    """The daemon connection, image builds and container lifecycle."""
+
+    def __init__(self, pool: int = 10) -> None:
+        try:
+            self.client = docker.from_env(timeout=120, max_pool_size=pool)
+            self.client.ping()
+        except DockerException as exc:
+            raise DaemonError(f"no Docker daemon: {exc}") from None
+        self._build_locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
+
+    def version(self) -> str:
+        return str(self.client.version().get("Version"))
+
+    def image_id(self, ref: str) -> str | None:
+        try:
+            return str(self.client.images.get(ref).id)
+        except ImageNotFound:
+            return None
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"image lookup {ref} failed: {exc}") from None
+
+    def ensure_image(
+        self, key: str, image: str | None, context: Path, env_hash: str, run: str, network: bool
+    ) -> tuple[str, str]:
+        """(reference, image id) of a task's image: a named image must exist; else build the Dockerfile once."""
+        if image is not None:
+            found = self.image_id(image)
+            if found is None:
+                raise ImageBuildError(f"image {image} is not present on the daemon (no registry is reachable)")
+            return image, found
+        tag = f"tb-{slug(key).lower()}:{env_hash[:12]}"
+        with self._locks_lock:
+            lock = self._build_locks.setdefault(tag, threading.Lock())
+        with lock:
+            found = self.image_id(tag)
+            if found is not None:
+                return tag, found
+            try:
+                built, _ = self.client.images.build(
+                    path=str(context),
+                    tag=tag,
+                    rm=True,
+                    forcerm=True,
+                    network_mode=None if network else "none",
+                    labels={LABEL_RUN: run, LABEL_TASK: key},
+                )
+            except BuildError as exc:
+                last = next((str(x.get("error") or x.get("stream")) for x in reversed(list(exc.build_log))), "")
+                raise ImageBuildError(f"image build failed for {key}: {exc.msg or last}".strip()) from None
+            except (APIError, DockerException) as exc:
+                raise ImageBuildError(f"image build failed for {key}: {exc}") from None
+            return tag, str(built.id)
+
+    def start(
+        self,
+        image: str,
+        name: str,
+        labels: dict[str, str],
+        cpus: float,
+        memory_mb: int,
+        pids_limit: int,
+        network: bool,
+        stop: threading.Event | None = None,
+    ) -> Sandbox:
+        try:
+            container = self.client.containers.run(
+                image,
+                entrypoint=["sleep", "infinity"],
+                command=[],
+                name=name,
+                labels=labels,
+                detach=True,
+                network_mode="bridge" if network else "none",
+                nano_cpus=int(cpus * 1e9),
+                mem_limit=f"{memory_mb}m",
+                pids_limit=pids_limit,
+            )
+        except (APIError, DockerException) as exc:
+            self._remove_by_name(name)
+            raise ContainerStartError(f"container {name} did not start: {exc}") from None
+        return Sandbox(self, container, stop)
+
+    def _remove_by_name(self, name: str) -> None:
+        with contextlib.suppress(APIError, DockerException):
+            self.client.containers.get(name).remove(force=True)
+
+    def containers(self, run: str | None = None) -> list[Any]:
+        label = f"{LABEL_RUN}={run}" if run else LABEL_RUN
+        return list(self.client.containers.list(all=True, filters={"label": label}))
+
+    def images(self, run: str | None = None) -> list[Any]:
+        label = f"{LABEL_RUN}={run}" if run else LABEL_RUN
+        return list(self.client.images.list(filters={"label": label}))
+
+    def clean(self, run: str | None = None, images: bool = True) -> tuple[int, int]:
+        """Remove every labelled container (and image) of `run`, or of all runs; returns the counts."""
+        n_containers = 0
+        for c in self.containers(run):
+            try:
+                c.remove(force=True)
+                n_containers += 1
+            except NotFound:
+                pass
+        n_images = 0
+        if images:
+            for img in self.images(run):
+                try:
+                    self.client.images.remove(img.id, force=True)
+                    n_images += 1
+                except (NotFound, ImageNotFound):
+                    pass
+        return n_containers, n_images
