@@ -1,0 +1,100 @@
+"""Statistics commands: compare, plan, prereg init / prereg check."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from trialbook.cli.common import Db, Json, app, done, emit
+from trialbook.ledger.store import Ledger
+from trialbook.report import compare as render
+
+# numpy/scipy are imported inside the commands: `trialbook --help` and other commands stay fast.
+
+MinDiff = Annotated[float, typer.Option("--min-diff", help="Smallest gain (pp) worth claiming.")]
+
+
+@app.command("compare")
+def compare_cmd(
+    base: str,
+    candidates: Annotated[list[str], typer.Argument(help="One or more candidate runs.")],
+    exclude_repo: Annotated[
+        list[str] | None, typer.Option("--exclude-repo", help="Drop a repo's tasks (repeatable).")
+    ] = None,
+    split: Annotated[Path | None, typer.Option("--split", help="Task list: adds in/out rows.")] = None,
+    min_diff: MinDiff = 4.0,
+    picked_from: Annotated[
+        int | None, typer.Option("--picked-from", help="The candidate was picked among this many.")
+    ] = None,
+    by_repo: Annotated[bool, typer.Option("--by-repo", help="Per-repo breakdown.")] = False,
+    bootstrap: Annotated[bool, typer.Option("--bootstrap", help="Add a 10,000-resample task bootstrap CI.")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Markdown on stdout.")] = False,
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """Paired comparison of candidates against a baseline over tasks graded in both."""
+    from trialbook.stats.compare import compare
+
+    res = compare(Ledger(db), base, candidates, exclude_repo or [], split, min_diff, picked_from, by_repo, bootstrap)
+    if markdown and not as_json:
+        sys.stdout.write(render.markdown_compare(res))
+        return
+    emit(res, as_json, render.print_compare)
+
+
+@app.command("plan")
+def plan_cmd(
+    tasks: Annotated[int, typer.Option("--tasks", help="Number of tasks.")],
+    repeats: Annotated[int, typer.Option("--repeats", help="Attempts per task (K).")],
+    effect: Annotated[float, typer.Option("--effect", help="True gain to detect (pp).")],
+    from_run: Annotated[str | None, typer.Option("--from-run", help="Estimate variances from this run.")] = None,
+    vs: Annotated[str | None, typer.Option("--vs", help="Second run: estimate per-task differences too.")] = None,
+    base_rate: Annotated[float, typer.Option("--base-rate", help="Resolved % assumed when no run is given.")] = 50.0,
+    min_diff: MinDiff = 4.0,
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """Half-width, minimum detectable effect and tasks needed, for K = 1, 2, 4, 8, 16."""
+    from trialbook.stats.power import plan
+
+    ledger = Ledger(db) if from_run else None
+    emit(plan(ledger, tasks, repeats, effect, from_run, vs, base_rate, min_diff), as_json, render.print_plan)
+
+
+prereg_app = typer.Typer(help="Preregister a held-out confirmation and check runs against it.", no_args_is_help=True)
+app.add_typer(prereg_app, name="prereg")
+
+
+@prereg_app.command("init")
+def prereg_init_cmd(
+    pool: Annotated[Path, typer.Option("--pool", help="Task list of the pool.")],
+    train: Annotated[int, typer.Option("--train", help="Tasks for development.")],
+    holdout: Annotated[int, typer.Option("--holdout", help="Held-out tasks for the confirmation.")],
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the split.")],
+    out: Annotated[Path, typer.Option("--out", help="Plan file (YAML) to write.")],
+    holdout_repeats: Annotated[int, typer.Option("--holdout-repeats", help="Attempts per held-out task.")] = 1,
+    min_diff: MinDiff = 4.0,
+    candidates: Annotated[int, typer.Option("--candidates", help="Most candidates to be confirmed.")] = 1,
+) -> None:
+    """Split a pool into train and held-out tasks and fix the decision rule, with a content hash."""
+    from trialbook.prereg.plan import init_plan
+
+    plan_ = init_plan(pool, train, holdout, seed, holdout_repeats, min_diff, candidates, out)
+    done(f"wrote {out}: {train} train + {holdout} held-out tasks, hash {plan_['hash'][:12]}")
+
+
+@prereg_app.command("check")
+def prereg_check_cmd(
+    plan_file: Annotated[Path, typer.Argument(help="The plan YAML from `prereg init`.")],
+    base: Annotated[str, typer.Option("--base", help="Baseline run.")],
+    cand: Annotated[list[str], typer.Option("--cand", help="Candidate run (repeatable).")],
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """The preregistered verdict on held-out tasks (the in-pool result is shown as secondary)."""
+    from trialbook.prereg.plan import check_plan
+
+    emit(check_plan(Ledger(db), plan_file, base, cand), as_json, render.print_prereg_check)

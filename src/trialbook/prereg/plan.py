@@ -1,0 +1,156 @@
+"""`prereg init` writes a plan (seeded train/held-out split + decision rule + content hash);
+`prereg check` refuses edited plans and runs that do not cover it, then gives the verdict on
+held-out tasks only."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from trialbook.errors import UserError
+from trialbook.ledger.store import Ledger
+from trialbook.stats.compare import compare
+from trialbook.stats.scores import TaskScores, load_scores, read_tasklist
+
+FORMAT = 1
+FIELDS = (
+    "trialbook_prereg", "created", "pool", "seed", "train", "holdout", "holdout_repeats",
+    "min_diff_pp", "max_candidates", "decision_rule", "hash",
+)  # fmt: skip
+
+
+def content_hash(plan: dict[str, Any]) -> str:
+    body = {k: v for k, v in plan.items() if k != "hash"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def split_pool(pool: list[str], train: int, holdout: int, seed: int) -> tuple[list[str], list[str]]:
+    """Seeded permutation of the sorted pool: the first `holdout` are held out, the next `train` train."""
+    order = np.random.default_rng(seed).permutation(len(pool))
+    ids = [sorted(pool)[i] for i in order]
+    return sorted(ids[holdout : holdout + train]), sorted(ids[:holdout])
+
+
+def init_plan(
+    pool_file: Path,
+    train: int,
+    holdout: int,
+    seed: int,
+    holdout_repeats: int,
+    min_diff: float,
+    max_candidates: int,
+    out: Path,
+) -> dict[str, Any]:
+    pool = read_tasklist(pool_file)
+    if train < 0 or holdout < 1:
+        raise UserError("--holdout must be at least 1 and --train at least 0")
+    if train + holdout > len(pool):
+        raise UserError(f"--train {train} + --holdout {holdout} exceeds the pool's {len(pool)} tasks")
+    if holdout_repeats < 1:
+        raise UserError(f"--holdout-repeats must be at least 1, not {holdout_repeats}")
+    if min_diff < 0:
+        raise UserError(f"--min-diff must be non-negative, not {min_diff}")
+    if max_candidates < 1:
+        raise UserError(f"--candidates must be at least 1, not {max_candidates}")
+    train_ids, holdout_ids = split_pool(pool, train, holdout, seed)
+    pool_hash = hashlib.sha256("\n".join(sorted(pool)).encode()).hexdigest()
+    plan: dict[str, Any] = {
+        "trialbook_prereg": FORMAT,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "pool": {"file": str(pool_file), "tasks": len(pool), "sha256": pool_hash},
+        "seed": seed,
+        "holdout_repeats": holdout_repeats,
+        "min_diff_pp": float(min_diff),
+        "max_candidates": max_candidates,
+        "decision_rule": (
+            f"on the {holdout} held-out tasks with {holdout_repeats} attempts each, a candidate is confirmed when"
+            f" its paired difference of task means is >= {min_diff:g} pp and the lower bound of its 95% CI"
+            f" (Bonferroni-widened for {max_candidates} candidates) is > 0"
+        ),
+        "train": train_ids,
+        "holdout": holdout_ids,
+    }
+    plan["hash"] = content_hash(plan)
+    if out.exists():
+        raise UserError(f"{out} already exists: a plan is written once (choose another --out)")
+    try:
+        out.write_text(yaml.safe_dump(plan, sort_keys=False, width=1000))
+    except OSError as exc:
+        raise UserError(f"cannot write {out}: {exc.strerror}") from None
+    return plan
+
+
+def load_plan(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise UserError(f"no such plan file: {path}")
+    try:
+        plan = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        raise UserError(f"{path}: not YAML{f' (line {where.line + 1})' if where else ''}") from None
+    if not isinstance(plan, dict):
+        raise UserError(f"{path}: not a trialbook plan (expected a YAML mapping)")
+    missing = [f for f in FIELDS if f not in plan]
+    if missing:
+        raise UserError(f"{path}: plan lacks the field '{missing[0]}'")
+    if not isinstance(plan["holdout"], list) or not plan["holdout"]:
+        raise UserError(f"{path}: 'holdout' must be a non-empty list of task ids")
+    if content_hash(plan) != plan["hash"]:
+        raise UserError(f"{path}: plan was edited after it was hashed (content hash does not match)")
+    return plan
+
+
+def _coverage(s: TaskScores, holdout: np.ndarray, repeats: int) -> None:
+    idx = {t: i for i, t in enumerate(s.task_ids)}
+    short = [t for t in holdout if t not in idx or s.graded[idx[t]] < repeats]
+    if short:
+        raise UserError(
+            f"run '{s.run}' does not cover the plan: {len(short)} of {holdout.size} held-out tasks have fewer"
+            f" than {repeats} graded attempts (first: {short[0]})"
+        )
+
+
+def _restrict(runs: dict[str, TaskScores], ids: np.ndarray) -> dict[str, TaskScores]:
+    return {n: s.subset(np.isin(s.task_ids, ids)) for n, s in runs.items()}
+
+
+def check_plan(ledger: Ledger, path: Path, base: str, cands: list[str]) -> dict[str, Any]:
+    plan = load_plan(path)
+    if len(cands) > plan["max_candidates"]:
+        raise UserError(f"{len(cands)} candidates but the plan preregistered at most {plan['max_candidates']}")
+    runs = {n: load_scores(ledger, n) for n in (base, *cands)}
+    holdout = np.array(plan["holdout"], dtype=str)
+    for s in runs.values():
+        _coverage(s, holdout, int(plan["holdout_repeats"]))
+    kw = {"min_diff": float(plan["min_diff_pp"]), "picked_from": int(plan["max_candidates"])}
+    held = compare(ledger, base, cands, runs=_restrict(runs, holdout), **kw)
+    train = np.array(plan["train"], dtype=str)
+    in_pool = None
+    if train.size and all(np.isin(train, s.task_ids).any() for s in runs.values()):
+        try:
+            in_pool = compare(ledger, base, cands, runs=_restrict(runs, train), **kw)
+            in_pool["label"] = "secondary: in-pool (train) tasks, not the preregistered test"
+        except UserError:
+            in_pool = None
+    early = [n for n, s in runs.items() if s.created < plan["created"]]
+    if early:
+        held["warnings"].append(
+            f"run(s) {', '.join(early)} were created before the plan ({plan['created']}): check they were not peeked at"
+        )
+    return {
+        "plan": str(path),
+        "hash": plan["hash"],
+        "holdout_tasks": int(holdout.size),
+        "holdout_repeats": int(plan["holdout_repeats"]),
+        "min_diff_pp": float(plan["min_diff_pp"]),
+        "verdict": {r["candidate"]: r["claim"] for r in held["comparisons"] if r["subset"] == "all"},
+        "holdout": held,
+        "in_pool": in_pool,
+    }

@@ -1,0 +1,148 @@
+"""Human and Markdown output for `compare`, `plan` and `prereg check` (JSON is the dict itself)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+console = Console()
+
+
+def _n(x: float | None, fmt: str = "{:+.2f}") -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+def _ci(ci: list[float | None]) -> str:
+    return "-" if ci[0] is None else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]"
+
+
+def _p(p: float | None) -> str:
+    if p is None or p != p:
+        return "-"
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+def _cells(r: dict[str, Any]) -> list[str]:
+    return [
+        r["candidate"], r["subset"], str(r["tasks_paired"]), _n(r["base_pct"], "{:.1f}%"),
+        _n(r["cand_pct"], "{:.1f}%"), _n(r["diff_pp"]), _ci(r["ci_adjusted_pp"]),
+        f"{r['wins']}/{r['losses']}/{r['ties']}", _p(r["p_adjusted"]), "YES" if r["claim"] else "no",
+    ]  # fmt: skip
+
+
+def _headers(res: dict[str, Any]) -> list[str]:
+    several = res["candidates_considered"] > 1
+    level = res["comparisons"][0]["ci_level"] if res["comparisons"] else 0.95
+    ci = f"{100 * level:.1f}% CI (adj.)" if several else "95% CI"
+    return [
+        "candidate",
+        "subset",
+        "tasks",
+        "base",
+        "cand",
+        "diff pp",
+        ci,
+        "W/L/T",
+        "p (Holm)" if several else "p",
+        "claim",
+    ]
+
+
+def _details(r: dict[str, Any], several: bool) -> str:
+    extra = f"95% CI unadjusted {_ci(r['ci_pp'])}, p unadjusted {_p(r['p_value'])}, " if several else ""
+    corr = "-" if r["correlation"] is None else f"{r['correlation']:.2f}"
+    boot = f", bootstrap 95% CI {_ci(r['bootstrap_ci_pp'])}" if r.get("bootstrap_ci_pp") else ""
+    return (
+        f"{r['candidate']} [{r['subset']}]: SE {_n(r['se_pp'], '{:.2f}')} pp, {extra}sign test p {_p(r['sign_p'])},"
+        f" task-score correlation {corr}{boot}"
+    )
+
+
+def print_compare(res: dict[str, Any]) -> None:
+    several = res["candidates_considered"] > 1
+    table = Table(*_headers(res), title=f"baseline: {res['baseline']}")
+    for r in res["comparisons"]:
+        table.add_row(*map(escape, _cells(r)))
+    console.print(table)
+    for r in res["comparisons"]:
+        console.print(_details(r, several), markup=False, highlight=False)
+    console.print(
+        f"claim = diff >= {res['min_diff_pp']:g} pp and the lower CI bound > 0"
+        + (f" (CIs Bonferroni-widened for {res['candidates_considered']} candidates)" if several else ""),
+        highlight=False,
+    )
+    for gap in res.get("split", {}).get("gaps", []):
+        console.print(
+            f"{gap['candidate']}: in-minus-out gap {gap['gap_pp']:+.2f} pp (SE {gap['se_pp']:.2f},"
+            f" 95% CI {_ci(gap['ci_pp'])})",
+            highlight=False,
+        )
+    for cand, rows in res.get("by_repo", {}).items():
+        t = Table("repo", "tasks", "base", "cand", "diff pp", "95% CI", "W/L/T", title=f"by repo: {cand}")
+        for r in rows:
+            t.add_row(
+                r["repo"], str(r["tasks"]), _n(r["base_pct"], "{:.1f}%"), _n(r["cand_pct"], "{:.1f}%"),
+                _n(r["diff_pp"]), _ci(r["ci_pp"]), f"{r['wins']}/{r['losses']}/{r['ties']}",
+            )  # fmt: skip
+        console.print(t)
+    for w in res["warnings"]:
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
+
+
+def markdown_compare(res: dict[str, Any]) -> str:
+    several = res["candidates_considered"] > 1
+    head = _headers(res)
+    lines = [f"**Baseline:** `{res['baseline']}`", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in res["comparisons"]:
+        lines.append("| " + " | ".join(_cells(r)) + " |")
+    lines += [""] + [f"- {_details(r, several)}" for r in res["comparisons"]]
+    lines += ["", f"Claim rule: diff >= {res['min_diff_pp']:g} pp and lower CI bound > 0."]
+    for gap in res.get("split", {}).get("gaps", []):
+        lines.append(f"- `{gap['candidate']}` in-minus-out gap {gap['gap_pp']:+.2f} pp, 95% CI {_ci(gap['ci_pp'])}")
+    if res["warnings"]:
+        lines += ["", "**Warnings**", ""] + [f"- {w}" for w in res["warnings"]]
+    return "\n".join(lines) + "\n"
+
+
+def print_plan(res: dict[str, Any]) -> None:
+    src = res["source"]
+    console.print(f"variance from {src['kind']}: {src['detail']}", highlight=False)
+    v = res["variance"]
+    console.print(
+        f"Var(d_i) per task at K=1: {v['var_d_k1']:.4f} = true per-task differences {v['omega2']:.4f}"
+        f" + sampling {v['sampling_k1']:.4f}; at K={res['repeats']} sampling is"
+        f" {100 * v['sampling_share']:.0f}% of Var(d)"
+    )
+    table = Table("K", "95% half-width (pp)", "MDE 80% (pp)", f"tasks for {res['effect_pp']:g} pp",
+                  title=f"{res['tasks']} tasks")  # fmt: skip
+    for k in res["half_width_pp"]:
+        mark = " *" if int(k) == res["repeats"] else ""
+        table.add_row(
+            k + mark, f"{res['half_width_pp'][k]:.2f}", f"{res['mde_pp'][k]:.2f}", str(res["tasks_needed"][k])
+        )
+    console.print(table)
+    console.print(
+        f"at {res['tasks']} tasks x K={res['repeats']}: power {100 * res['power']:.0f}% to detect"
+        f" +{res['effect_pp']:g} pp (CI excludes 0); {100 * res['claim_power']:.0f}% that the claim rule"
+        f" (diff >= {res['min_diff_pp']:g} and CI lo > 0) fires"
+    )
+    for note in res["notes"]:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
+
+
+def print_prereg_check(res: dict[str, Any]) -> None:
+    console.print(
+        f"plan {res['plan']} (hash {res['hash'][:12]} verified): held-out {res['holdout_tasks']} tasks"
+        f" x {res['holdout_repeats']} repeats, min diff {res['min_diff_pp']:g} pp"
+    )
+    console.print("[bold]preregistered verdict (held-out tasks only)[/bold]")
+    print_compare(res["holdout"])
+    for r in res["holdout"]["comparisons"]:
+        verdict = "CLAIM HOLDS" if r["claim"] else "no claim"
+        console.print(f"[bold]{r['candidate']}: {verdict}[/bold]")
+    if res.get("in_pool"):
+        console.print("[dim]secondary, not the preregistered test: train (in-pool) tasks[/dim]")
+        print_compare(res["in_pool"])

@@ -1,0 +1,1 @@
+"""Statistics over the ledger: paired comparisons, power planning, pass@k, multiplicity."""

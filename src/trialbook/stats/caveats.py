@@ -1,0 +1,77 @@
+"""The warnings a careful reviewer gives under a comparison. Thresholds live in this one table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from trialbook.stats.scores import TaskScores
+
+# Stack fields whose difference most often explains a "gain" (listed first when they differ).
+STACK_KEYS: tuple[str, ...] = ("image", "engine", "engine_version", "verifier_hash")
+# Stack fields that name the system under test: they are expected to differ, never warned about.
+SUBJECT_KEYS: frozenset[str] = frozenset({"system", "model", "agent", "checkpoint", "step", "name"})
+POLICY: dict[str, float] = {
+    "unpaired_fraction": 0.05,  # warn when more than this share of the tasks is not paired
+    "few_tasks": 30,  # warn when fewer tasks are paired (the t interval is then rough)
+}
+
+
+def stack_diff(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
+    """Differing stack fields (the four key ones first), as 'key (base vs cand)'."""
+    keys = [k for k in sorted(set(base) | set(cand)) if k not in SUBJECT_KEYS and base.get(k) != cand.get(k)]
+    keys.sort(key=lambda k: (k not in STACK_KEYS, STACK_KEYS.index(k) if k in STACK_KEYS else 0, k))
+    return [f"{k} ({base.get(k, '-')} vs {cand.get(k, '-')})" for k in keys]
+
+
+def typical_attempts(s: TaskScores) -> int:
+    """The most common number of current trials per task."""
+    values, counts = np.unique(s.trials, return_counts=True)
+    return int(values[np.argmax(counts)])
+
+
+def run_caveats(base: TaskScores, cand: TaskScores) -> list[str]:
+    out = []
+    diff = stack_diff(base.stack, cand.stack)
+    if diff:
+        out.append(f"'{cand.run}' ran on a different stack than '{base.run}': " + "; ".join(diff))
+    ka, kb = typical_attempts(base), typical_attempts(cand)
+    if ka != kb:
+        out.append(
+            f"different attempt counts: '{base.run}' has {ka} attempts/task, '{cand.run}' {kb}"
+            " (task means of more attempts are less noisy; pass@k is not comparable)"
+        )
+    return out
+
+
+def judged_caveat(s: TaskScores) -> str | None:
+    total, graded = int(s.trials.sum()), int(s.graded.sum())
+    if graded == total:
+        return None
+    return f"'{s.run}': judged {graded}/{total} trials; ungraded attempts are left out of task means"
+
+
+def unpaired_caveat(cand: str, unpaired: dict[str, int], union: int) -> str | None:
+    n = sum(unpaired.values())
+    if union == 0 or n / union <= POLICY["unpaired_fraction"]:
+        return None
+    why = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in unpaired.items() if v)
+    return f"{n} of {union} tasks not paired for '{cand}' ({why}): the comparison covers only the rest"
+
+
+def few_tasks_caveat(cand: str, n: int) -> str | None:
+    if n >= POLICY["few_tasks"]:
+        return None
+    return f"only {n} tasks paired for '{cand}': the t interval is rough at this size"
+
+
+def multiplicity_caveat(m: int, given: int, level: float) -> str | None:
+    if m <= 1:
+        return None
+    picked = f"picked among {m}" if m > given else f"one of {m} candidates"
+    return (
+        f"each candidate is {picked} against one baseline: p-values adjusted (Holm"
+        f"{'' if m == given else ', Bonferroni for unseen ones'}), CIs widened to {100 * level:.1f}% (Bonferroni);"
+        " the best of several is biased upward, confirm it on fresh tasks/seeds (`trialbook prereg init`)"
+    )

@@ -1,0 +1,248 @@
+"""`trialbook compare`: one baseline against one or more candidates, paired over tasks.
+
+Returns the JSON-ready dict SPEC.md fixes: {"baseline", "comparisons": [ROW, ...], ...}.
+Percent and percentage points throughout the output; fractions inside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trialbook.errors import UserError
+from trialbook.ledger.store import Ledger
+from trialbook.stats import caveats
+from trialbook.stats.multiple import bonferroni_confidence, holm
+from trialbook.stats.paired import Paired, bootstrap_ci, paired, t_interval
+from trialbook.stats.scores import TaskScores, load_scores, read_tasklist
+
+LEVEL = 0.95
+Z95 = 1.959963984540054
+
+
+def pp(x: float) -> float | None:
+    return None if x is None or not np.isfinite(x) else round(100.0 * x, 4)
+
+
+def _repo_matches(repos: np.ndarray, wanted: str) -> np.ndarray:
+    short = np.array([r.rsplit("/", 1)[-1] for r in repos], dtype=str)
+    return (repos == wanted) | (short == wanted)
+
+
+def exclude_repos(runs: Sequence[TaskScores], wanted: Sequence[str]) -> tuple[list[TaskScores], dict[str, int]]:
+    """Drop the tasks of the named repos (full `owner/name` or just `name`) from every run."""
+    dropped: dict[str, set[str]] = {}
+    out = list(runs)
+    for w in wanted:
+        hit = False
+        for i, s in enumerate(out):
+            m = _repo_matches(s.repos, w)
+            if m.any():
+                hit = True
+                for repo, tid in zip(s.repos[m], s.task_ids[m], strict=True):
+                    dropped.setdefault(str(repo), set()).add(str(tid))
+                out[i] = s.subset(~m)
+        if not hit and w not in dropped:
+            known = sorted({str(r) for s in runs for r in s.repos})
+            raise UserError(f"--exclude-repo {w}: no task of that repo in these runs (repos: {', '.join(known)})")
+    return out, {repo: len(ids) for repo, ids in sorted(dropped.items())}
+
+
+def align(base: TaskScores, cand: TaskScores) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
+    """Indices of the tasks graded in both runs (sorted by id), and why the others were not paired."""
+    common, ib, ic = np.intersect1d(base.task_ids, cand.task_ids, assume_unique=True, return_indices=True)
+    gb, gc = base.graded[ib] > 0, cand.graded[ic] > 0
+    both = gb & gc
+    unpaired = {
+        "only_in_base": int(base.task_ids.size - common.size),
+        "only_in_candidate": int(cand.task_ids.size - common.size),
+        "ungraded_in_base": int((~gb & gc).sum()),
+        "ungraded_in_candidate": int((gb & ~gc).sum()),
+        "ungraded_in_both": int((~gb & ~gc).sum()),
+    }
+    return common[both], ib[both], ic[both], unpaired
+
+
+def _row(cand: str, subset: str, r: Paired, excluded: list[str]) -> dict[str, Any]:
+    return {
+        "candidate": cand,
+        "subset": subset,
+        "tasks_paired": r.n,
+        "base_pct": pp(r.base_mean),
+        "cand_pct": pp(r.cand_mean),
+        "diff_pp": pp(r.diff),
+        "se_pp": pp(r.se),
+        "ci_pp": [pp(r.ci[0]), pp(r.ci[1])],
+        "wins": r.wins,
+        "losses": r.losses,
+        "ties": r.ties,
+        "p_value": r.p_value,
+        "sign_p": r.sign_p,
+        "correlation": None if r.correlation is None else round(r.correlation, 4),
+        "excluded_repos": excluded,
+    }
+
+
+def _adjust(rows: list[dict[str, Any]], diffs: list[np.ndarray], m: int, min_diff: float) -> None:
+    """Holm p (Bonferroni when candidates were picked among more than given), widened CIs, claim."""
+    level = bonferroni_confidence(m, LEVEL)
+    ps = [r["p_value"] for r in rows]
+    adjusted = holm(ps) if m == len(rows) else [min(1.0, p * m) for p in ps]
+    for row, d, p_adj in zip(rows, diffs, adjusted, strict=True):
+        _, _, lo, hi = t_interval(d, level)
+        row["p_adjusted"] = p_adj
+        row["ci_level"] = round(level, 6)
+        row["ci_adjusted_pp"] = [pp(lo), pp(hi)]
+        row["claim"] = bool(row["diff_pp"] is not None and row["diff_pp"] >= min_diff and np.isfinite(lo) and lo > 0)
+
+
+def _by_repo(repos: np.ndarray, b: np.ndarray, c: np.ndarray) -> list[dict[str, Any]]:
+    out = []
+    for repo in np.unique(repos):
+        m = repos == repo
+        r = paired(b[m], c[m])
+        out.append(
+            {
+                "repo": str(repo),
+                "tasks": r.n,
+                "base_pct": pp(r.base_mean),
+                "cand_pct": pp(r.cand_mean),
+                "diff_pp": pp(r.diff),
+                "ci_pp": [pp(r.ci[0]), pp(r.ci[1])],
+                "wins": r.wins,
+                "losses": r.losses,
+                "ties": r.ties,
+            }
+        )
+    return out
+
+
+def _check_names(base: str, candidates: Sequence[str], min_diff: float, picked_from: int | None) -> None:
+    if not candidates:
+        raise UserError("give at least one candidate run after the baseline")
+    for c in candidates:
+        if c == base:
+            raise UserError(f"candidate '{c}' is the baseline itself")
+    if len(set(candidates)) != len(candidates):
+        raise UserError("a candidate run is named twice")
+    if not np.isfinite(min_diff) or min_diff < 0:
+        raise UserError(f"--min-diff must be a non-negative number of points, not {min_diff}")
+    if picked_from is not None and picked_from < len(candidates):
+        raise UserError(f"--picked-from {picked_from} is fewer than the {len(candidates)} candidates given")
+
+
+def compare(
+    ledger: Ledger,
+    base_name: str,
+    candidates: Sequence[str],
+    exclude: Sequence[str] = (),
+    split: Path | None = None,
+    min_diff: float = 4.0,
+    picked_from: int | None = None,
+    by_repo: bool = False,
+    bootstrap: bool = False,
+    runs: dict[str, TaskScores] | None = None,
+) -> dict[str, Any]:
+    """The full comparison. `runs` lets callers (prereg) pass preloaded, pre-filtered scores."""
+    _check_names(base_name, candidates, min_diff, picked_from)
+    runs = runs or {n: load_scores(ledger, n) for n in (base_name, *candidates)}
+    loaded, dropped = exclude_repos([runs[n] for n in (base_name, *candidates)], exclude)
+    base, cands = loaded[0], loaded[1:]
+    excluded = list(dropped)
+    warnings: list[str] = []
+    if dropped:
+        warnings.append("excluded before pairing: " + ", ".join(f"{r} ({n} tasks)" for r, n in dropped.items()))
+    for w in [caveats.judged_caveat(s) for s in loaded]:
+        if w:
+            warnings.append(w)
+
+    split_ids = None
+    if split is not None:
+        split_ids, unknown = _split_ids(split, loaded)
+        if unknown:
+            warnings.append(f"{split}: {unknown} of its {split_ids.size} tasks are in neither run")
+    subsets = ["all"] if split_ids is None else ["all", "in", "out"]
+    m = max(len(cands), picked_from or 0)
+    out_rows: list[dict[str, Any]] = []
+    gaps: list[dict[str, Any]] = []
+    repo_tables: dict[str, list[dict[str, Any]]] = {}
+    per_subset: dict[str, tuple[list[dict[str, Any]], list[np.ndarray]]] = {s: ([], []) for s in subsets}
+    for cand in cands:
+        ids, ib, ic, unpaired = align(base, cand)
+        if ids.size == 0:
+            raise UserError(f"runs '{base.run}' and '{cand.run}' have no graded task in common")
+        union = base.task_ids.size + cand.task_ids.size - int(np.intersect1d(base.task_ids, cand.task_ids).size)
+        warnings += [w for w in caveats.run_caveats(base, cand) if w not in warnings]
+        for w in (caveats.unpaired_caveat(cand.run, unpaired, union), caveats.few_tasks_caveat(cand.run, ids.size)):
+            if w:
+                warnings.append(w)
+        b, c = base.score[ib], cand.score[ic]
+        masks = {"all": np.ones(ids.size, dtype=bool)}
+        if split_ids is not None:
+            masks["in"] = np.isin(ids, split_ids)
+            masks["out"] = ~masks["in"]
+        results: dict[str, Paired] = {}
+        for subset, mask in masks.items():
+            if mask.sum() < 2:
+                warnings.append(f"'{cand.run}': subset '{subset}' has {int(mask.sum())} paired tasks, no row")
+                continue
+            r = paired(b[mask], c[mask])
+            results[subset] = r
+            row = _row(cand.run, subset, r, excluded)
+            row["unpaired"] = unpaired if subset == "all" else None
+            row["attempts"] = {"base": caveats.typical_attempts(base), "cand": caveats.typical_attempts(cand)}
+            if bootstrap:
+                lo, hi = bootstrap_ci(c[mask] - b[mask], LEVEL)
+                row["bootstrap_ci_pp"] = [pp(lo), pp(hi)]
+            per_subset[subset][0].append(row)
+            per_subset[subset][1].append(c[mask] - b[mask])
+        if "in" in results and "out" in results:
+            gaps.append(_gap(cand.run, results["in"], results["out"]))
+        if by_repo:
+            repo_tables[cand.run] = _by_repo(base.repos[ib], b, c)
+    for subset in subsets:
+        rows, diffs = per_subset[subset]
+        if rows:
+            _adjust(rows, diffs, m, min_diff)
+            out_rows += rows
+    order = {s: i for i, s in enumerate(subsets)}
+    out_rows.sort(key=lambda r: (list(candidates).index(r["candidate"]), order[r["subset"]]))
+    w = caveats.multiplicity_caveat(m, len(cands), bonferroni_confidence(m, LEVEL))
+    if w:
+        warnings.append(w)
+    result: dict[str, Any] = {
+        "baseline": base_name,
+        "comparisons": out_rows,
+        "min_diff_pp": min_diff,
+        "candidates_considered": m,
+        "excluded": dropped,
+        "warnings": warnings,
+    }
+    if split_ids is not None:
+        result["split"] = {"file": str(split), "tasks": int(split_ids.size), "gaps": gaps}
+    if by_repo:
+        result["by_repo"] = repo_tables
+    return result
+
+
+def _split_ids(path: Path, runs: Sequence[TaskScores]) -> tuple[np.ndarray, int]:
+    ids = np.array(read_tasklist(path), dtype=str)
+    known = np.unique(np.concatenate([s.task_ids for s in runs]))
+    hit = np.isin(ids, known)
+    if not hit.any():
+        raise UserError(f"{path}: none of its {ids.size} tasks is in these runs")
+    return ids, int((~hit).sum())
+
+
+def _gap(cand: str, inside: Paired, outside: Paired) -> dict[str, Any]:
+    gap = inside.diff - outside.diff
+    se = float(np.hypot(inside.se, outside.se))
+    return {
+        "candidate": cand,
+        "gap_pp": pp(gap),
+        "se_pp": pp(se),
+        "ci_pp": [pp(gap - Z95 * se), pp(gap + Z95 * se)],
+    }

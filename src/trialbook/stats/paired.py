@@ -1,0 +1,102 @@
+"""Paired comparison of two runs' task scores (Miller 2024, "Adding Error Bars to Evals").
+
+The unit is the task: d_i = s_cand,i - s_base,i over tasks graded in both runs; the CI is the
+paired t interval on the d_i (attempts of a task are one cluster, never independent samples).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from trialbook.stats import dist
+
+
+@dataclass(frozen=True)
+class Paired:
+    n: int
+    base_mean: float
+    cand_mean: float
+    diff: float
+    se: float
+    ci: tuple[float, float]
+    level: float
+    p_value: float
+    wins: int
+    losses: int
+    ties: int
+    sign_p: float
+    correlation: float | None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def t_interval(d: np.ndarray, level: float = 0.95) -> tuple[float, float, float, float]:
+    """(mean, se, lo, hi) of the t interval for the mean of d; nan-width when n < 2."""
+    n = d.size
+    mean = float(d.mean())
+    if n < 2:
+        return mean, float("nan"), float("nan"), float("nan")
+    se = float(d.std(ddof=1) / np.sqrt(n))
+    half = dist.t_ppf(0.5 + level / 2, n - 1) * se
+    return mean, se, mean - half, mean + half
+
+
+def t_p_value(mean: float, se: float, n: int) -> float:
+    """Two-sided p of the paired t test (1.0 when every difference is 0)."""
+    if n < 2 or not np.isfinite(se):
+        return float("nan")
+    if se == 0:
+        return 1.0 if mean == 0 else 0.0
+    return dist.t_two_sided_p(mean / se, n - 1)
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided exact binomial test of wins vs losses (ties dropped)."""
+    return dist.sign_test_p(wins, losses)
+
+
+def correlation(base: np.ndarray, cand: np.ndarray) -> float | None:
+    if base.size < 3 or base.std() == 0 or cand.std() == 0:
+        return None
+    return float(np.corrcoef(base, cand)[0, 1])
+
+
+def paired(base: np.ndarray, cand: np.ndarray, level: float = 0.95) -> Paired:
+    """Compare aligned task-score arrays (fractions in [0, 1])."""
+    d = cand - base
+    mean, se, lo, hi = t_interval(d, level)
+    wins, losses = int((d > 0).sum()), int((d < 0).sum())
+    return Paired(
+        n=int(d.size),
+        base_mean=float(base.mean()),
+        cand_mean=float(cand.mean()),
+        diff=mean,
+        se=se,
+        ci=(lo, hi),
+        level=level,
+        p_value=t_p_value(mean, se, d.size),
+        wins=wins,
+        losses=losses,
+        ties=int(d.size - wins - losses),
+        sign_p=sign_test(wins, losses),
+        correlation=correlation(base, cand),
+    )
+
+
+def bootstrap_ci(
+    d: np.ndarray, level: float = 0.95, n_resamples: int = 10_000, seed: int = 0, chunk: int = 2_000
+) -> tuple[float, float]:
+    """Percentile task bootstrap CI of mean(d), vectorised in chunks of resamples."""
+    rng = np.random.default_rng(seed)
+    n = d.size
+    means = np.empty(n_resamples)
+    for start in range(0, n_resamples, chunk):
+        stop = min(start + chunk, n_resamples)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        means[start:stop] = d[idx].mean(axis=1)
+    alpha = 1 - level
+    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    return float(lo), float(hi)

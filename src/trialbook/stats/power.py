@@ -1,0 +1,162 @@
+"""Power, minimum detectable effect and sample size from the variance decomposition (STATS.md §4).
+
+With K attempts per task, Var(d_i) = ω² + (σ_A² + σ_B²)/K: ω² is the variance of the true
+per-task differences, σ² the mean within-task (sampling) variance of one attempt, estimated as the
+mean of per-task sample variances over tasks with >= 2 graded attempts.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from trialbook.errors import UserError
+from trialbook.ledger.store import Ledger
+from trialbook.stats import dist
+from trialbook.stats.compare import align
+from trialbook.stats.scores import TaskScores, load_scores
+
+KS: tuple[int, ...] = (1, 2, 4, 8, 16)
+ALPHA, POWER = 0.05, 0.80
+Z_A = float(dist.norm_ppf(1 - ALPHA / 2))
+Z_B = float(dist.norm_ppf(POWER))
+
+
+def within_variance(s: TaskScores) -> float | None:
+    """Mean per-task sample variance (ddof=1) of binary attempts, over tasks with >= 2 graded."""
+    k, c = s.graded, s.resolved
+    m = k >= 2
+    if not m.any():
+        return None
+    p = c[m] / k[m]
+    return float(np.mean(k[m] * p * (1 - p) / (k[m] - 1)))
+
+
+def _one_run(s: TaskScores) -> tuple[float, float, dict[str, Any], list[str]]:
+    sigma2 = within_variance(s)
+    scored = s.score[s.scored]
+    if sigma2 is None:
+        p = float(scored.mean())
+        return (
+            0.0,
+            2 * p * (1 - p),
+            _src("run", f"'{s.run}' (1 attempt/task: sampling variance p(1-p) at its rate)"),
+            [
+                "the run has one attempt per task, so within-task noise cannot be separated: all of it is"
+                " taken as sampling noise (repeats then look more useful than they may be)"
+            ],
+        )
+    detail = f"'{s.run}': {int(scored.size)} tasks, within-task variance {sigma2:.4f}"
+    return (
+        0.0,
+        2 * sigma2,
+        _src("run", detail),
+        [
+            "one run gives the sampling noise only; true per-task differences (ω²) are taken as 0, so"
+            " these figures are optimistic: give --vs RUN2 to estimate ω² from a real pair"
+        ],
+    )
+
+
+def _two_runs(a: TaskScores, b: TaskScores) -> tuple[float, float, dict[str, Any], list[str]]:
+    _, ia, ib, _ = align(a, b)
+    if ia.size < 3:
+        raise UserError(f"runs '{a.run}' and '{b.run}' share fewer than 3 graded tasks")
+    sa, sb = within_variance(a), within_variance(b)
+    notes = []
+    if sa is None or sb is None:
+        notes.append("a run has one attempt per task: its sampling variance is taken as p(1-p)")
+        sa = sa if sa is not None else float(np.mean(a.score[ia]) * (1 - np.mean(a.score[ia])))
+        sb = sb if sb is not None else float(np.mean(b.score[ib]) * (1 - np.mean(b.score[ib])))
+    d = b.score[ib] - a.score[ia]
+    noise = float(np.mean(sa / a.graded[ia] + sb / b.graded[ib]))
+    omega2 = float(d.var(ddof=1)) - noise
+    if omega2 < 0:
+        notes.append(f"estimated ω² was negative ({omega2:.4f}): set to 0")
+        omega2 = 0.0
+    detail = f"'{a.run}' vs '{b.run}': {ia.size} paired tasks, Var(d) {d.var(ddof=1):.4f}"
+    return omega2, sa + sb, _src("runs", detail), notes
+
+
+def _src(kind: str, detail: str) -> dict[str, str]:
+    return {"kind": kind, "detail": detail}
+
+
+def _check(tasks: int, repeats: int, effect: float, base_rate: float, from_run: str | None, vs: str | None) -> None:
+    if tasks < 2:
+        raise UserError(f"--tasks must be at least 2, not {tasks}")
+    if repeats < 1:
+        raise UserError(f"--repeats must be at least 1, not {repeats}")
+    if not math.isfinite(effect) or effect <= 0:
+        raise UserError(f"--effect must be a positive number of percentage points, not {effect}")
+    if not 0 < base_rate < 100:
+        raise UserError(f"--base-rate must be a percentage between 0 and 100, not {base_rate}")
+    if vs is not None and from_run is None:
+        raise UserError("--vs needs --from-run")
+    if vs is not None and vs == from_run:
+        raise UserError("--vs names the same run as --from-run")
+
+
+def plan(
+    ledger: Ledger | None,
+    tasks: int,
+    repeats: int,
+    effect: float,
+    from_run: str | None = None,
+    vs: str | None = None,
+    base_rate: float = 50.0,
+    min_diff: float = 4.0,
+) -> dict[str, Any]:
+    _check(tasks, repeats, effect, base_rate, from_run, vs)
+    if from_run is not None and ledger is not None:
+        a = load_scores(ledger, from_run)
+        omega2, sampling, source, notes = _two_runs(a, load_scores(ledger, vs)) if vs else _one_run(a)
+    else:
+        p = base_rate / 100
+        omega2, sampling = 0.0, 2 * p * (1 - p)
+        source = _src("assumption", f"base rate {base_rate:g}%, every task equally hard (worst case)")
+        notes = ["no run given: all variation is taken as sampling noise at the base rate (conservative at K=1)"]
+    ks = sorted(set(KS) | {repeats})
+    half, mde, need = {}, {}, {}
+    delta = effect / 100
+    for k in ks:
+        var_d = omega2 + sampling / k
+        se = math.sqrt(var_d / tasks)
+        half[str(k)] = round(100 * Z_A * se, 4)
+        mde[str(k)] = round(100 * (Z_A + Z_B) * se, 4)
+        need[str(k)] = max(2, math.ceil((Z_A + Z_B) ** 2 * var_d / delta**2)) if var_d > 0 else 2
+    se = math.sqrt((omega2 + sampling / repeats) / tasks)
+    var_k = omega2 + sampling / repeats
+    return {
+        "tasks": tasks,
+        "repeats": repeats,
+        "effect_pp": effect,
+        "min_diff_pp": min_diff,
+        "source": source,
+        "variance": {
+            "omega2": round(omega2, 6),
+            "sampling_k1": round(sampling, 6),
+            "var_d_k1": round(omega2 + sampling, 6),
+            "sampling_share": round((sampling / repeats) / var_k, 4) if var_k > 0 else 0.0,
+        },
+        "half_width_pp": half,
+        "mde_pp": mde,
+        "tasks_needed": need,
+        "power": round(_power(delta, se), 4),
+        "claim_power": round(_claim_power(delta, se, min_diff / 100), 4),
+        "notes": notes,
+    }
+
+
+def _power(delta: float, se: float) -> float:
+    """P(two-sided 95% CI excludes 0 on the right side) for a true gain delta."""
+    return float(dist.norm_cdf(delta / se - Z_A)) if se > 0 else 1.0
+
+
+def _claim_power(delta: float, se: float, min_diff: float) -> float:
+    """P(estimate >= min_diff and lower bound > 0) for a true gain delta."""
+    if se == 0:
+        return float(delta >= min_diff)
+    return float(dist.norm_cdf((delta - max(min_diff, Z_A * se)) / se))
