@@ -51,7 +51,7 @@ def _bad(lineno: int, msg: str) -> UserError:
     return UserError(f"line {lineno}: {msg}")
 
 
-def _outcome_and_reward(obj: dict[str, Any], n: int) -> tuple[str, float | None]:
+def _outcome_and_reward(obj: dict[str, Any], n: int, train: bool = False) -> tuple[str, float | None]:
     reward = obj.get("reward")
     outcome = obj.get("outcome")
     if outcome is not None:
@@ -68,6 +68,8 @@ def _outcome_and_reward(obj: dict[str, Any], n: int) -> tuple[str, float | None]
             reward = 1.0 if resolved else 0.0
         return ("resolved" if resolved else "unresolved"), reward
     if reward is None:
+        if train:  # a training trajectory cut off before it was graded (no result.json)
+            return "incomplete", None
         raise _bad(n, "needs one of 'outcome', 'resolved' or 'reward'")
     return ("resolved" if reward >= 1.0 else "unresolved"), float(reward)
 
@@ -87,15 +89,24 @@ def _extra_and_types(obj: dict[str, Any], n: int) -> dict[str, Any] | None:
     return extra
 
 
-def parse_line(obj: Any, n: int, attempts: dict[str, set[int]], run_id: int) -> tuple[Any, ...]:
-    """Check one decoded line and return its ledger row (TRIAL_COLUMNS order)."""
+def parse_line(
+    obj: Any, n: int, attempts: dict[str, set[int]], run_id: int, require_train_fields: bool = False
+) -> tuple[Any, ...]:
+    """Check one decoded line and return its ledger row (TRIAL_COLUMNS order).
+
+    `require_train_fields` (kind train): `step` and `wv` are required, and a line with none of
+    outcome/resolved/reward is an `incomplete` trajectory rather than an error.
+    """
     if type(obj) is not dict:
         raise _bad(n, "expected a JSON object")
     extra = _extra_and_types(obj, n)
     task_id = obj.get("task_id")
     if not task_id:
         raise _bad(n, "missing or empty 'task_id'")
-    outcome, reward = _outcome_and_reward(obj, n)
+    if require_train_fields and (obj.get("step") is None or obj.get("wv") is None):
+        missing = " and ".join(repr(k) for k in ("step", "wv") if obj.get(k) is None)
+        raise _bad(n, f"a training trajectory (--kind train) needs 'step' and 'wv'; {missing} missing")
+    outcome, reward = _outcome_and_reward(obj, n, require_train_fields)
     seen = attempts.get(task_id)
     if seen is None:
         seen = attempts[task_id] = set()
@@ -122,6 +133,7 @@ def import_jsonl(ledger: Ledger, path: Path, run_name: str, kind: str = "eval", 
     if not path.is_file():
         raise UserError(f"no such file: {path}")
     stack: dict[str, Any] = {}
+    train = kind == "train"
 
     def rows(run_id: int) -> Iterator[tuple[Any, ...]]:
         attempts: dict[str, set[int]] = {}
@@ -133,7 +145,7 @@ def import_jsonl(ledger: Ledger, path: Path, run_name: str, kind: str = "eval", 
                     obj = orjson.loads(line)
                 except orjson.JSONDecodeError as exc:
                     raise _bad(n, f"malformed JSON ({exc.msg})") from None
-                row = parse_line(obj, n, attempts, run_id)
+                row = parse_line(obj, n, attempts, run_id, train)
                 if "stack" in obj:
                     if stack and obj["stack"] != stack:
                         raise _bad(n, "'stack' must be one object, the same on every line that has it")

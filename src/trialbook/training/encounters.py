@@ -1,0 +1,108 @@
+"""Same-task encounter analysis: does a task's pass rate rise the k-th time training samples it?
+
+An encounter is one sampling of a task: its trajectories sharing one `epoch` (pass over the pool),
+or one weight version when the run has no epochs. A task's score at an encounter is the mean of its
+graded trajectories there. For k = 2, 3, ... the statistic is d_i = score at k-th - score at 1st over
+the tasks graded at both (paired over tasks, never over trajectories), with a t interval on the d_i.
+Gains on re-encountered tasks mix memorisation of that task with general improvement, so each row
+also gives the first-encounter rate of tasks new in the same weight versions (difference-in-differences)
+when there are any.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from trialbook.training.load import TrainData
+
+
+def paired_ci(d: np.ndarray) -> dict[str, Any]:
+    """Mean of task-level differences (percentage points) with a 95% t interval over tasks."""
+    n = len(d)
+    mean = float(d.mean()) if n else None
+    if n < 2:
+        return {"tasks": n, "diff_pp": None if mean is None else round(100 * mean, 2), "ci_pp": None}
+    half = stats.t.ppf(0.975, n - 1) * d.std(ddof=1) / np.sqrt(n)
+    return {
+        "tasks": n,
+        "diff_pp": round(100 * mean, 2),
+        "ci_pp": [round(100 * (mean - half), 2), round(100 * (mean + half), 2)],
+    }
+
+
+@dataclass
+class Groups:
+    """One row per (task, encounter), sorted by task then encounter order."""
+
+    task: np.ndarray
+    rank: np.ndarray  # 0 for the first encounter of the task
+    score: np.ndarray  # resolved / graded; nan when nothing graded
+    wv: np.ndarray  # earliest weight version in the encounter
+    first: np.ndarray  # index of the task's first encounter row
+    count: np.ndarray  # encounters of the task
+
+
+def encounter_groups(data: TrainData) -> Groups:
+    key_src = np.where(data.epoch >= 0, data.epoch, data.wv)
+    key_src = key_src - key_src.min() if len(key_src) else key_src
+    span = int(key_src.max()) + 1 if len(key_src) else 1
+    key = data.task.astype(np.int64) * span + key_src
+    uniq, inv = np.unique(key, return_inverse=True)
+    graded = np.bincount(inv, weights=data.graded, minlength=len(uniq))
+    resolved = np.bincount(inv, weights=data.resolved, minlength=len(uniq))
+    wv = np.full(len(uniq), np.iinfo(np.int64).max)
+    np.minimum.at(wv, inv, data.wv)
+    task = uniq // span
+    starts = np.flatnonzero(np.r_[True, task[1:] != task[:-1]])
+    counts = np.diff(np.r_[starts, len(task)])
+    first = np.repeat(starts, counts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = np.where(graded > 0, resolved / graded, np.nan)
+    return Groups(
+        task=task,
+        rank=np.arange(len(task)) - first,
+        score=score,
+        wv=wv,
+        first=first,
+        count=np.repeat(counts, counts),
+    )
+
+
+def _new_tasks(g: Groups, rows: np.ndarray) -> dict[str, Any]:
+    """First-encounter rate of tasks first seen within the weight versions of these k-th encounters."""
+    lo, hi = g.wv[rows].min(), g.wv[rows].max()
+    firsts = (g.rank == 0) & (g.wv >= lo) & (g.wv <= hi) & ~np.isnan(g.score)
+    n = int(firsts.sum())
+    return {"new_tasks": n, "new_task_pct": round(100 * float(g.score[firsts].mean()), 2) if n else None}
+
+
+def encounter_table(data: TrainData) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Rows for k = 2..max encounters, and last-minus-first over tasks seen at least 3 times."""
+    if not len(data):
+        return [], None
+    g = encounter_groups(data)
+    rows = []
+    for k in range(2, int(g.rank.max()) + 2):
+        at_k = np.flatnonzero(g.rank == k - 1)
+        d = g.score[at_k] - g.score[g.first[at_k]]
+        ok = ~np.isnan(d)
+        if not ok.any():
+            continue
+        row = {"k": k, **paired_ci(d[ok])}
+        row["first_pct"] = round(100 * float(g.score[g.first[at_k][ok]].mean()), 2)
+        row["kth_pct"] = round(100 * float(g.score[at_k][ok].mean()), 2)
+        row.update(_new_tasks(g, at_k))
+        rows.append(row)
+    # The last *graded* encounter: a run cut off mid-pass leaves ungraded final encounters.
+    idx = np.where(np.isnan(g.score), -1, np.arange(len(g.task)))
+    starts = np.flatnonzero(g.rank == 0)
+    last_graded = np.maximum.reduceat(idx, starts)
+    many = np.add.reduceat(~np.isnan(g.score), starts) >= 3
+    d = g.score[last_graded[many]] - g.score[starts[many]]
+    d = d[~np.isnan(d)]
+    last = {"min_graded_encounters": 3, **paired_ci(d)} if len(d) else None
+    return rows, last

@@ -1,0 +1,108 @@
+"""`import steps`: one JSON object per optimizer step into the ledger's `steps` table.
+
+A line holds `step` (non-negative integer, strictly increasing through the file), optional
+`started_at` / `finished_at` (ISO-8601 text or Unix seconds; stored as UTC ISO text) and any numeric
+metrics (`raw_reward`, `entropy`, `grad_norm`, `kl`, ...), kept as the step's JSON `metrics`.
+The whole file goes in one transaction: any bad line leaves the ledger untouched.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+from sqlalchemy import func, select
+
+from trialbook.errors import UserError
+from trialbook.ledger.schema import steps
+from trialbook.ledger.store import Ledger, dumps
+
+TIME_FIELDS = ("started_at", "finished_at")
+
+
+def parse_time(value: Any) -> datetime:
+    """ISO-8601 text (a missing zone means UTC) or Unix seconds -> aware datetime; ValueError if neither."""
+    if isinstance(value, bool):
+        raise ValueError(value)
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, UTC)
+    if not isinstance(value, str):
+        raise ValueError(value)
+    ts = datetime.fromisoformat(value)
+    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+
+
+def _step_row(obj: Any, n: int, run_id: int, last: int | None) -> dict[str, Any]:
+    if type(obj) is not dict:
+        raise UserError(f"line {n}: expected a JSON object")
+    step = obj.get("step")
+    if type(step) is not int or step < 0:
+        raise UserError(f"line {n}: 'step' must be a non-negative integer, got {step!r}")
+    if last is not None and step <= last:
+        word = "duplicated" if step == last else "out of order"
+        raise UserError(f"line {n}: step {step} is {word} (previous line had step {last})")
+    row: dict[str, Any] = {"run_id": run_id, "step": step}
+    for key in TIME_FIELDS:
+        value = obj.get(key)
+        try:
+            row[key] = None if value is None else parse_time(value).isoformat(timespec="milliseconds")
+        except (ValueError, OverflowError, OSError):
+            raise UserError(f"line {n}: {key} must be ISO-8601 text or Unix seconds, got {value!r}") from None
+    metrics = {}
+    for key, value in obj.items():
+        if key == "step" or key in TIME_FIELDS or value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise UserError(f"line {n}: metric {key!r} must be a number, got {value!r}")
+        metrics[key] = value
+    row["metrics"] = dumps(metrics)
+    return row
+
+
+def import_steps(ledger: Ledger, path: Path, run_name: str, replace: bool = False) -> int:
+    """Attach the steps in `path` to the existing run `run_name`; returns how many were written."""
+    if not path.is_file():
+        raise UserError(f"no such file: {path}")
+    run_id = ledger.run(run_name)["id"]
+    rows: list[dict[str, Any]] = []
+    last: int | None = None
+    with path.open("rb") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                raise UserError(f"line {n}: malformed JSON ({exc.msg})") from None
+            row = _step_row(obj, n, run_id, last)
+            last = row["step"]
+            rows.append(row)
+    if not rows:
+        raise UserError(f"no steps in {path}")
+    with ledger.transaction() as conn:
+        have = conn.execute(select(func.count()).where(steps.c.run_id == run_id)).scalar_one()
+        if have and not replace:
+            raise UserError(f"run '{run_name}' already has {have} steps (use --replace to overwrite them)")
+        conn.execute(steps.delete().where(steps.c.run_id == run_id))
+        conn.execute(steps.insert(), rows)
+    return len(rows)
+
+
+def load_steps(ledger: Ledger, run_id: int) -> list[dict[str, Any]]:
+    """The run's steps in step order, metrics decoded, times as aware datetimes (None when absent)."""
+    q = select(steps.c.step, steps.c.started_at, steps.c.finished_at, steps.c.metrics)
+    q = q.where(steps.c.run_id == run_id).order_by(steps.c.step)
+    with ledger.engine.connect() as conn:
+        out = []
+        for step, started, finished, metrics in conn.execute(q):
+            out.append(
+                {
+                    "step": step,
+                    "started_at": None if started is None else parse_time(started),
+                    "finished_at": None if finished is None else parse_time(finished),
+                    "metrics": orjson.loads(metrics) if metrics else {},
+                }
+            )
+    return out
