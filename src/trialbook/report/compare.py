@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-console = Console()
+# Piped output (logs, CI) gets a wide console instead of rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 160)
 
 
 def _n(x: float | None, fmt: str = "{:+.2f}") -> str:
@@ -61,9 +63,17 @@ def _details(r: dict[str, Any], several: bool) -> str:
     )
 
 
+def _table(headers: list[str], title: str) -> Table:
+    """Names (first column) fold rather than being cut with an ellipsis on narrow terminals."""
+    table = Table(title=escape(title))
+    for i, h in enumerate(headers):
+        table.add_column(h, overflow="fold", min_width=16 if i == 0 else None)
+    return table
+
+
 def print_compare(res: dict[str, Any]) -> None:
     several = res["candidates_considered"] > 1
-    table = Table(*_headers(res), title=f"baseline: {res['baseline']}")
+    table = _table(_headers(res), title=f"baseline: {res['baseline']}")
     for r in res["comparisons"]:
         table.add_row(*map(escape, _cells(r)))
     console.print(table)
@@ -81,7 +91,7 @@ def print_compare(res: dict[str, Any]) -> None:
             highlight=False,
         )
     for cand, rows in res.get("by_repo", {}).items():
-        t = Table("repo", "tasks", "base", "cand", "diff pp", "95% CI", "W/L/T", title=f"by repo: {cand}")
+        t = _table(["repo", "tasks", "base", "cand", "diff pp", "95% CI", "W/L/T"], title=f"by repo: {cand}")
         for r in rows:
             t.add_row(
                 r["repo"], str(r["tasks"]), _n(r["base_pct"], "{:.1f}%"), _n(r["cand_pct"], "{:.1f}%"),

@@ -86,6 +86,13 @@ def run_summary(ledger: Ledger, name: str) -> dict[str, Any]:
     out: dict[str, Any] = {"name": run["name"], "kind": run["kind"], "created": run["created"]}
     out.update(_finish(totals))
     out["attempts_per_task"] = None if max_attempts is None else int(max_attempts) + 1
+    if out["attempts_per_task"] and out["attempts_per_task"] >= 2:
+        from trialbook.stats.passk import run_pass_at_k
+        from trialbook.stats.scores import load_scores
+
+        pass_at_k = run_pass_at_k(load_scores(ledger, name))
+        if pass_at_k:
+            out["pass_at_k"] = pass_at_k
     out["outcomes"] = {k: int(v) for k, v in sorted(outcomes.items(), key=lambda kv: -kv[1])}
     out["by_repo"] = {
         (repo or "unknown"): {
