@@ -1,0 +1,81 @@
+"""Verifier audit commands: regrade, audit, attribute, tasks from-swebench.
+
+The grading modules import the `swebench` package (seconds), so they are imported inside the
+commands, not when the CLI starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from trialbook.cli.common import Db, Json, app, done, emit
+from trialbook.errors import UserError
+from trialbook.ledger.store import Ledger
+from trialbook.report import audit as render
+
+
+def _tasks_group() -> typer.Typer:
+    """The `tasks` sub-app: another area may have registered one already; share it."""
+    for group in app.registered_groups:
+        if group.name == "tasks" and group.typer_instance is not None:
+            return group.typer_instance
+    tasks_app = typer.Typer(help="Task folders: build them from other sources.", no_args_is_help=True)
+    app.add_typer(tasks_app, name="tasks")
+    return tasks_app
+
+
+tasks_app = _tasks_group()
+
+
+@app.command("regrade")
+def regrade_cmd(run: str, as_json: Json = False, db: Db = None) -> None:
+    """Re-grade every trial that has a verifier log with trialbook's grader; list disagreements."""
+    from trialbook.audit.regrade import regrade_run
+
+    emit(regrade_run(Ledger(db), run), as_json, render.print_regrade)
+
+
+@app.command("audit")
+def audit_cmd(
+    run: str,
+    vs: Annotated[str | None, typer.Option("--vs", help="Also list P2P tests failing here but passing there.")] = None,
+    min_trials: Annotated[
+        int, typer.Option("--min-trials", help="Trials a test must run in before 'fails in most' applies.")
+    ] = 2,
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """Failures that may not be the agent's fault: P2P penalties, log signatures, suspect tests."""
+    from trialbook.audit.audit import audit_run
+
+    if min_trials < 1:
+        raise UserError("--min-trials must be at least 1")
+    emit(audit_run(Ledger(db), run, vs=vs, min_trials=min_trials), as_json, render.print_audit)
+
+
+@app.command("attribute")
+def attribute_cmd(old: str, new: str, as_json: Json = False, db: Db = None) -> None:
+    """Decompose the resolved-rate change OLD -> NEW by transition and by repo (RUN@original: before reruns)."""
+    from trialbook.audit.attribute import attribute_runs
+
+    emit(attribute_runs(Ledger(db), old, new), as_json, render.print_attribute)
+
+
+@tasks_app.command("from-swebench")
+def from_swebench_cmd(
+    instances: Path,
+    out: Annotated[Path, typer.Option("--out", help="Folder to write one task folder per instance into.")],
+    ids: Annotated[str | None, typer.Option("--ids", help="Comma-separated instance ids (default: all).")] = None,
+    as_json: Json = False,
+) -> None:
+    """Task folders for SWE-bench Verified instances on the official sweb.eval images."""
+    from trialbook.tasks_swebench import write_tasks
+
+    wanted = [i.strip() for i in ids.split(",") if i.strip()] if ids else None
+    result = write_tasks(instances, out, wanted)
+    if not as_json:
+        done(f"wrote {len(result['written'])} tasks, skipped {len(result['skipped'])}")
+    emit(result, as_json, render.print_from_swebench)
