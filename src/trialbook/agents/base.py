@@ -6,9 +6,9 @@ context raises ContextOverflowError; both carry the partial result, and the tria
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from trialbook.errors import UserError
 
@@ -23,6 +23,8 @@ class AgentResult(BaseModel):
     duration_s: float = 0.0
     turns: int | None = None
     tokens: int | None = None
+    files: dict[str, str] = Field(default_factory=dict)  # kept per trial, e.g. trajectory.json
+    info: dict[str, Any] = Field(default_factory=dict)  # agent-specific facts, into the trial's extra
 
 
 class AgentStopped(Exception):
@@ -51,11 +53,41 @@ class Agent(Protocol):
     def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult: ...
 
 
-def get_agent(name: str) -> Agent:
+AGENTS = ("mini", "nop", "oracle")
+
+
+def get_agent(name: str, options: dict[str, Any] | None = None) -> Agent:
+    """The agent called `name`; `options` (the run config's agent_options) configure the LLM agent."""
     from trialbook.agents.nop import NopAgent
     from trialbook.agents.oracle import OracleAgent
 
-    agents: dict[str, type] = {"oracle": OracleAgent, "nop": NopAgent}
-    if name not in agents:
-        raise UserError(f"unknown agent '{name}' (known: {', '.join(sorted(agents))})")
-    return agents[name]()
+    if name not in AGENTS:
+        raise UserError(f"unknown agent '{name}' (known: {', '.join(AGENTS)})")
+    if name == "mini":
+        from trialbook.agents.mini import MiniAgent
+
+        return MiniAgent.from_options(options or {})
+    return {"oracle": OracleAgent, "nop": NopAgent}[name]()
+
+
+def with_agent_stack(stack: dict[str, Any], serving: dict[str, Any] | None) -> dict[str, Any]:
+    """An LLM agent's serving engine takes the stack's engine fields (what `compare` warns about);
+    the sandbox engine (Docker) moves to sandbox/sandbox_version. `serving` is kept as is too."""
+    if not serving:
+        return stack
+    out = {**stack, "sandbox": stack.get("engine"), "sandbox_version": stack.get("engine_version")}
+    return {**out, **serving, "serving": serving}
+
+
+def agent_stack(agent: Agent) -> dict[str, Any] | None:
+    describe = getattr(agent, "stack", None)
+    return describe() if callable(describe) else None
+
+
+def agent_options(agent: str, **given: Any) -> dict[str, Any]:
+    """Agent options from command-line flags (None: not given); only the LLM agent takes any."""
+    options = {k: v for k, v in given.items() if v not in (None, [], ())}
+    if options and agent != "mini":
+        flags = ", ".join("--endpoint" if k == "endpoints" else "--" + k.replace("_", "-") for k in options)
+        raise UserError(f"{flags}: only the mini agent takes these options")
+    return options

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from trialbook.agents.base import agent_options
 from trialbook.cli.common import Db, Json, Replace, app, done, emit
 from trialbook.harness.policy import policy_rows
 from trialbook.harness.quickstart import quickstart
@@ -31,7 +32,7 @@ def _finish(ledger: Ledger, name: str, tally: Tally, as_json: bool) -> None:
 @app.command("run")
 def run_cmd(
     tasks_dir: Path,
-    agent: Annotated[str, typer.Option("--agent", help="oracle or nop.")],
+    agent: Annotated[str, typer.Option("--agent", help="oracle, nop or mini (an LLM).")],
     run: Annotated[str, typer.Option("--run", help="Run name.")],
     attempts: Annotated[int, typer.Option("--attempts", min=1, help="Attempts per task.")] = 1,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Trials at once.")] = 1,
@@ -40,6 +41,12 @@ def run_cmd(
         float | None, typer.Option("--deadline", help="Minutes; then stragglers are stopped (incomplete).", min=0.01)
     ] = None,
     retries: Annotated[int, typer.Option("--retries", min=0, help="Retries of infra failures.")] = 2,
+    endpoint: Annotated[
+        list[str] | None, typer.Option("--endpoint", help="mini: OpenAI-compatible URL (repeatable).")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", help="mini: model name (default: the server's).")] = None,
+    max_turns: Annotated[int | None, typer.Option("--max-turns", min=1, help="mini: model calls per trial.")] = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=1, help="mini: tokens per trial.")] = None,
     tasks: Annotated[str | None, typer.Option("--tasks", help="Only these task ids (comma-separated).")] = None,
     runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Where runs/<run>/<trial>/ go.")] = Path("runs"),
     replace: Replace = False,
@@ -57,6 +64,7 @@ def run_cmd(
         retries=retries,
         tasks=[t.strip() for t in tasks.split(",") if t.strip()] if tasks else None,
         runs_dir=str(runs_dir.resolve()),
+        agent_options=agent_options(agent, endpoints=endpoint, model=model, max_turns=max_turns, max_tokens=max_tokens),
     )
     ledger = Ledger(db)
     tally, errors = start_run(ledger, run, config, replace=replace)

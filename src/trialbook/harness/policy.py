@@ -27,6 +27,7 @@ POLICY: dict[str, Rule] = {
     "DaemonError": Rule(Outcome.INFRA_ERROR, True, "Docker daemon/API error"),
     "ImageBuildError": Rule(Outcome.INFRA_ERROR, True, "task image missing or its build failed"),
     "ContainerStartError": Rule(Outcome.INFRA_ERROR, True, "sandbox container did not start"),
+    "EndpointError": Rule(Outcome.INFRA_ERROR, True, "model endpoint unreachable or failing (5xx)"),
     "InvalidTaskError": Rule(Outcome.INFRA_ERROR, False, "task folder unusable (task.toml, test.sh)"),
     "DeadlineExceeded": Rule(Outcome.INCOMPLETE, False, "--deadline passed: trial stopped or never started"),
 }

@@ -30,6 +30,7 @@ def record_trial(ledger: Ledger, run_id: int, result: TrialResult, supersedes: i
             ).scalar_one()
         )
         logs = [(new_id, "agent.log", result.agent_log), (new_id, "verifier.log", result.verifier_log)]
+        logs += [(new_id, name, text) for name, text in result.extra_files.items()]
         ledger.insert_artifacts(conn, [row for row in logs if row[2]])
         if supersedes is not None:
             conn.execute(trials.update().where(trials.c.id == supersedes).values(superseded_by=new_id))
@@ -66,6 +67,8 @@ def write_trial_dir(base: Path, run: str, result: TrialResult) -> Path:
     (folder / "verifier").mkdir(exist_ok=True)
     (folder / "agent" / "log.txt").write_text(result.agent_log)
     (folder / "verifier" / "test-stdout.txt").write_text(result.verifier_log)
+    for name, text in result.extra_files.items():
+        (folder / "agent" / name).write_text(text)
     if result.trial.reward is not None:
         (folder / "verifier" / "reward.txt").write_text(f"{result.trial.reward:g}\n")
     tmp = folder / "result.json.tmp"

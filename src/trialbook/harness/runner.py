@@ -23,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 import trialbook
 from trialbook.agents import get_agent
+from trialbook.agents.base import agent_stack, with_agent_stack
 from trialbook.errors import TrialbookError, UserError
 from trialbook.harness.results import record_trial, write_trial_dir
 from trialbook.harness.trial import Interrupted, Stopper, TrialResult, TrialSettings, run_trial
@@ -46,6 +47,7 @@ class RunConfig(BaseModel):
     backoff_s: float = Field(2.0, ge=0)
     tasks: list[str] | None = None
     runs_dir: str = "runs"
+    agent_options: dict[str, Any] = Field(default_factory=dict)  # e.g. the mini agent's endpoints
 
 
 @dataclass
@@ -119,7 +121,7 @@ def execute(
     """Run `plans` with `config.concurrency` threads; each finished trial is recorded at once."""
     settings = TrialSettings(
         run=run_name,
-        agent=get_agent(config.agent),
+        agent=get_agent(config.agent, config.agent_options),
         timeout_multiplier=timeout_multiplier or config.timeout_multiplier,
         retries=config.retries,
         backoff_s=config.backoff_s,
@@ -184,11 +186,12 @@ def _update_stack(
     merged = {**(old.get("images") or {}), **images}
     specs, _ = _load(config)
     with ledger.transaction() as conn:
-        ledger.set_run_stack(conn, run_id, _stack(engine, config.agent, specs, merged))
+        stack = with_agent_stack(_stack(engine, config.agent, specs, merged), old.get("serving"))
+        ledger.set_run_stack(conn, run_id, stack)
 
 
 def start_run(ledger: Ledger, name: str, config: RunConfig, replace: bool = False) -> tuple[Tally, list[TaskError]]:
-    get_agent(config.agent)
+    agent = get_agent(config.agent, config.agent_options)
     specs, errors = _load(config)
     engine = connect()
     config = config.model_copy(update={"tasks_dir": str(Path(config.tasks_dir).resolve())})
@@ -196,7 +199,7 @@ def start_run(ledger: Ledger, name: str, config: RunConfig, replace: bool = Fals
         name=name,
         kind="eval",
         config=config.model_dump(),
-        stack=_stack(engine, config.agent, specs, {}),
+        stack=with_agent_stack(_stack(engine, config.agent, specs, {}), agent_stack(agent)),
         source=config.tasks_dir,
     )
     with ledger.transaction() as conn:

@@ -141,6 +141,8 @@ def run_trial(
     agent_result: AgentResult | None = state.get("agent_result")
     if agent_result is not None:
         extra["agent_exit_code"] = agent_result.exit_code
+        extra.update({"agent_info": agent_result.info} if agent_result.info else {})
+        extra.update({"files": sorted(f"agent/{n}" for n in agent_result.files)} if agent_result.files else {})
     if verdict is not None:
         extra.update(graded_by=verdict.graded_by, file_reward=verdict.file_reward, test_exit_code=verdict.exit_code)
     trial = Trial(
@@ -165,6 +167,7 @@ def run_trial(
         agent_log=agent_result.log[-LOG_LIMIT:] if agent_result else "",
         verifier_log=state.get("verifier_log", "")[-LOG_LIMIT:],
         image=state.get("image"),
+        extra_files=agent_result.files if agent_result else {},
     )
 
 

@@ -1,0 +1,163 @@
+"""OpenAI-compatible endpoints: least-outstanding-requests balancing, chat calls, engine probing.
+
+Requests are spread over every `--endpoint` as over the seed's 12 inference engines: each call
+goes to the endpoint with the fewest requests in flight (ties: the fewest sent so far). A refused
+prompt that is too long is a ContextLengthError (the trial is still graded); an endpoint that
+cannot be reached or answers 5xx is an EndpointError: an infra failure, retried, never graded 0.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import requests
+
+from trialbook.errors import UserError
+from trialbook.sandbox import SandboxError
+
+# How servers word a prompt longer than the context window (llama.cpp, vLLM, SGLang, OpenAI).
+CONTEXT_PATTERNS = re.compile(
+    r"context.?length|context window|maximum context|exceed(s|ed)? (the )?(model'?s? )?context"
+    r"|prompt is too long|too many tokens|input_ids.*longer than",
+    re.IGNORECASE,
+)
+
+
+class EndpointError(SandboxError):
+    """The model server is unreachable or failed (5xx): infra, retryable."""
+
+    kind = "EndpointError"
+
+
+class ContextLengthError(Exception):
+    """The server refused the prompt as longer than the model's context window."""
+
+
+def normalize(url: str) -> str:
+    """`http://host:port` or `.../v1/` -> `http://host:port/v1` (the OpenAI base URL)."""
+    url = url.strip().rstrip("/")
+    if not re.match(r"^https?://[^/]+", url):
+        raise UserError(f"--endpoint must be an http(s) URL such as http://127.0.0.1:8000/v1, not '{url}'")
+    return url if url.endswith("/v1") else f"{url}/v1"
+
+
+@dataclass
+class EngineInfo:
+    """What the server says about itself (None where it does not say)."""
+
+    engine: str | None
+    engine_version: str | None
+    models: list[str]
+
+
+def _get_json(url: str, timeout: float) -> Any | None:
+    try:
+        resp = requests.get(url, timeout=timeout)
+    except requests.RequestException:
+        return None
+    if resp.status_code != 200:
+        return None
+    try:
+        return resp.json()
+    except ValueError:
+        return None
+
+
+def probe(base: str, timeout: float = 10.0) -> EngineInfo:
+    """Ask one endpoint for its models and its engine name/version.
+
+    vLLM answers `/version`, SGLang `/get_server_info`, llama.cpp `/props`; every server names an
+    owner in `/v1/models`. Raises EndpointError when `/v1/models` does not answer."""
+    models = _get_json(f"{base}/models", timeout)
+    if not isinstance(models, dict) or not isinstance(models.get("data"), list):
+        raise EndpointError(f"{base}/models did not answer with a model list; is the server up?")
+    data = [m for m in models["data"] if isinstance(m, dict)]
+    root = base.removesuffix("/v1")
+    owners = {str(m.get("owned_by")) for m in data if m.get("owned_by")}
+    engine: str | None = owners.pop() if len(owners) == 1 else None
+    version: str | None = None
+    for path, name, key in (("/version", "vllm", "version"), ("/get_server_info", "sglang", "version")):
+        body = _get_json(root + path, timeout)
+        if isinstance(body, dict) and isinstance(body.get(key), str):
+            engine, version = (engine if engine not in (None, "me") else name), body[key]
+            break
+    else:
+        props = _get_json(root + "/props", timeout)
+        if isinstance(props, dict) and props.get("build_info"):
+            engine, version = "llama.cpp", str(props["build_info"])
+    return EngineInfo(engine, version, [str(m.get("id")) for m in data])
+
+
+@dataclass
+class Endpoint:
+    url: str
+    in_flight: int = 0
+    sent: int = 0
+    failed: int = 0
+
+
+@dataclass
+class EndpointPool:
+    """Least-outstanding-requests choice over several endpoints (thread-safe)."""
+
+    urls: list[str]
+    endpoints: list[Endpoint] = field(init=False)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.urls:
+            raise UserError("the mini agent needs at least one --endpoint URL (an OpenAI-compatible server)")
+        self.urls = list(dict.fromkeys(normalize(u) for u in self.urls))
+        self.endpoints = [Endpoint(u) for u in self.urls]
+
+    @contextmanager
+    def acquire(self) -> Iterator[Endpoint]:
+        with self.lock:
+            ep = min(self.endpoints, key=lambda e: (e.in_flight, e.sent))
+            ep.in_flight += 1
+            ep.sent += 1
+        try:
+            yield ep
+        finally:
+            with self.lock:
+                ep.in_flight -= 1
+
+    def counts(self) -> dict[str, int]:
+        return {e.url: e.sent for e in self.endpoints}
+
+    def chat(self, payload: dict[str, Any], timeout: float) -> tuple[dict[str, Any], str]:
+        """POST /chat/completions to the least busy endpoint. Returns (response JSON, endpoint URL)."""
+        with self.acquire() as ep:
+            try:
+                resp = requests.post(f"{ep.url}/chat/completions", json=payload, timeout=max(timeout, 1.0))
+            except requests.Timeout:
+                raise TimeoutError(f"{ep.url} did not answer within {timeout:.0f} s") from None
+            except requests.RequestException as exc:
+                ep.failed += 1
+                raise EndpointError(f"model endpoint {ep.url} unreachable: {type(exc).__name__}") from None
+            return _checked(resp, ep), ep.url
+
+
+def _checked(resp: requests.Response, ep: Endpoint) -> dict[str, Any]:
+    text = resp.text[:500]
+    if resp.status_code >= 500:
+        if CONTEXT_PATTERNS.search(text):  # some servers answer an over-long prompt with 500
+            raise ContextLengthError(text)
+        ep.failed += 1
+        raise EndpointError(f"model endpoint {ep.url} answered {resp.status_code}: {text}")
+    if resp.status_code != 200:
+        if CONTEXT_PATTERNS.search(text):
+            raise ContextLengthError(text)
+        raise EndpointError(f"model endpoint {ep.url} refused the request ({resp.status_code}): {text}")
+    try:
+        body = resp.json()
+    except ValueError:
+        raise EndpointError(f"model endpoint {ep.url} answered with non-JSON: {text}") from None
+    if not isinstance(body, dict) or not body.get("choices"):
+        raise EndpointError(f"model endpoint {ep.url} answered without choices: {text}")
+    return body

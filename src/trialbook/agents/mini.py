@@ -1,0 +1,318 @@
+"""The `mini` agent: mini-swe-agent's own agent loop driving a trialbook sandbox.
+
+mini-swe-agent (`minisweagent.agents.default.DefaultAgent`) runs the loop: query the model, parse
+one bash action, execute it, observe. trialbook plugs in two small pieces it defines by protocol:
+an Environment that runs actions in the trial's Docker sandbox, and a Model that posts to any
+OpenAI-compatible `/v1/chat/completions` (spread over endpoints by least outstanding requests).
+
+How the loop ended becomes the trial's outcome (the sandbox is graded in every case):
+  Submitted -> the verifier decides · RepeatedFormatError -> format_error ·
+  the server's context-length refusal -> context_overflow · turn/token/wall-time budget -> agent_timeout.
+An unreachable or failing endpoint raises EndpointError: infra_error, retried, never graded 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from trialbook.agents.base import AgentResult, AgentTimeoutError, ContextOverflowError, FormatError
+from trialbook.agents.endpoints import ContextLengthError, EndpointError, EndpointPool, probe
+from trialbook.errors import UserError
+from trialbook.sandbox import Sandbox
+from trialbook.tasks import TaskSpec
+
+os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")  # its banner would pollute `--json` stdout
+
+from minisweagent import __version__ as MINI_VERSION  # noqa: E402
+from minisweagent.agents.default import DefaultAgent  # noqa: E402
+from minisweagent.exceptions import FormatError as MiniFormatError  # noqa: E402
+from minisweagent.exceptions import LimitsExceeded, Submitted, TimeExceeded  # noqa: E402
+from minisweagent.models.utils.actions_text import format_observation_messages, parse_regex_actions  # noqa: E402
+
+SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+# Short on purpose: small models have 2k-token windows. The action format is mini-swe-agent's own.
+SYSTEM_TEMPLATE = """You are a software engineer working in a Linux shell on a code repository.
+Every reply: one short THOUGHT line, then exactly ONE bash command in a block like this:
+
+```mswea_bash_command
+ls
+```
+
+Each command runs in a new shell in the repository. When the fix is done, reply with the command
+`echo @SUBMIT@` alone.""".replace("@SUBMIT@", SUBMIT)
+
+INSTANCE_TEMPLATE = """Fix this issue in the repository:
+
+{{task}}
+
+Reply with one THOUGHT line and one ```mswea_bash_command block."""
+
+OBSERVATION_TEMPLATE = """<returncode>{{output.returncode}}</returncode>
+{% if output.exception_info %}<exception>{{output.exception_info}}</exception>
+{% endif %}<output>
+{{ output.output[-4000:] }}</output>"""
+
+FORMAT_ERROR_TEMPLATE = """Format error: {{error}} Reply with one THOUGHT line and exactly ONE
+```mswea_bash_command block (to finish: echo @SUBMIT@).""".replace("@SUBMIT@", SUBMIT)
+
+ACTION_REGEX = r"```mswea_bash_command\s*\n(.*?)\n```"
+
+
+class MiniOptions(BaseModel):
+    """The agent's settings (stored in the run config as `agent_options`)."""
+
+    endpoints: list[str] = Field(default_factory=list)
+    model: str | None = None  # default: the first model the endpoint lists
+    max_turns: int = Field(30, ge=1)  # model calls
+    max_tokens: int = Field(0, ge=0)  # prompt + completion tokens over the trial; 0: no limit
+    max_output_tokens: int = Field(384, ge=1)  # per call
+    max_format_errors: int = Field(3, ge=1)  # in a row, then format_error
+    temperature: float = Field(0.0, ge=0)
+    seed: int | None = None
+    command_timeout: float = Field(60.0, gt=0)  # one bash action
+    logprobs: bool = False  # ask for token logprobs (recorded per call when returned)
+
+
+class SandboxEnvironment:
+    """mini-swe-agent Environment: each action is `bash -c` in the trial's container."""
+
+    def __init__(self, sandbox: Sandbox, deadline: float, command_timeout: float) -> None:
+        self.sandbox = sandbox
+        self.deadline = deadline
+        self.command_timeout = command_timeout
+        self.config = {"container": sandbox.name, "command_timeout": command_timeout}
+
+    def execute(self, action: dict, cwd: str = "") -> dict[str, Any]:
+        timeout = max(min(self.command_timeout, self.deadline - time.monotonic()), 0.5)
+        env = {"PAGER": "cat", "MANPAGER": "cat", "PIP_PROGRESS_BAR": "off", "TQDM_DISABLE": "1"}
+        res = self.sandbox.exec(
+            ["bash", "-c", action.get("command", "")], timeout=timeout, env=env, workdir=cwd or None
+        )
+        output: dict[str, Any] = {"output": res.output, "returncode": res.exit_code, "exception_info": ""}
+        if res.timed_out:
+            output["returncode"] = -1
+            output["exception_info"] = f"the command ran past {timeout:.0f} s and was killed"
+        lines = res.output.lstrip().splitlines(keepends=True)
+        if lines and lines[0].strip() == SUBMIT and res.exit_code == 0:
+            submission = "".join(lines[1:])
+            raise Submitted(
+                {"role": "exit", "content": submission, "extra": {"exit_status": "Submitted", "submission": submission}}
+            )
+        return output
+
+    def get_template_vars(self, **kwargs: Any) -> dict[str, Any]:
+        return dict(kwargs)
+
+    def serialize(self) -> dict:
+        return {"info": {"config": {"environment": self.config, "environment_type": "trialbook.sandbox.docker"}}}
+
+
+class ChatModel:
+    """mini-swe-agent Model over OpenAI-compatible chat completions (text-based actions)."""
+
+    def __init__(self, pool: EndpointPool, options: MiniOptions, model: str, deadline: float) -> None:
+        self.pool = pool
+        self.options = options
+        self.deadline = deadline
+        self.config = {"model_name": model, "endpoints": pool.urls, **options.model_dump(exclude={"endpoints"})}
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.calls: list[dict[str, Any]] = []  # per call: endpoint, tokens, finish reason, logprobs
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def _payload(self, messages: list[dict]) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": self.config["model_name"],
+            "messages": [{"role": m["role"], "content": m.get("content") or ""} for m in messages],
+            "max_tokens": self.options.max_output_tokens,
+            "temperature": self.options.temperature,
+        }
+        if self.options.seed is not None:
+            payload["seed"] = self.options.seed
+        if self.options.logprobs:
+            payload["logprobs"] = True
+        return payload
+
+    def query(self, messages: list[dict], **kwargs: Any) -> dict:
+        opts = self.options
+        if opts.max_tokens and self.tokens >= opts.max_tokens:
+            raise LimitsExceeded({"role": "exit", "content": "token budget spent", "extra": _exit("TokensExceeded")})
+        remaining = self.deadline - time.monotonic()
+        try:
+            body, url = self.pool.chat(self._payload(messages), timeout=remaining)
+        except TimeoutError:
+            raise TimeExceeded({"role": "exit", "content": "model call ran past the time limit",
+                                "extra": _exit("TimeExceeded")}) from None  # fmt: skip
+        choice = body["choices"][0]
+        usage = body.get("usage") or {}
+        self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+        self.completion_tokens += int(usage.get("completion_tokens") or 0)
+        content = (choice.get("message") or {}).get("content") or ""
+        call = {
+            "endpoint": url,
+            "prompt_tokens": usage.get("prompt_tokens"),
+            "completion_tokens": usage.get("completion_tokens"),
+            "finish_reason": choice.get("finish_reason"),
+            "logprobs": _logprobs(choice),
+            "token_ids": choice.get("token_ids"),
+            "prompt_token_ids": body.get("prompt_token_ids") or choice.get("prompt_token_ids"),
+        }
+        self.calls.append(call)
+        extra = {"endpoint": url, "usage": usage, "cost": 0.0, "timestamp": time.time()}
+        try:
+            actions = parse_regex_actions(
+                content,
+                action_regex=ACTION_REGEX,
+                format_error_template=FORMAT_ERROR_TEMPLATE,
+                template_kwargs={"finish_reason": choice.get("finish_reason")},
+            )
+        except MiniFormatError as exc:
+            exc.messages[0]["extra"].update(extra)
+            raise
+        return {"role": "assistant", "content": content, "extra": {"actions": actions, **extra}}
+
+    def format_message(self, **kwargs: Any) -> dict:
+        return dict(kwargs)
+
+    def format_observation_messages(
+        self, message: dict, outputs: list[dict], template_vars: dict | None = None
+    ) -> list[dict]:
+        return format_observation_messages(
+            outputs, observation_template=OBSERVATION_TEMPLATE, template_vars=template_vars
+        )
+
+    def get_template_vars(self, **kwargs: Any) -> dict[str, Any]:
+        return dict(self.config)
+
+    def serialize(self) -> dict:
+        return {"info": {"config": {"model": self.config, "model_type": "trialbook.agents.mini.ChatModel"}}}
+
+
+def _exit(status: str) -> dict[str, str]:
+    return {"exit_status": status, "submission": ""}
+
+
+def _logprobs(choice: dict[str, Any]) -> list[dict[str, Any]] | None:
+    content = (choice.get("logprobs") or {}).get("content") if isinstance(choice.get("logprobs"), dict) else None
+    if not content:
+        return None
+    return [{"token": t.get("token"), "logprob": t.get("logprob")} for t in content if isinstance(t, dict)]
+
+
+def transcript(messages: list[dict]) -> str:
+    """The readable agent log: every message, role first."""
+    parts = []
+    for m in messages:
+        parts.append(f"--- {m.get('role')}\n{m.get('content') or ''}")
+    return "\n".join(parts) + "\n"
+
+
+class MiniAgent:
+    name = "mini"
+
+    def __init__(self, options: MiniOptions) -> None:
+        self.options = options
+        self.pool = EndpointPool(options.endpoints)
+        self._model: str | None = options.model
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> MiniAgent:
+        try:
+            return cls(MiniOptions.model_validate(options))
+        except ValueError as exc:
+            first = exc.errors()[0] if hasattr(exc, "errors") else {"loc": (), "msg": str(exc)}
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            raise UserError(f"mini agent option {where}: {first.get('msg')}") from None
+
+    def model_name(self) -> str:
+        with self._lock:
+            if self._model is None:
+                models = probe(self.pool.urls[0]).models
+                if not models:
+                    raise EndpointError(f"{self.pool.urls[0]} lists no model; pass --model")
+                self._model = models[0]
+            return self._model
+
+    def stack(self) -> dict[str, Any]:
+        """The serving engine(s) as the endpoints report them, for the run's stack."""
+        try:
+            infos = [probe(url) for url in self.pool.urls]
+        except EndpointError as exc:
+            raise UserError(f"cannot start the mini agent: {exc}") from None
+        engines = sorted({i.engine or "unknown" for i in infos})
+        versions = sorted({i.engine_version or "unknown" for i in infos})
+        return {
+            "engine": ", ".join(engines),
+            "engine_version": ", ".join(versions),
+            "model": self.model_name(),
+            "endpoints": len(self.pool.urls),
+            "agent_loop": f"mini-swe-agent {MINI_VERSION}",
+        }
+
+    def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
+        start = time.monotonic()
+        deadline = start + timeout
+        model = ChatModel(self.pool, self.options, self.model_name(), deadline)
+        env = SandboxEnvironment(sandbox, deadline, self.options.command_timeout)
+        loop = DefaultAgent(
+            model,
+            env,
+            system_template=SYSTEM_TEMPLATE,
+            instance_template=INSTANCE_TEMPLATE,
+            step_limit=self.options.max_turns,
+            cost_limit=0.0,
+            wall_time_limit_seconds=max(int(timeout), 1),
+            max_consecutive_format_errors=self.options.max_format_errors,
+        )
+        overflow: str | None = None
+        try:
+            loop.run(task.instruction)
+        except ContextLengthError as exc:
+            overflow = str(exc)
+        status = (loop.messages[-1].get("extra") or {}).get("exit_status", "") if loop.messages else ""
+        if overflow is not None:
+            status = "ContextOverflow"
+        result = self._result(loop, model, status, time.monotonic() - start)
+        if status == "Submitted":
+            return result
+        if overflow is not None:
+            raise ContextOverflowError(f"the server refused the prompt: {overflow[:300]}", result)
+        if status == "RepeatedFormatError":
+            raise FormatError(f"{self.options.max_format_errors} replies in a row had no parseable action", result)
+        if status == "TimeExceeded":
+            raise AgentTimeoutError(f"agent ran past its {timeout:g} s limit", result)
+        if status in ("LimitsExceeded", "TokensExceeded"):
+            what = "token" if status == "TokensExceeded" else "turn"
+            raise AgentTimeoutError(f"agent spent its {what} budget ({model.tokens} tokens, {loop.n_calls} turns)",
+                                    result)  # fmt: skip
+        return result
+
+    def _result(self, loop: DefaultAgent, model: ChatModel, status: str, duration: float) -> AgentResult:
+        trajectory = loop.serialize({"info": {"exit_status": status, "calls": model.calls}})
+        return AgentResult(
+            exit_code=0 if status == "Submitted" else None,
+            log=transcript(loop.messages),
+            duration_s=round(duration, 3),
+            turns=loop.n_calls,
+            tokens=model.tokens,
+            files={"trajectory.json": json.dumps(trajectory, indent=1, default=str)},
+            info={
+                "exit_status": status,
+                "submitted": status == "Submitted",
+                "prompt_tokens": model.prompt_tokens,
+                "completion_tokens": model.completion_tokens,
+                "model": model.config["model_name"],
+                "endpoints": sorted({c["endpoint"] for c in model.calls}),
+            },
+        )
