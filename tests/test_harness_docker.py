@@ -260,3 +260,42 @@ def test_clean_removes_only_the_named_runs_containers(engine):
 def run_cli_nodb(*args: str) -> tuple[int, str, str]:
     res = CliRunner().invoke(app, list(args))
     return res.exit_code, res.stdout, res.stderr
+
+
+def test_large_test_folders_are_copied_in_and_agents_cannot_plant_tests(engine, tmp_path, db):
+    tasks = tmp_path / "tasks"
+    shutil.copytree(EXAMPLES / "plain-bugfix", tasks / "big-tests")
+    (tasks / "big-tests" / "tests" / "fixture.bin").write_bytes(os.urandom(200_000))  # too big to inline
+    shutil.copytree(EXAMPLES / "plain-bugfix", tasks / "planted")
+    solve = tasks / "planted" / "solution" / "solve.sh"
+    # a cheating agent: writes a passing reward and a /tests it hopes the verifier will use
+    solve.write_text(
+        "#!/bin/bash\nmkdir -p /logs/verifier /tests && echo 1 > /logs/verifier/reward.txt\n"
+        "printf 'echo 1 > /logs/verifier/reward.txt\\n' > /tests/test.sh\n"
+    )
+    code, _, err = run_cli(db, "run", str(tasks), "--agent", "oracle", "--run", "copies",
+                           "--runs-dir", str(tmp_path / "runs"))  # fmt: skip
+    assert code == 0, err
+    rows = {t["task_id"]: t for t in trials(db, "copies")}
+    assert rows["big-tests"]["outcome"] == "resolved"
+    assert rows["planted"]["outcome"] == "unresolved" and rows["planted"]["extra"]["file_reward"] == 0.0
+
+
+def test_sandboxes_have_labels_limits_and_no_network(engine):
+    from trialbook.sandbox import DockerEngine
+
+    box = DockerEngine().start("trialbook-base:bookworm", "tb-limits-check-0-deadbeef",
+                               {"trialbook.run": "limits"}, 0.5, 256, 64, False)  # fmt: skip
+    try:
+        info = engine.api.inspect_container(box.container.id)
+        host = info["HostConfig"]
+        assert host["NetworkMode"] == "none" and host["NanoCpus"] == 500_000_000
+        assert host["Memory"] == 256 * 1024 * 1024 and host["PidsLimit"] == 64
+        assert info["Config"]["Labels"]["trialbook.run"] == "limits"
+        res = box.exec(["sh", "-c", "ls /sys/class/net"], timeout=10)
+        assert res.output.split() == ["lo"]
+        res = box.exec(["sh", "-c", "sleep 30"], timeout=1)
+        assert res.timed_out and res.duration_s < 1 + GRACE_S
+    finally:
+        box.remove()
+    assert leftovers(engine, "limits") == []

@@ -63,6 +63,13 @@ def slug(text: str, limit: int = 40) -> str:
     return clean[:limit]
 
 
+def tar_bytes(local: Path, arcname: str, gzip: bool = False) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz" if gzip else "w") as tar:
+        tar.add(str(local), arcname=arcname)
+    return buf.getvalue()
+
+
 @dataclass
 class ExecResult:
     exit_code: int | None
@@ -126,11 +133,8 @@ class Sandbox:
 
     def put_dir(self, local: Path, dest: str) -> None:
         """Copy a local folder's contents to `dest` in the container (created if missing)."""
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            tar.add(str(local), arcname=dest.strip("/"))
         try:
-            if not self.container.put_archive("/", buf.getvalue()):
+            if not self.container.put_archive("/", tar_bytes(local, dest.strip("/"))):
                 raise DaemonError(f"copy of {local} into {self.name} failed")
         except (APIError, DockerException) as exc:
             raise DaemonError(f"copy of {local} into {self.name} failed: {exc}") from None
@@ -225,22 +229,22 @@ class DockerEngine:
         network: bool,
         stop: threading.Event | None = None,
     ) -> Sandbox:
-        try:
-            container = self.client.containers.run(
-                image,
-                entrypoint=["sleep", "infinity"],
-                command=[],
-                name=name,
-                labels=labels,
-                detach=True,
-                network_mode="bridge" if network else "none",
-                nano_cpus=int(cpus * 1e9),
-                mem_limit=f"{memory_mb}m",
-                pids_limit=pids_limit,
+        api = self.client.api
+        host = api.create_host_config(
+            network_mode="bridge" if network else "none",
+            nano_cpus=int(cpus * 1e9),
+            mem_limit=f"{memory_mb}m",
+            pids_limit=pids_limit,
+        )
+        try:  # the low-level calls save the SDK's extra inspect per container
+            created = api.create_container(
+                image, entrypoint=["sleep", "infinity"], command=[], name=name, labels=labels, host_config=host
             )
+            api.start(created["Id"])
         except (APIError, DockerException) as exc:
             self._remove_by_name(name)
             raise ContainerStartError(f"container {name} did not start: {exc}") from None
+        container = self.client.containers.prepare_model({"Id": created["Id"], "Name": name})
         return Sandbox(self, container, stop)
 
     def _remove_by_name(self, name: str) -> None:
