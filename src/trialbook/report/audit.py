@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from trialbook.report.tables import console
@@ -27,7 +28,7 @@ def print_regrade(r: dict[str, Any]) -> None:
         return
     table = Table("task", "attempt", "recorded", "regraded", "tests that differ", title="disagreements")
     for d in r["disagreements"]:
-        tests = ", ".join(f"{t['test']} ({t['recorded']}->{t['regraded']})" for t in d["tests"][:3])
+        tests = ", ".join(escape(f"{t['test']} ({t['recorded']}->{t['regraded']})") for t in d["tests"][:3])
         more = len(d["tests"]) - 3
         table.add_row(
             d["task_id"], str(d["attempt"]), d["recorded"], d["regraded"], tests + (f" +{more}" if more > 0 else "")
@@ -50,7 +51,7 @@ def print_audit(a: dict[str, Any]) -> None:
     if pen["by_test"]:
         tests = Table("task", "test", "trials", title=f"P2P tests failed in penalties (top {TOP})")
         for row in pen["by_test"][:TOP]:
-            tests.add_row(row["task_id"], row["test"], str(row["trials"]))
+            tests.add_row(row["task_id"], escape(row["test"]), str(row["trials"]))
         console.print(tests)
     sigs = Table("signature", "artifact", "trials", "unresolved", "P2P penalties", "meaning", title="log signatures")
     for name, s in a["by_signature"].items():
@@ -68,7 +69,7 @@ def print_audit(a: dict[str, Any]) -> None:
         sus = Table("test", "task(s)", "failed", "reason", title=f"suspect tests (top {TOP})")
         for s in a["suspect_tests"][:TOP]:
             where = s.get("task_id") or ", ".join(s.get("tasks", [])[:3])
-            sus.add_row(s["test"], where, f"{s['failed']}/{s['trials']}", s["reason"])
+            sus.add_row(escape(s["test"]), where, f"{s['failed']}/{s['trials']}", s["reason"])
         console.print(sus)
     ex = a["explained_by_artifacts"]
     console.print(f"unresolved trials showing a known artifact: {_pct(ex['unresolved'], ex['of_unresolved'])}")
