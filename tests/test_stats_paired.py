@@ -41,7 +41,7 @@ def test_anchor_dataset_reproduces_the_seed(anchor):
     assert row["ci_pp"] == pytest.approx([-0.15, 5.55], abs=0.01)
     assert (row["wins"], row["losses"], row["ties"]) == (83, 59, 358)
     assert row["sign_p"] == pytest.approx(0.053, abs=5e-4)
-    assert row["bootstrap_ci_pp"] == pytest.approx([-0.20, 5.60], abs=0.1)
+    assert row["bootstrap_ci_pp"] == pytest.approx([-0.20, 5.60], abs=0.15)  # Monte Carlo
     assert row["claim"] is False  # +2.7 < 4 and the CI includes 0
     assert row["attempts"] == {"base": 2, "cand": 2}
 

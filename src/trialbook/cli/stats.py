@@ -83,7 +83,7 @@ def prereg_init_cmd(
     from trialbook.prereg.plan import init_plan
 
     plan_ = init_plan(pool, train, holdout, seed, holdout_repeats, min_diff, candidates, out)
-    done(f"wrote {out}: {train} train + {holdout} held-out tasks, hash {plan_['hash'][:12]}")
+    done(f"wrote {out}: {train} train + {holdout} held-out tasks, hash {plan_['hash'].removeprefix('sha256:')[:12]}")
 
 
 @prereg_app.command("check")

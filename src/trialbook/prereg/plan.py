@@ -70,9 +70,9 @@ def init_plan(
         "min_diff_pp": float(min_diff),
         "max_candidates": max_candidates,
         "decision_rule": (
-            f"on the {holdout} held-out tasks with {holdout_repeats} attempts each, a candidate is confirmed when"
-            f" its paired difference of task means is >= {min_diff:g} pp and the lower bound of its 95% CI"
-            f" (Bonferroni-widened for {max_candidates} candidates) is > 0"
+            f"on the {holdout} held-out tasks with {holdout_repeats} graded attempt(s) each, a candidate is"
+            f" confirmed when its paired difference of task means is >= {min_diff:g} pp and the lower bound of"
+            f" its 95% CI (Bonferroni-widened for up to {max_candidates} candidate(s)) is > 0"
         ),
         "train": train_ids,
         "holdout": holdout_ids,

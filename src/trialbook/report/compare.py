@@ -144,8 +144,9 @@ def print_plan(res: dict[str, Any]) -> None:
 
 
 def print_prereg_check(res: dict[str, Any]) -> None:
+    short = res["hash"].removeprefix("sha256:")[:12]
     console.print(
-        f"plan {res['plan']} (hash {res['hash'][:12]} verified): held-out {res['holdout_tasks']} tasks"
+        f"plan {res['plan']} (hash {short} verified): held-out {res['holdout_tasks']} tasks"
         f" x {res['holdout_repeats']} repeats, min diff {res['min_diff_pp']:g} pp"
     )
     console.print("[bold]preregistered verdict (held-out tasks only)[/bold]")

@@ -1,0 +1,75 @@
+"""Benchmark: `trialbook compare` of 3 candidates x 500 tasks x 16 attempts, end to end from the CLI.
+
+Target: < 1 s wall clock per command (process start-up included). Run by hand:
+    python benchmarks/bench_compare.py [--repeats 7]
+Prints the median and best wall time of the CLI call, the in-process compare time, the process
+start-up floor (`trialbook --help`) and a 10,000-resample bootstrap's time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from trialbook.ledger.store import Ledger
+from trialbook.stats.compare import compare
+from trialbook.stats.paired import bootstrap_ci
+from trialbook.stats.synthetic import simulate_run, write_jsonl
+
+TASKS, ATTEMPTS, CANDIDATES = 500, 16, 3
+
+
+def timed(cmd: list[str], repeats: int) -> list[float]:
+    out = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=7)
+    args = ap.parse_args()
+    exe = str(Path(sys.executable).with_name("trialbook"))
+    rng = np.random.default_rng(0)
+    probs = rng.beta(0.5, 0.5, TASKS)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = f"{tmp}/bench.db"
+        names = ["base"] + [f"cand{i}" for i in range(1, CANDIDATES + 1)]
+        for i, name in enumerate(names):
+            p = np.clip(probs + 0.01 * i, 0, 1)
+            path = write_jsonl(Path(tmp) / f"{name}.jsonl", simulate_run(p, ATTEMPTS, rng))
+            subprocess.run([exe, "import", "jsonl", str(path), "--run", name, "--db", db], check=True,
+                           stderr=subprocess.DEVNULL)  # fmt: skip
+        cli = timed([exe, "compare", *names, "--json", "--db", db], args.repeats)
+        cli_human = timed([exe, "compare", *names, "--db", db], args.repeats)
+        floor = timed([exe, "--help"], args.repeats)
+        ledger = Ledger(db)
+        t = time.perf_counter()
+        for _ in range(args.repeats):
+            compare(ledger, names[0], names[1:])
+        inproc = (time.perf_counter() - t) / args.repeats
+        d = rng.random(TASKS) - 0.5
+        t = time.perf_counter()
+        bootstrap_ci(d, n_resamples=10_000)
+        boot = time.perf_counter() - t
+    trials = (CANDIDATES + 1) * TASKS * ATTEMPTS
+    print(f"{CANDIDATES} candidates x {TASKS} tasks x {ATTEMPTS} attempts ({trials} trials in the ledger)")
+    print(f"trialbook compare --json : median {statistics.median(cli):.3f} s, best {min(cli):.3f} s")
+    print(f"trialbook compare (table): median {statistics.median(cli_human):.3f} s, best {min(cli_human):.3f} s")
+    print(f"trialbook --help (start-up floor): median {statistics.median(floor):.3f} s")
+    print(f"compare() in process: {inproc * 1000:.1f} ms")
+    print(f"bootstrap 10,000 resamples x {TASKS} tasks: {boot * 1000:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
