@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import trialbook
-from trialbook.agents.base import agent_stack, get_agent, with_agent_stack
-from trialbook.agents.mini import MiniAgent
+from trialbook.agents.base import Agent, AgentResult, agent_stack, get_agent, with_agent_stack
+from trialbook.agents.base import FormatError as FormatStop
+from trialbook.agents.mini import MiniAgent, SandboxEnvironment
 from trialbook.errors import UserError
 from trialbook.harness.results import record_trial, write_trial_dir
 from trialbook.harness.runner import RunConfig, connect
@@ -29,7 +33,52 @@ from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_tri
 from trialbook.ledger.store import Ledger
 from trialbook.records import Run
 from trialbook.rewards import DEFAULT_POLICY, RewardPolicy
+from trialbook.sandbox import Sandbox
 from trialbook.tasks import TaskSpec, load_tasks
+
+os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
+from minisweagent.exceptions import Submitted  # noqa: E402
+
+ACTION = re.compile(r"```(?:mswea_bash_command|bash|sh)\s*\n(.*?)\n?```", re.DOTALL)
+
+
+class CompletionAgent:
+    """One model completion as the whole episode: its bash block(s) run in order, then the verifier.
+
+    A completion with no bash block is a format_error (still graded: the untouched repo fails).
+    It counts as the agent's own submission, so `finalize_reward_scale` applies to it."""
+
+    name = "completion"
+
+    def __init__(self, completion: str, command_timeout: float = 60.0) -> None:
+        self.completion = completion
+        self.command_timeout = command_timeout
+
+    def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
+        start = time.monotonic()
+        actions = [a.strip() for a in ACTION.findall(self.completion) if a.strip()]
+        log = [f"--- assistant\n{self.completion}"]
+        env = SandboxEnvironment(sandbox, start + timeout, self.command_timeout)
+        exit_code = None
+        for command in actions:
+            try:
+                out = env.execute({"command": command})
+            except Submitted:
+                break
+            exit_code = out["returncode"]
+            log.append(f"--- user\n<returncode>{exit_code}</returncode>\n{out['output'][-4000:]}")
+        trajectory = {"messages": [{"role": "assistant", "content": self.completion}], "actions": actions}
+        result = AgentResult(
+            exit_code=exit_code,
+            log="\n".join(log) + "\n",
+            duration_s=round(time.monotonic() - start, 3),
+            turns=1,
+            files={"trajectory.json": json.dumps(trajectory, indent=1)},
+            info={"exit_status": "Submitted" if actions else "FormatError", "submitted": bool(actions)},
+        )
+        if not actions:
+            raise FormatStop("the completion has no ```bash block", result)
+        return result
 
 
 @dataclass
@@ -67,8 +116,9 @@ class Rollouts:
         run: str,
         tasks_dir: str | Path,
         *,
-        endpoints: Sequence[str],
+        endpoints: Sequence[str] = (),
         model: str | None = None,
+        serving: dict[str, Any] | None = None,
         rewards: RewardPolicy = DEFAULT_POLICY,
         agent_options: dict[str, Any] | None = None,
         retries: int = 2,
@@ -87,7 +137,8 @@ class Rollouts:
             self.options["model"] = model
         self.engine = connect()
         self._agents: dict[tuple[str, ...], MiniAgent] = {}
-        agent = self._agent(None)
+        if serving is None and endpoints:
+            serving = agent_stack(self._agent(None))
         self.config = RunConfig(
             tasks_dir=str(Path(tasks_dir).resolve()),
             agent="mini",
@@ -95,18 +146,20 @@ class Rollouts:
             runs_dir=str(Path(runs_dir).resolve()),
             agent_options=self.options,
         )
-        self.run_id = self._open(agent)
+        self.run_id = self._open(serving)
         self.stopper = Stopper()
 
     def _agent(self, endpoint: str | Sequence[str] | None) -> MiniAgent:
         urls = tuple([endpoint] if isinstance(endpoint, str) else endpoint or self.options["endpoints"])
+        if not urls:
+            raise UserError("this rollout run has no policy endpoint: pass endpoints=[...] or endpoint=")
         if urls not in self._agents:
             agent = get_agent("mini", {**self.options, "endpoints": list(urls)})
             assert isinstance(agent, MiniAgent)
             self._agents[urls] = agent
         return self._agents[urls]
 
-    def _open(self, agent: MiniAgent) -> int:
+    def _open(self, serving: dict[str, Any] | None) -> int:
         try:
             existing = self.ledger.run(self.run)
         except UserError:
@@ -118,7 +171,7 @@ class Rollouts:
         stack = {"harness": "trialbook", "harness_version": trialbook.__version__, "engine": "docker",
                  "engine_version": self.engine.version()}  # fmt: skip
         config = {**self.config.model_dump(), "rewards": self.rewards.record()}
-        run = Run(name=self.run, kind="train", config=config, stack=with_agent_stack(stack, agent_stack(agent)))
+        run = Run(name=self.run, kind="train", config=config, stack=with_agent_stack(stack, serving))
         with self.ledger.transaction() as conn:
             run_id = self.ledger.create_run(conn, run)
             self.ledger.upsert_tasks(conn, [s.record() for s in self.tasks.values()])
@@ -136,9 +189,27 @@ class Rollouts:
         endpoint: str | Sequence[str] | None = None,
     ) -> RolloutResult:
         """Run, grade and record one trial; `endpoint` overrides the policy endpoint for this call."""
+        return await self._run(self._agent(endpoint), task_id, step, wv, epoch, group_id, attempt)
+
+    async def score(
+        self,
+        task_id: str,
+        completion: str,
+        *,
+        step: int,
+        wv: int,
+        epoch: int = 0,
+        group_id: str | None = None,
+        attempt: int = 0,
+    ) -> RolloutResult:
+        """Execute one model completion's bash block(s) in a sandbox and grade it (single-turn RL)."""
+        return await self._run(CompletionAgent(completion), task_id, step, wv, epoch, group_id, attempt)
+
+    async def _run(
+        self, agent: Agent, task_id: str, step: int, wv: int, epoch: int, group_id: str | None, attempt: int
+    ) -> RolloutResult:
         if task_id not in self.tasks:
             raise UserError(f"unknown task '{task_id}' (known: {', '.join(sorted(self.tasks))})")
-        agent = self._agent(endpoint)
         settings = TrialSettings(
             run=self.run, agent=agent, retries=self.config.retries, backoff_s=self.config.backoff_s
         )

