@@ -172,3 +172,19 @@ def test_runs_sharing_no_graded_task(cli, tmp_path):
     _import(cli, tmp_path, "y", [{"task_id": "a__b-1", "resolved": True}, {"task_id": "a__b-3", "resolved": True}])
     r = cli("compare", "x", "y")
     assert r.exit_code == 2 and "no graded task in common" in r.stderr
+
+
+def test_one_task_in_common_is_refused(cli, tmp_path):
+    _import(cli, tmp_path, "x", [{"task_id": "a__b-1", "resolved": True}, {"task_id": "a__b-2", "resolved": False}])
+    _import(cli, tmp_path, "y", [{"task_id": "a__b-1", "resolved": True}, {"task_id": "a__b-3", "resolved": True}])
+    r = cli("compare", "x", "y", "--json")
+    assert r.exit_code == 2 and "only 1 graded task in common" in r.stderr and r.stdout == ""
+
+
+def test_identical_runs_give_strict_json(cli, tmp_path):
+    lines = [{"task_id": f"a__b-{i}", "resolved": i % 2 == 0} for i in range(6)]
+    _import(cli, tmp_path, "x", lines)
+    _import(cli, tmp_path, "y", lines)
+    r = cli("compare", "x", "y", "--json")
+    (row,) = json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))["comparisons"]
+    assert row["diff_pp"] == 0 and row["p_value"] == 1.0 and row["claim"] is False and row["ties"] == 6

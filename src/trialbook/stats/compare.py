@@ -93,7 +93,9 @@ def _adjust(rows: list[dict[str, Any]], diffs: list[np.ndarray], m: int, min_dif
     adjusted = holm(ps) if m == len(rows) else [min(1.0, p * m) for p in ps]
     for row, d, p_adj in zip(rows, diffs, adjusted, strict=True):
         _, _, lo, hi = t_interval(d, level)
-        row["p_adjusted"] = p_adj
+        row["p_adjusted"] = None if np.isnan(p_adj) else p_adj
+        if np.isnan(row["p_value"]):  # fewer than 2 tasks: no test (JSON has no NaN)
+            row["p_value"] = None
         row["ci_level"] = round(level, 6)
         row["ci_adjusted_pp"] = [pp(lo), pp(hi)]
         row["claim"] = bool(row["diff_pp"] is not None and row["diff_pp"] >= min_diff and np.isfinite(lo) and lo > 0)
@@ -174,6 +176,8 @@ def compare(
         ids, ib, ic, unpaired = align(base, cand)
         if ids.size == 0:
             raise UserError(f"runs '{base.run}' and '{cand.run}' have no graded task in common")
+        if ids.size == 1:
+            raise UserError(f"runs '{base.run}' and '{cand.run}' have only 1 graded task in common (need 2+)")
         union = base.task_ids.size + cand.task_ids.size - int(np.intersect1d(base.task_ids, cand.task_ids).size)
         warnings += [w for w in caveats.run_caveats(base, cand) if w not in warnings]
         for w in (caveats.unpaired_caveat(cand.run, unpaired, union), caveats.few_tasks_caveat(cand.run, ids.size)):
