@@ -1,0 +1,47 @@
+"""End to end on the real harness (Docker): run, `rerun --timeout-multiplier 2`, then attribute and
+regrade what the harness recorded. Needs the daemon and the base image (scripts/docker-up.sh)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import docker
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    try:
+        client = docker.from_env()
+        client.ping()
+        client.images.get("trialbook-base:bookworm")
+    except Exception as exc:  # a real failure, not a skip
+        pytest.fail(f"Docker daemon + trialbook-base:bookworm required (run scripts/docker-up.sh): {exc}")
+    return client
+
+
+def test_rerun_at_x2_is_its_own_line_and_regrade_agrees(daemon, cli, tmp_path: Path):
+    runs = str(tmp_path / "runs")
+    tasks = "slow-solution,plain-bugfix"
+    res = cli("run", str(EXAMPLES), "--agent", "oracle", "--run", "x1", "--tasks", tasks, "--runs-dir", runs)
+    assert res.exit_code == 0, res.stderr
+    res = cli("rerun", "x1", "--where", "agent_timeout", "--timeout-multiplier", "2")
+    assert res.exit_code == 0, res.stderr
+
+    res = cli("attribute", "x1@original", "x1", "--json")
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert (out["old_pct"], out["new_pct"], out["total_pp"]) == (50.0, 100.0, 50.0)
+    assert out["parts"] == [
+        {"from": "agent_timeout", "to": "resolved", "via": "rerun x2", "tasks": 1, "net": 1, "pp": 50.0}
+    ]
+    assert out["by_repo"] == {"examples/units": {"tasks": 1, "net": 1, "pp": 50.0}, "examples/stats": {
+        "tasks": 1, "net": 0, "pp": 0.0}}  # fmt: skip
+
+    res = cli("regrade", "x1", "--json")
+    assert res.exit_code == 0, res.stderr
+    regrade = json.loads(res.stdout)
+    assert (regrade["regraded"], regrade["agree"], regrade["disagreements"]) == (2, 2, [])
