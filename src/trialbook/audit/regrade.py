@@ -12,10 +12,11 @@ from typing import Any
 
 from sqlalchemy import select
 
+from trialbook.ledger.schema import artifacts
 from trialbook.ledger.schema import tasks as tasks_table
 from trialbook.ledger.store import Ledger, loads
 from trialbook.records import is_graded, is_resolved
-from trialbook.verify.grading import GradeResult, grade_test_log, parse_status_map
+from trialbook.verify.grading import GradeResult, grade_parsed, parse_status_map
 
 # Artifact names that hold a verifier's test output, most specific first
 # (`import swebench --logs` stores test_output.txt; Harbor-style verifiers write test-stdout.txt).
@@ -23,6 +24,7 @@ LOG_ARTIFACTS: tuple[str, ...] = ("test_output.txt", "verifier/test-stdout.txt",
 # Other logs a signature may be found in (the harness's own log around the verifier).
 SIDE_ARTIFACTS: tuple[str, ...] = ("run_instance.log",)
 GROUPS = ("FAIL_TO_PASS", "PASS_TO_PASS")
+CHUNK = 200  # trials whose logs are read in one query
 FAILING = frozenset(("fail", "error", "missing"))
 
 
@@ -80,28 +82,40 @@ def _lists_for(trial: dict[str, Any], known: dict[str, TaskLists]) -> TaskLists 
     return None
 
 
-def _first_artifact(ledger: Ledger, trial_id: int, names: tuple[str, ...]) -> str | None:
-    for name in names:
-        text = ledger.artifact(trial_id, name)
-        if text is not None:
-            return text
-    return None
+def _logs(ledger: Ledger, trial_ids: list[int]) -> dict[int, dict[str, str]]:
+    """The log artifacts of some trials in one query: {trial_id: {name: text}}."""
+    names = (*LOG_ARTIFACTS, *SIDE_ARTIFACTS)
+    q = select(artifacts.c.trial_id, artifacts.c.name, artifacts.c.content).where(
+        artifacts.c.trial_id.in_(trial_ids), artifacts.c.name.in_(names)
+    )
+    out: dict[int, dict[str, str]] = {}
+    with ledger.engine.connect() as conn:
+        for trial_id, name, content in conn.execute(q):
+            out.setdefault(trial_id, {})[name] = content
+    return out
+
+
+def _first(files: dict[str, str], names: tuple[str, ...]) -> str | None:
+    return next((files[n] for n in names if n in files), None)
 
 
 def evidence(ledger: Ledger, run_id: int) -> Iterator[Evidence]:
     """Every current trial of a run with its logs and trialbook's grade of them."""
     trials = list(ledger.trials(run_id))
     known = task_lists(ledger, {t["task_id"] for t in trials})
-    for trial in trials:
-        lists = _lists_for(trial, known)
-        log = _first_artifact(ledger, trial["id"], LOG_ARTIFACTS)
-        side = _first_artifact(ledger, trial["id"], SIDE_ARTIFACTS)
-        grade, status_map = None, {}
-        if log is not None and lists is not None:
-            repo = lists.repo or trial["repo"]
-            status_map, _ = parse_status_map(log, repo, trial["task_id"])
-            grade = grade_test_log(log, repo, lists.fail_to_pass, lists.pass_to_pass, task_id=trial["task_id"])
-        yield Evidence(trial, lists, log, side, grade, status_map)
+    for start in range(0, len(trials), CHUNK):  # logs are large: fetch a chunk of trials at a time
+        chunk = trials[start : start + CHUNK]
+        logs = _logs(ledger, [t["id"] for t in chunk])
+        for trial in chunk:
+            files = logs.get(trial["id"], {})
+            lists = _lists_for(trial, known)
+            log, side = _first(files, LOG_ARTIFACTS), _first(files, SIDE_ARTIFACTS)
+            grade, status_map = None, {}
+            if log is not None and lists is not None:
+                repo = lists.repo or trial["repo"]
+                status_map, marker = parse_status_map(log, repo, trial["task_id"])
+                grade = grade_parsed(status_map, marker, repo, lists.fail_to_pass, lists.pass_to_pass)
+            yield Evidence(trial, lists, log, side, grade, status_map)
 
 
 def _fails(status: str | None) -> bool:

@@ -98,11 +98,14 @@ def grade_status_map(
     return resolved, tests
 
 
-def grade_test_log(
-    log_text: str, repo: str | None, fail_to_pass: list[str], pass_to_pass: list[str], task_id: str = ""
+def grade_parsed(
+    status_map: dict[str, str],
+    marker: str | None,
+    repo: str | None,
+    fail_to_pass: list[str],
+    pass_to_pass: list[str],
 ) -> GradeResult:
-    """Grade one verifier log: resolved iff every F2P and P2P test passes (official semantics)."""
-    status_map, marker = parse_status_map(log_text, repo, task_id)
+    """The grade of an already parsed log (see `parse_status_map`)."""
     resolved, tests = grade_status_map(status_map, repo, fail_to_pass, pass_to_pass)
     if marker is not None:
         resolved = False  # the official harness reports an unapplied/errored run as unresolved
@@ -116,3 +119,11 @@ def grade_test_log(
         parsed=len(status_map),
         marker=marker,
     )
+
+
+def grade_test_log(
+    log_text: str, repo: str | None, fail_to_pass: list[str], pass_to_pass: list[str], task_id: str = ""
+) -> GradeResult:
+    """Grade one verifier log: resolved iff every F2P and P2P test passes (official semantics)."""
+    status_map, marker = parse_status_map(log_text, repo, task_id)
+    return grade_parsed(status_map, marker, repo, fail_to_pass, pass_to_pass)
