@@ -115,7 +115,7 @@ def test_hung_verifier_stops_within_its_timeout_and_the_run_goes_on(examples_run
 def test_results_logs_and_stack_are_recorded(examples_runs):
     db, base = examples_runs
     rows = trials(db, "oracle")
-    folders = {p.name: p for p in (base / "runs" / "oracle").iterdir()}
+    folders = {p.name: p for p in (base / "runs" / "oracle").iterdir() if p.is_dir()}
     assert len(folders) == 6
     for t in rows:
         folder = folders[t["extra"]["trial_name"]]
@@ -203,25 +203,9 @@ def test_deadline_stops_stragglers_as_incomplete(engine, tmp_path, db):
 
 def test_kill_9_then_resume_runs_every_trial_exactly_once(engine, tmp_path, db):
     tasks = ["plain-bugfix", "proxy-env", "flaky-p2p"]
-    args = ["run", str(EXAMPLES), "--agent", "oracle", "--run", "crash", "--tasks", ",".join(tasks),
-            "--attempts", "3", "--runs-dir", str(tmp_path / "runs"), "--db", db]  # fmt: skip
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from trialbook.cli import main; main()", *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "COLUMNS": "100"},
-    )
+    proc = _start_run_process(db, tmp_path, "crash", tasks, 3)
     try:
-        deadline = time.monotonic() + 90
-        recorded = 0
-        while time.monotonic() < deadline:
-            time.sleep(0.3)
-            try:
-                recorded = len(trials(db, "crash"))
-            except TrialbookError:
-                continue  # the run is not created yet
-            if recorded >= 2:
-                break
+        recorded = _wait_for_trials(db, "crash", 2)
         assert 2 <= recorded < 9, recorded
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
@@ -239,6 +223,50 @@ def test_kill_9_then_resume_runs_every_trial_exactly_once(engine, tmp_path, db):
     assert leftovers(engine, "crash") == []
     code, _, err = run_cli(db, "resume", "crash")  # nothing left: a no-op
     assert code == 0 and len(trials(db, "crash")) == 9
+
+
+def _start_run_process(db: str, tmp_path: Path, run: str, tasks: list[str], attempts: int) -> subprocess.Popen:
+    args = ["run", str(EXAMPLES), "--agent", "oracle", "--run", run, "--tasks", ",".join(tasks),
+            "--attempts", str(attempts), "--runs-dir", str(tmp_path / "runs"), "--db", db]  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-c", "from trialbook.cli import main; main()", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _wait_for_trials(db: str, run: str, at_least: int, timeout: float = 90) -> int:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        time.sleep(0.3)
+        try:
+            n = len(trials(db, run))
+        except TrialbookError:
+            continue  # the run is not created yet
+        if n >= at_least:
+            return n
+    return 0
+
+
+def test_ctrl_c_stops_cleanly_and_a_live_run_cannot_be_resumed_twice(engine, tmp_path, db):
+    tasks = ["plain-bugfix", "slow-solution"]
+    proc = _start_run_process(db, tmp_path, "intr", tasks, 3)
+    try:
+        assert _wait_for_trials(db, "intr", 1) >= 1
+        code, _, err = run_cli(db, "resume", "intr")  # the run is alive: refused, nothing touched
+        assert code == 2 and "another process" in err
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert leftovers(engine, "intr") == []  # in-flight trials stopped and their containers removed
+    n = len(trials(db, "intr"))
+    assert n < 6
+    code, _, err = run_cli(db, "resume", "intr", "--json")
+    assert code == 0, err
+    keys = sorted((t["task_id"], t["attempt"]) for t in trials(db, "intr", current_only=False))
+    assert keys == sorted((t, a) for t in tasks for a in range(3))
 
 
 def test_clean_removes_only_the_named_runs_containers(engine):

@@ -135,7 +135,14 @@ def _print_quickstart(data: dict[str, Any]) -> None:
             f"{agent:>6}: resolved {r['resolved']}/{r['judged']} judged = {tables.fmt_pct(r['resolved_pct'])}"
             f"  (judged {r['judged']}/{r['trials']})"
         )
-    console.print(f"next: `{data['next']}` for the paired comparison")
+    row = data.get("comparison")
+    if row:
+        lo, hi = row["ci_pp"]
+        console.print(
+            f"paired oracle - nop over {row['tasks_paired']} tasks graded in both: {row['diff_pp']:+.1f} pp"
+            f" (95% CI {lo:+.1f} to {hi:+.1f}), W/L/T {row['wins']}/{row['losses']}/{row['ties']}"
+        )
+    console.print(f"next: `{data['next']}` for the full paired comparison and its caveats")
 
 
 @app.command("quickstart")

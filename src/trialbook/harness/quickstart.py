@@ -60,4 +60,19 @@ def quickstart(
                 "outcomes": dict(Counter(r["outcome"] for r in rows)),
             }
     tasks = [{"task_id": tid, "expected_oracle": expected.get(tid), **per_task[tid]} for tid in sorted(per_task)]
-    return {"runs": runs, "tasks": tasks, "next": f"trialbook compare {prefix}-nop {prefix}-oracle"}
+    return {
+        "runs": runs,
+        "tasks": tasks,
+        "comparison": _paired(ledger, f"{prefix}-nop", f"{prefix}-oracle"),
+        "next": f"trialbook compare {prefix}-nop {prefix}-oracle",
+    }
+
+
+def _paired(ledger: Ledger, base: str, cand: str) -> dict[str, Any] | None:
+    """The paired comparison row from the stats area (None where that module is not installed)."""
+    try:
+        from trialbook.stats.compare import compare
+    except ImportError:
+        return None
+    rows = compare(ledger, base, [cand])["comparisons"]
+    return rows[0] if rows else None

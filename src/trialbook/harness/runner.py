@@ -8,10 +8,13 @@ supersede them.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -126,14 +129,59 @@ def execute(
         retries=config.retries,
         backoff_s=config.backoff_s,
     )
+    out_dir = Path(config.runs_dir) / run_name
+    with run_lock(config, run_name):
+        return _execute(ledger, engine, run_id, run_name, config, plans, settings, out_dir, on_result)
+
+
+_held: set[Path] = set()  # locks this process holds (re-entered by execute() inside resume/rerun)
+
+
+@contextmanager
+def run_lock(config: RunConfig, run_name: str) -> Iterator[None]:
+    """One process at a time per run (kill -9 releases it): a resume must not race a live run."""
+    out_dir = Path(config.runs_dir) / run_name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = (out_dir / ".lock").resolve()
+    if path in _held:
+        yield
+        return
+    with path.open("a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            owner = fh.read().strip() or "?"
+            msg = f"run '{run_name}' is being executed by another process (pid {owner}); stop it first"
+            raise UserError(msg) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        _held.add(path)
+        try:
+            yield
+        finally:
+            _held.discard(path)
+
+
+def _execute(
+    ledger: Ledger,
+    engine: DockerEngine,
+    run_id: int,
+    run_name: str,
+    config: RunConfig,
+    plans: list[Plan],
+    settings: TrialSettings,
+    out_dir: Path,
+    on_result: Callable[[TrialResult], None] | None,
+) -> Tally:
     stopper = Stopper()
     timer = None
     if config.deadline_minutes is not None:
         timer = threading.Timer(config.deadline_minutes * 60, stopper.fire, args=("deadline",))
         timer.daemon = True
         timer.start()
-    out_dir = Path(config.runs_dir) / run_name
-    out_dir.mkdir(parents=True, exist_ok=True)
     tally = Tally(total=len(plans))
     images: dict[str, str] = {}
 
@@ -202,12 +250,13 @@ def start_run(ledger: Ledger, name: str, config: RunConfig, replace: bool = Fals
         stack=with_agent_stack(_stack(engine, config.agent, specs, {}), agent_stack(agent)),
         source=config.tasks_dir,
     )
-    with ledger.transaction() as conn:
-        run_id = ledger.create_run(conn, run, replace=replace)
-        ledger.upsert_tasks(conn, [s.record() for s in specs])
     tasks: list[TaskSpec | TaskError] = sorted([*specs, *errors], key=lambda t: t.task_id)
     plans = [Plan(t, a) for a in range(config.attempts) for t in tasks]
-    return execute(ledger, engine, run_id, name, config, plans), errors
+    with run_lock(config, name):  # before --replace can delete a run another process is executing
+        with ledger.transaction() as conn:
+            run_id = ledger.create_run(conn, run, replace=replace)
+            ledger.upsert_tasks(conn, [s.record() for s in specs])
+        return execute(ledger, engine, run_id, name, config, plans), errors
 
 
 def _stored(ledger: Ledger, name: str) -> tuple[dict[str, Any], RunConfig]:
@@ -224,12 +273,13 @@ def resume_run(ledger: Ledger, name: str) -> tuple[Tally, int]:
     Returns (tally, leftover containers removed)."""
     run, config = _stored(ledger, name)
     engine = connect()
-    removed, _ = engine.clean(name, images=False)
     specs, errors = _load(config)
-    recorded = {(t["task_id"], t["attempt"]) for t in ledger.trials(run["id"], current_only=False)}
     tasks: list[TaskSpec | TaskError] = sorted([*specs, *errors], key=lambda t: t.task_id)
-    plans = [Plan(t, a) for a in range(config.attempts) for t in tasks if (t.task_id, a) not in recorded]
-    return execute(ledger, engine, run["id"], name, config, plans), removed
+    with run_lock(config, name):  # the containers of a live run are not leftovers
+        removed, _ = engine.clean(name, images=False)
+        recorded = {(t["task_id"], t["attempt"]) for t in ledger.trials(run["id"], current_only=False)}
+        plans = [Plan(t, a) for a in range(config.attempts) for t in tasks if (t.task_id, a) not in recorded]
+        return execute(ledger, engine, run["id"], name, config, plans), removed
 
 
 def rerun(ledger: Ledger, name: str, where: str, timeout_multiplier: float | None = None) -> Tally:
@@ -240,15 +290,16 @@ def rerun(ledger: Ledger, name: str, where: str, timeout_multiplier: float | Non
         raise UserError(f"--where must be one of: {', '.join(o.value for o in Outcome)}") from None
     run, config = _stored(ledger, name)
     engine = connect()
-    engine.clean(name, images=False)
     specs, errors = _load(config)
     by_id: dict[str, TaskSpec | TaskError] = {t.task_id: t for t in [*specs, *errors]}
-    targets = [t for t in ledger.trials(run["id"]) if t["outcome"] == outcome.value]
-    missing = sorted({t["task_id"] for t in targets} - set(by_id))
-    if missing:
-        raise TrialbookError(f"task folder(s) no longer in {config.tasks_dir}: {', '.join(missing)}")
-    plans = [Plan(by_id[t["task_id"]], t["attempt"], supersedes=t["id"]) for t in targets]
-    tally = execute(ledger, engine, run["id"], name, config, plans, timeout_multiplier)
+    with run_lock(config, name):
+        engine.clean(name, images=False)
+        targets = [t for t in ledger.trials(run["id"]) if t["outcome"] == outcome.value]
+        missing = sorted({t["task_id"] for t in targets} - set(by_id))
+        if missing:
+            raise TrialbookError(f"task folder(s) no longer in {config.tasks_dir}: {', '.join(missing)}")
+        plans = [Plan(by_id[t["task_id"]], t["attempt"], supersedes=t["id"]) for t in targets]
+        tally = execute(ledger, engine, run["id"], name, config, plans, timeout_multiplier)
     note = {
         "where": outcome.value,
         "timeout_multiplier": timeout_multiplier or config.timeout_multiplier,

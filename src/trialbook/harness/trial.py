@@ -121,6 +121,11 @@ def run_trial(
         except DeadlineExceeded as exc:
             exc_type, exc_msg = "DeadlineExceeded", str(exc)
             break
+        except Interrupted:
+            raise
+        except Exception as exc:  # a harness bug must cost one trial (infra_error), not the run
+            exc_type, exc_msg = type(exc).__name__, f"unexpected: {exc}"
+            break
     outcome, reward = _classify(exc_type, verdict)
     tags = ["p2p_regression"] if verdict is not None and verdict.p2p_regression else []
     if exc_type is None and tags:
@@ -136,6 +141,8 @@ def run_trial(
         "verifier_hash": task.verifier_hash,
         "tags": tags,
     }
+    if state.get("cleanup_error"):
+        extra["cleanup_error"] = state["cleanup_error"]
     if state.get("image"):
         extra["image"], extra["image_id"] = state["image"]
     agent_result: AgentResult | None = state.get("agent_result")
@@ -228,4 +235,7 @@ def _attempt(
         state["verifier_log"] = verdict.log
         return verdict, exc_type, exc_msg
     finally:
-        box.remove()
+        try:
+            box.remove()
+        except SandboxError as exc:  # the trial's result stands; `clean` finds the leftover
+            state["cleanup_error"] = str(exc)

@@ -268,6 +268,9 @@ class DockerEngine:
                 n_containers += 1
             except NotFound:
                 pass
+            except APIError as exc:
+                if exc.status_code != 409:  # 409: its removal is already in progress
+                    raise DaemonError(f"cannot remove {c.name}: {exc}") from None
         n_images = 0
         if images:
             for img in self.images(run):
