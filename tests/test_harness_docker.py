@@ -130,6 +130,12 @@ def test_results_logs_and_stack_are_recorded(examples_runs):
     assert stack["harness"] == "trialbook" and stack["engine"] == "docker" and stack["engine_version"]
     assert set(stack["images"]) == set(stack["verifier_hashes"]) == {t["task_id"] for t in rows}
     assert all(v.startswith("sha256:") for v in stack["images"].values())
+    # the folders are Harbor-shaped: importing them back gives the same judged/resolved counts
+    code, _, err = run_cli(db, "import", "harbor", str(base / "runs" / "oracle"), "--run", "oracle-harbor")
+    assert code == 0, err
+    shown = {name: json.loads(run_cli(db, "show", name, "--json")[1]) for name in ("oracle", "oracle-harbor")}
+    for key in ("trials", "judged", "resolved"):
+        assert shown["oracle"][key] == shown["oracle-harbor"][key], key
 
 
 def test_rerun_at_x2_flips_the_slow_task_and_keeps_history(examples_runs):
