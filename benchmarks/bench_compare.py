@@ -24,6 +24,13 @@ from trialbook.stats.paired import bootstrap_ci
 from trialbook.stats.synthetic import simulate_run, write_jsonl
 
 TASKS, ATTEMPTS, CANDIDATES = 500, 16, 3
+ALONE = (
+    "import sys\n"
+    "for a in ('harness', 'audit', 'training'): sys.modules['trialbook.cli.' + a] = None\n"
+    "from trialbook.cli import main\n"
+    "sys.argv = ['trialbook', *sys.argv[1:]]\n"
+    "main()\n"
+)
 
 
 def timed(cmd: list[str], repeats: int) -> list[float]:
@@ -53,6 +60,9 @@ def main() -> None:
         cli = timed([exe, "compare", *names, "--json", "--db", db], args.repeats)
         cli_human = timed([exe, "compare", *names, "--db", db], args.repeats)
         floor = timed([exe, "--help"], args.repeats)
+        # The same command with only the ledger and stats commands loaded: what compare itself costs,
+        # apart from the start-up of other areas' command modules (cli/__init__ imports them all).
+        alone = timed([sys.executable, "-c", ALONE, "compare", *names, "--json", "--db", db], args.repeats)
         ledger = Ledger(db)
         t = time.perf_counter()
         for _ in range(args.repeats):
@@ -67,6 +77,7 @@ def main() -> None:
     print(f"trialbook compare --json : median {statistics.median(cli):.3f} s, best {min(cli):.3f} s")
     print(f"trialbook compare (table): median {statistics.median(cli_human):.3f} s, best {min(cli_human):.3f} s")
     print(f"trialbook --help (start-up floor): median {statistics.median(floor):.3f} s")
+    print(f"compare --json, only ledger+stats commands loaded: median {statistics.median(alone):.3f} s")
     print(f"compare() in process: {inproc * 1000:.1f} ms")
     print(f"bootstrap 10,000 resamples x {TASKS} tasks: {boot * 1000:.1f} ms")
 

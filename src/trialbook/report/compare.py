@@ -27,30 +27,30 @@ def _p(p: float | None) -> str:
     return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
 
 
-def _cells(r: dict[str, Any]) -> list[str]:
-    return [
+def _with_subset(res: dict[str, Any]) -> bool:
+    return any(r["subset"] != "all" for r in res["comparisons"])
+
+
+def _cells(r: dict[str, Any], subset: bool = True) -> list[str]:
+    cells = [
         r["candidate"], r["subset"], str(r["tasks_paired"]), _n(r["base_pct"], "{:.1f}%"),
         _n(r["cand_pct"], "{:.1f}%"), _n(r["diff_pp"]), _ci(r["ci_adjusted_pp"]),
         f"{r['wins']}/{r['losses']}/{r['ties']}", _p(r["p_adjusted"]), "YES" if r["claim"] else "no",
     ]  # fmt: skip
+    return cells if subset else cells[:1] + cells[2:]
 
 
 def _headers(res: dict[str, Any]) -> list[str]:
     several = res["candidates_considered"] > 1
     level = res["comparisons"][0]["ci_level"] if res["comparisons"] else 0.95
     ci = f"{100 * level:.1f}% CI (adj.)" if several else "95% CI"
-    return [
-        "candidate",
-        "subset",
-        "tasks",
-        "base",
-        "cand",
-        "diff pp",
-        ci,
-        "W/L/T",
-        "p (Holm)" if several else "p",
-        "claim",
-    ]
+    p = "p (Holm)" if several else "p"
+    cols = ["candidate", "subset", "tasks", "base", "cand", "diff pp", ci, "W/L/T", p, "claim"]
+    return cols if _with_subset(res) else cols[:1] + cols[2:]
+
+
+def _subset_label(r: dict[str, Any]) -> str:
+    return "" if r["subset"] == "all" else f" [{r['subset']}]"
 
 
 def _details(r: dict[str, Any], several: bool) -> str:
@@ -58,7 +58,8 @@ def _details(r: dict[str, Any], several: bool) -> str:
     corr = "-" if r["correlation"] is None else f"{r['correlation']:.2f}"
     boot = f", bootstrap 95% CI {_ci(r['bootstrap_ci_pp'])}" if r.get("bootstrap_ci_pp") else ""
     return (
-        f"{r['candidate']} [{r['subset']}]: SE {_n(r['se_pp'], '{:.2f}')} pp, {extra}sign test p {_p(r['sign_p'])},"
+        f"{r['candidate']}{_subset_label(r)}: SE {_n(r['se_pp'], '{:.2f}')} pp, {extra}"
+        f"sign test p {_p(r['sign_p'])},"
         f" task-score correlation {corr}{boot}"
     )
 
@@ -75,7 +76,7 @@ def print_compare(res: dict[str, Any]) -> None:
     several = res["candidates_considered"] > 1
     table = _table(_headers(res), title=f"baseline: {res['baseline']}")
     for r in res["comparisons"]:
-        table.add_row(*map(escape, _cells(r)))
+        table.add_row(*map(escape, _cells(r, _with_subset(res))))
     console.print(table)
     for r in res["comparisons"]:
         console.print(_details(r, several), markup=False, highlight=False)
@@ -107,7 +108,7 @@ def markdown_compare(res: dict[str, Any]) -> str:
     head = _headers(res)
     lines = [f"**Baseline:** `{res['baseline']}`", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in res["comparisons"]:
-        lines.append("| " + " | ".join(_cells(r)) + " |")
+        lines.append("| " + " | ".join(_cells(r, _with_subset(res))) + " |")
     lines += [""] + [f"- {_details(r, several)}" for r in res["comparisons"]]
     lines += ["", f"Claim rule: diff >= {res['min_diff_pp']:g} pp and lower CI bound > 0."]
     for gap in res.get("split", {}).get("gaps", []):
@@ -147,7 +148,7 @@ def print_prereg_check(res: dict[str, Any]) -> None:
     short = res["hash"].removeprefix("sha256:")[:12]
     console.print(
         f"plan {res['plan']} (hash {short} verified): held-out {res['holdout_tasks']} tasks"
-        f" x {res['holdout_repeats']} repeats, min diff {res['min_diff_pp']:g} pp"
+        f" x {res['holdout_repeats']} attempt(s), min diff {res['min_diff_pp']:g} pp"
     )
     console.print("[bold]preregistered verdict (held-out tasks only)[/bold]")
     print_compare(res["holdout"])
