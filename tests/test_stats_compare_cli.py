@@ -188,3 +188,19 @@ def test_identical_runs_give_strict_json(cli, tmp_path):
     r = cli("compare", "x", "y", "--json")
     (row,) = json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))["comparisons"]
     assert row["diff_pp"] == 0 and row["p_value"] == 1.0 and row["claim"] is False and row["ties"] == 6
+
+
+def test_stack_diff_compares_per_task_maps_on_shared_tasks():
+    from trialbook.stats.caveats import stack_diff
+
+    full = {"agent": "nop", "image": None, "images": {"t1": "i1", "t2": "i2"}, "verifier_hash": "h12",
+            "verifier_hashes": {"t1": "a", "t2": "b"}, "engine_version": "27"}  # fmt: skip
+    subset = {"agent": "oracle", "image": "i1", "images": {"t1": "i1"}, "verifier_hash": "h1",
+              "verifier_hashes": {"t1": "a"}, "engine_version": "27"}  # fmt: skip
+    assert stack_diff(full, subset) == []  # other tasks, other agent: nothing to warn about
+    changed = {**subset, "verifier_hashes": {"t1": "zz"}, "engine_version": "28"}
+    assert stack_diff(full, changed) == [
+        "engine_version (27 vs 28)",
+        "verifier_hashes (1 shared tasks differ, e.g. t1: a vs zz)",
+    ]
+    assert stack_diff({"image": "x"}, {"image": "y", "gpu": "h100"}) == ["image (x vs y)", "gpu (- vs h100)"]

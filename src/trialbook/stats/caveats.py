@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,8 @@ from trialbook.stats.scores import TaskScores
 STACK_KEYS: tuple[str, ...] = ("image", "engine", "engine_version", "verifier_hash")
 # Stack fields that name the system under test: they are expected to differ, never warned about.
 SUBJECT_KEYS: frozenset[str] = frozenset({"system", "model", "agent", "checkpoint", "step", "name"})
+# Run-level summary -> per-task map of the same thing (the harness records both).
+PER_TASK_KEYS: dict[str, str] = {"image": "images", "verifier_hash": "verifier_hashes"}
 POLICY: dict[str, float] = {
     "unpaired_fraction": 0.05,  # warn when more than this share of the tasks is not paired
     "few_tasks": 30,  # warn when fewer tasks are paired (the t interval is then rough)
@@ -19,10 +22,40 @@ POLICY: dict[str, float] = {
 
 
 def stack_diff(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
-    """Differing stack fields (the four key ones first), as 'key (base vs cand)'."""
-    keys = [k for k in sorted(set(base) | set(cand)) if k not in SUBJECT_KEYS and base.get(k) != cand.get(k)]
-    keys.sort(key=lambda k: (k not in STACK_KEYS, STACK_KEYS.index(k) if k in STACK_KEYS else 0, k))
-    return [f"{k} ({base.get(k, '-')} vs {cand.get(k, '-')})" for k in keys]
+    """Differing stack fields (the four key ones first), as 'key (base vs cand)'.
+
+    Per-task maps (PER_TASK_KEYS) are compared on the tasks both runs have; when both runs carry
+    the map, it replaces its run-level summary (a combined hash differs whenever the task sets do).
+    """
+    out: dict[str, str] = {}
+    for k in sorted(set(base) | set(cand)):
+        if k in SUBJECT_KEYS or base.get(k) == cand.get(k):
+            continue
+        a, b = base.get(k), cand.get(k)
+        summary_of = PER_TASK_KEYS.get(k)
+        if summary_of and isinstance(base.get(summary_of), dict) and isinstance(cand.get(summary_of), dict):
+            continue  # judged by the per-task map instead
+        if isinstance(a, dict) and isinstance(b, dict) and k in PER_TASK_KEYS.values():
+            differ = sorted(t for t in set(a) & set(b) if a[t] != b[t])
+            if differ:
+                t = differ[0]
+                out[k] = f"{k} ({len(differ)} shared tasks differ, e.g. {t}: {_short(a[t])} vs {_short(b[t])})"
+            continue
+        out[k] = f"{k} ({_short(a if k in base else '-')} vs {_short(b if k in cand else '-')})"
+    order = sorted(out, key=lambda k: (_rank(k), k))
+    return [out[k] for k in order]
+
+
+def _rank(key: str) -> int:
+    for i, k in enumerate(STACK_KEYS):
+        if key == k or key == PER_TASK_KEYS.get(k):
+            return i
+    return len(STACK_KEYS)
+
+
+def _short(value: Any, width: int = 48) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def typical_attempts(s: TaskScores) -> int:
