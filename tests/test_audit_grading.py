@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import INSTANCES, SWE
-from trialbook.verify.grading import grade_test_log
+from trialbook.verify.grading import grade_test_log, parse_status_map
 
 LOGS = SWE / "logs" / "20240620_sweagent_claude3.5sonnet"
 
@@ -132,3 +132,32 @@ def test_unknown_repo_reads_pytest_output():
     grade = grade_test_log(log, "examples/local", ["tests/test_x.py::test_a"], ["tests/test_x.py::test_b"])
     assert grade.tests["PASS_TO_PASS"]["tests/test_x.py::test_b"] == "fail"
     assert grade.parsed == 2
+
+
+ALL_LOGS = sorted(p.parent.name for p in LOGS.glob("*/test_output.txt"))
+
+
+@pytest.mark.parametrize("instance_id", ALL_LOGS)
+def test_line_prefilter_gives_the_parser_the_same_status_map(instance_id: str):
+    log = (LOGS / instance_id / "test_output.txt").read_text(errors="replace")
+    repo = _instances()[instance_id]["repo"]
+    assert parse_status_map(log, repo, fast=True) == parse_status_map(log, repo, fast=False)
+
+
+def test_line_prefilter_keeps_coloured_and_trailing_status_lines():
+    log = (
+        "\x1b[32mPASSED\x1b[0m tests/a.py::test_one\r\n"
+        "tests/a.py::test_two PASSED\n"
+        "noise line\n"
+        "\x1b[31mFAILED\x1b[0m tests/a.py::\x1b[1mtest_three\x1b[0m - assert 0\n"
+        "tests/a.py::test_four \x1b[33mSKIPPED\x1b[0m\n"
+    )
+    for repo in ("sphinx-doc/sphinx", "pytest-dev/pytest", "psf/requests", "matplotlib/matplotlib", None):
+        fast = parse_status_map(log, repo, fast=True)
+        assert fast == parse_status_map(log, repo, fast=False)
+    assert parse_status_map(log, "sphinx-doc/sphinx")[0] == {
+        "tests/a.py::test_one": "PASSED",
+        "tests/a.py::test_two": "PASSED",
+        "tests/a.py::test_three": "FAILED",
+        "tests/a.py::test_four": "SKIPPED",
+    }

@@ -12,6 +12,8 @@ harness logs (e.g. the June-2024 leaderboard logs) have no markers and are parse
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -28,10 +30,16 @@ from swebench.harness.constants import (
     TESTS_TIMEOUT,
     EvalType,
     ResolvedStatus,
+    TestStatus,
 )
 from swebench.harness.grading import get_eval_tests_report, get_resolution_status
 from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
-from swebench.harness.log_parsers.python import parse_log_pytest_v2
+from swebench.harness.log_parsers.python import (
+    parse_log_matplotlib,
+    parse_log_pytest,
+    parse_log_pytest_options,
+    parse_log_pytest_v2,
+)
 
 # swebench's harness markers that mean "no valid test run": the official grader then sees no tests.
 BAD_MARKERS: dict[str, str] = {
@@ -47,6 +55,32 @@ STATUS: dict[str, str] = {"PASSED": "pass", "XFAIL": "pass", "FAILED": "fail", "
 # Repos swebench does not know (e.g. local example tasks) are read as pytest -rA output.
 DEFAULT_PARSER = parse_log_pytest_v2
 
+# Official logs run to megabytes (conda traces, django's verbose listing) and the parsers look at
+# every line. For the parsers that judge each line on its own, only lines that can carry a status
+# are handed over: the same lines, in the same order, so the status map is exactly the same
+# (tests/test_audit_grading.py checks this on every real log).
+_STATUSES = tuple(s.value for s in TestStatus)
+_V2_COLOUR = re.compile(r"\[(\d+)m")  # what parse_log_pytest_v2 strips from each line, then
+_V2_CONTROL = str.maketrans("", "", "".join(chr(c) for c in range(1, 32) if c != 10))  # controls
+
+
+def _lines_starting_with_status(log: str) -> str:
+    return "\n".join(line for line in log.split("\n") if line.startswith(_STATUSES))
+
+
+def _lines_v2_reads(log: str) -> str:
+    cleaned = _V2_COLOUR.sub("", log).translate(_V2_CONTROL).split("\n")
+    lines = log.split("\n")
+    return "\n".join(o for o, c in zip(lines, cleaned, strict=True) if c.startswith(_STATUSES) or c.endswith(_STATUSES))
+
+
+PREFILTERS: dict[Callable[..., dict[str, str]], Callable[[str], str]] = {
+    parse_log_pytest: _lines_starting_with_status,
+    parse_log_pytest_options: _lines_starting_with_status,
+    parse_log_matplotlib: _lines_starting_with_status,
+    parse_log_pytest_v2: _lines_v2_reads,
+}
+
 
 class GradeResult(BaseModel):
     resolved: bool
@@ -59,19 +93,29 @@ class GradeResult(BaseModel):
         return [t for t, s in self.tests.get(group, {}).items() if s in ("fail", "error", "missing")]
 
 
-def parse_status_map(log_text: str, repo: str | None, task_id: str = "") -> tuple[dict[str, str], str | None]:
-    """The parser's {test: PASSED|FAILED|...} map for a log, and the bad marker found (if any)."""
+def parse_status_map(
+    log_text: str, repo: str | None, task_id: str = "", fast: bool = True
+) -> tuple[dict[str, str], str | None]:
+    """The parser's {test: PASSED|FAILED|...} map for a log, and the bad marker found (if any).
+
+    `fast=False` hands the parser the whole log (the prefilter's equivalence is tested that way).
+    """
     for text, name in BAD_MARKERS.items():
         if text in log_text:
             return {}, name
-    parser = MAP_REPO_TO_PARSER.get(repo or "", DEFAULT_PARSER)
+    official = MAP_REPO_TO_PARSER.get(repo or "", DEFAULT_PARSER)
+    prefilter = PREFILTERS.get(official) if fast else None
     # Parsers take a TestSpec; the Python ones ignore it, two non-Python ones read instance_id.
     spec: Any = SimpleNamespace(instance_id=task_id, repo=repo)
+
+    def parser(text: str) -> dict[str, str]:
+        return official(prefilter(text) if prefilter else text, spec)
+
     if START_TEST_OUTPUT in log_text and END_TEST_OUTPUT in log_text:
         section = log_text.split(START_TEST_OUTPUT)[1].split(END_TEST_OUTPUT)[0]
-        status_map = parser(section, spec) or parser(log_text, spec)
+        status_map = parser(section) or parser(log_text)
     else:
-        status_map = parser(log_text, spec)
+        status_map = parser(log_text)
     return status_map, None
 
 
