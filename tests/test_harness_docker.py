@@ -139,7 +139,7 @@ def test_results_logs_and_stack_are_recorded(examples_runs):
 
 
 def test_rerun_at_x2_flips_the_slow_task_and_keeps_history(examples_runs):
-    db, _ = examples_runs
+    db, base = examples_runs
     code, _, err = run_cli(db, "rerun", "oracle", "--where", "agent_timeout", "--timeout-multiplier", "2")
     assert code == 0, err
     current = {t["task_id"]: t for t in trials(db, "oracle")}
@@ -151,6 +151,10 @@ def test_rerun_at_x2_flips_the_slow_task_and_keeps_history(examples_runs):
     assert old["outcome"] == "agent_timeout" and old["superseded_by"] == current["slow-solution"]["id"]
     code, out, _ = run_cli(db, "show", "oracle", "--json")
     assert json.loads(out)["superseded"] == 1
+    # on disk, runs/<run>/ stays the current view; the old folder moves aside
+    assert (base / "runs" / "oracle.superseded" / old["extra"]["trial_name"] / "result.json").is_file()
+    current_dirs = {p.name for p in (base / "runs" / "oracle").iterdir() if p.is_dir()}
+    assert current_dirs == {t["extra"]["trial_name"] for t in current.values()}
 
 
 def test_agent_reverting_uncommitted_setup_breaks_grading_without_the_reapply(engine, tmp_path, db):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import shutil
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -58,6 +59,7 @@ class Plan:
     task: TaskSpec | TaskError
     attempt: int
     supersedes: int | None = None
+    supersedes_name: str | None = None  # its folder moves to runs/<run>.superseded/
 
 
 @dataclass
@@ -204,6 +206,8 @@ def _execute(
                         continue
                     record_trial(ledger, run_id, result, plan.supersedes)
                     write_trial_dir(out_dir, run_name, result)
+                    if plan.supersedes_name:
+                        _retire(out_dir, plan.supersedes_name)
                     if result.image:
                         images[result.trial.task_id] = result.image[1]
                     t = result.trial
@@ -227,6 +231,16 @@ def _execute(
     return tally
 
 
+def _retire(out_dir: Path, trial_name: str) -> None:
+    """Move a superseded trial's folder aside so runs/<run>/ stays the run's current view."""
+    folder = out_dir / trial_name
+    if folder.is_dir():
+        dest = out_dir.parent / f"{out_dir.name}.superseded"
+        dest.mkdir(exist_ok=True)
+        shutil.rmtree(dest / trial_name, ignore_errors=True)
+        folder.rename(dest / trial_name)
+
+
 def _update_stack(
     ledger: Ledger, engine: DockerEngine, run_id: int, run_name: str, config: RunConfig, images: dict[str, str]
 ) -> None:
@@ -242,7 +256,9 @@ def start_run(ledger: Ledger, name: str, config: RunConfig, replace: bool = Fals
     agent = get_agent(config.agent, config.agent_options)
     specs, errors = _load(config)
     engine = connect()
-    config = config.model_copy(update={"tasks_dir": str(Path(config.tasks_dir).resolve())})
+    config = config.model_copy(
+        update={"tasks_dir": str(Path(config.tasks_dir).resolve()), "runs_dir": str(Path(config.runs_dir).resolve())}
+    )
     run = Run(
         name=name,
         kind="eval",
@@ -256,6 +272,9 @@ def start_run(ledger: Ledger, name: str, config: RunConfig, replace: bool = Fals
         with ledger.transaction() as conn:
             run_id = ledger.create_run(conn, run, replace=replace)
             ledger.upsert_tasks(conn, [s.record() for s in specs])
+        if replace:  # the replaced run's trial folders would otherwise be read back with the new ones
+            for old in (Path(config.runs_dir) / name).glob("tb-*"):
+                shutil.rmtree(old, ignore_errors=True)
         return execute(ledger, engine, run_id, name, config, plans), errors
 
 
@@ -298,7 +317,9 @@ def rerun(ledger: Ledger, name: str, where: str, timeout_multiplier: float | Non
         missing = sorted({t["task_id"] for t in targets} - set(by_id))
         if missing:
             raise TrialbookError(f"task folder(s) no longer in {config.tasks_dir}: {', '.join(missing)}")
-        plans = [Plan(by_id[t["task_id"]], t["attempt"], supersedes=t["id"]) for t in targets]
+        plans = [
+            Plan(by_id[t["task_id"]], t["attempt"], t["id"], (t["extra"] or {}).get("trial_name")) for t in targets
+        ]
         tally = execute(ledger, engine, run["id"], name, config, plans, timeout_multiplier)
     note = {
         "where": outcome.value,
