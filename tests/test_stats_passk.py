@@ -55,3 +55,22 @@ def test_single_attempt_runs_have_no_pass_at_k(cli, tmp_path):
     path = write_jsonl(tmp_path / "one.jsonl", [{"task_id": "a__b-1", "resolved": True}])
     cli("import", "jsonl", str(path), "--run", "one")
     assert "pass_at_k" not in json.loads(cli("show", "one", "--json").stdout)
+
+
+def test_compare_reports_paired_pass_at_k(cli, tmp_path):
+    from scipy import stats
+
+    from trialbook.stats.synthetic import ANCHOR_CELLS, anchor_runs
+
+    base, cand = anchor_runs()
+    for name, lines in (("base", base), ("cand", cand)):
+        assert cli("import", "jsonl", str(write_jsonl(tmp_path / f"{name}.jsonl", lines)), "--run", name).exit_code == 0
+    (row,) = json.loads(cli("compare", "base", "cand", "--json").stdout)["comparisons"]
+    p2 = row["pass_at_k"]["pass@2"]
+    cells = [cell for cell, n in ANCHOR_CELLS.items() for _ in range(n)]
+    b = np.array([s > 0 for s, _ in cells], dtype=float)  # pass@2 with 2 attempts: any success
+    c = np.array([s > 0 for _, s in cells], dtype=float)
+    ci = stats.ttest_rel(c, b).confidence_interval()
+    assert p2["base_pct"] == pytest.approx(65.4) and p2["cand_pct"] == pytest.approx(68.0)
+    assert p2["ci_pp"] == pytest.approx([100 * ci.low, 100 * ci.high], abs=1e-3)
+    assert p2["tasks"] == 500

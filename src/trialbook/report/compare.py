@@ -80,6 +80,13 @@ def print_compare(res: dict[str, Any]) -> None:
     console.print(table)
     for r in res["comparisons"]:
         console.print(_details(r, several), markup=False, highlight=False)
+        for k, v in (r.get("pass_at_k") or {}).items():
+            console.print(
+                f"  {k}: {_n(v['base_pct'], '{:.1f}%')} -> {_n(v['cand_pct'], '{:.1f}%')},"
+                f" diff {_n(v['diff_pp'])} pp, 95% CI {_ci(v['ci_pp'])} ({v['tasks']} tasks)",
+                markup=False,
+                highlight=False,
+            )
     console.print(
         f"claim = diff >= {res['min_diff_pp']:g} pp and the lower CI bound > 0"
         + (f" (CIs Bonferroni-widened for {res['candidates_considered']} candidates)" if several else ""),

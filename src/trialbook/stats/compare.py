@@ -17,6 +17,7 @@ from trialbook.ledger.store import Ledger
 from trialbook.stats import caveats
 from trialbook.stats.multiple import bonferroni_confidence, holm
 from trialbook.stats.paired import Paired, bootstrap_ci, paired, t_interval
+from trialbook.stats.passk import paired_pass_at_k
 from trialbook.stats.scores import TaskScores, load_scores, read_tasklist
 
 LEVEL = 0.95
@@ -201,6 +202,14 @@ def compare(
             if bootstrap:
                 lo, hi = bootstrap_ci(c[mask] - b[mask], LEVEL)
                 row["bootstrap_ci_pp"] = [pp(lo), pp(hi)]
+            pk = paired_pass_at_k(base.graded[ib][mask], base.resolved[ib][mask],
+                                  cand.graded[ic][mask], cand.resolved[ic][mask])  # fmt: skip
+            if pk:
+                row["pass_at_k"] = {
+                    k: {"tasks": v["tasks"], "base_pct": pp(v["base"]), "cand_pct": pp(v["cand"]),
+                        "diff_pp": pp(v["diff"]), "ci_pp": [pp(v["ci"][0]), pp(v["ci"][1])]}
+                    for k, v in pk.items()
+                }  # fmt: skip
             per_subset[subset][0].append(row)
             per_subset[subset][1].append(c[mask] - b[mask])
         if "in" in results and "out" in results:

@@ -51,3 +51,27 @@ def run_pass_at_k(s: TaskScores) -> dict[str, float]:
             continue
         out[f"pass@{k}"] = round(100.0 * float(pass_at_k(graded[m], resolved[m], k).mean()), 2)
     return out
+
+
+def paired_pass_at_k(
+    base_n: np.ndarray, base_c: np.ndarray, cand_n: np.ndarray, cand_c: np.ndarray, level: float = 0.95
+) -> dict[str, dict[str, float | int | list[float]]]:
+    """pass@k of two runs on aligned tasks, with the paired t CI of the difference (fractions).
+
+    k runs over 2, 4, ... up to the smaller typical attempt count; each k uses the tasks graded at
+    least k times in both runs.
+    """
+    from trialbook.stats.paired import t_interval
+
+    typical = min(int(np.median(base_n)), int(np.median(cand_n))) if base_n.size else 0
+    out: dict[str, dict[str, float | int | list[float]]] = {}
+    for k in ks_for(typical)[1:]:
+        m = (base_n >= k) & (cand_n >= k)
+        if m.sum() < 2:
+            continue
+        b = pass_at_k(base_n[m], base_c[m], k)
+        c = pass_at_k(cand_n[m], cand_c[m], k)
+        diff, se, lo, hi = t_interval(c - b, level)
+        out[f"pass@{k}"] = {"tasks": int(m.sum()), "base": float(b.mean()), "cand": float(c.mean()),
+                            "diff": diff, "se": se, "ci": [lo, hi]}  # fmt: skip
+    return out
