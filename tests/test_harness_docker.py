@@ -337,3 +337,35 @@ def test_sandboxes_have_labels_limits_and_no_network(engine):
     finally:
         box.remove()
     assert leftovers(engine, "limits") == []
+
+
+PG = os.environ.get("TRIALBOOK_TEST_PG", "postgresql://trialbook:trialbook@127.0.0.1:5432/trialbook_test")
+
+
+@pytest.fixture
+def harness_pg() -> str:
+    """A database of its own on the shared test server (other tests drop tables in trialbook_test)."""
+    import psycopg
+
+    base, _, _ = PG.rpartition("/")
+    try:
+        with psycopg.connect(PG, autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS trialbook_harness_test WITH (FORCE)")
+            conn.execute("CREATE DATABASE trialbook_harness_test")
+    except psycopg.OperationalError as exc:
+        pytest.fail(f"no PostgreSQL at {PG}: run scripts/ci-setup-postgres.sh ({exc})")
+    return f"{base}/trialbook_harness_test"
+
+
+def test_run_and_rerun_on_postgres(engine, harness_pg, tmp_path):
+    code, _, err = run_cli(harness_pg, "run", str(EXAMPLES), "--agent", "oracle", "--run", "pg",
+                           "--tasks", "plain-bugfix,slow-solution", "--concurrency", "2",
+                           "--runs-dir", str(tmp_path / "runs"))  # fmt: skip
+    assert code == 0, err
+    code, _, err = run_cli(harness_pg, "rerun", "pg", "--where", "agent_timeout", "--timeout-multiplier", "2")
+    assert code == 0, err
+    shown = json.loads(run_cli(harness_pg, "show", "pg", "--json")[1])
+    assert (shown["trials"], shown["resolved"], shown["superseded"]) == (2, 2, 1)
+    ledger = Ledger(harness_pg)
+    rows = list(ledger.trials(ledger.run("pg")["id"], current_only=False))
+    assert len(rows) == 3 and "passed" in (ledger.artifact(rows[0]["id"], "verifier.log") or "")
