@@ -193,3 +193,25 @@ def test_generator_without_learning_or_stall(cli, tmp_path):
     assert report["stalls"]["empty_wv"] == [] and report["stalls"]["slow_steps"] == []
     assert report["stalls"]["lost_gpu_hours"] is None
     assert all(abs(r["diff_pp"]) < 1.3 * (r["ci_pp"][1] - r["ci_pp"][0]) / 2 for r in report["encounters"])
+
+
+def test_p2p_regression_share_reads_the_pass_to_pass_statuses(cli, tmp_path):
+    def row(tests: dict | None, **kw) -> dict:
+        return {"task_id": "a__b-1", "step": 1, "wv": 0, "epoch": 0, "tests": tests, **kw}
+
+    rows = [
+        row({"FAIL_TO_PASS": {"t1": "fail"}, "PASS_TO_PASS": {"t2": "pass"}}, reward=0.0),  # F2P only
+        row({"FAIL_TO_PASS": {"t1": "pass"}, "PASS_TO_PASS": {"t2": "pass", "t3": "fail"}}, reward=0.0),
+        row({"PASS_TO_PASS": {"t2": "error"}}, outcome="agent_timeout"),
+        row({"FAIL_TO_PASS": {"t1": "pass"}, "PASS_TO_PASS": {"t2": "missing"}}, reward=0.0),
+        row({"FAIL_TO_PASS": {"t1": "pass"}, "PASS_TO_PASS": {"t2": "fail"}}, reward=1.0),  # resolved anyway
+        row({"FAIL_TO_PASS": {'odd:"fail"': "fail"}, "PASS_TO_PASS": {'x[:"fail"]': "pass"}}, reward=0.0),
+        row(None, reward=0.0),
+        row({"FAIL_TO_PASS": {"t1": "fail"}, "PASS_TO_PASS": {"t2": "fail"}}, outcome="verifier_timeout"),
+    ]
+    path = _write(tmp_path / "p.jsonl", rows)
+    assert cli("import", "jsonl", str(path), "--run", "rl", "--kind", "train").exit_code == 0
+    (bucket,) = json.loads(cli("train", "report", "rl", "--json").stdout)["buckets"]
+    assert bucket["trajectories"] == 8 and bucket["judged"] == 7
+    assert bucket["outcome_pct"]["p2p_regression"] == pytest.approx(100 * 3 / 8)
+    assert bucket["outcome_pct"]["agent_timeout"] == pytest.approx(100 / 8)

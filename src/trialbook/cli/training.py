@@ -13,7 +13,7 @@ from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
 from trialbook.report import training as render
 from trialbook.training.ingest import import_steps
-from trialbook.training.load import load_trajectories
+from trialbook.training.load import load_durations
 from trialbook.training.report import train_report
 from trialbook.training.sim_pipeline import PipelineConfig, empirical_sampler, lognormal_sampler, simulate
 from trialbook.training.sim_rollouts import RolloutConfig, generate
@@ -82,7 +82,7 @@ def sim_pipeline_cmd(
         sampler = lognormal_sampler(duration_dist)
     else:
         ledger = Ledger(db)
-        sampler = empirical_sampler(load_trajectories(ledger, ledger.run(durations_from)["id"]).duration)
+        sampler = empirical_sampler(load_durations(ledger, ledger.run(durations_from)["id"]))
     cfg = PipelineConfig(batch, group, staleness, pool, epochs, train_step_s, workers, cross_epoch, seed)
     emit(simulate(cfg, sampler), as_json, render.print_pipeline)
 

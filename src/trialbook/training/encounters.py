@@ -52,8 +52,8 @@ def encounter_groups(data: TrainData) -> Groups:
     span = int(key_src.max()) + 1 if len(key_src) else 1
     key = data.task.astype(np.int64) * span + key_src
     uniq, inv = np.unique(key, return_inverse=True)
-    graded = np.bincount(inv, weights=data.graded, minlength=len(uniq))
-    resolved = np.bincount(inv, weights=data.resolved, minlength=len(uniq))
+    graded = np.bincount(inv, weights=data.n * data.graded, minlength=len(uniq))
+    resolved = np.bincount(inv, weights=data.n * data.resolved, minlength=len(uniq))
     wv = np.full(len(uniq), np.iinfo(np.int64).max)
     np.minimum.at(wv, inv, data.wv)
     task = uniq // span
@@ -82,7 +82,7 @@ def _new_tasks(g: Groups, rows: np.ndarray) -> dict[str, Any]:
 
 def encounter_table(data: TrainData) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """Rows for k = 2..max encounters, and last-minus-first over tasks seen at least 3 times."""
-    if not len(data):
+    if not data.trajectories:
         return [], None
     g = encounter_groups(data)
     rows = []

@@ -62,22 +62,21 @@ def _metric_ranges(steps: list[dict[str, Any]], lo: int, hi: int) -> dict[str, l
 
 
 def bucket_table(data: TrainData, bucket: int, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    has_wv = data.wv >= 0
-    d = data.subset(has_wv)
-    if not len(d):
+    d = data.subset(data.wv >= 0)
+    if not d.trajectories:
         return []
     b = d.wv // bucket
     ids, inv = np.unique(b, return_inverse=True)
     ntask = len(d.task_names)
     cell, cell_inv = np.unique(inv.astype(np.int64) * ntask + d.task, return_inverse=True)
-    cell_res = np.bincount(cell_inv, weights=d.resolved)
-    cell_jud = np.bincount(cell_inv, weights=d.graded)
+    cell_res = np.bincount(cell_inv, weights=d.n * d.resolved)
+    cell_jud = np.bincount(cell_inv, weights=d.n * d.graded)
     cis = cluster_ci(cell_res, cell_jud, (cell // ntask).astype(np.int64), len(ids))
-    count = np.bincount(inv, minlength=len(ids))
-    judged = np.bincount(inv, weights=d.graded, minlength=len(ids))
-    resolved = np.bincount(inv, weights=d.resolved, minlength=len(ids))
+    count = np.bincount(inv, weights=d.n, minlength=len(ids))
+    judged = np.bincount(inv, weights=d.n * d.graded, minlength=len(ids))
+    resolved = np.bincount(inv, weights=d.n * d.resolved, minlength=len(ids))
     shares = {
-        k: np.bincount(inv, weights=d.p2p if k == "p2p_regression" else d.outcome_mask(k), minlength=len(ids))
+        k: np.bincount(inv, weights=d.n * (d.p2p if k == "p2p_regression" else d.outcome_mask(k)), minlength=len(ids))
         for k in SHARE_KINDS
     }
     rows = []
@@ -103,14 +102,14 @@ def pass_table(data: TrainData) -> list[dict[str, Any]]:
     rows = []
     for e in np.unique(d.epoch):
         m = d.epoch == e
-        judged = int(d.graded[m].sum())
+        judged = d.count(m & d.graded)
         rows.append(
             {
                 "pass": int(e),
                 "tasks": int(len(np.unique(d.task[m]))),
-                "trajectories": int(m.sum()),
+                "trajectories": d.count(m),
                 "judged": judged,
-                "pass_pct": _pct(int(d.resolved[m].sum()), judged),
+                "pass_pct": _pct(d.count(m & d.resolved), judged),
             }
         )
     return rows
@@ -142,12 +141,12 @@ def read_task_list(source: str, ledger: Ledger) -> set[str]:
 
 def _exclude(data: TrainData, repos: list[str]) -> tuple[TrainData, dict[str, int]]:
     dropped: dict[str, int] = {}
-    keep = np.ones(len(data), dtype=bool)
+    keep = np.ones(len(data.n), dtype=bool)
     for repo in repos:
         if repo not in data.repo_names:
             raise UserError(f"--exclude-repo {repo}: no trajectories of that repo in this run")
         m = data.repo == data.repo_names.index(repo)
-        dropped[repo] = int(m.sum())
+        dropped[repo] = data.count(m)
         keep &= ~m
     return (data.subset(keep) if repos else data), dropped
 
@@ -166,7 +165,7 @@ def train_report(
         raise UserError(f"--gpus must be at least 1, got {gpus}")
     run = ledger.run(run_name)
     everything = load_trajectories(ledger, run["id"])
-    if not len(everything) or not (everything.wv >= 0).any():
+    if not everything.trajectories or not (everything.wv >= 0).any():
         raise UserError(f"run '{run_name}' has no training trajectories with 'wv' (import with --kind train)")
     eval_tasks = read_task_list(eval_set, ledger) if eval_set else None
     steps = load_steps(ledger, run["id"])
@@ -182,13 +181,13 @@ def train_report(
                 f"{overlap['overlap']} of the {len(pool)} training tasks are in the evaluation set {eval_set}:"
                 " gains on them are confounded with memorisation; judge the run on held-out tasks"
             )
-    judged = int(data.graded.sum())
+    judged = data.count(data.graded)
     return {
         "run": run_name,
         "kind": run["kind"],
-        "trajectories": len(data),
+        "trajectories": data.trajectories,
         "judged": judged,
-        "pass_pct": _pct(int(data.resolved.sum()), judged),
+        "pass_pct": _pct(data.count(data.resolved), judged),
         "tasks": int(len(np.unique(data.task))),
         "steps": len(steps),
         "bucket": bucket,

@@ -1,0 +1,53 @@
+"""`train report` on a real PostgreSQL ledger (scripts/ci-setup-postgres.sh) equals the SQLite one."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.exc import OperationalError
+
+from trialbook.ledger.schema import metadata
+from trialbook.ledger.store import resolve_db
+
+PG = os.environ.get("TRIALBOOK_TEST_PG", "postgresql://trialbook:trialbook@127.0.0.1:5432/trialbook_test")
+DB_NAME = "trialbook_training_test"  # its own database: other areas' PostgreSQL tests drop theirs
+
+
+@pytest.fixture
+def pg() -> str:
+    try:
+        admin = create_engine(resolve_db(PG), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            if not conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": DB_NAME}).first():
+                conn.execute(text(f"CREATE DATABASE {DB_NAME}"))
+        admin.dispose()
+    except OperationalError as exc:
+        pytest.fail(f"no PostgreSQL at {PG}: run scripts/ci-setup-postgres.sh ({str(exc.orig).splitlines()[0]})")
+    url = PG.rsplit("/", 1)[0] + "/" + DB_NAME
+    engine = create_engine(resolve_db(url))
+    with engine.begin() as conn:
+        metadata.drop_all(conn)
+    engine.dispose()
+    return url
+
+
+def test_train_report_on_postgres_equals_sqlite(cli, pg, tmp_path):
+    traj, steps = tmp_path / "traj.jsonl", tmp_path / "steps.jsonl"
+    res = cli("sim", "rollouts", "--out", str(traj), "--steps-out", str(steps), "--pool", "80", "--epochs", "3",
+              "--seed", "2", use_db=False)  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    reports = {}
+    for target in (pg, None):
+        extra = ("--db", pg) if target else ()
+        kw = {"use_db": target is None}
+        assert cli("import", "jsonl", str(traj), "--run", "rl", "--kind", "train", *extra, **kw).exit_code == 0
+        assert cli("import", "steps", str(steps), "--run", "rl", *extra, **kw).exit_code == 0
+        r = cli("train", "report", "rl", "--gpus", "8", "--json", *extra, **kw)
+        assert r.exit_code == 0, r.stderr
+        reports[target or "sqlite"] = json.loads(r.stdout)
+    assert reports[pg] == reports["sqlite"]
+    assert reports[pg]["stalls"]["slow_steps"] and reports[pg]["encounters"]
+    assert any(b["outcome_pct"]["p2p_regression"] for b in reports[pg]["buckets"])
