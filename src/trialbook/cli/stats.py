@@ -19,7 +19,7 @@ MinDiff = Annotated[float, typer.Option("--min-diff", help="Smallest gain (pp) w
 
 @app.command("compare")
 def compare_cmd(
-    base: str,
+    base: Annotated[str, typer.Argument(help="Baseline run.")],
     candidates: Annotated[list[str], typer.Argument(help="One or more candidate runs.")],
     exclude_repo: Annotated[
         list[str] | None, typer.Option("--exclude-repo", help="Drop a repo's tasks (repeatable).")
