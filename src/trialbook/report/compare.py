@@ -57,6 +57,9 @@ def _details(r: dict[str, Any], several: bool) -> str:
     extra = f"95% CI unadjusted {_ci(r['ci_pp'])}, p unadjusted {_p(r['p_value'])}, " if several else ""
     corr = "-" if r["correlation"] is None else f"{r['correlation']:.2f}"
     boot = f", bootstrap 95% CI {_ci(r['bootstrap_ci_pp'])}" if r.get("bootstrap_ci_pp") else ""
+    unpaired = {k: v for k, v in (r.get("unpaired") or {}).items() if v}
+    if unpaired:
+        boot += "; not paired: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in unpaired.items())
     return (
         f"{r['candidate']}{_subset_label(r)}: SE {_n(r['se_pp'], '{:.2f}')} pp, {extra}"
         f"sign test p {_p(r['sign_p'])},"
