@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
 ANSI = re.compile(r"\x1B(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])")
 PASS_STATUSES = frozenset(("PASSED", "XFAIL"))
-PASSED_SUMMARY = re.compile(r"=+ .*\b[1-9]\d* passed\b.* in [\d.]+s")
-COLLECTION = re.compile(r"Interrupted: \d+ errors? during collection|\berrors? during collection\b")
+PASSED_SUMMARY = re.compile(r"(?m)^=+ .*\b[1-9]\d* passed\b.* in [\d.]+s")  # pytest's final summary line
+COLLECTION = re.compile(r"errors? during collection")
 SETUP_ERROR = re.compile(r"_ ERROR at setup of (\S+) _")
 
 
