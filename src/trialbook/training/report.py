@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import orjson
-from scipy import stats
+from scipy.special import stdtrit
 
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
@@ -46,7 +46,7 @@ def cluster_ci(resolved: np.ndarray, judged: np.ndarray, cluster: np.ndarray, n_
         if clusters[g] < 2:
             out.append(None)
             continue
-        half = stats.t.ppf(0.975, clusters[g] - 1) * se[g]
+        half = stdtrit(clusters[g] - 1, 0.975) * se[g]
         out.append([round(100 * max(0.0, p[g] - half), 2), round(100 * min(1.0, p[g] + half), 2)])
     return out
 
