@@ -369,3 +369,34 @@ def test_run_and_rerun_on_postgres(engine, harness_pg, tmp_path):
     ledger = Ledger(harness_pg)
     rows = list(ledger.trials(ledger.run("pg")["id"], current_only=False))
     assert len(rows) == 3 and "passed" in (ledger.artifact(rows[0]["id"], "verifier.log") or "")
+
+
+class _StubbornAgent:
+    """Ignores the timeout it is given (asks for 600 s execs) and never raises."""
+
+    name = "stubborn"
+
+    def run(self, sandbox, task, timeout):
+        from trialbook.agents.base import AgentResult
+
+        res = sandbox.exec(["sh", "-c", "sleep 60"], timeout=600)
+        return AgentResult(exit_code=res.exit_code, log=res.output)
+
+
+def test_the_harness_enforces_the_agent_budget_even_on_an_uncooperative_agent(engine, tmp_path):
+    from trialbook.harness.trial import AGENT_GRACE_S, Stopper, TrialSettings, run_trial
+    from trialbook.sandbox import DockerEngine
+    from trialbook.tasks import load_task
+
+    task_dir = tmp_path / "tasks" / "budget"
+    shutil.copytree(EXAMPLES / "plain-bugfix", task_dir)
+    toml = task_dir / "task.toml"
+    toml.write_text(toml.read_text().replace("[agent]\ntimeout_sec = 60", "[agent]\ntimeout_sec = 2"))
+    spec = load_task(task_dir)
+    assert spec.agent_timeout == 2
+    settings = TrialSettings(run="budget", agent=_StubbornAgent(), timeout_multiplier=1.0)
+    result = run_trial(DockerEngine(), spec, 0, settings, Stopper())
+    t = result.trial
+    assert t.outcome == "agent_timeout" and t.reward == 0.0  # cut, then still graded
+    assert t.extra["phase_s"]["agent_execution"] <= 2 + AGENT_GRACE_S + GRACE_S
+    assert leftovers(engine, "budget") == []

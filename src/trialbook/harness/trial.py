@@ -23,6 +23,7 @@ from trialbook.tasks import TaskError, TaskSpec
 from trialbook.verify.runner import RewardFileNotFoundError, Verdict, VerifierTimeoutError, verify
 
 LOG_LIMIT = 200_000  # characters of a log kept in the ledger (the tail)
+AGENT_GRACE_S = 1.0  # an agent's own timeout handling gets this long before the harness cuts its execs
 
 
 class DeadlineExceeded(Exception):
@@ -108,6 +109,8 @@ def run_trial(
     verdict: Verdict | None = None
     for k in range(settings.retries + 1):
         state["retries"] = k
+        for key in ("agent_result", "verifier_log", "image"):  # nothing from a failed try leaks into the record
+            state.pop(key, None)
         try:
             stopper.check()
             verdict, exc_type, exc_msg = _attempt(engine, task, attempt, name, settings, stopper, state)
@@ -212,13 +215,19 @@ def _attempt(
     exc_msg: str | None = None
     try:
         t = time.monotonic()
+        budget = task.agent_timeout * settings.timeout_multiplier
+        box.until = t + budget + AGENT_GRACE_S  # enforced on every exec, even if an agent ignores its timeout
         try:
-            state["agent_result"] = settings.agent.run(box, task, task.agent_timeout * settings.timeout_multiplier)
+            state["agent_result"] = settings.agent.run(box, task, budget)
         except AgentStopped as stop:
             stopper.check()  # a deadline or interrupt, not the agent's own limit
             state["agent_result"] = stop.result
             exc_type, exc_msg = type(stop).__name__, str(stop)
+        finally:
+            box.until = None
         phases["agent_execution"] = round(time.monotonic() - t, 3)
+        if exc_type is None and phases["agent_execution"] > budget + AGENT_GRACE_S:
+            exc_type, exc_msg = "AgentTimeoutError", f"agent returned after its {budget:g} s budget"
         stopper.check()
         t = time.monotonic()
         try:

@@ -87,6 +87,8 @@ class Sandbox:
         self.name: str = container.name
         # set from outside (deadline, interrupt): a running exec is killed and reported timed out
         self.stop = stop or threading.Event()
+        # a phase budget (monotonic time) no exec may run past, whatever timeout the caller asks for
+        self.until: float | None = None
 
     def exec(
         self, cmd: list[str], timeout: float, env: dict[str, str] | None = None, workdir: str | None = None
@@ -109,6 +111,8 @@ class Sandbox:
         worker = threading.Thread(target=target, daemon=True)
         worker.start()
         end = start + max(timeout, 0.0)
+        if self.until is not None:
+            end = min(end, self.until)
         while worker.is_alive() and not self.stop.is_set() and time.monotonic() < end:
             worker.join(min(POLL_S, max(end - time.monotonic(), 0.0)))
         timed_out = worker.is_alive()
