@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ from pathlib import Path
 from trialbook.importers.jsonl import import_jsonl
 from trialbook.ledger.store import Ledger
 from trialbook.training.ingest import import_steps
+from trialbook.training.report import train_report
 from trialbook.training.sim_rollouts import RolloutConfig, generate
 
 
@@ -56,7 +58,14 @@ def main() -> None:
             f"train report: {report['trajectories']} trajectories, {report['steps']} steps,"
             f" {len(report['buckets'])} buckets, {len(report['encounters'])} encounter rows"
         )
-        print(f"wall {wall:.2f} s (target < 10 s), CPU {cpu:.2f} s, peak RSS {peak_mib:.0f} MiB (target < 2048 MiB)")
+        print(
+            f"CLI: wall {wall:.2f} s (target < 10 s), CPU {cpu:.2f} s, peak RSS {peak_mib:.0f} MiB (target < 2048 MiB)"
+        )
+        ledger = Ledger(str(db))
+        t0, c0 = time.perf_counter(), time.process_time()
+        train_report(ledger, "big", gpus=16)
+        print(f"train_report() in-process: wall {time.perf_counter() - t0:.2f} s, CPU {time.process_time() - c0:.2f} s")
+        print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs while measuring)")
     finally:
         if not args.keep and args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
