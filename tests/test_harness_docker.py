@@ -400,3 +400,32 @@ def test_the_harness_enforces_the_agent_budget_even_on_an_uncooperative_agent(en
     assert t.outcome == "agent_timeout" and t.reward == 0.0  # cut, then still graded
     assert t.extra["phase_s"]["agent_execution"] <= 2 + AGENT_GRACE_S + GRACE_S
     assert leftovers(engine, "budget") == []
+
+
+def _image_task(root: Path, name: str, image: str) -> None:
+    task = root / name
+    (task / "tests").mkdir(parents=True)
+    (task / "solution").mkdir()
+    (task / "task.toml").write_text(f'[environment]\ndocker_image = "{image}"\n[verifier]\ntimeout_sec = 30\n')
+    (task / "solution" / "solve.sh").write_text("echo 42 > /root/answer\n")
+    (task / "tests" / "test.sh").write_text(
+        "mkdir -p /logs/verifier\nif grep -qx 42 /root/answer 2>/dev/null; then s=1; else s=0.25; fi\n"
+        'echo "{\\"composite_score\\": $s}" > /logs/verifier/reward.json\n'
+    )
+
+
+def test_prebuilt_images_reward_json_and_missing_images(engine, tmp_path, db):
+    tasks = tmp_path / "tasks"
+    _image_task(tasks, "prebuilt", "trialbook-base:bookworm")
+    _image_task(tasks, "no-such-image", "trialbook-absent:never")
+    for agent in ("oracle", "nop"):
+        code, _, err = run_cli(db, "run", str(tasks), "--agent", agent, "--run", f"img-{agent}", "--retries", "0",
+                               "--runs-dir", str(tmp_path / "runs"))  # fmt: skip
+        assert code == 0, err
+    oracle = {t["task_id"]: t for t in trials(db, "img-oracle")}
+    nop = {t["task_id"]: t for t in trials(db, "img-nop")}
+    assert oracle["prebuilt"]["outcome"] == "resolved" and oracle["prebuilt"]["extra"]["graded_by"] == "reward_file"
+    assert nop["prebuilt"]["outcome"] == "unresolved" and nop["prebuilt"]["reward"] == 0.25  # partial reward kept
+    missing = oracle["no-such-image"]
+    assert missing["outcome"] == "infra_error" and missing["exception"] == "ImageBuildError"
+    assert "trialbook-absent:never" in missing["exception_message"] and missing["extra"]["retries"] == 0
