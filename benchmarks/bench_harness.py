@@ -26,7 +26,10 @@ from trialbook.records import Run
 from trialbook.tasks import load_task
 
 SOLVE = "cd /testbed && echo fixed > answer.txt"
-TEST = "mkdir -p /logs/verifier && cd /testbed && if grep -q fixed answer.txt; then echo 1; else echo 0; fi > /logs/verifier/reward.txt"
+TEST = (
+    "mkdir -p /logs/verifier && cd /testbed"
+    " && if grep -q fixed answer.txt; then echo 1; else echo 0; fi > /logs/verifier/reward.txt"
+)
 
 
 def make_task(root: Path) -> Path:
