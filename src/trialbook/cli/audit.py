@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, app, done, emit
+from trialbook.cli.common import Db, Json, app, emit
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
 from trialbook.report import audit as render
@@ -75,7 +75,4 @@ def from_swebench_cmd(
     from trialbook.tasks_swebench import write_tasks
 
     wanted = [i.strip() for i in ids.split(",") if i.strip()] if ids else None
-    result = write_tasks(instances, out, wanted)
-    if not as_json:
-        done(f"wrote {len(result['written'])} tasks, skipped {len(result['skipped'])}")
-    emit(result, as_json, render.print_from_swebench)
+    emit(write_tasks(instances, out, wanted), as_json, render.print_from_swebench)
