@@ -429,3 +429,18 @@ def test_prebuilt_images_reward_json_and_missing_images(engine, tmp_path, db):
     missing = oracle["no-such-image"]
     assert missing["outcome"] == "infra_error" and missing["exception"] == "ImageBuildError"
     assert "trialbook-absent:never" in missing["exception_message"] and missing["extra"]["retries"] == 0
+
+
+def test_quickstart_runs_nop_and_oracle_and_compares_them(engine, tmp_path, db, monkeypatch):
+    tasks = tmp_path / "tasks"
+    for name in ("plain-bugfix", "proxy-env"):
+        shutil.copytree(EXAMPLES / name, tasks / name)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(db, "quickstart", "--tasks-dir", str(tasks), "--attempts", "1", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert {r["name"] for r in data["runs"].values()} == {"quickstart-nop", "quickstart-oracle"}
+    assert data["runs"]["oracle"]["resolved"] == 2 and data["runs"]["nop"]["resolved"] == 0
+    assert [t["task_id"] for t in data["tasks"]] == ["plain-bugfix", "proxy-env"]
+    assert data["comparison"]["diff_pp"] == 100.0 and data["comparison"]["wins"] == 2
+    assert (tmp_path / "runs" / "quickstart-oracle").is_dir()
