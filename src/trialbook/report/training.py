@@ -78,7 +78,7 @@ def summary_paragraph(r: dict[str, Any]) -> str:
         most = max(p["tasks"] for p in passes)
         s.append(
             "per-pass pass@1 "
-            + " -> ".join(_pct(p["pass_pct"]) + (f" ({p['tasks']})" if p["tasks"] < most else "") for p in passes)
+            + " -> ".join(_pct(p["pass_pct"]) + (f" ({p['tasks']})" if p["tasks"] < 0.9 * most else "") for p in passes)
         )
     s.extend(_metric_clause(b))
     if b:
