@@ -4,6 +4,7 @@ regrade what the harness recorded. Needs the daemon and the base image (scripts/
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import docker
@@ -45,3 +46,21 @@ def test_rerun_at_x2_is_its_own_line_and_regrade_agrees(daemon, cli, tmp_path: P
     assert res.exit_code == 0, res.stderr
     regrade = json.loads(res.stdout)
     assert (regrade["regraded"], regrade["agree"], regrade["disagreements"]) == (2, 2, [])
+
+
+def test_audit_names_the_reverted_setup_artifact_on_the_harness(daemon, cli, tmp_path: Path):
+    """The seed's sphinx artifact, live: without test.sh's re-application, the oracle's `git checkout`
+    reverts pytest.ini's -rA, pytest prints no per-test line, every test is missing."""
+    tasks = tmp_path / "tasks"
+    shutil.copytree(EXAMPLES / "uncommitted-test-config", tasks / "no-reapply")
+    script = tasks / "no-reapply" / "tests" / "test.sh"
+    script.write_text("".join(line for line in script.read_text().splitlines(True) if "REAPPLY-SETUP" not in line))
+    shutil.copytree(EXAMPLES / "uncommitted-test-config", tasks / "with-reapply")
+    res = cli("run", str(tasks), "--agent", "oracle", "--run", "pit", "--runs-dir", str(tmp_path / "runs"))
+    assert res.exit_code == 0, res.stderr
+    res = cli("audit", "pit", "--json")
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["signature_trials"] == [{"task_id": "no-reapply", "attempt": 0, "signatures": ["no_per_test_lines"]}]
+    assert out["by_signature"]["no_per_test_lines"]["unresolved"] == 1
+    assert out["explained_by_artifacts"]["unresolved"] == 1

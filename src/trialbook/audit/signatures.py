@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 ANSI = re.compile(r"\x1B(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])")
 PASS_STATUSES = frozenset(("PASSED", "XFAIL"))
-PASSED_SUMMARY = re.compile(r"(?m)^=+ .*\b[1-9]\d* passed\b.* in [\d.]+s")  # pytest's final summary line
+# pytest's final summary line, decorated ("==== 1 failed, 2 passed in 0.2s ====") or with -q ("3 passed in 0.04s")
+PASSED_SUMMARY = re.compile(r"(?m)^=*\s*(?:\d+ [a-z]+, )*[1-9]\d* passed(?:, \d+ [a-z]+)* in [\d.]+ ?s")
 COLLECTION = re.compile(r"errors? during collection")
 SETUP_ERROR = re.compile(r"_ ERROR at setup of (\S+) _")
 
