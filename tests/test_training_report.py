@@ -121,6 +121,8 @@ def test_passes_exclude_repo_and_eval_set_warning(cli, random_run, tmp_path):
     dropped = sum(1 for r in random_run if r["task_id"].startswith("org0__"))
     assert ex["excluded_repos"] == {"org0/repo0": dropped}
     assert ex["trajectories"] == len(random_run) - dropped
+    assert [b["pass_pct_all_repos"] for b in ex["buckets"]] == [b["pass_pct"] for b in report["buckets"]]
+    assert "pass_pct_all_repos" not in report["buckets"][0]
     assert report["warnings"] == [] and report["eval_overlap"] is None
     eval_list = tmp_path / "eval.txt"
     eval_list.write_text("org1__repo1-1\norg1__repo1-4\nunrelated__task-9\n")

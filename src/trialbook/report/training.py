@@ -109,12 +109,14 @@ def summary_paragraph(r: dict[str, Any]) -> str:
 def print_train_report(r: dict[str, Any]) -> None:
     if r["excluded_repos"]:
         console.print("excluded: " + ", ".join(f"{k} ({v} trajectories)" for k, v in r["excluded_repos"].items()))
+    excluded = bool(r["excluded_repos"])
     t = Table(
         "wv",
         "traj",
         "judged",
         "pass %",
         "95% CI",
+        *(["all %"] if excluded else []),
         *SHARE_LABELS.values(),
         title="by weight version (% of trajectories)",
     )
@@ -123,7 +125,7 @@ def print_train_report(r: dict[str, Any]) -> None:
         ci = "-" if b["ci_pct"] is None else f"{b['ci_pct'][0]:.0f}-{b['ci_pct'][1]:.0f}"
         t.add_row(
             f"{b['wv_from']}-{b['wv_to']}", str(b["trajectories"]), str(b["judged"]), _pct(b["pass_pct"]), ci,
-            *shares,
+            *([_pct(b["pass_pct_all_repos"])] if excluded else []), *shares,
         )  # fmt: skip
     console.print(t)
     names = sorted({m for b in r["buckets"] for m in b["metrics"]})

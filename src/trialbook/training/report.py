@@ -181,6 +181,11 @@ def train_report(
                 f"{overlap['overlap']} of the {len(pool)} training tasks are in the evaluation set {eval_set}:"
                 " gains on them are confounded with memorisation; judge the run on held-out tasks"
             )
+    buckets = bucket_table(data, bucket, steps)
+    if dropped:  # the same buckets with every repo, to show what the exclusion changes
+        with_all = {b["wv_from"]: b["pass_pct"] for b in bucket_table(everything, bucket, [])}
+        for b in buckets:
+            b["pass_pct_all_repos"] = with_all.get(b["wv_from"])
     judged = data.count(data.graded)
     return {
         "run": run_name,
@@ -192,7 +197,7 @@ def train_report(
         "steps": len(steps),
         "bucket": bucket,
         "excluded_repos": dropped,
-        "buckets": bucket_table(data, bucket, steps),
+        "buckets": buckets,
         "passes": pass_table(data),
         "encounters": encounters,
         "last_minus_first": last,
