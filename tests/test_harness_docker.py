@@ -279,6 +279,22 @@ def test_ctrl_c_stops_cleanly_and_a_live_run_cannot_be_resumed_twice(engine, tmp
     assert keys == sorted((t, a) for t in tasks for a in range(2))
 
 
+def test_clean_removes_the_images_built_for_a_run(engine, tmp_path, db):
+    task = tmp_path / "tasks" / "own-image"
+    shutil.copytree(EXAMPLES / "plain-bugfix", task)
+    with (task / "environment" / "Dockerfile").open("a") as f:
+        f.write(f"# unique build for this test: {os.urandom(6).hex()}\n")
+    code, _, err = run_cli(db, "run", str(task.parent), "--agent", "nop", "--run", "imgclean",
+                           "--runs-dir", str(tmp_path / "runs"))  # fmt: skip
+    assert code == 0, err
+    built = engine.images.list(filters={"label": "trialbook.run=imgclean"})
+    assert len(built) == 1
+    code, _, err = run_cli_nodb("clean", "--run", "imgclean")
+    assert code == 0 and "1 image(s)" in err
+    assert engine.images.list(filters={"label": "trialbook.run=imgclean"}) == []
+    assert engine.images.get("trialbook-base:bookworm")  # the base image is never a run's
+
+
 def test_clean_removes_only_the_named_runs_containers(engine):
     base = "trialbook-base:bookworm"
     mine = engine.containers.run(base, ["sleep", "60"], detach=True, labels={"trialbook.run": "clean-me"})
