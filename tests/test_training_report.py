@@ -217,3 +217,42 @@ def test_p2p_regression_share_reads_the_pass_to_pass_statuses(cli, tmp_path):
     assert bucket["trajectories"] == 8 and bucket["judged"] == 7
     assert bucket["outcome_pct"]["p2p_regression"] == pytest.approx(100 * 3 / 8)
     assert bucket["outcome_pct"]["agent_timeout"] == pytest.approx(100 / 8)
+
+
+def _in_memory(task: np.ndarray, epoch: np.ndarray, resolved: np.ndarray):
+    from trialbook.training.load import OUTCOME_LIST, TrainData
+
+    outcome = np.where(resolved, OUTCOME_LIST.index("resolved"), OUTCOME_LIST.index("unresolved")).astype(np.int8)
+    ones = np.ones(len(task), dtype=bool)
+    return TrainData(
+        n=np.ones(len(task), dtype=np.int64), task=task.astype(np.int32),
+        task_names=[str(i) for i in range(task.max() + 1)],
+        repo=np.zeros(len(task), np.int32), repo_names=["r"], outcome=outcome, graded=ones, resolved=resolved,
+        p2p=~ones, step=epoch * 10 + 1, wv=epoch * 10, epoch=epoch,
+    )  # fmt: skip
+
+
+def test_ci_coverage_by_simulation():
+    """95% intervals cover the truth ~95% of the time on clustered data (where a per-trajectory CI does not)."""
+    from trialbook.training.encounters import encounter_table
+    from trialbook.training.report import bucket_table
+
+    rng = np.random.default_rng(11)
+    tasks, epochs, rollouts, sims = 80, 2, 8, 300
+    task = np.repeat(np.tile(np.arange(tasks), epochs), rollouts)
+    epoch = np.repeat(np.repeat(np.arange(epochs), tasks), rollouts)
+    cover_enc = cover_bucket = cover_naive = 0
+    for _ in range(sims):
+        p = rng.uniform(0.05, 0.95, tasks)  # no learning: true encounter gain is 0; population rate 0.5
+        resolved = rng.random(len(task)) < p[task]
+        data = _in_memory(task, epoch, resolved)
+        (row,), _ = encounter_table(data)
+        cover_enc += row["ci_pp"][0] <= 0 <= row["ci_pp"][1]
+        first = bucket_table(data.subset(epoch == 0), 10, [])[0]
+        cover_bucket += first["ci_pct"][0] <= 50 <= first["ci_pct"][1]
+        y = resolved[epoch == 0]
+        half = 1.96 * np.sqrt(y.mean() * (1 - y.mean()) / len(y))
+        cover_naive += y.mean() - half <= 0.5 <= y.mean() + half
+    assert 0.91 <= cover_enc / sims <= 0.99
+    assert 0.91 <= cover_bucket / sims <= 0.99
+    assert cover_naive / sims < 0.85  # treating a task's 8 rollouts as independent undercovers
