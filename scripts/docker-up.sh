@@ -16,14 +16,26 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-if ! docker info >/dev/null 2>&1; then
-  echo "docker-up: starting dockerd (log: /tmp/dockerd.log)"
-  $SUDO nohup dockerd >/tmp/dockerd.log 2>&1 &
+start_dockerd() {  # args: extra dockerd flags; returns 0 once the daemon answers
+  echo "docker-up: starting dockerd $* (log: /tmp/dockerd.log)"
+  $SUDO nohup dockerd "$@" >/tmp/dockerd.log 2>&1 &
+  echo $! >/tmp/dockerd.pid
   for _ in $(seq 1 60); do
-    docker info >/dev/null 2>&1 && break
+    docker info >/dev/null 2>&1 && return 0
+    kill -0 "$(cat /tmp/dockerd.pid)" 2>/dev/null || return 1
     sleep 1
   done
-  docker info >/dev/null 2>&1 || { echo "docker-up: dockerd did not start; see /tmp/dockerd.log" >&2; exit 1; }
+  return 1
+}
+
+if ! docker info >/dev/null 2>&1; then
+  if ! start_dockerd; then
+    # Nested/unprivileged hosts: overlayfs or iptables may be unavailable; vfs and no iptables always work.
+    $SUDO kill "$(cat /tmp/dockerd.pid)" 2>/dev/null || true
+    sleep 2
+    start_dockerd --storage-driver=vfs --iptables=false \
+      || { echo "docker-up: dockerd did not start; see /tmp/dockerd.log" >&2; exit 1; }
+  fi
 fi
 
 if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then
