@@ -137,6 +137,62 @@ def _check_names(base: str, candidates: Sequence[str], min_diff: float, picked_f
         raise UserError(f"--picked-from {picked_from} is fewer than the {len(candidates)} candidates given")
 
 
+def _subset_row(base: TaskScores, cand: TaskScores, ib: np.ndarray, ic: np.ndarray, mask: np.ndarray,
+                subset: str, excluded: list[str], bootstrap: bool) -> tuple[dict[str, Any], Paired]:  # fmt: skip
+    """One ROW (before multiplicity adjustment) for the paired tasks selected by mask."""
+    b, c = base.score[ib][mask], cand.score[ic][mask]
+    r = paired(b, c)
+    row = _row(cand.run, subset, r, excluded)
+    row["attempts"] = {"base": caveats.typical_attempts(base), "cand": caveats.typical_attempts(cand)}
+    if bootstrap:
+        lo, hi = bootstrap_ci(c - b, LEVEL)
+        row["bootstrap_ci_pp"] = [pp(lo), pp(hi)]
+    pk = paired_pass_at_k(base.graded[ib][mask], base.resolved[ib][mask],
+                          cand.graded[ic][mask], cand.resolved[ic][mask])  # fmt: skip
+    if pk:
+        row["pass_at_k"] = {
+            k: {"tasks": v["tasks"], "base_pct": pp(v["base"]), "cand_pct": pp(v["cand"]),
+                "diff_pp": pp(v["diff"]), "ci_pp": [pp(v["ci"][0]), pp(v["ci"][1])]}
+            for k, v in pk.items()
+        }  # fmt: skip
+    return row, r
+
+
+def _candidate(
+    base: TaskScores,
+    cand: TaskScores,
+    split_ids: np.ndarray | None,
+    excluded: list[str],
+    bootstrap: bool,
+    warnings: list[str],
+) -> tuple[dict[str, tuple[dict[str, Any], np.ndarray]], dict[str, Any] | None, np.ndarray, np.ndarray]:
+    """Rows by subset (with their task differences), the in-out gap, and the paired indices."""
+    ids, ib, ic, unpaired = align(base, cand)
+    if ids.size < 2:
+        what = "no graded task in common" if ids.size == 0 else "only 1 graded task in common (need 2+)"
+        raise UserError(f"runs '{base.run}' and '{cand.run}' have {what}")
+    union = int(np.union1d(base.task_ids, cand.task_ids).size)
+    warnings += [w for w in caveats.run_caveats(base, cand) if w not in warnings]
+    for w in (caveats.unpaired_caveat(cand.run, unpaired, union), caveats.few_tasks_caveat(cand.run, ids.size)):
+        if w:
+            warnings.append(w)
+    masks = {"all": np.ones(ids.size, dtype=bool)}
+    if split_ids is not None:
+        masks["in"] = np.isin(ids, split_ids)
+        masks["out"] = ~masks["in"]
+    rows: dict[str, tuple[dict[str, Any], np.ndarray]] = {}
+    results: dict[str, Paired] = {}
+    for subset, mask in masks.items():
+        if mask.sum() < 2:
+            warnings.append(f"'{cand.run}': subset '{subset}' has {int(mask.sum())} paired tasks, no row")
+            continue
+        row, results[subset] = _subset_row(base, cand, ib, ic, mask, subset, excluded, bootstrap)
+        row["unpaired"] = unpaired if subset == "all" else None
+        rows[subset] = (row, cand.score[ic][mask] - base.score[ib][mask])
+    gap = _gap(cand.run, results["in"], results["out"]) if "in" in results and "out" in results else None
+    return rows, gap, ib, ic
+
+
 def compare(
     ledger: Ledger,
     base_name: str,
@@ -154,14 +210,10 @@ def compare(
     runs = runs or {n: load_scores(ledger, n) for n in (base_name, *candidates)}
     loaded, dropped = exclude_repos([runs[n] for n in (base_name, *candidates)], exclude)
     base, cands = loaded[0], loaded[1:]
-    excluded = list(dropped)
     warnings: list[str] = []
     if dropped:
         warnings.append("excluded before pairing: " + ", ".join(f"{r} ({n} tasks)" for r, n in dropped.items()))
-    for w in [caveats.judged_caveat(s) for s in loaded]:
-        if w:
-            warnings.append(w)
-
+    warnings += [w for w in map(caveats.judged_caveat, loaded) if w]
     split_ids = None
     if split is not None:
         split_ids, unknown = _split_ids(split, loaded)
@@ -169,60 +221,23 @@ def compare(
             warnings.append(f"{split}: {unknown} of its {split_ids.size} tasks are in neither run")
     subsets = ["all"] if split_ids is None else ["all", "in", "out"]
     m = max(len(cands), picked_from or 0)
-    out_rows: list[dict[str, Any]] = []
-    gaps: list[dict[str, Any]] = []
-    repo_tables: dict[str, list[dict[str, Any]]] = {}
-    per_subset: dict[str, tuple[list[dict[str, Any]], list[np.ndarray]]] = {s: ([], []) for s in subsets}
+    family: dict[str, list[tuple[dict[str, Any], np.ndarray]]] = {s: [] for s in subsets}
+    gaps, repo_tables = [], {}
     for cand in cands:
-        ids, ib, ic, unpaired = align(base, cand)
-        if ids.size == 0:
-            raise UserError(f"runs '{base.run}' and '{cand.run}' have no graded task in common")
-        if ids.size == 1:
-            raise UserError(f"runs '{base.run}' and '{cand.run}' have only 1 graded task in common (need 2+)")
-        union = base.task_ids.size + cand.task_ids.size - int(np.intersect1d(base.task_ids, cand.task_ids).size)
-        warnings += [w for w in caveats.run_caveats(base, cand) if w not in warnings]
-        for w in (caveats.unpaired_caveat(cand.run, unpaired, union), caveats.few_tasks_caveat(cand.run, ids.size)):
-            if w:
-                warnings.append(w)
-        b, c = base.score[ib], cand.score[ic]
-        masks = {"all": np.ones(ids.size, dtype=bool)}
-        if split_ids is not None:
-            masks["in"] = np.isin(ids, split_ids)
-            masks["out"] = ~masks["in"]
-        results: dict[str, Paired] = {}
-        for subset, mask in masks.items():
-            if mask.sum() < 2:
-                warnings.append(f"'{cand.run}': subset '{subset}' has {int(mask.sum())} paired tasks, no row")
-                continue
-            r = paired(b[mask], c[mask])
-            results[subset] = r
-            row = _row(cand.run, subset, r, excluded)
-            row["unpaired"] = unpaired if subset == "all" else None
-            row["attempts"] = {"base": caveats.typical_attempts(base), "cand": caveats.typical_attempts(cand)}
-            if bootstrap:
-                lo, hi = bootstrap_ci(c[mask] - b[mask], LEVEL)
-                row["bootstrap_ci_pp"] = [pp(lo), pp(hi)]
-            pk = paired_pass_at_k(base.graded[ib][mask], base.resolved[ib][mask],
-                                  cand.graded[ic][mask], cand.resolved[ic][mask])  # fmt: skip
-            if pk:
-                row["pass_at_k"] = {
-                    k: {"tasks": v["tasks"], "base_pct": pp(v["base"]), "cand_pct": pp(v["cand"]),
-                        "diff_pp": pp(v["diff"]), "ci_pp": [pp(v["ci"][0]), pp(v["ci"][1])]}
-                    for k, v in pk.items()
-                }  # fmt: skip
-            per_subset[subset][0].append(row)
-            per_subset[subset][1].append(c[mask] - b[mask])
-        if "in" in results and "out" in results:
-            gaps.append(_gap(cand.run, results["in"], results["out"]))
+        rows, gap, ib, ic = _candidate(base, cand, split_ids, list(dropped), bootstrap, warnings)
+        for subset, item in rows.items():
+            family[subset].append(item)
+        if gap:
+            gaps.append(gap)
         if by_repo:
-            repo_tables[cand.run] = _by_repo(base.repos[ib], b, c)
-    for subset in subsets:
-        rows, diffs = per_subset[subset]
-        if rows:
-            _adjust(rows, diffs, m, min_diff)
+            repo_tables[cand.run] = _by_repo(base.repos[ib], base.score[ib], cand.score[ic])
+    out_rows: list[dict[str, Any]] = []
+    for subset in subsets:  # each subset is its own family of m comparisons
+        if family[subset]:
+            rows, diffs = zip(*family[subset], strict=True)
+            _adjust(list(rows), list(diffs), m, min_diff)
             out_rows += rows
-    order = {s: i for i, s in enumerate(subsets)}
-    out_rows.sort(key=lambda r: (list(candidates).index(r["candidate"]), order[r["subset"]]))
+    out_rows.sort(key=lambda r: (list(candidates).index(r["candidate"]), subsets.index(r["subset"])))
     w = caveats.multiplicity_caveat(m, len(cands), bonferroni_confidence(m, LEVEL))
     if w:
         warnings.append(w)
