@@ -95,7 +95,7 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         "fixture_recursion",
-        "pytest fixture recursion (pytest-httpbin on a rebuilt image)",
+        "pytest fixture recursion (e.g. pytest-httpbin's 'httpbin'): the test errors before it runs",
         True,
         (r"recursive dependency involving fixture '[^']+'",),
     ),

@@ -53,18 +53,20 @@ def print_audit(a: dict[str, Any]) -> None:
         for row in pen["by_test"][:TOP]:
             tests.add_row(row["task_id"], escape(row["test"]), str(row["trials"]))
         console.print(tests)
-    sigs = Table("signature", "artifact", "trials", "unresolved", "P2P penalties", "meaning", title="log signatures")
-    for name, s in a["by_signature"].items():
-        share = s["share_of_p2p_penalties"]
+    sigs = Table("signature", "artifact", "trials", "unresolved", "P2P penalties", title="log signatures")
+    for name, sig in a["by_signature"].items():
+        share = sig["share_of_p2p_penalties"]
         sigs.add_row(
             name,
-            "yes" if s["artifact"] else "no",
-            str(s["trials"]),
-            str(s["unresolved"]),
-            f"{s['p2p_penalties']}" + (f" ({100 * share:.1f}%)" if share else ""),
-            s["meaning"],
+            "yes" if sig["artifact"] else "no",
+            str(sig["trials"]),
+            str(sig["unresolved"]),
+            f"{sig['p2p_penalties']}" + (f" ({100 * share:.1f}%)" if share else ""),
         )
     console.print(sigs)
+    for name, sig in a["by_signature"].items():
+        if sig["trials"]:
+            console.print(f"  [bold]{name}[/bold]: {escape(sig['meaning'])}")
     if a["suspect_tests"]:
         sus = Table("test", "task(s)", "failed", "reason", title=f"suspect tests (top {TOP})")
         for s in a["suspect_tests"][:TOP]:
