@@ -136,6 +136,7 @@ def test_report_bad_input(cli, random_run, tmp_path):
         (("--bucket", "0"), "--bucket must be at least 1"),
         (("--exclude-repo", "no/such"), "no trajectories of that repo"),
         (("--gpus", "0"), "--gpus must be at least 1"),
+        (("--eval-set", "no-such-list"), "neither a task-list file nor a run"),
     ]:
         res = cli("train", "report", "rl", *args, "--json")
         assert res.exit_code == 2 and message in res.stderr and res.stdout == ""

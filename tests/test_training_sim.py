@@ -108,3 +108,11 @@ def test_needs_exactly_one_duration_source(cli):
     assert both.exit_code == 2 and "exactly one" in both.stderr
     with pytest.raises(UserError, match="no trajectory durations"):
         empirical_sampler(np.array([float("nan"), 0.0]))
+
+
+def test_rollouts_generator_bad_input(cli, tmp_path):
+    out = tmp_path / "t.jsonl"
+    res = cli("sim", "rollouts", "--out", str(out), "--batch", "300", use_db=False)
+    assert res.exit_code == 2 and "--batch 300 is larger than --pool 250" in res.stderr and not out.exists()
+    res = cli("sim", "rollouts", "--out", str(tmp_path / "no" / "t.jsonl"), use_db=False)
+    assert res.exit_code == 2 and "cannot write" in res.stderr

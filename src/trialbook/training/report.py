@@ -119,8 +119,9 @@ def read_task_list(source: str, ledger: Ledger) -> set[str]:
     """Task ids from a file (one per line, a JSON list, or JSONL with task_id/instance_id) or a run name."""
     path = Path(source)
     if not path.is_file():
-        run = ledger.run(source)  # UserError naming the source when it is neither
-        return {t["task_id"] for t in ledger.trials(run["id"])}
+        if source not in ledger.run_names():
+            raise UserError(f"--eval-set {source}: neither a task-list file nor a run in the ledger")
+        return {t["task_id"] for t in ledger.trials(ledger.run(source)["id"])}
     text = path.read_text()
     try:
         value = orjson.loads(text)
