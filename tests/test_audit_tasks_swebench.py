@@ -165,3 +165,18 @@ def test_bad_input_is_a_user_error(tmp_path: Path, cli):
     assert res.exit_code == 2 and "nope__nope-1" in res.stderr
     res = cli("tasks", "from-swebench", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path), use_db=False)
     assert res.exit_code == 2
+
+
+def test_every_verified_instance_gets_its_official_test_command(tmp_path: Path):
+    """All 500: written unless F2P/P2P are missing, and each test line is the official eval.sh's."""
+    from trialbook.tasks_swebench import write_tasks
+
+    result = write_tasks(INSTANCES, tmp_path)
+    instances = _instances()
+    lacking = {i for i, o in instances.items() if o["FAIL_TO_PASS"] is None or o["PASS_TO_PASS"] is None}
+    assert {s["task_id"] for s in result["skipped"]} == lacking
+    assert len(result["written"]) == 500 - len(lacking)
+    unset = "env " + " ".join(f"-u {v}" for v in PROXY_VARS)
+    for task_id in result["written"]:
+        lines = [line.strip() for line in (tmp_path / task_id / "tests" / "test.sh").read_text().splitlines()]
+        assert f"{unset} {instances[task_id]['test_cmd']}" in lines, task_id
