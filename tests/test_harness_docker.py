@@ -233,6 +233,7 @@ def test_kill_9_then_resume_runs_every_trial_exactly_once(engine, tmp_path, db):
     assert leftovers(engine, "crash") == []
     code, _, err = run_cli(db, "resume", "crash")  # nothing left: a no-op
     assert code == 0 and len(trials(db, "crash")) == 9
+    assert Ledger(db).run("crash")["config"]["tasks"] == sorted(tasks)  # the plan was frozen at the start
 
 
 def _start_run_process(db: str, tmp_path: Path, run: str, tasks: list[str], attempts: int) -> subprocess.Popen:

@@ -256,9 +256,13 @@ def start_run(ledger: Ledger, name: str, config: RunConfig, replace: bool = Fals
     agent = get_agent(config.agent, config.agent_options)
     specs, errors = _load(config)
     engine = connect()
-    config = config.model_copy(
-        update={"tasks_dir": str(Path(config.tasks_dir).resolve()), "runs_dir": str(Path(config.runs_dir).resolve())}
-    )
+    tasks: list[TaskSpec | TaskError] = sorted([*specs, *errors], key=lambda t: t.task_id)
+    frozen = {  # absolute paths, and the plan itself: a task folder added later is not part of this run
+        "tasks_dir": str(Path(config.tasks_dir).resolve()),
+        "runs_dir": str(Path(config.runs_dir).resolve()),
+        "tasks": [t.task_id for t in tasks],
+    }
+    config = config.model_copy(update=frozen)
     run = Run(
         name=name,
         kind="eval",
@@ -266,7 +270,6 @@ def start_run(ledger: Ledger, name: str, config: RunConfig, replace: bool = Fals
         stack=with_agent_stack(_stack(engine, config.agent, specs, {}), agent_stack(agent)),
         source=config.tasks_dir,
     )
-    tasks: list[TaskSpec | TaskError] = sorted([*specs, *errors], key=lambda t: t.task_id)
     plans = [Plan(t, a) for a in range(config.attempts) for t in tasks]
     with run_lock(config, name):  # before --replace can delete a run another process is executing
         with ledger.transaction() as conn:
