@@ -116,3 +116,17 @@ def test_audit_bad_options(cli):
     _import(cli, FIXTURES / "run_b" / "results.json", FIXTURES / "instances.jsonl", FIXTURES / "run_b", "b")
     assert cli("audit", "b", "--vs", "missing").exit_code == 2
     assert cli("audit", "b", "--min-trials", "0").exit_code == 2
+
+
+def test_parsing_in_worker_processes_gives_the_same_answers(cli, db, monkeypatch):
+    from trialbook.audit import regrade
+    from trialbook.audit.audit import audit_run
+    from trialbook.ledger.store import Ledger
+
+    _import(cli, REAL / "results.json", INSTANCES, REAL, "sweagent")
+    ledger = Ledger(db)
+    serial = (regrade.regrade_run(ledger, "sweagent", jobs=1), audit_run(ledger, "sweagent", jobs=1))
+    monkeypatch.setattr(regrade, "PARALLEL_MIN", 1)
+    parallel = (regrade.regrade_run(ledger, "sweagent", jobs=2), audit_run(ledger, "sweagent", jobs=2))
+    assert parallel == serial
+    assert cli("regrade", "sweagent", "--jobs", "0").exit_code == 2

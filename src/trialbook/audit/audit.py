@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from trialbook.audit.regrade import FAILING, Evidence, evidence
+from trialbook.audit.regrade import DEFAULT_JOBS, FAILING, Evidence, evidence
 from trialbook.audit.signatures import BY_NAME, SIGNATURES, matches
 from trialbook.ledger.store import Ledger
 from trialbook.records import is_graded
@@ -96,10 +96,12 @@ def _fails_here_passes_there(items: list[Evidence], other: list[Evidence], vs: s
     return sorted(rows, key=lambda r: (r["task_id"], r["test"]))
 
 
-def audit_run(ledger: Ledger, run_name: str, vs: str | None = None, min_trials: int = MIN_TRIALS) -> dict[str, Any]:
+def audit_run(
+    ledger: Ledger, run_name: str, vs: str | None = None, min_trials: int = MIN_TRIALS, jobs: int = DEFAULT_JOBS
+) -> dict[str, Any]:
     run = ledger.run(run_name)
     other_run = ledger.run(vs) if vs else None
-    items = list(evidence(ledger, run["id"]))
+    items = list(evidence(ledger, run["id"], jobs))
     found = {id(ev): matches(ev) for ev in items}
     penalties = [ev for ev in items if p2p_penalty(ev)]
 
@@ -125,7 +127,7 @@ def audit_run(ledger: Ledger, run_name: str, vs: str | None = None, min_trials: 
 
     suspects = _fails_in_most(items, min_trials)
     if other_run is not None:
-        suspects += _fails_here_passes_there(items, list(evidence(ledger, other_run["id"])), vs or "")
+        suspects += _fails_here_passes_there(items, list(evidence(ledger, other_run["id"], jobs)), vs or "")
 
     graded = sum(1 for ev in items if is_graded(ev.trial["outcome"]))
     return {

@@ -6,8 +6,13 @@ and reused by `audit`, so both commands judge a trial the same way.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
+from multiprocessing import get_context
 from typing import Any
 
 from sqlalchemy import select
@@ -25,6 +30,8 @@ LOG_ARTIFACTS: tuple[str, ...] = ("test_output.txt", "verifier/test-stdout.txt",
 SIDE_ARTIFACTS: tuple[str, ...] = ("run_instance.log",)
 GROUPS = ("FAIL_TO_PASS", "PASS_TO_PASS")
 CHUNK = 200  # trials whose logs are read in one query
+PARALLEL_MIN = 400  # below this many trials, worker processes cost more than they save
+DEFAULT_JOBS = min(os.cpu_count() or 1, 8)
 FAILING = frozenset(("fail", "error", "missing"))
 
 
@@ -99,23 +106,46 @@ def _first(files: dict[str, str], names: tuple[str, ...]) -> str | None:
     return next((files[n] for n in names if n in files), None)
 
 
-def evidence(ledger: Ledger, run_id: int) -> Iterator[Evidence]:
-    """Every current trial of a run with its logs and trialbook's grade of them."""
+def _parse(args: tuple[str, str | None, str]) -> tuple[dict[str, str], str | None]:
+    return parse_status_map(*args)
+
+
+@contextmanager
+def _mapper(jobs: int, n_logs: int) -> Iterator[Callable[..., Iterator[Any]]]:
+    """`map` for parsing logs: worker processes when there are many logs and more than one job."""
+    if jobs <= 1 or n_logs < PARALLEL_MIN:
+        yield map
+        return
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
+        yield partial(pool.map, chunksize=8)
+
+
+def evidence(ledger: Ledger, run_id: int, jobs: int = 1) -> Iterator[Evidence]:
+    """Every current trial of a run with its logs and trialbook's grade of them.
+
+    Parsing is the cost (official logs run to megabytes); `jobs` > 1 spreads it over processes.
+    """
     trials = list(ledger.trials(run_id))
     known = task_lists(ledger, {t["task_id"] for t in trials})
-    for start in range(0, len(trials), CHUNK):  # logs are large: fetch a chunk of trials at a time
-        chunk = trials[start : start + CHUNK]
-        logs = _logs(ledger, [t["id"] for t in chunk])
-        for trial in chunk:
-            files = logs.get(trial["id"], {})
-            lists = _lists_for(trial, known)
-            log, side = _first(files, LOG_ARTIFACTS), _first(files, SIDE_ARTIFACTS)
-            grade, status_map = None, {}
-            if log is not None and lists is not None:
-                repo = lists.repo or trial["repo"]
-                status_map, marker = parse_status_map(log, repo, trial["task_id"])
-                grade = grade_parsed(status_map, marker, repo, lists.fail_to_pass, lists.pass_to_pass)
-            yield Evidence(trial, lists, log, side, grade, status_map)
+    with _mapper(jobs, len(trials)) as mapper:
+        for start in range(0, len(trials), CHUNK):  # logs are large: fetch a chunk of trials at a time
+            chunk = trials[start : start + CHUNK]
+            logs = _logs(ledger, [t["id"] for t in chunk])
+            rows = []
+            for trial in chunk:
+                files = logs.get(trial["id"], {})
+                lists = _lists_for(trial, known)
+                log = _first(files, LOG_ARTIFACTS)
+                repo = (lists.repo if lists else None) or trial["repo"]
+                rows.append((trial, lists, log, _first(files, SIDE_ARTIFACTS), repo))
+            todo = [(log, repo, t["task_id"]) for t, lists, log, _, repo in rows if log is not None and lists]
+            parsed = iter(mapper(_parse, todo))
+            for trial, lists, log, side, repo in rows:
+                grade, status_map = None, {}
+                if log is not None and lists is not None:
+                    status_map, marker = next(parsed)
+                    grade = grade_parsed(status_map, marker, repo, lists.fail_to_pass, lists.pass_to_pass)
+                yield Evidence(trial, lists, log, side, grade, status_map)
 
 
 def _fails(status: str | None) -> bool:
@@ -140,12 +170,12 @@ def differing_tests(recorded: dict[str, dict[str, str]] | None, grade: GradeResu
     return out
 
 
-def regrade_run(ledger: Ledger, run_name: str) -> dict[str, Any]:
+def regrade_run(ledger: Ledger, run_name: str, jobs: int = DEFAULT_JOBS) -> dict[str, Any]:
     """Re-grade every graded trial that has a verifier log; list where trialbook disagrees."""
     run = ledger.run(run_name)
     n = regraded = agree = no_log = no_lists = ungraded = tests_differ = 0
     disagreements: list[dict[str, Any]] = []
-    for ev in evidence(ledger, run["id"]):
+    for ev in evidence(ledger, run["id"], jobs):
         n += 1
         if ev.log is None:
             no_log += 1

@@ -28,14 +28,15 @@ def _tasks_group() -> typer.Typer:
 
 
 tasks_app = _tasks_group()
+Jobs = Annotated[int | None, typer.Option("--jobs", min=1, help="Processes parsing logs [default: CPUs, at most 8].")]
 
 
 @app.command("regrade")
-def regrade_cmd(run: str, as_json: Json = False, db: Db = None) -> None:
+def regrade_cmd(run: str, jobs: Jobs = None, as_json: Json = False, db: Db = None) -> None:
     """Re-grade every trial that has a verifier log with trialbook's grader; list disagreements."""
-    from trialbook.audit.regrade import regrade_run
+    from trialbook.audit.regrade import DEFAULT_JOBS, regrade_run
 
-    emit(regrade_run(Ledger(db), run), as_json, render.print_regrade)
+    emit(regrade_run(Ledger(db), run, jobs or DEFAULT_JOBS), as_json, render.print_regrade)
 
 
 @app.command("audit")
@@ -45,15 +46,18 @@ def audit_cmd(
     min_trials: Annotated[
         int, typer.Option("--min-trials", help="Trials a test must run in before 'fails in most' applies.")
     ] = 2,
+    jobs: Jobs = None,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
     """Failures that may not be the agent's fault: P2P penalties, log signatures, suspect tests."""
     from trialbook.audit.audit import audit_run
+    from trialbook.audit.regrade import DEFAULT_JOBS
 
     if min_trials < 1:
         raise UserError("--min-trials must be at least 1")
-    emit(audit_run(Ledger(db), run, vs=vs, min_trials=min_trials), as_json, render.print_audit)
+    result = audit_run(Ledger(db), run, vs=vs, min_trials=min_trials, jobs=jobs or DEFAULT_JOBS)
+    emit(result, as_json, render.print_audit)
 
 
 @app.command("attribute")
