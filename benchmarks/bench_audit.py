@@ -3,8 +3,9 @@
 A run of N trials (default 8,000, about the seed's 8,122 judged trajectories) on the 50 real
 SWE-bench tasks of the shared logs, each trial carrying one of those real official test logs
 (sizes 2 KB to 1 MB). Run by hand:
-    python benchmarks/bench_audit.py [--trials 8000]
+    python benchmarks/bench_audit.py [--trials 8000] [--jobs N]
 Prints the wall time of regrade_run and audit_run in process (the CLI adds ~3 s of imports).
+Target: a training run's worth (8,000 trials) audited in minutes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 from pathlib import Path
 
 from trialbook.audit.audit import audit_run
-from trialbook.audit.regrade import regrade_run
+from trialbook.audit.regrade import DEFAULT_JOBS, regrade_run
 from trialbook.importers.common import import_run, trial_row
 from trialbook.importers.swebench import read_instances
 from trialbook.ledger.store import Ledger
@@ -54,6 +55,7 @@ def build(db: str, n: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=8000)
+    ap.add_argument("--jobs", type=int, default=DEFAULT_JOBS)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = str(Path(tmp) / "ledger.db")
@@ -62,10 +64,10 @@ def main() -> None:
         print(f"built {args.trials} trials with logs in {time.perf_counter() - t:.1f} s", file=sys.stderr)
         ledger = Ledger(db)
         t = time.perf_counter()
-        r = regrade_run(ledger, "bench")
+        r = regrade_run(ledger, "bench", jobs=args.jobs)
         print(f"regrade: {r['regraded']} trials, agree {r['agree']}, {time.perf_counter() - t:.1f} s")
         t = time.perf_counter()
-        a = audit_run(ledger, "bench")
+        a = audit_run(ledger, "bench", jobs=args.jobs)
         print(f"audit:   {a['trials']} trials, {a['p2p_penalties']['count']} P2P penalties, "
               f"{time.perf_counter() - t:.1f} s")  # fmt: skip
 
