@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 from trialbook.audit.regrade import DEFAULT_JOBS, FAILING, Evidence, evidence
@@ -96,13 +97,23 @@ def _fails_here_passes_there(items: list[Evidence], other: list[Evidence], vs: s
     return sorted(rows, key=lambda r: (r["task_id"], r["test"]))
 
 
+def _light(stream: Iterator[Evidence]) -> Iterator[Evidence]:
+    """Match signatures as trials stream by, then drop the logs (a run's logs can be gigabytes)."""
+    for ev in stream:
+        ev.signatures = matches(ev)
+        ev.had_log = ev.log is not None
+        ev.log = ev.side_log = None
+        ev.status_map = {}
+        yield ev
+
+
 def audit_run(
     ledger: Ledger, run_name: str, vs: str | None = None, min_trials: int = MIN_TRIALS, jobs: int = DEFAULT_JOBS
 ) -> dict[str, Any]:
     run = ledger.run(run_name)
     other_run = ledger.run(vs) if vs else None
-    items = list(evidence(ledger, run["id"], jobs))
-    found = {id(ev): matches(ev) for ev in items}
+    items = list(_light(evidence(ledger, run["id"], jobs)))
+    found = {id(ev): ev.signatures for ev in items}
     penalties = [ev for ev in items if p2p_penalty(ev)]
 
     by_repo = Counter(ev.trial["repo"] or "?" for ev in penalties)
@@ -127,7 +138,7 @@ def audit_run(
 
     suspects = _fails_in_most(items, min_trials)
     if other_run is not None:
-        suspects += _fails_here_passes_there(items, list(evidence(ledger, other_run["id"], jobs)), vs or "")
+        suspects += _fails_here_passes_there(items, list(_light(evidence(ledger, other_run["id"], jobs))), vs or "")
 
     graded = sum(1 for ev in items if is_graded(ev.trial["outcome"]))
     return {
@@ -135,7 +146,7 @@ def audit_run(
         "vs": vs,
         "trials": len(items),
         "graded": graded,
-        "with_log": sum(1 for ev in items if ev.log is not None),
+        "with_log": sum(1 for ev in items if ev.had_log),
         "regraded_from_log": sum(1 for ev in items if ev.grade is not None),
         "p2p_penalties": {
             "count": len(penalties),

@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from multiprocessing import get_context
 from typing import Any
@@ -52,6 +52,8 @@ class Evidence:
     side_log: str | None  # e.g. run_instance.log
     grade: GradeResult | None  # trialbook's grade of `log` (None: no log or no test lists)
     status_map: dict[str, str]  # what the parser saw, test -> PASSED/FAILED/...
+    signatures: list[str] = field(default_factory=list)  # set by audit
+    had_log: bool = False  # set by audit, which drops the log text once matched
 
     @property
     def recorded_resolved(self) -> bool:
