@@ -33,6 +33,7 @@ from swebench.harness.constants import (
 )
 from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
 from swebench.harness.test_spec.python import get_test_directives, make_eval_script_list_py
+from swebench.harness.utils import get_modified_files
 
 from trialbook.errors import UserError
 from trialbook.swebench_versions import VERSIONS
@@ -132,8 +133,6 @@ def _official_commands(inst: dict[str, Any], version: str | None) -> tuple[list[
         test_line = " ".join([specs["test_cmd"], *get_test_directives(instance)])
         return cmds, test_line, list(specs.get("pre_install", []))
     # No known version: the instance's own test command in the same script shape.
-    from swebench.harness.utils import get_modified_files
-
     reset = f"git checkout {inst['base_commit']} {' '.join(get_modified_files(test_patch))}"
     test_line = inst["test_cmd"]
     cmds = [
@@ -320,12 +319,8 @@ def skip_reason(inst: dict[str, Any], version: str | None) -> str | None:
     return None
 
 
-def write_task(inst: dict[str, Any], version: str | None, folder: Path) -> None:
-    (folder / "tests").mkdir(parents=True, exist_ok=True)
-    (folder / "solution").mkdir(exist_ok=True)
-    (folder / "environment").mkdir(exist_ok=True)
-    (folder / "instruction.md").write_text(inst.get("problem_statement") or "")
-    (folder / "task.toml").write_text(build_task_toml(inst, version))
+def task_files(inst: dict[str, Any], version: str | None) -> dict[str, str]:
+    """Every file of the task folder, by relative path (built before anything is written)."""
     config = {
         "instance_id": inst["instance_id"],
         "repo": inst["repo"],
@@ -334,12 +329,25 @@ def write_task(inst: dict[str, Any], version: str | None, folder: Path) -> None:
         "FAIL_TO_PASS": _as_list(inst["FAIL_TO_PASS"]),
         "PASS_TO_PASS": _as_list(inst["PASS_TO_PASS"]),
     }
-    (folder / "tests" / "config.json").write_text(json.dumps(config, indent=1) + "\n")
-    (folder / "tests" / "grade.py").write_text(build_grade_py(inst["repo"]))
-    for path, text in ((folder / "tests" / "test.sh", build_test_sh(inst, version)),
-                       (folder / "solution" / "solve.sh", build_solve_sh(inst.get("patch") or ""))):  # fmt: skip
+    return {
+        "instruction.md": inst.get("problem_statement") or "",
+        "task.toml": build_task_toml(inst, version),
+        "tests/config.json": json.dumps(config, indent=1) + "\n",
+        "tests/grade.py": build_grade_py(inst["repo"]),
+        "tests/test.sh": build_test_sh(inst, version),
+        "solution/solve.sh": build_solve_sh(inst.get("patch") or ""),
+    }
+
+
+def write_task(inst: dict[str, Any], version: str | None, folder: Path) -> None:
+    files = task_files(inst, version)
+    (folder / "environment").mkdir(parents=True, exist_ok=True)  # the image is prebuilt: no Dockerfile
+    for rel, text in files.items():
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-        path.chmod(0o755)
+        if rel.endswith(".sh"):
+            path.chmod(0o755)
 
 
 def write_tasks(instances: Path, out: Path, ids: list[str] | None = None) -> dict[str, Any]:
@@ -358,6 +366,10 @@ def write_tasks(instances: Path, out: Path, ids: list[str] | None = None) -> dic
         if reason is not None:
             skipped.append({"task_id": inst["instance_id"], "reason": reason})
             continue
-        write_task(inst, version, out / inst["instance_id"])
+        try:
+            write_task(inst, version, out / inst["instance_id"])
+        except (ValueError, KeyError) as exc:  # an instance swebench's script builder cannot handle
+            skipped.append({"task_id": inst["instance_id"], "reason": f"cannot build its verifier: {exc}"})
+            continue
         written.append(inst["instance_id"])
     return {"out": str(out), "written": written, "skipped": skipped}
