@@ -46,24 +46,6 @@ OUTCOMES: dict[Outcome, OutcomeRule] = {
 
 GRADED: frozenset[str] = frozenset(o.value for o, r in OUTCOMES.items() if r.graded)
 
-# Harbor ExceptionInfo.exception_type -> outcome. None: the trial ended by the agent's
-# own failure and the verifier's reward decides (resolved / unresolved).
-# Anything not listed is an infra_error (not graded).
-EXCEPTION_OUTCOMES: dict[str, Outcome | None] = {
-    "AgentTimeoutError": Outcome.AGENT_TIMEOUT,
-    "ContextLengthExceededError": Outcome.CONTEXT_OVERFLOW,
-    "ContextWindowExceededError": Outcome.CONTEXT_OVERFLOW,
-    "OutputLengthExceededError": Outcome.CONTEXT_OVERFLOW,
-    "VerifierTimeoutError": Outcome.VERIFIER_TIMEOUT,
-    "FormatError": Outcome.FORMAT_ERROR,
-    "NonZeroAgentExitCodeError": None,
-}
-
-
-def outcome_for_exception(exception_type: str) -> Outcome | None:
-    """Outcome a Harbor exception type implies; None means "decide by reward"."""
-    return EXCEPTION_OUTCOMES.get(exception_type, Outcome.INFRA_ERROR)
-
 
 def is_graded(outcome: str) -> bool:
     return outcome in GRADED

@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trialbook.agents.base import Agent, AgentResult, AgentStopped
-from trialbook.harness.policy import STILL_GRADED, rule_for
-from trialbook.records import Outcome, Trial
+from trialbook.harness.policy import classify, rule_for
+from trialbook.records import Outcome, Trial, is_graded
 from trialbook.sandbox import DockerEngine, SandboxError
 from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
 from trialbook.tasks import TaskError, TaskSpec
@@ -182,13 +182,8 @@ def run_trial(
 
 
 def _classify(exc_type: str | None, verdict: Verdict | None) -> tuple[Outcome, float | None]:
-    if exc_type is not None and exc_type not in STILL_GRADED:
-        return rule_for(exc_type).outcome, None
-    if verdict is None:  # a still-graded stop whose verifier never produced a verdict
-        return Outcome.INFRA_ERROR, None
-    if exc_type is not None:
-        return rule_for(exc_type).outcome, verdict.reward
-    return (Outcome.RESOLVED if verdict.reward >= 1.0 else Outcome.UNRESOLVED), verdict.reward
+    outcome = classify(exc_type, verdict.reward if verdict else None)
+    return outcome, (verdict.reward if verdict and is_graded(outcome) else None)
 
 
 def _attempt(

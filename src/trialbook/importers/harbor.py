@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from trialbook.errors import UserError
+from trialbook.harness.policy import classify
 from trialbook.importers.common import import_run, trial_row
 from trialbook.ledger.store import Ledger
-from trialbook.records import Outcome, Run, Trial, is_graded, outcome_for_exception, repo_from_task_id
+from trialbook.records import Outcome, Run, Trial, is_graded, repo_from_task_id
 
 PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
 
@@ -49,17 +50,6 @@ def pick_reward(rewards: dict[str, Any] | None) -> float | None:
     if len(rewards) == 1:
         return float(next(iter(rewards.values())))
     return None
-
-
-def classify(exception_type: str | None, reward: float | None) -> Outcome:
-    """Outcome from Harbor's exception type (through the outcome table) and the verifier reward."""
-    if exception_type:
-        outcome = outcome_for_exception(exception_type)
-        if outcome is not None:
-            return outcome
-    if reward is None:
-        return Outcome.INFRA_ERROR
-    return Outcome.RESOLVED if reward >= 1.0 else Outcome.UNRESOLVED
 
 
 def trial_from_result(result: dict[str, Any]) -> Trial:
