@@ -1,4 +1,4 @@
-"""Harness commands: run, resume, rerun, clean, policy, quickstart (thin: parse, call, print)."""
+"""Harness commands: run, resume, rerun, clean, policy, quickstart, validate (thin: parse, call, print)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ from trialbook.cli.common import Db, Json, Replace, app, done, emit
 from trialbook.harness.policy import policy_rows
 from trialbook.harness.quickstart import quickstart
 from trialbook.harness.runner import RunConfig, Tally, clean, rerun, resume_run, start_run
+from trialbook.harness.validate import ValidateOptions, validate
 from trialbook.ledger.store import Ledger
 from trialbook.report import tables
 from trialbook.report.summary import run_summary
+from trialbook.report.validate import print_validate
 
 Multiplier = Annotated[
     float | None, typer.Option("--timeout-multiplier", help="Agent timeout = task timeout x this.", min=0.01)
@@ -47,6 +49,7 @@ def run_cmd(
     model: Annotated[str | None, typer.Option("--model", help="mini: model name (default: the server's).")] = None,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1, help="mini: model calls per trial.")] = None,
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=1, help="mini: tokens per trial.")] = None,
+    max_output: Annotated[int | None, typer.Option("--max-output-tokens", min=1, help="mini: per reply.")] = None,
     tasks: Annotated[str | None, typer.Option("--tasks", help="Only these task ids (comma-separated).")] = None,
     runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Where runs/<run>/<trial>/ go.")] = Path("runs"),
     replace: Replace = False,
@@ -64,7 +67,14 @@ def run_cmd(
         retries=retries,
         tasks=[t.strip() for t in tasks.split(",") if t.strip()] if tasks else None,
         runs_dir=str(runs_dir.resolve()),
-        agent_options=agent_options(agent, endpoints=endpoint, model=model, max_turns=max_turns, max_tokens=max_tokens),
+        agent_options=agent_options(
+            agent,
+            endpoints=endpoint,
+            model=model,
+            max_turns=max_turns,
+            max_tokens=max_tokens,
+            max_output_tokens=max_output,
+        ),
     )
     ledger = Ledger(db)
     tally, errors = start_run(ledger, run, config, replace=replace)
@@ -154,3 +164,34 @@ def quickstart_cmd(
 ) -> None:
     """THE first command: run the example tasks with nop and oracle in Docker and compare them."""
     emit(quickstart(Ledger(db), tasks_dir, attempts), as_json, _print_quickstart)
+
+
+@app.command("validate")
+def validate_cmd(
+    tasks_dir: Path,
+    repeats: Annotated[int, typer.Option("--repeats", min=1, help="Trials per agent (oracle, nop) per task.")] = 3,
+    timeout_multiplier: Multiplier = None,
+    image_variant: Annotated[
+        list[str] | None,
+        typer.Option("--image-variant", help="LABEL=IMAGE: validate under this image too (repeatable)."),
+    ] = None,
+    run: Annotated[str | None, typer.Option("--run", help="Run name (default validate-<dir>-<time>).")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Trials at once.")] = 2,
+    tasks: Annotated[str | None, typer.Option("--tasks", help="Only these task ids (comma-separated).")] = None,
+    runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Where runs/<run>/<trial>/ go.")] = Path("runs"),
+    replace: Replace = False,
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """Check tasks: oracle and nop N times each, one verdict per task (ok, flaky, oracle_fails, ...)."""
+    opts = ValidateOptions(
+        tasks_dir=tasks_dir,
+        repeats=repeats,
+        timeout_multiplier=timeout_multiplier or 1.0,
+        concurrency=concurrency,
+        runs_dir=runs_dir,
+        tasks=[t.strip() for t in tasks.split(",") if t.strip()] if tasks else None,
+        run=run,
+        replace=replace,
+    )
+    emit(validate(Ledger(db), opts, image_variant), as_json, print_validate)

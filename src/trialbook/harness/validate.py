@@ -1,0 +1,353 @@
+"""`trialbook validate`: run oracle and nop N times per task and give each task one verdict.
+
+The trials go through the harness's own run machinery (`runner.execute`) into one ledger run of
+kind `validate` per image variant: oracle trials are attempts 0..N-1, nop trials N..2N-1 (each
+trial's `extra.agent` names its agent too). The verdict comes from `RULES`, the one table of
+rules, first match wins.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from trialbook.errors import UserError
+from trialbook.harness.runner import Plan, RunConfig, _stack, connect, execute, run_lock
+from trialbook.ledger.store import Ledger
+from trialbook.records import Outcome, Run, is_resolved
+from trialbook.sandbox import DockerEngine
+from trialbook.tasks import TaskError, TaskSpec, load_tasks
+
+AGENTS = ("oracle", "nop")
+BAD = ("fail", "error", "missing")
+NOT_RUN = (Outcome.INFRA_ERROR.value, Outcome.INCOMPLETE.value)
+LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
+
+
+@dataclass(frozen=True)
+class Variant:
+    label: str | None  # None: the tasks' own image / Dockerfile, no variants asked for
+    image: str | None  # None: the task's own environment
+
+
+def parse_variants(items: list[str] | None) -> list[Variant]:
+    """`LABEL=IMAGE` strings (an empty IMAGE means the task's own environment)."""
+    variants: list[Variant] = []
+    for item in items or []:
+        label, sep, image = item.partition("=")
+        label, image = label.strip(), image.strip()
+        if not sep or not LABEL_RE.match(label):
+            raise UserError(f"--image-variant must be LABEL=IMAGE with LABEL in [A-Za-z0-9_.-], got '{item}'")
+        if label in {v.label for v in variants}:
+            raise UserError(f"--image-variant label '{label}' given twice")
+        variants.append(Variant(label, image or None))
+    return variants
+
+
+# ---- per-agent view of one task's trials -------------------------------------------------------
+
+
+@dataclass
+class AgentView:
+    """One agent's repeats on one task."""
+
+    trials: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return len(self.trials)
+
+    @property
+    def outcomes(self) -> dict[str, int]:
+        return dict(Counter(t["outcome"] for t in self.trials))
+
+    @property
+    def resolved(self) -> int:
+        return sum(is_resolved(t["outcome"], t["reward"]) for t in self.trials)
+
+    def statuses(self) -> dict[str, set[str]]:
+        """test -> every status it had across the repeats that graded it."""
+        out: dict[str, set[str]] = {}
+        for t in self.trials:
+            for group in (t["tests"] or {}).values():
+                for test, status in group.items():
+                    out.setdefault(test, set()).add(status)
+        return out
+
+    def group_tests(self, group: str) -> set[str]:
+        return {test for t in self.trials for test in ((t["tests"] or {}).get(group) or {})}
+
+    def results_differ(self) -> bool:
+        return len({(t["outcome"], is_resolved(t["outcome"], t["reward"])) for t in self.trials}) > 1
+
+    def flaky_tests(self) -> list[str]:
+        graded = [t for t in self.trials if t["tests"]]
+        if len(graded) < 2:
+            return []
+        return sorted(test for test, s in self.statuses().items() if len(s) > 1)
+
+    def summary(self) -> dict[str, Any]:
+        return {"repeats": self.n, "resolved": self.resolved, "outcomes": self.outcomes}
+
+
+@dataclass
+class TaskView:
+    task_id: str
+    agents: dict[str, AgentView]
+
+    def all_trials(self) -> list[dict[str, Any]]:
+        return [t for a in self.agents.values() for t in a.trials]
+
+
+# ---- the rules ------------------------------------------------------------------------------------
+
+
+def _not_run(v: TaskView) -> dict[str, Any] | None:
+    bad = [t for t in v.all_trials() if t["outcome"] in NOT_RUN]
+    if not bad:
+        return None
+    reasons = sorted({f"{t['exception'] or t['outcome']}: {t['exception_message'] or ''}".strip() for t in bad})
+    return {"summary": f"{len(bad)} trial(s) could not run: {reasons[0]}", "errors": reasons}
+
+
+def _verifier_timeout(v: TaskView) -> dict[str, Any] | None:
+    hit = {name: sum(t["outcome"] == Outcome.VERIFIER_TIMEOUT.value for t in a.trials) for name, a in v.agents.items()}
+    if not any(hit.values()):
+        return None
+    limit = next((t["extra"] or {}).get("verifier_timeout_s") for t in v.all_trials())
+    where = ", ".join(f"{name} {k}/{v.agents[name].n}" for name, k in hit.items() if k)
+    return {"summary": f"test.sh ran past its {limit:g} s timeout ({where}): no grade", "timeouts": hit}
+
+
+def _flaky(v: TaskView) -> dict[str, Any] | None:
+    per_agent = {name: a.flaky_tests() for name, a in v.agents.items()}
+    differ = [name for name, a in v.agents.items() if a.results_differ()]
+    if not differ and not any(per_agent.values()):
+        return None
+    tests = sorted({t for ts in per_agent.values() for t in ts})
+    agents = sorted(set(differ) | {n for n, ts in per_agent.items() if ts})
+    parts = []
+    for name in agents:
+        a = v.agents[name]
+        what = [f"outcomes {_outcomes(a)}"] if name in differ else []
+        what += [f"{t} {'/'.join(sorted(a.statuses()[t]))}" for t in per_agent[name]]
+        parts.append(f"{name} x{a.n}: {'; '.join(what)}")
+    return {
+        "summary": "changes across repeats: " + " | ".join(parts),
+        "flaky_tests": tests,
+        "flaky_by_agent": {n: per_agent[n] for n in agents},
+        "results_differ": differ,
+    }
+
+
+def _failing(a: AgentView) -> list[str]:
+    return sorted(f"{test} ({'/'.join(sorted(s & set(BAD)))})" for test, s in a.statuses().items() if s & set(BAD))
+
+
+def _oracle_fails(v: TaskView) -> dict[str, Any] | None:
+    oracle = v.agents["oracle"]
+    if oracle.resolved == oracle.n:
+        return None
+    failing = _failing(oracle)
+    details: dict[str, Any] = {"failing_tests": failing}
+    timeouts = [t for t in oracle.trials if t["outcome"] == Outcome.AGENT_TIMEOUT.value]
+    if timeouts:
+        extra = timeouts[0]["extra"] or {}
+        budget, mult = extra.get("agent_timeout_s"), extra.get("timeout_multiplier", 1.0)
+        details["agent_timeout"] = len(timeouts)
+        details["summary"] = (
+            f"agent_timeout {len(timeouts)}/{oracle.n}: the solution was stopped at its agent time"
+            f" ({budget:g} s, x{mult:g}), true at this multiplier; a larger --timeout-multiplier tells slow from wrong"
+        )
+    else:
+        shown = ", ".join(failing) if failing else "no per-test result (reward only)"
+        details["summary"] = f"oracle resolved {oracle.resolved}/{oracle.n} ({_outcomes(oracle)}); failing: {shown}"
+    return details
+
+
+def _nop_passes(v: TaskView) -> dict[str, Any] | None:
+    nop = v.agents["nop"]
+    statuses = nop.statuses()
+    f2p = sorted(t for t in nop.group_tests("FAIL_TO_PASS") if statuses.get(t) == {"pass"})
+    if not nop.resolved and not f2p:
+        return None
+    if nop.resolved:
+        summary = f"doing nothing resolves the task ({nop.resolved}/{nop.n}): the tests do not test the fix"
+    else:
+        summary = f"FAIL_TO_PASS test(s) pass without the fix: {', '.join(f2p)}"
+    return {"summary": summary, "f2p_passing_without_fix": f2p}
+
+
+def _ok(v: TaskView) -> dict[str, Any]:
+    o, n = v.agents["oracle"], v.agents["nop"]
+    note = "" if o.n > 1 else " (one repeat: flakiness not checked)"
+    return {"summary": f"oracle resolved {o.resolved}/{o.n}, nop {n.resolved}/{n.n}{note}"}
+
+
+class Rule(NamedTuple):
+    verdict: str
+    meaning: str
+    check: Callable[[TaskView], dict[str, Any] | None]
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("infra_error", "a trial could not run (invalid task folder, missing image, daemon): no verdict", _not_run),
+    Rule("verifier_timeout", "test.sh ran past [verifier] timeout_sec in some repeat", _verifier_timeout),
+    Rule("flaky", "the same agent got different results or per-test statuses across repeats", _flaky),
+    Rule("oracle_fails", "the reference solution is not resolved (failing tests listed)", _oracle_fails),
+    Rule("nop_passes", "doing nothing resolves the task or passes FAIL_TO_PASS tests", _nop_passes),
+    Rule("ok", "oracle always resolved, nop never, per-test statuses stable", _ok),
+)
+
+
+def _outcomes(a: AgentView) -> str:
+    return ", ".join(f"{k} {c}" for k, c in sorted(a.outcomes.items()))
+
+
+def verdict(view: TaskView) -> tuple[str, dict[str, Any]]:
+    for rule in RULES:
+        details = rule.check(view)
+        if details is not None:
+            agents = {name: a.summary() for name, a in view.agents.items()}
+            return rule.verdict, {**details, **agents}
+    raise AssertionError("the last rule always matches")
+
+
+def task_views(trials: list[dict[str, Any]], task_ids: list[str]) -> list[TaskView]:
+    views = {tid: TaskView(tid, {a: AgentView() for a in AGENTS}) for tid in task_ids}
+    for t in trials:
+        agent = (t["extra"] or {}).get("agent")
+        if t["task_id"] in views and agent in AGENTS:
+            views[t["task_id"]].agents[agent].trials.append(t)
+    return [views[tid] for tid in task_ids]
+
+
+def variant_differences(per_variant: dict[str, list[TaskView]]) -> list[dict[str, Any]]:
+    """Per task, agent and test: the statuses under each variant, where they are not the same."""
+    labels = list(per_variant)
+    if len(labels) < 2:
+        return []
+    rows = []
+    by_task = {label: {v.task_id: v for v in views} for label, views in per_variant.items()}
+    for task_id in by_task[labels[0]]:
+        for agent in AGENTS:
+            statuses = {label: by_task[label][task_id].agents[agent].statuses() for label in labels}
+            tests = sorted(set().union(*statuses.values()))
+            for test in tests:
+                seen = {label: "/".join(sorted(statuses[label].get(test, {"not run"}))) for label in labels}
+                if len(set(seen.values())) > 1:
+                    rows.append({"task_id": task_id, "agent": agent, "test": test, "statuses": seen})
+    return rows
+
+
+# ---- running ------------------------------------------------------------------------------------
+
+
+@dataclass
+class ValidateOptions:
+    tasks_dir: Path
+    repeats: int = 3
+    timeout_multiplier: float = 1.0
+    concurrency: int = 2
+    runs_dir: Path = Path("runs")
+    tasks: list[str] | None = None
+    run: str | None = None
+    replace: bool = False
+
+
+def default_run_name(tasks_dir: Path) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return f"validate-{tasks_dir.resolve().name}-{stamp}"
+
+
+def _run_variant(
+    ledger: Ledger,
+    engine: DockerEngine,
+    name: str,
+    variant: Variant,
+    opts: ValidateOptions,
+    tasks: list[TaskSpec | TaskError],
+) -> int:
+    config = RunConfig(
+        tasks_dir=str(opts.tasks_dir.resolve()),
+        agent="oracle",
+        attempts=opts.repeats,
+        concurrency=opts.concurrency,
+        timeout_multiplier=opts.timeout_multiplier,
+        tasks=[t.task_id for t in tasks],
+        runs_dir=str(opts.runs_dir.resolve()),
+    )
+    run_tasks = [t.model_copy(update={"image": variant.image}) if variant.image and isinstance(t, TaskSpec) else t
+                 for t in tasks]  # fmt: skip
+    specs = [t for t in run_tasks if isinstance(t, TaskSpec)]
+    stored = {  # no `agent` key: `resume`/`rerun` refuse a validate run instead of re-running one agent
+        "validate": True,
+        "tasks_dir": config.tasks_dir,
+        "tasks": config.tasks,
+        "repeats": opts.repeats,
+        "timeout_multiplier": opts.timeout_multiplier,
+        "agents": {
+            "oracle": f"attempts 0..{opts.repeats - 1}",
+            "nop": f"attempts {opts.repeats}..{2 * opts.repeats - 1}",
+        },
+        "image_variant": {"label": variant.label, "image": variant.image},
+    }
+    stack = _stack(engine, "oracle+nop", specs, {})
+    run = Run(name=name, kind="validate", config=stored, stack=stack, source=config.tasks_dir)
+    with run_lock(config, name):
+        with ledger.transaction() as conn:
+            run_id = ledger.create_run(conn, run, replace=opts.replace)
+            ledger.upsert_tasks(conn, [t.record() for t in tasks if isinstance(t, TaskSpec)])
+        if opts.replace:
+            for old in (opts.runs_dir / name).glob("tb-*"):
+                shutil.rmtree(old, ignore_errors=True)
+        for k, agent in enumerate(AGENTS):
+            plans = [Plan(t, k * opts.repeats + a) for a in range(opts.repeats) for t in run_tasks]
+            execute(ledger, engine, run_id, name, config.model_copy(update={"agent": agent}), plans)
+    final = ledger.run(name)["stack"]
+    with ledger.transaction() as conn:
+        ledger.set_run_stack(conn, run_id, {**final, "agent": "oracle+nop", "image_variant": variant.label})
+    return run_id
+
+
+def validate(ledger: Ledger, opts: ValidateOptions, image_variants: list[str] | None = None) -> dict[str, Any]:
+    """Validate every task under each image variant; the report is a dict (the JSON form)."""
+    variants = parse_variants(image_variants) or [Variant(None, None)]
+    specs, errors = load_tasks(opts.tasks_dir, opts.tasks)
+    tasks: list[TaskSpec | TaskError] = sorted([*specs, *errors], key=lambda t: t.task_id)
+    task_ids = [t.task_id for t in tasks]
+    engine = connect()
+    base = opts.run or default_run_name(opts.tasks_dir)
+    out: list[dict[str, Any]] = []
+    per_variant: dict[str, list[TaskView]] = {}
+    runs: dict[str, str] = {}
+    for variant in variants:
+        name = base if variant.label is None else f"{base}-{variant.label}"
+        run_id = _run_variant(ledger, engine, name, variant, opts, tasks)
+        views = task_views(list(ledger.trials(run_id)), task_ids)
+        per_variant[variant.label or ""] = views
+        runs[variant.label or ""] = name
+        for view in views:
+            v, details = verdict(view)
+            row = {"task_id": view.task_id, "verdict": v, "details": details}
+            if variant.label is not None:
+                row |= {"variant": variant.label, "image": variant.image}
+            out.append(row)
+    return {
+        "tasks": out,
+        "verdicts": dict(Counter(row["verdict"] for row in out)),
+        "variant_differences": variant_differences(per_variant),
+        "runs": runs,
+        "repeats": opts.repeats,
+        "timeout_multiplier": opts.timeout_multiplier,
+    }
+
+
+def rule_rows() -> list[dict[str, str]]:
+    return [{"verdict": r.verdict, "meaning": r.meaning} for r in RULES]
