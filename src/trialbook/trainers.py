@@ -98,6 +98,10 @@ def train_grpo(
     gguf = model_file()
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    # the GGUF weights are de-quantized to float32 on load, yet the model keeps a "quantized" mark
+    # that makes Trainer refuse to fine-tune it; the tensors themselves are plain and trainable
+    model.is_quantized = False
+    model.hf_quantizer = None
     chosen = tasks or sorted(rollouts.tasks)
     rows = [{"prompt": task_prompt(rollouts.tasks[t].instruction), "task_id": t} for t in chosen]
     config = GRPOConfig(
@@ -112,6 +116,7 @@ def train_grpo(
         report_to=[],
         use_cpu=True,
         bf16=False,
+        gradient_checkpointing=False,  # with it, generation runs without a KV cache: 10x slower on CPU
         seed=0,
     )
     trainer = GRPOTrainer(

@@ -71,8 +71,9 @@ def _get_json(url: str, timeout: float) -> Any | None:
 def probe(base: str, timeout: float = 10.0) -> EngineInfo:
     """Ask one endpoint for its models and its engine name/version.
 
-    vLLM answers `/version`, SGLang `/get_server_info`, llama.cpp `/props`; every server names an
-    owner in `/v1/models`. Raises EndpointError when `/v1/models` does not answer."""
+    vLLM answers `/version`, SGLang `/get_server_info`, llama.cpp `/props`, llama-cpp-python names
+    itself and its version in its OpenAPI document; every server names an owner in `/v1/models`.
+    Raises EndpointError when `/v1/models` does not answer."""
     models = _get_json(f"{base}/models", timeout)
     if not isinstance(models, dict) or not isinstance(models.get("data"), list):
         raise EndpointError(f"{base}/models did not answer with a model list; is the server up?")
@@ -88,8 +89,12 @@ def probe(base: str, timeout: float = 10.0) -> EngineInfo:
             break
     else:
         props = _get_json(root + "/props", timeout)
+        api = _get_json(root + "/openapi.json", timeout)
+        info = api.get("info") if isinstance(api, dict) else None
         if isinstance(props, dict) and props.get("build_info"):
             engine, version = "llama.cpp", str(props["build_info"])
+        elif isinstance(info, dict) and "llama.cpp python" in str(info.get("title", "")).lower():
+            engine, version = "llama-cpp-python", str(info.get("version"))
     return EngineInfo(engine, version, [str(m.get("id")) for m in data])
 
 

