@@ -143,6 +143,7 @@ def test_sphinx_like_task_is_ok_only_with_the_reapplication(mixed):
         "tests/test_textwrap2.py::test_short_text_unchanged (missing)",
         "tests/test_textwrap2.py::test_shorten_keeps_n_words (missing)",
     ]
+    assert "no per-test result lines" in stripped["details"]["summary"]
 
 
 def test_slow_solution_at_x1_is_oracle_fails_by_agent_timeout(mixed):
@@ -159,7 +160,7 @@ def test_trials_recorded_as_one_validate_run(mixed):
     ledger = Ledger(db)
     run = ledger.run("val")
     assert run["kind"] == "validate" and run["stack"]["agent"] == "oracle+nop"
-    assert report["runs"] == {"": "val"}
+    assert report["runs"] == {"default": "val"}
     trials = list(ledger.trials(run["id"]))
     assert len(trials) == len(rows) * 4
     for t in trials:  # oracle = attempts 0..1, nop = 2..3

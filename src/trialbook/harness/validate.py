@@ -122,7 +122,7 @@ def _verifier_timeout(v: TaskView) -> dict[str, Any] | None:
         return None
     limit = next((t["extra"] or {}).get("verifier_timeout_s") for t in v.all_trials())
     where = ", ".join(f"{name} {k}/{v.agents[name].n}" for name, k in hit.items() if k)
-    return {"summary": f"test.sh ran past its {limit:g} s timeout ({where}): no grade", "timeouts": hit}
+    return {"summary": f"test.sh ran past its {_secs(limit)} timeout ({where}): no grade", "timeouts": hit}
 
 
 def _flaky(v: TaskView) -> dict[str, Any] | None:
@@ -131,7 +131,7 @@ def _flaky(v: TaskView) -> dict[str, Any] | None:
     if not differ and not any(per_agent.values()):
         return None
     tests = sorted({t for ts in per_agent.values() for t in ts})
-    agents = sorted(set(differ) | {n for n, ts in per_agent.items() if ts})
+    agents = [n for n in AGENTS if n in differ or per_agent[n]]
     parts = []
     for name in agents:
         a = v.agents[name]
@@ -163,10 +163,14 @@ def _oracle_fails(v: TaskView) -> dict[str, Any] | None:
         details["agent_timeout"] = len(timeouts)
         details["summary"] = (
             f"agent_timeout {len(timeouts)}/{oracle.n}: the solution was stopped at its agent time"
-            f" ({budget:g} s, x{mult:g}), true at this multiplier; a larger --timeout-multiplier tells slow from wrong"
+            f" ({_secs(budget)}, x{mult:g}), true at this multiplier;"
+            " a larger --timeout-multiplier tells slow from wrong"
         )
     else:
         shown = ", ".join(failing) if failing else "no per-test result (reward only)"
+        statuses = oracle.statuses()
+        if statuses and all(s == {"missing"} for s in statuses.values()):
+            shown = f"every test missing from the log (no per-test result lines: lost -rA? collection error?): {shown}"
         details["summary"] = f"oracle resolved {oracle.resolved}/{oracle.n} ({_outcomes(oracle)}); failing: {shown}"
     return details
 
@@ -204,6 +208,10 @@ RULES: tuple[Rule, ...] = (
     Rule("nop_passes", "doing nothing resolves the task or passes FAIL_TO_PASS tests", _nop_passes),
     Rule("ok", "oracle always resolved, nop never, per-test statuses stable", _ok),
 )
+
+
+def _secs(value: float | None) -> str:
+    return "?" if value is None else f"{value:g} s"
 
 
 def _outcomes(a: AgentView) -> str:
@@ -331,8 +339,8 @@ def validate(ledger: Ledger, opts: ValidateOptions, image_variants: list[str] | 
         name = base if variant.label is None else f"{base}-{variant.label}"
         run_id = _run_variant(ledger, engine, name, variant, opts, tasks)
         views = task_views(list(ledger.trials(run_id)), task_ids)
-        per_variant[variant.label or ""] = views
-        runs[variant.label or ""] = name
+        per_variant[variant.label or "default"] = views
+        runs[variant.label or "default"] = name
         for view in views:
             v, details = verdict(view)
             row = {"task_id": view.task_id, "verdict": v, "details": details}
