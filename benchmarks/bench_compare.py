@@ -9,6 +9,8 @@ start-up floor (`trialbook --help`) and a 10,000-resample bootstrap's time.
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -33,12 +35,24 @@ ALONE = (
 )
 
 
-def timed(cmd: list[str], repeats: int) -> list[float]:
-    out = []
+CPU: dict[str, float] = {}  # command label -> median CPU seconds (user + sys) of the child
+
+
+def _child_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(cmd: list[str], repeats: int, label: str = "") -> list[float]:
+    """Wall seconds per run; the child's CPU seconds go to CPU[label] (less sensitive to machine load)."""
+    out, cpu = [], []
     for _ in range(repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), _child_cpu()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         out.append(time.perf_counter() - t)
+        cpu.append(_child_cpu() - c)
+    if label:
+        CPU[label] = statistics.median(cpu)
     return out
 
 
@@ -57,12 +71,12 @@ def main() -> None:
             path = write_jsonl(Path(tmp) / f"{name}.jsonl", simulate_run(p, ATTEMPTS, rng))
             subprocess.run([exe, "import", "jsonl", str(path), "--run", name, "--db", db], check=True,
                            stderr=subprocess.DEVNULL)  # fmt: skip
-        cli = timed([exe, "compare", *names, "--json", "--db", db], args.repeats)
+        cli = timed([exe, "compare", *names, "--json", "--db", db], args.repeats, "json")
         cli_human = timed([exe, "compare", *names, "--db", db], args.repeats)
-        floor = timed([exe, "--help"], args.repeats)
+        floor = timed([exe, "--help"], args.repeats, "help")
         # The same command with only the ledger and stats commands loaded: what compare itself costs,
         # apart from the start-up of other areas' command modules (cli/__init__ imports them all).
-        alone = timed([sys.executable, "-c", ALONE, "compare", *names, "--json", "--db", db], args.repeats)
+        alone = timed([sys.executable, "-c", ALONE, "compare", *names, "--json", "--db", db], args.repeats, "alone")
         ledger = Ledger(db)
         t = time.perf_counter()
         for _ in range(args.repeats):
@@ -74,10 +88,13 @@ def main() -> None:
         boot = time.perf_counter() - t
     trials = (CANDIDATES + 1) * TASKS * ATTEMPTS
     print(f"{CANDIDATES} candidates x {TASKS} tasks x {ATTEMPTS} attempts ({trials} trials in the ledger)")
-    print(f"trialbook compare --json : median {statistics.median(cli):.3f} s, best {min(cli):.3f} s")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"trialbook compare --json : median {statistics.median(cli):.3f} s, best {min(cli):.3f} s,"
+          f" CPU {CPU['json']:.3f} s")  # fmt: skip
     print(f"trialbook compare (table): median {statistics.median(cli_human):.3f} s, best {min(cli_human):.3f} s")
-    print(f"trialbook --help (start-up floor): median {statistics.median(floor):.3f} s")
-    print(f"compare --json, only ledger+stats commands loaded: median {statistics.median(alone):.3f} s")
+    print(f"trialbook --help (start-up floor): median {statistics.median(floor):.3f} s, CPU {CPU['help']:.3f} s")
+    print(f"compare --json, only ledger+stats commands loaded: median {statistics.median(alone):.3f} s,"
+          f" CPU {CPU['alone']:.3f} s")  # fmt: skip
     print(f"compare() in process: {inproc * 1000:.1f} ms")
     print(f"bootstrap 10,000 resamples x {TASKS} tasks: {boot * 1000:.1f} ms")
 
