@@ -15,10 +15,11 @@ from functools import partial
 from multiprocessing import get_context
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from trialbook.ledger.schema import artifacts
 from trialbook.ledger.schema import tasks as tasks_table
+from trialbook.ledger.schema import trials as trials_table
 from trialbook.ledger.store import Ledger, loads
 from trialbook.records import is_graded, is_resolved
 from trialbook.verify.grading import GradeResult, grade_parsed, parse_status_map
@@ -30,7 +31,7 @@ LOG_ARTIFACTS: tuple[str, ...] = ("test_output.txt", "verifier/test-stdout.txt",
 SIDE_ARTIFACTS: tuple[str, ...] = ("run_instance.log",)
 GROUPS = ("FAIL_TO_PASS", "PASS_TO_PASS")
 CHUNK = 200  # trials whose logs are read in one query
-PARALLEL_MIN = 400  # below this many trials, worker processes cost more than they save
+PARALLEL_MIN = 400  # below this many logs, worker processes cost more than they save
 DEFAULT_JOBS = min(os.cpu_count() or 1, 8)
 FAILING = frozenset(("fail", "error", "missing"))
 
@@ -104,6 +105,13 @@ def _logs(ledger: Ledger, trial_ids: list[int]) -> dict[int, dict[str, str]]:
     return out
 
 
+def _count_logs(ledger: Ledger, run_id: int) -> int:
+    current = select(trials_table.c.id).where(trials_table.c.run_id == run_id, trials_table.c.superseded_by.is_(None))
+    q = select(func.count()).where(artifacts.c.trial_id.in_(current), artifacts.c.name.in_(LOG_ARTIFACTS))
+    with ledger.engine.connect() as conn:
+        return int(conn.execute(q).scalar_one())
+
+
 def _first(files: dict[str, str], names: tuple[str, ...]) -> str | None:
     return next((files[n] for n in names if n in files), None)
 
@@ -129,7 +137,7 @@ def evidence(ledger: Ledger, run_id: int, jobs: int = 1) -> Iterator[Evidence]:
     """
     trials = list(ledger.trials(run_id))
     known = task_lists(ledger, {t["task_id"] for t in trials})
-    with _mapper(jobs, len(trials)) as mapper:
+    with _mapper(jobs, _count_logs(ledger, run_id)) as mapper:
         for start in range(0, len(trials), CHUNK):  # logs are large: fetch a chunk of trials at a time
             chunk = trials[start : start + CHUNK]
             logs = _logs(ledger, [t["id"] for t in chunk])
