@@ -108,3 +108,19 @@ def test_plan_from_one_run_says_it_is_optimistic(cli, tmp_path):
 def test_plan_bad_input(cli, args, message):
     r = cli("plan", *args)
     assert r.exit_code == 2 and message in r.stderr and r.stdout == ""
+
+
+def test_single_attempt_pair_reproduces_the_observed_k1_interval(cli):
+    """From two real single-attempt systems the K=1 row equals the CI that `compare` reports."""
+    from conftest import INSTANCES, RESULTS
+
+    for s in ("20250726_mini-v1.0.0_gemini-2.5-pro", "20250807_mini-v1.7.0_gpt-5-mini"):
+        cli("import", "swebench", str(RESULTS / f"{s}.json"), "--instances", str(INSTANCES), "--run", s[:8] + s[-4:])
+    names = [r["name"] for r in json.loads(cli("runs", "--json").stdout)]
+    plan = json.loads(cli("plan", "--tasks", "500", "--repeats", "1", "--effect", "4", "--from-run", names[0],
+                          "--vs", names[1], "--json").stdout)  # fmt: skip
+    row = json.loads(cli("compare", *names, "--json").stdout)["comparisons"][0]
+    z_half = stats.norm.ppf(0.975) * row["se_pp"]
+    assert plan["half_width_pp"]["1"] == pytest.approx(z_half, abs=1e-3)
+    assert plan["variance"]["omega2"] == 0 and "optimistic" in plan["notes"][0]
+    assert plan["half_width_pp"]["4"] == pytest.approx(z_half / 2, abs=1e-3)

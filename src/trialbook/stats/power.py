@@ -64,19 +64,31 @@ def _two_runs(a: TaskScores, b: TaskScores) -> tuple[float, float, dict[str, Any
     _, ia, ib, _ = align(a, b)
     if ia.size < 3:
         raise UserError(f"runs '{a.run}' and '{b.run}' share fewer than 3 graded tasks")
-    sa, sb = within_variance(a), within_variance(b)
-    notes = []
-    if sa is None or sb is None:
-        notes.append("a run has one attempt per task: its sampling variance is taken as p(1-p)")
-        sa = sa if sa is not None else float(np.mean(a.score[ia]) * (1 - np.mean(a.score[ia])))
-        sb = sb if sb is not None else float(np.mean(b.score[ib]) * (1 - np.mean(b.score[ib])))
     d = b.score[ib] - a.score[ia]
-    noise = float(np.mean(sa / a.graded[ia] + sb / b.graded[ib]))
-    omega2 = float(d.var(ddof=1)) - noise
+    var_d = float(d.var(ddof=1))
+    inv_a, inv_b = float(np.mean(1 / a.graded[ia])), float(np.mean(1 / b.graded[ib]))
+    sa, sb = within_variance(a), within_variance(b)
+    detail = f"'{a.run}' vs '{b.run}': {ia.size} paired tasks, Var(d) {var_d:.4f}"
+    if sa is None or sb is None:
+        # Without repeats the split of Var(d) is not identifiable: attribute all of it to sampling
+        # noise (ω² = 0), so the observed attempt count reproduces the observed Var(d) exactly.
+        if sa is None and sb is None:
+            sa = sb = var_d / (inv_a + inv_b)
+        elif sa is None:
+            sa = max(0.0, (var_d - sb * inv_b) / inv_a)
+        else:
+            sb = max(0.0, (var_d - sa * inv_a) / inv_b)
+        note = (
+            "a run has one attempt per task, so true per-task differences and sampling noise cannot be"
+            " separated: all of Var(d) is taken as sampling noise (ω² = 0), which makes the rows for more"
+            " repeats optimistic; a pilot with >= 2 attempts per task in both runs fixes this"
+        )
+        return 0.0, sa + sb, _src("runs", detail), [note]
+    omega2 = var_d - (sa * inv_a + sb * inv_b)
+    notes = []
     if omega2 < 0:
         notes.append(f"estimated ω² was negative ({omega2:.4f}): set to 0")
         omega2 = 0.0
-    detail = f"'{a.run}' vs '{b.run}': {ia.size} paired tasks, Var(d) {d.var(ddof=1):.4f}"
     return omega2, sa + sb, _src("runs", detail), notes
 
 
