@@ -44,8 +44,9 @@ def _one_run(s: TaskScores) -> tuple[float, float, dict[str, Any], list[str]]:
             2 * p * (1 - p),
             _src("run", f"'{s.run}' (1 attempt/task: sampling variance p(1-p) at its rate)"),
             [
-                "the run has one attempt per task, so within-task noise cannot be separated: all of it is"
-                " taken as sampling noise (repeats then look more useful than they may be)"
+                "the run has one attempt per task: Var(d) is taken as 2p(1-p), as if every task were equally"
+                " hard - an upper bound at K=1 (real paired runs vary less; give --vs RUN2), and the rows for"
+                " more repeats assume all of it is sampling noise"
             ],
         )
     detail = f"'{s.run}': {int(scored.size)} tasks, within-task variance {sigma2:.4f}"
