@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from trialbook.cli import app
+from trialbook.cli import load
 from trialbook.errors import TrialbookError
+
+app = load()  # every area's commands
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 if not SHARED.is_dir():  # CI clones main next to shared/ too; allow an override
