@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,8 +16,6 @@ app = load()  # every area's commands
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 if not SHARED.is_dir():  # CI clones main next to shared/ too; allow an override
-    import os
-
     SHARED = Path(os.environ.get("TRIALBOOK_SHARED", "../shared")).resolve()
 DATA = SHARED / "data"
 SWE = DATA / "swebench-verified"
@@ -52,3 +51,22 @@ def cli(db: str):
         return CliResult(res.exit_code, res.stdout, res.stderr)
 
     return invoke
+
+
+PG_SERVER = os.environ.get("TRIALBOOK_TEST_PG", "postgresql://trialbook:trialbook@127.0.0.1:5432/trialbook_test")
+
+
+@pytest.fixture
+def pg(request: pytest.FixtureRequest) -> str:
+    """A fresh, empty database on the real PostgreSQL test server (scripts/ci-setup-postgres.sh),
+    named after the test module so modules never drop each other's tables."""
+    import psycopg
+
+    name = "tb_" + request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+    try:
+        with psycopg.connect(PG_SERVER, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}"')
+    except psycopg.OperationalError as exc:
+        pytest.fail(f"no PostgreSQL at {PG_SERVER}: run scripts/ci-setup-postgres.sh ({str(exc).splitlines()[0]})")
+    return PG_SERVER.rsplit("/", 1)[0] + "/" + name

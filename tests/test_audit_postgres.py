@@ -4,30 +4,9 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-import pytest
-from sqlalchemy import create_engine
-from sqlalchemy.exc import OperationalError
-
-from trialbook.ledger.schema import metadata
-from trialbook.ledger.store import resolve_db
-
-PG = os.environ.get("TRIALBOOK_TEST_PG", "postgresql://trialbook:trialbook@127.0.0.1:5432/trialbook_test")
 FIXTURES = Path(__file__).parent / "data" / "audit"
-
-
-@pytest.fixture
-def pg() -> str:
-    engine = create_engine(resolve_db(PG))
-    try:
-        with engine.begin() as conn:
-            metadata.drop_all(conn)
-    except OperationalError as exc:
-        pytest.fail(f"no PostgreSQL at {PG}: run scripts/ci-setup-postgres.sh ({str(exc.orig).splitlines()[0]})")
-    engine.dispose()
-    return PG
 
 
 def _answers(cli, db: str) -> list[dict]:

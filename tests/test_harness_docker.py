@@ -356,25 +356,8 @@ def test_sandboxes_have_labels_limits_and_no_network(engine):
     assert leftovers(engine, "limits") == []
 
 
-PG = os.environ.get("TRIALBOOK_TEST_PG", "postgresql://trialbook:trialbook@127.0.0.1:5432/trialbook_test")
-
-
-@pytest.fixture
-def harness_pg() -> str:
-    """A database of its own on the shared test server (other tests drop tables in trialbook_test)."""
-    import psycopg
-
-    base, _, _ = PG.rpartition("/")
-    try:
-        with psycopg.connect(PG, autocommit=True) as conn:
-            conn.execute("DROP DATABASE IF EXISTS trialbook_harness_test WITH (FORCE)")
-            conn.execute("CREATE DATABASE trialbook_harness_test")
-    except psycopg.OperationalError as exc:
-        pytest.fail(f"no PostgreSQL at {PG}: run scripts/ci-setup-postgres.sh ({exc})")
-    return f"{base}/trialbook_harness_test"
-
-
-def test_run_and_rerun_on_postgres(engine, harness_pg, tmp_path):
+def test_run_and_rerun_on_postgres(engine, pg, tmp_path):
+    harness_pg = pg
     code, _, err = run_cli(harness_pg, "run", str(EXAMPLES), "--agent", "oracle", "--run", "pg",
                            "--tasks", "plain-bugfix,slow-solution", "--concurrency", "2",
                            "--runs-dir", str(tmp_path / "runs"))  # fmt: skip

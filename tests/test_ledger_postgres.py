@@ -3,29 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
-
-import pytest
-from sqlalchemy import create_engine
-from sqlalchemy.exc import OperationalError
 
 from conftest import INSTANCES, RESULTS
-from trialbook.ledger.schema import metadata
-from trialbook.ledger.store import resolve_db
-
-PG = os.environ.get("TRIALBOOK_TEST_PG", "postgresql://trialbook:trialbook@127.0.0.1:5432/trialbook_test")
-
-
-@pytest.fixture
-def pg() -> str:
-    engine = create_engine(resolve_db(PG))
-    try:
-        with engine.begin() as conn:
-            metadata.drop_all(conn)
-    except OperationalError as exc:
-        pytest.fail(f"no PostgreSQL at {PG}: run scripts/ci-setup-postgres.sh ({str(exc.orig).splitlines()[0]})")
-    engine.dispose()
-    return PG
 
 
 def test_import_show_and_rollback_on_postgres(cli, pg, tmp_path):

@@ -3,35 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-
-import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.exc import OperationalError
-
-from trialbook.ledger.schema import metadata
-from trialbook.ledger.store import resolve_db
-
-PG = os.environ.get("TRIALBOOK_TEST_PG", "postgresql://trialbook:trialbook@127.0.0.1:5432/trialbook_test")
-DB_NAME = "trialbook_training_test"  # its own database: other areas' PostgreSQL tests drop theirs
-
-
-@pytest.fixture
-def pg() -> str:
-    try:
-        admin = create_engine(resolve_db(PG), isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            if not conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": DB_NAME}).first():
-                conn.execute(text(f"CREATE DATABASE {DB_NAME}"))
-        admin.dispose()
-    except OperationalError as exc:
-        pytest.fail(f"no PostgreSQL at {PG}: run scripts/ci-setup-postgres.sh ({str(exc.orig).splitlines()[0]})")
-    url = PG.rsplit("/", 1)[0] + "/" + DB_NAME
-    engine = create_engine(resolve_db(url))
-    with engine.begin() as conn:
-        metadata.drop_all(conn)
-    engine.dispose()
-    return url
 
 
 def test_train_report_on_postgres_equals_sqlite(cli, pg, tmp_path):
