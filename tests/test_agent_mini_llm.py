@@ -172,9 +172,11 @@ def test_run_examples_over_two_endpoints(cli, db: str, llama: LlamaServer, tmp_p
         else:
             assert t["outcome"] in GRADED, (t["task_id"], t["outcome"], t["exception_message"])
             assert t["reward"] is not None
-        assert t["turns"] and 1 <= t["turns"] <= 3 and t["tokens"] and t["tokens"] > 0
         traj = json.loads(ledger.artifact(t["id"], "trajectory.json"))
         status = traj["info"]["exit_status"]
+        assert t["turns"] and 1 <= t["turns"] <= 3
+        # tokens are counted from the server's usage; a call cut off by the wall clock has none
+        assert t["tokens"] > 0 or (status == "TimeExceeded" and t["turns"] == 1), (t["task_id"], status)
         if t["outcome"] != "verifier_timeout":
             assert t["outcome"] in EXIT_OUTCOME[status], (t["task_id"], status, t["outcome"])
         extra = json.loads(t["extra"]) if isinstance(t["extra"], str) else t["extra"]

@@ -68,7 +68,7 @@ def _get_json(url: str, timeout: float) -> Any | None:
         return None
 
 
-def probe(base: str, timeout: float = 10.0) -> EngineInfo:
+def probe(base: str, timeout: float = 60.0) -> EngineInfo:  # a busy server answers late
     """Ask one endpoint for its models and its engine name/version.
 
     vLLM answers `/version`, SGLang `/get_server_info`, llama.cpp `/props`, llama-cpp-python names
