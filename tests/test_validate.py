@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from trialbook.cli import app
 from trialbook.errors import TrialbookError
-from trialbook.harness.validate import RULES, AgentView, TaskView, parse_variants, verdict
+from trialbook.harness.validate import RULES, AgentView, TaskView, Variant, parse_variants, verdict
 from trialbook.ledger.store import Ledger
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
@@ -280,3 +280,11 @@ def test_slow_solution_is_ok_at_x2(engine, tmp_path):
     (row,) = json.loads(out)["tasks"]
     assert row["verdict"] == "ok", row
     assert json.loads(out)["timeout_multiplier"] == 2.0
+
+
+def test_empty_image_means_the_tasks_own_environment_and_infra_errors_get_no_verdict():
+    assert parse_variants(["own=", "b=img:1"]) == [Variant("own", None), Variant("b", "img:1")]
+    broken = _trial("infra_error", None, None, "oracle") | {"exception": "ImageBuildError", "exception_message": "gone"}
+    view = TaskView("x", {"oracle": AgentView([broken]), "nop": AgentView([_trial("unresolved", 0.0, None, "nop")])})
+    name, details = verdict(view)
+    assert name == "infra_error" and details["errors"] == ["ImageBuildError: gone"]
