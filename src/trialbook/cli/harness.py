@@ -173,7 +173,7 @@ def validate_cmd(
     timeout_multiplier: Multiplier = None,
     image_variant: Annotated[
         list[str] | None,
-        typer.Option("--image-variant", help="LABEL=IMAGE: validate under this image too (repeatable)."),
+        typer.Option("--image-variant", help="LABEL=IMAGE: run under IMAGE (repeatable; LABEL= is the task's own)."),
     ] = None,
     run: Annotated[str | None, typer.Option("--run", help="Run name (default validate-<dir>-<time>).")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Trials at once.")] = 2,
