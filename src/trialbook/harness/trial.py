@@ -203,8 +203,9 @@ def _attempt(
     )
     labels = {LABEL_RUN: settings.run, LABEL_TRIAL: name, LABEL_TASK: task.task_id}
     box = engine.start(
-        state["image"][0], name, labels, task.cpus, task.memory_mb, task.pids_limit, task.allow_network, stopper.event
-    )
+        state["image"][0], name, labels, task.cpus, task.memory_mb, task.pids_limit, task.allow_network, stopper.event,
+        env=task.env, workdir=task.workdir, shell_setup=task.shell_setup,
+    )  # fmt: skip
     phases["environment_setup"] = round(time.monotonic() - t, 3)
     exc_type: str | None = None
     exc_msg: str | None = None

@@ -26,6 +26,7 @@ LABEL_TRIAL = "trialbook.trial"
 LABEL_TASK = "trialbook.task"
 KILL_GRACE_S = 5.0
 POLL_S = 0.2
+SHELL_SETUP_PATH = "/etc/trialbook-shell-setup.sh"
 
 
 class SandboxError(Exception):
@@ -67,6 +68,17 @@ def tar_bytes(local: Path, arcname: str, gzip: bool = False) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz" if gzip else "w") as tar:
         tar.add(str(local), arcname=arcname)
+    return buf.getvalue()
+
+
+def tar_text(arcname: str, text: str) -> bytes:
+    """A one-file tar archive holding `text` at `arcname` (relative to the extraction root)."""
+    data = text.encode()
+    info = tarfile.TarInfo(arcname)
+    info.size, info.mode = len(data), 0o644
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
 
 
@@ -232,8 +244,16 @@ class DockerEngine:
         pids_limit: int,
         network: bool,
         stop: threading.Event | None = None,
+        env: dict[str, str] | None = None,
+        workdir: str | None = None,
+        shell_setup: str | None = None,
     ) -> Sandbox:
+        """A running container; `shell_setup` is written to SHELL_SETUP_PATH and named by BASH_ENV,
+        so every non-interactive `bash` (agent commands, test.sh) starts in the task's environment."""
         api = self.client.api
+        env = dict(env or {})
+        if shell_setup:
+            env["BASH_ENV"] = SHELL_SETUP_PATH
         host = api.create_host_config(
             network_mode="bridge" if network else "none",
             nano_cpus=int(cpus * 1e9),
@@ -242,9 +262,18 @@ class DockerEngine:
         )
         try:  # the low-level calls save the SDK's extra inspect per container
             created = api.create_container(
-                image, entrypoint=["sleep", "infinity"], command=[], name=name, labels=labels, host_config=host
+                image,
+                entrypoint=["sleep", "infinity"],
+                command=[],
+                name=name,
+                labels=labels,
+                host_config=host,
+                environment=env or None,
+                working_dir=workdir,
             )
             api.start(created["Id"])
+            if shell_setup:
+                api.put_archive(created["Id"], "/", tar_text(SHELL_SETUP_PATH.lstrip("/"), shell_setup + "\n"))
         except (APIError, DockerException) as exc:
             self._remove_by_name(name)
             raise ContainerStartError(f"container {name} did not start: {exc}") from None

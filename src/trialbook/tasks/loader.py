@@ -47,6 +47,10 @@ class _Environment(_Section):
     memory_mb: int = Field(2048, gt=0)
     pids_limit: int = Field(512, gt=0)
     allow_network: bool = False
+    # how the agent's shell starts (SWE-bench images keep the repo's Python in a conda env)
+    workdir: str | None = None
+    shell_setup: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
 
 
 class _TaskToml(_Section):
@@ -69,6 +73,9 @@ class TaskSpec(BaseModel):
     memory_mb: int
     pids_limit: int
     allow_network: bool
+    workdir: str | None = None
+    shell_setup: str | None = None  # sourced by every `bash` in the sandbox (BASH_ENV), agents and verifier
+    env: dict[str, str] = Field(default_factory=dict)
     fail_to_pass: list[str] | None = None
     pass_to_pass: list[str] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -165,6 +172,9 @@ def load_task(path: Path) -> TaskSpec:
         memory_mb=env.memory_mb,
         pids_limit=env.pids_limit,
         allow_network=env.allow_network,
+        workdir=env.workdir,
+        shell_setup=env.shell_setup,
+        env=env.env,
         fail_to_pass=f2p,
         pass_to_pass=p2p,
         metadata=parsed.metadata,
