@@ -128,9 +128,12 @@ def policy_cmd(as_json: Json = False) -> None:
 
 
 def _print_quickstart(data: dict[str, Any]) -> None:
-    table = Table("task", "expected (oracle)", "nop resolved", "oracle resolved", "oracle outcomes", title="quickstart")
+    cand = data.get("agent", "oracle")
+    table = Table(
+        "task", "expected (oracle)", "nop resolved", f"{cand} resolved", f"{cand} outcomes", title="quickstart"
+    )
     for t in data["tasks"]:
-        nop, oracle = t.get("nop", {}), t.get("oracle", {})
+        nop, oracle = t.get("nop", {}), t.get(cand, {})
         table.add_row(
             t["task_id"],
             str(t["expected_oracle"]),
@@ -149,7 +152,7 @@ def _print_quickstart(data: dict[str, Any]) -> None:
     if row:
         lo, hi = row["ci_pp"]
         console.print(
-            f"paired oracle - nop over {row['tasks_paired']} tasks graded in both: {row['diff_pp']:+.1f} pp"
+            f"paired {cand} - nop over {row['tasks_paired']} tasks graded in both: {row['diff_pp']:+.1f} pp"
             f" (95% CI {lo:+.1f} to {hi:+.1f}), W/L/T {row['wins']}/{row['losses']}/{row['ties']}"
         )
     console.print(f"next: `{data['next']}` for the full paired comparison and its caveats")
@@ -159,11 +162,15 @@ def _print_quickstart(data: dict[str, Any]) -> None:
 def quickstart_cmd(
     tasks_dir: Annotated[Path | None, typer.Option("--tasks-dir", help="Default: examples/tasks.")] = None,
     attempts: Annotated[int, typer.Option("--attempts", min=1)] = 2,
+    agent: Annotated[
+        str, typer.Option("--agent", help="oracle, or mini (an LLM; a local model if no --endpoint).")
+    ] = "oracle",
+    endpoint: Annotated[list[str] | None, typer.Option("--endpoint", help="mini: OpenAI-compatible URL.")] = None,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
-    """THE first command: run the example tasks with nop and oracle in Docker and compare them."""
-    emit(quickstart(Ledger(db), tasks_dir, attempts), as_json, _print_quickstart)
+    """THE first command: run the example tasks with nop and oracle (or mini) in Docker and compare them."""
+    emit(quickstart(Ledger(db), tasks_dir, attempts, agent=agent, endpoints=endpoint), as_json, _print_quickstart)
 
 
 @app.command("validate")

@@ -19,6 +19,7 @@ EXAMPLES = CHECKOUT / "examples" / "tasks"
 DOCKER_UP = CHECKOUT / "scripts" / "docker-up.sh"
 BASE_IMAGE = "trialbook-base:bookworm"
 AGENTS = ("nop", "oracle")
+MINI_QUICK = {"max_turns": 3, "max_output_tokens": 64}  # `--agent mini`: keeps a CPU-served model quick
 
 
 def ensure_base_image() -> None:
@@ -33,18 +34,41 @@ def ensure_base_image() -> None:
 
 
 def quickstart(
-    ledger: Ledger, tasks_dir: Path | None = None, attempts: int = 2, concurrency: int = 2, prefix: str = "quickstart"
+    ledger: Ledger,
+    tasks_dir: Path | None = None,
+    attempts: int = 2,
+    concurrency: int = 2,
+    prefix: str = "quickstart",
+    agent: str = "oracle",
+    endpoints: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Run every example task with nop and oracle (`attempts` each) and compare them per task."""
+    """Run every example task with nop and `agent` (`attempts` each) and compare them per task.
+
+    `agent="mini"` without `endpoints` serves SmolLM2-135M locally (llama-cpp-python) for the run."""
+    if agent not in ("oracle", "mini") or (endpoints and agent != "mini"):
+        raise UserError("quickstart --agent is oracle or mini, and only mini takes --endpoint")
+    if agent == "mini" and not endpoints:
+        from trialbook.agents.llama import LlamaServer
+
+        with LlamaServer() as server:
+            return quickstart(ledger, tasks_dir, attempts, concurrency, prefix, agent, [server.url])
     tasks_dir = tasks_dir or EXAMPLES
     ensure_base_image()
     specs, _ = load_tasks(tasks_dir)
     expected = {s.task_id: s.metadata.get("expected_oracle", "resolved") for s in specs}
     per_task: dict[str, dict[str, Any]] = defaultdict(dict)
     runs: dict[str, Any] = {}
-    for agent in AGENTS:
+    candidate = agent
+    options = {**MINI_QUICK, "endpoints": endpoints} if agent == "mini" else {}
+    for agent in ("nop", candidate):
         name = f"{prefix}-{agent}"
-        config = RunConfig(tasks_dir=str(tasks_dir), agent=agent, attempts=attempts, concurrency=concurrency)
+        config = RunConfig(
+            tasks_dir=str(tasks_dir),
+            agent=agent,
+            attempts=attempts,
+            concurrency=concurrency,
+            agent_options=options if agent == "mini" else {},
+        )
         start_run(ledger, name, config, replace=True)
         summary = run_summary(ledger, name)
         runs[agent] = {k: summary[k] for k in ("name", "trials", "judged", "resolved", "resolved_pct", "outcomes")}
@@ -61,10 +85,11 @@ def quickstart(
             }
     tasks = [{"task_id": tid, "expected_oracle": expected.get(tid), **per_task[tid]} for tid in sorted(per_task)]
     return {
+        "agent": candidate,
         "runs": runs,
         "tasks": tasks,
-        "comparison": _paired(ledger, f"{prefix}-nop", f"{prefix}-oracle"),
-        "next": f"trialbook compare {prefix}-nop {prefix}-oracle",
+        "comparison": _paired(ledger, f"{prefix}-nop", f"{prefix}-{candidate}"),
+        "next": f"trialbook compare {prefix}-nop {prefix}-{candidate}",
     }
 
 
