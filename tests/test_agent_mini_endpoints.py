@@ -167,3 +167,9 @@ def test_llm_options_are_refused_for_other_agents() -> None:
     assert agent_options("oracle", endpoints=None, model=None) == {}
     with pytest.raises(UserError, match="--endpoint, --max-turns"):
         agent_options("oracle", endpoints=["http://h:1"], max_turns=3)
+
+
+def test_quickstart_takes_only_oracle_or_mini(cli) -> None:
+    for args in (["--agent", "nop"], ["--endpoint", "http://127.0.0.1:1/v1"]):
+        res = cli("quickstart", *args)
+        assert res.exit_code == 2 and "oracle or mini" in res.stderr
