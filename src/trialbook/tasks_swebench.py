@@ -36,6 +36,7 @@ from swebench.harness.test_spec.python import get_test_directives, make_eval_scr
 from swebench.harness.utils import get_modified_files
 
 from trialbook.errors import UserError
+from trialbook.importers.common import json_lines
 from trialbook.swebench_versions import VERSIONS
 
 REPO_DIR = "/testbed"
@@ -73,20 +74,11 @@ def _as_list(value: Any) -> list[str] | None:
 
 
 def read_instances(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        raise UserError(f"no such file: {path}")
     rows = []
-    with path.open() as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"{path}: line {n}: malformed JSON ({exc.msg})") from None
-            if not isinstance(obj, dict) or not isinstance(obj.get("instance_id"), str):
-                raise UserError(f"{path}: line {n}: not a SWE-bench instance (no instance_id)")
-            rows.append(obj)
+    for n, obj in json_lines(path, prefix=f"{path}: "):
+        if not isinstance(obj, dict) or not isinstance(obj.get("instance_id"), str):
+            raise UserError(f"{path}: line {n}: not a SWE-bench instance (no instance_id)")
+        rows.append(obj)
     if not rows:
         raise UserError(f"no instances in {path}")
     return rows

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from trialbook.errors import UserError
-from trialbook.importers.common import import_run
+from trialbook.importers.common import import_run, json_lines
 from trialbook.ledger.store import Ledger, dumps
 from trialbook.records import GRADED, Outcome, Run, repo_from_task_id
 
@@ -130,27 +130,18 @@ def parse_line(
 
 
 def import_jsonl(ledger: Ledger, path: Path, run_name: str, kind: str = "eval", replace: bool = False) -> int:
-    if not path.is_file():
-        raise UserError(f"no such file: {path}")
     stack: dict[str, Any] = {}
     train = kind == "train"
 
     def rows(run_id: int) -> Iterator[tuple[Any, ...]]:
         attempts: dict[str, set[int]] = {}
-        with path.open("rb") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = orjson.loads(line)
-                except orjson.JSONDecodeError as exc:
-                    raise _bad(n, f"malformed JSON ({exc.msg})") from None
-                row = parse_line(obj, n, attempts, run_id, train)
-                if "stack" in obj:
-                    if stack and obj["stack"] != stack:
-                        raise _bad(n, "'stack' must be one object, the same on every line that has it")
-                    stack.update(obj["stack"])
-                yield row
+        for n, obj in json_lines(path):
+            row = parse_line(obj, n, attempts, run_id, train)
+            if "stack" in obj:
+                if stack and obj["stack"] != stack:
+                    raise _bad(n, "'stack' must be one object, the same on every line that has it")
+                stack.update(obj["stack"])
+            yield row
         if not attempts:
             raise UserError(f"no trials in {path}")
 

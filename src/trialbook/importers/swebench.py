@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from trialbook.errors import UserError
-from trialbook.importers.common import import_run, trial_row
+from trialbook.importers.common import import_run, json_lines, trial_row
 from trialbook.ledger.store import Ledger
 from trialbook.records import Outcome, Run, Task, Trial
 
@@ -38,27 +38,21 @@ def _as_list(value: Any) -> list[str] | None:
 
 
 def read_instances(path: Path) -> list[Task]:
-    if not path.is_file():
-        raise UserError(f"no such file: {path}")
     out: list[Task] = []
-    with path.open() as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                out.append(
-                    Task(
-                        task_id=obj["instance_id"],
-                        repo=obj.get("repo"),
-                        instruction=obj.get("problem_statement"),
-                        fail_to_pass=_as_list(obj.get("FAIL_TO_PASS")),
-                        pass_to_pass=_as_list(obj.get("PASS_TO_PASS")),
-                        solution=obj.get("patch"),
-                    )
+    for n, obj in json_lines(path, prefix=f"{path}: "):
+        try:
+            out.append(
+                Task(
+                    task_id=obj["instance_id"],
+                    repo=obj.get("repo"),
+                    instruction=obj.get("problem_statement"),
+                    fail_to_pass=_as_list(obj.get("FAIL_TO_PASS")),
+                    pass_to_pass=_as_list(obj.get("PASS_TO_PASS")),
+                    solution=obj.get("patch"),
                 )
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise UserError(f"{path}: line {n}: not a SWE-bench instance ({exc})") from None
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UserError(f"{path}: line {n}: not a SWE-bench instance ({exc})") from None
     if not out:
         raise UserError(f"no instances in {path}")
     return out

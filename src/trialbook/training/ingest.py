@@ -16,6 +16,7 @@ import orjson
 from sqlalchemy import func, select
 
 from trialbook.errors import UserError
+from trialbook.importers.common import json_lines
 from trialbook.ledger.schema import steps
 from trialbook.ledger.store import Ledger, dumps
 
@@ -68,17 +69,10 @@ def import_steps(ledger: Ledger, path: Path, run_name: str, replace: bool = Fals
     run_id = ledger.run(run_name)["id"]
     rows: list[dict[str, Any]] = []
     last: int | None = None
-    with path.open("rb") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                raise UserError(f"line {n}: malformed JSON ({exc.msg})") from None
-            row = _step_row(obj, n, run_id, last)
-            last = row["step"]
-            rows.append(row)
+    for n, obj in json_lines(path):
+        row = _step_row(obj, n, run_id, last)
+        last = row["step"]
+        rows.append(row)
     if not rows:
         raise UserError(f"no steps in {path}")
     with ledger.transaction() as conn:
