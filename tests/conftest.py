@@ -70,3 +70,17 @@ def pg(request: pytest.FixtureRequest) -> str:
     except psycopg.OperationalError as exc:
         pytest.fail(f"no PostgreSQL at {PG_SERVER}: run scripts/ci-setup-postgres.sh ({str(exc).splitlines()[0]})")
     return PG_SERVER.rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.fixture(scope="session")
+def engine():
+    """The real Docker daemon with the base image (scripts/docker-up.sh provides both)."""
+    import docker
+
+    try:
+        client = docker.from_env()
+        client.ping()
+        client.images.get("trialbook-base:bookworm")
+    except Exception as exc:  # a real failure, not a skip: these tests need the daemon
+        pytest.fail(f"Docker daemon + trialbook-base:bookworm required (run scripts/docker-up.sh): {exc}")
+    return client

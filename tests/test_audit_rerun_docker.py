@@ -7,24 +7,10 @@ import json
 import shutil
 from pathlib import Path
 
-import docker
-import pytest
-
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
 
 
-@pytest.fixture(scope="module")
-def daemon():
-    try:
-        client = docker.from_env()
-        client.ping()
-        client.images.get("trialbook-base:bookworm")
-    except Exception as exc:  # a real failure, not a skip
-        pytest.fail(f"Docker daemon + trialbook-base:bookworm required (run scripts/docker-up.sh): {exc}")
-    return client
-
-
-def test_rerun_at_x2_is_its_own_line_and_regrade_agrees(daemon, cli, tmp_path: Path):
+def test_rerun_at_x2_is_its_own_line_and_regrade_agrees(engine, cli, tmp_path: Path):
     runs = str(tmp_path / "runs")
     tasks = "slow-solution,plain-bugfix"
     res = cli("run", str(EXAMPLES), "--agent", "oracle", "--run", "x1", "--tasks", tasks, "--runs-dir", runs)
@@ -48,7 +34,7 @@ def test_rerun_at_x2_is_its_own_line_and_regrade_agrees(daemon, cli, tmp_path: P
     assert (regrade["regraded"], regrade["agree"], regrade["disagreements"]) == (2, 2, [])
 
 
-def test_audit_names_the_reverted_setup_artifact_on_the_harness(daemon, cli, tmp_path: Path):
+def test_audit_names_the_reverted_setup_artifact_on_the_harness(engine, cli, tmp_path: Path):
     """The seed's sphinx artifact, live: without test.sh's re-application, the oracle's `git checkout`
     reverts pytest.ini's -rA, pytest prints no per-test line, every test is missing."""
     tasks = tmp_path / "tasks"

@@ -28,17 +28,6 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
 GRACE_S = 6.0  # kill + container removal + exec bookkeeping on a loaded 2-core machine
 
 
-@pytest.fixture(scope="module")
-def engine():
-    try:
-        client = docker.from_env()
-        client.ping()
-        client.images.get("trialbook-base:bookworm")
-    except Exception as exc:  # a real failure, not a skip: these tests need the daemon
-        pytest.fail(f"Docker daemon + trialbook-base:bookworm required (run scripts/docker-up.sh): {exc}")
-    return client
-
-
 def run_cli(db: str, *args: str) -> tuple[int, str, str]:
     res = CliRunner().invoke(app, [*args, "--db", db])
     if isinstance(res.exception, TrialbookError):

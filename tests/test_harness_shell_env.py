@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_harness_docker import engine, run_cli, trials  # noqa: F401  (engine is a fixture)
+from test_harness_docker import run_cli, trials
 
 TASK_TOML = """
 [agent]
@@ -56,7 +56,7 @@ def make_task(root: Path) -> Path:
     return task.parent
 
 
-def test_agent_and_verifier_start_in_the_declared_shell(engine, tmp_path):  # noqa: F811
+def test_agent_and_verifier_start_in_the_declared_shell(engine, tmp_path):
     tasks = make_task(tmp_path)
     db = str(tmp_path / "ledger.db")
     code, _, err = run_cli(db, "run", str(tasks), "--agent", "oracle", "--run", "shell",

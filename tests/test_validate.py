@@ -11,7 +11,6 @@ import json
 import shutil
 from pathlib import Path
 
-import docker
 import pytest
 from typer.testing import CliRunner
 
@@ -22,17 +21,6 @@ from trialbook.ledger.store import Ledger
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
 STATS_FIXED = (EXAMPLES / "plain-bugfix" / "solution" / "solve.sh").read_text()
-
-
-@pytest.fixture(scope="module")
-def engine():
-    try:
-        client = docker.from_env()
-        client.ping()
-        client.images.get("trialbook-base:bookworm")
-    except Exception as exc:  # a real failure, not a skip: these tests need the daemon
-        pytest.fail(f"Docker daemon + trialbook-base:bookworm required (run scripts/docker-up.sh): {exc}")
-    return client
 
 
 def run_cli(db: str, *args: str) -> tuple[int, str, str]:
