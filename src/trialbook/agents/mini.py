@@ -90,6 +90,8 @@ class SandboxEnvironment:
         self.config = {"container": sandbox.name, "command_timeout": command_timeout}
 
     def execute(self, action: dict, cwd: str = "") -> dict[str, Any]:
+        if self.sandbox.stop.is_set():  # the run's --deadline or Ctrl-C: end the loop, the harness decides
+            raise TimeExceeded({"role": "exit", "content": "the run was stopped", "extra": _exit("TimeExceeded")})
         timeout = max(min(self.command_timeout, self.deadline - time.monotonic()), 0.5)
         env = {"PAGER": "cat", "MANPAGER": "cat", "PIP_PROGRESS_BAR": "off", "TQDM_DISABLE": "1"}
         res = self.sandbox.exec(
