@@ -61,8 +61,10 @@ def test_two_steps_of_groups_are_train_trials_with_step_and_wv(cli, db: str, lla
         extra = json.loads(row["extra"]) if isinstance(row["extra"], str) else row["extra"]
         assert extra["group_id"] == f"plain-bugfix@{r.step}" and extra["train_reward"] == r.reward
         assert r.messages[0]["role"] == "system" and len(r.messages) >= 3
-        assert 1 <= len(r.logprobs) <= r.turns <= 2  # a call cut off by the wall clock returns nothing
-        assert r.tokens and r.tokens > 0
+        # one logprob list per completed model call; a call cut off by the wall clock (a loaded CI
+        # machine) returns nothing, and then the trial is a graded agent_timeout
+        assert len(r.logprobs) <= r.turns <= 2
+        assert (len(r.logprobs) >= 1 and r.tokens > 0) or r.outcome == "agent_timeout", (r.outcome, r.turns)
     # llama-cpp-python returns per-token logprobs when asked: the trainer gets them back
     assert any(lp for r in results for lp in r.logprobs)
 
