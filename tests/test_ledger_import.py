@@ -175,3 +175,33 @@ def test_db_from_environment(cli, tmp_path, monkeypatch):
     assert Ledger(str(path)).run_names() == ["a"]
     with Ledger(str(path)).engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+
+
+def test_worker_process_path_numbers_attempts_and_rolls_back(cli, tmp_path, monkeypatch):
+    """Big files are checked in a worker process: same rows, same errors, same rollback."""
+    import trialbook.importers.common as common
+
+    monkeypatch.setattr(common, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(common, "LINES_PER_CHUNK", 1000)
+    rows = [{"task_id": f"t{i % 7}", "resolved": i % 3 == 0, "tokens": i} for i in range(5000)]
+    rows[4321] = {"task_id": "t1", "attempt": 10_000, "outcome": "agent_timeout"}
+    path = write_jsonl(tmp_path / "big.jsonl", rows)
+    assert cli("import", "jsonl", str(path), "--run", "big").exit_code == 0
+    s = show(cli, "big")
+    assert (s["trials"], s["tasks"]) == (5000, 7) and s["outcomes"]["agent_timeout"] == 1
+    out = tmp_path / "out.jsonl"
+    assert cli("export", "big", "--jsonl", str(out)).exit_code == 0
+    exported = [json.loads(line) for line in out.read_text().splitlines()]
+    earlier: dict[str, int] = {}  # the rule, stated plainly: an attempt defaults to the count of earlier lines
+    expected = []
+    for r in rows:
+        expected.append(r.get("attempt", earlier.get(r["task_id"], 0)))
+        earlier[r["task_id"]] = earlier.get(r["task_id"], 0) + 1
+    assert [e["attempt"] for e in exported] == expected
+
+    lines = path.read_text().splitlines()
+    lines[3500] = '{"task_id": "t0", "resolved": tru'
+    path.write_text("\n".join(lines) + "\n")
+    res = cli("import", "jsonl", str(path), "--run", "broken")
+    assert res.exit_code == 2 and "line 3501" in res.stderr
+    assert [r["name"] for r in runs(cli)] == ["big"]

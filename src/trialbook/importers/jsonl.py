@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from trialbook.errors import UserError
-from trialbook.importers.common import import_run, json_lines
+from trialbook.importers.common import Batch, import_run, narrow, parse_chunks
 from trialbook.ledger.store import Ledger, dumps
 from trialbook.records import GRADED, Outcome, Run, repo_from_task_id
 
@@ -89,10 +89,9 @@ def _extra_and_types(obj: dict[str, Any], n: int) -> dict[str, Any] | None:
     return extra
 
 
-def parse_line(
-    obj: Any, n: int, attempts: dict[str, set[int]], run_id: int, require_train_fields: bool = False
-) -> tuple[Any, ...]:
-    """Check one decoded line and return its ledger row (TRIAL_COLUMNS order).
+def check_line(obj: Any, n: int, run_id: int, require_train_fields: bool = False) -> tuple[Any, ...]:
+    """Check one decoded line and return its ledger row (TRIAL_COLUMNS order); the attempt slot
+    holds the line's own `attempt` or None (numbered later, in file order, by `number_attempt`).
 
     `require_train_fields` (kind train): `step` and `wv` are required, and a line with none of
     outcome/resolved/reward is an `incomplete` trajectory rather than an error.
@@ -107,17 +106,9 @@ def parse_line(
         missing = " and ".join(repr(k) for k in ("step", "wv") if obj.get(k) is None)
         raise _bad(n, f"a training trajectory (--kind train) needs 'step' and 'wv'; {missing} missing")
     outcome, reward = _outcome_and_reward(obj, n, require_train_fields)
-    seen = attempts.get(task_id)
-    if seen is None:
-        seen = attempts[task_id] = set()
     attempt = obj.get("attempt")
-    if attempt is None:
-        attempt = len(seen)
-    elif attempt < 0:
+    if attempt is not None and attempt < 0:
         raise _bad(n, f"attempt must be a non-negative integer, got {attempt!r}")
-    if attempt in seen:
-        raise _bad(n, f"duplicate attempt {attempt} for task {task_id!r}")
-    seen.add(attempt)
     g = obj.get
     tests, duration = g("tests"), g("duration_s")
     return (
@@ -129,19 +120,60 @@ def parse_line(
     )  # fmt: skip
 
 
+def number_attempt(row: tuple[Any, ...], n: int, attempts: dict[str, set[int]]) -> tuple[Any, ...]:
+    """Give the row its attempt: its own, else the count of earlier lines of its task; no duplicates."""
+    task_id, attempt = row[1], row[2]
+    seen = attempts.get(task_id)
+    if seen is None:
+        seen = attempts[task_id] = set()
+    if attempt is None:
+        attempt = len(seen)
+        row = (*row[:2], attempt, *row[3:])
+    if attempt in seen:
+        raise _bad(n, f"duplicate attempt {attempt} for task {task_id!r}")
+    seen.add(attempt)
+    return row
+
+
+def check_chunk(lines: list[tuple[int, bytes]], run_id: int, train: bool) -> tuple[list[int], Batch, list]:
+    """Decode and check a chunk of (line number, line): line numbers, the narrowed rows, and any
+    `stack` objects seen. Runs in a worker process for big files: it needs no state across lines.
+    """
+    try:  # one decode for the whole chunk; on failure, find the bad line
+        objs = orjson.loads(b"[" + b",".join(line for _, line in lines) + b"]")
+    except orjson.JSONDecodeError:
+        objs = []
+        for n, line in lines:
+            try:
+                objs.append(orjson.loads(line))
+            except orjson.JSONDecodeError as exc:
+                raise _bad(n, f"malformed JSON ({exc.msg})") from None
+    numbers = [n for n, _ in lines]
+    rows = [check_line(obj, n, run_id, train) for n, obj in zip(numbers, objs, strict=True)]
+    stacks = [(n, obj["stack"]) for n, obj in zip(numbers, objs, strict=True) if type(obj) is dict and "stack" in obj]
+    return numbers, narrow(rows), stacks
+
+
 def import_jsonl(ledger: Ledger, path: Path, run_name: str, kind: str = "eval", replace: bool = False) -> int:
     stack: dict[str, Any] = {}
-    train = kind == "train"
 
-    def rows(run_id: int) -> Iterator[tuple[Any, ...]]:
+    def rows(run_id: int) -> Iterator[Batch]:
         attempts: dict[str, set[int]] = {}
-        for n, obj in json_lines(path):
-            row = parse_line(obj, n, attempts, run_id, train)
-            if "stack" in obj:
-                if stack and obj["stack"] != stack:
+        for numbers, batch, stacks in parse_chunks(path, run_id, kind == "train", check_chunk):
+            for n, value in stacks:
+                if stack and value != stack:
                     raise _bad(n, "'stack' must be one object, the same on every line that has it")
-                stack.update(obj["stack"])
-            yield row
+                stack.update(value)
+            rows = batch.rows
+            for k, n in enumerate(numbers):  # inlined number_attempt: this loop runs once per trial
+                row = rows[k]
+                seen = attempts.get(row[1])
+                if seen is None or row[2] is not None or len(seen) in seen:
+                    rows[k] = number_attempt(row, n, attempts)
+                else:
+                    seen.add(len(seen))
+                    rows[k] = (row[0], row[1], len(seen) - 1, *row[3:])
+            yield batch
         if not attempts:
             raise UserError(f"no trials in {path}")
 

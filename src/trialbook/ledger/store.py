@@ -106,12 +106,14 @@ class Ledger:
     def set_run_stack(self, conn: Connection, run_id: int, stack: dict[str, Any]) -> None:
         conn.execute(runs.update().where(runs.c.id == run_id).values(stack=dumps(stack)))
 
-    def insert_trials(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> None:
-        """Bulk insert positional rows in TRIAL_COLUMNS order (run_id first) via executemany."""
+    def insert_trials(
+        self, conn: Connection, rows: Sequence[Sequence[Any]], columns: Sequence[str] = TRIAL_COLUMNS
+    ) -> None:
+        """Bulk insert positional rows (in `columns` order, run_id first) via the driver's executemany."""
         if not rows:
             return
         mark = "?" if self.is_sqlite else "%s"
-        sql = f"INSERT INTO trials ({', '.join(TRIAL_COLUMNS)}) VALUES ({', '.join([mark] * len(TRIAL_COLUMNS))})"
+        sql = f"INSERT INTO trials ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
         conn.exec_driver_sql(sql, list(rows))
 
     def insert_artifacts(self, conn: Connection, rows: Iterable[tuple[int, str, str]]) -> None:
