@@ -49,6 +49,7 @@ def trial_row(run_id: int, t: Trial) -> tuple[Any, ...]:
 
 PARALLEL_MIN_BYTES = 8 << 20  # below this a worker process costs more than it saves
 LINES_PER_CHUNK = 20_000
+WORKERS = 2  # checking lines costs about what inserting them does; two workers keep the writer busy
 
 
 def _line_chunks(path: Path) -> Iterator[list[tuple[int, bytes]]]:
@@ -77,7 +78,7 @@ def parse_chunks(path: Path, run_id: int, train: bool, check: Callable[..., T]) 
     if path.stat().st_size < PARALLEL_MIN_BYTES:
         yield from map(work, _line_chunks(path))
         return
-    with multiprocessing.get_context("fork").Pool(1) as pool:
+    with multiprocessing.get_context("fork").Pool(WORKERS) as pool:
         yield from pool.imap(work, _line_chunks(path))
 
 

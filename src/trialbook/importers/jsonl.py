@@ -7,6 +7,7 @@ This is the hot path of bulk imports, so lines are checked by hand rather than t
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -112,7 +113,9 @@ def check_line(obj: Any, n: int, run_id: int, require_train_fields: bool = False
     g = obj.get
     tests, duration = g("tests"), g("duration_s")
     return (
-        run_id, task_id, attempt, g("repo") or _repo(task_id), outcome,
+        # one shared object per distinct string: pickled once per chunk on the way from the worker
+        # process, and encoded to UTF-8 once by sqlite3 when bound
+        run_id, sys.intern(task_id), attempt, g("repo") or _repo(task_id), sys.intern(outcome),
         None if reward is None else float(reward), g("step"), g("wv"), g("epoch"), g("exception"),
         g("exception_message"), None if duration is None else float(duration), g("tokens"), g("turns"),
         None if tests is None else dumps(tests), g("started_at"), g("finished_at"),
