@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
+from httpd import LocalServer
 from trialbook.agents.base import agent_options
 from trialbook.agents.endpoints import (
     ContextLengthError,
@@ -28,43 +28,18 @@ from trialbook.errors import UserError
 Reply = tuple[int, Any]
 
 
-class Server:
-    """A ThreadingHTTPServer whose replies come from `route(method, path) -> (status, json)`."""
+class Server(LocalServer):
+    """A real HTTP server whose replies come from `route(method, path) -> (status, json)`; counts hits."""
 
     def __init__(self, route: Callable[[str, str], Reply]) -> None:
         self.hits: list[str] = []
-        outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self, method: str) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                if length:
-                    self.rfile.read(length)
-                outer.hits.append(f"{method} {self.path}")
-                status, body = route(method, self.path)
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        def respond(method: str, path: str, _body: bytes) -> tuple[int, bytes]:
+            self.hits.append(f"{method} {path}")
+            status, body = route(method, path)
+            return status, json.dumps(body).encode()
 
-            def do_GET(self) -> None:
-                self._answer("GET")
-
-            def do_POST(self) -> None:
-                self._answer("POST")
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(respond)
 
 
 CHAT_OK = {"choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}], "usage": {}}

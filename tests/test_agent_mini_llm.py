@@ -13,7 +13,6 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import docker
 import pytest
 import requests
 
+from httpd import LocalServer
 from trialbook.agents import get_agent
 from trialbook.agents.endpoints import probe
 from trialbook.agents.llama import LlamaServer
@@ -42,47 +42,24 @@ EXIT_OUTCOME = {
 }
 
 
-class Proxy:
+class Proxy(LocalServer):
     """A second real port onto the same model: forwards every request and counts the chat calls."""
 
     def __init__(self, target: str) -> None:
         self.chats = 0
         root = target.removesuffix("/v1")
-        outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def _forward(self, method: str) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if method == "POST" and self.path.endswith("/chat/completions"):
-                    outer.chats += 1
-                try:
-                    resp = requests.request(method, root + self.path, data=body or None,
-                                            headers={"Content-Type": "application/json"}, timeout=600)  # fmt: skip
-                    status, data = resp.status_code, resp.content
-                except requests.RequestException:
-                    status, data = 502, b'{"error": "upstream down"}'
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        def forward(method: str, path: str, body: bytes) -> tuple[int, bytes]:
+            if method == "POST" and path.endswith("/chat/completions"):
+                self.chats += 1
+            try:
+                resp = requests.request(method, root + path, data=body or None,
+                                        headers={"Content-Type": "application/json"}, timeout=600)  # fmt: skip
+                return resp.status_code, resp.content
+            except requests.RequestException:
+                return 502, b'{"error": "upstream down"}'
 
-            def do_GET(self) -> None:
-                self._forward("GET")
-
-            def do_POST(self) -> None:
-                self._forward("POST")
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(forward)
 
 
 @pytest.fixture(scope="module")
