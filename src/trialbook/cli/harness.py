@@ -31,13 +31,19 @@ def _finish(ledger: Ledger, name: str, tally: Tally, as_json: bool) -> None:
     emit(run_summary(ledger, name), as_json, tables.print_show)
 
 
+# options `run` and `validate` share
+Concurrency = Annotated[int, typer.Option("--concurrency", min=1, help="Trials at once.")]
+TaskIds = Annotated[str | None, typer.Option("--tasks", help="Only these task ids (comma-separated).")]
+RunsDir = Annotated[Path, typer.Option("--runs-dir", help="Where runs/<run>/<trial>/ go.")]
+
+
 @app.command("run")
 def run_cmd(
     tasks_dir: Path,
     agent: Annotated[str, typer.Option("--agent", help="oracle, nop or mini (an LLM).")],
     run: Annotated[str, typer.Option("--run", help="Run name.")],
     attempts: Annotated[int, typer.Option("--attempts", min=1, help="Attempts per task.")] = 1,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Trials at once.")] = 1,
+    concurrency: Concurrency = 1,
     timeout_multiplier: Multiplier = None,
     deadline: Annotated[
         float | None, typer.Option("--deadline", help="Minutes; then stragglers are stopped (incomplete).", min=0.01)
@@ -50,8 +56,8 @@ def run_cmd(
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1, help="mini: model calls per trial.")] = None,
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=1, help="mini: tokens per trial.")] = None,
     max_output: Annotated[int | None, typer.Option("--max-output-tokens", min=1, help="mini: per reply.")] = None,
-    tasks: Annotated[str | None, typer.Option("--tasks", help="Only these task ids (comma-separated).")] = None,
-    runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Where runs/<run>/<trial>/ go.")] = Path("runs"),
+    tasks: TaskIds = None,
+    runs_dir: RunsDir = Path("runs"),
     replace: Replace = False,
     as_json: Json = False,
     db: Db = None,
@@ -183,9 +189,9 @@ def validate_cmd(
         typer.Option("--image-variant", help="LABEL=IMAGE: run under IMAGE (repeatable; LABEL= is the task's own)."),
     ] = None,
     run: Annotated[str | None, typer.Option("--run", help="Run name (default validate-<dir>-<time>).")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Trials at once.")] = 2,
-    tasks: Annotated[str | None, typer.Option("--tasks", help="Only these task ids (comma-separated).")] = None,
-    runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Where runs/<run>/<trial>/ go.")] = Path("runs"),
+    concurrency: Concurrency = 2,
+    tasks: TaskIds = None,
+    runs_dir: RunsDir = Path("runs"),
     replace: Replace = False,
     as_json: Json = False,
     db: Db = None,
