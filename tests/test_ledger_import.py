@@ -179,10 +179,10 @@ def test_db_from_environment(cli, tmp_path, monkeypatch):
 
 def test_worker_process_path_numbers_attempts_and_rolls_back(cli, tmp_path, monkeypatch):
     """Big files are checked in a worker process: same rows, same errors, same rollback."""
-    import trialbook.importers.common as common
+    import trialbook.importers.blocks as blocks
 
-    monkeypatch.setattr(common, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(common, "LINES_PER_CHUNK", 1000)
+    monkeypatch.setattr(blocks, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 4000)
     rows = [{"task_id": f"t{i % 7}", "resolved": i % 3 == 0, "tokens": i} for i in range(5000)]
     rows[4321] = {"task_id": "t1", "attempt": 10_000, "outcome": "agent_timeout"}
     path = write_jsonl(tmp_path / "big.jsonl", rows)

@@ -15,6 +15,7 @@ from trialbook.importers.swebench import import_swebench
 from trialbook.ledger.store import Ledger
 from trialbook.report import tables
 from trialbook.report.summary import run_summary, runs_summary
+from trialbook.training.ingest import import_steps
 
 import_app = typer.Typer(help="Import trials from other tools into the ledger.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
@@ -33,6 +34,18 @@ def import_jsonl_cmd(
         raise UserError(f"--kind must be eval, train or validate, not {kind!r}")
     n = import_jsonl(Ledger(db), file, run, kind=kind, replace=replace)
     done(f"imported {n} trials into run '{run}'")
+
+
+@import_app.command("steps")
+def import_steps_cmd(
+    file: Path,
+    run: Annotated[str, typer.Option("--run", help="The training run the steps belong to (must exist).")],
+    replace: Annotated[bool, typer.Option("--replace", help="Overwrite the run's existing steps.")] = False,
+    db: Db = None,
+) -> None:
+    """One JSON object per optimizer step: step, started_at, finished_at and numeric metrics."""
+    n = import_steps(Ledger(db), file, run, replace=replace)
+    done(f"imported {n} steps into run '{run}'")
 
 
 @import_app.command("swebench")

@@ -1,4 +1,4 @@
-"""Training commands: `import steps`, `train report`, `sim pipeline`, `sim rollouts`."""
+"""Training commands: `train report`, `sim pipeline`, `sim rollouts` (`import steps` is with the imports)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,10 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, app, done, emit
-from trialbook.cli.data import import_app
+from trialbook.cli.common import Db, Json, app, emit
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
 from trialbook.report import training as render
-from trialbook.training.ingest import import_steps
 from trialbook.training.load import load_durations
 from trialbook.training.report import train_report
 from trialbook.training.sim_pipeline import PipelineConfig, empirical_sampler, lognormal_sampler, simulate
@@ -22,18 +20,6 @@ train_app = typer.Typer(help="Training-run analytics.", no_args_is_help=True)
 sim_app = typer.Typer(help="Simulators: the async RL pipeline and synthetic training logs.", no_args_is_help=True)
 app.add_typer(train_app, name="train")
 app.add_typer(sim_app, name="sim")
-
-
-@import_app.command("steps")
-def import_steps_cmd(
-    file: Path,
-    run: Annotated[str, typer.Option("--run", help="The training run the steps belong to (must exist).")],
-    replace: Annotated[bool, typer.Option("--replace", help="Overwrite the run's existing steps.")] = False,
-    db: Db = None,
-) -> None:
-    """One JSON object per optimizer step: step, started_at, finished_at and numeric metrics."""
-    n = import_steps(Ledger(db), file, run, replace=replace)
-    done(f"imported {n} steps into run '{run}'")
 
 
 @train_app.command("report")

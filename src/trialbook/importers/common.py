@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import functools
-import multiprocessing
 import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
@@ -18,7 +16,6 @@ from trialbook.ledger.store import Ledger, dumps
 from trialbook.records import Run, Trial
 
 CHUNK = 20_000
-T = TypeVar("T")
 
 
 def json_lines(path: Path, prefix: str = "") -> Iterator[tuple[int, Any]]:
@@ -47,60 +44,33 @@ def trial_row(run_id: int, t: Trial) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-PARALLEL_MIN_BYTES = 8 << 20  # below this a worker process costs more than it saves
-LINES_PER_CHUNK = 20_000
-WORKERS = 2  # checking lines costs about what inserting them does; two workers keep the writer busy
-
-
-def _line_chunks(path: Path) -> Iterator[list[tuple[int, bytes]]]:
-    chunk: list[tuple[int, bytes]] = []
-    with path.open("rb") as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                chunk.append((n, line))
-                if len(chunk) >= LINES_PER_CHUNK:
-                    yield chunk
-                    chunk = []
-    if chunk:
-        yield chunk
-
-
-def parse_chunks(path: Path, run_id: int, train: bool, check: Callable[..., T]) -> Iterator[T]:
-    """`check(lines, run_id, train)` over the file's line chunks, in file order.
-
-    Big files are checked in a worker process while this one writes to the ledger (SQLite's
-    inserts and Python's JSON checks then use both cores); an error in the worker (a UserError
-    naming the line) is raised here, inside the caller's transaction.
-    """
-    if not path.is_file():
-        raise UserError(f"no such file: {path}")
-    work = functools.partial(check, run_id=run_id, train=train)
-    if path.stat().st_size < PARALLEL_MIN_BYTES:
-        yield from map(work, _line_chunks(path))
-        return
-    with multiprocessing.get_context("fork").Pool(WORKERS) as pool:
-        yield from pool.imap(work, _line_chunks(path))
-
-
 @dataclass
 class Batch:
-    """Trial rows that carry only `columns` (the others are NULL in every row of the batch).
+    """Trial values column by column, for `columns` only (the others are NULL in every row).
 
     Binding NULLs costs SQLite's executemany as much as binding values; most imported trials leave
-    half the columns empty, so importers that produce many rows send them narrowed.
+    half the columns empty, so importers that produce many rows send them narrowed. Columns (not
+    rows) also cross a process boundary in fewer, smaller pickles.
     """
 
     columns: tuple[str, ...]
-    rows: list[tuple[Any, ...]]
+    values: list[Sequence[Any]]  # one sequence per column, all of the same length
+
+    def __len__(self) -> int:
+        return len(self.values[0]) if self.values else 0
+
+    def rows(self) -> Iterator[tuple[Any, ...]]:
+        return zip(*self.values, strict=True)
 
 
 ALWAYS = 3  # run_id, task_id, attempt: kept in every batch, at these positions
 
 
 def narrow(rows: list[tuple[Any, ...]]) -> Batch:
-    """Drop the columns that are NULL in every row (rows in TRIAL_COLUMNS order)."""
-    keep = [*range(ALWAYS), *(i for i in range(ALWAYS, len(TRIAL_COLUMNS)) if any(r[i] is not None for r in rows))]
-    return Batch(tuple(TRIAL_COLUMNS[i] for i in keep), list(map(operator.itemgetter(*keep), rows)))
+    """Rows in TRIAL_COLUMNS order as a Batch without the columns that are NULL in every row."""
+    columns = [list(map(operator.itemgetter(i), rows)) for i in range(len(TRIAL_COLUMNS))]  # 2x zip(*rows)
+    keep = [i for i, values in enumerate(columns) if i < ALWAYS or values.count(None) < len(values)]
+    return Batch(tuple(TRIAL_COLUMNS[i] for i in keep), [columns[i] for i in keep])
 
 
 def _chunks(rows: Iterable[Any], size: int) -> Iterator[Any]:
@@ -138,10 +108,10 @@ def import_run(
         run_id = ledger.create_run(conn, run, replace=replace)
         for chunk in _chunks(rows(run_id), CHUNK):
             if isinstance(chunk, Batch):
-                ledger.insert_trials(conn, chunk.rows, chunk.columns)
+                ledger.insert_trials(conn, chunk.rows(), chunk.columns)
             else:
                 ledger.insert_trials(conn, chunk)
-            count += len(chunk.rows) if isinstance(chunk, Batch) else len(chunk)
+            count += len(chunk)
         if after is not None:
             after(conn, run_id)
     return count

@@ -107,14 +107,21 @@ class Ledger:
         conn.execute(runs.update().where(runs.c.id == run_id).values(stack=dumps(stack)))
 
     def insert_trials(
-        self, conn: Connection, rows: Sequence[Sequence[Any]], columns: Sequence[str] = TRIAL_COLUMNS
+        self, conn: Connection, rows: Iterable[Sequence[Any]], columns: Sequence[str] = TRIAL_COLUMNS
     ) -> None:
-        """Bulk insert positional rows (in `columns` order, run_id first) via the driver's executemany."""
-        if not rows:
-            return
+        """Bulk insert positional rows (in `columns` order, run_id first) with the driver's executemany.
+
+        `rows` may be an iterator: the driver's cursor consumes it row by row, inside `conn`'s transaction.
+        """
         mark = "?" if self.is_sqlite else "%s"
         sql = f"INSERT INTO trials ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
-        conn.exec_driver_sql(sql, list(rows))
+        cursor = conn.connection.cursor()
+        try:
+            cursor.executemany(sql, rows)
+        except conn.dialect.loaded_dbapi.Error as exc:  # the raw cursor's errors are not SQLAlchemy's
+            raise TrialbookError(f"ledger write failed, nothing was changed: {exc}") from None
+        finally:
+            cursor.close()
 
     def insert_artifacts(self, conn: Connection, rows: Iterable[tuple[int, str, str]]) -> None:
         values = [{"trial_id": t, "name": n, "content": c} for t, n, c in rows]
