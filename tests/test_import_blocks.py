@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -94,12 +99,53 @@ def test_a_worker_bug_is_raised_and_no_worker_outlives_the_import(tmp_path, monk
     path.write_bytes(b"".join(b"line %d\n" % i for i in range(5000)) + b"crash\n")
     monkeypatch.setattr(blocks, "BLOCK_BYTES", 700)
     monkeypatch.setattr(blocks, "PARALLEL_MIN_BYTES", 0)
-    with pytest.raises(RuntimeError, match="ValueError: a bug"):
+    with pytest.raises(RuntimeError, match="(?s)failed.*ValueError: a bug"):
         list(blocks.checked_blocks(path, _fail_at(b"MARK")))
     early = blocks.checked_blocks(path, _fail_at(b"MARK"))
     next(early)
     early.close()  # the consumer stops after one block (as an import does on a duplicate attempt)
     assert multiprocessing.active_children() == []
+
+
+def _start_import(path: Path, db: Path) -> subprocess.Popen:
+    """`trialbook import jsonl` in its own process group, with Ctrl-C as a terminal would deliver it."""
+    argv = [sys.executable, "-c", "from trialbook.cli import main; main()", "import", "jsonl", str(path)]
+    proc = subprocess.Popen(
+        [*argv, "--run", "big", "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while len(Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()) < blocks.WORKERS:
+        assert proc.poll() is None and time.monotonic() < deadline, "the import never started its workers"
+        time.sleep(0.02)
+    return proc
+
+
+@pytest.fixture(scope="module")
+def big_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("big") / "big.jsonl"
+    line = '{"task_id": "django__django-%d", "outcome": "unresolved", "step": 1, "tokens": 1234, "duration_s": 61.5}\n'
+    path.write_text("".join(line % (i % 500) for i in range(400_000)))
+    return path
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "kill -9"])
+def test_an_interrupted_import_leaves_no_run_no_workers_and_a_usable_ledger(tmp_path, big_file, how):
+    db = tmp_path / "l.db"
+    proc = _start_import(big_file, db)
+    workers = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    os.killpg(proc.pid, signal.SIGINT) if how == "ctrl-c" else proc.kill()
+    _, err = proc.communicate(timeout=30)
+    if how == "ctrl-c":  # Typer's quiet exit 130 (128 + SIGINT), and nothing from the workers
+        assert (proc.returncode, err) == (130, "")
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{w}").exists() and "zombie" not in Path(f"/proc/{w}/status").read_text() for w in workers):
+        assert time.monotonic() < deadline, "a worker outlived the import"
+        time.sleep(0.05)
+    assert Ledger(str(db)).run_names() == []
+    proc = _start_import(big_file, db)  # the same import again, to the end
+    assert proc.wait(timeout=120) == 0
+    assert Ledger(str(db)).count_trials(Ledger(str(db)).run("big")["id"]) == 400_000
 
 
 def test_missing_file_is_a_user_error(tmp_path):

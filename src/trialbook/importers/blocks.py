@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
+import signal
 import traceback
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from trialbook.errors import LineError, UserError
+from trialbook.errors import LineError, TrialbookError, UserError
 
 BLOCK_BYTES = 2 << 20
 PARALLEL_MIN_BYTES = 8 << 20  # below this, starting worker processes costs more than they save
@@ -53,54 +54,77 @@ def _bounds(path: Path) -> list[tuple[int, int]]:
     return [(start, min(start + BLOCK_BYTES, size)) for start in range(0, size, BLOCK_BYTES)]
 
 
-def _worker(path: Path, bounds: list[tuple[int, int]], check: Callable[[bytes], Any], out: Connection) -> None:
+def _checked(check: Callable[[bytes], T], data: bytes) -> tuple[str, int, Any]:
+    """("ok", newlines, check(data)), or ("bad", 0, LineError) or ("crash", 0, traceback text)."""
+    try:
+        return "ok", data.count(b"\n"), check(data)
+    except LineError as exc:
+        return "bad", 0, exc
+    except Exception:  # a bug, not bad input: re-raised by the caller with this traceback
+        return "crash", 0, traceback.format_exc()
+
+
+def _worker(
+    path: Path, bounds: list[tuple[int, int]], check: Callable[[bytes], Any], out: Connection, others: list[Connection]
+) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's: it rolls back, then stops us
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked by the parent until now
+    for end in others:  # pipe ends this process inherited but does not use: a send to a dead main must fail
+        end.close()
     # A checker allocates millions of short-lived objects and no reference cycles: the cyclic
     # collector would only cost a fifth of its time. The process ends with the file.
     gc.disable()
-    with path.open("rb") as fh:
-        for start, end in bounds:
-            data = read_block(fh, start, end)
-            try:
-                out.send(("ok", data.count(b"\n"), check(data)))
-            except LineError as exc:
-                out.send(("bad", 0, exc))
-                return
-            except Exception:  # a bug, not bad input: the main process re-raises it with this traceback
-                out.send(("crash", 0, traceback.format_exc()))
-                return
+    try:
+        with path.open("rb") as fh:
+            for start, end in bounds:
+                result = _checked(check, read_block(fh, start, end))
+                out.send(result)
+                if result[0] != "ok":
+                    return
+    except BrokenPipeError:  # the main process is gone (killed): nobody is left to tell
+        return
 
 
 def _in_order(path: Path, check: Callable[[bytes], T]) -> Iterator[tuple[str, int, Any]]:
-    """("ok", newlines, result) per block in file order; a ("bad"|"crash", 0, why) ends it."""
+    """_checked(check, block) for each block in file order; a result other than "ok" is the last."""
     bounds = _bounds(path)
     if path.stat().st_size < PARALLEL_MIN_BYTES:
         with path.open("rb") as fh:
             for start, end in bounds:
-                data = read_block(fh, start, end)
-                try:
-                    yield "ok", data.count(b"\n"), check(data)
-                except LineError as exc:
-                    yield "bad", 0, exc
+                yield _checked(check, read_block(fh, start, end))
         return
     ctx = multiprocessing.get_context("fork")
     pipes = [ctx.Pipe(duplex=False) for _ in range(WORKERS)]
+    ends = [end for pipe in pipes for end in pipe]
     workers = [
-        ctx.Process(target=_worker, args=(path, bounds[k::WORKERS], check, pipes[k][1]), daemon=True)
+        ctx.Process(
+            target=_worker,
+            args=(path, bounds[k::WORKERS], check, pipes[k][1], [e for e in ends if e is not pipes[k][1]]),
+            daemon=True,
+        )
         for k in range(WORKERS)
     ]
     try:
-        for worker in workers:
-            worker.start()
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # until a worker ignores Ctrl-C
+        try:
+            for worker in workers:
+                worker.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        for _, send in pipes:  # the workers' ends: a worker that dies then reads as EOF here, not a hang
+            send.close()
         for k in range(len(bounds)):
-            yield pipes[k % WORKERS][0].recv()
-    finally:  # also when the caller stops early (an error while writing): no worker outlives the import
+            try:
+                yield pipes[k % WORKERS][0].recv()
+            except EOFError:
+                raise TrialbookError("a checker process died (killed?); nothing was imported") from None
+    finally:  # also when the caller stops early (an error while writing, Ctrl-C): no worker outlives the import
         for worker in workers:
             if worker.is_alive():
                 worker.terminate()
             worker.join()
-        for receive, send in pipes:
-            receive.close()
-            send.close()
+        for end in ends:
+            end.close()
 
 
 def checked_blocks(path: Path, check: Callable[[bytes], T]) -> Iterator[tuple[int, T]]:
@@ -116,6 +140,6 @@ def checked_blocks(path: Path, check: Callable[[bytes], T]) -> Iterator[tuple[in
         if status == "bad":
             raise result.shifted(before)
         if status == "crash":
-            raise RuntimeError(f"a worker process failed:\n{result}")
+            raise RuntimeError(f"checking a block of {path} failed:\n{result}")
         yield before, result
         before += newlines
