@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, app, emit
+from trialbook.cli.common import Db, Json, app, comma_list, emit
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
 from trialbook.report import audit as render
@@ -78,5 +78,4 @@ def from_swebench_cmd(
     """Task folders for SWE-bench Verified instances on the official sweb.eval images."""
     from trialbook.tasks_swebench import write_tasks
 
-    wanted = [i.strip() for i in ids.split(",") if i.strip()] if ids else None
-    emit(write_tasks(instances, out, wanted), as_json, render.print_from_swebench)
+    emit(write_tasks(instances, out, comma_list(ids)), as_json, render.print_from_swebench)

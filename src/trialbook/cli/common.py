@@ -23,6 +23,11 @@ Replace = Annotated[bool, typer.Option("--replace", help="Overwrite a run of the
 RunName = Annotated[str | None, typer.Option("--run", help="Run name (default: from the source).")]
 
 
+def comma_list(text: str | None) -> list[str] | None:
+    """A comma-separated option value as its non-empty items; None when the option was not given."""
+    return [item.strip() for item in text.split(",") if item.strip()] if text else None
+
+
 def emit(data: Any, as_json: bool, human: Any) -> None:
     """JSON on stdout (and nothing else) with --json, else the human renderer."""
     if as_json:

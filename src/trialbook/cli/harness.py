@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from trialbook.agents.base import agent_options
-from trialbook.cli.common import Db, Json, Replace, app, done, emit
+from trialbook.cli.common import Db, Json, Replace, app, comma_list, done, emit
 from trialbook.harness.policy import policy_rows
 from trialbook.harness.quickstart import quickstart
 from trialbook.harness.runner import RunConfig, Tally, clean, rerun, resume_run, start_run
@@ -71,7 +71,7 @@ def run_cmd(
         timeout_multiplier=timeout_multiplier or 1.0,
         deadline_minutes=deadline,
         retries=retries,
-        tasks=[t.strip() for t in tasks.split(",") if t.strip()] if tasks else None,
+        tasks=comma_list(tasks),
         runs_dir=str(runs_dir.resolve()),
         agent_options=agent_options(
             agent,
@@ -203,7 +203,7 @@ def validate_cmd(
         timeout_multiplier=timeout_multiplier or 1.0,
         concurrency=concurrency,
         runs_dir=runs_dir,
-        tasks=[t.strip() for t in tasks.split(",") if t.strip()] if tasks else None,
+        tasks=comma_list(tasks),
         run=run,
         replace=replace,
     )
