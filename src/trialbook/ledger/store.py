@@ -74,7 +74,8 @@ class Ledger:
         try:
             with self.engine.begin() as conn:
                 yield conn
-        except SQLAlchemyError as exc:
+        # the driver's own errors too: bulk inserts run on the raw DBAPI cursor (insert_trials)
+        except (SQLAlchemyError, self.engine.dialect.loaded_dbapi.Error) as exc:
             raise TrialbookError(f"ledger write failed, nothing was changed: {exc}") from None
 
     # ---- writes (inside a transaction) -------------------------------------------------
@@ -117,9 +118,7 @@ class Ledger:
         sql = f"INSERT INTO trials ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
         cursor = conn.connection.cursor()
         try:
-            cursor.executemany(sql, rows)
-        except conn.dialect.loaded_dbapi.Error as exc:  # the raw cursor's errors are not SQLAlchemy's
-            raise TrialbookError(f"ledger write failed, nothing was changed: {exc}") from None
+            cursor.executemany(sql, rows)  # a driver error here is reported by transaction()
         finally:
             cursor.close()
 
