@@ -49,8 +49,7 @@ def block_lines(data: bytes) -> tuple[list[int], list[bytes]]:
     return numbers, lines
 
 
-def _bounds(path: Path) -> list[tuple[int, int]]:
-    size = path.stat().st_size
+def _bounds(size: int) -> list[tuple[int, int]]:
     return [(start, min(start + BLOCK_BYTES, size)) for start in range(0, size, BLOCK_BYTES)]
 
 
@@ -87,8 +86,9 @@ def _worker(
 
 def _in_order(path: Path, check: Callable[[bytes], T]) -> Iterator[tuple[str, int, Any]]:
     """_checked(check, block) for each block in file order; a result other than "ok" is the last."""
-    bounds = _bounds(path)
-    if path.stat().st_size < PARALLEL_MIN_BYTES:
+    size = path.stat().st_size
+    bounds = _bounds(size)
+    if size < PARALLEL_MIN_BYTES:
         with path.open("rb") as fh:
             for start, end in bounds:
                 yield _checked(check, read_block(fh, start, end))
