@@ -79,7 +79,7 @@ def connect() -> DockerEngine:
         raise UserError(docker_help()) from None
 
 
-def _stack(engine: DockerEngine, agent: str, specs: list[TaskSpec], images: dict[str, str]) -> dict[str, Any]:
+def sandbox_stack(engine: DockerEngine, agent: str, specs: list[TaskSpec], images: dict[str, str]) -> dict[str, Any]:
     hashes = {s.task_id: s.verifier_hash[:16] for s in specs}
     combined = hashlib.sha256("".join(f"{k}:{v}\n" for k, v in sorted(hashes.items())).encode()).hexdigest()
     images = {task: image_id[:19] for task, image_id in images.items()}  # sha256: + 12 hex, as `docker images`
@@ -248,7 +248,7 @@ def _update_stack(
     merged = {**(old.get("images") or {}), **images}
     specs, _ = _load(config)
     with ledger.transaction() as conn:
-        stack = with_agent_stack(_stack(engine, config.agent, specs, merged), old.get("serving"))
+        stack = with_agent_stack(sandbox_stack(engine, config.agent, specs, merged), old.get("serving"))
         ledger.set_run_stack(conn, run_id, stack)
 
 
@@ -267,18 +267,26 @@ def start_run(ledger: Ledger, name: str, config: RunConfig, replace: bool = Fals
         name=name,
         kind="eval",
         config=config.model_dump(),
-        stack=with_agent_stack(_stack(engine, config.agent, specs, {}), agent_stack(agent)),
+        stack=with_agent_stack(sandbox_stack(engine, config.agent, specs, {}), agent_stack(agent)),
         source=config.tasks_dir,
     )
     plans = [Plan(t, a) for a in range(config.attempts) for t in tasks]
     with run_lock(config, name):  # before --replace can delete a run another process is executing
-        with ledger.transaction() as conn:
-            run_id = ledger.create_run(conn, run, replace=replace)
-            ledger.upsert_tasks(conn, [s.record() for s in specs])
-        if replace:  # the replaced run's trial folders would otherwise be read back with the new ones
-            for old in (Path(config.runs_dir) / name).glob("tb-*"):
-                shutil.rmtree(old, ignore_errors=True)
+        run_id = open_run(ledger, run, config, specs, replace)
         return execute(ledger, engine, run_id, name, config, plans), errors
+
+
+def open_run(ledger: Ledger, run: Run, config: RunConfig, specs: list[TaskSpec], replace: bool) -> int:
+    """Record a new run and its tasks; with `replace`, the replaced run's trial folders go too.
+
+    Call it holding `run_lock(config, run.name)`."""
+    with ledger.transaction() as conn:
+        run_id = ledger.create_run(conn, run, replace=replace)
+        ledger.upsert_tasks(conn, [s.record() for s in specs])
+    if replace:  # the replaced run's trial folders would otherwise be read back with the new ones
+        for old in (Path(config.runs_dir) / run.name).glob("tb-*"):
+            shutil.rmtree(old, ignore_errors=True)
+    return run_id
 
 
 def _stored(ledger: Ledger, name: str) -> tuple[dict[str, Any], RunConfig]:

@@ -9,7 +9,6 @@ rules, first match wins.
 from __future__ import annotations
 
 import re
-import shutil
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from trialbook.errors import UserError
-from trialbook.harness.runner import Plan, RunConfig, _stack, connect, execute, run_lock
+from trialbook.harness.runner import Plan, RunConfig, connect, execute, open_run, run_lock, sandbox_stack
 from trialbook.ledger.store import Ledger
 from trialbook.records import Outcome, Run, is_resolved
 from trialbook.sandbox import DockerEngine
@@ -306,15 +305,10 @@ def _run_variant(
         },
         "image_variant": {"label": variant.label, "image": variant.image},
     }
-    stack = _stack(engine, "oracle+nop", specs, {})
+    stack = sandbox_stack(engine, "oracle+nop", specs, {})
     run = Run(name=name, kind="validate", config=stored, stack=stack, source=config.tasks_dir)
     with run_lock(config, name):
-        with ledger.transaction() as conn:
-            run_id = ledger.create_run(conn, run, replace=opts.replace)
-            ledger.upsert_tasks(conn, [t.record() for t in tasks if isinstance(t, TaskSpec)])
-        if opts.replace:
-            for old in (opts.runs_dir / name).glob("tb-*"):
-                shutil.rmtree(old, ignore_errors=True)
+        run_id = open_run(ledger, run, config, [t for t in tasks if isinstance(t, TaskSpec)], opts.replace)
         for k, agent in enumerate(AGENTS):
             plans = [Plan(t, k * opts.repeats + a) for a in range(opts.repeats) for t in run_tasks]
             execute(ledger, engine, run_id, name, config.model_copy(update={"agent": agent}), plans)
