@@ -66,6 +66,7 @@ def repo_from_task_id(task_id: str) -> str | None:
 
 
 TestStatus = Literal["pass", "fail", "error", "missing"]
+NOT_PASSING: tuple[str, ...] = ("fail", "error", "missing")  # a test in one of these did not pass
 TestStatuses = dict[str, dict[str, str]]  # {"FAIL_TO_PASS": {test: status}, "PASS_TO_PASS": {...}}
 
 

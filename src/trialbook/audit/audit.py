@@ -12,10 +12,10 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-from trialbook.audit.regrade import DEFAULT_JOBS, FAILING, Evidence, evidence
+from trialbook.audit.regrade import DEFAULT_JOBS, Evidence, evidence
 from trialbook.audit.signatures import BY_NAME, SIGNATURES, matches
 from trialbook.ledger.store import Ledger
-from trialbook.records import is_graded
+from trialbook.records import NOT_PASSING, is_graded
 
 MIN_TRIALS = 2  # a test must run in at least this many trials before "fails in most" means anything
 
@@ -30,7 +30,7 @@ def p2p_penalty(ev: Evidence) -> bool:
     f2p, p2p = tests.get("FAIL_TO_PASS"), tests.get("PASS_TO_PASS")
     if not f2p or p2p is None:
         return False
-    return not any(s in FAILING for s in f2p.values()) and any(s in FAILING for s in p2p.values())
+    return not any(s in NOT_PASSING for s in f2p.values()) and any(s in NOT_PASSING for s in p2p.values())
 
 
 def _share(k: int, n: int) -> float | None:
@@ -51,7 +51,7 @@ def _fails_in_most(items: list[Evidence], min_trials: int) -> list[dict[str, Any
                 continue
             runs[test] += 1
             tasks[test].add(ev.trial["task_id"])
-            fails[test] += status in FAILING
+            fails[test] += status in NOT_PASSING
     out = [
         {
             "test": test,
@@ -73,7 +73,7 @@ def _fails_here_passes_there(items: list[Evidence], other: list[Evidence], vs: s
             for test, status in _p2p_statuses(ev).items():
                 if status != "skipped":
                     cell = out[(ev.trial["task_id"], test)]
-                    cell[0] += status in FAILING
+                    cell[0] += status in NOT_PASSING
                     cell[1] += 1
         return out
 
@@ -118,7 +118,7 @@ def audit_run(
 
     by_repo = Counter(ev.trial["repo"] or "?" for ev in penalties)
     by_test = Counter(
-        (ev.trial["task_id"], t) for ev in penalties for t, s in _p2p_statuses(ev).items() if s in FAILING
+        (ev.trial["task_id"], t) for ev in penalties for t, s in _p2p_statuses(ev).items() if s in NOT_PASSING
     )
     by_signature: dict[str, dict[str, Any]] = {}
     for sig in SIGNATURES:

@@ -21,7 +21,7 @@ from trialbook.ledger.schema import artifacts
 from trialbook.ledger.schema import tasks as tasks_table
 from trialbook.ledger.schema import trials as trials_table
 from trialbook.ledger.store import Ledger, loads
-from trialbook.records import is_graded, is_resolved
+from trialbook.records import NOT_PASSING, is_graded, is_resolved
 from trialbook.verify.grading import GradeResult, grade_parsed, parse_status_map
 
 # Artifact names that hold a verifier's test output, most specific first
@@ -33,7 +33,6 @@ GROUPS = ("FAIL_TO_PASS", "PASS_TO_PASS")
 CHUNK = 200  # trials whose logs are read in one query
 PARALLEL_MIN = 400  # below this many logs, worker processes cost more than they save
 DEFAULT_JOBS = min(os.cpu_count() or 1, 8)
-FAILING = frozenset(("fail", "error", "missing"))
 
 
 @dataclass
@@ -159,7 +158,7 @@ def evidence(ledger: Ledger, run_id: int, jobs: int = 1) -> Iterator[Evidence]:
 
 
 def _fails(status: str | None) -> bool:
-    return status is None or status in FAILING
+    return status is None or status in NOT_PASSING
 
 
 def differing_tests(recorded: dict[str, dict[str, str]] | None, grade: GradeResult) -> list[dict[str, Any]]:
@@ -171,7 +170,7 @@ def differing_tests(recorded: dict[str, dict[str, str]] | None, grade: GradeResu
     for group in GROUPS:
         for test, status in grade.tests.get(group, {}).items():
             if recorded is None:
-                if status in FAILING:
+                if status in NOT_PASSING:
                     out.append({"group": group, "test": test, "recorded": None, "regraded": status})
                 continue
             before = (recorded.get(group) or {}).get(test)

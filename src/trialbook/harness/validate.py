@@ -19,12 +19,11 @@ from typing import Any, NamedTuple
 from trialbook.errors import UserError
 from trialbook.harness.runner import Plan, RunConfig, connect, execute, open_run, run_lock, sandbox_stack
 from trialbook.ledger.store import Ledger
-from trialbook.records import Outcome, Run, is_resolved
+from trialbook.records import NOT_PASSING, Outcome, Run, is_resolved
 from trialbook.sandbox import DockerEngine
 from trialbook.tasks import TaskError, TaskSpec, load_tasks
 
 AGENTS = ("oracle", "nop")
-BAD = ("fail", "error", "missing")
 NOT_RUN = (Outcome.INFRA_ERROR.value, Outcome.INCOMPLETE.value)
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 
@@ -146,7 +145,8 @@ def _flaky(v: TaskView) -> dict[str, Any] | None:
 
 
 def _failing(a: AgentView) -> list[str]:
-    return sorted(f"{test} ({'/'.join(sorted(s & set(BAD)))})" for test, s in a.statuses().items() if s & set(BAD))
+    bad = {test: s & set(NOT_PASSING) for test, s in a.statuses().items()}
+    return sorted(f"{test} ({'/'.join(sorted(s))})" for test, s in bad.items() if s)
 
 
 def _oracle_fails(v: TaskView) -> dict[str, Any] | None:

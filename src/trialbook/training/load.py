@@ -19,12 +19,11 @@ from sqlalchemy import Connection, Select, and_, case, func, or_, select
 from trialbook.errors import TrialbookError
 from trialbook.ledger.schema import trials
 from trialbook.ledger.store import Ledger
-from trialbook.records import GRADED, Outcome
+from trialbook.records import GRADED, NOT_PASSING, Outcome
 
 OUTCOME_LIST: tuple[str, ...] = tuple(o.value for o in Outcome)
 _OUTCOME_CODE = {name: i for i, name in enumerate(OUTCOME_LIST)}
 _GRADED_CODES = np.array([name in GRADED for name in OUTCOME_LIST] + [False] * (16 - len(OUTCOME_LIST)))
-P2P_BAD = ("fail", "error", "missing")
 CHUNK = 100_000
 # The `flags` column: outcome code in the low 4 bits, then "reward >= 1.0", then "P2P regression".
 _OUTCOME_MASK = 0b1111
@@ -87,7 +86,7 @@ def _p2p_regression() -> Any:
     be a status value of that group.
     """
     c = trials.c
-    bad = or_(*(c.tests.like(f'%"PASS_TO_PASS":{{%:"{s}"%') for s in P2P_BAD))
+    bad = or_(*(c.tests.like(f'%"PASS_TO_PASS":{{%:"{s}"%') for s in NOT_PASSING))
     return and_(c.tests.is_not(None), or_(c.reward.is_(None), c.reward < 1.0), bad)
 
 

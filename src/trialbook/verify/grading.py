@@ -41,6 +41,8 @@ from swebench.harness.log_parsers.python import (
     parse_log_pytest_v2,
 )
 
+from trialbook.records import NOT_PASSING
+
 # swebench's harness markers that mean "no valid test run": the official grader then sees no tests.
 BAD_MARKERS: dict[str, str] = {
     APPLY_PATCH_FAIL: "patch_apply_failed",
@@ -90,7 +92,7 @@ class GradeResult(BaseModel):
     marker: str | None = None  # a BAD_MARKERS name when the harness reported no valid test run
 
     def failing(self, group: str) -> list[str]:
-        return [t for t, s in self.tests.get(group, {}).items() if s in ("fail", "error", "missing")]
+        return [t for t, s in self.tests.get(group, {}).items() if s in NOT_PASSING]
 
 
 def parse_status_map(
@@ -153,9 +155,8 @@ def grade_parsed(
     resolved, tests = grade_status_map(status_map, repo, fail_to_pass, pass_to_pass)
     if marker is not None:
         resolved = False  # the official harness reports an unapplied/errored run as unresolved
-    bad = ("fail", "error", "missing")
-    f2p_ok = not any(s in bad for s in tests[FAIL_TO_PASS].values())
-    p2p_bad = any(s in bad for s in tests[PASS_TO_PASS].values())
+    f2p_ok = not any(s in NOT_PASSING for s in tests[FAIL_TO_PASS].values())
+    p2p_bad = any(s in NOT_PASSING for s in tests[PASS_TO_PASS].values())
     return GradeResult(
         resolved=resolved,
         tests=tests,
