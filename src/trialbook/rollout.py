@@ -28,7 +28,7 @@ from trialbook.agents.base import FormatError as FormatStop
 from trialbook.agents.mini import MiniAgent, SandboxEnvironment
 from trialbook.errors import UserError
 from trialbook.harness.results import record_trial, write_trial_dir
-from trialbook.harness.runner import RunConfig, connect
+from trialbook.harness.runner import RunConfig, connect, open_run
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_trial
 from trialbook.ledger.store import Ledger
 from trialbook.records import Run
@@ -172,10 +172,7 @@ class Rollouts:
                  "engine_version": self.engine.version()}  # fmt: skip
         config = {**self.config.model_dump(), "rewards": self.rewards.record()}
         run = Run(name=self.run, kind="train", config=config, stack=with_agent_stack(stack, serving))
-        with self.ledger.transaction() as conn:
-            run_id = self.ledger.create_run(conn, run)
-            self.ledger.upsert_tasks(conn, [s.record() for s in self.tasks.values()])
-        return run_id
+        return open_run(self.ledger, run, self.config, list(self.tasks.values()), replace=False)
 
     async def rollout(
         self,

@@ -279,7 +279,7 @@ def start_run(ledger: Ledger, name: str, config: RunConfig, replace: bool = Fals
 def open_run(ledger: Ledger, run: Run, config: RunConfig, specs: list[TaskSpec], replace: bool) -> int:
     """Record a new run and its tasks; with `replace`, the replaced run's trial folders go too.
 
-    Call it holding `run_lock(config, run.name)`."""
+    With `replace`, call it holding `run_lock(config, run.name)`: a live run must not lose its folders."""
     with ledger.transaction() as conn:
         run_id = ledger.create_run(conn, run, replace=replace)
         ledger.upsert_tasks(conn, [s.record() for s in specs])
