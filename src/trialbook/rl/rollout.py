@@ -32,7 +32,7 @@ from trialbook.harness.runner import RunConfig, connect, open_run
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_trial
 from trialbook.ledger.store import Ledger
 from trialbook.records import Run
-from trialbook.rewards import DEFAULT_POLICY, RewardPolicy
+from trialbook.rl.rewards import DEFAULT_POLICY, RewardPolicy
 from trialbook.sandbox import Sandbox
 from trialbook.tasks import TaskSpec, load_tasks
 
