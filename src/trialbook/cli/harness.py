@@ -11,9 +11,10 @@ from rich.table import Table
 
 from trialbook.agents.base import agent_options
 from trialbook.cli.common import Db, Json, Replace, app, comma_list, done, emit
+from trialbook.harness.config import RunConfig, Tally
 from trialbook.harness.policy import policy_rows
 from trialbook.harness.quickstart import quickstart
-from trialbook.harness.runner import RunConfig, Tally, clean, rerun, resume_run, start_run
+from trialbook.harness.runner import clean, rerun, resume_run, start_run
 from trialbook.harness.validate import ValidateOptions, validate
 from trialbook.ledger.store import Ledger
 from trialbook.report import tables

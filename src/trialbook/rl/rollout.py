@@ -27,8 +27,11 @@ from trialbook.agents.base import Agent, AgentResult, agent_stack, get_agent, wi
 from trialbook.agents.base import FormatError as FormatStop
 from trialbook.agents.mini import MiniAgent, SandboxEnvironment
 from trialbook.errors import UserError
+from trialbook.harness.config import RunConfig
+from trialbook.harness.paths import RunPaths
 from trialbook.harness.results import record_trial, write_trial_dir
-from trialbook.harness.runner import RunConfig, connect, open_run
+from trialbook.harness.runner import open_run
+from trialbook.harness.stack import connect
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_trial
 from trialbook.ledger.store import Ledger
 from trialbook.records import Run
@@ -127,7 +130,7 @@ class Rollouts:
         self.ledger = Ledger(str(db) if db is not None else None)
         self.run = run
         self.rewards = rewards
-        self.runs_dir = Path(runs_dir) / run
+        self.runs_dir = RunPaths.of(runs_dir, run).folder
         specs, errors = load_tasks(Path(tasks_dir))
         if errors:
             raise UserError(f"unusable task folder(s): {', '.join(e.task_id for e in errors)}")
