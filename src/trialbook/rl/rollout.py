@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import trialbook
-from trialbook.agents.base import Agent, AgentResult, agent_stack, get_agent, with_agent_stack
+from trialbook.agents.base import Agent, AgentResult, agent_stack, with_agent_stack
 from trialbook.agents.base import FormatError as FormatStop
 from trialbook.agents.mini import MiniAgent, SandboxEnvironment
+from trialbook.agents.registry import get_agent
 from trialbook.errors import UserError
 from trialbook.harness.config import RunConfig
 from trialbook.harness.paths import RunPaths
