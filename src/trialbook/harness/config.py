@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from trialbook.harness.paths import RunPaths
+from trialbook.harness.paths import DEFAULT_RUNS_DIR, RunPaths
 from trialbook.tasks import TaskError, TaskSpec, load_tasks
 
 
@@ -24,7 +24,7 @@ class RunConfig(BaseModel):
     retries: int = Field(2, ge=0)
     backoff_s: float = Field(2.0, ge=0)
     tasks: list[str] | None = None
-    runs_dir: str = "runs"
+    runs_dir: str = str(DEFAULT_RUNS_DIR)
     agent_options: dict[str, Any] = Field(default_factory=dict)  # e.g. the mini agent's endpoints
 
     def paths(self, run_name: str) -> RunPaths:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+DEFAULT_RUNS_DIR = Path("runs")  # --runs-dir
 TRIAL_PREFIX = "tb-"  # container names and trial folder names (harness/trial.py trial_name)
 
 

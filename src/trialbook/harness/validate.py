@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from trialbook.errors import UserError
 from trialbook.harness.config import Plan, RunConfig
 from trialbook.harness.lock import run_lock
+from trialbook.harness.paths import DEFAULT_RUNS_DIR
 from trialbook.harness.pool import execute
 from trialbook.harness.runner import open_run
 from trialbook.harness.stack import connect, sandbox_stack
@@ -266,7 +267,7 @@ class ValidateOptions:
     repeats: int = 3
     timeout_multiplier: float = 1.0
     concurrency: int = 2
-    runs_dir: Path = Path("runs")
+    runs_dir: Path = DEFAULT_RUNS_DIR
     tasks: list[str] | None = None
     run: str | None = None
     replace: bool = False

@@ -29,7 +29,7 @@ from trialbook.agents.mini import MiniAgent, SandboxEnvironment
 from trialbook.agents.registry import get_agent
 from trialbook.errors import UserError
 from trialbook.harness.config import RunConfig
-from trialbook.harness.paths import RunPaths
+from trialbook.harness.paths import DEFAULT_RUNS_DIR, RunPaths
 from trialbook.harness.results import record_trial, write_trial_dir
 from trialbook.harness.runner import open_run
 from trialbook.harness.stack import connect
@@ -126,7 +126,7 @@ class Rollouts:
         rewards: RewardPolicy = DEFAULT_POLICY,
         agent_options: dict[str, Any] | None = None,
         retries: int = 2,
-        runs_dir: str | Path = "runs",
+        runs_dir: str | Path = DEFAULT_RUNS_DIR,
     ) -> None:
         self.ledger = Ledger(str(db) if db is not None else None)
         self.run = run
