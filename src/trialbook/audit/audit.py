@@ -15,22 +15,14 @@ from typing import Any
 from trialbook.audit.regrade import DEFAULT_JOBS, Evidence, evidence
 from trialbook.audit.signatures import BY_NAME, SIGNATURES, matches
 from trialbook.ledger.store import Ledger
-from trialbook.records import NOT_PASSING, is_graded
+from trialbook.outcomes import NOT_PASSING, is_graded, p2p_regression
 
 MIN_TRIALS = 2  # a test must run in at least this many trials before "fails in most" means anything
 
 
 def p2p_penalty(ev: Evidence) -> bool:
-    """Graded, every F2P test passes, some P2P test fails (from the re-grade where a log exists)."""
-    if not is_graded(ev.trial["outcome"]):
-        return False
-    if ev.grade is not None:
-        return ev.grade.p2p_regression
-    tests = ev.tests or {}
-    f2p, p2p = tests.get("FAIL_TO_PASS"), tests.get("PASS_TO_PASS")
-    if not f2p or p2p is None:
-        return False
-    return not any(s in NOT_PASSING for s in f2p.values()) and any(s in NOT_PASSING for s in p2p.values())
+    """A graded trial whose statuses (from the re-grade where a log exists) are a `p2p_regression`."""
+    return is_graded(ev.trial["outcome"]) and p2p_regression(ev.tests)
 
 
 def _share(k: int, n: int) -> float | None:
