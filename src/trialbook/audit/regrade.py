@@ -15,13 +15,10 @@ from functools import partial
 from multiprocessing import get_context
 from typing import Any
 
-from sqlalchemy import func, select
-
-from trialbook.ledger.schema import artifacts
-from trialbook.ledger.schema import tasks as tasks_table
-from trialbook.ledger.schema import trials as trials_table
-from trialbook.ledger.store import Ledger, loads
-from trialbook.records import NOT_PASSING, is_graded, is_resolved
+from trialbook.ledger import queries
+from trialbook.ledger.rows import TaskLists
+from trialbook.ledger.store import Ledger
+from trialbook.outcomes import NOT_PASSING, is_graded, is_resolved
 from trialbook.verify.grading import GradeResult, grade_parsed, parse_status_map
 
 # Artifact names that hold a verifier's test output, most specific first
@@ -33,13 +30,6 @@ GROUPS = ("FAIL_TO_PASS", "PASS_TO_PASS")
 CHUNK = 200  # trials whose logs are read in one query
 PARALLEL_MIN = 400  # below this many logs, worker processes cost more than they save
 DEFAULT_JOBS = min(os.cpu_count() or 1, 8)
-
-
-@dataclass
-class TaskLists:
-    repo: str | None
-    fail_to_pass: list[str]
-    pass_to_pass: list[str]
 
 
 @dataclass
@@ -67,21 +57,6 @@ class Evidence:
         return self.trial["tests"]
 
 
-def task_lists(ledger: Ledger, task_ids: set[str]) -> dict[str, TaskLists]:
-    """F2P/P2P lists from the ledger's tasks table, for the tasks that have both."""
-    out: dict[str, TaskLists] = {}
-    ids = sorted(task_ids)
-    with ledger.engine.connect() as conn:
-        for start in range(0, len(ids), 500):
-            c = tasks_table.c
-            q = select(c.task_id, c.repo, c.fail_to_pass, c.pass_to_pass).where(c.task_id.in_(ids[start : start + 500]))
-            for task_id, repo, f2p, p2p in conn.execute(q):
-                f2p, p2p = loads(f2p), loads(p2p)
-                if f2p is not None and p2p is not None:
-                    out[task_id] = TaskLists(repo, f2p, p2p)
-    return out
-
-
 def _lists_for(trial: dict[str, Any], known: dict[str, TaskLists]) -> TaskLists | None:
     if trial["task_id"] in known:
         return known[trial["task_id"]]
@@ -89,26 +64,6 @@ def _lists_for(trial: dict[str, Any], known: dict[str, TaskLists]) -> TaskLists 
     if all(g in tests for g in GROUPS):  # the trial recorded its own lists
         return TaskLists(trial["repo"], list(tests["FAIL_TO_PASS"]), list(tests["PASS_TO_PASS"]))
     return None
-
-
-def _logs(ledger: Ledger, trial_ids: list[int]) -> dict[int, dict[str, str]]:
-    """The log artifacts of some trials in one query: {trial_id: {name: text}}."""
-    names = (*LOG_ARTIFACTS, *SIDE_ARTIFACTS)
-    q = select(artifacts.c.trial_id, artifacts.c.name, artifacts.c.content).where(
-        artifacts.c.trial_id.in_(trial_ids), artifacts.c.name.in_(names)
-    )
-    out: dict[int, dict[str, str]] = {}
-    with ledger.engine.connect() as conn:
-        for trial_id, name, content in conn.execute(q):
-            out.setdefault(trial_id, {})[name] = content
-    return out
-
-
-def _count_logs(ledger: Ledger, run_id: int) -> int:
-    current = select(trials_table.c.id).where(trials_table.c.run_id == run_id, trials_table.c.superseded_by.is_(None))
-    q = select(func.count()).where(artifacts.c.trial_id.in_(current), artifacts.c.name.in_(LOG_ARTIFACTS))
-    with ledger.engine.connect() as conn:
-        return int(conn.execute(q).scalar_one())
 
 
 def _first(files: dict[str, str], names: tuple[str, ...]) -> str | None:
@@ -135,11 +90,11 @@ def evidence(ledger: Ledger, run_id: int, jobs: int = 1) -> Iterator[Evidence]:
     Parsing is the cost (official logs run to megabytes); `jobs` > 1 spreads it over processes.
     """
     trials = list(ledger.trials(run_id))
-    known = task_lists(ledger, {t["task_id"] for t in trials})
-    with _mapper(jobs, _count_logs(ledger, run_id)) as mapper:
+    known = queries.task_lists(ledger, {t["task_id"] for t in trials})
+    with _mapper(jobs, queries.count_artifacts(ledger, run_id, LOG_ARTIFACTS)) as mapper:
         for start in range(0, len(trials), CHUNK):  # logs are large: fetch a chunk of trials at a time
             chunk = trials[start : start + CHUNK]
-            logs = _logs(ledger, [t["id"] for t in chunk])
+            logs = queries.artifacts_of(ledger, [t["id"] for t in chunk], (*LOG_ARTIFACTS, *SIDE_ARTIFACTS))
             rows = []
             for trial in chunk:
                 files = logs.get(trial["id"], {})

@@ -31,8 +31,7 @@ from trialbook.agents.base import agent_stack, with_agent_stack
 from trialbook.errors import TrialbookError, UserError
 from trialbook.harness.results import record_trial, write_trial_dir
 from trialbook.harness.trial import Interrupted, Stopper, TrialResult, TrialSettings, run_trial
-from trialbook.ledger.schema import runs
-from trialbook.ledger.store import Ledger, dumps
+from trialbook.ledger.store import Ledger
 from trialbook.records import Outcome, Run, is_resolved
 from trialbook.sandbox import DaemonError, DockerEngine, docker_help
 from trialbook.tasks import TaskError, TaskSpec, load_tasks
@@ -341,7 +340,7 @@ def rerun(ledger: Ledger, name: str, where: str, timeout_multiplier: float | Non
     stored = ledger.run(name)["config"]
     stored["reruns"] = [*stored.get("reruns", []), note]
     with ledger.transaction() as conn:
-        conn.execute(runs.update().where(runs.c.id == run["id"]).values(config=dumps(stored)))
+        ledger.set_run_config(conn, run["id"], stored)
     return tally
 
 

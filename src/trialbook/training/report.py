@@ -14,6 +14,7 @@ import orjson
 from scipy.special import stdtrit
 
 from trialbook.errors import UserError
+from trialbook.ledger import queries
 from trialbook.ledger.store import Ledger
 from trialbook.training.encounters import encounter_table
 from trialbook.training.ingest import load_steps
@@ -121,7 +122,7 @@ def read_task_list(source: str, ledger: Ledger) -> set[str]:
     if not path.is_file():
         if source not in ledger.run_names():
             raise UserError(f"--eval-set {source}: neither a task-list file nor a run in the ledger")
-        return {t["task_id"] for t in ledger.trials(ledger.run(source)["id"])}
+        return queries.task_ids(ledger, ledger.get_run(source).id)
     text = path.read_text()
     try:
         value = orjson.loads(text)
