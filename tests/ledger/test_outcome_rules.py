@@ -18,6 +18,7 @@ import pytest
 from trialbook.audit.audit import p2p_penalty
 from trialbook.audit.regrade import Evidence
 from trialbook.importers.jsonl import import_jsonl
+from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import (
     NOT_PASSING,
@@ -84,7 +85,7 @@ def test_grading_and_audit_apply_the_same_rule():
     assert grade_parsed({"t_new": "PASSED", **status_map}, None, "example/repo", ["t_new"], ["t_old"]).p2p_regression
     for _, tests, rule, _, _ in CASES:
         for outcome, graded in (("unresolved", True), ("agent_timeout", True), ("verifier_timeout", False)):
-            trial = {"task_id": "a__b-1", "outcome": outcome, "reward": 0.0, "tests": tests}
+            trial = TrialRow(1, 1, "a__b-1", 0, None, outcome, 0.0, *[None] * 8, tests, None, None, None, None)
             ev = Evidence(trial, None, None, None, None, {})
             assert p2p_penalty(ev) is (rule and graded)
 

@@ -16,7 +16,7 @@ from multiprocessing import get_context
 from typing import Any
 
 from trialbook.ledger import queries
-from trialbook.ledger.rows import TaskLists
+from trialbook.ledger.rows import TaskLists, TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import NOT_PASSING, is_graded, is_resolved
 from trialbook.verify.grading import GradeResult, grade_parsed, parse_status_map
@@ -36,7 +36,7 @@ DEFAULT_JOBS = min(os.cpu_count() or 1, 8)
 class Evidence:
     """One trial with what its verifier left behind."""
 
-    trial: dict[str, Any]
+    trial: TrialRow
     lists: TaskLists | None
     log: str | None  # the verifier's test output
     side_log: str | None  # e.g. run_instance.log
@@ -47,22 +47,22 @@ class Evidence:
 
     @property
     def recorded_resolved(self) -> bool:
-        return is_resolved(self.trial["outcome"], self.trial["reward"])
+        return is_resolved(self.trial.outcome, self.trial.reward)
 
     @property
     def tests(self) -> dict[str, dict[str, str]] | None:
         """Per-test statuses: trialbook's grade where a log exists, else what was recorded."""
         if self.grade is not None:
             return self.grade.tests
-        return self.trial["tests"]
+        return self.trial.tests
 
 
-def _lists_for(trial: dict[str, Any], known: dict[str, TaskLists]) -> TaskLists | None:
-    if trial["task_id"] in known:
-        return known[trial["task_id"]]
-    tests = trial["tests"] or {}
+def _lists_for(trial: TrialRow, known: dict[str, TaskLists]) -> TaskLists | None:
+    if trial.task_id in known:
+        return known[trial.task_id]
+    tests = trial.tests or {}
     if all(g in tests for g in GROUPS):  # the trial recorded its own lists
-        return TaskLists(trial["repo"], list(tests["FAIL_TO_PASS"]), list(tests["PASS_TO_PASS"]))
+        return TaskLists(trial.repo, list(tests["FAIL_TO_PASS"]), list(tests["PASS_TO_PASS"]))
     return None
 
 
@@ -89,20 +89,20 @@ def evidence(ledger: Ledger, run_id: int, jobs: int = 1) -> Iterator[Evidence]:
 
     Parsing is the cost (official logs run to megabytes); `jobs` > 1 spreads it over processes.
     """
-    trials = list(ledger.trials(run_id))
-    known = queries.task_lists(ledger, {t["task_id"] for t in trials})
+    trials = list(ledger.trial_rows(run_id))
+    known = queries.task_lists(ledger, {t.task_id for t in trials})
     with _mapper(jobs, queries.count_artifacts(ledger, run_id, LOG_ARTIFACTS)) as mapper:
         for start in range(0, len(trials), CHUNK):  # logs are large: fetch a chunk of trials at a time
             chunk = trials[start : start + CHUNK]
-            logs = queries.artifacts_of(ledger, [t["id"] for t in chunk], (*LOG_ARTIFACTS, *SIDE_ARTIFACTS))
+            logs = queries.artifacts_of(ledger, [t.id for t in chunk], (*LOG_ARTIFACTS, *SIDE_ARTIFACTS))
             rows = []
             for trial in chunk:
-                files = logs.get(trial["id"], {})
+                files = logs.get(trial.id, {})
                 lists = _lists_for(trial, known)
                 log = _first(files, LOG_ARTIFACTS)
-                repo = (lists.repo if lists else None) or trial["repo"]
+                repo = (lists.repo if lists else None) or trial.repo
                 rows.append((trial, lists, log, _first(files, SIDE_ARTIFACTS), repo))
-            todo = [(log, repo, t["task_id"]) for t, lists, log, _, repo in rows if log is not None and lists]
+            todo = [(log, repo, t.task_id) for t, lists, log, _, repo in rows if log is not None and lists]
             parsed = iter(mapper(_parse, todo))
             for trial, lists, log, side, repo in rows:
                 grade, status_map = None, {}
@@ -136,10 +136,10 @@ def differing_tests(recorded: dict[str, dict[str, str]] | None, grade: GradeResu
 
 def regrade_run(ledger: Ledger, run_name: str, jobs: int = DEFAULT_JOBS) -> dict[str, Any]:
     """Re-grade every graded trial that has a verifier log; list where trialbook disagrees."""
-    run = ledger.run(run_name)
+    run = ledger.get_run(run_name)
     n = regraded = agree = no_log = no_lists = ungraded = tests_differ = 0
     disagreements: list[dict[str, Any]] = []
-    for ev in evidence(ledger, run["id"], jobs):
+    for ev in evidence(ledger, run.id, jobs):
         n += 1
         if ev.log is None:
             no_log += 1
@@ -147,20 +147,20 @@ def regrade_run(ledger: Ledger, run_name: str, jobs: int = DEFAULT_JOBS) -> dict
         if ev.grade is None:
             no_lists += 1
             continue
-        if not is_graded(ev.trial["outcome"]):
+        if not is_graded(ev.trial.outcome):
             ungraded += 1  # no recorded grade to agree with
             continue
         regraded += 1
-        tests = differing_tests(ev.trial["tests"], ev.grade)
+        tests = differing_tests(ev.trial.tests, ev.grade)
         if ev.grade.resolved == ev.recorded_resolved:
             agree += 1
-            tests_differ += bool(ev.trial["tests"] and tests)
+            tests_differ += bool(ev.trial.tests and tests)
             continue
         disagreements.append(
             {
-                "task_id": ev.trial["task_id"],
-                "attempt": ev.trial["attempt"],
-                "recorded": "resolved" if ev.recorded_resolved else ev.trial["outcome"],
+                "task_id": ev.trial.task_id,
+                "attempt": ev.trial.attempt,
+                "recorded": "resolved" if ev.recorded_resolved else ev.trial.outcome,
                 "regraded": "resolved" if ev.grade.resolved else "unresolved",
                 "tests": tests,
             }

@@ -63,7 +63,7 @@ def _setup_error_on_listed_test(ev: Evidence) -> bool:
 
 
 def _verifier_timed_out(ev: Evidence) -> bool:
-    return ev.trial["outcome"] == Outcome.VERIFIER_TIMEOUT.value or (
+    return ev.trial.outcome == Outcome.VERIFIER_TIMEOUT.value or (
         ev.grade is not None and ev.grade.marker == "tests_timed_out"
     )
 

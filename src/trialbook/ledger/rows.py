@@ -84,3 +84,32 @@ class StepRow:
 # DBAPI cursor (a million of them: no per-row object): task_id, repo, flags, step, wv, epoch, count.
 # flags = outcome code (low 4 bits) | REWARD_1 | P2P, with -1 for a missing step / wv / epoch.
 TrajectoryGroup = tuple[str, str | None, int, int, int, int, int]
+
+
+@dataclass
+class TrialRow:
+    """One stored trial, JSON columns decoded."""
+
+    id: int
+    run_id: int
+    task_id: str
+    attempt: int
+    repo: str | None
+    outcome: str
+    reward: float | None
+    step: int | None
+    wv: int | None
+    epoch: int | None
+    exception: str | None
+    exception_message: str | None
+    duration_s: float | None
+    tokens: int | None
+    turns: int | None
+    tests: dict[str, dict[str, str]] | None
+    started_at: str | None
+    finished_at: str | None
+    extra: dict[str, Any] | None
+    superseded_by: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(vars(self))

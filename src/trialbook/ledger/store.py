@@ -19,7 +19,7 @@ from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
 
 from trialbook.errors import TrialbookError, UserError
 from trialbook.ledger import schema
-from trialbook.ledger.rows import RunRow
+from trialbook.ledger.rows import RunRow, TrialRow
 from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
 from trialbook.records import Run, Task
 
@@ -185,8 +185,8 @@ class Ledger:
         with self.engine.connect() as conn:
             return list(conn.execute(select(runs.c.name).order_by(runs.c.id)).scalars())
 
-    def trials(self, run_id: int, current_only: bool = True) -> Iterator[dict[str, Any]]:
-        """Trials of a run as dicts (JSON columns decoded), in (task_id, attempt) order."""
+    def trial_rows(self, run_id: int, current_only: bool = True) -> Iterator[TrialRow]:
+        """Trials of a run (JSON columns decoded), in insertion order."""
         q = select(trials).where(trials.c.run_id == run_id)
         if current_only:
             q = q.where(trials.c.superseded_by.is_(None))
@@ -196,7 +196,11 @@ class Ledger:
                 out = dict(row)
                 out["tests"] = loads(out["tests"])
                 out["extra"] = loads(out["extra"])
-                yield out
+                yield TrialRow(**out)
+
+    def trials(self, run_id: int, current_only: bool = True) -> Iterator[dict[str, Any]]:
+        """`trial_rows` as dicts, for callers not yet moved to the typed row."""
+        return (row.as_dict() for row in self.trial_rows(run_id, current_only))
 
     def artifact(self, trial_id: int, name: str) -> str | None:
         q = select(artifacts.c.content).where(artifacts.c.trial_id == trial_id, artifacts.c.name == name)
