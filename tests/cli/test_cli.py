@@ -5,8 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import app
-from trialbook.cli import AREAS, COMMAND_AREAS
+from trialbook.cli import AREAS, COMMAND_AREAS, load
+
+app = load()  # every area's commands
 
 
 def registered(typer_app) -> set[str]:

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from paths import EXAMPLES
 from trialbook.errors import UserError
 from trialbook.harness.policy import POLICY, policy_rows, rule_for
 from trialbook.records import OUTCOMES, Outcome
 from trialbook.tasks import load_task, load_tasks
 from trialbook.tasks.loader import tree_hash
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
 PITFALLS = {"plain-bugfix", "uncommitted-test-config", "hung-verifier", "slow-solution", "proxy-env", "flaky-p2p"}
 
 

@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from paths import EXAMPLES
 from trialbook.agents.llama import LlamaServer
 from trialbook.ledger.store import Ledger
 from trialbook.rollout import Rollouts
 from trialbook.trainers import ArealWorkflow, SkyRLGenerator, train_grpo, trl_reward
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
+
+pytestmark = [pytest.mark.llm, pytest.mark.docker]  # the model server and Docker sandboxes, in every test
 
 
 @pytest.fixture(scope="module")
