@@ -21,7 +21,6 @@ from trialbook.ledger.store import Ledger
 from trialbook.rewards import RewardPolicy
 from trialbook.rollout import Rollouts
 
-
 pytestmark = [pytest.mark.llm, pytest.mark.docker]  # the model server and Docker sandboxes, in every test
 
 

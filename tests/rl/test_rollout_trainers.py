@@ -16,7 +16,6 @@ from trialbook.ledger.store import Ledger
 from trialbook.rollout import Rollouts
 from trialbook.trainers import ArealWorkflow, SkyRLGenerator, train_grpo, trl_reward
 
-
 pytestmark = [pytest.mark.llm, pytest.mark.docker]  # the model server and Docker sandboxes, in every test
 
 
