@@ -18,6 +18,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, func, select
 from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
 
 from trialbook.errors import TrialbookError, UserError
+from trialbook.extras import require
 from trialbook.ledger import schema
 from trialbook.ledger.rows import RunRow, TrialRow
 from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
@@ -31,6 +32,7 @@ def resolve_db(db: str | None) -> str:
     target = db or os.environ.get("TRIALBOOK_DB") or DEFAULT_DB
     if "://" in target:
         if target.startswith("postgresql://"):
+            require("postgres", "a postgresql:// ledger")
             return "postgresql+psycopg://" + target[len("postgresql://") :]
         return target
     return f"sqlite:///{Path(target).expanduser()}"

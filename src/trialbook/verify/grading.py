@@ -1,4 +1,5 @@
-"""Grade a verifier's test log against F2P/P2P lists with the official `swebench` parsers and rules.
+"""Grade a verifier's test log against F2P/P2P lists with the official `swebench` parsers and rules
+(swebench_copy.py: swebench's own code, without the package's 75 dependencies).
 
 The per-repo log parser (`MAP_REPO_TO_PARSER`) and the resolution rule (`get_eval_tests_report` +
 `get_resolution_status`) are swebench's own, so a trialbook grade means what the official harness's
@@ -18,11 +19,14 @@ from types import SimpleNamespace
 from typing import Any
 
 from pydantic import BaseModel
-from swebench.harness.constants import (
+
+from trialbook.outcomes import NOT_PASSING, p2p_regression
+from trialbook.verify.swebench_copy import (
     APPLY_PATCH_FAIL,
     END_TEST_OUTPUT,
     FAIL_ONLY_REPOS,
     FAIL_TO_PASS,
+    MAP_REPO_TO_PARSER,
     PASS_TO_PASS,
     RESET_FAILED,
     START_TEST_OUTPUT,
@@ -31,17 +35,13 @@ from swebench.harness.constants import (
     EvalType,
     ResolvedStatus,
     TestStatus,
-)
-from swebench.harness.grading import get_eval_tests_report, get_resolution_status
-from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
-from swebench.harness.log_parsers.python import (
+    get_eval_tests_report,
+    get_resolution_status,
     parse_log_matplotlib,
     parse_log_pytest,
     parse_log_pytest_options,
     parse_log_pytest_v2,
 )
-
-from trialbook.outcomes import NOT_PASSING, p2p_regression
 
 # swebench's harness markers that mean "no valid test run": the official grader then sees no tests.
 BAD_MARKERS: dict[str, str] = {

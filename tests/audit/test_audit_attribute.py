@@ -10,7 +10,7 @@ from fractions import Fraction
 import pytest
 from sqlalchemy import func, select
 
-from conftest import INSTANCES, RESULTS
+from paths import INSTANCES, RESULTS
 from trialbook.audit.attribute import apportion, attribute_runs
 from trialbook.importers.common import import_run, trial_row
 from trialbook.ledger.schema import trials as trials_table
