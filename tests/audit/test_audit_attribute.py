@@ -12,9 +12,9 @@ from sqlalchemy import func, select
 
 from paths import INSTANCES, RESULTS
 from trialbook.audit.attribute import apportion, attribute_runs
-from trialbook.importers.common import import_run, trial_row
+from trialbook.importers.common import import_run
 from trialbook.ledger.schema import trials as trials_table
-from trialbook.ledger.store import Ledger
+from trialbook.ledger.store import Ledger, trial_row
 from trialbook.records import Outcome, Run, Trial
 
 

@@ -89,7 +89,7 @@ except UserError as exc:
 def test_train_grpo_without_the_train_extra(tmp_path: Path) -> None:
     code = f"""
 from trialbook.errors import UserError
-from trialbook.trainers import train_grpo
+from trialbook.rl.trainers import train_grpo
 try:
     train_grpo(None, {str(tmp_path)!r})
 except UserError as exc:

@@ -9,8 +9,7 @@ from typing import Any
 
 from trialbook.harness.paths import TrialPaths
 from trialbook.harness.trial import TrialResult
-from trialbook.importers.common import trial_row
-from trialbook.ledger.store import Ledger
+from trialbook.ledger.store import Ledger, trial_row
 
 _write_lock = threading.Lock()
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from trialbook.errors import UserError
-from trialbook.importers.common import import_run, trial_row
-from trialbook.ledger.store import Ledger
+from trialbook.importers.common import import_run
+from trialbook.ledger.store import Ledger, trial_row
 from trialbook.outcomes import Outcome, classify, is_graded, pick_reward
 from trialbook.records import Run, Trial, repo_from_task_id
 

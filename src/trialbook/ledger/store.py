@@ -22,7 +22,7 @@ from trialbook.extras import require
 from trialbook.ledger import schema
 from trialbook.ledger.rows import RunRow, TrialRow
 from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
-from trialbook.records import Run, Task
+from trialbook.records import Run, Task, Trial
 
 DEFAULT_DB = "trialbook.db"
 
@@ -49,6 +49,15 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 def dumps(value: Any) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def trial_row(run_id: int, t: Trial) -> tuple[Any, ...]:
+    """A positional row in TRIAL_COLUMNS order."""
+    return (
+        run_id, t.task_id, t.attempt, t.repo, t.outcome.value, t.reward, t.step, t.wv, t.epoch,
+        t.exception, t.exception_message, t.duration_s, t.tokens, t.turns, dumps(t.tests),
+        t.started_at, t.finished_at, dumps(t.extra), None,
+    )  # fmt: skip
 
 
 def loads(text: str | None) -> Any:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from trialbook.errors import UserError
-from trialbook.importers.common import json_lines
+from trialbook.files import json_lines
 from trialbook.ledger import queries
 from trialbook.ledger.store import Ledger, dumps
 
