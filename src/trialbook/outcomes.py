@@ -85,6 +85,7 @@ POLICY: dict[str, Rule] = {
     "DaemonError": Rule(Outcome.INFRA_ERROR, True, False, "Docker daemon/API error"),
     "ImageBuildError": Rule(Outcome.INFRA_ERROR, True, False, "task image missing or its build failed"),
     "ContainerStartError": Rule(Outcome.INFRA_ERROR, True, False, "sandbox container did not start"),
+    "NodeLostError": Rule(Outcome.INFRA_ERROR, True, False, "Ray: the trial's node or worker died; run elsewhere"),
     "EndpointError": Rule(Outcome.INFRA_ERROR, True, False, "model endpoint unreachable or failing (5xx)"),
     "InvalidTaskError": Rule(Outcome.INFRA_ERROR, False, False, "task folder unusable (task.toml, test.sh)"),
     "GraderUnavailableError": Rule(Outcome.INFRA_ERROR, False, False, "task has test lists; grader not importable"),

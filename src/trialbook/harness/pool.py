@@ -1,25 +1,26 @@
-"""Executing planned trials: a thread pool, the run's deadline, a progress bar, each trial recorded as it ends."""
+"""Executing planned trials: an executor (harness/executors.py), the run's deadline, a progress bar, and each
+trial recorded as it ends (this process is the only ledger writer, whatever the executor)."""
 
 from __future__ import annotations
 
 import shutil
 import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from trialbook.agents import get_agent
 from trialbook.harness.config import Plan, RunConfig, Tally
+from trialbook.harness.executors import Executor
 from trialbook.harness.lock import run_lock
 from trialbook.harness.paths import RunPaths
 from trialbook.harness.results import record_trial, write_trial_dir
 from trialbook.harness.stack import update_stack
-from trialbook.harness.trial import Interrupted, Stopper, TrialResult, TrialSettings, run_trial
+from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
 from trialbook.ledger.store import Ledger
 from trialbook.records import Outcome, is_resolved
-from trialbook.sandbox import DockerEngine
 
 
 def progress_bar() -> Progress:
@@ -36,7 +37,7 @@ def progress_bar() -> Progress:
 
 def execute(
     ledger: Ledger,
-    engine: DockerEngine,
+    executor: Executor,
     run_id: int,
     run_name: str,
     config: RunConfig,
@@ -44,7 +45,7 @@ def execute(
     timeout_multiplier: float | None = None,
     on_result: Callable[[TrialResult], None] | None = None,
 ) -> Tally:
-    """Run `plans` with `config.concurrency` threads; each finished trial is recorded at once."""
+    """Run `plans`, `config.concurrency` at once, where `executor` says; each finished trial is recorded at once."""
     settings = TrialSettings(
         run=run_name,
         agent=get_agent(config.agent, config.agent_options),
@@ -53,12 +54,12 @@ def execute(
         backoff_s=config.backoff_s,
     )
     with run_lock(config, run_name):
-        return _execute(ledger, engine, run_id, config, plans, settings, config.paths(run_name), on_result)
+        return _execute(ledger, executor, run_id, config, plans, settings, config.paths(run_name), on_result)
 
 
 def _execute(
     ledger: Ledger,
-    engine: DockerEngine,
+    executor: Executor,
     run_id: int,
     config: RunConfig,
     plans: list[Plan],
@@ -69,54 +70,44 @@ def _execute(
     run_name = paths.run
     stopper = Stopper()
     timer = None
+    deadline_at = None
     if config.deadline_minutes is not None:
+        deadline_at = time.time() + config.deadline_minutes * 60
         timer = threading.Timer(config.deadline_minutes * 60, stopper.fire, args=("deadline",))
         timer.daemon = True
         timer.start()
     tally = Tally(total=len(plans))
     images: dict[str, str] = {}
 
-    def one(plan: Plan) -> TrialResult | None:
-        try:
-            return run_trial(engine, plan.task, plan.attempt, settings, stopper)
-        except Interrupted:
-            return None
-
-    with progress_bar() as bar, ThreadPoolExecutor(max_workers=config.concurrency) as pool:
+    with progress_bar() as bar:
         ptask = bar.add_task(run_name, total=len(plans), resolved=0, errors=0)
-        pending: dict[Future[TrialResult | None], Plan] = {pool.submit(one, p): p for p in plans}
         try:
-            while pending:
-                finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    plan = pending.pop(fut)
-                    result = fut.result()
-                    if result is None:
-                        continue
-                    record_trial(ledger, run_id, result, plan.supersedes)
-                    write_trial_dir(paths.folder, run_name, result)
-                    if plan.supersedes_name:
-                        _retire(paths, plan.supersedes_name)
-                    if result.image:
-                        images[result.trial.task_id] = result.image[1]
-                    t = result.trial
-                    tally.done += 1
-                    tally.resolved += is_resolved(t.outcome, t.reward)
-                    tally.errors += t.outcome in (Outcome.INFRA_ERROR, Outcome.VERIFIER_TIMEOUT)
-                    tally.deadline_hit |= t.outcome == Outcome.INCOMPLETE
-                    bar.update(ptask, advance=1, resolved=tally.resolved, errors=tally.errors)
-                    if on_result:
-                        on_result(result)
+            for plan, result in executor.results(plans, settings, stopper, config.concurrency, deadline_at):
+                if result is None:
+                    continue
+                record_trial(ledger, run_id, result, plan.supersedes)
+                write_trial_dir(paths.folder, run_name, result)
+                if plan.supersedes_name:
+                    _retire(paths, plan.supersedes_name)
+                if result.image:
+                    images[result.trial.task_id] = result.image[1]
+                t = result.trial
+                tally.done += 1
+                tally.resolved += is_resolved(t.outcome, t.reward)
+                tally.errors += t.outcome in (Outcome.INFRA_ERROR, Outcome.VERIFIER_TIMEOUT)
+                tally.deadline_hit |= t.outcome == Outcome.INCOMPLETE
+                bar.update(ptask, advance=1, resolved=tally.resolved, errors=tally.errors)
+                if on_result:
+                    on_result(result)
         except KeyboardInterrupt:
             tally.interrupted = True
             stopper.fire("interrupt")
-            pool.shutdown(wait=True, cancel_futures=True)
-            engine.clean(run_name, images=False)
+            executor.clean(run_name, images=False)
             raise
         finally:
             if timer is not None:
                 timer.cancel()
-    update_stack(ledger, engine, run_id, run_name, config, images)
+    update_stack(ledger, executor, run_id, run_name, config, images)
     return tally
 
 
