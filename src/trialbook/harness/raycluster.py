@@ -119,12 +119,31 @@ def _first_line(exc: BaseException) -> str:
     return text[0][:300] if text else type(exc).__name__
 
 
+def _reachable(address: str) -> str:
+    """The address to hand to ray.init, once its head answers on TCP: ray.init itself retries an unreachable
+    head for ever. `auto` is the cluster this machine belongs to (the file `ray start` leaves)."""
+    if address == "auto":
+        current = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+        if not current.is_file():
+            raise UserError("no Ray cluster runs on this machine: pass --ray-address HOST:PORT or set RAY_ADDRESS")
+        address = current.read_text().strip()
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise UserError(f"--ray-address must be HOST:PORT (the head's GCS port, 6379 by default), got '{address}'")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise UserError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
+    return address
+
+
 class RayExecutor:
     name = "ray"
 
     def __init__(self, address: str) -> None:
         self.address = address
         try:
+            address = _reachable(address) if not ray.is_initialized() else address
             if not ray.is_initialized():
                 ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
             docker = ray.cluster_resources().get(DOCKER, 0)
@@ -135,7 +154,7 @@ class RayExecutor:
                 f"no node of the Ray cluster at {address} offers the '{DOCKER}' resource: start each node that has "
                 f"a Docker daemon with `ray start ... --resources '{{\"{DOCKER}\": N}}'` (N trials at once)"
             )
-        self._trial = ray.remote(_node_trial).options(max_retries=0)
+        self._trial = ray.remote(_node_trial)
         self._blobs: dict[Path, tuple[Any, str]] = {}
 
     # ---- cluster-wide helpers -------------------------------------------------------------------------
@@ -184,7 +203,7 @@ class RayExecutor:
         else:
             blob, digest = None, ""
             opts = {"num_cpus": 0, "resources": {DOCKER: 0.001}}
-        return self._trial.options(**opts).remote(task, blob, digest, attempt, settings, deadline_at)
+        return self._trial.options(max_retries=0, **opts).remote(task, blob, digest, attempt, settings, deadline_at)
 
     def run_one(
         self, task: TaskSpec | TaskError, attempt: int, settings: TrialSettings, stopper: Stopper
