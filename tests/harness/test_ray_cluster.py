@@ -164,12 +164,14 @@ def test_rollouts_run_on_the_cluster_and_are_recorded_by_the_caller(cluster, eng
     try:
         rollouts = Rollouts(db, run, EXAMPLES, executor="ray", ray_address=cluster.address, runs_dir=tmp_path / "r")
         fix = "```bash\n" + (EXAMPLES / "plain-bugfix" / "solution" / "solve.sh").read_text() + "```"
-        results = asyncio.run(
-            asyncio.gather(
+
+        async def both() -> list:
+            return list(await asyncio.gather(
                 rollouts.score("plain-bugfix", "no bash block here", step=0, wv=0),
                 rollouts.score("plain-bugfix", fix, step=0, wv=0, attempt=1),
-            )
-        )
+            ))  # fmt: skip
+
+        results = asyncio.run(both())
         rollouts.close()
     finally:
         ray.shutdown()
