@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import secrets
 from typing import Any
 
@@ -76,7 +77,8 @@ def _script(stage: str, mark: str) -> str:
     One exec instead of prepare + run + copy-out: each exec or copy costs ~0.1 s of daemon time.
     """
     return (
-        f"rm -rf {TESTS_DIR} {LOG_DIR} && mkdir -p {LOG_DIR} && mv {stage}/tests {TESTS_DIR} && rm -rf {stage}"
+        f"rm -rf {TESTS_DIR} {LOG_DIR}; {{ [ -d /logs ] && [ ! -L /logs ]; }} || rm -rf /logs\n"
+        f"mkdir -p {LOG_DIR} && mv {stage}/tests {TESTS_DIR} && rm -rf {stage}"
         f" || {{ echo 'trialbook: could not stage the tests' >&2; exit 97; }}\n"
         f"bash {TESTS_DIR}/test.sh\nrc=$?\n"
         f"for f in reward.txt reward.json; do\n"
@@ -91,9 +93,10 @@ def parse_reward(files: dict[str, str]) -> float | None:
     text = files.get("reward.txt", "").strip()
     if text:
         try:
-            return float(text.split()[0])
+            value = float(text.split()[0])
         except ValueError:
             return None
+        return value if math.isfinite(value) else None
     raw = files.get("reward.json")
     if raw is None:
         return None
@@ -101,9 +104,8 @@ def parse_reward(files: dict[str, str]) -> float | None:
         data = json.loads(raw)
     except json.JSONDecodeError:
         return None
-    if isinstance(data, dict):
-        return pick_reward(data)
-    return float(data) if isinstance(data, int | float) else None
+    value = pick_reward(data) if isinstance(data, dict) else data
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 
 def _split(output: str, mark: str) -> tuple[str, dict[str, str]]:
