@@ -190,7 +190,7 @@ def apply_change(box: Sandbox, change: Change, task: TaskSpec, exclude: list[str
         change.patch = out
 
 
-def restore_container(engine: DockerEngine, box: Sandbox, task: TaskSpec) -> None:
+def restore_container(box: Sandbox, task: TaskSpec) -> None:
     """`isolation = "container"`: kill every agent process and put the harness's files back."""
     box.restart()
     if task.shell_setup:
