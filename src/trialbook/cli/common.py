@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+from trialbook.names import check_run_name
+
 app = typer.Typer(
     help="Run agent trials, keep them in one ledger, compare runs with honest statistics.",
     no_args_is_help=True,
@@ -20,7 +22,20 @@ Db = Annotated[
 ]
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 Replace = Annotated[bool, typer.Option("--replace", help="Overwrite a run of the same name.")]
-RunName = Annotated[str | None, typer.Option("--run", help="Run name (default: from the source).")]
+
+
+def valid_run(value: Any) -> Any:
+    """Typer callback: every run name given on the command line passes names.check_run_name."""
+    for name in value if isinstance(value, list | tuple) else [value]:
+        if name is not None:
+            check_run_name(name)
+    return value
+
+
+RunName = Annotated[
+    str | None, typer.Option("--run", help="Run name (default: from the source).", callback=valid_run)
+]
+RunArg = Annotated[str, typer.Argument(help="Run name.", callback=valid_run)]
 
 
 def comma_list(text: str | None) -> list[str] | None:

@@ -24,6 +24,7 @@ from trialbook.harness.pool import execute
 from trialbook.harness.runner import open_run
 from trialbook.harness.stack import connect, sandbox_stack
 from trialbook.ledger.store import Ledger
+from trialbook.names import safe_name
 from trialbook.records import NOT_PASSING, Outcome, Run, is_resolved
 from trialbook.sandbox import DockerEngine
 from trialbook.tasks import TaskError, TaskSpec, load_tasks
@@ -275,7 +276,7 @@ class ValidateOptions:
 
 def default_run_name(tasks_dir: Path) -> str:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    return f"validate-{tasks_dir.resolve().name}-{stamp}"
+    return safe_name(f"validate-{tasks_dir.resolve().name}-{stamp}")
 
 
 def _run_variant(

@@ -18,6 +18,7 @@ from trialbook.errors import UserError
 from trialbook.harness.policy import classify
 from trialbook.importers.common import import_run, trial_row
 from trialbook.ledger.store import Ledger
+from trialbook.names import safe_name
 from trialbook.records import Outcome, Run, Trial, is_graded, repo_from_task_id
 
 PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
@@ -124,6 +125,6 @@ def import_harbor(ledger: Ledger, job: Path, run_name: str | None = None, replac
             yield trial_row(run_id, trial)
 
     config = _load(job / "config.json") if (job / "config.json").is_file() else {}
-    name = run_name or job.name
+    name = run_name or safe_name(job.resolve().name)
     run = Run(name=name, kind="eval", source=str(job), stack=_stack(job, first), config=config)
     return name, import_run(ledger, run, rows, replace=replace)

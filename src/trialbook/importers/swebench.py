@@ -14,6 +14,7 @@ from typing import Any
 from trialbook.errors import UserError
 from trialbook.importers.common import import_run, json_lines, trial_row
 from trialbook.ledger.store import Ledger
+from trialbook.names import safe_name
 from trialbook.records import Outcome, Run, Task, Trial
 
 TAG_LISTS = ("no_generation", "no_logs")
@@ -103,7 +104,7 @@ def import_swebench(
             raise UserError(
                 f"{results_path}: {len(unknown)} {label} ids are not in {instances_path} (first: {unknown[0]})"
             )
-    name = run_name or results.get("system") or results_path.stem
+    name = run_name or safe_name(str(results.get("system") or results_path.stem))
     files_by_task: dict[str, dict[str, str]] = {}
 
     def rows(run_id: int) -> Iterator[tuple[Any, ...]]:

@@ -20,6 +20,7 @@ from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
 from trialbook.errors import TrialbookError, UserError
 from trialbook.ledger import schema
 from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
+from trialbook.names import check_run_name
 from trialbook.records import Run, Task
 
 DEFAULT_DB = "trialbook.db"
@@ -80,6 +81,7 @@ class Ledger:
 
     # ---- writes (inside a transaction) -------------------------------------------------
     def create_run(self, conn: Connection, run: Run, replace: bool = False) -> int:
+        check_run_name(run.name)
         existing = conn.execute(select(runs.c.id).where(runs.c.name == run.name)).scalar()
         if existing is not None:
             if not replace:
