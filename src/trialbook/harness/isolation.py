@@ -44,6 +44,14 @@ class IsolationError(SandboxError):
     kind = "IsolationError"
 
 
+class LimitHit(Exception):
+    """A box hit its memory or pids limit before the verifier could start in it."""
+
+    def __init__(self, hits: dict[str, int]) -> None:
+        super().__init__(str(hits))
+        self.hits = hits
+
+
 @dataclass
 class Change:
     """The agent's working tree (a tar on disk) and, once computed, its diff against the image."""
@@ -64,7 +72,7 @@ def workdir_of(engine: DockerEngine, task: TaskSpec, image: str) -> str:
     if not workdir or workdir.rstrip("/") == "":
         raise IsolationError(
             f"task {task.task_id}: its working tree is unknown (no [environment] workdir and no WORKDIR in the "
-            "image); set one, or declare [verifier] isolation = \"container\""
+            'image); set one, or declare [verifier] isolation = "container"'
         )
     return workdir.rstrip("/")
 
@@ -113,7 +121,7 @@ def _git(stage: str) -> str:
         f"export HOME=/{stage} GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null\n"
         f"command -v git >/dev/null || {{ echo 'trialbook: no git in the task image' >&2; exit {NO_GIT}; }}\n"
         f"g() {{ git -c safe.directory='*' -c core.autocrlf=false -c core.fileMode=true -c core.quotePath=false"
-        f" --git-dir=/{stage}/git \"$@\"; }}\n"
+        f' --git-dir=/{stage}/git "$@"; }}\n'
     )
 
 
@@ -158,9 +166,7 @@ def is_test_infra(path: str, task: TaskSpec, diff_mentions_pytest: bool = True) 
 
 
 def _task_test_files(task: TaskSpec) -> set[str]:
-    return {
-        p.name for p in task.tests_dir.rglob("*") if p.is_file() and p.name not in ("test.sh", "config.json")
-    }
+    return {p.name for p in task.tests_dir.rglob("*") if p.is_file() and p.name not in ("test.sh", "config.json")}
 
 
 def _harness_exec(box: Sandbox, script: str, timeout: float) -> tuple[int | None, str]:
@@ -219,7 +225,10 @@ def grade(task: TaskSpec, open_box: Callable[[int], Sandbox], close_box: Callabl
     out = Grading()
     for k in range(VERIFIER_TRIES):
         out.tries = k + 1
-        box = open_box(k)
+        try:
+            box = open_box(k)
+        except LimitHit as hit:
+            return _limited(out, task, hit.hits, "while the agent's change was applied")
         try:
             before = box.limit_hits()
             try:
@@ -231,14 +240,18 @@ def grade(task: TaskSpec, open_box: Callable[[int], Sandbox], close_box: Callabl
         finally:
             close_box(box)
         if hits:
-            what = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in sorted(hits.items()))
-            limits = f"memory_mb = {task.memory_mb}, pids_limit = {task.pids_limit}"
-            out.verdict = None
-            out.error = ("SandboxLimitError", f"the verifier hit the sandbox's limits ({limits}): {what}")
-            out.extra["verifier_limit_hits"] = hits
-            return out
+            return _limited(out, task, hits, "while the verifier ran")
         if out.verdict is not None:
             return out
+    return out
+
+
+def _limited(out: Grading, task: TaskSpec, hits: dict[str, int], when: str) -> Grading:
+    what = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in sorted(hits.items()))
+    limits = f"memory_mb = {task.memory_mb}, pids_limit = {task.pids_limit}"
+    out.verdict = None
+    out.error = ("SandboxLimitError", f"the sandbox's limits ({limits}) were hit {when}: {what}")
+    out.extra["verifier_limit_hits"] = hits
     return out
 
 

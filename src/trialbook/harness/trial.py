@@ -16,7 +16,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trialbook.agents.base import Agent, AgentResult, AgentStopped
-from trialbook.harness.isolation import Change, Grading, apply_change, capture, grade, restore_container, workdir_of
+from trialbook.harness.isolation import (
+    Change,
+    Grading,
+    IsolationError,
+    LimitHit,
+    apply_change,
+    capture,
+    grade,
+    restore_container,
+    workdir_of,
+)
 from trialbook.harness.paths import TRIAL_PREFIX
 from trialbook.harness.policy import classify, rule_for
 from trialbook.records import Outcome, Trial, is_graded
@@ -294,6 +304,12 @@ def _grade_diff(
             vbox = start(f"{name}-{suffix}{k}")
             try:
                 apply_change(vbox, change, task, exclude, task.verifier_timeout)
+            except IsolationError:
+                hits = vbox.limit_hits()
+                _remove(vbox, state)
+                if hits:  # the task's own limits stopped the harness's git: not the agent's doing
+                    raise LimitHit(hits) from None
+                raise
             except BaseException:
                 _remove(vbox, state)
                 raise
