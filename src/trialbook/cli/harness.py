@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -117,9 +118,13 @@ def rerun_cmd(
 @app.command("clean")
 def clean_cmd(
     run: Annotated[str | None, typer.Option("--run", help="Only this run.", callback=valid_run)] = None,
+    db: Annotated[
+        str | None, typer.Option("--db", help="Only the containers this ledger's runs started [env TRIALBOOK_DB].")
+    ] = None,
 ) -> None:
     """Remove every container (and image built for a run) carrying trialbook labels."""
-    containers, images = clean(run)
+    target = db or os.environ.get("TRIALBOOK_DB")
+    containers, images = clean(run, Ledger(target) if target else None)
     done(f"removed {containers} container(s) and {images} image(s)" + (f" of run '{run}'" if run else ""))
 
 

@@ -10,13 +10,16 @@ from pathlib import Path
 
 from trialbook.errors import UserError
 from trialbook.harness.config import RunConfig
+from trialbook.ledger import locks
+from trialbook.ledger.store import Ledger
 
 _held: set[Path] = set()  # locks this process holds (re-entered by execute() inside resume/rerun)
 
 
 @contextmanager
-def run_lock(config: RunConfig, run_name: str) -> Iterator[None]:
-    """Hold the run's lock: a resume must not race a live run."""
+def run_lock(config: RunConfig, run_name: str, ledger: Ledger | None = None) -> Iterator[None]:
+    """Hold the run's lock: a resume must not race a live run. With `ledger`, the run is also
+    marked as executing in the ledger (ledger/locks.py), where every importer's --replace sees it."""
     paths = config.paths(run_name)
     paths.folder.mkdir(parents=True, exist_ok=True)
     path = paths.lock.resolve()
@@ -37,6 +40,15 @@ def run_lock(config: RunConfig, run_name: str) -> Iterator[None]:
         fh.flush()
         _held.add(path)
         try:
-            yield
+            if ledger is None:
+                yield
+                return
+            with ledger.transaction() as conn:
+                locks.acquire(conn, run_name)
+            try:
+                yield
+            finally:
+                with ledger.transaction() as conn:
+                    locks.release(conn, run_name)
         finally:
             _held.discard(path)

@@ -20,6 +20,7 @@ from trialbook.harness.trial import Interrupted, Stopper, TrialResult, TrialSett
 from trialbook.ledger.store import Ledger
 from trialbook.records import Outcome, is_resolved
 from trialbook.sandbox import DockerEngine
+from trialbook.sandbox.docker import LABEL_LEDGER, LABEL_RUN_ID
 
 
 def progress_bar() -> Progress:
@@ -51,8 +52,9 @@ def execute(
         timeout_multiplier=timeout_multiplier or config.timeout_multiplier,
         retries=config.retries,
         backoff_s=config.backoff_s,
+        labels={LABEL_LEDGER: ledger.id, LABEL_RUN_ID: str(run_id)},
     )
-    with run_lock(config, run_name):
+    with run_lock(config, run_name, ledger):
         return _execute(ledger, engine, run_id, config, plans, settings, config.paths(run_name), on_result)
 
 
@@ -111,7 +113,7 @@ def _execute(
             tally.interrupted = True
             stopper.fire("interrupt")
             pool.shutdown(wait=True, cancel_futures=True)
-            engine.clean(run_name, images=False)
+            engine.clean(run_name, images=False, ledger=settings.labels[LABEL_LEDGER])
             raise
         finally:
             if timer is not None:

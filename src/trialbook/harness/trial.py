@@ -221,8 +221,9 @@ def _attempt(
     phases = state["phase_s"]
     t = time.monotonic()
     state["image"] = engine.ensure_image(
-        task.task_id, task.image, task.dockerfile.parent, task.environment_hash, settings.run, task.allow_network
-    )
+        task.task_id, task.image, task.dockerfile.parent, task.environment_hash, settings.run, task.allow_network,
+        settings.labels,
+    )  # fmt: skip
     labels = {**settings.labels, LABEL_RUN: settings.run, LABEL_TRIAL: name, LABEL_TASK: task.task_id}
 
     def start(box_name: str) -> Sandbox:

@@ -313,7 +313,7 @@ def _run_variant(
     }
     stack = sandbox_stack(engine, "oracle+nop", specs, {})
     run = Run(name=name, kind="validate", config=stored, stack=stack, source=config.tasks_dir)
-    with run_lock(config, name):
+    with run_lock(config, name, ledger):
         run_id = open_run(ledger, run, config, [t for t in tasks if isinstance(t, TaskSpec)], opts.replace)
         for k, agent in enumerate(AGENTS):
             plans = [Plan(t, k * opts.repeats + a) for a in range(opts.repeats) for t in run_tasks]

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, func, select
-from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
 from trialbook.errors import TrialbookError, UserError
-from trialbook.ledger import schema
+from trialbook.ledger import locks, schema
 from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
 from trialbook.names import check_run_name
 from trialbook.records import Run, Task
@@ -86,6 +86,7 @@ class Ledger:
         if existing is not None:
             if not replace:
                 raise UserError(f"run '{run.name}' already exists (use --replace to overwrite it)")
+            locks.refuse_if_live(conn, run.name)  # a run being executed is never replaced under its process
             self._delete_run(conn, existing)
         created = (run.created or datetime.now(UTC)).isoformat(timespec="seconds")
         values = {
@@ -97,7 +98,16 @@ class Ledger:
             "labels": dumps(run.labels),
             "source": run.source,
         }
-        return int(conn.execute(runs.insert().values(**values).returning(runs.c.id)).scalar_one())
+        try:  # (the caller's transaction is abandoned on the error below)
+            return int(conn.execute(runs.insert().values(**values).returning(runs.c.id)).scalar_one())
+        except IntegrityError:  # another process created the same run between our check and insert
+            raise UserError(f"run '{run.name}' was created by another process at the same time") from None
+
+    @property
+    def id(self) -> str:
+        """This ledger's id (meta `ledger_id`): the `trialbook.ledger` label of every container it starts."""
+        with self.engine.connect() as conn:
+            return locks.ledger_id(conn)
 
     def _delete_run(self, conn: Connection, run_id: int) -> None:
         trial_ids = select(trials.c.id).where(trials.c.run_id == run_id)

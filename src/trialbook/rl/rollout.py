@@ -38,6 +38,7 @@ from trialbook.ledger.store import Ledger
 from trialbook.records import Run
 from trialbook.rl.rewards import DEFAULT_POLICY, RewardPolicy
 from trialbook.sandbox import Sandbox
+from trialbook.sandbox.docker import LABEL_LEDGER, LABEL_RUN_ID
 from trialbook.tasks import TaskSpec, load_tasks
 
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
@@ -212,8 +213,9 @@ class Rollouts:
         if task_id not in self.tasks:
             raise UserError(f"unknown task '{task_id}' (known: {', '.join(sorted(self.tasks))})")
         settings = TrialSettings(
-            run=self.run, agent=agent, retries=self.config.retries, backoff_s=self.config.backoff_s
-        )
+            run=self.run, agent=agent, retries=self.config.retries, backoff_s=self.config.backoff_s,
+            labels={LABEL_LEDGER: self.ledger.id, LABEL_RUN_ID: str(self.run_id)},
+        )  # fmt: skip
         task = self.tasks[task_id]
         result = await asyncio.to_thread(run_trial, self.engine, task, attempt, settings, self.stopper)
         return await asyncio.to_thread(self._record, result, step, wv, epoch, group_id)
@@ -262,4 +264,4 @@ class Rollouts:
 
     def close(self) -> None:
         """Remove any container this run left (there should be none)."""
-        self.engine.clean(self.run, images=False)
+        self.engine.clean(self.run, images=False, ledger=self.ledger.id)

@@ -307,7 +307,14 @@ class DockerEngine:
             raise DaemonError(f"image lookup {ref} failed: {exc}") from None
 
     def ensure_image(
-        self, key: str, image: str | None, context: Path, env_hash: str, run: str, network: bool
+        self,
+        key: str,
+        image: str | None,
+        context: Path,
+        env_hash: str,
+        run: str,
+        network: bool,
+        labels: dict[str, str] | None = None,
     ) -> tuple[str, str]:
         """(reference, image id) of a task's image: a named image must exist; else build the Dockerfile once."""
         if image is not None:
@@ -329,7 +336,7 @@ class DockerEngine:
                     rm=True,
                     forcerm=True,
                     network_mode=None if network else "none",
-                    labels={LABEL_RUN: run, LABEL_TASK: key},
+                    labels={**(labels or {}), LABEL_RUN: run, LABEL_TASK: key},
                 )
             except BuildError as exc:
                 last = next((str(x.get("error") or x.get("stream")) for x in reversed(list(exc.build_log))), "")
@@ -388,18 +395,24 @@ class DockerEngine:
         with contextlib.suppress(APIError, DockerException):
             self.client.containers.get(name).remove(force=True)
 
-    def containers(self, run: str | None = None) -> list[Any]:
-        label = f"{LABEL_RUN}={run}" if run else LABEL_RUN
-        return list(self.client.containers.list(all=True, filters={"label": label}))
+    @staticmethod
+    def _filters(run: str | None, ledger: str | None) -> dict[str, list[str]]:
+        labels = [f"{LABEL_RUN}={run}" if run else LABEL_RUN]
+        if ledger:
+            labels.append(f"{LABEL_LEDGER}={ledger}")
+        return {"label": labels}
 
-    def images(self, run: str | None = None) -> list[Any]:
-        label = f"{LABEL_RUN}={run}" if run else LABEL_RUN
-        return list(self.client.images.list(filters={"label": label}))
+    def containers(self, run: str | None = None, ledger: str | None = None) -> list[Any]:
+        return list(self.client.containers.list(all=True, filters=self._filters(run, ledger)))
 
-    def clean(self, run: str | None = None, images: bool = True) -> tuple[int, int]:
-        """Remove every labelled container (and image) of `run`, or of all runs; returns the counts."""
+    def images(self, run: str | None = None, ledger: str | None = None) -> list[Any]:
+        return list(self.client.images.list(filters=self._filters(run, ledger)))
+
+    def clean(self, run: str | None = None, images: bool = True, ledger: str | None = None) -> tuple[int, int]:
+        """Remove every labelled container (and image) of `run`, or of all runs; with `ledger`, only the
+        ones that ledger's runs started (label trialbook.ledger). Returns the counts."""
         n_containers = 0
-        for c in self.containers(run):
+        for c in self.containers(run, ledger):
             try:
                 c.remove(force=True)
                 n_containers += 1
@@ -410,10 +423,13 @@ class DockerEngine:
                     raise DaemonError(f"cannot remove {c.name}: {exc}") from None
         n_images = 0
         if images:
-            for img in self.images(run):
+            for img in self.images(run, ledger):
                 try:
                     self.client.images.remove(img.id, force=True)
                     n_images += 1
                 except (NotFound, ImageNotFound):
                     pass
+                except APIError as exc:
+                    if exc.status_code != 409:  # 409: a container (of another ledger or run) still uses it
+                        raise DaemonError(f"cannot remove image {img.id[:19]}: {exc}") from None
         return n_containers, n_images
