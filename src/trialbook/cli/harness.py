@@ -30,6 +30,8 @@ Multiplier = Annotated[
 
 def _finish(ledger: Ledger, name: str, tally: Tally, as_json: bool) -> None:
     extra = " (stopped at --deadline; stragglers recorded incomplete)" if tally.deadline_hit else ""
+    if tally.folder_warnings:
+        extra += f"; {tally.folder_warnings} trial folder(s) not written (see each trial's extra.warnings)"
     done(f"run '{name}': {tally.done} trials recorded, {tally.resolved} resolved, {tally.errors} errors{extra}")
     emit(run_summary(ledger, name), as_json, tables.print_show)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 from collections.abc import Iterator
@@ -34,10 +35,9 @@ def run_lock(config: RunConfig, run_name: str, ledger: Ledger | None = None) -> 
             owner = fh.read().strip() or "?"
             msg = f"run '{run_name}' is being executed by another process (pid {owner}); stop it first"
             raise UserError(msg) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
+        with contextlib.suppress(OSError):  # the pid is only for the message; a full disk must not stop the run
+            os.ftruncate(fh.fileno(), 0)  # unbuffered: nothing left to fail again when the file closes
+            os.pwrite(fh.fileno(), str(os.getpid()).encode(), 0)
         _held.add(path)
         try:
             if ledger is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from trialbook.agents import get_agent
 from trialbook.harness.config import Plan, RunConfig, Tally
 from trialbook.harness.lock import run_lock
 from trialbook.harness.paths import RunPaths
-from trialbook.harness.results import record_trial, write_trial_dir
+from trialbook.harness.results import record_trial, write_or_warn
 from trialbook.harness.stack import update_stack
 from trialbook.harness.trial import Interrupted, Stopper, TrialResult, TrialSettings, run_trial
 from trialbook.ledger.store import Ledger
@@ -95,10 +96,14 @@ def _execute(
                     result = fut.result()
                     if result is None:
                         continue
-                    record_trial(ledger, run_id, result, plan.supersedes)
-                    write_trial_dir(paths.folder, run_name, result)
-                    if plan.supersedes_name:
+                    trial_id = record_trial(ledger, run_id, result, plan.supersedes)  # the ledger first
+                    warning = write_or_warn(ledger, trial_id, paths.folder, run_name, result)
+                    if plan.supersedes_name and warning is None:
                         _retire(paths, plan.supersedes_name)
+                    if warning is not None:
+                        tally.folder_warnings += 1
+                        if tally.folder_warnings == 1:
+                            bar.console.print(f"warning: {warning} (the trial is recorded in the ledger)")
                     if result.image:
                         images[result.trial.task_id] = result.image[1]
                     t = result.trial
@@ -126,6 +131,7 @@ def _retire(paths: RunPaths, trial_name: str) -> None:
     """Move a superseded trial's folder aside so runs/<run>/ stays the run's current view."""
     folder = paths.trial(trial_name).folder
     if folder.is_dir():
-        paths.superseded.mkdir(exist_ok=True)
-        shutil.rmtree(paths.superseded / trial_name, ignore_errors=True)
-        folder.rename(paths.superseded / trial_name)
+        with contextlib.suppress(OSError):  # a full runs folder: the old folder stays where it is
+            paths.superseded.mkdir(exist_ok=True)
+            shutil.rmtree(paths.superseded / trial_name, ignore_errors=True)
+            folder.rename(paths.superseded / trial_name)

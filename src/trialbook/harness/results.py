@@ -13,7 +13,7 @@ from trialbook.harness.paths import TrialPaths
 from trialbook.harness.trial import TrialResult
 from trialbook.importers.common import trial_row
 from trialbook.ledger.schema import trials
-from trialbook.ledger.store import Ledger
+from trialbook.ledger.store import Ledger, dumps
 
 _write_lock = threading.Lock()
 
@@ -60,6 +60,22 @@ def harbor_result(result: TrialResult, run: str) -> dict[str, Any]:
         "phase_seconds": phases,
         "extra": extra,
     }
+
+
+def write_or_warn(ledger: Ledger, trial_id: int, base: Path, run: str, result: TrialResult) -> str | None:
+    """Write the trial's folder; the trial is already in the ledger, so a failed write (a full or
+    read-only --runs-dir) becomes a warning on the trial, not the end of the run. Returns the warning."""
+    try:
+        write_trial_dir(base, run, result)
+        return None
+    except OSError as exc:
+        warning = f"trial folder not written under {base}: {exc.strerror or exc}"
+    with _write_lock, ledger.transaction() as conn:
+        row = conn.execute(select(trials.c.extra).where(trials.c.id == trial_id)).scalar()
+        extra = json.loads(row) if row else {}
+        extra["warnings"] = [*extra.get("warnings", []), warning]
+        conn.execute(trials.update().where(trials.c.id == trial_id).values(extra=dumps(extra)))
+    return warning
 
 
 def write_trial_dir(base: Path, run: str, result: TrialResult) -> Path:

@@ -30,7 +30,7 @@ from trialbook.agents.registry import get_agent
 from trialbook.errors import UserError
 from trialbook.harness.config import RunConfig
 from trialbook.harness.paths import DEFAULT_RUNS_DIR, RunPaths
-from trialbook.harness.results import record_trial, write_trial_dir
+from trialbook.harness.results import record_trial, write_or_warn
 from trialbook.harness.runner import open_run
 from trialbook.harness.stack import connect
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_trial
@@ -228,7 +228,7 @@ class Rollouts:
         extra = {**(t.extra or {}), "group_id": group_id, "train_reward": reward, "masked": reward is None}
         result.trial = t.model_copy(update={"step": step, "wv": wv, "epoch": epoch, "extra": extra})
         trial_id = record_trial(self.ledger, self.run_id, result)
-        write_trial_dir(self.runs_dir, self.run, result)
+        write_or_warn(self.ledger, trial_id, self.runs_dir, self.run, result)
         trajectory = json.loads(result.extra_files.get("trajectory.json") or "{}")
         calls = (trajectory.get("info") or {}).get("calls") or []
         return RolloutResult(
