@@ -8,6 +8,7 @@ Field names follow harbor.models.trial.result (0.18-0.26): `task_name`, `trial_n
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
@@ -54,8 +55,13 @@ def pick_reward(rewards: dict[str, Any] | None) -> float | None:
 
 
 def trial_from_result(result: dict[str, Any]) -> Trial:
+    for key in ("verifier_result", "exception_info", "agent_result"):
+        if not isinstance(result.get(key) or {}, dict):
+            raise UserError(f"trial {result.get('trial_name')!r}: {key} must be a JSON object, got {result[key]!r:.60}")
     rewards = (result.get("verifier_result") or {}).get("rewards")
-    reward = pick_reward(rewards)
+    reward = pick_reward(rewards) if isinstance(rewards, dict) or rewards is None else None
+    if reward is not None and not math.isfinite(reward):
+        raise UserError(f"trial {result.get('trial_name')!r}: reward {reward} is not a finite number")
     exc = result.get("exception_info") or {}
     outcome = classify(exc.get("exception_type"), reward)
     agent = result.get("agent_result") or {}

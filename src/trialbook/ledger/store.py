@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, func, select
-from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy import Connection, Engine, create_engine, event, func, select, text
+from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
 from trialbook.errors import TrialbookError, UserError
 from trialbook.ledger import locks, schema
@@ -30,10 +31,24 @@ def resolve_db(db: str | None) -> str:
     """`--db`, else $TRIALBOOK_DB, else ./trialbook.db; returns an SQLAlchemy URL."""
     target = db or os.environ.get("TRIALBOOK_DB") or DEFAULT_DB
     if "://" in target:
-        if target.startswith("postgresql://"):
+        scheme = target.split("://", 1)[0]
+        if scheme == "postgresql":
             return "postgresql+psycopg://" + target[len("postgresql://") :]
-        return target
+        if scheme in ("postgresql+psycopg", "sqlite"):
+            return target
+        raise UserError(f"--db: unsupported database '{scheme}://' (use a SQLite file path or a postgresql:// URL)")
     return f"sqlite:///{Path(target).expanduser()}"
+
+
+def masked(url: str, text: str | None = None) -> str:
+    """`text` (default: `url`) with the URL's password shown as ***: what error messages print.
+    Every piece of the password between `@`s goes too (a driver may echo a mis-split host)."""
+    found = re.search(r"://[^/:@]*:([^/]*)@", url)
+    out = re.sub(r"(://[^/:@]*:)[^/]*@", r"\1***@", url) if text is None else text
+    for piece in (found.group(1).split("@") if found else []):
+        if piece:
+            out = out.replace(piece, "***")
+    return out
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -43,6 +58,10 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
+
+
+def _first(exc: BaseException | None) -> str:
+    return (str(exc).splitlines() or ["?"])[0]
 
 
 def dumps(value: Any) -> str | None:
@@ -61,14 +80,21 @@ class Ledger:
             parent = Path(self.url.removeprefix("sqlite:///")).parent
             if not parent.is_dir():
                 raise UserError(f"ledger directory does not exist: {parent}")
-        self.engine: Engine = create_engine(self.url)
+        try:
+            self.engine: Engine = create_engine(self.url)
+        except (ArgumentError, ValueError, ImportError) as exc:
+            raise UserError(masked(self.url, f"--db: invalid ledger URL {masked(self.url)}: {_first(exc)}")) from None
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         try:
             with self.engine.begin() as conn:
+                if not self.is_sqlite:  # two first opens at once must not both create the tables
+                    conn.execute(text("SELECT pg_advisory_xact_lock(7355608)"))
                 schema.migrate(conn)
         except (OperationalError, DatabaseError) as exc:
-            raise UserError(f"cannot open ledger {self.url}: {str(exc.orig).splitlines()[0]}") from None
+            raise UserError(masked(self.url, f"cannot open ledger {masked(self.url)}: {_first(exc.orig)}")) from None
+        except (ValueError, UnicodeError) as exc:  # e.g. a malformed host or port in the URL
+            raise UserError(masked(self.url, f"--db: invalid ledger URL {masked(self.url)}: {_first(exc)}")) from None
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
@@ -77,7 +103,8 @@ class Ledger:
                 yield conn
         # the driver's own errors too: bulk inserts run on the raw DBAPI cursor (insert_trials)
         except (SQLAlchemyError, self.engine.dialect.loaded_dbapi.Error) as exc:
-            raise TrialbookError(f"ledger write failed, nothing was changed: {exc}") from None
+            first = str(getattr(exc, "orig", None) or exc).splitlines()[0]  # never the SQL and its parameters
+            raise TrialbookError(f"ledger write failed, nothing was changed: {first}") from None
 
     # ---- writes (inside a transaction) -------------------------------------------------
     def create_run(self, conn: Connection, run: Run, replace: bool = False) -> int:
