@@ -28,7 +28,7 @@ LABEL_LEDGER = "trialbook.ledger"  # the ledger's id: runs of the same name in t
 LABEL_RUN_ID = "trialbook.run_id"
 KILL_GRACE_S = 5.0
 POLL_S = 0.2
-OUTPUT_TAIL = 8_000_000  # bytes of an exec's output held in memory (the rest is streamed to its sink)
+OUTPUT_TAIL = 4_000_000  # bytes of an exec's output held in memory (the rest is streamed to its sink)
 SHELL_SETUP_PATH = "/etc/trialbook-shell-setup.sh"
 
 
