@@ -396,7 +396,10 @@ def _image_task(root: Path, name: str, image: str) -> None:
     task = root / name
     (task / "tests").mkdir(parents=True)
     (task / "solution").mkdir()
-    (task / "task.toml").write_text(f'[environment]\ndocker_image = "{image}"\n[verifier]\ntimeout_sec = 30\n')
+    # the answer lives outside any working tree: the task grades the agent's whole container
+    (task / "task.toml").write_text(
+        f'[environment]\ndocker_image = "{image}"\n[verifier]\ntimeout_sec = 30\nisolation = "container"\n'
+    )
     (task / "solution" / "solve.sh").write_text("echo 42 > /root/answer\n")
     (task / "tests" / "test.sh").write_text(
         "mkdir -p /logs/verifier\nif grep -qx 42 /root/answer 2>/dev/null; then s=1; else s=0.25; fi\n"
