@@ -32,9 +32,7 @@ def valid_run(value: Any) -> Any:
     return value
 
 
-RunName = Annotated[
-    str | None, typer.Option("--run", help="Run name (default: from the source).", callback=valid_run)
-]
+RunName = Annotated[str | None, typer.Option("--run", help="Run name (default: from the source).", callback=valid_run)]
 RunArg = Annotated[str, typer.Argument(help="Run name.", callback=valid_run)]
 
 

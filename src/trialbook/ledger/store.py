@@ -45,7 +45,7 @@ def masked(url: str, text: str | None = None) -> str:
     Every piece of the password between `@`s goes too (a driver may echo a mis-split host)."""
     found = re.search(r"://[^/:@]*:([^/]*)@", url)
     out = re.sub(r"(://[^/:@]*:)[^/]*@", r"\1***@", url) if text is None else text
-    for piece in (found.group(1).split("@") if found else []):
+    for piece in found.group(1).split("@") if found else []:
         if piece:
             out = out.replace(piece, "***")
     return out
