@@ -96,7 +96,7 @@ def test_import_steps_step_past_int64(tmp_path):
         tb("import", "jsonl", str(tmp_path / "tr.jsonl"), "--run", "tr", "--kind", "train", "--db", db).returncode == 0
     )
     (tmp_path / "steps.jsonl").write_text(json.dumps({"step": 2**63, "loss": 1.0}) + "\n")
-    one_line(tb("import", "steps", str(tmp_path / "steps.jsonl"), "--run", "tr", "--db", db), 2, "64-bit")
+    one_line(tb("import", "steps", str(tmp_path / "steps.jsonl"), "--run", "tr", "--db", db), 2, "below 2^63")
 
 
 @pytest.mark.parametrize(("field", "value"), [("cpus", "inf"), ("cpus", "nan"), ("memory_mb", "99999999999999")])
