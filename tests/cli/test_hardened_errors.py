@@ -128,3 +128,18 @@ def test_concurrent_imports_into_one_run(tmp_path, pg):
         if code:
             assert err.count("\n") == 1 and "Traceback" not in err and "INSERT" not in err, err
             assert "same" in err
+
+
+def test_json_output_is_strict_even_with_an_infinite_reward_stored(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "l.db"
+    (tmp_path / "t.jsonl").write_text('{"task_id": "t", "attempt": 0, "outcome": "unresolved", "reward": 0.5}\n')
+    assert tb("import", "jsonl", str(tmp_path / "t.jsonl"), "--run", "r", "--db", str(db)).returncode == 0
+    with sqlite3.connect(db) as conn:  # a ledger written before non-finite rewards were refused
+        conn.execute("UPDATE trials SET reward = 1e999")
+    for args in (["runs", "--json"], ["show", "r", "--json"]):
+        proc = tb(*args, "--db", str(db))
+        assert proc.returncode == 0, proc.stderr
+        json.loads(proc.stdout)  # strict: Python's json accepts Infinity, so check the text too
+        assert "Infinity" not in proc.stdout and "NaN" not in proc.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Annotated, Any
 
@@ -41,10 +42,20 @@ def comma_list(text: str | None) -> list[str] | None:
     return [item.strip() for item in text.split(",") if item.strip()] if text else None
 
 
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def emit(data: Any, as_json: bool, human: Any) -> None:
     """JSON on stdout (and nothing else) with --json, else the human renderer."""
-    if as_json:
-        sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    if as_json:  # strict JSON: a non-finite number (from an older ledger) is null, never `Infinity`
+        sys.stdout.write(json.dumps(_finite(data), indent=2, default=str, allow_nan=False) + "\n")
     else:
         human(data)
 
