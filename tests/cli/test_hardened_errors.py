@@ -143,3 +143,11 @@ def test_json_output_is_strict_even_with_an_infinite_reward_stored(tmp_path):
         assert proc.returncode == 0, proc.stderr
         json.loads(proc.stdout)  # strict: Python's json accepts Infinity, so check the text too
         assert "Infinity" not in proc.stdout and "NaN" not in proc.stdout
+
+
+@pytest.mark.postgres
+def test_password_masked_when_the_server_refuses_it(pg):
+    wrong = pg.replace("://trialbook:trialbook@", "://trialbook:not-the-pw-42@")
+    assert wrong != pg
+    err = one_line(tb("runs", "--db", wrong), 2, "***", "password authentication failed")
+    assert "not-the-pw-42" not in err
