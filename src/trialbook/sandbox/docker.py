@@ -206,8 +206,14 @@ class Sandbox:
             raise DaemonError(f"copy into {self.name}:{dest} failed: {exc}") from None
 
     def limit_hits(self) -> dict[str, int]:
-        """How often the container hit its memory limit (OOM kills) and its pids limit, from its cgroup."""
-        return limit_hits(self.id)
+        """How often the container hit its memory limit (OOM kills) and its pids limit, from its cgroup;
+        Docker's own OOMKilled flag counts too (all a remote daemon's host shows)."""
+        hits = limit_hits(self.id)
+        if "oom_kills" not in hits:
+            with contextlib.suppress(APIError, DockerException):
+                if self.engine.client.api.inspect_container(self.id)["State"].get("OOMKilled"):
+                    hits["oom_kills"] = 1
+        return hits
 
     def write_shell_setup(self, text: str) -> None:
         self.put_tar("/", tar_text(SHELL_SETUP_PATH.lstrip("/"), text + "\n"))
@@ -260,7 +266,7 @@ _CGROUP_FILES = {  # (counter, file, field) for cgroup v1 (cgroupfs driver) and 
 
 def limit_hits(container_id: str, root: Path = Path("/sys/fs/cgroup")) -> dict[str, int]:
     """Counters of a container's cgroup read on the daemon's host; {} where they cannot be read
-    (a remote daemon): then only Docker's own OOMKilled flag is seen (DockerEngine.oom_killed)."""
+    (a remote daemon): then only Docker's own OOMKilled flag is seen (Sandbox.limit_hits)."""
     hits: dict[str, int] = {}
     for counter, places in _CGROUP_FILES.items():
         for rel, field in places:
