@@ -63,9 +63,11 @@ def _grader() -> Callable[..., GradeResult]:
     A task that lists its tests must be graded per test: when the grader cannot be imported the
     trial fails with one line naming the cause, instead of quietly falling back to reward files.
     """
+    from trialbook.extras import MissingExtraError
+
     try:
         from trialbook.verify.grading import grade_test_log
-    except ImportError as exc:
+    except (ImportError, MissingExtraError) as exc:
         raise GraderUnavailableError(f"per-test grading needs swebench, which failed to import: {exc}") from None
     return grade_test_log
 
