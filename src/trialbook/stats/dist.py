@@ -1,4 +1,4 @@
-"""The few distribution functions `compare` and `plan` need, in the standard library.
+"""The few distribution functions the statistics need (`compare`, `plan`, `train report`), in the standard library.
 
 Why not scipy: importing scipy.special/scipy.stats costs 0.3-1 s, more than the whole compare
 budget (< 1 s end to end from the CLI). These are closed forms, checked against scipy by the
