@@ -43,6 +43,7 @@ def serve_cmd(
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(128)  # connections made from here on wait in the backlog until uvicorn accepts them
     except OSError as exc:
         raise UserError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     bound = sock.getsockname()[1]
