@@ -12,13 +12,11 @@ from urllib.request import urlopen
 
 import pytest
 import webledger
+from starlette.testclient import TestClient
 from webledger import EVAL_RUNS, HOSTILE_RUN, HOSTILE_TASK, LOGGED, TRAIN_RUN
 
-pytest.importorskip("starlette", reason="the web extra is not installed: pip install -e '.[web]'")
-from starlette.testclient import TestClient  # noqa: E402
-
-from trialbook.ledger.views import open_readonly  # noqa: E402
-from trialbook.web.app import create_app  # noqa: E402
+from trialbook.ledger.views import open_readonly
+from trialbook.web.app import create_app
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ HOSTILE_LOG = (
     "\x1b[31mFAILED\x1b[0m tests/test_x.py::test_y - \x1b[1;33mAssertionError\x1b[0m\n"
 )
 TRAIN_RUN = "sim-train"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 
 
 def tb(*args: str) -> str:

@@ -21,6 +21,10 @@ def _ci(ci: list[float | None] | None) -> str:
     return "-" if not ci or ci[0] is None else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]"
 
 
+def _span(ci: list[float] | None) -> str:
+    return "-" if not ci else f"{ci[0]:.1f}-{ci[1]:.1f}%"
+
+
 def _pval(p: float | None) -> str:
     if p is None or p != p:
         return "-"
@@ -34,7 +38,7 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(pct=_pct, signed=_signed, ci=_ci, pval=_pval, q=lambda s: quote(str(s), safe=""))
+    env.filters.update(pct=_pct, signed=_signed, ci=_ci, span=_span, pval=_pval, q=lambda s: quote(str(s), safe=""))
     return env
 
 
