@@ -19,6 +19,8 @@ Db = Annotated[
     str | None, typer.Option("--db", help="Ledger: SQLite path or postgresql:// URL [env TRIALBOOK_DB; ./trialbook.db]")
 ]
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+Markdown = Annotated[bool, typer.Option("--markdown", help="Markdown on stdout (tables as pipe tables).")]
+Csv = Annotated[bool, typer.Option("--csv", help="The table(s) as CSV on stdout (other lines go to stderr).")]
 Replace = Annotated[bool, typer.Option("--replace", help="Overwrite a run of the same name.")]
 RunName = Annotated[str | None, typer.Option("--run", help="Run name (default: from the source).")]
 
@@ -28,12 +30,16 @@ def comma_list(text: str | None) -> list[str] | None:
     return [item.strip() for item in text.split(",") if item.strip()] if text else None
 
 
-def emit(data: Any, as_json: bool, human: Any) -> None:
-    """JSON on stdout (and nothing else) with --json, else the human renderer."""
+def emit(data: Any, as_json: bool, human: Any, markdown: bool = False, as_csv: bool = False) -> None:
+    """JSON on stdout (and nothing else) with --json, else the human renderer (as Markdown or CSV if asked)."""
+    from trialbook.report import layout
+
+    fmt = layout.formats(markdown, as_csv)
     if as_json:
         sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
     else:
-        human(data)
+        with layout.output(fmt):
+            human(data)
 
 
 def done(msg: str) -> None:

@@ -10,13 +10,13 @@ from rich.console import Console
 from rich.table import Table
 
 from trialbook.agents.base import agent_options
-from trialbook.cli.common import Db, Json, Replace, app, comma_list, done, emit
+from trialbook.cli.common import Csv, Db, Json, Markdown, Replace, app, comma_list, done, emit
 from trialbook.harness.policy import policy_rows
 from trialbook.harness.quickstart import quickstart
 from trialbook.harness.runner import RunConfig, Tally, clean, rerun, resume_run, start_run
 from trialbook.harness.validate import ValidateOptions, validate
 from trialbook.ledger.store import Ledger
-from trialbook.report import tables
+from trialbook.report import layout, tables
 from trialbook.report.summary import run_summary
 from trialbook.report.validate import print_validate
 
@@ -120,17 +120,18 @@ def clean_cmd(run: Annotated[str | None, typer.Option("--run", help="Only this r
 
 
 def _print_policy(rows: list[dict[str, Any]]) -> None:
-    table = Table("exception", "outcome", "retry", "graded", "meaning", title="error policy")
-    for r in rows:
-        table.add_row(r["exception"], r["outcome"], "yes" if r["retry"] else "no", "yes" if r["graded"] else "no",
-                      r["meaning"])  # fmt: skip
-    Console().print(table)
+    layout.table(
+        ["exception", "outcome", "retry", "graded", "meaning"],
+        [[r["exception"], r["outcome"], "yes" if r["retry"] else "no", "yes" if r["graded"] else "no", r["meaning"]]
+         for r in rows],
+        title="error policy",
+    )  # fmt: skip
 
 
 @app.command("policy")
-def policy_cmd(as_json: Json = False) -> None:
+def policy_cmd(as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False) -> None:
     """The error policy: exception type -> outcome, retried?, graded?"""
-    emit(policy_rows(), as_json, _print_policy)
+    emit(policy_rows(), as_json, _print_policy, markdown, as_csv)
 
 
 def _print_quickstart(data: dict[str, Any]) -> None:
