@@ -86,5 +86,7 @@ def test_markdown_and_csv(cli, ledger: Path) -> None:
     assert "| wv | traj | judged |" in tr and "┃" not in tr
     pol = list(csv.reader(io.StringIO(cli("policy", "--csv", use_db=False).stdout)))
     assert pol[0] == ["exception", "outcome", "retry", "graded", "meaning"] and len(pol) == len(policy_rows()) + 1
+    attr = cli("attribute", BASE, CANDS[1], "--markdown").stdout
+    assert "**change by transition**" in attr and "| unresolved | resolved |" in attr
     both = cli("runs", "--csv", "--markdown")
     assert both.exit_code == 2 and "at most one of --markdown and --csv" in both.stderr

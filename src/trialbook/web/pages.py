@@ -42,12 +42,29 @@ class RunCache:
         return value
 
 
+def _counts(ledger: Ledger, cache: RunCache, run_id: int) -> views.RunCounts:
+    key = ("counts", *views.run_version(ledger, run_id))
+    return cache.get(key, lambda: views.run_counts(ledger, [run_id])[run_id])
+
+
+def _overview(ledger: Ledger, cache: RunCache, run: views.RunRow) -> views.RunOverview:
+    key = ("overview", *views.run_version(ledger, run.id))
+    return cache.get(key, lambda: views.run_overview(ledger, run.name))
+
+
+def warm(ledger: Ledger, cache: RunCache) -> None:
+    """Compute the counts and overviews of the first page of runs (what a visitor opens first)."""
+    try:
+        for run in views.list_runs(ledger, limit=PAGE)[0]:
+            _counts(ledger, cache, run.id)
+            _overview(ledger, cache, run)
+    except Exception:  # noqa: BLE001 - a best-effort warm-up; the page computes (and reports) it on demand
+        return
+
+
 def runs_page(ledger: Ledger, cache: RunCache, kind: str | None, name: str | None, after: int) -> dict[str, Any]:
     rows, more = views.list_runs(ledger, kind or None, name or None, after, PAGE)
-    counts = {}
-    for r in rows:
-        key = ("counts", *views.run_version(ledger, r.id))
-        counts[r.id] = cache.get(key, lambda r=r: views.run_counts(ledger, [r.id])[r.id])
+    counts = {r.id: _counts(ledger, cache, r.id) for r in rows}
     return {
         "rows": rows, "counts": counts, "kinds": views.run_kinds(ledger), "kind": kind or "", "name": name or "",
         "next_after": rows[-1].id if more and rows else None, "after": after,
@@ -57,7 +74,7 @@ def runs_page(ledger: Ledger, cache: RunCache, kind: str | None, name: str | Non
 def run_page(ledger: Ledger, cache: RunCache, name: str, outcome: str | None, task: str | None,
              after: int) -> dict[str, Any]:  # fmt: skip
     run = views.run_by_name(ledger, name)
-    overview = cache.get(("overview", *views.run_version(ledger, run.id)), lambda: views.run_overview(ledger, name))
+    overview = _overview(ledger, cache, run)
     rows, more = views.list_trials(ledger, run.id, outcome or None, task or None, after, PAGE)
     others = [r.name for r in views.list_runs(ledger, limit=500)[0] if r.name != name]
     return {
