@@ -63,7 +63,7 @@ def main() -> None:
         pages = {"runs page": "/", "run page": "/runs/bench", "trial page": "/trials/500000"}
         first = {name: get(base + path) for name, path in pages.items()}
         first["trial page (another)"] = get(base + "/trials/999001")
-        repeat = {name: statistics.median(get(base + path) for _ in range(args.repeats)) for name, path in pages.items()}
+        repeat = {n: statistics.median(get(base + p) for _ in range(args.repeats)) for n, p in pages.items()}
     finally:
         proc.terminate()
         proc.wait(timeout=30)
