@@ -139,6 +139,15 @@ def test_serve_binds_localhost_and_never_writes(web_db: Path) -> None:
     assert hashlib.sha256(web_db.read_bytes()).hexdigest() == before
 
 
+def test_readonly_ledger_refuses_writes(web_db: Path) -> None:
+    from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
+
+    ledger = open_readonly(str(web_db))
+    with pytest.raises(OperationalError, match="readonly"), ledger.engine.begin() as conn:
+        conn.execute(text("DELETE FROM trials"))
+
+
 def test_serve_bad_ledger_is_one_line(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-c", "from trialbook.cli import main; main()", "serve", "--db", str(tmp_path / "none.db")],
