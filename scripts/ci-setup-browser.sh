@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The browser tests (pytest -m browser) drive Debian's chromium through Playwright: install the
-# distribution's chromium (never Playwright's downloaded browsers) and the web extra. Idempotent.
+# distribution's chromium (never Playwright's downloaded browsers) and the Python side. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v chromium >/dev/null 2>&1; then
@@ -10,5 +10,6 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 py=python3
 [ -x .venv/bin/python ] && py=.venv/bin/python
-"$py" -m pip install -q -e '.[web]'
+# .ci/run has installed the dev extra (web packages + playwright) already; on its own, install it
+"$py" -c "import starlette, uvicorn, jinja2, matplotlib, playwright" 2>/dev/null || "$py" -m pip install -q -e '.[dev]'
 chromium --version
