@@ -17,8 +17,8 @@ import pytest
 from trialbook.agents.llama import LlamaServer
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
-from trialbook.rewards import RewardPolicy
-from trialbook.rollout import Rollouts
+from trialbook.rl.rewards import RewardPolicy
+from trialbook.rl.rollout import Rollouts
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
 

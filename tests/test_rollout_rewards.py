@@ -7,7 +7,7 @@ import json
 import pytest
 
 from trialbook.records import OUTCOMES, Outcome
-from trialbook.rewards import DEFAULT_POLICY, RewardPolicy, RewardRule
+from trialbook.rl.rewards import DEFAULT_POLICY, RewardPolicy, RewardRule
 
 
 def test_masked_outcomes_are_infra_error_and_incomplete_and_never_graded() -> None:

@@ -12,8 +12,8 @@ import pytest
 
 from trialbook.agents.llama import LlamaServer
 from trialbook.ledger.store import Ledger
-from trialbook.rollout import Rollouts
-from trialbook.trainers import ArealWorkflow, SkyRLGenerator, train_grpo, trl_reward
+from trialbook.rl.rollout import Rollouts
+from trialbook.rl.trainers import ArealWorkflow, SkyRLGenerator, train_grpo, trl_reward
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
 

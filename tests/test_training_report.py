@@ -235,8 +235,8 @@ def _in_memory(task: np.ndarray, epoch: np.ndarray, resolved: np.ndarray):
 
 def test_ci_coverage_by_simulation():
     """95% intervals cover the truth ~95% of the time on clustered data (where a per-trajectory CI does not)."""
+    from trialbook.training.analysis import bucket_table
     from trialbook.training.encounters import encounter_table
-    from trialbook.training.report import bucket_table
 
     rng = np.random.default_rng(11)
     tasks, epochs, rollouts, sims = 80, 2, 8, 300

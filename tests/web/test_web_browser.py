@@ -32,7 +32,7 @@ COMPLETION = (
 
 def _harness_run(db: Path, runs_dir: Path) -> None:
     """Two trials of the example plain-bugfix task run in Docker by the harness, each with a trajectory."""
-    from trialbook.rollout import Rollouts
+    from trialbook.rl.rollout import Rollouts
 
     fix = (EXAMPLES / "plain-bugfix" / "solution" / "solve.sh").read_text()
     rollouts = Rollouts(str(db), AGENT_RUN, EXAMPLES, runs_dir=runs_dir)

@@ -11,9 +11,11 @@ from rich.table import Table
 
 from trialbook.agents.base import agent_options
 from trialbook.cli.common import Csv, Db, Json, Markdown, Replace, app, comma_list, done, emit
+from trialbook.harness.config import RunConfig, Tally
+from trialbook.harness.paths import DEFAULT_RUNS_DIR
 from trialbook.harness.policy import policy_rows
 from trialbook.harness.quickstart import quickstart
-from trialbook.harness.runner import RunConfig, Tally, clean, rerun, resume_run, start_run
+from trialbook.harness.runner import clean, rerun, resume_run, start_run
 from trialbook.harness.validate import ValidateOptions, validate
 from trialbook.ledger.store import Ledger
 from trialbook.report import layout, tables
@@ -57,7 +59,7 @@ def run_cmd(
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=1, help="mini: tokens per trial.")] = None,
     max_output: Annotated[int | None, typer.Option("--max-output-tokens", min=1, help="mini: per reply.")] = None,
     tasks: TaskIds = None,
-    runs_dir: RunsDir = Path("runs"),
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     replace: Replace = False,
     as_json: Json = False,
     db: Db = None,
@@ -192,7 +194,7 @@ def validate_cmd(
     run: Annotated[str | None, typer.Option("--run", help="Run name (default validate-<dir>-<time>).")] = None,
     concurrency: Concurrency = 2,
     tasks: TaskIds = None,
-    runs_dir: RunsDir = Path("runs"),
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     replace: Replace = False,
     as_json: Json = False,
     db: Db = None,

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from trialbook.harness.paths import TrialPaths
 from trialbook.harness.trial import TrialResult
 from trialbook.importers.common import trial_row
 from trialbook.ledger.schema import trials
@@ -62,16 +63,17 @@ def harbor_result(result: TrialResult, run: str) -> dict[str, Any]:
 
 
 def write_trial_dir(base: Path, run: str, result: TrialResult) -> Path:
-    folder = base / result.name
-    (folder / "agent").mkdir(parents=True, exist_ok=True)
-    (folder / "verifier").mkdir(exist_ok=True)
-    (folder / "agent" / "log.txt").write_text(result.agent_log)
-    (folder / "verifier" / "test-stdout.txt").write_text(result.verifier_log)
+    """Write the trial's folder under `base` (the run's folder, RunPaths.folder); result.json last."""
+    p = TrialPaths(base / result.name)
+    p.agent_dir.mkdir(parents=True, exist_ok=True)
+    p.verifier_dir.mkdir(exist_ok=True)
+    p.agent_log.write_text(result.agent_log)
+    p.verifier_log.write_text(result.verifier_log)
     for name, text in result.extra_files.items():
-        (folder / "agent" / name).write_text(text)
+        p.agent_file(name).write_text(text)
     if result.trial.reward is not None:
-        (folder / "verifier" / "reward.txt").write_text(f"{result.trial.reward:g}\n")
-    tmp = folder / "result.json.tmp"
+        p.reward.write_text(f"{result.trial.reward:g}\n")
+    tmp = p.result.with_name(p.result.name + ".tmp")
     tmp.write_text(json.dumps(harbor_result(result, run), indent=2))
-    tmp.replace(folder / "result.json")
-    return folder
+    tmp.replace(p.result)
+    return p.folder

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trialbook.agents.base import Agent, AgentResult, AgentStopped
+from trialbook.harness.paths import TRIAL_PREFIX
 from trialbook.harness.policy import classify, rule_for
 from trialbook.records import Outcome, Trial, is_graded
 from trialbook.sandbox import DockerEngine, SandboxError
@@ -78,7 +79,7 @@ def _now() -> str:
 
 def trial_name(run: str, task_id: str, attempt: int) -> str:
     """`tb-<run>-<task>-<attempt>-<8hex>`: the container name (and the trial folder name)."""
-    return f"tb-{slug(run, 30)}-{slug(task_id, 60)}-{attempt}-{secrets.token_hex(4)}"
+    return f"{TRIAL_PREFIX}{slug(run, 30)}-{slug(task_id, 60)}-{attempt}-{secrets.token_hex(4)}"
 
 
 def _invalid(task: TaskError, attempt: int, name: str) -> TrialResult:

@@ -7,9 +7,7 @@ incomplete) are counted but never enter the score.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from sqlalchemy import Integer, and_, case, cast, func, select
@@ -86,29 +84,3 @@ def load_scores(ledger: Ledger, run_name: str) -> TaskScores:
         created=run["created"],
     )
 
-
-def read_tasklist(path: Path) -> list[str]:
-    """Task ids from a file: a JSON/YAML list, or one id per line (blank lines and # comments ignored)."""
-    if not path.is_file():
-        raise UserError(f"no such task list: {path}")
-    text = path.read_text()
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path}: not a JSON list of task ids ({exc.msg})") from None
-        if not all(isinstance(x, str) for x in items):
-            raise UserError(f"{path}: task list entries must be strings")
-        ids = items
-    else:
-        ids = []
-        for line in text.splitlines():
-            line = line.split("#", 1)[0].strip()
-            if line.startswith("- "):  # a YAML list
-                line = line[2:].strip().strip("'\"")
-            if line:
-                ids.append(line)
-    if not ids:
-        raise UserError(f"{path}: no task ids")
-    return list(dict.fromkeys(ids))

@@ -129,8 +129,8 @@ def compare_page(ledger: Ledger, base: str, cands: list[str], min_diff: float, b
 
 def training_page(ledger: Ledger, name: str, bucket: int) -> dict[str, Any]:
     from trialbook.report.training import summary_paragraph
+    from trialbook.training.analysis import train_report
     from trialbook.training.ingest import load_steps
-    from trialbook.training.report import train_report
     from trialbook.training.stalls import step_waits
 
     report = train_report(ledger, name, bucket=bucket)

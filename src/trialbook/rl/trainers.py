@@ -1,4 +1,4 @@
-"""Thin adapters from RL trainers to `trialbook.rollout`: every rollout is a graded, recorded trial.
+"""Thin adapters from RL trainers to `trialbook.rl.rollout`: every rollout is a graded, recorded trial.
 
 - TRL (`GRPOTrainer`): `trl_reward(rollouts)` is a reward function; each completion's bash block(s)
   run in a Docker sandbox of its task and the verifier's result, through the rewards policy, is the
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from trialbook.agents.mini import INSTANCE_TEMPLATE, SYSTEM_TEMPLATE
-from trialbook.rollout import RolloutResult, Rollouts
+from trialbook.rl.rollout import RolloutResult, Rollouts
 
 T = TypeVar("T")
 

@@ -23,16 +23,20 @@ from pathlib import Path
 from typing import Any
 
 import trialbook
-from trialbook.agents.base import Agent, AgentResult, agent_stack, get_agent, with_agent_stack
+from trialbook.agents.base import Agent, AgentResult, agent_stack, with_agent_stack
 from trialbook.agents.base import FormatError as FormatStop
 from trialbook.agents.mini import MiniAgent, SandboxEnvironment
+from trialbook.agents.registry import get_agent
 from trialbook.errors import UserError
+from trialbook.harness.config import RunConfig
+from trialbook.harness.paths import DEFAULT_RUNS_DIR, RunPaths
 from trialbook.harness.results import record_trial, write_trial_dir
-from trialbook.harness.runner import RunConfig, connect, open_run
+from trialbook.harness.runner import open_run
+from trialbook.harness.stack import connect
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_trial
 from trialbook.ledger.store import Ledger
 from trialbook.records import Run
-from trialbook.rewards import DEFAULT_POLICY, RewardPolicy
+from trialbook.rl.rewards import DEFAULT_POLICY, RewardPolicy
 from trialbook.sandbox import Sandbox
 from trialbook.tasks import TaskSpec, load_tasks
 
@@ -122,12 +126,12 @@ class Rollouts:
         rewards: RewardPolicy = DEFAULT_POLICY,
         agent_options: dict[str, Any] | None = None,
         retries: int = 2,
-        runs_dir: str | Path = "runs",
+        runs_dir: str | Path = DEFAULT_RUNS_DIR,
     ) -> None:
         self.ledger = Ledger(str(db) if db is not None else None)
         self.run = run
         self.rewards = rewards
-        self.runs_dir = Path(runs_dir) / run
+        self.runs_dir = RunPaths.of(runs_dir, run).folder
         specs, errors = load_tasks(Path(tasks_dir))
         if errors:
             raise UserError(f"unusable task folder(s): {', '.join(e.task_id for e in errors)}")

@@ -1,10 +1,11 @@
 """The rewards policy: ONE table from a trial's outcome to its training reward.
 
-A trainer learns from `train_reward(...)`, never from the raw outcome: graded outcomes take the
-verifier's reward (an agent that ran out of turns after writing a correct fix still earns it: the
-seed's "still judged"), ungraded ones are either masked (no gradient: the trial says nothing
-about the policy, e.g. the sandbox broke) or given a fixed reward. A trajectory that ended with
-the agent's own submission has its reward multiplied by `finalize_reward_scale` (default 1.0).
+A trainer learns from `RewardPolicy.reward(...)` (kept on each trial as `extra.train_reward`), never
+from the raw outcome: graded outcomes take the verifier's reward (an agent that ran out of turns
+after writing a correct fix still earns it: such a trial is still judged), ungraded ones are either
+masked (no gradient: the trial says nothing about the policy, e.g. the sandbox broke) or given a
+fixed reward. A trajectory that ended with the agent's own submission has its reward multiplied by
+`finalize_reward_scale` (default 1.0).
 The policy in force is stored on every rollout run (`config.rewards`), so curves stay comparable.
 """
 

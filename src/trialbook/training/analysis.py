@@ -1,7 +1,8 @@
 """`train report`: a training run's rollouts by weight-version bucket, by pass, by encounter, and its stalls.
 
 Rates are resolved / judged trajectories (records.is_resolved); bucket intervals are task-cluster
-95% intervals (trajectories of one task in a bucket are one cluster), see `cluster_ci`.
+95% intervals (trajectories of one task in a bucket are one cluster: `stats.kernel.cluster_ratio_ci`).
+Rendering is report/training.py.
 """
 
 from __future__ import annotations
@@ -10,17 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
-from scipy.special import stdtrit
 
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
+from trialbook.stats.kernel import cluster_ratio_ci
+from trialbook.stats.selection import read_task_list, resolve_repos
 from trialbook.training.encounters import encounter_table
 from trialbook.training.ingest import load_steps
 from trialbook.training.load import TrainData, load_trajectories
 from trialbook.training.stalls import stall_report
 
-# Failure shares reported per bucket (percent of the bucket's trajectories); agent_timeout is the seed's CBF.
+# Failure shares reported per bucket (percent of the bucket's trajectories); agent_timeout is shown as CBF.
 SHARE_KINDS = ("agent_timeout", "p2p_regression", "format_error", "context_overflow", "incomplete")
 
 
@@ -29,26 +30,15 @@ def _pct(part: float, whole: float) -> float | None:
 
 
 def cluster_ci(resolved: np.ndarray, judged: np.ndarray, cluster: np.ndarray, n_groups: int) -> list[Any]:
-    """Per group g: ratio p = sum resolved / sum judged with a task-cluster (CR1) 95% t interval.
+    """Per group: the task-cluster 95% interval of resolved/judged in percent, clipped to [0, 100].
 
-    resolved/judged are per-(group, task) sums and `cluster` their group index. Var(p) =
-    C/(C-1) * sum_i (y_i - p n_i)^2 / N^2 over the C tasks of the group (statsmodels' cluster SE of a mean).
-    """
-    y = np.bincount(cluster, weights=resolved, minlength=n_groups)
-    n = np.bincount(cluster, weights=judged, minlength=n_groups)
-    clusters = np.bincount(cluster, weights=judged > 0, minlength=n_groups)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = y / n
-        e2 = np.bincount(cluster, weights=(resolved - p[cluster] * judged) ** 2, minlength=n_groups)
-        se = np.sqrt(clusters / (clusters - 1) * e2) / n
-    out: list[Any] = []
-    for g in range(n_groups):
-        if clusters[g] < 2:
-            out.append(None)
-            continue
-        half = stdtrit(clusters[g] - 1, 0.975) * se[g]
-        out.append([round(100 * max(0.0, p[g] - half), 2), round(100 * min(1.0, p[g] + half), 2)])
-    return out
+    resolved/judged are per-(group, task) sums and `cluster` their group index; None for a group
+    with fewer than 2 judged tasks."""
+    p, lo, hi = cluster_ratio_ci(resolved, judged, cluster, n_groups)
+    return [
+        None if np.isnan(lo[g]) else [round(100 * max(0.0, lo[g]), 2), round(100 * min(1.0, hi[g]), 2)]
+        for g in range(n_groups)
+    ]
 
 
 def _metric_ranges(steps: list[dict[str, Any]], lo: int, hi: int) -> dict[str, list[float]]:
@@ -115,41 +105,29 @@ def pass_table(data: TrainData) -> list[dict[str, Any]]:
     return rows
 
 
-def read_task_list(source: str, ledger: Ledger) -> set[str]:
-    """Task ids from a file (one per line, a JSON list, or JSONL with task_id/instance_id) or a run name."""
+def eval_tasks(source: str, ledger: Ledger) -> set[str]:
+    """Task ids of a task-list file (`stats.selection.read_task_list`) or of a run in the ledger."""
     path = Path(source)
-    if not path.is_file():
-        if source not in ledger.run_names():
-            raise UserError(f"--eval-set {source}: neither a task-list file nor a run in the ledger")
-        return {t["task_id"] for t in ledger.trials(ledger.run(source)["id"])}
-    text = path.read_text()
-    try:
-        value = orjson.loads(text)
-        if isinstance(value, list):
-            return {str(v) for v in value}
-    except orjson.JSONDecodeError:
-        pass
-    ids = set()
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            obj = orjson.loads(line)
-            line = obj.get("task_id") or obj.get("instance_id") or ""
-        if line and not line.startswith("#"):
-            ids.add(line)
-    return ids
+    if path.is_file():
+        return set(read_task_list(path))
+    if source not in ledger.run_names():
+        raise UserError(f"--eval-set {source}: neither a task-list file nor a run in the ledger")
+    return {t["task_id"] for t in ledger.trials(ledger.run(source)["id"])}
 
 
-def _exclude(data: TrainData, repos: list[str]) -> tuple[TrainData, dict[str, int]]:
+def _exclude(data: TrainData, wanted: list[str]) -> tuple[TrainData, dict[str, int]]:
+    """Drop the trajectories of the named repos (`stats.selection.resolve_repos`: full or short names)."""
+    if not wanted:
+        return data, {}
+    known = [r for r in data.repo_names if r]
+    repos = resolve_repos(wanted, known, missing="no trajectories of that repo in this run")
     dropped: dict[str, int] = {}
     keep = np.ones(len(data.n), dtype=bool)
     for repo in repos:
-        if repo not in data.repo_names:
-            raise UserError(f"--exclude-repo {repo}: no trajectories of that repo in this run")
         m = data.repo == data.repo_names.index(repo)
         dropped[repo] = data.count(m)
         keep &= ~m
-    return (data.subset(keep) if repos else data), dropped
+    return data.subset(keep), dropped
 
 
 def train_report(
@@ -168,15 +146,15 @@ def train_report(
     everything = load_trajectories(ledger, run["id"])
     if not everything.trajectories or not (everything.wv >= 0).any():
         raise UserError(f"run '{run_name}' has no training trajectories with 'wv' (import with --kind train)")
-    eval_tasks = read_task_list(eval_set, ledger) if eval_set else None
+    eval_ids = eval_tasks(eval_set, ledger) if eval_set else None
     steps = load_steps(ledger, run["id"])
     data, dropped = _exclude(everything, exclude_repos or [])
     encounters, last = encounter_table(data)
     warnings = []
     overlap = None
-    if eval_tasks is not None:
+    if eval_ids is not None:
         pool = set(everything.task_names)
-        overlap = {"eval_set": eval_set, "pool_tasks": len(pool), "overlap": len(pool & eval_tasks)}
+        overlap = {"eval_set": eval_set, "pool_tasks": len(pool), "overlap": len(pool & eval_ids)}
         if overlap["overlap"]:
             warnings.append(
                 f"{overlap['overlap']} of the {len(pool)} training tasks are in the evaluation set {eval_set}:"
