@@ -196,6 +196,8 @@ def validate_cmd(
     tasks: TaskIds = None,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     replace: Replace = False,
+    markdown: Markdown = False,
+    as_csv: Csv = False,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -210,4 +212,4 @@ def validate_cmd(
         run=run,
         replace=replace,
     )
-    emit(validate(Ledger(db), opts, image_variant), as_json, print_validate)
+    emit(validate(Ledger(db), opts, image_variant), as_json, print_validate, markdown, as_csv)

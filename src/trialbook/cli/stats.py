@@ -94,9 +94,10 @@ def prereg_check_cmd(
     base: Annotated[str, typer.Option("--base", help="Baseline run.")],
     cand: Annotated[list[str], typer.Option("--cand", help="Candidate run (repeatable).")],
     as_json: Json = False,
+    markdown: Markdown = False,
     db: Db = None,
 ) -> None:
     """The preregistered verdict on held-out tasks (the in-pool result is shown as secondary)."""
     from trialbook.prereg.plan import check_plan
 
-    emit(check_plan(Ledger(db), plan_file, base, cand), as_json, render.print_prereg_check)
+    emit(check_plan(Ledger(db), plan_file, base, cand), as_json, render.print_prereg_check, markdown)

@@ -60,6 +60,8 @@ def sim_pipeline_cmd(
     ] = None,
     cross_epoch: Annotated[bool, typer.Option("--cross-epoch", help="Keep sampling into the next epoch.")] = False,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    markdown: Markdown = False,
+    as_csv: Csv = False,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -72,7 +74,7 @@ def sim_pipeline_cmd(
         ledger = Ledger(db)
         sampler = empirical_sampler(load_durations(ledger, ledger.run(durations_from)["id"]))
     cfg = PipelineConfig(batch, group, staleness, pool, epochs, train_step_s, workers, cross_epoch, seed)
-    emit(simulate(cfg, sampler), as_json, render.print_pipeline)
+    emit(simulate(cfg, sampler), as_json, render.print_pipeline, markdown, as_csv)
 
 
 @sim_app.command("rollouts")

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-from rich.console import Console
 from rich.markup import escape
 
 from trialbook.report import layout
-
-# Piped output (logs, CI) gets a wide console instead of rich's 80-column default.
-console = Console(width=None if sys.stdout.isatty() else 160)
 
 
 def _n(x: float | None, fmt: str = "{:+.2f}") -> str:
@@ -153,15 +148,16 @@ def print_plan(res: dict[str, Any]) -> None:
 
 def print_prereg_check(res: dict[str, Any]) -> None:
     short = res["hash"].removeprefix("sha256:")[:12]
-    console.print(
+    layout.line(
         f"plan {res['plan']} (hash {short} verified): held-out {res['holdout_tasks']} tasks"
-        f" x {res['holdout_repeats']} attempt(s), min diff {res['min_diff_pp']:g} pp"
+        f" x {res['holdout_repeats']} attempt(s), min diff {res['min_diff_pp']:g} pp",
+        markup=False,
     )
-    console.print("[bold]preregistered verdict (held-out tasks only)[/bold]")
+    layout.line("[bold]preregistered verdict (held-out tasks only)[/bold]")
     print_compare(res["holdout"])
     for r in res["holdout"]["comparisons"]:
         verdict = "CLAIM HOLDS" if r["claim"] else "no claim"
-        console.print(f"[bold]{r['candidate']}: {verdict}[/bold]")
+        layout.line(f"[bold]{escape(r['candidate'])}: {verdict}[/bold]")
     if res.get("in_pool"):
-        console.print("[dim]secondary, not the preregistered test: train (in-pool) tasks[/dim]")
+        layout.line("[dim]secondary, not the preregistered test: train (in-pool) tasks[/dim]")
         print_compare(res["in_pool"])

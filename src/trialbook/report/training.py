@@ -6,7 +6,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from trialbook.report.layout import line, table
 
@@ -160,20 +159,26 @@ def print_train_report(r: dict[str, Any]) -> None:
 def print_pipeline(r: dict[str, Any]) -> None:
     c = r["config"]
     mode = "cross-epoch sampling" if c["cross_epoch"] else "per-epoch loader (reset at each epoch end)"
-    console.print(
-        f"B={c['batch']} G={c['group']} S={c['staleness']} P={c['pool']} E={c['epochs']} W={c['workers']}, {mode}"
+    line(
+        f"B={c['batch']} G={c['group']} S={c['staleness']} P={c['pool']} E={c['epochs']} W={c['workers']}, {mode}",
+        markup=False,
     )
-    console.print(
+    line(
         f"{r['steps']} steps in {r['total_s'] / 3600:.2f} h = {r['steps_per_hour']:.2f} steps/h;"
         f" trainer idle {100 * r['trainer_idle_fraction']:.1f}%;"
-        f" median step interval {r['median_step_interval_s']:.0f} s"
+        f" median step interval {r['median_step_interval_s']:.0f} s",
+        markup=False,
     )
-    t = Table("epoch", "first step", "waited (s)", "stall", title="epoch boundaries")
-    for b in r["boundaries"]:
-        t.add_row(str(b["epoch"]), str(b["step"]), f"{b['wait_s']:.0f}", "STALL" if b["stall"] else "")
-    console.print(t)
+    table(
+        ["epoch", "first step", "waited (s)", "stall"],
+        [
+            [str(b["epoch"]), str(b["step"]), f"{b['wait_s']:.0f}", "STALL" if b["stall"] else ""]
+            for b in r["boundaries"]
+        ],
+        title="epoch boundaries",
+    )
     if r["empty_wv"]:
-        console.print(f"weight versions with no trajectories: {_ranges(r['empty_wv'])}")
+        line(f"weight versions with no trajectories: {_ranges(r['empty_wv'])}", markup=False)
 
 
 def print_truth(t: dict[str, Any]) -> None:
