@@ -44,6 +44,20 @@ def test_runs_page_lists_every_run_and_filters(client: TestClient) -> None:
     assert "no runs match" in client.get("/?name=nothing-like-this").text
 
 
+def test_runs_keyset_pages_cover_every_run_once(client: TestClient, web_db: Path) -> None:
+    from trialbook.ledger import views
+
+    ledger = open_readonly(str(web_db))
+    seen, after, more = [], 0, True
+    while more:
+        rows, more = views.list_runs(ledger, after=after, limit=3)
+        seen += [r.name for r in rows]
+        after = rows[-1].id if rows else after
+    assert seen == [r.name for r in views.list_runs(ledger, limit=1000)[0]] and len(set(seen)) == len(seen) >= 9
+    second = client.get(f"/?after={views.list_runs(ledger, limit=3)[0][-1].id}").text
+    assert f">{seen[2]}</a>" not in second and f">{seen[3]}</a>" in second
+
+
 def test_run_page_and_keyset_pagination(client: TestClient) -> None:
     page = client.get(f"/runs/{LOGGED}").text
     assert "resolved 168/500 judged = 33.6%" in page
@@ -58,13 +72,18 @@ def test_run_page_and_keyset_pagination(client: TestClient) -> None:
     assert "<td>unresolved</td>" not in resolved and "<td>resolved</td>" in resolved
 
 
-def test_trial_page_shows_tests_log_and_neighbours(client: TestClient) -> None:
+def test_trial_page_shows_tests_log_and_neighbours(client: TestClient, web_db: Path) -> None:
     run_page = client.get(f"/runs/{LOGGED}?outcome=resolved").text
     tid = _trial_ids(run_page)[0]
     page = client.get(f"/trials/{tid}").text
     assert 'id="verifier-log"' in page
     assert 'id="tests"' in page and "F2P" in page and "P2P" in page
     assert "report.json" in page  # artifacts
+    from trialbook.ledger import views
+
+    cut = views.artifacts_of(open_readonly(str(web_db)), tid, limit_chars=100)
+    assert "report.json" in cut and all(len(a.text) <= 100 and a.cut == (a.size > 100) for a in cut.values())
+    assert any(a.cut for a in cut.values()) and "characters, the last" not in page  # whole files shown here
     train = client.get(f"/runs/{TRAIN_RUN}").text
     tid = _trial_ids(train)[0]
     neighbours = client.get(f"/trials/{tid}").text

@@ -47,7 +47,12 @@ def serve_cmd(
     except OSError as exc:
         raise UserError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     bound = sock.getsockname()[1]
-    done(f"serving {ledger.url} (read-only) on http://{host}:{bound}/  (Ctrl-C stops)")
+    from sqlalchemy.engine import make_url
+
+    shown = make_url(ledger.url).render_as_string(hide_password=True)
+    done(f"serving {shown} (read-only) on http://{host}:{bound}/  (Ctrl-C stops)")
+    if host not in ("127.0.0.1", "::1", "localhost"):
+        done(f"note: --host {host}: anyone who can reach this address can read the whole ledger (no login)")
     config = uvicorn.Config(create_app(ledger), log_level="warning", access_log=False)
     uvicorn.Server(config).run(sockets=[sock])
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Integer, and_, case, cast, create_engine, event, func, select
+from sqlalchemy.engine import make_url
 
 from trialbook.errors import UserError
 from trialbook.ledger import schema
@@ -23,6 +24,10 @@ from trialbook.records import GRADED
 _current = trials.c.superseded_by.is_(None)
 _graded = trials.c.outcome.in_(sorted(GRADED))
 _resolved = and_(_graded, trials.c.reward >= 1.0)
+
+
+def _shown(url: str) -> str:
+    return make_url(url).render_as_string(hide_password=True)
 
 
 class ReadOnlyLedger(Ledger):
@@ -48,10 +53,10 @@ class ReadOnlyLedger(Ledger):
             with self.engine.connect() as conn:
                 version = schema.current_version(conn)
         except Exception as exc:  # noqa: BLE001 - any driver error means "cannot open", one line
-            raise UserError(f"cannot open ledger {self.url}: {str(exc).splitlines()[0]}") from None
+            raise UserError(f"cannot open ledger {_shown(self.url)}: {str(exc).splitlines()[0]}") from None
         if version != schema.SCHEMA_VERSION:
             raise UserError(
-                f"ledger {self.url} is at schema v{version}, this trialbook reads v{schema.SCHEMA_VERSION}:"
+                f"ledger {_shown(self.url)} is at schema v{version}, this trialbook reads v{schema.SCHEMA_VERSION}:"
                 " run any trialbook command on it once to upgrade it"
             )
 
@@ -298,13 +303,25 @@ def trial_detail(ledger: Ledger, trial_id: int) -> TrialDetail:
     )  # fmt: skip
 
 
-def artifacts_of(ledger: Ledger, trial_id: int, limit_chars: int = 200_000) -> dict[str, str]:
-    """A trial's artifacts by name, each cut to its last `limit_chars` characters."""
-    q = select(artifacts.c.name, artifacts.c.content).where(artifacts.c.trial_id == trial_id)
+@dataclass(frozen=True)
+class Artifact:
+    name: str
+    text: str  # the last `limit_chars` characters when the file is longer
+    size: int  # characters in the whole file
+
+    @property
+    def cut(self) -> bool:
+        return len(self.text) < self.size
+
+
+def artifacts_of(ledger: Ledger, trial_id: int, limit_chars: int = 200_000) -> dict[str, Artifact]:
+    """A trial's artifacts by name, each cut to its last `limit_chars` characters (the end of a log says most)."""
+    tail = (func.substr(artifacts.c.content, -limit_chars) if ledger.is_sqlite
+            else func.right(artifacts.c.content, limit_chars))  # fmt: skip
+    q = select(artifacts.c.name, func.length(artifacts.c.content), tail)
+    q = q.where(artifacts.c.trial_id == trial_id).order_by(artifacts.c.name)
     with ledger.engine.connect() as conn:
-        return {
-            n: (c if len(c) <= limit_chars else c[-limit_chars:]) for n, c in conn.execute(q.order_by(artifacts.c.name))
-        }
+        return {n: Artifact(n, text, int(size)) for n, size, text in conn.execute(q)}
 
 
 def latest_trial_id(ledger: Ledger, run_id: int, task_id: str) -> int | None:

@@ -89,7 +89,8 @@ def trial_page(ledger: Ledger, trial_id: int) -> dict[str, Any]:
     turns = None
     for n in TRAJECTORY_NAMES:
         if n in files:
-            turns = trajectory_turns(files[n])
+            raw = files[n].text if not files[n].cut else ledger.artifact(trial_id, n) or ""
+            turns = trajectory_turns(raw)
             break
     tests = []
     for kind in ("FAIL_TO_PASS", "PASS_TO_PASS"):
@@ -97,13 +98,13 @@ def trial_page(ledger: Ledger, trial_id: int) -> dict[str, Any]:
         listed = (d.fail_to_pass if kind == "FAIL_TO_PASS" else d.pass_to_pass) or []
         for test in sorted(set(statuses) | set(listed)):
             tests.append({"kind": kind, "test": test, "status": statuses.get(test, "not run")})
-    verifier = next((files[n] for n in ("verifier.log", "test_output.txt") if n in files), None)
+    verifier = next((files[n].text for n in ("verifier.log", "test_output.txt") if n in files), None)
     return {
         "d": d,
         "turns": turns,
         "tests": tests,
         "verifier": clean(verifier) if verifier is not None else None,
-        "files": {n: clean(c) for n, c in files.items()},
+        "files": {n: (clean(a.text), a.size, a.cut) for n, a in files.items()},
         "extra": clean(str(d.extra)) if d.extra else None,
         "message": clean(d.exception_message),
     }
