@@ -114,6 +114,8 @@ def test_compare_page_forest_plot_and_per_task_links(client: TestClient) -> None
     assert link is not None
     redirect = client.get(link.group(1).replace("&amp;", "&"), follow_redirects=False)
     assert redirect.status_code == 303 and redirect.headers["location"].startswith("/trials/")
+    split = client.get("/compare", params={"base": base, "cand": list(cands), "split": HOSTILE_RUN}).text
+    assert "<td>out</td>" in split and "subset &#39;in&#39; has 1 paired tasks" in split  # in = that run's 1 task
     bad = client.get("/compare", params={"base": base, "cand": base}).text
     assert "is the baseline itself" in bad
 

@@ -342,3 +342,10 @@ def run_version(ledger: Ledger, run_id: int) -> tuple[int, int | None]:
     An index seek, so a cache of a run's counts can be checked on every request."""
     with ledger.engine.connect() as conn:
         return run_id, conn.execute(select(func.max(trials.c.id)).where(trials.c.run_id == run_id)).scalar()
+
+
+def task_ids_of(ledger: Ledger, run_id: int) -> list[str]:
+    """The distinct tasks of a run's current trials, sorted (a split for compare: "tasks of run X")."""
+    q = select(trials.c.task_id).where(trials.c.run_id == run_id, _current).distinct().order_by(trials.c.task_id)
+    with ledger.engine.connect() as conn:
+        return list(conn.execute(q).scalars())

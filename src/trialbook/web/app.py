@@ -90,10 +90,11 @@ def create_app(ledger: Ledger, warm: bool = True) -> Starlette:
         except ValueError:
             raise UserError(f"min_diff must be a number of points, not {q.get('min_diff')!r}") from None
         ctx: dict[str, Any] = {"names": names, "base": base, "cands": cands, "min_diff": min_diff,
-                               "by_repo": bool(q.get("by_repo")), "res": None, "error": None}  # fmt: skip
+                               "by_repo": bool(q.get("by_repo")), "split": q.get("split") or "",
+                               "res": None, "error": None}  # fmt: skip
         if base and cands:
             try:
-                ctx.update(pages.compare_page(ledger, base, cands, min_diff, ctx["by_repo"]))
+                ctx.update(pages.compare_page(ledger, base, cands, min_diff, ctx["by_repo"], ctx["split"] or None))
             except UserError as exc:  # shown above the form, which stays usable
                 ctx["error"] = str(exc)
         return _page("compare.html", **ctx)

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import re
+import tempfile
 import threading
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -110,12 +113,20 @@ def trial_page(ledger: Ledger, trial_id: int) -> dict[str, Any]:
     }
 
 
-def compare_page(ledger: Ledger, base: str, cands: list[str], min_diff: float, by_repo: bool) -> dict[str, Any]:
+def compare_page(
+    ledger: Ledger, base: str, cands: list[str], min_diff: float, by_repo: bool, split_run: str | None = None
+) -> dict[str, Any]:
+    """The comparison, plus per-task wins and losses; `split_run`: in/out rows over that run's tasks."""
     from trialbook.stats.compare import align, compare
     from trialbook.stats.scores import load_scores
 
     scores = {n: load_scores(ledger, n) for n in (base, *cands)}
-    res = compare(ledger, base, cands, min_diff=min_diff, by_repo=by_repo, runs=scores)
+    with tempfile.TemporaryDirectory() as tmp:
+        split = None
+        if split_run:
+            split = Path(tmp) / f"tasks-of-{re.sub(r'[^A-Za-z0-9._-]', '_', split_run)}.txt"
+            split.write_text("\n".join(views.task_ids_of(ledger, views.run_by_name(ledger, split_run).id)) + "\n")
+        res = compare(ledger, base, cands, split=split, min_diff=min_diff, by_repo=by_repo, runs=scores)
     per_task = {}
     for cand in cands:
         ids, ib, ic, _ = align(scores[base], scores[cand])
