@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
 from rich.markup import escape
 
 from trialbook.report.layout import line, table
-
-console = Console()  # report/validate.py prints through this one
 
 
 def fmt_pct(value: float | None) -> str:
