@@ -35,6 +35,10 @@ class RunCache:
         self._lock = threading.Lock()
         self._items: dict[Any, Any] = {}
 
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+
     def get(self, key: Any, compute: Any) -> Any:
         with self._lock:
             if key in self._items:
@@ -51,15 +55,16 @@ def _counts(ledger: Ledger, cache: RunCache, run_id: int) -> views.RunCounts:
 
 
 def _overview(ledger: Ledger, cache: RunCache, run: views.RunRow) -> views.RunOverview:
-    key = ("overview", *views.run_version(ledger, run.id))
-    return cache.get(key, lambda: views.run_overview(ledger, run.name))
+    version = views.run_version(ledger, run.id)
+    overview = cache.get(("overview", *version), lambda: views.run_overview(ledger, run.name))
+    cache.put(("counts", *version), overview.counts)  # the runs page's counts come with it: no second scan
+    return overview
 
 
 def warm(ledger: Ledger, cache: RunCache) -> None:
     """Compute the counts and overviews of the first page of runs (what a visitor opens first)."""
     try:
         for run in views.list_runs(ledger, limit=PAGE)[0]:
-            _counts(ledger, cache, run.id)
             _overview(ledger, cache, run)
     except Exception:  # noqa: BLE001 - a best-effort warm-up; the page computes (and reports) it on demand
         return
