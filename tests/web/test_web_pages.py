@@ -186,3 +186,18 @@ def test_html_report_is_self_contained(web_db: Path, tmp_path: Path) -> None:
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)  # nothing fetched at view time
     assert "<script" not in text and 'href="/' not in text
     assert f"Training: {TRAIN_RUN}" in text and "claim line" in text
+
+
+def test_odd_run_names_round_trip_through_links(cli, db: str, tmp_path: Path) -> None:
+    name = "team/exp #1?x=<b>&y"
+    src = tmp_path / "t.jsonl"
+    src.write_text('{"task_id": "a__b-1", "outcome": "resolved", "reward": 1.0}\n')
+    assert cli("import", "jsonl", str(src), "--run", name).exit_code == 0
+    client = TestClient(create_app(open_readonly(db), warm=False))
+    page = client.get("/").text
+    href = re.search(r'href="(/runs/[^"]+)"', page)
+    assert href is not None and "&lt;b&gt;" in page
+    run = client.get(href.group(1).replace("&amp;", "&"))
+    assert run.status_code == 200 and "resolved 1/1 judged = 100.0%" in run.text
+    trial = client.get(f"/trials/{_trial_ids(run.text)[0]}")
+    assert trial.status_code == 200 and "team/exp #1?x=&lt;b&gt;&amp;y" in trial.text
