@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import INSTANCES, RESULTS
+from paths import INSTANCES, RESULTS
 from trialbook.harness.policy import policy_rows
 
 BASE = "20240402_sweagent_gpt4"

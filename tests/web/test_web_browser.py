@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 import webledger
-from webledger import EVAL_RUNS, EXAMPLES, LOGGED, TRAIN_RUN
+from webledger import EVAL_RUNS, LOGGED, TRAIN_RUN
+
+from paths import EXAMPLES
 
 pytestmark = [pytest.mark.browser, pytest.mark.docker]
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.postgres
 
 
 def test_pages_over_postgres_and_no_write_gets_through(pg: str) -> None:
-    from conftest import INSTANCES, RESULTS
+    from paths import INSTANCES, RESULTS
 
     for name in EVAL_RUNS[1:3]:
         webledger.tb("import", "swebench", str(RESULTS / f"{name}.json"), "--instances", str(INSTANCES), "--db", pg)

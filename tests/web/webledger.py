@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import HARBOR_JOBS, INSTANCES, RESULTS
+from paths import HARBOR_JOBS, INSTANCES, RESULTS
 
 LOGGED = "20240620_sweagent_claude3.5sonnet"
 EVAL_RUNS = (LOGGED, "20240402_sweagent_gpt4", "20240612_MASAI_gpt4o", "20250726_mini-v1.0.0_gemini-2.5-pro")
@@ -20,7 +20,6 @@ HOSTILE_LOG = (
     "\x1b[31mFAILED\x1b[0m tests/test_x.py::test_y - \x1b[1;33mAssertionError\x1b[0m\n"
 )
 TRAIN_RUN = "sim-train"
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 
 
 def tb(*args: str) -> str:

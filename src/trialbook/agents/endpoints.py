@@ -18,7 +18,6 @@ from typing import Any
 import requests
 
 from trialbook.errors import UserError
-from trialbook.sandbox import SandboxError
 
 # How servers word a prompt longer than the context window (llama.cpp, vLLM, SGLang, OpenAI).
 CONTEXT_PATTERNS = re.compile(
@@ -28,8 +27,8 @@ CONTEXT_PATTERNS = re.compile(
 )
 
 
-class EndpointError(SandboxError):
-    """The model server is unreachable or failed (5xx): infra, retryable."""
+class EndpointError(Exception):
+    """The model server is unreachable or failed (5xx): infra, retried (outcomes.POLICY)."""
 
     kind = "EndpointError"
 

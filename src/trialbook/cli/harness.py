@@ -19,8 +19,8 @@ from trialbook.harness.runner import clean, rerun, resume_run, start_run
 from trialbook.harness.validate import ValidateOptions, validate
 from trialbook.ledger.store import Ledger
 from trialbook.report import layout, tables
-from trialbook.report.summary import run_summary
 from trialbook.report.validate import print_validate
+from trialbook.stats.summary import run_summary
 
 Multiplier = Annotated[
     float | None, typer.Option("--timeout-multiplier", help="Agent timeout = task timeout x this.", min=0.01)

@@ -10,17 +10,11 @@ import typer
 from trialbook.cli.common import Db, app, comma_list, done
 from trialbook.errors import UserError
 
-EXTRA = "the web view needs the 'web' extra: pip install 'trialbook[web]'"
 
+def _need_extra(what: str) -> None:
+    from trialbook.extras import require
 
-def _need_extra() -> None:
-    try:
-        import jinja2  # noqa: F401
-        import matplotlib  # noqa: F401
-        import starlette  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError as exc:
-        raise UserError(f"{EXTRA} ({exc.name} is missing)") from None
+    require("web", what)
 
 
 @app.command("serve")
@@ -30,7 +24,7 @@ def serve_cmd(
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port (0: any free port).")] = 8765,
 ) -> None:
     """A read-only web view of the ledger: runs, trials, compare, training, audit."""
-    _need_extra()
+    _need_extra("trialbook serve")
     import socket
 
     import uvicorn
@@ -73,7 +67,7 @@ def report_cmd(
     db: Db = None,
 ) -> None:
     """One self-contained HTML file with the compare, training and audit views (plots included)."""
-    _need_extra()
+    _need_extra("trialbook report --html")
     from trialbook.ledger.views import open_readonly
     from trialbook.web import report
 

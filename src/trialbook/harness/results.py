@@ -7,13 +7,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
-
 from trialbook.harness.paths import TrialPaths
 from trialbook.harness.trial import TrialResult
-from trialbook.importers.common import trial_row
-from trialbook.ledger.schema import trials
-from trialbook.ledger.store import Ledger
+from trialbook.ledger.store import Ledger, trial_row
 
 _write_lock = threading.Lock()
 
@@ -22,19 +18,10 @@ def record_trial(ledger: Ledger, run_id: int, result: TrialResult, supersedes: i
     """Insert the trial (+ its logs as artifacts) in one transaction; mark `supersedes` replaced by it."""
     t = result.trial
     with _write_lock, ledger.transaction() as conn:
-        ledger.insert_trials(conn, [trial_row(run_id, t)])
-        new_id = int(
-            conn.execute(
-                select(func.max(trials.c.id)).where(
-                    trials.c.run_id == run_id, trials.c.task_id == t.task_id, trials.c.attempt == t.attempt
-                )
-            ).scalar_one()
-        )
+        new_id = ledger.record_trial(conn, trial_row(run_id, t), supersedes)
         logs = [(new_id, "agent.log", result.agent_log), (new_id, "verifier.log", result.verifier_log)]
         logs += [(new_id, name, text) for name, text in result.extra_files.items()]
         ledger.insert_artifacts(conn, [row for row in logs if row[2]])
-        if supersedes is not None:
-            conn.execute(trials.update().where(trials.c.id == supersedes).values(superseded_by=new_id))
     return new_id
 
 

@@ -20,8 +20,7 @@ from trialbook.harness.config import Plan, RunConfig, Tally
 from trialbook.harness.lock import run_lock
 from trialbook.harness.pool import execute
 from trialbook.harness.stack import connect, sandbox_stack
-from trialbook.ledger.schema import runs
-from trialbook.ledger.store import Ledger, dumps
+from trialbook.ledger.store import Ledger
 from trialbook.records import Outcome, Run
 from trialbook.tasks import TaskError, TaskSpec
 
@@ -115,7 +114,7 @@ def rerun(ledger: Ledger, name: str, where: str, timeout_multiplier: float | Non
     stored = ledger.run(name)["config"]
     stored["reruns"] = [*stored.get("reruns", []), note]
     with ledger.transaction() as conn:
-        conn.execute(runs.update().where(runs.c.id == run["id"]).values(config=dumps(stored)))
+        ledger.set_run_config(conn, run["id"], stored)
     return tally
 
 

@@ -19,7 +19,7 @@ from trialbook.errors import UserError
 from trialbook.ledger import schema
 from trialbook.ledger.schema import artifacts, runs, tasks, trials
 from trialbook.ledger.store import Ledger, loads, resolve_db
-from trialbook.records import GRADED
+from trialbook.outcomes import GRADED
 
 _current = trials.c.superseded_by.is_(None)
 _graded = trials.c.outcome.in_(sorted(GRADED))

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from trialbook.agents.mini import INSTANCE_TEMPLATE, SYSTEM_TEMPLATE
+from trialbook.extras import require
 from trialbook.rl.rollout import RolloutResult, Rollouts
 
 T = TypeVar("T")
@@ -89,6 +90,7 @@ def train_grpo(
     """GRPO with TRL on CPU: SmolLM2-135M-Instruct, every completion graded by trialbook.
 
     Needs `pip install torch==2.13.0 trl accelerate gguf` (transformers reads the GGUF weights)."""
+    require("train", "train_grpo")
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer

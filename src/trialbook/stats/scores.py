@@ -1,7 +1,7 @@
 """Per-task scores of a run, loaded with one GROUP BY query (no Python loop over trials).
 
 A task's score is the mean of its graded attempts, counting an attempt as resolved when its
-reward is 1.0 (records.is_resolved). Ungraded attempts (verifier_timeout, infra_error,
+reward is 1.0 (outcomes.is_resolved). Ungraded attempts (verifier_timeout, infra_error,
 incomplete) are counted but never enter the score.
 """
 
@@ -10,15 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import Integer, and_, case, cast, func, select
 
 from trialbook.errors import UserError
-from trialbook.ledger.schema import trials
+from trialbook.ledger import queries
 from trialbook.ledger.store import Ledger
-from trialbook.records import GRADED
-
-_graded = trials.c.outcome.in_(sorted(GRADED))
-_resolved = and_(_graded, trials.c.reward >= 1.0)
 
 
 @dataclass(frozen=True)
@@ -54,21 +49,8 @@ class TaskScores:
 
 
 def load_scores(ledger: Ledger, run_name: str) -> TaskScores:
-    run = ledger.run(run_name)
-    q = (
-        select(
-            trials.c.task_id,
-            func.max(trials.c.repo),
-            func.count(),
-            func.coalesce(func.sum(cast(case((_graded, 1), else_=0), Integer)), 0),
-            func.coalesce(func.sum(cast(case((_resolved, 1), else_=0), Integer)), 0),
-        )
-        .where(trials.c.run_id == run["id"], trials.c.superseded_by.is_(None))
-        .group_by(trials.c.task_id)
-        .order_by(trials.c.task_id)
-    )
-    with ledger.engine.connect() as conn:
-        rows = conn.execute(q).all()
+    run = ledger.get_run(run_name)
+    rows = queries.task_scores(ledger, run.id)
     if not rows:
         raise UserError(f"run '{run_name}' has no trials")
     ids, repos, n, g, r = zip(*rows, strict=True)
@@ -79,8 +61,8 @@ def load_scores(ledger: Ledger, run_name: str) -> TaskScores:
         trials=np.array(n, dtype=np.int64),
         graded=np.array(g, dtype=np.int64),
         resolved=np.array(r, dtype=np.int64),
-        stack=run["stack"],
-        labels=run["labels"],
-        created=run["created"],
+        stack=run.stack,
+        labels=run.labels,
+        created=run.created,
     )
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from trialbook.errors import UserError
+from trialbook.ledger import queries
 from trialbook.ledger.store import Ledger
 from trialbook.stats.kernel import cluster_ratio_ci
 from trialbook.stats.selection import read_task_list, resolve_repos
@@ -112,7 +113,7 @@ def eval_tasks(source: str, ledger: Ledger) -> set[str]:
         return set(read_task_list(path))
     if source not in ledger.run_names():
         raise UserError(f"--eval-set {source}: neither a task-list file nor a run in the ledger")
-    return {t["task_id"] for t in ledger.trials(ledger.run(source)["id"])}
+    return queries.task_ids(ledger, ledger.get_run(source).id)
 
 
 def _exclude(data: TrainData, wanted: list[str]) -> tuple[TrainData, dict[str, int]]:

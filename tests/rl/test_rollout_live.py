@@ -14,13 +14,14 @@ from pathlib import Path
 import docker
 import pytest
 
+from paths import EXAMPLES
 from trialbook.agents.llama import LlamaServer
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
 from trialbook.rl.rewards import RewardPolicy
 from trialbook.rl.rollout import Rollouts
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
+pytestmark = [pytest.mark.llm, pytest.mark.docker]  # the model server and Docker sandboxes, in every test
 
 
 @pytest.fixture(scope="module")

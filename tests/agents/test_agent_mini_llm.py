@@ -21,6 +21,7 @@ import pytest
 import requests
 
 from httpd import LocalServer
+from paths import EXAMPLES
 from trialbook.agents import get_agent
 from trialbook.agents.endpoints import probe
 from trialbook.agents.llama import LlamaServer
@@ -30,7 +31,6 @@ from trialbook.records import GRADED
 from trialbook.sandbox import DockerEngine
 from trialbook.tasks import load_tasks
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
 # how the loop ended (trajectory info.exit_status) -> the outcome it must give
 EXIT_OUTCOME = {
     "RepeatedFormatError": {"format_error"},
@@ -60,6 +60,9 @@ class Proxy(LocalServer):
                 return 502, b'{"error": "upstream down"}'
 
         super().__init__(forward)
+
+
+pytestmark = [pytest.mark.llm, pytest.mark.docker]  # the model server and Docker sandboxes, in every test
 
 
 @pytest.fixture(scope="module")

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from paths import EXAMPLES
 from trialbook.cli import app
 from trialbook.errors import TrialbookError
 from trialbook.harness.validate import RULES, AgentView, TaskView, Variant, parse_variants, verdict
 from trialbook.ledger.store import Ledger
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
 STATS_FIXED = (EXAMPLES / "plain-bugfix" / "solution" / "solve.sh").read_text()
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import INSTANCES, SWE
+from paths import INSTANCES, SWE
 from trialbook.tasks import load_task
 from trialbook.tasks_swebench import PROXY_VARS
 

@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
+from paths import EXAMPLES
 
 
 def test_rerun_at_x2_is_its_own_line_and_regrade_agrees(engine, cli, tmp_path: Path):

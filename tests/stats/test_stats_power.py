@@ -112,7 +112,7 @@ def test_plan_bad_input(cli, args, message):
 
 def test_single_attempt_pair_reproduces_the_observed_k1_interval(cli):
     """From two real single-attempt systems the K=1 row equals the CI that `compare` reports."""
-    from conftest import INSTANCES, RESULTS
+    from paths import INSTANCES, RESULTS
 
     for s in ("20250726_mini-v1.0.0_gemini-2.5-pro", "20250807_mini-v1.7.0_gpt-5-mini"):
         cli("import", "swebench", str(RESULTS / f"{s}.json"), "--instances", str(INSTANCES), "--run", s[:8] + s[-4:])

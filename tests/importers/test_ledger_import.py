@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import INSTANCES, RESULTS, SWE
+from paths import INSTANCES, RESULTS, SWE
 
 SWEAGENT = RESULTS / "20240620_sweagent_claude3.5sonnet.json"
 

@@ -1,4 +1,4 @@
-"""Task loading, the error policy table and the no-daemon path (no Docker needed)."""
+"""Task folders: loading, one-line errors for broken folders, the verifier hash (no Docker needed)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from paths import EXAMPLES
 from trialbook.errors import UserError
-from trialbook.harness.policy import POLICY, policy_rows, rule_for
-from trialbook.records import OUTCOMES, Outcome
 from trialbook.tasks import load_task, load_tasks
 from trialbook.tasks.loader import tree_hash
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
 PITFALLS = {"plain-bugfix", "uncommitted-test-config", "hung-verifier", "slow-solution", "proxy-env", "flaky-p2p"}
 
 
@@ -78,39 +76,3 @@ def test_config_json_lists_may_be_json_strings(tmp_path):
     (task / "tests" / "config.json").write_text(json.dumps({"FAIL_TO_PASS": json.dumps(["a"]), "PASS_TO_PASS": []}))
     spec = load_task(task)
     assert spec.fail_to_pass == ["a"] and spec.pass_to_pass == []
-
-
-def test_policy_agrees_with_the_outcome_table():
-    for name, rule in POLICY.items():
-        if rule.retry:  # only infra failures are retried, and they are never graded
-            assert rule.outcome == Outcome.INFRA_ERROR and OUTCOMES[rule.outcome].retry, name
-    assert rule_for("VerifierTimeoutError").outcome == Outcome.VERIFIER_TIMEOUT
-    assert not rule_for("VerifierTimeoutError").retry
-    assert rule_for("SomethingNew").outcome == Outcome.INFRA_ERROR and not rule_for("SomethingNew").retry
-    assert {"DaemonError", "ImageBuildError", "ContainerStartError"} <= {n for n, r in POLICY.items() if r.retry}
-    rows = {r["exception"]: r for r in policy_rows()}
-    assert rows["AgentTimeoutError"]["graded"] is True
-    assert rows["VerifierTimeoutError"]["graded"] is False
-
-
-def test_policy_command_json(cli):
-    res = cli("policy", "--json", use_db=False)
-    assert res.exit_code == 0
-    rows = json.loads(res.stdout)
-    assert {r["exception"] for r in rows} >= set(POLICY)
-
-
-def test_commands_without_a_daemon_explain_how_to_get_one(cli, monkeypatch, tmp_path):
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
-    res = cli("quickstart")
-    assert res.exit_code == 2
-    assert "docker-up.sh" in res.stderr and "Docker Engine" in res.stderr
-    res = cli("run", str(EXAMPLES), "--agent", "nop", "--run", "x")
-    assert res.exit_code == 2 and "docker-up.sh" in res.stderr
-
-
-def test_bad_usage_is_exit_2(cli, tmp_path):
-    res = cli("run", str(EXAMPLES), "--agent", "gpt-nothing", "--run", "x")
-    assert res.exit_code == 2 and "unknown agent" in res.stderr
-    res = cli("run", str(tmp_path / "none"), "--agent", "nop", "--run", "x")
-    assert res.exit_code == 2 and "no such tasks directory" in res.stderr

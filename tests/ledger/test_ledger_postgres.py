@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import INSTANCES, RESULTS
+from paths import INSTANCES, RESULTS
 
 
 def test_import_show_and_rollback_on_postgres(cli, pg, tmp_path):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import INSTANCES, SWE
+from paths import INSTANCES, SWE, TEST_DATA
 
 REAL = SWE / "logs" / "20240620_sweagent_claude3.5sonnet"
-FIXTURES = Path(__file__).parent / "data" / "audit"
+FIXTURES = TEST_DATA / "audit"
 
 
 def _import(cli, results: Path, instances: Path, logs: Path, run: str) -> None:

@@ -205,9 +205,9 @@ def test_p2p_regression_share_reads_the_pass_to_pass_statuses(cli, tmp_path):
     rows = [
         row({"FAIL_TO_PASS": {"t1": "fail"}, "PASS_TO_PASS": {"t2": "pass"}}, reward=0.0),  # F2P only
         row({"FAIL_TO_PASS": {"t1": "pass"}, "PASS_TO_PASS": {"t2": "pass", "t3": "fail"}}, reward=0.0),
-        row({"PASS_TO_PASS": {"t2": "error"}}, outcome="agent_timeout"),
+        row({"PASS_TO_PASS": {"t2": "error"}}, outcome="agent_timeout"),  # no F2P test: not a P2P regression
         row({"FAIL_TO_PASS": {"t1": "pass"}, "PASS_TO_PASS": {"t2": "missing"}}, reward=0.0),
-        row({"FAIL_TO_PASS": {"t1": "pass"}, "PASS_TO_PASS": {"t2": "fail"}}, reward=1.0),  # resolved anyway
+        row({"FAIL_TO_PASS": {"t1": "pass"}, "PASS_TO_PASS": {"t2": "fail"}}, reward=1.0),  # the tests decide
         row({"FAIL_TO_PASS": {'odd:"fail"': "fail"}, "PASS_TO_PASS": {'x[:"fail"]': "pass"}}, reward=0.0),
         row(None, reward=0.0),
         row({"FAIL_TO_PASS": {"t1": "fail"}, "PASS_TO_PASS": {"t2": "fail"}}, outcome="verifier_timeout"),
@@ -216,7 +216,7 @@ def test_p2p_regression_share_reads_the_pass_to_pass_statuses(cli, tmp_path):
     assert cli("import", "jsonl", str(path), "--run", "rl", "--kind", "train").exit_code == 0
     (bucket,) = json.loads(cli("train", "report", "rl", "--json").stdout)["buckets"]
     assert bucket["trajectories"] == 8 and bucket["judged"] == 7
-    assert bucket["outcome_pct"]["p2p_regression"] == pytest.approx(100 * 3 / 8)
+    assert bucket["outcome_pct"]["p2p_regression"] == pytest.approx(100 * 3 / 8)  # rows 2, 4 and 5
     assert bucket["outcome_pct"]["agent_timeout"] == pytest.approx(100 / 8)
 
 

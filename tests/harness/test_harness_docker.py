@@ -19,12 +19,12 @@ import docker
 import pytest
 from typer.testing import CliRunner
 
+from paths import EXAMPLES
 from trialbook.cli import app
 from trialbook.errors import TrialbookError
 from trialbook.ledger.store import Ledger
 from trialbook.tasks import load_tasks
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
 GRACE_S = 6.0  # kill + container removal + exec bookkeeping on a loaded 2-core machine
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import INSTANCES, SWE
+from paths import INSTANCES, SWE
 from trialbook.verify.grading import grade_test_log, parse_status_map
 
 LOGS = SWE / "logs" / "20240620_sweagent_claude3.5sonnet"

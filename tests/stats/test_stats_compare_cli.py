@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import INSTANCES, RESULTS
+from paths import INSTANCES, RESULTS
 from trialbook.stats.synthetic import simulate_run, task_ids, write_jsonl
 
 SYSTEMS = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import HARBOR_JOBS
+from paths import HARBOR_JOBS
 
 
 def show(cli, run: str) -> dict:

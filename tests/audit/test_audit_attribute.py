@@ -10,11 +10,11 @@ from fractions import Fraction
 import pytest
 from sqlalchemy import func, select
 
-from conftest import INSTANCES, RESULTS
+from paths import INSTANCES, RESULTS
 from trialbook.audit.attribute import apportion, attribute_runs
-from trialbook.importers.common import import_run, trial_row
+from trialbook.importers.common import import_run
 from trialbook.ledger.schema import trials as trials_table
-from trialbook.ledger.store import Ledger
+from trialbook.ledger.store import Ledger, trial_row
 from trialbook.records import Outcome, Run, Trial
 
 

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-FIXTURES = Path(__file__).parent / "data" / "audit"
+from paths import TEST_DATA
+
+FIXTURES = TEST_DATA / "audit"
 
 
 def _answers(cli, db: str) -> list[dict]:
