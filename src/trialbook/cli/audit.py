@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, RunArg, app, comma_list, emit
+from trialbook.cli.common import Csv, Db, Json, Markdown, RunArg, app, comma_list, emit
 from trialbook.errors import UserError
 from trialbook.extras import require
 from trialbook.ledger.store import Ledger
@@ -33,11 +33,13 @@ Jobs = Annotated[int | None, typer.Option("--jobs", min=1, help="Processes parsi
 
 
 @app.command("regrade")
-def regrade_cmd(run: RunArg, jobs: Jobs = None, as_json: Json = False, db: Db = None) -> None:
+def regrade_cmd(
+    run: RunArg, jobs: Jobs = None, as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None
+) -> None:
     """Re-grade every trial that has a verifier log with trialbook's grader; list disagreements."""
     from trialbook.audit.regrade import DEFAULT_JOBS, regrade_run
 
-    emit(regrade_run(Ledger(db), run, jobs or DEFAULT_JOBS), as_json, render.print_regrade)
+    emit(regrade_run(Ledger(db), run, jobs or DEFAULT_JOBS), as_json, render.print_regrade, markdown, as_csv)
 
 
 @app.command("audit")
@@ -49,6 +51,8 @@ def audit_cmd(
     ] = 2,
     jobs: Jobs = None,
     as_json: Json = False,
+    markdown: Markdown = False,
+    as_csv: Csv = False,
     db: Db = None,
 ) -> None:
     """Failures that may not be the agent's fault: P2P penalties, log signatures, suspect tests."""
@@ -58,15 +62,17 @@ def audit_cmd(
     if min_trials < 1:
         raise UserError("--min-trials must be at least 1")
     result = audit_run(Ledger(db), run, vs=vs, min_trials=min_trials, jobs=jobs or DEFAULT_JOBS)
-    emit(result, as_json, render.print_audit)
+    emit(result, as_json, render.print_audit, markdown, as_csv)
 
 
 @app.command("attribute")
-def attribute_cmd(old: str, new: str, as_json: Json = False, db: Db = None) -> None:
+def attribute_cmd(
+    old: str, new: str, as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None
+) -> None:
     """Decompose the resolved-rate change OLD -> NEW by transition and by repo (RUN@original: before reruns)."""
     from trialbook.audit.attribute import attribute_runs
 
-    emit(attribute_runs(Ledger(db), old, new), as_json, render.print_attribute)
+    emit(attribute_runs(Ledger(db), old, new), as_json, render.print_attribute, markdown, as_csv)
 
 
 @tasks_app.command("from-swebench")
