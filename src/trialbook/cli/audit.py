@@ -76,6 +76,6 @@ def from_swebench_cmd(
     as_json: Json = False,
 ) -> None:
     """Task folders for SWE-bench Verified instances on the official sweb.eval images."""
-    from trialbook.tasks_swebench import write_tasks
+    from trialbook.tasks.swebench.generate import write_tasks
 
     emit(write_tasks(instances, out, comma_list(ids)), as_json, render.print_from_swebench)

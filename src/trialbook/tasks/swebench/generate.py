@@ -37,7 +37,7 @@ from swebench.harness.utils import get_modified_files
 
 from trialbook.errors import UserError
 from trialbook.importers.common import json_lines
-from trialbook.swebench_versions import VERSIONS
+from trialbook.tasks.swebench.versions import VERSIONS
 
 REPO_DIR = "/testbed"
 ENV_NAME = "testbed"
