@@ -14,6 +14,7 @@ and an unchanged one is found, not rebuilt.
 from __future__ import annotations
 
 import hashlib
+import re
 import shlex
 import shutil
 import subprocess
@@ -24,6 +25,7 @@ from typing import Any
 
 import docker
 from docker.errors import APIError, DockerException, ImageNotFound
+from packaging.requirements import InvalidRequirement, Requirement
 
 from trialbook.tasks.swebench.build_plan import Plan, env_recipe, git
 
@@ -57,22 +59,42 @@ def uv_binary() -> Path:
     return Path(found)
 
 
-def uv_install(args: str, exclude_newer: str) -> str:
-    return f"uv pip install --python {VENV}/bin/python --exclude-newer {exclude_newer} {args}"
+NO_CUTOFF = "2100-01-01"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def pip_to_uv(command: str, exclude_newer: str) -> str:
+def exact_pins(plan: Plan) -> list[str]:
+    """Names the spec pins to one version (`name==1.2`): the date cutoff must not hide the pinned version."""
+    r = env_recipe(plan)
+    lines = [*r["packages"], *r["pip_packages"], *(r["requirements"] or "").splitlines()]
+    names = set()
+    for line in lines:
+        try:
+            req = Requirement(line.split("#")[0].strip())
+        except InvalidRequirement:
+            continue
+        if any(s.operator in ("==", "===") for s in req.specifier):
+            names.add(req.name.lower())
+    return sorted(names)
+
+
+def uv_install(args: str, plan: Plan) -> str:
+    exempt = "".join(f" --exclude-newer-package {n}={NO_CUTOFF}" for n in exact_pins(plan))
+    return f"uv pip install --python {VENV}/bin/python --exclude-newer {plan.exclude_newer}{exempt} {args}"
+
+
+def pip_to_uv(command: str, plan: Plan) -> str:
     """The spec's `python -m pip install ...` as a uv install resolved as of the date."""
     for prefix in ("python -m pip install", "pip install"):
         if command.startswith(prefix):
-            return uv_install(command[len(prefix) :].strip(), exclude_newer)
+            return uv_install(command[len(prefix) :].strip(), plan)
     return command
 
 
 def env_dockerfile(plan: Plan) -> tuple[str, dict[str, str]]:
     """(Dockerfile, extra context files) of the environment image."""
     r = env_recipe(plan)
-    d = plan.exclude_newer
+    d = plan
     files: dict[str, str] = {}
     lines = [
         f"FROM {base_tag(r['suite'])}",
@@ -101,7 +123,7 @@ def scm_env(plan: Plan) -> str:
 def inst_dockerfile(plan: Plan) -> str:
     steps = [*plan.specs.get("pre_install", [])]
     if plan.specs.get("install"):
-        steps.append(pip_to_uv(plan.specs["install"], plan.exclude_newer))
+        steps.append(pip_to_uv(plan.specs["install"], plan))
     lines = [
         f"FROM {plan.env_tag}",
         f"LABEL {LABEL}=instance {LABEL}.instance={plan.instance_id} {LABEL}.base_commit={plan.inst['base_commit']}",
@@ -227,7 +249,7 @@ class Builder:
                 if "error" in chunk:
                     last = [ln for ln in log[-40:] if not ln.startswith(" ---> ")][-6:]
                     reason = str(chunk["error"]).strip().splitlines()[0]
-                    raise BuildFailed(f"{reason} | {' | '.join(last)}"[:900])
+                    raise BuildFailed(ANSI.sub("", f"{reason} | {' | '.join(last)}")[:900])
         except (APIError, DockerException) as exc:
             raise BuildFailed(f"docker build {tag}: {exc}") from None
 
