@@ -103,6 +103,19 @@ def _build_one(builder: Builder, plan: Plan) -> dict[str, Any]:
     }
 
 
+def _merged_report(out: Path, lines: list[dict[str, Any]], exclude_newer: str) -> dict[str, Any]:
+    """The report of `out`: earlier builds' lines, replaced by this build's for the same instances."""
+    earlier: list[dict[str, Any]] = []
+    if (out / REPORT).is_file():
+        try:
+            earlier = json.loads((out / REPORT).read_text()).get("instances", [])
+        except (ValueError, AttributeError):
+            earlier = []
+    ids = {x["task_id"] for x in lines}
+    merged = [x for x in earlier if x.get("task_id") not in ids] + lines
+    return {"exclude_newer": exclude_newer, "instances": sorted(merged, key=lambda x: x["task_id"])}
+
+
 def _move_in(tmp: Path, out: Path) -> None:
     """Move the finished task folders into `out` (a fresh `out` is one rename)."""
     if not out.exists():
@@ -147,8 +160,7 @@ def build_tasks(
                 plan = by_id[r["task_id"]]
                 write_task(plan.inst, plan.version, tmp / plan.instance_id, built_image=plan.inst_tag)
         lines = results + lines
-        report = {"out": str(out), "exclude_newer": exclude_newer, "instances": lines}
-        (tmp / REPORT).write_text(json.dumps(report, indent=1) + "\n")
+        (tmp / REPORT).write_text(json.dumps(_merged_report(out, lines, exclude_newer), indent=1) + "\n")
         _move_in(tmp, out)
     finally:
         if tmp.exists():
