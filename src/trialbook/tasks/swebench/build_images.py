@@ -27,7 +27,7 @@ import docker
 from docker.errors import APIError, DockerException, ImageNotFound
 from packaging.requirements import InvalidRequirement, Requirement
 
-from trialbook.tasks.swebench.build_plan import Plan, env_recipe, git
+from trialbook.tasks.swebench.build_plan import CONDA_EXCLUDE_NEWER, Plan, env_recipe, git
 
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 IMAGE_CA = "/usr/local/share/trialbook/host-ca.crt"
@@ -78,8 +78,22 @@ def exact_pins(plan: Plan) -> list[str]:
     return sorted(names)
 
 
+def conda_names(plan: Plan) -> list[str]:
+    """Packages the official images took from conda's channel (the spec's `packages`), not pinned."""
+    names = set()
+    for p in env_recipe(plan)["packages"]:
+        try:
+            req = Requirement(p)
+        except InvalidRequirement:
+            continue
+        if not req.specifier:
+            names.add(req.name.lower())
+    return sorted(names)
+
+
 def uv_install(args: str, plan: Plan) -> str:
     exempt = "".join(f" --exclude-newer-package {n}={NO_CUTOFF}" for n in exact_pins(plan))
+    exempt += "".join(f" --exclude-newer-package {n}={CONDA_EXCLUDE_NEWER}" for n in conda_names(plan))
     return f"uv pip install --python {VENV}/bin/python --exclude-newer {plan.exclude_newer}{exempt} {args}"
 
 

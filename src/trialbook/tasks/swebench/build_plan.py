@@ -21,9 +21,14 @@ from trialbook.errors import UserError
 
 # Debian releases that debootstrap can make here, by the Python they ship.
 SUITES = {"3.9": "bullseye", "3.11": "bookworm"}
-# Unpinned packages resolve as of this date (an environment resolved today is not the one the
-# instances were validated in: today's pytest and docutils break flask's and sphinx's suites).
-DEFAULT_EXCLUDE_NEWER = "2024-01-15"
+# Unpinned packages resolve as of the day the published sweb.eval images were built (an environment
+# resolved today is not the one the instances were validated in: today's pytest and docutils break
+# flask's and sphinx's suites). Their logs show it: setuptools_scm versions stamped d20240725, and
+# sphinx's images with docutils 0.21.2 and pytest 8.3.2 from PyPI.
+DEFAULT_EXCLUDE_NEWER = "2024-07-25"
+# The spec's `packages` went through conda's defaults channel, which lagged PyPI: its pytest was
+# 7.4.4 (the published requests images' logs), PyPI's latest on this date.
+CONDA_EXCLUDE_NEWER = "2024-01-15"
 UPSTREAM = "https://github.com/{repo}.git"
 GIT_TIMEOUT = 300
 
