@@ -8,7 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
-from tests.conftest import DATA, INSTANCES
+from paths import DATA, INSTANCES
 
 REPOS = DATA / "swebench-repos"
 REQUESTS = "psf__requests-6028"

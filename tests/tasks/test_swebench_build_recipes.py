@@ -9,8 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import DATA, INSTANCES
-
+from paths import DATA, INSTANCES
 from trialbook.tasks.swebench.build_images import env_dockerfile, inst_dockerfile, key_plan
 from trialbook.tasks.swebench.build_plan import DEFAULT_EXCLUDE_NEWER, conda_to_pip, make_plan
 from trialbook.tasks.swebench.generate import build_test_sh

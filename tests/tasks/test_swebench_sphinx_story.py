@@ -11,8 +11,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.conftest import DATA, INSTANCES, app
 from typer.testing import CliRunner
+
+from paths import DATA, INSTANCES
+from trialbook.cli import load
+
+app = load()
 
 pytestmark = pytest.mark.docker
 

@@ -13,6 +13,7 @@ import typer
 
 from trialbook.cli.common import Db, Json, app, comma_list, emit
 from trialbook.errors import UserError
+from trialbook.extras import require
 from trialbook.ledger.store import Ledger
 from trialbook.report import audit as render
 
@@ -81,6 +82,7 @@ def from_swebench_cmd(
     as_json: Json = False,
 ) -> None:
     """Task folders for SWE-bench Verified instances: on the official sweb.eval images, or built here (--build)."""
+    require("swebench", "tasks from-swebench")
     if build:
         from trialbook.tasks.swebench.build import build_tasks, print_build
 
