@@ -136,7 +136,9 @@ def scm_env(plan: Plan) -> str:
 
 def inst_dockerfile(plan: Plan) -> str:
     steps = [*plan.specs.get("pre_install", [])]
-    if plan.specs.get("install"):
+    if plan.specs.get("install") and plan.extra.get("legacy_editable"):
+        steps.append(plan.specs["install"])  # the venv's pip, as the official images did: see legacy_editable
+    elif plan.specs.get("install"):
         steps.append(pip_to_uv(plan.specs["install"], plan))
     lines = [
         f"FROM {plan.env_tag}",
@@ -261,7 +263,9 @@ class Builder:
                 if "stream" in chunk:
                     log += [ln for ln in str(chunk["stream"]).splitlines() if ln.strip()]
                 if "error" in chunk:
-                    last = [ln for ln in log[-40:] if not ln.startswith(" ---> ")][-6:]
+                    tail = [ln.strip() for ln in log[-60:] if ln.strip() and not ln.startswith(" ---> ")]
+                    errors = [ln for ln in tail if "error" in ln.lower() or "fail" in ln.lower()]
+                    last = (errors[-4:] or tail[-6:])[-6:]
                     reason = str(chunk["error"]).strip().splitlines()[0]
                     raise BuildFailed(ANSI.sub("", f"{reason} | {' | '.join(last)}")[:900])
         except (APIError, DockerException) as exc:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 import subprocess
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
 from swebench.harness.constants import MAP_REPO_TO_REQS_PATHS, MAP_REPO_VERSION_TO_SPECS
 from swebench.harness.test_spec.python import clean_requirements
 
@@ -168,10 +170,30 @@ def refusal(inst: dict[str, Any], version: str | None) -> str | None:
     return None
 
 
+def legacy_editable(source: Path, commit: str) -> bool:
+    """pyproject-only project whose pinned setuptools predates PEP 660 (`build_editable`, setuptools 64):
+    pip installs it `-e` with `setup.py develop` through its shim, uv cannot."""
+    if git(["-C", str(source), "cat-file", "-e", f"{commit}:setup.py"]).returncode == 0:
+        return False
+    done = git(["-C", str(source), "show", f"{commit}:pyproject.toml"])
+    if done.returncode != 0:
+        return False
+    try:
+        requires = tomllib.loads(done.stdout).get("build-system", {}).get("requires", [])
+        pins = [Requirement(r) for r in requires]
+    except (ValueError, InvalidRequirement):
+        return False
+    modern = [f"{major}.{minor}.0" for major in range(64, 81) for minor in (0, 1, 2, 5)]
+    pinned = [r for r in pins if r.name == "setuptools" and r.specifier]
+    return any(not any(r.specifier.contains(v) for v in modern) for r in pinned)
+
+
 def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: str) -> Plan:
     """The plan without its image keys (`build_images.key_plan` names the images from their recipes)."""
     specs = MAP_REPO_VERSION_TO_SPECS[inst["repo"]][version]
     plan = Plan(inst, version, specs, SUITES[str(specs["python"])], source, exclude_newer)
     if specs.get("packages") == "requirements.txt":
         plan.requirements = read_requirements(source, inst["repo"], inst["base_commit"])
+    if " -e " in f" {specs.get('install', '')} " and legacy_editable(source, inst["base_commit"]):
+        plan.extra["legacy_editable"] = True
     return plan
