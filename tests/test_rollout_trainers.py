@@ -1,5 +1,5 @@
 """Trainer adapters for real: completions graded in Docker, SkyRL's generator and AReaL's workflow
-shapes over the real llama-cpp-python server, and TRL's GRPOTrainer on CPU for two optimizer steps."""
+shapes over the real llama-cpp-python server (TRL's GRPOTrainer: tests/rl/test_trl_grpo_learns.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from trialbook.agents.llama import LlamaServer
 from trialbook.ledger.store import Ledger
 from trialbook.rollout import Rollouts
-from trialbook.trainers import ArealWorkflow, SkyRLGenerator, train_grpo, trl_reward
+from trialbook.trainers import ArealWorkflow, SkyRLGenerator, trl_reward
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
 
@@ -70,17 +70,3 @@ def test_areal_workflow_returns_the_reward_through_the_proxy_url(db: str, llama:
     extra = json.loads(row["extra"]) if isinstance(row["extra"], str) else row["extra"]
     assert reward == extra["train_reward"] and (row["step"], row["wv"]) == (5, 5)
     assert extra["agent_info"]["endpoints"] == [llama.url]
-
-
-def test_trl_grpo_trains_two_steps_with_every_completion_graded(cli, db: str, tmp_path: Path):
-    pytest.importorskip("trl", reason="TRL needs torch: pip install torch==2.13.0 trl accelerate gguf")
-    rollouts = Rollouts(db, "grpo-trl", EXAMPLES, serving={"engine": "transformers"}, runs_dir=tmp_path / "runs")
-    summary = train_grpo(rollouts, tmp_path / "out", tasks=["plain-bugfix"], steps=2, group_size=2,
-                         max_completion_length=16)  # fmt: skip
-    assert summary["global_step"] == 2
-    rows = _rows(db, "grpo-trl")
-    assert {r["step"] for r in rows} == {0, 1} and all(r["wv"] == r["step"] for r in rows)
-    assert len(rows) == 4 and all(r["outcome"] in ("format_error", "resolved", "unresolved") for r in rows)
-    report = cli("train", "report", "grpo-trl", "--bucket", "1", "--json")
-    assert report.exit_code == 0, report.stderr
-    assert json.loads(report.stdout)["trajectories"] == 4
