@@ -43,15 +43,21 @@ as_root() {
   fi
 }
 
-install_debs() {
-  if [ ${#DEBS[@]} -eq 0 ]; then
-    say "system packages: nothing to install"
-    return 0
-  fi
+# Fails at once, before anything is installed, when the wanted packages cannot be installed.
+check_debs() {
+  [ ${#DEBS[@]} -eq 0 ] && return 0
   command -v apt-get >/dev/null 2>&1 ||
     die "apt-get not found: this script supports Debian/Ubuntu; install ${DEBS[*]} by hand, then run it again"
   [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1 ||
     die "root or sudo needed to install ${DEBS[*]} with apt-get (run as root or from a sudoer)"
+}
+
+install_debs() {
+  check_debs
+  if [ ${#DEBS[@]} -eq 0 ]; then
+    say "system packages: nothing to install"
+    return 0
+  fi
   mkdir -p "$LOGS"
   say "apt-get install ${DEBS[*]} (log: $LOGS/apt.log)"
   if ! { as_root apt-get update -q && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \

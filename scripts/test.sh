@@ -23,6 +23,7 @@ command -v git >/dev/null 2>&1 || want_deb git "tests check out real SWE-bench r
 command -v curl >/dev/null 2>&1 || want_deb curl "scripts/model-up.sh polls the model server with it"
 command -v c++ >/dev/null 2>&1 || want_deb g++ "llama-cpp-python (the test model server) is built from source"
 
+check_debs
 # Debian packages install while pip installs the project (unless the venv itself needs a package first).
 if [ "$venv_deb" -gt 0 ]; then
   install_debs
