@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test suite on a fresh Debian/Ubuntu machine (Python >= 3.11, root or sudo), in one command:
 #   bash scripts/test.sh [PYTEST ARGS]
-# installs what the tests need, then runs `ruff check src tests` and `python -m pytest [ARGS]`:
+# installs what the tests need, then runs `ruff check src tests` and `python -m pytest [ARGS]` (in two parts:
+# the tests that need no service run while the services are prepared, then the docker/postgres/llm ones):
 #   apt: venv support, Docker Engine + debootstrap, PostgreSQL, git, curl, a C++ compiler;
 #   pip: the project with its dev extra into .venv;
 #   the real services, prepared side by side (each scripts/ci-setup-*.sh is idempotent and works alone):
@@ -48,6 +49,13 @@ for setup in scripts/ci-setup-*.sh; do
   ("${runner[@]}" "$setup" >"$LOGS/$name.log" 2>&1) &
   pids+=("$!:$name")
 done
+
+# The fast part of the suite (no daemon, server or model) runs while the set-ups work; the tests that
+# need them run once every set-up is done. Together the two pytest runs are the whole suite.
+say "while they work: ruff check src tests, then python -m pytest -m 'not docker and not postgres and not llm' $*"
+fast=0
+ruff check src tests || fast=$?
+python -m pytest -m "not docker and not postgres and not llm" "$@" || fast=$?
 failed=0
 for entry in "${pids[@]}"; do
   name=${entry#*:}
@@ -60,7 +68,11 @@ for entry in "${pids[@]}"; do
   fi
 done
 [ "$failed" -eq 0 ] || exit 1
-
-say "set-up done in $(elapsed); running: ruff check src tests && python -m pytest $*"
-ruff check src tests
-exec python -m pytest "$@"
+say "set-up done in $(elapsed); python -m pytest -m 'docker or postgres or llm' $*"
+slow=0
+python -m pytest -m "docker or postgres or llm" "$@" || slow=$?
+# pytest exits 5 when a part selects no test (e.g. `scripts/test.sh tests/stats` has no docker test)
+[ "$fast" -eq 5 ] && fast=0
+[ "$slow" -eq 5 ] && slow=0
+say "whole suite done in $(elapsed): fast part exit $fast, docker/postgres/llm part exit $slow"
+[ "$fast" -eq 0 ] && [ "$slow" -eq 0 ]
