@@ -36,7 +36,7 @@ from swebench.harness.test_spec.python import get_test_directives, make_eval_scr
 from swebench.harness.utils import get_modified_files
 
 from trialbook.errors import UserError
-from trialbook.importers.common import json_lines
+from trialbook.files import json_lines
 from trialbook.swebench_versions import VERSIONS
 
 REPO_DIR = "/testbed"

@@ -13,6 +13,7 @@ import typer
 
 from trialbook.cli.common import Db, Json, app, comma_list, emit
 from trialbook.errors import UserError
+from trialbook.extras import require
 from trialbook.ledger.store import Ledger
 from trialbook.report import audit as render
 
@@ -76,6 +77,7 @@ def from_swebench_cmd(
     as_json: Json = False,
 ) -> None:
     """Task folders for SWE-bench Verified instances on the official sweb.eval images."""
+    require("swebench", "tasks from-swebench")
     from trialbook.tasks_swebench import write_tasks
 
     emit(write_tasks(instances, out, comma_list(ids)), as_json, render.print_from_swebench)

@@ -14,7 +14,7 @@ from trialbook.importers.jsonl import export_jsonl, import_jsonl
 from trialbook.importers.swebench import import_swebench
 from trialbook.ledger.store import Ledger
 from trialbook.report import tables
-from trialbook.report.summary import run_summary, runs_summary
+from trialbook.stats.summary import run_summary, runs_summary
 from trialbook.training.ingest import import_steps
 
 import_app = typer.Typer(help="Import trials from other tools into the ledger.", no_args_is_help=True)

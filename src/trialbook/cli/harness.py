@@ -11,14 +11,16 @@ from rich.table import Table
 
 from trialbook.agents.base import agent_options
 from trialbook.cli.common import Db, Json, Replace, app, comma_list, done, emit
+from trialbook.harness.config import RunConfig, Tally
+from trialbook.harness.paths import DEFAULT_RUNS_DIR
 from trialbook.harness.policy import policy_rows
 from trialbook.harness.quickstart import quickstart
-from trialbook.harness.runner import RunConfig, Tally, clean, rerun, resume_run, start_run
+from trialbook.harness.runner import clean, rerun, resume_run, start_run
 from trialbook.harness.validate import ValidateOptions, validate
 from trialbook.ledger.store import Ledger
 from trialbook.report import tables
-from trialbook.report.summary import run_summary
 from trialbook.report.validate import print_validate
+from trialbook.stats.summary import run_summary
 
 Multiplier = Annotated[
     float | None, typer.Option("--timeout-multiplier", help="Agent timeout = task timeout x this.", min=0.01)
@@ -57,7 +59,7 @@ def run_cmd(
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=1, help="mini: tokens per trial.")] = None,
     max_output: Annotated[int | None, typer.Option("--max-output-tokens", min=1, help="mini: per reply.")] = None,
     tasks: TaskIds = None,
-    runs_dir: RunsDir = Path("runs"),
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     replace: Replace = False,
     as_json: Json = False,
     db: Db = None,
@@ -191,7 +193,7 @@ def validate_cmd(
     run: Annotated[str | None, typer.Option("--run", help="Run name (default validate-<dir>-<time>).")] = None,
     concurrency: Concurrency = 2,
     tasks: TaskIds = None,
-    runs_dir: RunsDir = Path("runs"),
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     replace: Replace = False,
     as_json: Json = False,
     db: Db = None,

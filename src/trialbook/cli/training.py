@@ -11,8 +11,8 @@ from trialbook.cli.common import Db, Json, app, emit
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
 from trialbook.report import training as render
+from trialbook.training.analysis import train_report
 from trialbook.training.load import load_durations
-from trialbook.training.report import train_report
 from trialbook.training.sim_pipeline import PipelineConfig, empirical_sampler, lognormal_sampler, simulate
 from trialbook.training.sim_rollouts import RolloutConfig, generate
 

@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trialbook.agents.base import Agent, AgentResult, AgentStopped
-from trialbook.harness.policy import classify, rule_for
+from trialbook.harness.paths import TRIAL_PREFIX
+from trialbook.outcomes import POLICY, classify, error_kind, rule_for
 from trialbook.records import Outcome, Trial, is_graded
 from trialbook.sandbox import DockerEngine, SandboxError
 from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
@@ -78,7 +79,7 @@ def _now() -> str:
 
 def trial_name(run: str, task_id: str, attempt: int) -> str:
     """`tb-<run>-<task>-<attempt>-<8hex>`: the container name (and the trial folder name)."""
-    return f"tb-{slug(run, 30)}-{slug(task_id, 60)}-{attempt}-{secrets.token_hex(4)}"
+    return f"{TRIAL_PREFIX}{slug(run, 30)}-{slug(task_id, 60)}-{attempt}-{secrets.token_hex(4)}"
 
 
 def _invalid(task: TaskError, attempt: int, name: str) -> TrialResult:
@@ -115,20 +116,18 @@ def run_trial(
             stopper.check()
             verdict, exc_type, exc_msg = _attempt(engine, task, attempt, name, settings, stopper, state)
             break
-        except SandboxError as exc:
-            exc_type, exc_msg = exc.kind, str(exc)
-            if not rule_for(exc_type).retry or k == settings.retries or stopper.event.is_set():
-                break
-            stopper.event.wait(settings.backoff_s * 2**k)
-            name = trial_name(settings.run, task.task_id, attempt)
         except DeadlineExceeded as exc:
             exc_type, exc_msg = "DeadlineExceeded", str(exc)
             break
         except Interrupted:
             raise
-        except Exception as exc:  # a harness bug must cost one trial (infra_error), not the run
-            exc_type, exc_msg = type(exc).__name__, f"unexpected: {exc}"
-            break
+        except Exception as exc:  # the policy table says which errors are retried; a harness bug costs one trial
+            exc_type = error_kind(exc)
+            exc_msg = str(exc) if exc_type in POLICY else f"unexpected: {exc}"
+            if not rule_for(exc_type).retry or k == settings.retries or stopper.event.is_set():
+                break
+            stopper.event.wait(settings.backoff_s * 2**k)
+            name = trial_name(settings.run, task.task_id, attempt)
     outcome, reward = _classify(exc_type, verdict)
     tags = ["p2p_regression"] if verdict is not None and verdict.p2p_regression else []
     if exc_type is None and tags:

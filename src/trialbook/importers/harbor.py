@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from trialbook.errors import UserError
-from trialbook.harness.policy import classify
-from trialbook.importers.common import import_run, trial_row
-from trialbook.ledger.store import Ledger
-from trialbook.records import Outcome, Run, Trial, is_graded, repo_from_task_id
+from trialbook.importers.common import import_run
+from trialbook.ledger.store import Ledger, trial_row
+from trialbook.outcomes import Outcome, classify, is_graded, pick_reward
+from trialbook.records import Run, Trial, repo_from_task_id
 
 PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
 
@@ -39,17 +39,6 @@ def _seconds(timing: dict[str, Any] | None) -> float | None:
     start = datetime.fromisoformat(timing["started_at"].replace("Z", "+00:00"))
     end = datetime.fromisoformat(timing["finished_at"].replace("Z", "+00:00"))
     return round((end.replace(tzinfo=None) - start.replace(tzinfo=None)).total_seconds(), 3)
-
-
-def pick_reward(rewards: dict[str, Any] | None) -> float | None:
-    """`reward` if present, else the only key (e.g. `composite_score`), else None."""
-    if not rewards:
-        return None
-    if "reward" in rewards:
-        return float(rewards["reward"])
-    if len(rewards) == 1:
-        return float(next(iter(rewards.values())))
-    return None
 
 
 def trial_from_result(result: dict[str, Any]) -> Trial:

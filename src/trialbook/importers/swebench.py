@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from trialbook.errors import UserError
-from trialbook.importers.common import import_run, json_lines, trial_row
-from trialbook.ledger.store import Ledger
+from trialbook.files import json_lines
+from trialbook.importers.common import import_run
+from trialbook.ledger.store import Ledger, trial_row
 from trialbook.records import Outcome, Run, Task, Trial
 
 TAG_LISTS = ("no_generation", "no_logs")

@@ -18,9 +18,11 @@ from sqlalchemy import Connection, Engine, create_engine, event, func, select
 from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
 
 from trialbook.errors import TrialbookError, UserError
+from trialbook.extras import require
 from trialbook.ledger import schema
+from trialbook.ledger.rows import RunRow, TrialRow
 from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
-from trialbook.records import Run, Task
+from trialbook.records import Run, Task, Trial
 
 DEFAULT_DB = "trialbook.db"
 
@@ -30,6 +32,7 @@ def resolve_db(db: str | None) -> str:
     target = db or os.environ.get("TRIALBOOK_DB") or DEFAULT_DB
     if "://" in target:
         if target.startswith("postgresql://"):
+            require("postgres", "a postgresql:// ledger")
             return "postgresql+psycopg://" + target[len("postgresql://") :]
         return target
     return f"sqlite:///{Path(target).expanduser()}"
@@ -46,6 +49,15 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 def dumps(value: Any) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def trial_row(run_id: int, t: Trial) -> tuple[Any, ...]:
+    """A positional row in TRIAL_COLUMNS order."""
+    return (
+        run_id, t.task_id, t.attempt, t.repo, t.outcome.value, t.reward, t.step, t.wv, t.epoch,
+        t.exception, t.exception_message, t.duration_s, t.tokens, t.turns, dumps(t.tests),
+        t.started_at, t.finished_at, dumps(t.extra), None,
+    )  # fmt: skip
 
 
 def loads(text: str | None) -> Any:
@@ -107,6 +119,30 @@ class Ledger:
     def set_run_stack(self, conn: Connection, run_id: int, stack: dict[str, Any]) -> None:
         conn.execute(runs.update().where(runs.c.id == run_id).values(stack=dumps(stack)))
 
+    def set_run_config(self, conn: Connection, run_id: int, config: dict[str, Any]) -> None:
+        conn.execute(runs.update().where(runs.c.id == run_id).values(config=dumps(config)))
+
+    def record_trial(self, conn: Connection, row: Sequence[Any], supersedes: int | None = None) -> int:
+        """Insert one trial row (TRIAL_COLUMNS order) and return its id; mark `supersedes` replaced by it."""
+        self.insert_trials(conn, [row])
+        run_id, task_id, attempt = row[0], row[1], row[2]
+        q = select(func.max(trials.c.id)).where(
+            trials.c.run_id == run_id, trials.c.task_id == task_id, trials.c.attempt == attempt
+        )
+        new_id = int(conn.execute(q).scalar_one())
+        if supersedes is not None:
+            conn.execute(trials.update().where(trials.c.id == supersedes).values(superseded_by=new_id))
+        return new_id
+
+    def replace_steps(self, conn: Connection, run_id: int, rows: list[dict[str, Any]], replace: bool) -> None:
+        """Store a run's optimizer steps (dicts of the `steps` columns); UserError if it has some and not `replace`."""
+        have = conn.execute(select(func.count()).where(steps.c.run_id == run_id)).scalar_one()
+        if have and not replace:
+            name = conn.execute(select(runs.c.name).where(runs.c.id == run_id)).scalar_one()
+            raise UserError(f"run '{name}' already has {have} steps (use --replace to overwrite them)")
+        conn.execute(steps.delete().where(steps.c.run_id == run_id))
+        conn.execute(steps.insert(), rows)
+
     def insert_trials(
         self, conn: Connection, rows: Iterable[Sequence[Any]], columns: Sequence[str] = TRIAL_COLUMNS
     ) -> None:
@@ -142,22 +178,26 @@ class Ledger:
         return {(t, a): i for t, a, i in conn.execute(q)}
 
     # ---- reads --------------------------------------------------------------------------
-    def run(self, name: str) -> dict[str, Any]:
+    def get_run(self, name: str) -> RunRow:
         with self.engine.connect() as conn:
-            row = conn.execute(select(runs).where(runs.c.name == name)).mappings().first()
+            row = conn.execute(select(runs).where(runs.c.name == name)).first()
         if row is None:
             raise UserError(f"no run named '{name}' (see `trialbook runs`)")
-        out = dict(row)
-        for key in ("config", "stack", "labels"):
-            out[key] = loads(out[key]) or {}
-        return out
+        return RunRow(
+            id=row.id, name=row.name, kind=row.kind, created=row.created, config=loads(row.config) or {},
+            stack=loads(row.stack) or {}, labels=loads(row.labels) or {}, source=row.source,
+        )  # fmt: skip
+
+    def run(self, name: str) -> dict[str, Any]:
+        """`get_run` as a dict, for callers not yet moved to the typed row."""
+        return self.get_run(name).as_dict()
 
     def run_names(self) -> list[str]:
         with self.engine.connect() as conn:
             return list(conn.execute(select(runs.c.name).order_by(runs.c.id)).scalars())
 
-    def trials(self, run_id: int, current_only: bool = True) -> Iterator[dict[str, Any]]:
-        """Trials of a run as dicts (JSON columns decoded), in (task_id, attempt) order."""
+    def trial_rows(self, run_id: int, current_only: bool = True) -> Iterator[TrialRow]:
+        """Trials of a run (JSON columns decoded), in insertion order."""
         q = select(trials).where(trials.c.run_id == run_id)
         if current_only:
             q = q.where(trials.c.superseded_by.is_(None))
@@ -167,7 +207,11 @@ class Ledger:
                 out = dict(row)
                 out["tests"] = loads(out["tests"])
                 out["extra"] = loads(out["extra"])
-                yield out
+                yield TrialRow(**out)
+
+    def trials(self, run_id: int, current_only: bool = True) -> Iterator[dict[str, Any]]:
+        """`trial_rows` as dicts, for callers not yet moved to the typed row."""
+        return (row.as_dict() for row in self.trial_rows(run_id, current_only))
 
     def artifact(self, trial_id: int, name: str) -> str | None:
         q = select(artifacts.c.content).where(artifacts.c.trial_id == trial_id, artifacts.c.name == name)

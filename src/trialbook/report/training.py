@@ -62,7 +62,7 @@ def _metric_clause(buckets: list[dict[str, Any]]) -> list[str]:
 
 
 def summary_paragraph(r: dict[str, Any]) -> str:
-    """One paragraph in the style of the seed's training readings."""
+    """The whole report in one paragraph: pass rate early vs late, encounters, metrics, failure shares, stalls."""
     b = [x for x in r["buckets"] if x["judged"]]
     s = [f"{r['run']}: {r['steps']} steps, {r['judged']} judged of {r['trajectories']} trajectories"]
     if b:
