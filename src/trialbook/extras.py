@@ -19,6 +19,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "postgres": ("psycopg",),
     "swebench": ("swebench.harness.test_spec.python",),
     "ray": ("ray",),
+    "web": ("starlette", "uvicorn", "jinja2", "matplotlib"),
 }
 
 

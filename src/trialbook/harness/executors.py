@@ -40,8 +40,9 @@ class Executor(Protocol):
         """Run `plans`, at most `concurrency` at once; yield each as it finishes (None: interrupted, not recorded)."""
         ...
 
-    def clean(self, run: str | None, images: bool = True) -> tuple[int, int]:
-        """Remove the run's labelled containers (and images) wherever trials may have run."""
+    def clean(self, run: str | None, images: bool = True, ledger: str | None = None) -> tuple[int, int]:
+        """Remove the run's labelled containers (and images) wherever trials may have run (with `ledger`,
+        only those that ledger's runs started)."""
         ...
 
     def close(self) -> None: ...
@@ -85,8 +86,8 @@ class LocalExecutor:
             raise
         pool.shutdown(wait=True)
 
-    def clean(self, run: str | None, images: bool = True) -> tuple[int, int]:
-        return self.engine.clean(run, images=images)
+    def clean(self, run: str | None, images: bool = True, ledger: str | None = None) -> tuple[int, int]:
+        return self.engine.clean(run, images=images, ledger=ledger)
 
     def close(self) -> None:
         pass

@@ -3,6 +3,7 @@ trial recorded as it ends (this process is the only ledger writer, whatever the 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
 import time
@@ -16,11 +17,12 @@ from trialbook.harness.config import Plan, RunConfig, Tally
 from trialbook.harness.executors import Executor
 from trialbook.harness.lock import run_lock
 from trialbook.harness.paths import RunPaths
-from trialbook.harness.results import record_trial, write_trial_dir
+from trialbook.harness.results import record_trial, write_or_warn
 from trialbook.harness.stack import update_stack
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
 from trialbook.ledger.store import Ledger
 from trialbook.records import Outcome, is_resolved
+from trialbook.sandbox.docker import LABEL_LEDGER, LABEL_RUN_ID
 
 
 def progress_bar() -> Progress:
@@ -52,8 +54,9 @@ def execute(
         timeout_multiplier=timeout_multiplier or config.timeout_multiplier,
         retries=config.retries,
         backoff_s=config.backoff_s,
+        labels={LABEL_LEDGER: ledger.id, LABEL_RUN_ID: str(run_id)},
     )
-    with run_lock(config, run_name):
+    with run_lock(config, run_name, ledger):
         return _execute(ledger, executor, run_id, config, plans, settings, config.paths(run_name), on_result)
 
 
@@ -85,10 +88,14 @@ def _execute(
             for plan, result in executor.results(plans, settings, stopper, config.concurrency, deadline_at):
                 if result is None:
                     continue
-                record_trial(ledger, run_id, result, plan.supersedes)
-                write_trial_dir(paths.folder, run_name, result)
-                if plan.supersedes_name:
+                trial_id = record_trial(ledger, run_id, result, plan.supersedes)  # the ledger first
+                warning = write_or_warn(ledger, trial_id, paths.folder, run_name, result)
+                if plan.supersedes_name and warning is None:
                     _retire(paths, plan.supersedes_name)
+                if warning is not None:
+                    tally.folder_warnings += 1
+                    if tally.folder_warnings == 1:
+                        bar.console.print(f"warning: {warning} (the trial is recorded in the ledger)")
                 if result.image:
                     images[result.trial.task_id] = result.image[1]
                 t = result.trial
@@ -102,7 +109,7 @@ def _execute(
         except KeyboardInterrupt:
             tally.interrupted = True
             stopper.fire("interrupt")
-            executor.clean(run_name, images=False)
+            executor.clean(run_name, images=False, ledger=settings.labels[LABEL_LEDGER])
             raise
         finally:
             if timer is not None:
@@ -115,6 +122,7 @@ def _retire(paths: RunPaths, trial_name: str) -> None:
     """Move a superseded trial's folder aside so runs/<run>/ stays the run's current view."""
     folder = paths.trial(trial_name).folder
     if folder.is_dir():
-        paths.superseded.mkdir(exist_ok=True)
-        shutil.rmtree(paths.superseded / trial_name, ignore_errors=True)
-        folder.rename(paths.superseded / trial_name)
+        with contextlib.suppress(OSError):  # a full runs folder: the old folder stays where it is
+            paths.superseded.mkdir(exist_ok=True)
+            shutil.rmtree(paths.superseded / trial_name, ignore_errors=True)
+            folder.rename(paths.superseded / trial_name)

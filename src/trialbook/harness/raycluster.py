@@ -37,7 +37,7 @@ from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_tri
 from trialbook.outcomes import classify
 from trialbook.records import Trial
 from trialbook.sandbox import DockerEngine
-from trialbook.sandbox.docker import tar_bytes
+from trialbook.sandbox.docker import LABEL_LEDGER, tar_bytes
 from trialbook.tasks import TaskError, TaskSpec
 
 DOCKER = "docker"  # the custom resource a node offers per trial it may run at once: ray start --resources
@@ -106,8 +106,8 @@ def _node_trial(
     return result
 
 
-def _node_clean(run: str | None, images: bool) -> tuple[int, int]:
-    return DockerEngine().clean(run, images=images)
+def _node_clean(run: str | None, images: bool, ledger: str | None) -> tuple[int, int]:
+    return DockerEngine().clean(run, images=images, ledger=ledger)
 
 
 def _node_version() -> str:
@@ -180,9 +180,9 @@ class RayExecutor:
         versions = sorted(set(self._on_each_node(_node_version)))
         return versions[0] if len(versions) == 1 else "/".join(versions)
 
-    def clean(self, run: str | None, images: bool = True) -> tuple[int, int]:
+    def clean(self, run: str | None, images: bool = True, ledger: str | None = None) -> tuple[int, int]:
         """Every node removes the run's containers (and images) from its own daemon: one Ray task per node."""
-        counts = self._on_each_node(_node_clean, run, images)
+        counts = self._on_each_node(_node_clean, run, images, ledger)
         return sum(c for c, _ in counts), sum(i for _, i in counts)
 
     def close(self) -> None:
@@ -252,7 +252,7 @@ class RayExecutor:
                 ray.cancel(ref, force=True)
             raise
         if any_lost:  # a lost trial's container outlives its worker; nothing of the run is in flight now
-            self.clean(settings.run, images=False)
+            self.clean(settings.run, images=False, ledger=settings.labels.get(LABEL_LEDGER))
 
 
 def _note_lost(result: TrialResult, lost: list[str]) -> TrialResult:
