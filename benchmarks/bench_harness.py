@@ -19,6 +19,7 @@ from pathlib import Path
 
 from trialbook.agents import get_agent
 from trialbook.harness.config import Plan, RunConfig
+from trialbook.harness.executors import LocalExecutor
 from trialbook.harness.pool import execute
 from trialbook.harness.results import record_trial, write_trial_dir
 from trialbook.harness.stack import connect
@@ -88,7 +89,7 @@ def throughput(task_dir: Path, root: Path, trials: int, levels: list[int]) -> li
             run_id = ledger.create_run(conn, Run(name=name, config=config.model_dump()), replace=True)
         plans = [Plan(spec, a) for a in range(trials)]
         t = time.perf_counter()
-        tally = execute(ledger, engine, run_id, name, config, plans)
+        tally = execute(ledger, LocalExecutor(engine), run_id, name, config, plans)
         wall = time.perf_counter() - t
         assert tally.resolved == trials, tally
         rows.append({"concurrency": c, "trials": trials, "wall_s": round(wall, 2),
