@@ -28,10 +28,10 @@ check_debs
 # Debian packages install while pip installs the project (unless the venv itself needs a package first).
 if [ "$venv_deb" -gt 0 ]; then
   install_debs
-  install_project dev "trialbook, pytest, hypothesis, ruff, psycopg, shellcheck (README: Why each dependency)"
+  install_project dev "trialbook, pytest, hypothesis, ruff, psycopg, ray, shellcheck (README: Why each dependency)"
 else
   install_debs & apt_pid=$!
-  install_project dev "trialbook, pytest, hypothesis, ruff, psycopg, shellcheck (README: Why each dependency)"
+  install_project dev "trialbook, pytest, hypothesis, ruff, psycopg, ray, shellcheck (README: Why each dependency)"
   wait "$apt_pid" || exit 1
 fi
 export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" PYTHON="$VENV/bin/python"
