@@ -29,7 +29,11 @@ TABLE: dict[str | None, tuple[bool, tuple[str, str, str, str]]] = {
     "ImageBuildError": (True, INFRA),
     "ContainerStartError": (True, INFRA),
     "EndpointError": (True, INFRA),
+    "NodeLostError": (True, INFRA),  # --executor ray: the trial's node died; submitted again elsewhere
     "InvalidTaskError": (False, INFRA),
+    "GraderUnavailableError": (False, INFRA),
+    "SandboxLimitError": (False, INFRA),  # the verifier hit the task's memory_mb / pids_limit
+    "IsolationError": (False, INFRA),  # the agent's change could not be carried to the verifier
     "DeadlineExceeded": (False, ("incomplete",) * 4),
     "SomeUnknownError": (False, INFRA),  # anything not in the policy: an unexpected harness failure
     "": (False, ("infra_error", "unresolved", "unresolved", "resolved")),  # an empty type is no exception
