@@ -29,8 +29,16 @@ from trialbook.ledger.store import Ledger
 MB = 1024 * 1024
 
 
+DOCKERFILE = """FROM trialbook-base:bookworm
+WORKDIR /testbed
+RUN git init -q && git -c user.name=tb -c user.email=tb@example.invalid commit -q --allow-empty -m init
+"""  # verifier isolation carries the agent's change out of the working tree with git
+
+
 def make_tasks(root: Path, copies: int) -> Path:
     first = make_task(root)
+    (first / "environment" / "Dockerfile").write_text(DOCKERFILE)
+    (first / "task.toml").write_text((first / "task.toml").read_text() + "[environment]\nmemory_mb = 512\n")
     for i in range(1, copies):
         twin = first.parent / f"trivial-{i}"
         twin.mkdir()
