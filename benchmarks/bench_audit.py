@@ -19,9 +19,9 @@ from pathlib import Path
 
 from trialbook.audit.audit import audit_run
 from trialbook.audit.regrade import DEFAULT_JOBS, regrade_run
-from trialbook.importers.common import import_run, trial_row
+from trialbook.importers.common import import_run
 from trialbook.importers.swebench import read_instances
-from trialbook.ledger.store import Ledger
+from trialbook.ledger.store import Ledger, trial_row
 from trialbook.records import Outcome, Run, Trial
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "swebench-verified"

@@ -18,8 +18,10 @@ import time
 from pathlib import Path
 
 from trialbook.agents import get_agent
+from trialbook.harness.config import Plan, RunConfig
+from trialbook.harness.pool import execute
 from trialbook.harness.results import record_trial, write_trial_dir
-from trialbook.harness.runner import Plan, RunConfig, connect, execute
+from trialbook.harness.stack import connect
 from trialbook.harness.trial import Stopper, TrialSettings, run_trial
 from trialbook.ledger.store import Ledger
 from trialbook.records import Run

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from trialbook.importers.jsonl import import_jsonl
 from trialbook.ledger.store import Ledger
+from trialbook.training.analysis import train_report
 from trialbook.training.ingest import import_steps
-from trialbook.training.report import train_report
 from trialbook.training.sim_rollouts import RolloutConfig, generate
 
 

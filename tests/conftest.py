@@ -14,14 +14,16 @@ from trialbook.errors import TrialbookError
 
 app = load()  # every area's commands
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-if not SHARED.is_dir():  # CI clones main next to shared/ too; allow an override
-    SHARED = Path(os.environ.get("TRIALBOOK_SHARED", "../shared")).resolve()
-DATA = SHARED / "data"
-SWE = DATA / "swebench-verified"
-INSTANCES = SWE / "instances.jsonl"
-RESULTS = SWE / "results"
-HARBOR_JOBS = DATA / "harbor-jobs"
+# A test that uses one of these fixtures needs that service, so it carries the marker without saying so;
+# tests that start the service themselves (a module-level llama server, say) set `pytestmark` instead.
+FIXTURE_MARKERS = {"engine": "docker", "pg": "postgres", "llama": "llm"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            if fixture in FIXTURE_MARKERS:
+                item.add_marker(FIXTURE_MARKERS[fixture])
 
 
 @dataclass

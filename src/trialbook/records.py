@@ -1,59 +1,32 @@
-"""The shared language of trialbook: outcomes, tasks, runs, trials and stacks.
+"""The shared language of trialbook: tasks, runs, trials and stacks.
 
-The outcome table below is the single place that says which outcomes are graded
-(count in the denominator), which are retryable and how Harbor's exception types map
-onto them. Everything else asks these tables rather than keeping its own lists.
+The outcome rules (outcome table, error policy, rewards, per-test statuses, P2P regression) live in
+`trialbook.outcomes`; the names re-exported here keep `from trialbook.records import Outcome` working.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from trialbook.outcomes import (
+    GRADED,
+    NOT_PASSING,
+    OUTCOMES,
+    Outcome,
+    OutcomeRule,
+    TestStatus,
+    TestStatuses,
+    is_graded,
+    is_resolved,
+)
 
-class Outcome(StrEnum):
-    """How a trial ended (the reward says whether it succeeded)."""
-
-    RESOLVED = "resolved"
-    UNRESOLVED = "unresolved"
-    AGENT_TIMEOUT = "agent_timeout"
-    CONTEXT_OVERFLOW = "context_overflow"
-    FORMAT_ERROR = "format_error"
-    VERIFIER_TIMEOUT = "verifier_timeout"
-    INFRA_ERROR = "infra_error"
-    INCOMPLETE = "incomplete"
-
-
-class OutcomeRule(NamedTuple):
-    graded: bool  # counts in the denominator ("judged")
-    retry: bool  # the harness may retry it
-    meaning: str
-
-
-OUTCOMES: dict[Outcome, OutcomeRule] = {
-    Outcome.RESOLVED: OutcomeRule(True, False, "verifier passed (reward 1.0)"),
-    Outcome.UNRESOLVED: OutcomeRule(True, False, "verifier failed: F2P fail and/or P2P regression"),
-    Outcome.AGENT_TIMEOUT: OutcomeRule(True, False, "agent hit its time/turn budget; still graded"),
-    Outcome.CONTEXT_OVERFLOW: OutcomeRule(True, False, "model context window exceeded; still graded"),
-    Outcome.FORMAT_ERROR: OutcomeRule(True, False, "model output not parseable as an action; still graded"),
-    Outcome.VERIFIER_TIMEOUT: OutcomeRule(False, False, "verifier hung or ran past its limit: no grade"),
-    Outcome.INFRA_ERROR: OutcomeRule(False, True, "sandbox/daemon/build failure: no grade, retryable"),
-    Outcome.INCOMPLETE: OutcomeRule(False, False, "no result: the run was cut off"),
-}
-
-GRADED: frozenset[str] = frozenset(o.value for o, r in OUTCOMES.items() if r.graded)
-
-
-def is_graded(outcome: str) -> bool:
-    return outcome in GRADED
-
-
-def is_resolved(outcome: str, reward: float | None) -> bool:
-    """A graded trial counts as resolved when its reward is 1.0, whatever its outcome."""
-    return outcome in GRADED and reward is not None and reward >= 1.0
+__all__ = [
+    "GRADED", "NOT_PASSING", "OUTCOMES", "Outcome", "OutcomeRule", "TestStatus", "TestStatuses",
+    "is_graded", "is_resolved", "Run", "Stack", "Task", "Trial", "repo_from_task_id",
+]  # fmt: skip
 
 
 def repo_from_task_id(task_id: str) -> str | None:
@@ -63,11 +36,6 @@ def repo_from_task_id(task_id: str) -> str | None:
         return None
     name = rest.rsplit("-", 1)[0] if "-" in rest and rest.rsplit("-", 1)[1].isdigit() else rest
     return f"{owner}/{name}"
-
-
-TestStatus = Literal["pass", "fail", "error", "missing"]
-NOT_PASSING: tuple[str, ...] = ("fail", "error", "missing")  # a test in one of these did not pass
-TestStatuses = dict[str, dict[str, str]]  # {"FAIL_TO_PASS": {test: status}, "PASS_TO_PASS": {...}}
 
 
 class Stack(BaseModel):

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from trialbook.ledger.store import Ledger
-from trialbook.rollout import Rollouts
-from trialbook.trainers import train_grpo, trl_reward
+from trialbook.rl.rollout import Rollouts
+from trialbook.rl.trainers import train_grpo, trl_reward
 
 pytestmark = [pytest.mark.llm, pytest.mark.docker]
 

@@ -1,4 +1,4 @@
-"""Agents: a small protocol and one file per agent."""
+"""Agents: a small protocol (base), a registry of name -> "module:Class" (registry), one file per agent."""
 
 from trialbook.agents.base import (
     Agent,
@@ -6,7 +6,7 @@ from trialbook.agents.base import (
     AgentTimeoutError,
     ContextOverflowError,
     FormatError,
-    get_agent,
 )
+from trialbook.agents.registry import AGENTS, get_agent
 
-__all__ = ["Agent", "AgentResult", "AgentTimeoutError", "ContextOverflowError", "FormatError", "get_agent"]
+__all__ = ["AGENTS", "Agent", "AgentResult", "AgentTimeoutError", "ContextOverflowError", "FormatError", "get_agent"]

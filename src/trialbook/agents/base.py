@@ -53,23 +53,6 @@ class Agent(Protocol):
     def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult: ...
 
 
-AGENTS = ("mini", "nop", "oracle")
-
-
-def get_agent(name: str, options: dict[str, Any] | None = None) -> Agent:
-    """The agent called `name`; `options` (the run config's agent_options) configure the LLM agent."""
-    from trialbook.agents.nop import NopAgent
-    from trialbook.agents.oracle import OracleAgent
-
-    if name not in AGENTS:
-        raise UserError(f"unknown agent '{name}' (known: {', '.join(AGENTS)})")
-    if name == "mini":
-        from trialbook.agents.mini import MiniAgent
-
-        return MiniAgent.from_options(options or {})
-    return {"oracle": OracleAgent, "nop": NopAgent}[name]()
-
-
 def with_agent_stack(stack: dict[str, Any], serving: dict[str, Any] | None) -> dict[str, Any]:
     """An LLM agent's serving engine takes the stack's engine fields (what `compare` warns about);
     the sandbox engine (Docker) moves to sandbox/sandbox_version. `serving` is kept as is too."""

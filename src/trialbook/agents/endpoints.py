@@ -1,6 +1,6 @@
 """OpenAI-compatible endpoints: least-outstanding-requests balancing, chat calls, engine probing.
 
-Requests are spread over every `--endpoint` as over the seed's 12 inference engines: each call
+Requests are spread over every `--endpoint` (e.g. one per inference engine of a training run): each call
 goes to the endpoint with the fewest requests in flight (ties: the fewest sent so far). A refused
 prompt that is too long is a ContextLengthError (the trial is still graded); an endpoint that
 cannot be reached or answers 5xx is an EndpointError: an infra failure, retried, never graded 0.
@@ -18,7 +18,6 @@ from typing import Any
 import requests
 
 from trialbook.errors import UserError
-from trialbook.sandbox import SandboxError
 
 # How servers word a prompt longer than the context window (llama.cpp, vLLM, SGLang, OpenAI).
 CONTEXT_PATTERNS = re.compile(
@@ -28,8 +27,8 @@ CONTEXT_PATTERNS = re.compile(
 )
 
 
-class EndpointError(SandboxError):
-    """The model server is unreachable or failed (5xx): infra, retryable."""
+class EndpointError(Exception):
+    """The model server is unreachable or failed (5xx): infra, retried (outcomes.POLICY)."""
 
     kind = "EndpointError"
 

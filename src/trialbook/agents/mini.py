@@ -24,10 +24,12 @@ from pydantic import BaseModel, Field
 from trialbook.agents.base import AgentResult, AgentTimeoutError, ContextOverflowError, FormatError
 from trialbook.agents.endpoints import ContextLengthError, EndpointError, EndpointPool, probe
 from trialbook.errors import UserError
+from trialbook.extras import require
 from trialbook.sandbox import Sandbox
 from trialbook.tasks import TaskSpec
 
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")  # its banner would pollute `--json` stdout
+require("agent", "the mini agent")
 
 from minisweagent import __version__ as MINI_VERSION  # noqa: E402
 from minisweagent.agents.default import DefaultAgent  # noqa: E402

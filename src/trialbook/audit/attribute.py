@@ -21,37 +21,37 @@ from fractions import Fraction
 from typing import Any
 
 from trialbook.errors import UserError
+from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
-from trialbook.records import is_resolved
+from trialbook.outcomes import is_resolved
 
 ORIGINAL = "@original"
 
 
-def _state(trial: dict[str, Any]) -> str:
-    return "resolved" if is_resolved(trial["outcome"], trial["reward"]) else trial["outcome"]
+def _state(trial: TrialRow) -> str:
+    return "resolved" if is_resolved(trial.outcome, trial.reward) else trial.outcome
 
 
-def _via(trial: dict[str, Any], replaced: bool) -> str | None:
+def _via(trial: TrialRow, replaced: bool) -> str | None:
     if not replaced:
         return None
-    mult = (trial.get("extra") or {}).get("timeout_multiplier")
+    mult = (trial.extra or {}).get("timeout_multiplier")
     return f"rerun x{mult:g}" if isinstance(mult, int | float) else "rerun"
 
 
-def load_trials(ledger: Ledger, spec: str) -> tuple[str, dict[tuple[str, int], tuple[dict[str, Any], bool]]]:
+def load_trials(ledger: Ledger, spec: str) -> tuple[str, dict[tuple[str, int], tuple[TrialRow, bool]]]:
     """(task_id, attempt) -> (trial, replaced_another) for `RUN` or `RUN@original`."""
     name, original = (spec[: -len(ORIGINAL)], True) if spec.endswith(ORIGINAL) else (spec, False)
-    run = ledger.run(name)
-    every = list(ledger.trials(run["id"], current_only=False))
-    replacements = {t["superseded_by"] for t in every if t["superseded_by"] is not None}
-    out: dict[tuple[str, int], tuple[dict[str, Any], bool]] = {}
+    every = list(ledger.trial_rows(ledger.get_run(name).id, current_only=False))
+    replacements = {t.superseded_by for t in every if t.superseded_by is not None}
+    out: dict[tuple[str, int], tuple[TrialRow, bool]] = {}
     for t in every:
-        key = (t["task_id"], t["attempt"])
+        key = (t.task_id, t.attempt)
         if original:
-            if t["id"] not in replacements and key not in out:  # the first of its chain
+            if t.id not in replacements and key not in out:  # the first of its chain
                 out[key] = (t, False)
-        elif t["superseded_by"] is None:
-            out[key] = (t, t["id"] in replacements)
+        elif t.superseded_by is None:
+            out[key] = (t, t.id in replacements)
     return spec, out
 
 
@@ -87,7 +87,7 @@ def attribute_runs(ledger: Ledger, old: str, new: str) -> dict[str, Any]:
         gain = (s_new == "resolved") - (s_old == "resolved")
         resolved_old += s_old == "resolved"
         resolved_new += s_new == "resolved"
-        repo = repos[t_new["repo"] or t_old["repo"] or "?"]
+        repo = repos[t_new.repo or t_old.repo or "?"]
         repo[0] += 1
         repo[1] += gain
         if s_old == s_new:

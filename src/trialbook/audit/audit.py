@@ -15,22 +15,14 @@ from typing import Any
 from trialbook.audit.regrade import DEFAULT_JOBS, Evidence, evidence
 from trialbook.audit.signatures import BY_NAME, SIGNATURES, matches
 from trialbook.ledger.store import Ledger
-from trialbook.records import NOT_PASSING, is_graded
+from trialbook.outcomes import NOT_PASSING, is_graded, p2p_regression
 
 MIN_TRIALS = 2  # a test must run in at least this many trials before "fails in most" means anything
 
 
 def p2p_penalty(ev: Evidence) -> bool:
-    """Graded, every F2P test passes, some P2P test fails (from the re-grade where a log exists)."""
-    if not is_graded(ev.trial["outcome"]):
-        return False
-    if ev.grade is not None:
-        return ev.grade.p2p_regression
-    tests = ev.tests or {}
-    f2p, p2p = tests.get("FAIL_TO_PASS"), tests.get("PASS_TO_PASS")
-    if not f2p or p2p is None:
-        return False
-    return not any(s in NOT_PASSING for s in f2p.values()) and any(s in NOT_PASSING for s in p2p.values())
+    """A graded trial whose statuses (from the re-grade where a log exists) are a `p2p_regression`."""
+    return is_graded(ev.trial.outcome) and p2p_regression(ev.tests)
 
 
 def _share(k: int, n: int) -> float | None:
@@ -50,7 +42,7 @@ def _fails_in_most(items: list[Evidence], min_trials: int) -> list[dict[str, Any
             if status == "skipped":
                 continue
             runs[test] += 1
-            tasks[test].add(ev.trial["task_id"])
+            tasks[test].add(ev.trial.task_id)
             fails[test] += status in NOT_PASSING
     out = [
         {
@@ -72,7 +64,7 @@ def _fails_here_passes_there(items: list[Evidence], other: list[Evidence], vs: s
         for ev in evs:
             for test, status in _p2p_statuses(ev).items():
                 if status != "skipped":
-                    cell = out[(ev.trial["task_id"], test)]
+                    cell = out[(ev.trial.task_id, test)]
                     cell[0] += status in NOT_PASSING
                     cell[1] += 1
         return out
@@ -110,17 +102,18 @@ def _light(stream: Iterator[Evidence]) -> Iterator[Evidence]:
 def audit_run(
     ledger: Ledger, run_name: str, vs: str | None = None, min_trials: int = MIN_TRIALS, jobs: int = DEFAULT_JOBS
 ) -> dict[str, Any]:
-    run = ledger.run(run_name)
-    other_run = ledger.run(vs) if vs else None
-    items = list(_light(evidence(ledger, run["id"], jobs)))
+    run = ledger.get_run(run_name)
+    other_run = ledger.get_run(vs) if vs else None
+    items = list(_light(evidence(ledger, run.id, jobs)))
     found = {id(ev): ev.signatures for ev in items}
     penalties = [ev for ev in items if p2p_penalty(ev)]
 
-    by_repo = Counter(ev.trial["repo"] or "?" for ev in penalties)
+    by_repo = Counter(ev.trial.repo or "?" for ev in penalties)
     by_test = Counter(
-        (ev.trial["task_id"], t) for ev in penalties for t, s in _p2p_statuses(ev).items() if s in NOT_PASSING
+        (ev.trial.task_id, t) for ev in penalties for t, s in _p2p_statuses(ev).items() if s in NOT_PASSING
     )
     by_signature: dict[str, dict[str, Any]] = {}
+    n_resolved = sum(1 for ev in items if ev.recorded_resolved)
     for sig in SIGNATURES:
         hits = [ev for ev in items if sig.name in found[id(ev)]]
         pen = sum(1 for ev in penalties if sig.name in found[id(ev)])
@@ -129,18 +122,20 @@ def audit_run(
             "artifact": sig.artifact,
             "trials": len(hits),
             "unresolved": sum(1 for ev in hits if not ev.recorded_resolved),
+            "resolved": sum(1 for ev in hits if ev.recorded_resolved),
+            "share_of_resolved": _share(sum(1 for ev in hits if ev.recorded_resolved), n_resolved),
             "p2p_penalties": pen,
             "share_of_p2p_penalties": _share(pen, len(penalties)),
         }
     explained = sum(1 for ev in penalties if any(BY_NAME[n].artifact for n in found[id(ev)]))
-    unresolved = [ev for ev in items if is_graded(ev.trial["outcome"]) and not ev.recorded_resolved]
+    unresolved = [ev for ev in items if is_graded(ev.trial.outcome) and not ev.recorded_resolved]
     unresolved_explained = sum(1 for ev in unresolved if any(BY_NAME[n].artifact for n in found[id(ev)]))
 
     suspects = _fails_in_most(items, min_trials)
     if other_run is not None:
-        suspects += _fails_here_passes_there(items, list(_light(evidence(ledger, other_run["id"], jobs))), vs or "")
+        suspects += _fails_here_passes_there(items, list(_light(evidence(ledger, other_run.id, jobs))), vs or "")
 
-    graded = sum(1 for ev in items if is_graded(ev.trial["outcome"]))
+    graded = sum(1 for ev in items if is_graded(ev.trial.outcome))
     return {
         "run": run_name,
         "vs": vs,
@@ -163,7 +158,7 @@ def audit_run(
             "of_unresolved": len(unresolved),
         },
         "signature_trials": [
-            {"task_id": ev.trial["task_id"], "attempt": ev.trial["attempt"], "signatures": found[id(ev)]}
+            {"task_id": ev.trial.task_id, "attempt": ev.trial.attempt, "signatures": found[id(ev)]}
             for ev in items
             if found[id(ev)]
         ],

@@ -13,16 +13,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from multiprocessing import get_context
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select
+from trialbook.ledger import queries
+from trialbook.ledger.rows import TaskLists, TrialRow
+from trialbook.ledger.store import Ledger
+from trialbook.outcomes import NOT_PASSING, is_graded, is_resolved
 
-from trialbook.ledger.schema import artifacts
-from trialbook.ledger.schema import tasks as tasks_table
-from trialbook.ledger.schema import trials as trials_table
-from trialbook.ledger.store import Ledger, loads
-from trialbook.records import NOT_PASSING, is_graded, is_resolved
-from trialbook.verify.grading import GradeResult, grade_parsed, parse_status_map
+if TYPE_CHECKING:
+    from trialbook.verify.grading import GradeResult
 
 # Artifact names that hold a verifier's test output, most specific first
 # (`import swebench --logs` stores test_output.txt; Harbor-style verifiers write test-stdout.txt).
@@ -36,17 +35,10 @@ DEFAULT_JOBS = min(os.cpu_count() or 1, 8)
 
 
 @dataclass
-class TaskLists:
-    repo: str | None
-    fail_to_pass: list[str]
-    pass_to_pass: list[str]
-
-
-@dataclass
 class Evidence:
     """One trial with what its verifier left behind."""
 
-    trial: dict[str, Any]
+    trial: TrialRow
     lists: TaskLists | None
     log: str | None  # the verifier's test output
     side_log: str | None  # e.g. run_instance.log
@@ -57,58 +49,23 @@ class Evidence:
 
     @property
     def recorded_resolved(self) -> bool:
-        return is_resolved(self.trial["outcome"], self.trial["reward"])
+        return is_resolved(self.trial.outcome, self.trial.reward)
 
     @property
     def tests(self) -> dict[str, dict[str, str]] | None:
         """Per-test statuses: trialbook's grade where a log exists, else what was recorded."""
         if self.grade is not None:
             return self.grade.tests
-        return self.trial["tests"]
+        return self.trial.tests
 
 
-def task_lists(ledger: Ledger, task_ids: set[str]) -> dict[str, TaskLists]:
-    """F2P/P2P lists from the ledger's tasks table, for the tasks that have both."""
-    out: dict[str, TaskLists] = {}
-    ids = sorted(task_ids)
-    with ledger.engine.connect() as conn:
-        for start in range(0, len(ids), 500):
-            c = tasks_table.c
-            q = select(c.task_id, c.repo, c.fail_to_pass, c.pass_to_pass).where(c.task_id.in_(ids[start : start + 500]))
-            for task_id, repo, f2p, p2p in conn.execute(q):
-                f2p, p2p = loads(f2p), loads(p2p)
-                if f2p is not None and p2p is not None:
-                    out[task_id] = TaskLists(repo, f2p, p2p)
-    return out
-
-
-def _lists_for(trial: dict[str, Any], known: dict[str, TaskLists]) -> TaskLists | None:
-    if trial["task_id"] in known:
-        return known[trial["task_id"]]
-    tests = trial["tests"] or {}
+def _lists_for(trial: TrialRow, known: dict[str, TaskLists]) -> TaskLists | None:
+    if trial.task_id in known:
+        return known[trial.task_id]
+    tests = trial.tests or {}
     if all(g in tests for g in GROUPS):  # the trial recorded its own lists
-        return TaskLists(trial["repo"], list(tests["FAIL_TO_PASS"]), list(tests["PASS_TO_PASS"]))
+        return TaskLists(trial.repo, list(tests["FAIL_TO_PASS"]), list(tests["PASS_TO_PASS"]))
     return None
-
-
-def _logs(ledger: Ledger, trial_ids: list[int]) -> dict[int, dict[str, str]]:
-    """The log artifacts of some trials in one query: {trial_id: {name: text}}."""
-    names = (*LOG_ARTIFACTS, *SIDE_ARTIFACTS)
-    q = select(artifacts.c.trial_id, artifacts.c.name, artifacts.c.content).where(
-        artifacts.c.trial_id.in_(trial_ids), artifacts.c.name.in_(names)
-    )
-    out: dict[int, dict[str, str]] = {}
-    with ledger.engine.connect() as conn:
-        for trial_id, name, content in conn.execute(q):
-            out.setdefault(trial_id, {})[name] = content
-    return out
-
-
-def _count_logs(ledger: Ledger, run_id: int) -> int:
-    current = select(trials_table.c.id).where(trials_table.c.run_id == run_id, trials_table.c.superseded_by.is_(None))
-    q = select(func.count()).where(artifacts.c.trial_id.in_(current), artifacts.c.name.in_(LOG_ARTIFACTS))
-    with ledger.engine.connect() as conn:
-        return int(conn.execute(q).scalar_one())
 
 
 def _first(files: dict[str, str], names: tuple[str, ...]) -> str | None:
@@ -116,6 +73,8 @@ def _first(files: dict[str, str], names: tuple[str, ...]) -> str | None:
 
 
 def _parse(args: tuple[str, str | None, str]) -> tuple[dict[str, str], str | None]:
+    from trialbook.verify.grading import parse_status_map
+
     return parse_status_map(*args)
 
 
@@ -134,20 +93,22 @@ def evidence(ledger: Ledger, run_id: int, jobs: int = 1) -> Iterator[Evidence]:
 
     Parsing is the cost (official logs run to megabytes); `jobs` > 1 spreads it over processes.
     """
-    trials = list(ledger.trials(run_id))
-    known = task_lists(ledger, {t["task_id"] for t in trials})
-    with _mapper(jobs, _count_logs(ledger, run_id)) as mapper:
+    trials = list(ledger.trial_rows(run_id))
+    known = queries.task_lists(ledger, {t.task_id for t in trials})
+    with _mapper(jobs, queries.count_artifacts(ledger, run_id, LOG_ARTIFACTS)) as mapper:
         for start in range(0, len(trials), CHUNK):  # logs are large: fetch a chunk of trials at a time
             chunk = trials[start : start + CHUNK]
-            logs = _logs(ledger, [t["id"] for t in chunk])
+            logs = queries.artifacts_of(ledger, [t.id for t in chunk], (*LOG_ARTIFACTS, *SIDE_ARTIFACTS))
             rows = []
             for trial in chunk:
-                files = logs.get(trial["id"], {})
+                files = logs.get(trial.id, {})
                 lists = _lists_for(trial, known)
                 log = _first(files, LOG_ARTIFACTS)
-                repo = (lists.repo if lists else None) or trial["repo"]
+                repo = (lists.repo if lists else None) or trial.repo
                 rows.append((trial, lists, log, _first(files, SIDE_ARTIFACTS), repo))
-            todo = [(log, repo, t["task_id"]) for t, lists, log, _, repo in rows if log is not None and lists]
+            todo = [(log, repo, t.task_id) for t, lists, log, _, repo in rows if log is not None and lists]
+            if todo:  # only grading a log needs the swebench extra
+                from trialbook.verify.grading import grade_parsed
             parsed = iter(mapper(_parse, todo))
             for trial, lists, log, side, repo in rows:
                 grade, status_map = None, {}
@@ -181,10 +142,10 @@ def differing_tests(recorded: dict[str, dict[str, str]] | None, grade: GradeResu
 
 def regrade_run(ledger: Ledger, run_name: str, jobs: int = DEFAULT_JOBS) -> dict[str, Any]:
     """Re-grade every graded trial that has a verifier log; list where trialbook disagrees."""
-    run = ledger.run(run_name)
+    run = ledger.get_run(run_name)
     n = regraded = agree = no_log = no_lists = ungraded = tests_differ = 0
     disagreements: list[dict[str, Any]] = []
-    for ev in evidence(ledger, run["id"], jobs):
+    for ev in evidence(ledger, run.id, jobs):
         n += 1
         if ev.log is None:
             no_log += 1
@@ -192,20 +153,20 @@ def regrade_run(ledger: Ledger, run_name: str, jobs: int = DEFAULT_JOBS) -> dict
         if ev.grade is None:
             no_lists += 1
             continue
-        if not is_graded(ev.trial["outcome"]):
+        if not is_graded(ev.trial.outcome):
             ungraded += 1  # no recorded grade to agree with
             continue
         regraded += 1
-        tests = differing_tests(ev.trial["tests"], ev.grade)
+        tests = differing_tests(ev.trial.tests, ev.grade)
         if ev.grade.resolved == ev.recorded_resolved:
             agree += 1
-            tests_differ += bool(ev.trial["tests"] and tests)
+            tests_differ += bool(ev.trial.tests and tests)
             continue
         disagreements.append(
             {
-                "task_id": ev.trial["task_id"],
-                "attempt": ev.trial["attempt"],
-                "recorded": "resolved" if ev.recorded_resolved else ev.trial["outcome"],
+                "task_id": ev.trial.task_id,
+                "attempt": ev.trial.attempt,
+                "recorded": "resolved" if ev.recorded_resolved else ev.trial.outcome,
                 "regraded": "resolved" if ev.grade.resolved else "unresolved",
                 "tests": tests,
             }

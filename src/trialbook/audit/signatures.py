@@ -36,8 +36,8 @@ def _saw_no_pass(ev: Evidence) -> bool:
 def _no_per_test_lines(ev: Evidence) -> bool:
     """pytest ran and passed tests, yet the grader saw no passing per-test line.
 
-    That is pytest run without `-rA` (only FAILED lines in the short summary; the seed's sphinx
-    tox.ini edit reverted by the agent's `git checkout`): every unseen test counts as failed.
+    That is pytest run without `-rA` (only FAILED lines in the short summary; e.g. sphinx's tox.ini
+    edit reverted by the agent's `git checkout`): every unseen test counts as failed.
     """
     if ev.grade is None or ev.grade.marker is not None or not ev.log:
         return False
@@ -63,13 +63,17 @@ def _setup_error_on_listed_test(ev: Evidence) -> bool:
 
 
 def _verifier_timed_out(ev: Evidence) -> bool:
-    return ev.trial["outcome"] == Outcome.VERIFIER_TIMEOUT.value or (
+    return ev.trial.outcome == Outcome.VERIFIER_TIMEOUT.value or (
         ev.grade is not None and ev.grade.marker == "tests_timed_out"
     )
 
 
 def _patch_failed(ev: Evidence) -> bool:
     return ev.grade is not None and ev.grade.marker == "patch_apply_failed"
+
+
+def _test_infra_changed(ev: Evidence) -> bool:
+    return "test_infra_changed" in ((ev.trial.extra or {}).get("tags") or [])
 
 
 class Signature(NamedTuple):
@@ -140,6 +144,13 @@ SIGNATURES: tuple[Signature, ...] = (
         False,
         (r">>>>> Patch Apply Failed", r"error: patch failed: ", r"Patch Apply Failed"),
         check=_patch_failed,
+    ),
+    Signature(
+        "test_infra_changed",
+        "the agent's diff changed test infrastructure (conftest.py, pytest/tox settings, the task's tests);"
+        " the harness graded it as usual and again without those files (harness/isolation.py)",
+        False,
+        check=_test_infra_changed,
     ),
 )
 

@@ -7,14 +7,14 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, Replace, RunName, app, done, emit
+from trialbook.cli.common import Csv, Db, Json, Markdown, Replace, RunArg, RunName, app, done, emit, valid_run
 from trialbook.errors import UserError
 from trialbook.importers.harbor import import_harbor
 from trialbook.importers.jsonl import export_jsonl, import_jsonl
 from trialbook.importers.swebench import import_swebench
 from trialbook.ledger.store import Ledger
 from trialbook.report import tables
-from trialbook.report.summary import run_summary, runs_summary
+from trialbook.stats.summary import run_summary, runs_summary
 from trialbook.training.ingest import import_steps
 
 import_app = typer.Typer(help="Import trials from other tools into the ledger.", no_args_is_help=True)
@@ -24,7 +24,7 @@ app.add_typer(import_app, name="import")
 @import_app.command("jsonl")
 def import_jsonl_cmd(
     file: Path,
-    run: Annotated[str, typer.Option("--run", help="Run name.")],
+    run: Annotated[str, typer.Option("--run", help="Run name.", callback=valid_run)],
     kind: Annotated[str, typer.Option("--kind", help="eval or train.")] = "eval",
     replace: Replace = False,
     db: Db = None,
@@ -39,7 +39,9 @@ def import_jsonl_cmd(
 @import_app.command("steps")
 def import_steps_cmd(
     file: Path,
-    run: Annotated[str, typer.Option("--run", help="The training run the steps belong to (must exist).")],
+    run: Annotated[
+        str, typer.Option("--run", help="The training run the steps belong to (must exist).", callback=valid_run)
+    ],
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite the run's existing steps.")] = False,
     db: Db = None,
 ) -> None:
@@ -72,20 +74,22 @@ def import_harbor_cmd(job_dir: Path, run: RunName = None, replace: Replace = Fal
 
 
 @app.command("runs")
-def runs_cmd(as_json: Json = False, db: Db = None) -> None:
+def runs_cmd(as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None) -> None:
     """List runs with their resolved rates."""
-    emit(runs_summary(Ledger(db)), as_json, tables.print_runs)
+    emit(runs_summary(Ledger(db)), as_json, tables.print_runs, markdown, as_csv)
 
 
 @app.command("show")
-def show_cmd(run: str, as_json: Json = False, db: Db = None) -> None:
+def show_cmd(
+    run: RunArg, as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None
+) -> None:
     """One run: rate, judged count, outcomes, tags, per-repo rates, stack."""
-    emit(run_summary(Ledger(db), run), as_json, tables.print_show)
+    emit(run_summary(Ledger(db), run), as_json, tables.print_show, markdown, as_csv)
 
 
 @app.command("export")
 def export_cmd(
-    run: str,
+    run: RunArg,
     jsonl: Annotated[Path, typer.Option("--jsonl", help="Output file (the `import jsonl` format).")],
     db: Db = None,
 ) -> None:

@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from trialbook.errors import TrialbookError, UserError
-from trialbook.harness.runner import RunConfig, connect, start_run
+from trialbook.harness.config import RunConfig
+from trialbook.harness.runner import start_run
+from trialbook.harness.stack import connect
 from trialbook.ledger.store import Ledger
 from trialbook.records import is_graded, is_resolved
-from trialbook.report.summary import run_summary
+from trialbook.stats.summary import run_summary
 from trialbook.tasks import load_tasks
 
 CHECKOUT = Path(__file__).resolve().parents[3]

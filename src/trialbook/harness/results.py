@@ -7,12 +7,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
-
+from trialbook.harness.paths import TrialPaths
 from trialbook.harness.trial import TrialResult
-from trialbook.importers.common import trial_row
-from trialbook.ledger.schema import trials
-from trialbook.ledger.store import Ledger
+from trialbook.ledger.store import Ledger, trial_row
 
 _write_lock = threading.Lock()
 
@@ -21,19 +18,10 @@ def record_trial(ledger: Ledger, run_id: int, result: TrialResult, supersedes: i
     """Insert the trial (+ its logs as artifacts) in one transaction; mark `supersedes` replaced by it."""
     t = result.trial
     with _write_lock, ledger.transaction() as conn:
-        ledger.insert_trials(conn, [trial_row(run_id, t)])
-        new_id = int(
-            conn.execute(
-                select(func.max(trials.c.id)).where(
-                    trials.c.run_id == run_id, trials.c.task_id == t.task_id, trials.c.attempt == t.attempt
-                )
-            ).scalar_one()
-        )
+        new_id = ledger.record_trial(conn, trial_row(run_id, t), supersedes)
         logs = [(new_id, "agent.log", result.agent_log), (new_id, "verifier.log", result.verifier_log)]
         logs += [(new_id, name, text) for name, text in result.extra_files.items()]
         ledger.insert_artifacts(conn, [row for row in logs if row[2]])
-        if supersedes is not None:
-            conn.execute(trials.update().where(trials.c.id == supersedes).values(superseded_by=new_id))
     return new_id
 
 
@@ -61,17 +49,31 @@ def harbor_result(result: TrialResult, run: str) -> dict[str, Any]:
     }
 
 
+def write_or_warn(ledger: Ledger, trial_id: int, base: Path, run: str, result: TrialResult) -> str | None:
+    """Write the trial's folder; the trial is already in the ledger, so a failed write (a full or
+    read-only --runs-dir) becomes a warning on the trial, not the end of the run. Returns the warning."""
+    try:
+        write_trial_dir(base, run, result)
+        return None
+    except OSError as exc:
+        warning = f"trial folder not written under {base}: {exc.strerror or exc}"
+    with _write_lock, ledger.transaction() as conn:
+        ledger.add_trial_warning(conn, trial_id, warning)
+    return warning
+
+
 def write_trial_dir(base: Path, run: str, result: TrialResult) -> Path:
-    folder = base / result.name
-    (folder / "agent").mkdir(parents=True, exist_ok=True)
-    (folder / "verifier").mkdir(exist_ok=True)
-    (folder / "agent" / "log.txt").write_text(result.agent_log)
-    (folder / "verifier" / "test-stdout.txt").write_text(result.verifier_log)
+    """Write the trial's folder under `base` (the run's folder, RunPaths.folder); result.json last."""
+    p = TrialPaths(base / result.name)
+    p.agent_dir.mkdir(parents=True, exist_ok=True)
+    p.verifier_dir.mkdir(exist_ok=True)
+    p.agent_log.write_text(result.agent_log)
+    p.verifier_log.write_text(result.verifier_log)
     for name, text in result.extra_files.items():
-        (folder / "agent" / name).write_text(text)
+        p.agent_file(name).write_text(text)
     if result.trial.reward is not None:
-        (folder / "verifier" / "reward.txt").write_text(f"{result.trial.reward:g}\n")
-    tmp = folder / "result.json.tmp"
+        p.reward.write_text(f"{result.trial.reward:g}\n")
+    tmp = p.result.with_name(p.result.name + ".tmp")
     tmp.write_text(json.dumps(harbor_result(result, run), indent=2))
-    tmp.replace(folder / "result.json")
-    return folder
+    tmp.replace(p.result)
+    return p.folder

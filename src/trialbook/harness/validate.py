@@ -1,6 +1,6 @@
 """`trialbook validate`: run oracle and nop N times per task and give each task one verdict.
 
-The trials go through the harness's own run machinery (`runner.execute`) into one ledger run of
+The trials go through the harness's own run machinery (`harness.pool.execute`) into one ledger run of
 kind `validate` per image variant: oracle trials are attempts 0..N-1, nop trials N..2N-1 (each
 trial's `extra.agent` names its agent too). The verdict comes from `RULES`, the one table of
 rules, first match wins.
@@ -17,8 +17,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from trialbook.errors import UserError
-from trialbook.harness.runner import Plan, RunConfig, connect, execute, open_run, run_lock, sandbox_stack
+from trialbook.harness.config import Plan, RunConfig
+from trialbook.harness.lock import run_lock
+from trialbook.harness.paths import DEFAULT_RUNS_DIR
+from trialbook.harness.pool import execute
+from trialbook.harness.runner import open_run
+from trialbook.harness.stack import connect, sandbox_stack
 from trialbook.ledger.store import Ledger
+from trialbook.names import safe_name
 from trialbook.records import NOT_PASSING, Outcome, Run, is_resolved
 from trialbook.sandbox import DockerEngine
 from trialbook.tasks import TaskError, TaskSpec, load_tasks
@@ -262,7 +268,7 @@ class ValidateOptions:
     repeats: int = 3
     timeout_multiplier: float = 1.0
     concurrency: int = 2
-    runs_dir: Path = Path("runs")
+    runs_dir: Path = DEFAULT_RUNS_DIR
     tasks: list[str] | None = None
     run: str | None = None
     replace: bool = False
@@ -270,7 +276,7 @@ class ValidateOptions:
 
 def default_run_name(tasks_dir: Path) -> str:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    return f"validate-{tasks_dir.resolve().name}-{stamp}"
+    return safe_name(f"validate-{tasks_dir.resolve().name}-{stamp}")
 
 
 def _run_variant(
@@ -307,7 +313,7 @@ def _run_variant(
     }
     stack = sandbox_stack(engine, "oracle+nop", specs, {})
     run = Run(name=name, kind="validate", config=stored, stack=stack, source=config.tasks_dir)
-    with run_lock(config, name):
+    with run_lock(config, name, ledger):
         run_id = open_run(ledger, run, config, [t for t in tasks if isinstance(t, TaskSpec)], opts.replace)
         for k, agent in enumerate(AGENTS):
             plans = [Plan(t, k * opts.repeats + a) for a in range(opts.repeats) for t in run_tasks]

@@ -5,43 +5,13 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import orjson
-
-from trialbook.errors import UserError
 from trialbook.ledger.schema import TRIAL_COLUMNS
-from trialbook.ledger.store import Ledger, dumps
-from trialbook.records import Run, Trial
+from trialbook.ledger.store import Ledger
+from trialbook.records import Run
 
 CHUNK = 20_000
-
-
-def json_lines(path: Path, prefix: str = "") -> Iterator[tuple[int, Any]]:
-    """(line number, decoded value) for each non-blank line of a JSONL file.
-
-    A missing file or a malformed line is a UserError naming the line (`prefix` goes first).
-    """
-    if not path.is_file():
-        raise UserError(f"no such file: {path}")
-    with path.open("rb") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                yield n, orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                raise UserError(f"{prefix}line {n}: malformed JSON ({exc.msg})") from None
-
-
-def trial_row(run_id: int, t: Trial) -> tuple[Any, ...]:
-    """A positional row in TRIAL_COLUMNS order."""
-    return (
-        run_id, t.task_id, t.attempt, t.repo, t.outcome.value, t.reward, t.step, t.wv, t.epoch,
-        t.exception, t.exception_message, t.duration_s, t.tokens, t.turns, dumps(t.tests),
-        t.started_at, t.finished_at, dumps(t.extra), None,
-    )  # fmt: skip
 
 
 @dataclass

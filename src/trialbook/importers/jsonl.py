@@ -252,18 +252,18 @@ def import_jsonl(ledger: Ledger, path: Path, run_name: str, kind: str = "eval", 
 
 def export_jsonl(ledger: Ledger, run_name: str, path: Path) -> int:
     """Write the run's current trials in the import format; returns the number written."""
-    run = ledger.run(run_name)
+    run = ledger.get_run(run_name)
     n = 0
     with path.open("wb") as fh:
-        for t in ledger.trials(run["id"]):
-            obj: dict[str, Any] = {"task_id": t["task_id"], "attempt": t["attempt"]}
+        for t in ledger.trial_rows(run.id):
+            obj: dict[str, Any] = {"task_id": t.task_id, "attempt": t.attempt}
             for key in ("repo", "outcome", "reward", *INT_FIELDS, *STR_FIELDS, "duration_s", "tests"):
-                if t[key] is not None:
-                    obj[key] = t[key]
-            if t["extra"]:
-                obj.update(t["extra"])
-            if n == 0 and run["stack"]:
-                obj["stack"] = run["stack"]
+                if (value := getattr(t, key)) is not None:
+                    obj[key] = value
+            if t.extra:
+                obj.update(t.extra)
+            if n == 0 and run.stack:
+                obj["stack"] = run.stack
             fh.write(orjson.dumps(obj) + b"\n")
             n += 1
     return n

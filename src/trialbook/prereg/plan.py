@@ -16,7 +16,8 @@ import yaml
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
 from trialbook.stats.compare import compare
-from trialbook.stats.scores import TaskScores, load_scores, read_tasklist
+from trialbook.stats.scores import TaskScores, load_scores
+from trialbook.stats.selection import read_task_list
 
 FORMAT = 1
 FIELDS = (
@@ -48,7 +49,7 @@ def init_plan(
     max_candidates: int,
     out: Path,
 ) -> dict[str, Any]:
-    pool = read_tasklist(pool_file)
+    pool = read_task_list(pool_file)
     if train < 0 or holdout < 1:
         raise UserError("--holdout must be at least 1 and --train at least 0")
     if train + holdout > len(pool):

@@ -1,1 +1,1 @@
-"""Statistics over the ledger: paired comparisons, power planning, pass@k, multiplicity."""
+"""Statistics over the ledger: one kernel (t and cluster intervals), task selection, paired comparison, power."""

@@ -1,6 +1,6 @@
 """`trialbook compare`: one baseline against one or more candidates, paired over tasks.
 
-Returns the JSON-ready dict SPEC.md fixes: {"baseline", "comparisons": [ROW, ...], ...}.
+Returns a JSON-ready dict: {"baseline", "comparisons": [ROW, ...], ...} (the README documents ROW).
 Percent and percentage points throughout the output; fractions inside.
 """
 
@@ -15,10 +15,12 @@ import numpy as np
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
 from trialbook.stats import caveats
+from trialbook.stats.kernel import t_interval
 from trialbook.stats.multiple import bonferroni_confidence, holm
-from trialbook.stats.paired import Paired, bootstrap_ci, paired, t_interval
+from trialbook.stats.paired import Paired, bootstrap_ci, paired
 from trialbook.stats.passk import paired_pass_at_k
-from trialbook.stats.scores import TaskScores, load_scores, read_tasklist
+from trialbook.stats.scores import TaskScores, load_scores
+from trialbook.stats.selection import read_task_list, resolve_repos
 
 LEVEL = 0.95
 Z95 = 1.959963984540054
@@ -28,27 +30,18 @@ def pp(x: float) -> float | None:
     return None if x is None or not np.isfinite(x) else round(100.0 * x, 4)
 
 
-def _repo_matches(repos: np.ndarray, wanted: str) -> np.ndarray:
-    short = np.array([r.rsplit("/", 1)[-1] for r in repos], dtype=str)
-    return (repos == wanted) | (short == wanted)
-
-
 def exclude_repos(runs: Sequence[TaskScores], wanted: Sequence[str]) -> tuple[list[TaskScores], dict[str, int]]:
-    """Drop the tasks of the named repos (full `owner/name` or just `name`) from every run."""
+    """Drop the tasks of the named repos (`stats.selection.resolve_repos`: full or unambiguous short name)."""
+    if not wanted:
+        return list(runs), {}
+    repos = np.array(resolve_repos(wanted, {str(r) for s in runs for r in s.repos}), dtype=str)
     dropped: dict[str, set[str]] = {}
-    out = list(runs)
-    for w in wanted:
-        hit = False
-        for i, s in enumerate(out):
-            m = _repo_matches(s.repos, w)
-            if m.any():
-                hit = True
-                for repo, tid in zip(s.repos[m], s.task_ids[m], strict=True):
-                    dropped.setdefault(str(repo), set()).add(str(tid))
-                out[i] = s.subset(~m)
-        if not hit and w not in dropped:
-            known = sorted({str(r) for s in runs for r in s.repos})
-            raise UserError(f"--exclude-repo {w}: no task of that repo in these runs (repos: {', '.join(known)})")
+    out = []
+    for s in runs:
+        m = np.isin(s.repos, repos)
+        for repo, tid in zip(s.repos[m], s.task_ids[m], strict=True):
+            dropped.setdefault(str(repo), set()).add(str(tid))
+        out.append(s.subset(~m))
     return out, {repo: len(ids) for repo, ids in sorted(dropped.items())}
 
 
@@ -257,7 +250,7 @@ def compare(
 
 
 def _split_ids(path: Path, runs: Sequence[TaskScores]) -> tuple[np.ndarray, int]:
-    ids = np.array(read_tasklist(path), dtype=str)
+    ids = np.array(read_task_list(path), dtype=str)
     known = np.unique(np.concatenate([s.task_ids for s in runs]))
     hit = np.isin(ids, known)
     if not hit.any():

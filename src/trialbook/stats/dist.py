@@ -1,10 +1,11 @@
-"""The few distribution functions `compare` and `plan` need, in the standard library.
+"""The few distribution functions the statistics need (`compare`, `plan`, `train report`), in the standard library.
 
 Why not scipy: importing scipy.special/scipy.stats costs 0.3-1 s, more than the whole compare
-budget (< 1 s end to end from the CLI). These are exact closed forms, checked against scipy
-in tests/test_stats_dist.py:
+budget (< 1 s end to end from the CLI). These are closed forms, checked against scipy by the
+stats tests (test_distribution_functions_match_scipy, test_t_ppf_large_df_matches_scipy):
 - Student t CDF for integer df: the finite series of Abramowitz & Stegun 26.7.3-4; quantile by
-  safeguarded Newton steps on it.
+  safeguarded Newton steps on it, or for df > 1000 (where the series costs O(df) per step) the
+  Cornish-Fisher expansion A&S 26.7.5, whose error there is below 1e-13.
 - Normal: statistics.NormalDist.
 - Two-sided sign test at p = 1/2: exact integer binomial tail (scipy.stats.binomtest's value).
 """
@@ -62,6 +63,20 @@ def t_pdf(t: float, df: int) -> float:
     return math.exp(log_norm - (df + 1) / 2 * math.log1p(t * t / df))
 
 
+_LARGE_DF = 1000
+
+
+def _t_ppf_expansion(p: float, df: int) -> float:
+    """A&S 26.7.5: t_p = x + g1/df + g2/df^2 + g3/df^3 + g4/df^4 around the normal quantile x."""
+    x = norm_ppf(p)
+    x2 = x * x
+    g1 = x * (x2 + 1) / 4
+    g2 = x * ((5 * x2 + 16) * x2 + 3) / 96
+    g3 = x * (((3 * x2 + 19) * x2 + 17) * x2 - 15) / 384
+    g4 = x * ((((79 * x2 + 776) * x2 + 1482) * x2 - 1920) * x2 - 945) / 92160
+    return x + (g1 + (g2 + (g3 + g4 / df) / df) / df) / df
+
+
 @lru_cache(maxsize=1024)
 def t_ppf(p: float, df: int) -> float:
     """Quantile of Student t with integer df (0 < p < 1)."""
@@ -71,6 +86,8 @@ def t_ppf(p: float, df: int) -> float:
         return -t_ppf(1 - p, df)
     if p == 0.5:
         return 0.0
+    if df > _LARGE_DF:
+        return _t_ppf_expansion(p, df)
     lo, hi = 0.0, 1.0
     while t_cdf(hi, df) < p:
         lo, hi = hi, hi * 2

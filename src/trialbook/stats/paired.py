@@ -1,7 +1,8 @@
 """Paired comparison of two runs' task scores (Miller 2024, "Adding Error Bars to Evals").
 
 The unit is the task: d_i = s_cand,i - s_base,i over tasks graded in both runs; the CI is the
-paired t interval on the d_i (attempts of a task are one cluster, never independent samples).
+paired t interval on the d_i (`stats.kernel.t_interval`; attempts of a task are one cluster, never
+independent samples).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from trialbook.stats import dist
+from trialbook.stats.kernel import t_interval, t_p_value
 
 
 @dataclass(frozen=True)
@@ -31,26 +33,6 @@ class Paired:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def t_interval(d: np.ndarray, level: float = 0.95) -> tuple[float, float, float, float]:
-    """(mean, se, lo, hi) of the t interval for the mean of d; nan-width when n < 2."""
-    n = d.size
-    mean = float(d.mean())
-    if n < 2:
-        return mean, float("nan"), float("nan"), float("nan")
-    se = float(d.std(ddof=1) / np.sqrt(n))
-    half = dist.t_ppf(0.5 + level / 2, n - 1) * se
-    return mean, se, mean - half, mean + half
-
-
-def t_p_value(mean: float, se: float, n: int) -> float:
-    """Two-sided p of the paired t test (1.0 when every difference is 0)."""
-    if n < 2 or not np.isfinite(se):
-        return float("nan")
-    if se == 0:
-        return 1.0 if mean == 0 else 0.0
-    return dist.t_two_sided_p(mean / se, n - 1)
 
 
 def sign_test(wins: int, losses: int) -> float:

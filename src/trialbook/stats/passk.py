@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from trialbook.stats.kernel import t_interval
 from trialbook.stats.scores import TaskScores
 
 
@@ -61,8 +62,6 @@ def paired_pass_at_k(
     k runs over 2, 4, ... up to the smaller typical attempt count; each k uses the tasks graded at
     least k times in both runs.
     """
-    from trialbook.stats.paired import t_interval
-
     typical = min(int(np.median(base_n)), int(np.median(cand_n))) if base_n.size else 0
     out: dict[str, dict[str, float | int | list[float]]] = {}
     for k in ks_for(typical)[1:]:

@@ -1,4 +1,5 @@
-"""Power, minimum detectable effect and sample size from the variance decomposition (STATS.md §4).
+"""Power, minimum detectable effect and sample size from the variance decomposition (Miller 2024,
+"Adding Error Bars to Evals": paired differences, K attempts per task, normal approximation).
 
 With K attempts per task, Var(d_i) = ω² + (σ_A² + σ_B²)/K: ω² is the variance of the true
 per-task differences, σ² the mean within-task (sampling) variance of one attempt, estimated as the

@@ -1,26 +1,19 @@
 """Per-task scores of a run, loaded with one GROUP BY query (no Python loop over trials).
 
 A task's score is the mean of its graded attempts, counting an attempt as resolved when its
-reward is 1.0 (records.is_resolved). Ungraded attempts (verifier_timeout, infra_error,
+reward is 1.0 (outcomes.is_resolved). Ungraded attempts (verifier_timeout, infra_error,
 incomplete) are counted but never enter the score.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-from sqlalchemy import Integer, and_, case, cast, func, select
 
 from trialbook.errors import UserError
-from trialbook.ledger.schema import trials
+from trialbook.ledger import queries
 from trialbook.ledger.store import Ledger
-from trialbook.records import GRADED
-
-_graded = trials.c.outcome.in_(sorted(GRADED))
-_resolved = and_(_graded, trials.c.reward >= 1.0)
 
 
 @dataclass(frozen=True)
@@ -56,21 +49,8 @@ class TaskScores:
 
 
 def load_scores(ledger: Ledger, run_name: str) -> TaskScores:
-    run = ledger.run(run_name)
-    q = (
-        select(
-            trials.c.task_id,
-            func.max(trials.c.repo),
-            func.count(),
-            func.coalesce(func.sum(cast(case((_graded, 1), else_=0), Integer)), 0),
-            func.coalesce(func.sum(cast(case((_resolved, 1), else_=0), Integer)), 0),
-        )
-        .where(trials.c.run_id == run["id"], trials.c.superseded_by.is_(None))
-        .group_by(trials.c.task_id)
-        .order_by(trials.c.task_id)
-    )
-    with ledger.engine.connect() as conn:
-        rows = conn.execute(q).all()
+    run = ledger.get_run(run_name)
+    rows = queries.task_scores(ledger, run.id)
     if not rows:
         raise UserError(f"run '{run_name}' has no trials")
     ids, repos, n, g, r = zip(*rows, strict=True)
@@ -81,34 +61,8 @@ def load_scores(ledger: Ledger, run_name: str) -> TaskScores:
         trials=np.array(n, dtype=np.int64),
         graded=np.array(g, dtype=np.int64),
         resolved=np.array(r, dtype=np.int64),
-        stack=run["stack"],
-        labels=run["labels"],
-        created=run["created"],
+        stack=run.stack,
+        labels=run.labels,
+        created=run.created,
     )
 
-
-def read_tasklist(path: Path) -> list[str]:
-    """Task ids from a file: a JSON/YAML list, or one id per line (blank lines and # comments ignored)."""
-    if not path.is_file():
-        raise UserError(f"no such task list: {path}")
-    text = path.read_text()
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path}: not a JSON list of task ids ({exc.msg})") from None
-        if not all(isinstance(x, str) for x in items):
-            raise UserError(f"{path}: task list entries must be strings")
-        ids = items
-    else:
-        ids = []
-        for line in text.splitlines():
-            line = line.split("#", 1)[0].strip()
-            if line.startswith("- "):  # a YAML list
-                line = line[2:].strip().strip("'\"")
-            if line:
-                ids.append(line)
-    if not ids:
-        raise UserError(f"{path}: no task ids")
-    return list(dict.fromkeys(ids))

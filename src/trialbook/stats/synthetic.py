@@ -1,4 +1,4 @@
-"""Synthetic runs with known truth, in the `import jsonl` format: the seed's anchor dataset and
+"""Synthetic runs with known truth, in the `import jsonl` format: an anchor dataset and
 simulated systems (per-task solve probabilities, K attempts). Used by tests, the benchmark and demos.
 """
 
@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import orjson
 
-# STATS.md §1: task-score cells (base, cand) -> number of tasks; 2 attempts per task.
+# The anchor dataset: task-score cells (base, cand) -> number of tasks, 500 tasks with 2 attempts each,
+# chosen so that the paired analysis gives a known answer (the stats tests check compare against it).
 ANCHOR_CELLS: dict[tuple[float, float], int] = {
     (0.0, 0.0): 125, (0.5, 0.5): 30, (1.0, 1.0): 203,
     (0.0, 0.5): 35, (0.5, 1.0): 35, (0.0, 1.0): 13,

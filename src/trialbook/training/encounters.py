@@ -3,7 +3,8 @@
 An encounter is one sampling of a task: its trajectories sharing one `epoch` (pass over the pool),
 or one weight version when the run has no epochs. A task's score at an encounter is the mean of its
 graded trajectories there. For k = 2, 3, ... the statistic is d_i = score at k-th - score at 1st over
-the tasks graded at both (paired over tasks, never over trajectories), with a t interval on the d_i.
+the tasks graded at both (paired over tasks, never over trajectories), with the paired t interval on
+the d_i (`stats.kernel.t_interval`).
 Gains on re-encountered tasks mix memorisation of that task with general improvement, so each row
 also gives the first-encounter rate of tasks new in the same weight versions (difference-in-differences)
 when there are any.
@@ -15,22 +16,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import stdtrit  # the t quantile; scipy.stats costs ~1 s of import
 
+from trialbook.stats.kernel import t_interval
 from trialbook.training.load import TrainData
 
 
 def paired_ci(d: np.ndarray) -> dict[str, Any]:
-    """Mean of task-level differences (percentage points) with a 95% t interval over tasks."""
+    """Mean of task-level differences (percentage points) with the 95% paired t interval over tasks."""
     n = len(d)
-    mean = float(d.mean()) if n else None
-    if n < 2:
-        return {"tasks": n, "diff_pp": None if mean is None else round(100 * mean, 2), "ci_pp": None}
-    half = stdtrit(n - 1, 0.975) * d.std(ddof=1) / np.sqrt(n)
+    mean, _, lo, hi = t_interval(d, 0.95)
     return {
         "tasks": n,
-        "diff_pp": round(100 * mean, 2),
-        "ci_pp": [round(100 * (mean - half), 2), round(100 * (mean + half), 2)],
+        "diff_pp": round(100 * mean, 2) if n else None,
+        "ci_pp": [round(100 * lo, 2), round(100 * hi, 2)] if n >= 2 else None,
     }
 
 

@@ -8,16 +8,14 @@ The whole file goes in one transaction: any bad line leaves the ledger untouched
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-from sqlalchemy import func, select
-
 from trialbook.errors import UserError
-from trialbook.importers.common import json_lines
-from trialbook.ledger.schema import steps
+from trialbook.files import json_lines
+from trialbook.ledger import queries
 from trialbook.ledger.store import Ledger, dumps
 
 TIME_FIELDS = ("started_at", "finished_at")
@@ -39,8 +37,9 @@ def _step_row(obj: Any, n: int, run_id: int, last: int | None) -> dict[str, Any]
     if type(obj) is not dict:
         raise UserError(f"line {n}: expected a JSON object")
     step = obj.get("step")
-    if type(step) is not int or step < 0:
-        raise UserError(f"line {n}: 'step' must be a non-negative integer, got {step!r}")
+    if type(step) is not int or not 0 <= step < 2**63:
+        shown = repr(step) if not isinstance(step, int) or step.bit_length() < 100 else "a larger number"
+        raise UserError(f"line {n}: 'step' must be a non-negative integer below 2^63, got {shown}")
     if last is not None and step <= last:
         word = "duplicated" if step == last else "out of order"
         raise UserError(f"line {n}: step {step} is {word} (previous line had step {last})")
@@ -66,7 +65,7 @@ def import_steps(ledger: Ledger, path: Path, run_name: str, replace: bool = Fals
     """Attach the steps in `path` to the existing run `run_name`; returns how many were written."""
     if not path.is_file():
         raise UserError(f"no such file: {path}")
-    run_id = ledger.run(run_name)["id"]
+    run_id = ledger.get_run(run_name).id
     rows: list[dict[str, Any]] = []
     last: int | None = None
     for n, obj in json_lines(path):
@@ -76,27 +75,13 @@ def import_steps(ledger: Ledger, path: Path, run_name: str, replace: bool = Fals
     if not rows:
         raise UserError(f"no steps in {path}")
     with ledger.transaction() as conn:
-        have = conn.execute(select(func.count()).where(steps.c.run_id == run_id)).scalar_one()
-        if have and not replace:
-            raise UserError(f"run '{run_name}' already has {have} steps (use --replace to overwrite them)")
-        conn.execute(steps.delete().where(steps.c.run_id == run_id))
-        conn.execute(steps.insert(), rows)
+        ledger.replace_steps(conn, run_id, rows, replace)
     return len(rows)
 
 
 def load_steps(ledger: Ledger, run_id: int) -> list[dict[str, Any]]:
-    """The run's steps in step order, metrics decoded, times as aware datetimes (None when absent)."""
-    q = select(steps.c.step, steps.c.started_at, steps.c.finished_at, steps.c.metrics)
-    q = q.where(steps.c.run_id == run_id).order_by(steps.c.step)
-    with ledger.engine.connect() as conn:
-        out = []
-        for step, started, finished, metrics in conn.execute(q):
-            out.append(
-                {
-                    "step": step,
-                    "started_at": None if started is None else parse_time(started),
-                    "finished_at": None if finished is None else parse_time(finished),
-                    "metrics": orjson.loads(metrics) if metrics else {},
-                }
-            )
-    return out
+    """The run's steps in step order, metrics decoded, times as aware datetimes (None when absent).
+
+    Dicts of `ledger.rows.StepRow` for the training report; new code should read `queries.step_rows`.
+    """
+    return [asdict(row) for row in queries.step_rows(ledger, run_id)]

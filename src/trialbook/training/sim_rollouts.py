@@ -1,6 +1,6 @@
 """A synthetic training log with known ground truth (`trialbook sim rollouts`), for tests and demos.
 
-The model follows the seed's RL run: a pool of tasks with fixed per-task difficulty, each epoch a
+The model follows an asynchronous RL run (SkyRL-style): a pool of tasks with fixed per-task difficulty, each epoch a
 shuffled pass over the pool in batches of B tasks x G rollouts (the last partial batch dropped),
 weight versions lagging the trainer by up to the staleness bound, and - without cross-epoch
 sampling - the SkyRL epoch reset: the last S versions of an epoch generate nothing, the first S+1

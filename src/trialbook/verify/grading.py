@@ -1,5 +1,8 @@
 """Grade a verifier's test log against F2P/P2P lists with the official `swebench` parsers and rules.
 
+swebench is the `swebench` extra (its own requirements are heavy): importing this module without it
+raises the one-line MissingExtraError, so the callers that grade logs import it only when they do.
+
 The per-repo log parser (`MAP_REPO_TO_PARSER`) and the resolution rule (`get_eval_tests_report` +
 `get_resolution_status`) are swebench's own, so a trialbook grade means what the official harness's
 grade means: a test counts as passed when the parser saw PASSED/XFAIL for it and as failed when it
@@ -18,7 +21,13 @@ from types import SimpleNamespace
 from typing import Any
 
 from pydantic import BaseModel
-from swebench.harness.constants import (
+
+from trialbook.extras import require
+from trialbook.outcomes import NOT_PASSING, p2p_regression
+
+require("swebench", "grading test logs with swebench's parsers")
+
+from swebench.harness.constants import (  # noqa: E402
     APPLY_PATCH_FAIL,
     END_TEST_OUTPUT,
     FAIL_ONLY_REPOS,
@@ -32,16 +41,14 @@ from swebench.harness.constants import (
     ResolvedStatus,
     TestStatus,
 )
-from swebench.harness.grading import get_eval_tests_report, get_resolution_status
-from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
-from swebench.harness.log_parsers.python import (
+from swebench.harness.grading import get_eval_tests_report, get_resolution_status  # noqa: E402
+from swebench.harness.log_parsers import MAP_REPO_TO_PARSER  # noqa: E402
+from swebench.harness.log_parsers.python import (  # noqa: E402
     parse_log_matplotlib,
     parse_log_pytest,
     parse_log_pytest_options,
     parse_log_pytest_v2,
 )
-
-from trialbook.records import NOT_PASSING
 
 # swebench's harness markers that mean "no valid test run": the official grader then sees no tests.
 BAD_MARKERS: dict[str, str] = {
@@ -60,7 +67,7 @@ DEFAULT_PARSER = parse_log_pytest_v2
 # Official logs run to megabytes (conda traces, django's verbose listing) and the parsers look at
 # every line. For the parsers that judge each line on its own, only lines that can carry a status
 # are handed over: the same lines, in the same order, so the status map is exactly the same
-# (tests/test_audit_grading.py checks this on every real log).
+# (the grading tests check this on every real log, with `fast=False`).
 _STATUSES = tuple(s.value for s in TestStatus)
 _V2_COLOUR = re.compile(r"\[(\d+)m")  # what parse_log_pytest_v2 strips from each line, then
 _V2_CONTROL = str.maketrans("", "", "".join(chr(c) for c in range(1, 32) if c != 10))  # controls
@@ -87,7 +94,7 @@ PREFILTERS: dict[Callable[..., dict[str, str]], Callable[[str], str]] = {
 class GradeResult(BaseModel):
     resolved: bool
     tests: dict[str, dict[str, str]]  # {"FAIL_TO_PASS": {test: status}, "PASS_TO_PASS": {...}}
-    p2p_regression: bool  # every F2P test passes but some P2P test does not
+    p2p_regression: bool  # outcomes.p2p_regression: every F2P test passes, some P2P test does not
     parsed: int  # per-test result lines the parser saw
     marker: str | None = None  # a BAD_MARKERS name when the harness reported no valid test run
 
@@ -155,12 +162,10 @@ def grade_parsed(
     resolved, tests = grade_status_map(status_map, repo, fail_to_pass, pass_to_pass)
     if marker is not None:
         resolved = False  # the official harness reports an unapplied/errored run as unresolved
-    f2p_ok = not any(s in NOT_PASSING for s in tests[FAIL_TO_PASS].values())
-    p2p_bad = any(s in NOT_PASSING for s in tests[PASS_TO_PASS].values())
     return GradeResult(
         resolved=resolved,
         tests=tests,
-        p2p_regression=f2p_ok and p2p_bad,
+        p2p_regression=p2p_regression(tests),
         parsed=len(status_map),
         marker=marker,
     )

@@ -10,16 +10,19 @@ reward.json.
 from __future__ import annotations
 
 import base64
-import json
 import secrets
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from trialbook.importers.harbor import pick_reward
+from trialbook.outcomes import parse_reward
 from trialbook.sandbox import Sandbox
 from trialbook.sandbox.docker import tar_bytes
 from trialbook.tasks import TaskSpec
+
+if TYPE_CHECKING:
+    from trialbook.verify.grading import GradeResult
 
 TESTS_DIR = "/tests"
 LOG_DIR = "/logs/verifier"
@@ -39,6 +42,10 @@ class RewardFileNotFoundError(Exception):
         self.log = log
 
 
+class GraderUnavailableError(Exception):
+    """The task lists FAIL_TO_PASS / PASS_TO_PASS but the per-test grader cannot be imported."""
+
+
 class Verdict(BaseModel):
     reward: float
     graded_by: str  # "test_log" or "reward_file"
@@ -50,12 +57,18 @@ class Verdict(BaseModel):
     duration_s: float = 0.0
 
 
-def _grader() -> Any:
-    """`grade_test_log` from trialbook.verify.grading when that module is available, else None."""
+def _grader() -> Callable[..., GradeResult]:
+    """`grade_test_log`, imported only when a task has test lists (swebench is a heavy import).
+
+    A task that lists its tests must be graded per test: when the grader cannot be imported the
+    trial fails with one line naming the cause, instead of quietly falling back to reward files.
+    """
+    from trialbook.extras import MissingExtraError
+
     try:
         from trialbook.verify.grading import grade_test_log
-    except ImportError:
-        return None
+    except (ImportError, MissingExtraError) as exc:
+        raise GraderUnavailableError(f"per-test grading needs swebench, which failed to import: {exc}") from None
     return grade_test_log
 
 
@@ -76,7 +89,8 @@ def _script(stage: str, mark: str) -> str:
     One exec instead of prepare + run + copy-out: each exec or copy costs ~0.1 s of daemon time.
     """
     return (
-        f"rm -rf {TESTS_DIR} {LOG_DIR} && mkdir -p {LOG_DIR} && mv {stage}/tests {TESTS_DIR} && rm -rf {stage}"
+        f"rm -rf {TESTS_DIR} {LOG_DIR}; {{ [ -d /logs ] && [ ! -L /logs ]; }} || rm -rf /logs\n"
+        f"mkdir -p {LOG_DIR} && mv {stage}/tests {TESTS_DIR} && rm -rf {stage}"
         f" || {{ echo 'trialbook: could not stage the tests' >&2; exit 97; }}\n"
         f"bash {TESTS_DIR}/test.sh\nrc=$?\n"
         f"for f in reward.txt reward.json; do\n"
@@ -84,26 +98,6 @@ def _script(stage: str, mark: str) -> str:
         "done\n"
         "exit $rc\n"
     )
-
-
-def parse_reward(files: dict[str, str]) -> float | None:
-    """reward.txt (a number) wins over reward.json (`reward`, or its only key)."""
-    text = files.get("reward.txt", "").strip()
-    if text:
-        try:
-            return float(text.split()[0])
-        except ValueError:
-            return None
-    raw = files.get("reward.json")
-    if raw is None:
-        return None
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError:
-        return None
-    if isinstance(data, dict):
-        return pick_reward(data)
-    return float(data) if isinstance(data, int | float) else None
 
 
 def _split(output: str, mark: str) -> tuple[str, dict[str, str]]:
@@ -130,10 +124,9 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
     if res.timed_out:
         raise VerifierTimeoutError(f"tests/test.sh ran past its {timeout:g} s limit", log)
     file_reward = parse_reward(files)
-    grade = _grader()
     has_lists = task.fail_to_pass is not None or task.pass_to_pass is not None
-    if has_lists and grade is not None:
-        graded = grade(log, task.repo, task.fail_to_pass or [], task.pass_to_pass or [], task.task_id)
+    if has_lists:
+        graded = _grader()(log, task.repo, task.fail_to_pass or [], task.pass_to_pass or [], task.task_id)
         return Verdict(
             reward=1.0 if graded.resolved else 0.0,
             graded_by="test_log",

@@ -1,0 +1,35 @@
+"""Optional dependencies (pyproject's extras): what each provides, and one clear line when it is missing.
+
+`pip install trialbook` covers the ledger, imports, compare, plan, prereg, audit, train report and
+sim; the mini agent, TRL training, PostgreSQL ledgers and building SWE-bench task folders each need
+an extra. Call `require` where such a module is first imported, so a missing extra is a usage error
+(exit 2) naming the pip command instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from trialbook.errors import UserError
+
+# extra -> the modules it installs that trialbook imports
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "agent": ("minisweagent",),
+    "train": ("trl", "transformers", "datasets"),
+    "postgres": ("psycopg",),
+    "swebench": ("swebench.harness.test_spec.python",),
+    "web": ("starlette", "uvicorn", "jinja2", "matplotlib"),
+}
+
+
+class MissingExtraError(UserError):
+    """A command needs an optional extra that is not installed."""
+
+
+def require(extra: str, what: str) -> None:
+    """Import the modules of `extra`, or raise "<what> needs the <extra> extra: pip install ..."."""
+    for module in EXTRAS[extra]:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:  # missing, or installed without its own dependencies
+            raise MissingExtraError(f"{what} needs the {extra} extra: pip install 'trialbook[{extra}]'") from exc

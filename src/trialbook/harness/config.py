@@ -1,0 +1,53 @@
+"""What a run was asked to do (`RunConfig`, stored on the run), one planned trial (`Plan`), and the tally."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from trialbook.harness.paths import DEFAULT_RUNS_DIR, RunPaths
+from trialbook.tasks import TaskError, TaskSpec, load_tasks
+
+
+class RunConfig(BaseModel):
+    """What `run` was asked to do; stored on the run so `resume` and `rerun` can do it again."""
+
+    tasks_dir: str
+    agent: str
+    attempts: int = Field(1, ge=1)
+    concurrency: int = Field(1, ge=1)
+    timeout_multiplier: float = Field(1.0, gt=0)
+    deadline_minutes: float | None = Field(None, gt=0)
+    retries: int = Field(2, ge=0)
+    backoff_s: float = Field(2.0, ge=0)
+    tasks: list[str] | None = None
+    runs_dir: str = str(DEFAULT_RUNS_DIR)
+    agent_options: dict[str, Any] = Field(default_factory=dict)  # e.g. the mini agent's endpoints
+
+    def paths(self, run_name: str) -> RunPaths:
+        return RunPaths.of(self.runs_dir, run_name)
+
+    def load_tasks(self) -> tuple[list[TaskSpec], list[TaskError]]:
+        return load_tasks(Path(self.tasks_dir), self.tasks)
+
+
+@dataclass
+class Plan:
+    task: TaskSpec | TaskError
+    attempt: int
+    supersedes: int | None = None
+    supersedes_name: str | None = None  # its folder moves to RunPaths.superseded
+
+
+@dataclass
+class Tally:
+    total: int
+    done: int = 0
+    resolved: int = 0
+    errors: int = 0
+    interrupted: bool = False
+    deadline_hit: bool = False
+    folder_warnings: int = 0  # trials recorded whose folder could not be written (full --runs-dir)

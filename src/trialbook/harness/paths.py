@@ -1,0 +1,86 @@
+"""Where a run's files live, spelled once: `runs/<run>/<trial>/...` in Harbor's job-folder layout.
+
+runs/<run>/.lock                      one executing process per run (harness/lock.py)
+runs/<run>/tb-<...>/result.json       Harbor-shaped TrialResult (`trialbook import harbor` reads it)
+runs/<run>/tb-<...>/agent/log.txt     the agent's log, plus any files the agent keeps
+runs/<run>/tb-<...>/verifier/test-stdout.txt, verifier/reward.txt
+runs/<run>.superseded/tb-<...>/       trials replaced by `rerun` (runs/<run>/ stays the current view)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from trialbook.names import check_run_name
+
+DEFAULT_RUNS_DIR = Path("runs")  # --runs-dir
+TRIAL_PREFIX = "tb-"  # container names and trial folder names (harness/trial.py trial_name)
+
+
+@dataclass(frozen=True)
+class TrialPaths:
+    """The files of one trial folder."""
+
+    folder: Path
+
+    @property
+    def agent_dir(self) -> Path:
+        return self.folder / "agent"
+
+    @property
+    def verifier_dir(self) -> Path:
+        return self.folder / "verifier"
+
+    @property
+    def agent_log(self) -> Path:
+        return self.agent_dir / "log.txt"
+
+    @property
+    def verifier_log(self) -> Path:
+        return self.verifier_dir / "test-stdout.txt"
+
+    @property
+    def reward(self) -> Path:
+        return self.verifier_dir / "reward.txt"
+
+    @property
+    def result(self) -> Path:
+        return self.folder / "result.json"
+
+    def agent_file(self, name: str) -> Path:
+        return self.agent_dir / name
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """The folder of one run under a runs directory (the name is checked: no path leaves `runs_dir`)."""
+
+    runs_dir: Path
+    run: str
+
+    def __post_init__(self) -> None:
+        check_run_name(self.run)
+
+    @classmethod
+    def of(cls, runs_dir: str | Path, run: str) -> RunPaths:
+        return cls(Path(runs_dir), run)
+
+    @property
+    def folder(self) -> Path:
+        return self.runs_dir / self.run
+
+    @property
+    def lock(self) -> Path:
+        return self.folder / ".lock"
+
+    @property
+    def superseded(self) -> Path:
+        return self.runs_dir / f"{self.run}.superseded"
+
+    def trial(self, name: str) -> TrialPaths:
+        return TrialPaths(self.folder / name)
+
+    def trial_folders(self) -> Iterator[Path]:
+        return self.folder.glob(TRIAL_PREFIX + "*")

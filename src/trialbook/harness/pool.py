@@ -1,0 +1,137 @@
+"""Executing planned trials: a thread pool, the run's deadline, a progress bar, each trial recorded as it ends."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import threading
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from trialbook.agents import get_agent
+from trialbook.harness.config import Plan, RunConfig, Tally
+from trialbook.harness.lock import run_lock
+from trialbook.harness.paths import RunPaths
+from trialbook.harness.results import record_trial, write_or_warn
+from trialbook.harness.stack import update_stack
+from trialbook.harness.trial import Interrupted, Stopper, TrialResult, TrialSettings, run_trial
+from trialbook.ledger.store import Ledger
+from trialbook.records import Outcome, is_resolved
+from trialbook.sandbox import DockerEngine
+from trialbook.sandbox.docker import LABEL_LEDGER, LABEL_RUN_ID
+
+
+def progress_bar() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("resolved {task.fields[resolved]} · errors {task.fields[errors]}"),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    )
+
+
+def execute(
+    ledger: Ledger,
+    engine: DockerEngine,
+    run_id: int,
+    run_name: str,
+    config: RunConfig,
+    plans: list[Plan],
+    timeout_multiplier: float | None = None,
+    on_result: Callable[[TrialResult], None] | None = None,
+) -> Tally:
+    """Run `plans` with `config.concurrency` threads; each finished trial is recorded at once."""
+    settings = TrialSettings(
+        run=run_name,
+        agent=get_agent(config.agent, config.agent_options),
+        timeout_multiplier=timeout_multiplier or config.timeout_multiplier,
+        retries=config.retries,
+        backoff_s=config.backoff_s,
+        labels={LABEL_LEDGER: ledger.id, LABEL_RUN_ID: str(run_id)},
+    )
+    with run_lock(config, run_name, ledger):
+        return _execute(ledger, engine, run_id, config, plans, settings, config.paths(run_name), on_result)
+
+
+def _execute(
+    ledger: Ledger,
+    engine: DockerEngine,
+    run_id: int,
+    config: RunConfig,
+    plans: list[Plan],
+    settings: TrialSettings,
+    paths: RunPaths,
+    on_result: Callable[[TrialResult], None] | None,
+) -> Tally:
+    run_name = paths.run
+    stopper = Stopper()
+    timer = None
+    if config.deadline_minutes is not None:
+        timer = threading.Timer(config.deadline_minutes * 60, stopper.fire, args=("deadline",))
+        timer.daemon = True
+        timer.start()
+    tally = Tally(total=len(plans))
+    images: dict[str, str] = {}
+
+    def one(plan: Plan) -> TrialResult | None:
+        try:
+            return run_trial(engine, plan.task, plan.attempt, settings, stopper)
+        except Interrupted:
+            return None
+
+    with progress_bar() as bar, ThreadPoolExecutor(max_workers=config.concurrency) as pool:
+        ptask = bar.add_task(run_name, total=len(plans), resolved=0, errors=0)
+        pending: dict[Future[TrialResult | None], Plan] = {pool.submit(one, p): p for p in plans}
+        try:
+            while pending:
+                finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    plan = pending.pop(fut)
+                    result = fut.result()
+                    if result is None:
+                        continue
+                    trial_id = record_trial(ledger, run_id, result, plan.supersedes)  # the ledger first
+                    warning = write_or_warn(ledger, trial_id, paths.folder, run_name, result)
+                    if plan.supersedes_name and warning is None:
+                        _retire(paths, plan.supersedes_name)
+                    if warning is not None:
+                        tally.folder_warnings += 1
+                        if tally.folder_warnings == 1:
+                            bar.console.print(f"warning: {warning} (the trial is recorded in the ledger)")
+                    if result.image:
+                        images[result.trial.task_id] = result.image[1]
+                    t = result.trial
+                    tally.done += 1
+                    tally.resolved += is_resolved(t.outcome, t.reward)
+                    tally.errors += t.outcome in (Outcome.INFRA_ERROR, Outcome.VERIFIER_TIMEOUT)
+                    tally.deadline_hit |= t.outcome == Outcome.INCOMPLETE
+                    bar.update(ptask, advance=1, resolved=tally.resolved, errors=tally.errors)
+                    if on_result:
+                        on_result(result)
+        except KeyboardInterrupt:
+            tally.interrupted = True
+            stopper.fire("interrupt")
+            pool.shutdown(wait=True, cancel_futures=True)
+            engine.clean(run_name, images=False, ledger=settings.labels[LABEL_LEDGER])
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+    update_stack(ledger, engine, run_id, run_name, config, images)
+    return tally
+
+
+def _retire(paths: RunPaths, trial_name: str) -> None:
+    """Move a superseded trial's folder aside so runs/<run>/ stays the run's current view."""
+    folder = paths.trial(trial_name).folder
+    if folder.is_dir():
+        with contextlib.suppress(OSError):  # a full runs folder: the old folder stays where it is
+            paths.superseded.mkdir(exist_ok=True)
+            shutil.rmtree(paths.superseded / trial_name, ignore_errors=True)
+            folder.rename(paths.superseded / trial_name)

@@ -1,0 +1,204 @@
+"""The outcome rules, in one place: how a trial ended, which errors are retried, what a reward is.
+
+- `OUTCOMES`: each outcome, whether it is graded (counts in the denominator) and retryable;
+- `POLICY` / `classify`: exception type name -> outcome, retry, graded (the error policy that
+  `trialbook policy` prints); live trials and imported Harbor trials are classified alike;
+- `pick_reward` / `parse_reward`: a reward from Harbor's `rewards` dict or the verifier's reward files;
+- `NOT_PASSING` / `p2p_regression`: per-test statuses and the P2P-regression rule that grading,
+  audit and the training report all apply.
+
+Nothing here imports the rest of trialbook, so every layer may ask these tables.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from enum import StrEnum
+from typing import Literal, NamedTuple
+
+
+class Outcome(StrEnum):
+    """How a trial ended (the reward says whether it succeeded)."""
+
+    RESOLVED = "resolved"
+    UNRESOLVED = "unresolved"
+    AGENT_TIMEOUT = "agent_timeout"
+    CONTEXT_OVERFLOW = "context_overflow"
+    FORMAT_ERROR = "format_error"
+    VERIFIER_TIMEOUT = "verifier_timeout"
+    INFRA_ERROR = "infra_error"
+    INCOMPLETE = "incomplete"
+
+
+class OutcomeRule(NamedTuple):
+    graded: bool  # counts in the denominator ("judged")
+    retry: bool  # the harness may retry it
+    meaning: str
+
+
+OUTCOMES: dict[Outcome, OutcomeRule] = {
+    Outcome.RESOLVED: OutcomeRule(True, False, "verifier passed (reward 1.0)"),
+    Outcome.UNRESOLVED: OutcomeRule(True, False, "verifier failed: F2P fail and/or P2P regression"),
+    Outcome.AGENT_TIMEOUT: OutcomeRule(True, False, "agent hit its time/turn budget; still graded"),
+    Outcome.CONTEXT_OVERFLOW: OutcomeRule(True, False, "model context window exceeded; still graded"),
+    Outcome.FORMAT_ERROR: OutcomeRule(True, False, "model output not parseable as an action; still graded"),
+    Outcome.VERIFIER_TIMEOUT: OutcomeRule(False, False, "verifier hung or ran past its limit: no grade"),
+    Outcome.INFRA_ERROR: OutcomeRule(False, True, "sandbox/daemon/build failure: no grade, retryable"),
+    Outcome.INCOMPLETE: OutcomeRule(False, False, "no result: the run was cut off"),
+}
+
+GRADED: frozenset[str] = frozenset(o.value for o, r in OUTCOMES.items() if r.graded)
+
+
+def is_graded(outcome: str) -> bool:
+    return outcome in GRADED
+
+
+def is_resolved(outcome: str, reward: float | None) -> bool:
+    """A graded trial counts as resolved when its reward is 1.0, whatever its outcome."""
+    return outcome in GRADED and reward is not None and reward >= 1.0
+
+
+# ---- the error policy ----------------------------------------------------------------------------
+
+
+class Rule(NamedTuple):
+    outcome: Outcome | None  # None: the verifier's reward decides (resolved / unresolved)
+    retry: bool  # the harness retries the trial (with backoff) when this error ends a try
+    graded: bool  # the verifier still runs after it (the sandbox is graded as the agent left it)
+    meaning: str
+
+
+# Keys are exception type names: trialbook's own (an exception's `kind` where it has one, else its
+# class name), and Harbor's (`exception_info.exception_type` in imported job folders). Whether an
+# error is retried is decided here, by name, never by the exception's class hierarchy.
+POLICY: dict[str, Rule] = {
+    "AgentTimeoutError": Rule(Outcome.AGENT_TIMEOUT, False, True, "agent ran past task timeout x multiplier"),
+    "ContextOverflowError": Rule(Outcome.CONTEXT_OVERFLOW, False, True, "model context exceeded"),
+    "ContextLengthExceededError": Rule(Outcome.CONTEXT_OVERFLOW, False, True, "Harbor: model context exceeded"),
+    "ContextWindowExceededError": Rule(Outcome.CONTEXT_OVERFLOW, False, True, "Harbor/litellm: context exceeded"),
+    "OutputLengthExceededError": Rule(Outcome.CONTEXT_OVERFLOW, False, True, "Harbor: output length exceeded"),
+    "FormatError": Rule(Outcome.FORMAT_ERROR, False, True, "model output not parseable"),
+    "NonZeroAgentExitCodeError": Rule(None, False, True, "Harbor: agent process failed; its sandbox is graded"),
+    "VerifierTimeoutError": Rule(Outcome.VERIFIER_TIMEOUT, False, False, "test.sh past its timeout twice: no grade"),
+    "RewardFileNotFoundError": Rule(Outcome.INFRA_ERROR, False, False, "test.sh wrote no reward and has no test lists"),
+    "SandboxLimitError": Rule(Outcome.INFRA_ERROR, False, False, "verifier hit task.toml memory_mb/pids_limit"),
+    "IsolationError": Rule(Outcome.INFRA_ERROR, False, False, "agent's diff not carried to the verifier (workdir/git)"),
+    "DaemonError": Rule(Outcome.INFRA_ERROR, True, False, "Docker daemon/API error"),
+    "ImageBuildError": Rule(Outcome.INFRA_ERROR, True, False, "task image missing or its build failed"),
+    "ContainerStartError": Rule(Outcome.INFRA_ERROR, True, False, "sandbox container did not start"),
+    "EndpointError": Rule(Outcome.INFRA_ERROR, True, False, "model endpoint unreachable or failing (5xx)"),
+    "InvalidTaskError": Rule(Outcome.INFRA_ERROR, False, False, "task folder unusable (task.toml, test.sh)"),
+    "GraderUnavailableError": Rule(Outcome.INFRA_ERROR, False, False, "task has test lists; grader not importable"),
+    "DeadlineExceeded": Rule(Outcome.INCOMPLETE, False, False, "--deadline passed: trial stopped or never started"),
+}
+UNEXPECTED = Rule(Outcome.INFRA_ERROR, False, False, "unexpected harness error / unknown exception type")
+STILL_GRADED = frozenset(name for name, rule in POLICY.items() if rule.graded)
+RETRYABLE = frozenset(name for name, rule in POLICY.items() if rule.retry)
+
+
+def rule_for(exception_type: str) -> Rule:
+    return POLICY.get(exception_type, UNEXPECTED)
+
+
+def error_kind(exc: BaseException) -> str:
+    """The policy key of an exception: its `kind` attribute where it has one, else its class name."""
+    kind = getattr(exc, "kind", None)
+    return kind if isinstance(kind, str) else type(exc).__name__
+
+
+def classify(exception_type: str | None, reward: float | None) -> Outcome:
+    """The outcome of a trial that ended with `exception_type` (or none) and got `reward` (or none)."""
+    rule = rule_for(exception_type) if exception_type else None
+    if rule is not None and not rule.graded:
+        return rule.outcome or Outcome.INFRA_ERROR
+    if reward is None:  # should have been graded, but the verifier produced nothing
+        return Outcome.INFRA_ERROR
+    if rule is not None and rule.outcome is not None:
+        return rule.outcome
+    return Outcome.RESOLVED if reward >= 1.0 else Outcome.UNRESOLVED
+
+
+def policy_rows() -> list[dict[str, object]]:
+    """The table as printed by `trialbook policy`."""
+    rows: list[dict[str, object]] = [
+        {
+            "exception": name,
+            "outcome": rule.outcome.value if rule.outcome else "resolved if reward >= 1.0 else unresolved",
+            "retry": rule.retry,
+            "graded": rule.graded,
+            "meaning": rule.meaning,
+        }
+        for name, rule in POLICY.items()
+    ]
+    rows.append(
+        {
+            "exception": "(none)",
+            "outcome": "resolved if reward >= 1.0 else unresolved",
+            "retry": False,
+            "graded": True,
+            "meaning": "agent finished; the verifier's reward decides (p2p_regression tagged)",
+        }
+    )
+    other = {"outcome": UNEXPECTED.outcome.value if UNEXPECTED.outcome else "", "retry": UNEXPECTED.retry}
+    rows.append({"exception": "(other)", **other, "graded": False, "meaning": UNEXPECTED.meaning})
+    return rows
+
+
+# ---- rewards ---------------------------------------------------------------------------------------
+
+
+def pick_reward(rewards: dict[str, object] | None) -> float | None:
+    """`reward` if present, else the only key (e.g. Harbor's `composite_score`), else None."""
+    if not rewards:
+        return None
+    if "reward" in rewards:
+        return float(rewards["reward"])  # type: ignore[arg-type]
+    if len(rewards) == 1:
+        return float(next(iter(rewards.values())))  # type: ignore[arg-type]
+    return None
+
+
+def parse_reward(files: dict[str, str]) -> float | None:
+    """The verifier's reward files: reward.txt (a number) wins over reward.json (`reward`, or its only key)."""
+    text = files.get("reward.txt", "").strip()
+    if text:
+        try:
+            value = float(text.split()[0])
+        except ValueError:
+            return None
+        return value if math.isfinite(value) else None  # 1e999 is not a reward
+    raw = files.get("reward.json")
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    value = pick_reward(data) if isinstance(data, dict) else data
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+# ---- per-test statuses and the P2P-regression rule -------------------------------------------------
+
+TestStatus = Literal["pass", "fail", "error", "missing"]
+NOT_PASSING: tuple[str, ...] = ("fail", "error", "missing")  # a test in one of these did not pass
+TestStatuses = dict[str, dict[str, str]]  # {"FAIL_TO_PASS": {test: status}, "PASS_TO_PASS": {...}}
+FAIL_TO_PASS, PASS_TO_PASS = "FAIL_TO_PASS", "PASS_TO_PASS"
+
+
+def p2p_regression(tests: TestStatuses | None) -> bool:
+    """The agent fixed its target but broke something else: there is at least one FAIL_TO_PASS test,
+    none of them is in NOT_PASSING, and some PASS_TO_PASS test is.
+
+    Statuses outside NOT_PASSING ("pass", "skipped") do not fail a test. Trials are counted as P2P
+    regressions when they are also graded (`is_graded`); `ledger.queries.P2P_REGRESSION_SQL` is this
+    rule in SQL (tested to agree).
+    """
+    if not isinstance(tests, dict):
+        return False
+    f2p, p2p = tests.get(FAIL_TO_PASS), tests.get(PASS_TO_PASS)
+    if not isinstance(f2p, dict) or not isinstance(p2p, dict) or not f2p:
+        return False
+    return not any(s in NOT_PASSING for s in f2p.values()) and any(s in NOT_PASSING for s in p2p.values())

@@ -1,0 +1,85 @@
+"""The rewards policy: ONE table from a trial's outcome to its training reward.
+
+A trainer learns from `RewardPolicy.reward(...)` (kept on each trial as `extra.train_reward`), never
+from the raw outcome: graded outcomes take the verifier's reward (an agent that ran out of turns
+after writing a correct fix still earns it: such a trial is still judged), ungraded ones are either
+masked (no gradient: the trial says nothing about the policy, e.g. the sandbox broke) or given a
+fixed reward. A trajectory that ended with the agent's own submission has its reward multiplied by
+`finalize_reward_scale` (default 1.0).
+The policy in force is stored on every rollout run (`config.rewards`), so curves stay comparable.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from trialbook.records import OUTCOMES, Outcome
+
+VERIFIER = "verifier"
+
+
+class RewardRule(BaseModel):
+    reward: float | Literal["verifier"]  # a fixed reward, or the verifier's own
+    masked: bool = False  # left out of the training batch (no reward at all)
+    meaning: str = ""
+
+
+DEFAULT_RULES: dict[Outcome, RewardRule] = {
+    Outcome.RESOLVED: RewardRule(reward=VERIFIER, meaning="verifier passed"),
+    Outcome.UNRESOLVED: RewardRule(reward=VERIFIER, meaning="verifier's reward (0, or partial)"),
+    Outcome.AGENT_TIMEOUT: RewardRule(reward=VERIFIER, meaning="out of time/turns/tokens; the sandbox is graded"),
+    Outcome.CONTEXT_OVERFLOW: RewardRule(reward=VERIFIER, meaning="context window exceeded; sandbox graded"),
+    Outcome.FORMAT_ERROR: RewardRule(reward=VERIFIER, meaning="unparseable actions; sandbox graded"),
+    Outcome.VERIFIER_TIMEOUT: RewardRule(reward=0.0, meaning="tests hung (often the agent's doing): 0"),
+    Outcome.INFRA_ERROR: RewardRule(reward=0.0, masked=True, meaning="infrastructure failed: masked, retried"),
+    Outcome.INCOMPLETE: RewardRule(reward=0.0, masked=True, meaning="cut off before a result: masked"),
+}
+
+
+class RewardPolicy(BaseModel):
+    rules: dict[Outcome, RewardRule] = Field(default_factory=lambda: dict(DEFAULT_RULES))
+    finalize_reward_scale: float = Field(1.0, ge=0.0)
+
+    def model_post_init(self, __context: Any) -> None:
+        missing = set(Outcome) - set(self.rules)
+        if missing:
+            raise ValueError(f"rewards policy has no rule for: {', '.join(sorted(missing))}")
+
+    def masked(self, outcome: str) -> bool:
+        return self.rules[Outcome(outcome)].masked
+
+    def reward(self, outcome: str, verifier_reward: float | None, submitted: bool = False) -> float | None:
+        """The training reward of one trajectory; None when the policy masks it out."""
+        rule = self.rules[Outcome(outcome)]
+        if rule.masked:
+            return None
+        if rule.reward == VERIFIER:
+            base = float(verifier_reward) if verifier_reward is not None else 0.0
+        else:
+            base = float(rule.reward)
+        return base * self.finalize_reward_scale if submitted else base
+
+    def record(self) -> dict[str, Any]:
+        """What is stored on the run (JSON-ready)."""
+        return {
+            "rules": {o.value: {"reward": r.reward, "masked": r.masked} for o, r in self.rules.items()},
+            "finalize_reward_scale": self.finalize_reward_scale,
+        }
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The table for printing: outcome, reward, masked, graded, meaning."""
+        return [
+            {
+                "outcome": o.value,
+                "reward": r.reward,
+                "masked": r.masked,
+                "graded": OUTCOMES[o].graded,
+                "meaning": r.meaning,
+            }
+            for o, r in self.rules.items()
+        ]
+
+
+DEFAULT_POLICY = RewardPolicy()

@@ -1,0 +1,267 @@
+"""The rollout API a trainer calls: one trial per call, graded in Docker, written to the ledger.
+
+    rollouts = Rollouts("ledger.db", "grpo-1", "examples/tasks", endpoints=["http://127.0.0.1:8000/v1"])
+    result = await rollouts.rollout("plain-bugfix", step=3, wv=3, group_id="s3-plain-bugfix", attempt=1)
+    result.reward  # the training reward (rewards policy), None when masked (infra_error, incomplete)
+
+Every call runs the `mini` agent (mini-swe-agent's loop) against the policy endpoint in a fresh
+sandbox, grades it with the task's verifier, and records a `kind=train` trial with `step`, `wv`
+and `epoch`, so `trialbook train report RUN` works while training is still going. The run's
+config keeps the rewards policy in force and its stack the serving engine the endpoint reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trialbook
+from trialbook.agents.base import Agent, AgentResult, agent_stack, with_agent_stack
+from trialbook.agents.base import FormatError as FormatStop
+from trialbook.agents.mini import MiniAgent, SandboxEnvironment
+from trialbook.agents.registry import get_agent
+from trialbook.errors import UserError
+from trialbook.harness.config import RunConfig
+from trialbook.harness.paths import DEFAULT_RUNS_DIR, RunPaths
+from trialbook.harness.results import record_trial, write_or_warn
+from trialbook.harness.runner import open_run
+from trialbook.harness.stack import connect
+from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_trial
+from trialbook.ledger.store import Ledger
+from trialbook.records import Run
+from trialbook.rl.rewards import DEFAULT_POLICY, RewardPolicy
+from trialbook.sandbox import Sandbox
+from trialbook.sandbox.docker import LABEL_LEDGER, LABEL_RUN_ID
+from trialbook.tasks import TaskSpec, load_tasks
+
+os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
+from minisweagent.exceptions import Submitted  # noqa: E402
+
+ACTION = re.compile(r"```(?:mswea_bash_command|bash|sh)\s*\n(.*?)\n?```", re.DOTALL)
+
+
+class CompletionAgent:
+    """One model completion as the whole episode: its bash block(s) run in order, then the verifier.
+
+    A completion with no bash block is a format_error (still graded: the untouched repo fails).
+    It counts as the agent's own submission, so `finalize_reward_scale` applies to it."""
+
+    name = "completion"
+
+    def __init__(self, completion: str, command_timeout: float = 60.0) -> None:
+        self.completion = completion
+        self.command_timeout = command_timeout
+
+    def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
+        start = time.monotonic()
+        actions = [a.strip() for a in ACTION.findall(self.completion) if a.strip()]
+        log = [f"--- assistant\n{self.completion}"]
+        env = SandboxEnvironment(sandbox, start + timeout, self.command_timeout)
+        exit_code = None
+        for command in actions:
+            try:
+                out = env.execute({"command": command})
+            except Submitted:
+                break
+            exit_code = out["returncode"]
+            log.append(f"--- user\n<returncode>{exit_code}</returncode>\n{out['output'][-4000:]}")
+        trajectory = {"messages": [{"role": "assistant", "content": self.completion}], "actions": actions}
+        result = AgentResult(
+            exit_code=exit_code,
+            log="\n".join(log) + "\n",
+            duration_s=round(time.monotonic() - start, 3),
+            turns=1,
+            files={"trajectory.json": json.dumps(trajectory, indent=1)},
+            info={"exit_status": "Submitted" if actions else "FormatError", "submitted": bool(actions)},
+        )
+        if not actions:
+            raise FormatStop("the completion has no ```bash block", result)
+        return result
+
+
+@dataclass
+class RolloutResult:
+    """What a trainer needs back from one rollout."""
+
+    trial_id: int
+    task_id: str
+    group_id: str | None
+    attempt: int
+    step: int
+    wv: int
+    epoch: int
+    outcome: str
+    verifier_reward: float | None
+    reward: float | None  # by the rewards policy; None: masked from training
+    masked: bool
+    submitted: bool
+    turns: int | None
+    tokens: int | None
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    # per model call, as the endpoint returned them (None where it did not)
+    token_ids: list[list[int] | None] = field(default_factory=list)
+    logprobs: list[list[dict[str, Any]] | None] = field(default_factory=list)
+
+
+class Rollouts:
+    """One training run in the ledger; each `rollout()` adds one `kind=train` trial to it.
+
+    Opening an existing train run of the same name appends to it (a trainer that restarts)."""
+
+    def __init__(
+        self,
+        db: str | Path | None,
+        run: str,
+        tasks_dir: str | Path,
+        *,
+        endpoints: Sequence[str] = (),
+        model: str | None = None,
+        serving: dict[str, Any] | None = None,
+        rewards: RewardPolicy = DEFAULT_POLICY,
+        agent_options: dict[str, Any] | None = None,
+        retries: int = 2,
+        runs_dir: str | Path = DEFAULT_RUNS_DIR,
+    ) -> None:
+        self.ledger = Ledger(str(db) if db is not None else None)
+        self.run = run
+        self.rewards = rewards
+        self.runs_dir = RunPaths.of(runs_dir, run).folder
+        specs, errors = load_tasks(Path(tasks_dir))
+        if errors:
+            raise UserError(f"unusable task folder(s): {', '.join(e.task_id for e in errors)}")
+        self.tasks: dict[str, TaskSpec] = {s.task_id: s for s in specs}
+        self.options = {**(agent_options or {}), "endpoints": list(endpoints)}
+        if model:
+            self.options["model"] = model
+        self.engine = connect()
+        self._agents: dict[tuple[str, ...], MiniAgent] = {}
+        if serving is None and endpoints:
+            serving = agent_stack(self._agent(None))
+        self.config = RunConfig(
+            tasks_dir=str(Path(tasks_dir).resolve()),
+            agent="mini",
+            retries=retries,
+            runs_dir=str(Path(runs_dir).resolve()),
+            agent_options=self.options,
+        )
+        self.run_id = self._open(serving)
+        self.stopper = Stopper()
+
+    def _agent(self, endpoint: str | Sequence[str] | None) -> MiniAgent:
+        urls = tuple([endpoint] if isinstance(endpoint, str) else endpoint or self.options["endpoints"])
+        if not urls:
+            raise UserError("this rollout run has no policy endpoint: pass endpoints=[...] or endpoint=")
+        if urls not in self._agents:
+            agent = get_agent("mini", {**self.options, "endpoints": list(urls)})
+            assert isinstance(agent, MiniAgent)
+            self._agents[urls] = agent
+        return self._agents[urls]
+
+    def _open(self, serving: dict[str, Any] | None) -> int:
+        try:
+            existing = self.ledger.run(self.run)
+        except UserError:
+            existing = None
+        if existing is not None:
+            if existing["kind"] != "train":
+                raise UserError(f"run '{self.run}' exists and is not a train run")
+            return int(existing["id"])
+        stack = {"harness": "trialbook", "harness_version": trialbook.__version__, "engine": "docker",
+                 "engine_version": self.engine.version()}  # fmt: skip
+        config = {**self.config.model_dump(), "rewards": self.rewards.record()}
+        run = Run(name=self.run, kind="train", config=config, stack=with_agent_stack(stack, serving))
+        return open_run(self.ledger, run, self.config, list(self.tasks.values()), replace=False)
+
+    async def rollout(
+        self,
+        task_id: str,
+        *,
+        step: int,
+        wv: int,
+        epoch: int = 0,
+        group_id: str | None = None,
+        attempt: int = 0,
+        endpoint: str | Sequence[str] | None = None,
+    ) -> RolloutResult:
+        """Run, grade and record one trial; `endpoint` overrides the policy endpoint for this call."""
+        return await self._run(self._agent(endpoint), task_id, step, wv, epoch, group_id, attempt)
+
+    async def score(
+        self,
+        task_id: str,
+        completion: str,
+        *,
+        step: int,
+        wv: int,
+        epoch: int = 0,
+        group_id: str | None = None,
+        attempt: int = 0,
+    ) -> RolloutResult:
+        """Execute one model completion's bash block(s) in a sandbox and grade it (single-turn RL)."""
+        return await self._run(CompletionAgent(completion), task_id, step, wv, epoch, group_id, attempt)
+
+    async def _run(
+        self, agent: Agent, task_id: str, step: int, wv: int, epoch: int, group_id: str | None, attempt: int
+    ) -> RolloutResult:
+        if task_id not in self.tasks:
+            raise UserError(f"unknown task '{task_id}' (known: {', '.join(sorted(self.tasks))})")
+        settings = TrialSettings(
+            run=self.run, agent=agent, retries=self.config.retries, backoff_s=self.config.backoff_s,
+            labels={LABEL_LEDGER: self.ledger.id, LABEL_RUN_ID: str(self.run_id)},
+        )  # fmt: skip
+        task = self.tasks[task_id]
+        result = await asyncio.to_thread(run_trial, self.engine, task, attempt, settings, self.stopper)
+        return await asyncio.to_thread(self._record, result, step, wv, epoch, group_id)
+
+    def _record(self, result: TrialResult, step: int, wv: int, epoch: int, group_id: str | None) -> RolloutResult:
+        t = result.trial
+        info = (t.extra or {}).get("agent_info") or {}
+        submitted = bool(info.get("submitted"))
+        reward = self.rewards.reward(t.outcome, t.reward, submitted)
+        extra = {**(t.extra or {}), "group_id": group_id, "train_reward": reward, "masked": reward is None}
+        result.trial = t.model_copy(update={"step": step, "wv": wv, "epoch": epoch, "extra": extra})
+        trial_id = record_trial(self.ledger, self.run_id, result)
+        write_or_warn(self.ledger, trial_id, self.runs_dir, self.run, result)
+        trajectory = json.loads(result.extra_files.get("trajectory.json") or "{}")
+        calls = (trajectory.get("info") or {}).get("calls") or []
+        return RolloutResult(
+            trial_id=trial_id,
+            task_id=t.task_id,
+            group_id=group_id,
+            attempt=t.attempt,
+            step=step,
+            wv=wv,
+            epoch=epoch,
+            outcome=t.outcome.value,
+            verifier_reward=t.reward,
+            reward=reward,
+            masked=reward is None,
+            submitted=submitted,
+            turns=t.turns,
+            tokens=t.tokens,
+            messages=[{"role": m.get("role"), "content": m.get("content")} for m in trajectory.get("messages", [])],
+            token_ids=[c.get("token_ids") for c in calls],
+            logprobs=[c.get("logprobs") for c in calls],
+        )
+
+    async def group(
+        self, task_id: str, size: int, *, step: int, wv: int, epoch: int = 0, group_id: str | None = None
+    ) -> list[RolloutResult]:
+        """`size` rollouts of one task at once (a GRPO group), attempts 0..size-1."""
+        gid = group_id or f"{task_id}@{step}"
+        return list(
+            await asyncio.gather(
+                *(self.rollout(task_id, step=step, wv=wv, epoch=epoch, group_id=gid, attempt=a) for a in range(size))
+            )
+        )
+
+    def close(self) -> None:
+        """Remove any container this run left (there should be none)."""
+        self.engine.clean(self.run, images=False, ledger=self.ledger.id)

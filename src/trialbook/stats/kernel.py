@@ -1,0 +1,63 @@
+"""The interval arithmetic every report shares (`compare`, `plan`, `train report`), in one place.
+
+- `t_interval`: the one-sample t interval for the mean of paired differences d_i, the unit being
+  the task (Miller 2024, "Adding Error Bars to Evals", sec. 2-3: attempts of a task are one cluster,
+  never independent samples). Equal to scipy.stats.ttest_rel(...).confidence_interval().
+- `cluster_ratio_ci`: a ratio sum(y)/sum(n) per group with the cluster-robust (CR1) standard error,
+  clusters being tasks, and a t quantile on C-1 degrees of freedom (Cameron & Miller 2015, "A
+  Practitioner's Guide to Cluster-Robust Inference", sec. II.B and VI.B); the SE equals statsmodels'
+  OLS-on-a-constant cluster SE of a mean, weighted by n.
+
+Quantiles come from `stats.dist` (standard library only: scipy's import alone would cost more than
+the < 1 s `compare` budget).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trialbook.stats import dist
+
+
+def t_interval(d: np.ndarray, level: float = 0.95) -> tuple[float, float, float, float]:
+    """(mean, se, lo, hi) of the t interval for the mean of d; se, lo, hi are nan when n < 2 (mean nan when n = 0)."""
+    n = d.size
+    mean = float(d.mean()) if n else float("nan")
+    if n < 2:
+        return mean, float("nan"), float("nan"), float("nan")
+    se = float(d.std(ddof=1) / np.sqrt(n))
+    half = dist.t_ppf(0.5 + level / 2, n - 1) * se
+    return mean, se, mean - half, mean + half
+
+
+def t_p_value(mean: float, se: float, n: int) -> float:
+    """Two-sided p of the paired t test (1.0 when every difference is 0)."""
+    if n < 2 or not np.isfinite(se):
+        return float("nan")
+    if se == 0:
+        return 1.0 if mean == 0 else 0.0
+    return dist.t_two_sided_p(mean / se, n - 1)
+
+
+def cluster_ratio_ci(
+    y: np.ndarray, n: np.ndarray, group: np.ndarray, n_groups: int, level: float = 0.95
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per group g: p = sum y / sum n over its clusters, and the CR1 t interval (p, lo, hi).
+
+    y (successes) and n (trials) are per-cluster sums, `group` each cluster's group index. With C
+    clusters of positive n in the group and N = sum n: Var(p) = C/(C-1) * sum_i (y_i - p n_i)^2 / N^2,
+    and the interval is p -/+ t_{C-1} * SE. lo and hi are nan where C < 2; p is nan where N = 0.
+    """
+    ys = np.bincount(group, weights=y, minlength=n_groups)
+    ns = np.bincount(group, weights=n, minlength=n_groups)
+    clusters = np.bincount(group, weights=n > 0, minlength=n_groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = ys / ns
+        e2 = np.bincount(group, weights=(y - p[group] * n) ** 2, minlength=n_groups)
+        se = np.sqrt(clusters / (clusters - 1) * e2) / ns
+    lo = np.full(n_groups, np.nan)
+    hi = np.full(n_groups, np.nan)
+    for g in np.flatnonzero(clusters >= 2):
+        half = dist.t_ppf(0.5 + level / 2, int(clusters[g]) - 1) * se[g]
+        lo[g], hi[g] = p[g] - half, p[g] + half
+    return p, lo, hi

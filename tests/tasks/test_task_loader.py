@@ -1,0 +1,78 @@
+"""Task folders: loading, one-line errors for broken folders, the verifier hash (no Docker needed)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from paths import EXAMPLES
+from trialbook.errors import UserError
+from trialbook.tasks import load_task, load_tasks
+from trialbook.tasks.loader import tree_hash
+
+PITFALLS = {"plain-bugfix", "uncommitted-test-config", "hung-verifier", "slow-solution", "proxy-env", "flaky-p2p"}
+
+
+def test_examples_load_with_their_limits_and_test_lists():
+    specs, errors = load_tasks(EXAMPLES)
+    assert errors == []
+    by_id = {s.task_id: s for s in specs}
+    assert set(by_id) == PITFALLS
+    assert by_id["hung-verifier"].verifier_timeout == 3
+    assert by_id["slow-solution"].agent_timeout == 3
+    assert by_id["plain-bugfix"].fail_to_pass == ["tests/test_stats.py::test_median_even"]
+    assert all(not s.allow_network and s.image is None and s.dockerfile.is_file() for s in specs)
+    for s in specs:
+        assert "FROM trialbook-base:bookworm" in s.dockerfile.read_text()
+
+
+def _copy(tmp_path: Path, name: str = "plain-bugfix") -> Path:
+    dest = tmp_path / "tasks" / name
+    shutil.copytree(EXAMPLES / "plain-bugfix", dest)
+    return dest
+
+
+def test_broken_folders_become_one_line_errors_for_that_task_only(tmp_path):
+    _copy(tmp_path, "good")
+    (_copy(tmp_path, "no-test-sh") / "tests" / "test.sh").unlink()
+    (_copy(tmp_path, "bad-toml") / "task.toml").write_text("[agent\ntimeout_sec = 1\n")
+    (_copy(tmp_path, "bad-timeout") / "task.toml").write_text("[agent]\ntimeout_sec = -5\n")
+    (_copy(tmp_path, "no-env") / "environment" / "Dockerfile").unlink()
+    specs, errors = load_tasks(tmp_path / "tasks")
+    assert [s.task_id for s in specs] == ["good"]
+    messages = {e.task_id: e.message for e in errors}
+    assert messages["no-test-sh"] == "missing tests/test.sh"
+    assert messages["bad-toml"].startswith("invalid task.toml:")
+    assert messages["bad-timeout"].startswith("invalid task.toml: agent.timeout_sec")
+    assert "docker_image" in messages["no-env"]
+    assert all("\n" not in m for m in messages.values())
+
+
+def test_tasks_filter_and_unknown_ids(tmp_path):
+    specs, _ = load_tasks(EXAMPLES, ["proxy-env", "flaky-p2p"])
+    assert sorted(s.task_id for s in specs) == ["flaky-p2p", "proxy-env"]
+    with pytest.raises(UserError, match="unknown task"):
+        load_tasks(EXAMPLES, ["nope"])
+    with pytest.raises(UserError, match="no such tasks directory"):
+        load_tasks(tmp_path / "missing")
+
+
+def test_verifier_hash_follows_the_tests_folder(tmp_path):
+    task = _copy(tmp_path)
+    before = load_task(task).verifier_hash
+    assert before == tree_hash(task / "tests")
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\ntrue\n")
+    assert load_task(task).verifier_hash == before  # the solution is not part of the verifier
+    with (task / "tests" / "test.sh").open("a") as f:
+        f.write("# changed\n")
+    assert load_task(task).verifier_hash != before
+
+
+def test_config_json_lists_may_be_json_strings(tmp_path):
+    task = _copy(tmp_path)
+    (task / "tests" / "config.json").write_text(json.dumps({"FAIL_TO_PASS": json.dumps(["a"]), "PASS_TO_PASS": []}))
+    spec = load_task(task)
+    assert spec.fail_to_pass == ["a"] and spec.pass_to_pass == []
