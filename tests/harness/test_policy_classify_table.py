@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from trialbook.harness.policy import POLICY, classify, rule_for
+from trialbook.outcomes import POLICY, classify, rule_for
 
 REWARDS = (None, 0.0, 0.57, 1.0)
 INFRA = ("infra_error",) * 4
@@ -25,11 +25,14 @@ TABLE: dict[str | None, tuple[bool, tuple[str, str, str, str]]] = {
     "NonZeroAgentExitCodeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "VerifierTimeoutError": (False, ("verifier_timeout",) * 4),
     "RewardFileNotFoundError": (False, INFRA),
+    "SandboxLimitError": (False, INFRA),
+    "IsolationError": (False, INFRA),
     "DaemonError": (True, INFRA),
     "ImageBuildError": (True, INFRA),
     "ContainerStartError": (True, INFRA),
     "EndpointError": (True, INFRA),
     "InvalidTaskError": (False, INFRA),
+    "GraderUnavailableError": (False, INFRA),
     "DeadlineExceeded": (False, ("incomplete",) * 4),
     "SomeUnknownError": (False, INFRA),  # anything not in the policy: an unexpected harness failure
     "": (False, ("infra_error", "unresolved", "unresolved", "resolved")),  # an empty type is no exception
@@ -50,7 +53,7 @@ def test_the_table_covers_every_policy_entry_and_its_retry() -> None:
 
 
 def test_still_graded_means_an_early_stop_is_verified() -> None:
-    from trialbook.harness.policy import STILL_GRADED
+    from trialbook.outcomes import STILL_GRADED
 
     expected = {
         "AgentTimeoutError", "ContextOverflowError", "ContextLengthExceededError", "ContextWindowExceededError",
@@ -60,7 +63,7 @@ def test_still_graded_means_an_early_stop_is_verified() -> None:
 
 
 def test_policy_rows_print_every_rule_plus_none_and_other() -> None:
-    from trialbook.harness.policy import policy_rows
+    from trialbook.outcomes import policy_rows
 
     rows = {r["exception"]: r for r in policy_rows()}
     assert list(rows)[-2:] == ["(none)", "(other)"]
