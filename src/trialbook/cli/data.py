@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, Replace, RunArg, RunName, app, done, emit, valid_run
+from trialbook.cli.common import Csv, Db, Json, Markdown, Replace, RunArg, RunName, app, done, emit, valid_run
 from trialbook.errors import UserError
 from trialbook.importers.harbor import import_harbor
 from trialbook.importers.jsonl import export_jsonl, import_jsonl
@@ -74,15 +74,17 @@ def import_harbor_cmd(job_dir: Path, run: RunName = None, replace: Replace = Fal
 
 
 @app.command("runs")
-def runs_cmd(as_json: Json = False, db: Db = None) -> None:
+def runs_cmd(as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None) -> None:
     """List runs with their resolved rates."""
-    emit(runs_summary(Ledger(db)), as_json, tables.print_runs)
+    emit(runs_summary(Ledger(db)), as_json, tables.print_runs, markdown, as_csv)
 
 
 @app.command("show")
-def show_cmd(run: RunArg, as_json: Json = False, db: Db = None) -> None:
+def show_cmd(
+    run: RunArg, as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None
+) -> None:
     """One run: rate, judged count, outcomes, tags, per-repo rates, stack."""
-    emit(run_summary(Ledger(db), run), as_json, tables.print_show)
+    emit(run_summary(Ledger(db), run), as_json, tables.print_show, markdown, as_csv)
 
 
 @app.command("export")
