@@ -139,7 +139,7 @@ def inst_dockerfile(plan: Plan) -> str:
     steps = [*plan.specs.get("pre_install", [])]
     if plan.specs.get("install") and plan.extra.get("legacy_editable"):
         # pip (as of the date; the venv's own is too old) as the official images did: see legacy_editable
-        steps.append(f"{uv_install('pip', plan)} && {plan.specs['install']}")
+        steps.append(f"{uv_install('--upgrade pip', plan)} && {plan.specs['install']}")
     elif plan.specs.get("install"):
         steps.append(pip_to_uv(plan.specs["install"], plan))
     lines = [
