@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Csv, Db, Json, Markdown, Replace, RunName, app, done, emit
+from trialbook.cli.common import Csv, Db, Json, Markdown, Replace, RunArg, RunName, app, done, emit, valid_run
 from trialbook.errors import UserError
 from trialbook.importers.harbor import import_harbor
 from trialbook.importers.jsonl import export_jsonl, import_jsonl
@@ -24,7 +24,7 @@ app.add_typer(import_app, name="import")
 @import_app.command("jsonl")
 def import_jsonl_cmd(
     file: Path,
-    run: Annotated[str, typer.Option("--run", help="Run name.")],
+    run: Annotated[str, typer.Option("--run", help="Run name.", callback=valid_run)],
     kind: Annotated[str, typer.Option("--kind", help="eval or train.")] = "eval",
     replace: Replace = False,
     db: Db = None,
@@ -39,7 +39,9 @@ def import_jsonl_cmd(
 @import_app.command("steps")
 def import_steps_cmd(
     file: Path,
-    run: Annotated[str, typer.Option("--run", help="The training run the steps belong to (must exist).")],
+    run: Annotated[
+        str, typer.Option("--run", help="The training run the steps belong to (must exist).", callback=valid_run)
+    ],
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite the run's existing steps.")] = False,
     db: Db = None,
 ) -> None:
@@ -79,7 +81,7 @@ def runs_cmd(as_json: Json = False, markdown: Markdown = False, as_csv: Csv = Fa
 
 @app.command("show")
 def show_cmd(
-    run: str, as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None
+    run: RunArg, as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None
 ) -> None:
     """One run: rate, judged count, outcomes, tags, per-repo rates, stack."""
     emit(run_summary(Ledger(db), run), as_json, tables.print_show, markdown, as_csv)
@@ -87,7 +89,7 @@ def show_cmd(
 
 @app.command("export")
 def export_cmd(
-    run: str,
+    run: RunArg,
     jsonl: Annotated[Path, typer.Option("--jsonl", help="Output file (the `import jsonl` format).")],
     db: Db = None,
 ) -> None:

@@ -53,9 +53,12 @@ def print_audit(a: dict[str, Any]) -> None:
     rows = []
     for name, sig in a["by_signature"].items():
         share = sig["share_of_p2p_penalties"]
+        of_resolved = sig.get("share_of_resolved")
         rows.append([name, "yes" if sig["artifact"] else "no", str(sig["trials"]), str(sig["unresolved"]),
+                     f"{sig.get('resolved', 0)}" + (f" ({100 * of_resolved:.1f}%)" if of_resolved else ""),
                      f"{sig['p2p_penalties']}" + (f" ({100 * share:.1f}%)" if share else "")])  # fmt: skip
-    table(["signature", "artifact", "trials", "unresolved", "P2P penalties"], rows, title="log signatures")
+    table(["signature", "artifact", "trials", "unresolved", "resolved", "P2P penalties"], rows,
+          title="log signatures")
     for name, sig in a["by_signature"].items():
         if sig["trials"]:
             line(f"  [bold]{name}[/bold]: {escape(sig['meaning'])}")
