@@ -11,10 +11,9 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, app, comma_list, emit
+from trialbook.cli.common import Db, Json, app, comma_list, emit, reading
 from trialbook.errors import UserError
 from trialbook.extras import require
-from trialbook.ledger.store import Ledger
 from trialbook.report import audit as render
 
 
@@ -37,7 +36,7 @@ def regrade_cmd(run: str, jobs: Jobs = None, as_json: Json = False, db: Db = Non
     """Re-grade every trial that has a verifier log with trialbook's grader; list disagreements."""
     from trialbook.audit.regrade import DEFAULT_JOBS, regrade_run
 
-    emit(regrade_run(Ledger(db), run, jobs or DEFAULT_JOBS), as_json, render.print_regrade)
+    emit(regrade_run(reading(db), run, jobs or DEFAULT_JOBS), as_json, render.print_regrade)
 
 
 @app.command("audit")
@@ -57,7 +56,7 @@ def audit_cmd(
 
     if min_trials < 1:
         raise UserError("--min-trials must be at least 1")
-    result = audit_run(Ledger(db), run, vs=vs, min_trials=min_trials, jobs=jobs or DEFAULT_JOBS)
+    result = audit_run(reading(db), run, vs=vs, min_trials=min_trials, jobs=jobs or DEFAULT_JOBS)
     emit(result, as_json, render.print_audit)
 
 
@@ -66,7 +65,7 @@ def attribute_cmd(old: str, new: str, as_json: Json = False, db: Db = None) -> N
     """Decompose the resolved-rate change OLD -> NEW by transition and by repo (RUN@original: before reruns)."""
     from trialbook.audit.attribute import attribute_runs
 
-    emit(attribute_runs(Ledger(db), old, new), as_json, render.print_attribute)
+    emit(attribute_runs(reading(db), old, new), as_json, render.print_attribute)
 
 
 @tasks_app.command("from-swebench")

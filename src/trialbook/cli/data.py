@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, Replace, RunName, app, done, emit
+from trialbook.cli.common import Db, Json, Replace, RunName, app, done, emit, reading
 from trialbook.errors import UserError
 from trialbook.importers.harbor import import_harbor
 from trialbook.importers.jsonl import export_jsonl, import_jsonl
@@ -74,13 +74,13 @@ def import_harbor_cmd(job_dir: Path, run: RunName = None, replace: Replace = Fal
 @app.command("runs")
 def runs_cmd(as_json: Json = False, db: Db = None) -> None:
     """List runs with their resolved rates."""
-    emit(runs_summary(Ledger(db)), as_json, tables.print_runs)
+    emit(runs_summary(reading(db)), as_json, tables.print_runs)
 
 
 @app.command("show")
 def show_cmd(run: str, as_json: Json = False, db: Db = None) -> None:
     """One run: rate, judged count, outcomes, tags, per-repo rates, stack."""
-    emit(run_summary(Ledger(db), run), as_json, tables.print_show)
+    emit(run_summary(reading(db), run), as_json, tables.print_show)
 
 
 @app.command("export")
@@ -91,7 +91,7 @@ def export_cmd(
 ) -> None:
     """Write a run's current trials as JSONL."""
     try:
-        n = export_jsonl(Ledger(db), run, jsonl)
+        n = export_jsonl(reading(db), run, jsonl)
     except OSError as exc:
         raise UserError(f"cannot write {jsonl}: {exc.strerror}") from None
     done(f"exported {n} trials to {jsonl}")

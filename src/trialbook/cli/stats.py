@@ -8,13 +8,16 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, app, done, emit
-from trialbook.ledger.store import Ledger
+from trialbook.cli.common import Db, Json, app, done, emit, reading
+from trialbook.errors import UserError
 from trialbook.report import compare as render
 
 # numpy/scipy are imported inside the commands: `trialbook --help` and other commands stay fast.
 
 MinDiff = Annotated[float, typer.Option("--min-diff", help="Smallest gain (pp) worth claiming.")]
+Metric = Annotated[
+    str, typer.Option("--metric", help="resolved (reward 1.0 counts 1, else 0) or reward (mean reward).")
+]
 
 
 @app.command("compare")
@@ -32,13 +35,27 @@ def compare_cmd(
     by_repo: Annotated[bool, typer.Option("--by-repo", help="Per-repo breakdown.")] = False,
     bootstrap: Annotated[bool, typer.Option("--bootstrap", help="Add a 10,000-resample task bootstrap CI.")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Markdown on stdout.")] = False,
+    metric: Metric = "resolved",
+    exclude_tasks: Annotated[
+        Path | None, typer.Option("--exclude-tasks", help="Task list: drop these tasks from every run.")
+    ] = None,
+    list_: Annotated[
+        str | None, typer.Option("--list", help="wins or losses: print those task ids (one a line).")
+    ] = None,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
     """Paired comparison of candidates against a baseline over tasks graded in both."""
     from trialbook.stats.compare import compare
 
-    res = compare(Ledger(db), base, candidates, exclude_repo or [], split, min_diff, picked_from, by_repo, bootstrap)
+    if list_ not in (None, "wins", "losses"):
+        raise UserError(f"--list must be wins or losses, not {list_!r}")
+    res = compare(
+        reading(db), base, candidates, exclude_repo or [], split, min_diff, picked_from, by_repo, bootstrap,
+        metric=metric, exclude_task_file=exclude_tasks,
+    )  # fmt: skip
+    if list_:
+        res["list"] = list_
     if markdown and not as_json:
         sys.stdout.write(render.markdown_compare(res))
         return
@@ -60,7 +77,7 @@ def plan_cmd(
     """Half-width, minimum detectable effect and tasks needed, for K = 1, 2, 4, 8, 16."""
     from trialbook.stats.power import plan
 
-    ledger = Ledger(db) if from_run else None
+    ledger = reading(db) if from_run else None
     emit(plan(ledger, tasks, repeats, effect, from_run, vs, base_rate, min_diff), as_json, render.print_plan)
 
 
@@ -97,4 +114,4 @@ def prereg_check_cmd(
     """The preregistered verdict on held-out tasks (the in-pool result is shown as secondary)."""
     from trialbook.prereg.plan import check_plan
 
-    emit(check_plan(Ledger(db), plan_file, base, cand), as_json, render.print_prereg_check)
+    emit(check_plan(reading(db), plan_file, base, cand), as_json, render.print_prereg_check)

@@ -32,9 +32,10 @@ def _with_subset(res: dict[str, Any]) -> bool:
 
 
 def _cells(r: dict[str, Any], subset: bool = True) -> list[str]:
+    few = " few tasks" if r.get("few_tasks") else ""
     cells = [
         r["candidate"], r["subset"], str(r["tasks_paired"]), _n(r["base_pct"], "{:.1f}%"),
-        _n(r["cand_pct"], "{:.1f}%"), _n(r["diff_pp"]), _ci(r["ci_adjusted_pp"]),
+        _n(r["cand_pct"], "{:.1f}%"), _n(r["diff_pp"]), _ci(r["ci_adjusted_pp"]) + few,
         f"{r['wins']}/{r['losses']}/{r['ties']}", _p(r["p_adjusted"]), "YES" if r["claim"] else "no",
     ]  # fmt: skip
     return cells if subset else cells[:1] + cells[2:]
@@ -45,7 +46,8 @@ def _headers(res: dict[str, Any]) -> list[str]:
     level = res["comparisons"][0]["ci_level"] if res["comparisons"] else 0.95
     ci = f"{100 * level:.1f}% CI (adj.)" if several else "95% CI"
     p = "p (Holm)" if several else "p"
-    cols = ["candidate", "subset", "tasks", "base", "cand", "diff pp", ci, "W/L/T", p, "claim"]
+    unit = "%" if res.get("metric", "resolved") == "resolved" else " reward"
+    cols = ["candidate", "subset", "tasks", f"base{unit}", f"cand{unit}", "diff pp", ci, "W/L/T", p, "claim"]
     return cols if _with_subset(res) else cols[:1] + cols[2:]
 
 
@@ -75,9 +77,43 @@ def _table(headers: list[str], title: str) -> Table:
     return table
 
 
+def sensitivity_lines(res: dict[str, Any]) -> list[str]:
+    """One line per candidate: the verdict with ungraded trials dropped / as failures / as successes."""
+    sens = res.get("sensitivity")
+    if not sens:
+        return []
+    n = ", ".join(f"{run} {k}" for run, k in sens["ungraded_trials"].items() if k)
+    out = [f"sensitivity to ungraded trials ({n}):"]
+    pre = sens.get("preregistered")
+    for cand, verdicts in sens["verdicts"].items():
+        parts = []
+        for name, v in verdicts.items():
+            mark = " [preregistered]" if name == pre else ""
+            claim = "claim" if v["claim"] else "no claim"
+            parts.append(f"{name.replace('_', ' ')}{mark} {_n(v['diff_pp'])} {_ci(v['ci_adjusted_pp'])} {claim}")
+        out.append(f"  {cand}: " + "; ".join(parts))
+    return out
+
+
+def _listed(res: dict[str, Any]) -> list[str]:
+    which = res.get("list")
+    if not which:
+        return []
+    out = []
+    for r in res["comparisons"]:
+        if r["subset"] == "all":
+            ids = r["tasks_won" if which == "wins" else "tasks_lost"]
+            out += [f"# {which} of {r['candidate']} over {res['baseline']}: {len(ids)} tasks", *ids]
+    return out
+
+
 def print_compare(res: dict[str, Any]) -> None:
     several = res["candidates_considered"] > 1
-    table = _table(_headers(res), title=f"baseline: {res['baseline']}")
+    if res.get("list"):  # the task ids alone, ready for --exclude-tasks / --split
+        print("\n".join(_listed(res)))
+        return
+    metric = "mean reward" if res.get("metric") == "reward" else "resolved"
+    table = _table(_headers(res), title=f"baseline: {res['baseline']} ({metric})")
     for r in res["comparisons"]:
         table.add_row(*map(escape, _cells(r, _with_subset(res))))
     console.print(table)
@@ -109,6 +145,8 @@ def print_compare(res: dict[str, Any]) -> None:
                 _n(r["diff_pp"]), _ci(r["ci_pp"]), f"{r['wins']}/{r['losses']}/{r['ties']}",
             )  # fmt: skip
         console.print(t)
+    for line in sensitivity_lines(res):
+        console.print(line, markup=False, highlight=False)
     for w in res["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
 
@@ -123,6 +161,9 @@ def markdown_compare(res: dict[str, Any]) -> str:
     lines += ["", f"Claim rule: diff >= {res['min_diff_pp']:g} pp and lower CI bound > 0."]
     for gap in res.get("split", {}).get("gaps", []):
         lines.append(f"- `{gap['candidate']}` in-minus-out gap {gap['gap_pp']:+.2f} pp, 95% CI {_ci(gap['ci_pp'])}")
+    sens = sensitivity_lines(res)
+    if sens:
+        lines += ["", sens[0]] + [f"- {line.strip()}" for line in sens[1:]]
     if res["warnings"]:
         lines += ["", "**Warnings**", ""] + [f"- {w}" for w in res["warnings"]]
     return "\n".join(lines) + "\n"
