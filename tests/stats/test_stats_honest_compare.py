@@ -141,3 +141,17 @@ def test_writing_commands_create_the_ledger(cli, db, tmp_path):
     assert cli("import", "jsonl", str(write(tmp_path / "a.jsonl", [{"task_id": "a", "reward": 1}])), "--run", "a")\
         .exit_code == 0  # fmt: skip
     assert Path(db).is_file()
+
+
+def test_plan_metric_reward_uses_the_reward_variance(cli, tmp_path):
+    rng = np.random.default_rng(5)
+    rewards = rng.uniform(0, 1, size=(30, 3)).round(3)
+    rows = [{"task_id": f"t{i:02d}", "reward": float(r)} for i, task in enumerate(rewards) for r in task]
+    assert cli("import", "jsonl", str(write(tmp_path / "r.jsonl", rows)), "--run", "r").exit_code == 0
+    args = ("plan", "--tasks", "30", "--repeats", "3", "--effect", "5", "--from-run", "r", "--json")
+    reward = json.loads(cli(*args, "--metric", "reward").stdout)
+    assert reward["metric"] == "reward"
+    # one run: sampling Var(d) at K=1 is twice the mean within-task variance of the rewards
+    assert reward["variance"]["sampling_k1"] == pytest.approx(2 * rewards.var(axis=1, ddof=1).mean(), abs=1e-5)
+    resolved = json.loads(cli(*args).stdout)
+    assert resolved["variance"]["sampling_k1"] == 0.0  # no reward is 1.0: every attempt unresolved

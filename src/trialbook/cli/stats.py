@@ -71,6 +71,7 @@ def plan_cmd(
     vs: Annotated[str | None, typer.Option("--vs", help="Second run: estimate per-task differences too.")] = None,
     base_rate: Annotated[float, typer.Option("--base-rate", help="Resolved % assumed when no run is given.")] = 50.0,
     min_diff: MinDiff = 4.0,
+    metric: Metric = "resolved",
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -78,7 +79,8 @@ def plan_cmd(
     from trialbook.stats.power import plan
 
     ledger = reading(db) if from_run else None
-    emit(plan(ledger, tasks, repeats, effect, from_run, vs, base_rate, min_diff), as_json, render.print_plan)
+    res = plan(ledger, tasks, repeats, effect, from_run, vs, base_rate, min_diff, metric)
+    emit(res, as_json, render.print_plan)
 
 
 prereg_app = typer.Typer(help="Preregister a held-out confirmation and check runs against it.", no_args_is_help=True)

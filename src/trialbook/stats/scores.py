@@ -43,6 +43,7 @@ class TaskScores:
     created: str
     reward_sum: np.ndarray | None = None  # float: sum of graded attempts' rewards (None: as resolved)
     partial: np.ndarray | None = None  # int: graded attempts with 0 < reward < 1
+    reward_sq: np.ndarray | None = None  # float: sum of graded attempts' squared rewards
     metric: Metric = "resolved"
 
     @property
@@ -65,6 +66,13 @@ class TaskScores:
         return self.resolved
 
     @property
+    def squares(self) -> np.ndarray:
+        """Per task, the sum of squared attempt values under the metric (x^2 = x for resolved)."""
+        if self.metric == "reward" and self.reward_sq is not None:
+            return self.reward_sq
+        return self.resolved
+
+    @property
     def partial_count(self) -> int:
         return 0 if self.partial is None else int(self.partial.sum())
 
@@ -74,6 +82,7 @@ class TaskScores:
             graded=self.graded[mask], resolved=self.resolved[mask],
             reward_sum=None if self.reward_sum is None else self.reward_sum[mask],
             partial=None if self.partial is None else self.partial[mask],
+            reward_sq=None if self.reward_sq is None else self.reward_sq[mask],
         )  # fmt: skip
 
     def with_metric(self, metric: Metric) -> TaskScores:
@@ -86,6 +95,7 @@ class TaskScores:
         return replace(
             self, graded=self.trials.copy(), resolved=self.resolved + extra * win,
             reward_sum=None if self.reward_sum is None else self.reward_sum + extra * float(win),
+            reward_sq=None if self.reward_sq is None else self.reward_sq + extra * float(win),
         )  # fmt: skip
 
 
@@ -94,7 +104,7 @@ def load_scores(ledger: Ledger, run_name: str, metric: str = "resolved") -> Task
     rows = queries.task_scores(ledger, run.id)
     if not rows:
         raise UserError(f"run '{run_name}' has no trials")
-    ids, repos, n, g, r, rs, p = zip(*rows, strict=True)
+    ids, repos, n, g, r, rs, p, sq = zip(*rows, strict=True)
     return TaskScores(
         run=run_name,
         task_ids=np.array(ids, dtype=str),
@@ -107,6 +117,7 @@ def load_scores(ledger: Ledger, run_name: str, metric: str = "resolved") -> Task
         created=run.created,
         reward_sum=np.array(rs, dtype=float),
         partial=np.array(p, dtype=np.int64),
+        reward_sq=np.array(sq, dtype=float),
         metric=check_metric(metric),
     )
 
