@@ -10,13 +10,16 @@ import typer
 from trialbook.cli.common import Db, Json, Replace, RunName, app, done, emit, reading
 from trialbook.errors import UserError
 from trialbook.importers.harbor import import_harbor
-from trialbook.importers.jsonl import export_jsonl, import_jsonl
+from trialbook.importers.jsonl import export_jsonl, import_jsonl, parse_range
 from trialbook.importers.swebench import import_swebench
 from trialbook.ledger.store import Ledger
 from trialbook.report import tables
 from trialbook.stats.summary import run_summary, runs_summary
 from trialbook.training.ingest import import_steps
 
+RewardRange = Annotated[
+    str | None, typer.Option("--reward-range", help="LO,HI: the run's rewards lie here, not in [0, 1].")
+]
 import_app = typer.Typer(help="Import trials from other tools into the ledger.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
 
@@ -26,13 +29,14 @@ def import_jsonl_cmd(
     file: Path,
     run: Annotated[str, typer.Option("--run", help="Run name.")],
     kind: Annotated[str, typer.Option("--kind", help="eval or train.")] = "eval",
+    reward_range: RewardRange = None,
     replace: Replace = False,
     db: Db = None,
 ) -> None:
     """One trial per line (the format `export` writes)."""
     if kind not in ("eval", "train", "validate"):
         raise UserError(f"--kind must be eval, train or validate, not {kind!r}")
-    n = import_jsonl(Ledger(db), file, run, kind=kind, replace=replace)
+    n = import_jsonl(Ledger(db), file, run, kind=kind, replace=replace, reward_range=parse_range(reward_range))
     done(f"imported {n} trials into run '{run}'")
 
 
@@ -56,18 +60,23 @@ def import_swebench_cmd(
     logs: Annotated[
         Path | None, typer.Option("--logs", help="Official harness logs: <id>/report.json, test_output.txt.")
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Attach --logs even when their verdicts disagree with the results.")
+    ] = False,
     replace: Replace = False,
     db: Db = None,
 ) -> None:
     """A SWE-bench results file: every instance is a trial, resolved or not."""
-    name, n = import_swebench(Ledger(db), results, instances, run_name=run, logs=logs, replace=replace)
+    name, n = import_swebench(Ledger(db), results, instances, run_name=run, logs=logs, replace=replace, force=force)
     done(f"imported {n} trials into run '{name}'")
 
 
 @import_app.command("harbor")
-def import_harbor_cmd(job_dir: Path, run: RunName = None, replace: Replace = False, db: Db = None) -> None:
+def import_harbor_cmd(
+    job_dir: Path, run: RunName = None, reward_range: RewardRange = None, replace: Replace = False, db: Db = None
+) -> None:
     """A Harbor job folder (one sub-folder per trial with result.json)."""
-    name, n = import_harbor(Ledger(db), job_dir, run_name=run, replace=replace)
+    name, n = import_harbor(Ledger(db), job_dir, run_name=run, replace=replace, reward_range=parse_range(reward_range))
     done(f"imported {n} trials into run '{name}'")
 
 
