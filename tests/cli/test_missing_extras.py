@@ -21,6 +21,7 @@ BLOCKED = {
     "postgres": ["psycopg"],
     "swebench": ["swebench", "datasets", "modal"],
     "dev": ["statsmodels"],
+    "web": ["starlette", "uvicorn", "jinja2", "matplotlib"],
 }
 
 PRELUDE = """
@@ -86,6 +87,15 @@ except UserError as exc:
     assert res.stdout == "2 the mini agent needs the agent extra: pip install 'trialbook[agent]'\n", res.stderr
 
 
+def test_serve_and_html_report_without_the_web_extra(tmp_path: Path) -> None:
+    for args, what in ((["serve"], "trialbook serve"), (["report", "--html", str(tmp_path / "r.html")],
+                                                          "trialbook report --html")):  # fmt: skip
+        res = cli_blocked(["web"], *args, "--db", str(tmp_path / "none.db"))
+        assert res.returncode == 2
+        assert res.stderr == f"error: {what} needs the web extra: pip install 'trialbook[web]'\n"
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_train_grpo_without_the_train_extra(tmp_path: Path) -> None:
     code = f"""
 from trialbook.errors import UserError
@@ -133,3 +143,19 @@ for args in {commands!r}:
         if "--json" in command:
             assert json.loads(stdout), args
     assert json.loads(results[-1][3])["buckets"]
+
+
+def test_regrading_logs_without_the_swebench_extra(tmp_path: Path) -> None:
+    """Grading a verifier log needs swebench's parsers: one line naming the extra, and the ledger untouched."""
+    from paths import SWE
+
+    logs = SWE / "logs" / "20240620_sweagent_claude3.5sonnet"
+    db = str(tmp_path / "ledger.db")
+    imported = cli_blocked(["swebench"], "import", "swebench", str(logs / "results.json"), "--instances",
+                           str(SWE / "instances.jsonl"), "--logs", str(logs), "--run", "s", "--db", db)  # fmt: skip
+    assert imported.returncode == 0, imported.stderr
+    for command in ("regrade", "audit"):
+        res = cli_blocked(["swebench"], command, "s", "--db", db)
+        assert res.returncode == 2, (command, res.stderr)
+        assert res.stderr == ("error: grading test logs with swebench's parsers needs the swebench extra: "
+                              "pip install 'trialbook[swebench]'\n"), command

@@ -16,13 +16,14 @@ import typer
 from trialbook.cli.common import app
 from trialbook.errors import TrialbookError
 
-AREAS = ("data", "stats", "harness", "audit", "training")
+AREAS = ("data", "stats", "harness", "audit", "training", "web")
 COMMAND_AREAS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("import", "runs", "show", "export"), ("data",)),
     **dict.fromkeys(("compare", "plan", "prereg"), ("stats",)),
     **dict.fromkeys(("run", "resume", "rerun", "clean", "policy", "quickstart", "validate"), ("harness",)),
     **dict.fromkeys(("regrade", "audit", "attribute", "tasks"), ("audit",)),
     **dict.fromkeys(("train", "sim"), ("training",)),
+    **dict.fromkeys(("serve", "report"), ("web",)),
 }
 
 
@@ -47,3 +48,9 @@ def main() -> None:
     except TrialbookError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
+    except Exception as exc:  # a read from a damaged ledger (sqlalchemy's DBAPIError): one line, never the SQL
+        orig = getattr(exc, "orig", None)
+        if orig is None or not type(exc).__module__.startswith("sqlalchemy"):
+            raise
+        typer.echo(f"error: ledger read failed: {(str(orig).splitlines() or ['?'])[0]}", err=True)
+        sys.exit(1)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Annotated, Any
 
 import typer
+
+from trialbook.names import check_run_name
 
 app = typer.Typer(
     help="Run agent trials, keep them in one ledger, compare runs with honest statistics.",
@@ -19,8 +22,21 @@ Db = Annotated[
     str | None, typer.Option("--db", help="Ledger: SQLite path or postgresql:// URL [env TRIALBOOK_DB; ./trialbook.db]")
 ]
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+Markdown = Annotated[bool, typer.Option("--markdown", help="Markdown on stdout (tables as pipe tables).")]
+Csv = Annotated[bool, typer.Option("--csv", help="The table(s) as CSV on stdout (other lines go to stderr).")]
 Replace = Annotated[bool, typer.Option("--replace", help="Overwrite a run of the same name.")]
-RunName = Annotated[str | None, typer.Option("--run", help="Run name (default: from the source).")]
+
+
+def valid_run(value: Any) -> Any:
+    """Typer callback: every run name given on the command line passes names.check_run_name."""
+    for name in value if isinstance(value, list | tuple) else [value]:
+        if name is not None:
+            check_run_name(name)
+    return value
+
+
+RunName = Annotated[str | None, typer.Option("--run", help="Run name (default: from the source).", callback=valid_run)]
+RunArg = Annotated[str, typer.Argument(help="Run name.", callback=valid_run)]
 
 
 def comma_list(text: str | None) -> list[str] | None:
@@ -28,12 +44,27 @@ def comma_list(text: str | None) -> list[str] | None:
     return [item.strip() for item in text.split(",") if item.strip()] if text else None
 
 
-def emit(data: Any, as_json: bool, human: Any) -> None:
-    """JSON on stdout (and nothing else) with --json, else the human renderer."""
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def emit(data: Any, as_json: bool, human: Any, markdown: bool = False, as_csv: bool = False) -> None:
+    """JSON on stdout (and nothing else) with --json, else the human renderer (as Markdown or CSV if asked)."""
+    from trialbook.report import layout
+
+    fmt = layout.formats(markdown, as_csv)
     if as_json:
-        sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+        # strict JSON: a non-finite number (from an older ledger) is null, never `Infinity`
+        sys.stdout.write(json.dumps(_finite(data), indent=2, default=str, allow_nan=False) + "\n")
     else:
-        human(data)
+        with layout.output(fmt):
+            human(data)
 
 
 def done(msg: str) -> None:

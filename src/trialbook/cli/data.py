@@ -7,7 +7,20 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, Replace, RunName, app, done, emit, reading
+from trialbook.cli.common import (
+    Csv,
+    Db,
+    Json,
+    Markdown,
+    Replace,
+    RunArg,
+    RunName,
+    app,
+    done,
+    emit,
+    reading,
+    valid_run,
+)  # fmt: skip
 from trialbook.errors import UserError
 from trialbook.importers.harbor import import_harbor
 from trialbook.importers.jsonl import export_jsonl, import_jsonl, parse_range
@@ -27,7 +40,7 @@ app.add_typer(import_app, name="import")
 @import_app.command("jsonl")
 def import_jsonl_cmd(
     file: Path,
-    run: Annotated[str, typer.Option("--run", help="Run name.")],
+    run: Annotated[str, typer.Option("--run", help="Run name.", callback=valid_run)],
     kind: Annotated[str, typer.Option("--kind", help="eval or train.")] = "eval",
     reward_range: RewardRange = None,
     replace: Replace = False,
@@ -43,7 +56,9 @@ def import_jsonl_cmd(
 @import_app.command("steps")
 def import_steps_cmd(
     file: Path,
-    run: Annotated[str, typer.Option("--run", help="The training run the steps belong to (must exist).")],
+    run: Annotated[
+        str, typer.Option("--run", help="The training run the steps belong to (must exist).", callback=valid_run)
+    ],
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite the run's existing steps.")] = False,
     db: Db = None,
 ) -> None:
@@ -81,20 +96,22 @@ def import_harbor_cmd(
 
 
 @app.command("runs")
-def runs_cmd(as_json: Json = False, db: Db = None) -> None:
+def runs_cmd(as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None) -> None:
     """List runs with their resolved rates."""
-    emit(runs_summary(reading(db)), as_json, tables.print_runs)
+    emit(runs_summary(reading(db)), as_json, tables.print_runs, markdown, as_csv)
 
 
 @app.command("show")
-def show_cmd(run: str, as_json: Json = False, db: Db = None) -> None:
+def show_cmd(
+    run: RunArg, as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None
+) -> None:
     """One run: rate, judged count, outcomes, tags, per-repo rates, stack."""
-    emit(run_summary(reading(db), run), as_json, tables.print_show)
+    emit(run_summary(reading(db), run), as_json, tables.print_show, markdown, as_csv)
 
 
 @app.command("export")
 def export_cmd(
-    run: str,
+    run: RunArg,
     jsonl: Annotated[Path, typer.Option("--jsonl", help="Output file (the `import jsonl` format).")],
     db: Db = None,
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from trialbook.agents.base import agent_options
-from trialbook.cli.common import Db, Json, Replace, app, comma_list, done, emit
+from trialbook.cli.common import Csv, Db, Json, Markdown, Replace, RunArg, app, comma_list, done, emit, valid_run
 from trialbook.harness.config import RunConfig, Tally
 from trialbook.harness.paths import DEFAULT_RUNS_DIR
 from trialbook.harness.policy import policy_rows
@@ -18,7 +19,7 @@ from trialbook.harness.quickstart import quickstart
 from trialbook.harness.runner import clean, rerun, resume_run, start_run
 from trialbook.harness.validate import ValidateOptions, validate
 from trialbook.ledger.store import Ledger
-from trialbook.report import tables
+from trialbook.report import layout, tables
 from trialbook.report.validate import print_validate
 from trialbook.stats.summary import run_summary
 
@@ -29,6 +30,8 @@ Multiplier = Annotated[
 
 def _finish(ledger: Ledger, name: str, tally: Tally, as_json: bool) -> None:
     extra = " (stopped at --deadline; stragglers recorded incomplete)" if tally.deadline_hit else ""
+    if tally.folder_warnings:
+        extra += f"; {tally.folder_warnings} trial folder(s) not written (see each trial's extra.warnings)"
     done(f"run '{name}': {tally.done} trials recorded, {tally.resolved} resolved, {tally.errors} errors{extra}")
     emit(run_summary(ledger, name), as_json, tables.print_show)
 
@@ -43,7 +46,7 @@ RunsDir = Annotated[Path, typer.Option("--runs-dir", help="Where runs/<run>/<tri
 def run_cmd(
     tasks_dir: Path,
     agent: Annotated[str, typer.Option("--agent", help="oracle, nop or mini (an LLM).")],
-    run: Annotated[str, typer.Option("--run", help="Run name.")],
+    run: Annotated[str, typer.Option("--run", help="Run name.", callback=valid_run)],
     attempts: Annotated[int, typer.Option("--attempts", min=1, help="Attempts per task.")] = 1,
     concurrency: Concurrency = 1,
     timeout_multiplier: Multiplier = None,
@@ -92,7 +95,7 @@ def run_cmd(
 
 
 @app.command("resume")
-def resume_cmd(run: str, as_json: Json = False, db: Db = None) -> None:
+def resume_cmd(run: RunArg, as_json: Json = False, db: Db = None) -> None:
     """After a crash or kill -9: remove leftover containers, run exactly the trials with no record."""
     ledger = Ledger(db)
     tally, removed = resume_run(ledger, run)
@@ -102,7 +105,7 @@ def resume_cmd(run: str, as_json: Json = False, db: Db = None) -> None:
 
 @app.command("rerun")
 def rerun_cmd(
-    run: str,
+    run: RunArg,
     where: Annotated[str, typer.Option("--where", help="Outcome to re-run, e.g. agent_timeout.")],
     timeout_multiplier: Multiplier = None,
     as_json: Json = False,
@@ -115,24 +118,31 @@ def rerun_cmd(
 
 
 @app.command("clean")
-def clean_cmd(run: Annotated[str | None, typer.Option("--run", help="Only this run.")] = None) -> None:
+def clean_cmd(
+    run: Annotated[str | None, typer.Option("--run", help="Only this run.", callback=valid_run)] = None,
+    db: Annotated[
+        str | None, typer.Option("--db", help="Only the containers this ledger's runs started [env TRIALBOOK_DB].")
+    ] = None,
+) -> None:
     """Remove every container (and image built for a run) carrying trialbook labels."""
-    containers, images = clean(run)
+    target = db or os.environ.get("TRIALBOOK_DB")
+    containers, images = clean(run, Ledger(target) if target else None)
     done(f"removed {containers} container(s) and {images} image(s)" + (f" of run '{run}'" if run else ""))
 
 
 def _print_policy(rows: list[dict[str, Any]]) -> None:
-    table = Table("exception", "outcome", "retry", "graded", "meaning", title="error policy")
-    for r in rows:
-        table.add_row(r["exception"], r["outcome"], "yes" if r["retry"] else "no", "yes" if r["graded"] else "no",
-                      r["meaning"])  # fmt: skip
-    Console().print(table)
+    layout.table(
+        ["exception", "outcome", "retry", "graded", "meaning"],
+        [[r["exception"], r["outcome"], "yes" if r["retry"] else "no", "yes" if r["graded"] else "no", r["meaning"]]
+         for r in rows],
+        title="error policy",
+    )  # fmt: skip
 
 
 @app.command("policy")
-def policy_cmd(as_json: Json = False) -> None:
+def policy_cmd(as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False) -> None:
     """The error policy: exception type -> outcome, retried?, graded?"""
-    emit(policy_rows(), as_json, _print_policy)
+    emit(policy_rows(), as_json, _print_policy, markdown, as_csv)
 
 
 def _print_quickstart(data: dict[str, Any]) -> None:
@@ -190,11 +200,15 @@ def validate_cmd(
         list[str] | None,
         typer.Option("--image-variant", help="LABEL=IMAGE: run under IMAGE (repeatable; LABEL= is the task's own)."),
     ] = None,
-    run: Annotated[str | None, typer.Option("--run", help="Run name (default validate-<dir>-<time>).")] = None,
+    run: Annotated[
+        str | None, typer.Option("--run", help="Run name (default validate-<dir>-<time>).", callback=valid_run)
+    ] = None,
     concurrency: Concurrency = 2,
     tasks: TaskIds = None,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     replace: Replace = False,
+    markdown: Markdown = False,
+    as_csv: Csv = False,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -209,4 +223,4 @@ def validate_cmd(
         run=run,
         replace=replace,
     )
-    emit(validate(Ledger(db), opts, image_variant), as_json, print_validate)
+    emit(validate(Ledger(db), opts, image_variant), as_json, print_validate, markdown, as_csv)

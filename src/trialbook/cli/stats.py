@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, app, done, emit, reading
+from trialbook.cli.common import Csv, Db, Json, Markdown, app, done, emit, reading
 from trialbook.errors import UserError
 from trialbook.report import compare as render
 
@@ -34,7 +34,8 @@ def compare_cmd(
     ] = None,
     by_repo: Annotated[bool, typer.Option("--by-repo", help="Per-repo breakdown.")] = False,
     bootstrap: Annotated[bool, typer.Option("--bootstrap", help="Add a 10,000-resample task bootstrap CI.")] = False,
-    markdown: Annotated[bool, typer.Option("--markdown", help="Markdown on stdout.")] = False,
+    markdown: Markdown = False,
+    as_csv: Csv = False,
     metric: Metric = "resolved",
     exclude_tasks: Annotated[
         Path | None, typer.Option("--exclude-tasks", help="Task list: drop these tasks from every run.")
@@ -56,10 +57,10 @@ def compare_cmd(
     )  # fmt: skip
     if list_:
         res["list"] = list_
-    if markdown and not as_json:
+    if markdown and not as_json and not as_csv:
         sys.stdout.write(render.markdown_compare(res))
         return
-    emit(res, as_json, render.print_compare)
+    emit(res, as_json, render.print_compare, markdown, as_csv)
 
 
 @app.command("plan")
@@ -72,6 +73,7 @@ def plan_cmd(
     base_rate: Annotated[float, typer.Option("--base-rate", help="Resolved % assumed when no run is given.")] = 50.0,
     min_diff: MinDiff = 4.0,
     metric: Metric = "resolved",
+    markdown: Markdown = False,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -80,7 +82,7 @@ def plan_cmd(
 
     ledger = reading(db) if from_run else None
     res = plan(ledger, tasks, repeats, effect, from_run, vs, base_rate, min_diff, metric)
-    emit(res, as_json, render.print_plan)
+    emit(res, as_json, render.print_plan, markdown)
 
 
 prereg_app = typer.Typer(help="Preregister a held-out confirmation and check runs against it.", no_args_is_help=True)
@@ -111,9 +113,10 @@ def prereg_check_cmd(
     base: Annotated[str, typer.Option("--base", help="Baseline run.")],
     cand: Annotated[list[str], typer.Option("--cand", help="Candidate run (repeatable).")],
     as_json: Json = False,
+    markdown: Markdown = False,
     db: Db = None,
 ) -> None:
     """The preregistered verdict on held-out tasks (the in-pool result is shown as secondary)."""
     from trialbook.prereg.plan import check_plan
 
-    emit(check_plan(reading(db), plan_file, base, cand), as_json, render.print_prereg_check)
+    emit(check_plan(reading(db), plan_file, base, cand), as_json, render.print_prereg_check, markdown)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, app, emit, reading
+from trialbook.cli.common import Csv, Db, Json, Markdown, RunArg, app, emit, reading
 from trialbook.errors import UserError
 from trialbook.report import training as render
 from trialbook.training.analysis import train_report
@@ -23,13 +23,15 @@ app.add_typer(sim_app, name="sim")
 
 @train_app.command("report")
 def train_report_cmd(
-    run: str,
+    run: RunArg,
     bucket: Annotated[int, typer.Option("--bucket", help="Weight versions per bucket.")] = 5,
     exclude_repo: Annotated[list[str] | None, typer.Option("--exclude-repo", help="Drop a repo (repeatable).")] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs of the run, to price stalls.")] = None,
     eval_set: Annotated[
         str | None, typer.Option("--eval-set", help="Evaluation task list (file or run name) to check overlap.")
     ] = None,
+    markdown: Markdown = False,
+    as_csv: Csv = False,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -37,7 +39,7 @@ def train_report_cmd(
     report = train_report(
         reading(db), run, bucket=bucket, exclude_repos=exclude_repo or [], gpus=gpus, eval_set=eval_set
     )
-    emit(report, as_json, render.print_train_report)
+    emit(report, as_json, render.print_train_report, markdown, as_csv)
 
 
 @sim_app.command("pipeline")
@@ -57,6 +59,8 @@ def sim_pipeline_cmd(
     ] = None,
     cross_epoch: Annotated[bool, typer.Option("--cross-epoch", help="Keep sampling into the next epoch.")] = False,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    markdown: Markdown = False,
+    as_csv: Csv = False,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -69,7 +73,7 @@ def sim_pipeline_cmd(
         ledger = reading(db)
         sampler = empirical_sampler(load_durations(ledger, ledger.run(durations_from)["id"]))
     cfg = PipelineConfig(batch, group, staleness, pool, epochs, train_step_s, workers, cross_epoch, seed)
-    emit(simulate(cfg, sampler), as_json, render.print_pipeline)
+    emit(simulate(cfg, sampler), as_json, render.print_pipeline, markdown, as_csv)
 
 
 @sim_app.command("rollouts")

@@ -8,6 +8,7 @@ Field names follow harbor.models.trial.result (0.18-0.26): `task_name`, `trial_n
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
@@ -17,6 +18,7 @@ from typing import Any
 from trialbook.errors import UserError
 from trialbook.importers.common import import_run
 from trialbook.ledger.store import Ledger, trial_row
+from trialbook.names import safe_name
 from trialbook.outcomes import REWARD_RANGE, Outcome, classify, is_graded, pick_reward, reward_problem
 from trialbook.records import Run, Trial, iso_time, repo_from_task_id
 
@@ -48,11 +50,16 @@ def _time(result: dict[str, Any], key: str) -> str | None:
 
 def trial_from_result(result: dict[str, Any], reward_range: tuple[float, float] = REWARD_RANGE) -> Trial:
     """The trial of one result.json; ValueError (the caller names the file) for a bad reward or time."""
+    for key in ("verifier_result", "exception_info", "agent_result"):
+        if not isinstance(result.get(key) or {}, dict):
+            raise UserError(f"trial {result.get('trial_name')!r}: {key} must be a JSON object, got {result[key]!r:.60}")
     rewards = (result.get("verifier_result") or {}).get("rewards")
     try:
-        reward = pick_reward(rewards)
+        reward = pick_reward(rewards) if isinstance(rewards, dict) or rewards is None else None
     except (TypeError, ValueError):
         raise ValueError(f"rewards must be numbers, got {rewards!r}") from None
+    if reward is not None and not math.isfinite(reward):
+        raise UserError(f"trial {result.get('trial_name')!r}: reward {reward} is not a finite number")
     if reward is not None and (problem := reward_problem(reward, reward_range)):
         raise ValueError(problem)
     exc = result.get("exception_info") or {}
@@ -135,6 +142,6 @@ def import_harbor(
     config = _load(job / "config.json") if (job / "config.json").is_file() else {}
     if reward_range:
         config = {**config, "reward_range": list(reward_range)}
-    name = run_name or job.name
+    name = run_name or safe_name(job.resolve().name)
     run = Run(name=name, kind="eval", source=str(job), stack=_stack(job, first), config=config)
     return name, import_run(ledger, run, rows, replace=replace)

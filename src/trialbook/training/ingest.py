@@ -27,8 +27,9 @@ def step_row(obj: Any, n: int, run_id: int, last: int | None) -> dict[str, Any]:
     if type(obj) is not dict:
         raise LineError(n, "expected a JSON object")
     step = obj.get("step")
-    if type(step) is not int or step < 0:
-        raise LineError(n, f"'step' must be a non-negative integer, got {step!r}")
+    if type(step) is not int or not 0 <= step < 2**63:
+        shown = repr(step) if not isinstance(step, int) or step.bit_length() < 100 else "a larger number"
+        raise LineError(n, f"'step' must be a non-negative integer below 2^63, got {shown}")
     if last is not None and step <= last:
         word = "duplicated" if step == last else "out of order"
         raise LineError(n, f"step {step} is {word} (previous line had step {last})")
