@@ -10,6 +10,7 @@ import typer
 
 from trialbook.cli.common import Csv, Db, Json, Markdown, app, done, emit, reading
 from trialbook.errors import UserError
+from trialbook.ledger.store import Ledger
 from trialbook.report import compare as render
 
 # numpy/scipy are imported inside the commands: `trialbook --help` and other commands stay fast.
@@ -99,11 +100,17 @@ def prereg_init_cmd(
     holdout_repeats: Annotated[int, typer.Option("--holdout-repeats", help="Attempts per held-out task.")] = 1,
     min_diff: MinDiff = 4.0,
     candidates: Annotated[int, typer.Option("--candidates", help="Most candidates to be confirmed.")] = 1,
+    metric: Metric = "resolved",
+    ungraded: Annotated[
+        str, typer.Option("--ungraded", help="dropped (from task means) or as_failures: the preregistered rule.")
+    ] = "dropped",
+    db: Db = None,
 ) -> None:
-    """Split a pool into train and held-out tasks and fix the decision rule, with a content hash."""
+    """Split a pool into train and held-out tasks and fix the decision rule; records the plan in the ledger."""
     from trialbook.prereg.plan import init_plan
 
-    plan_ = init_plan(pool, train, holdout, seed, holdout_repeats, min_diff, candidates, out)
+    plan_ = init_plan(Ledger(db), pool, train, holdout, seed, holdout_repeats, min_diff, candidates, out, metric,
+                      ungraded)  # fmt: skip
     done(f"wrote {out}: {train} train + {holdout} held-out tasks, hash {plan_['hash'].removeprefix('sha256:')[:12]}")
 
 

@@ -35,7 +35,11 @@ def now() -> str:
 
 
 def register_plan(ledger: Ledger, conn: Connection, plan_hash: str, content: str) -> PlanRow:
-    """Record a plan inside the caller's transaction (the caller writes the file in the same one)."""
+    """Record a plan inside the caller's transaction (the caller writes the file in the same one); the same
+    plan written twice (same content, so same hash) keeps its first record."""
+    old = conn.execute(select(plans).where(plans.c.hash == plan_hash)).first()
+    if old is not None and old.content == content:
+        return PlanRow(old.hash, old.content, old.registered)
     row = PlanRow(plan_hash, content, now())
     conn.execute(plans.insert().values(hash=row.hash, content=row.content, registered=row.registered))
     return row

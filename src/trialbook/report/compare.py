@@ -190,8 +190,11 @@ def print_plan(res: dict[str, Any]) -> None:
 def print_prereg_check(res: dict[str, Any]) -> None:
     short = res["hash"].removeprefix("sha256:")[:12]
     layout.line(
-        f"plan {res['plan']} (hash {short} verified): held-out {res['holdout_tasks']} tasks"
-        f" x {res['holdout_repeats']} attempt(s), min diff {res['min_diff_pp']:g} pp",
+        f"plan {res['plan']} (hash {short} registered in the ledger {res.get('registered', '?')}): held-out"
+        f" {res['holdout_tasks']} tasks x {res['holdout_repeats']} attempt(s), min diff {res['min_diff_pp']:g} pp,"
+        f" metric {res.get('metric', 'resolved')}, ungraded trials {res.get('ungraded', 'dropped').replace('_', ' ')}"
+        f" (preregistered); check {res.get('checks_before', 0) + 1} of this plan,"
+        f" candidates so far: {', '.join(res.get('candidates_checked', []))}",
         markup=False,
     )
     layout.line("[bold]preregistered verdict (held-out tasks only)[/bold]")
