@@ -95,10 +95,38 @@ def import_harbor_cmd(
     done(f"imported {n} trials into run '{name}'")
 
 
-@app.command("runs")
-def runs_cmd(as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None) -> None:
+runs_app = typer.Typer(help="List runs (no subcommand), or delete / rename one.")
+app.add_typer(runs_app, name="runs")
+Force = Annotated[bool, typer.Option("--force", help="Even when a logged preregistration check used the run.")]
+
+
+@runs_app.callback(invoke_without_command=True)
+def runs_cmd(
+    ctx: typer.Context, as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None
+) -> None:
     """List runs with their resolved rates."""
-    emit(runs_summary(reading(db)), as_json, tables.print_runs, markdown, as_csv)
+    if ctx.invoked_subcommand is None:
+        emit(runs_summary(reading(db)), as_json, tables.print_runs, markdown, as_csv)
+
+
+@runs_app.command("delete")
+def runs_delete_cmd(run: RunArg, force: Force = False, db: Db = None) -> None:
+    """Delete a run: its trials, artifacts and steps, in one transaction."""
+    from trialbook.ledger.admin import delete_run
+
+    gone = delete_run(reading(db), run, force=force)
+    done(f"deleted run '{run}' ({gone['trials']} trials, {gone['steps']} steps)")
+
+
+@runs_app.command("rename")
+def runs_rename_cmd(
+    old: RunArg, new: Annotated[str, typer.Argument(callback=valid_run)], force: Force = False, db: Db = None
+) -> None:
+    """Rename a run."""
+    from trialbook.ledger.admin import rename_run
+
+    rename_run(reading(db), old, new, force=force)
+    done(f"renamed run '{old}' to '{new}'")
 
 
 @app.command("show")
