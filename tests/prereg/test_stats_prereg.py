@@ -107,7 +107,6 @@ def test_check_refuses(cli, pool, tmp_path):
     ],
 )
 def test_init_bad_input(cli, pool, tmp_path, args, message):
-    r = cli("prereg", "init", "--pool", str(pool), "--seed", "1", "--out", str(tmp_path / "p.yaml"), *args,
-            use_db=False)  # fmt: skip
+    r = cli("prereg", "init", "--pool", str(pool), "--seed", "1", "--out", str(tmp_path / "p.yaml"), *args)
     assert r.exit_code == 2 and message in r.stderr
     assert not (tmp_path / "p.yaml").exists()
