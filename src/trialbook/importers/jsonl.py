@@ -105,7 +105,9 @@ def _outcome_and_reward(
 ) -> tuple[str, float | None]:
     if reward is not None and (problem := reward_problem(reward, reward_range)):
         raise LineError(n, problem)
-    if (outcome is not None or resolved is not None) and (problem := contradiction(outcome, resolved, reward)):
+    # two or more result fields given: they must agree (the hot path, outcome alone, skips the call)
+    given = (outcome is not None) + (resolved is not None) + (reward is not None)
+    if given > 1 and (problem := contradiction(outcome, resolved, reward)):
         raise LineError(n, problem)
     if outcome is not None:
         if reward is None and outcome in GRADED:
