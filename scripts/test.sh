@@ -61,10 +61,11 @@ done
 
 # The fast part of the suite (no daemon, server or model) runs while the set-ups work; the tests that
 # need them run once every set-up is done. Together the two pytest runs are the whole suite.
-say "while they work: ruff check src tests, then python -m pytest -m 'not docker and not postgres and not llm and not browser' $*"
+say "while they work: ruff check src tests, then python -m pytest -n 2 -m 'not docker and not postgres and not llm and not browser' $*"
 fast=0
 ruff check src tests || fast=$?
-python -m pytest -m "not docker and not postgres and not llm and not browser" "$@" || fast=$?
+# -n 2: pytest-xdist spreads the fast part over two worker processes (it is CPU-bound; about half the wall time)
+python -m pytest -n 2 -m "not docker and not postgres and not llm and not browser" "$@" || fast=$?
 failed=0
 for entry in "${pids[@]}"; do
   name=${entry#*:}

@@ -42,6 +42,13 @@ def test_readme_docker_examples_run_as_written(engine, tmp_path):
     check("docker", tmp_path)
 
 
+@pytest.mark.llm
+def test_readme_llm_examples_run_as_written(engine, tmp_path):
+    """The mini agent against the real SmolLM2 server the blocks start themselves (scripts/model-up.sh)."""
+    assert len(blocks("llm")) >= 2  # run --agent mini, quickstart --agent mini
+    check("llm", tmp_path)
+
+
 def test_convention_parses_commands_outputs_and_exit_statuses():
     lines = [
         "text", "<!-- console: docker varies -->", "```console", "$ echo a \\", "    b", "a b",
