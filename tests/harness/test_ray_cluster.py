@@ -13,6 +13,7 @@ import math
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -363,11 +364,17 @@ def test_clean_removes_a_runs_leftovers_with_one_task_on_every_node(cluster, eng
 
 def test_an_unreachable_cluster_is_one_line_and_exit_2(tmp_path):
     db = str(tmp_path / "ledger.db")
-    for address, says in (("127.0.0.1:1", "cannot reach the Ray cluster at 127.0.0.1:1"), ("nonsense", "HOST:PORT")):
-        res = subprocess.run(
-            [sys.executable, "-c", "from trialbook.cli import main; main()", "resume", "x", "--executor", "ray",
-             "--ray-address", address, "--db", db],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
-        assert res.returncode == 2, res.stderr
-        assert res.stderr.count("\n") == 1 and says in res.stderr, res.stderr
+    with socket.create_server(("127.0.0.1", 0)) as other:  # a port where something that is not Ray listens
+        cases = (
+            ("127.0.0.1:1", "cannot reach the Ray cluster at 127.0.0.1:1"),
+            (f"127.0.0.1:{other.getsockname()[1]}", "something listens there but no Ray head answers"),
+            ("nonsense", "HOST:PORT"),
+        )
+        for address, says in cases:
+            res = subprocess.run(
+                [sys.executable, "-c", "from trialbook.cli import main; main()", "resume", "x", "--executor", "ray",
+                 "--ray-address", address, "--db", db],
+                capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert res.returncode == 2, res.stderr
+            assert res.stderr.count("\n") == 1 and says in res.stderr, res.stderr

@@ -27,6 +27,7 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
+import grpc  # installed with ray
 import ray
 from ray.exceptions import RayError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -45,6 +46,7 @@ MB = 1024 * 1024
 NODE_LOST = "NodeLostError"  # outcomes.POLICY: infra_error, retried on another node
 CACHE = Path(tempfile.gettempdir()) / "trialbook-ray" / "tasks"
 CALL_TIMEOUT_S = 120.0
+PROBE_S = 5.0
 
 _engine: DockerEngine | None = None  # one per Ray worker process, against its node's daemon
 _engine_lock = threading.Lock()
@@ -129,8 +131,9 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _reachable(address: str) -> str:
-    """The address to hand to ray.init, once its head answers on TCP: ray.init itself retries an unreachable
-    head for ever. `auto` is the cluster this machine belongs to (the file `ray start` leaves)."""
+    """The address to hand to ray.init, once its head answers there: ray.init itself retries for ever a head
+    that is down, or a port where something else listens. `auto` is the cluster this machine belongs to (the
+    file `ray start` leaves)."""
     if address == "auto":
         current = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
         if not current.is_file():
@@ -143,6 +146,16 @@ def _reachable(address: str) -> str:
         socket.create_connection((host, int(port)), timeout=5).close()
     except OSError as exc:
         raise UserError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
+    channel = grpc.insecure_channel(f"{host}:{port}")  # a Ray head (GCS or Ray Client server) speaks gRPC
+    try:
+        grpc.channel_ready_future(channel).result(timeout=PROBE_S)
+    except grpc.FutureTimeoutError:
+        raise UserError(
+            f"cannot reach the Ray cluster at {address}: something listens there but no Ray head answers"
+            f" (no gRPC handshake within {PROBE_S:g} s)"
+        ) from None
+    finally:
+        channel.close()
     return address
 
 
