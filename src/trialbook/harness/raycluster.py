@@ -215,6 +215,8 @@ class RayExecutor:
 
     def version(self) -> str:
         versions = sorted(set(self._on_each_node(_node_version).values()))
+        if not versions:
+            raise TrialbookError(f"no node of the Ray cluster at {self.address} that offers '{DOCKER}' is alive")
         return versions[0] if len(versions) == 1 else "/".join(versions)
 
     def clean_nodes(
