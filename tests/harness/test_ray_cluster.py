@@ -8,6 +8,7 @@ with these tests' run names are ever looked at or removed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -51,8 +52,26 @@ def cluster(engine):
     c.shutdown()
 
 
+MADE: list[str] = []  # the runs the current test started
+
+
 def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+    MADE.append(f"{prefix}-{uuid.uuid4().hex[:6]}")
+    return MADE[-1]
+
+
+@pytest.fixture(autouse=True)
+def sweep():
+    """After each test, passed or failed, its runs' containers go: the Docker daemon is shared. (Each test has
+    asserted that none was left before this runs: a failed one may leave some.)"""
+    yield
+    if MADE:
+        api = docker.from_env().api
+        for run in MADE:
+            for cid in leftovers_api(api, run):
+                with contextlib.suppress(docker.errors.NotFound):
+                    api.remove_container(cid, force=True)
+        MADE.clear()
 
 
 def cli(cluster, db: str, *args: str, background: bool = False):
@@ -77,8 +96,12 @@ def trials(db: str, run: str) -> list[dict]:
 
 
 def leftovers(engine: docker.DockerClient, run: str, *labels: str) -> list[str]:
+    return leftovers_api(engine.api, run, *labels)
+
+
+def leftovers_api(api: docker.APIClient, run: str, *labels: str) -> list[str]:
     """Ids of the run's containers (the low-level list: no inspect that a container removed meanwhile fails)."""
-    return [c["Id"] for c in engine.api.containers(all=True, filters={"label": [f"trialbook.run={run}", *labels]})]
+    return [c["Id"] for c in api.containers(all=True, filters={"label": [f"trialbook.run={run}", *labels]})]
 
 
 def stable(look, quiet: float = 3.0, timeout: float = 60):
