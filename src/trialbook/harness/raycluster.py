@@ -27,11 +27,12 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
+import grpc  # installed with ray
 import ray
 from ray.exceptions import RayError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from trialbook.errors import UserError
+from trialbook.errors import TrialbookError, UserError
 from trialbook.harness.config import Plan
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_trial, trial_name
 from trialbook.outcomes import classify
@@ -45,6 +46,7 @@ MB = 1024 * 1024
 NODE_LOST = "NodeLostError"  # outcomes.POLICY: infra_error, retried on another node
 CACHE = Path(tempfile.gettempdir()) / "trialbook-ray" / "tasks"
 CALL_TIMEOUT_S = 120.0
+PROBE_S = 5.0
 
 _engine: DockerEngine | None = None  # one per Ray worker process, against its node's daemon
 _engine_lock = threading.Lock()
@@ -114,14 +116,24 @@ def _node_version() -> str:
     return DockerEngine().version()
 
 
+def _where(fn: Any) -> Any:
+    """`fn` answering with the node it ran on too (a pinned task is checked to have run where it was sent)."""
+
+    def on_node(*args: Any) -> tuple[str, Any]:
+        return ray.get_runtime_context().get_node_id(), fn(*args)
+
+    return on_node
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:300] if text else type(exc).__name__
 
 
 def _reachable(address: str) -> str:
-    """The address to hand to ray.init, once its head answers on TCP: ray.init itself retries an unreachable
-    head for ever. `auto` is the cluster this machine belongs to (the file `ray start` leaves)."""
+    """The address to hand to ray.init, once its head answers there: ray.init itself retries for ever a head
+    that is down, or a port where something else listens. `auto` is the cluster this machine belongs to (the
+    file `ray start` leaves)."""
     if address == "auto":
         current = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
         if not current.is_file():
@@ -134,6 +146,16 @@ def _reachable(address: str) -> str:
         socket.create_connection((host, int(port)), timeout=5).close()
     except OSError as exc:
         raise UserError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
+    channel = grpc.insecure_channel(f"{host}:{port}")  # a Ray head (GCS or Ray Client server) speaks gRPC
+    try:
+        grpc.channel_ready_future(channel).result(timeout=PROBE_S)
+    except grpc.FutureTimeoutError:
+        raise UserError(
+            f"cannot reach the Ray cluster at {address}: something listens there but no Ray head answers"
+            f" (no gRPC handshake within {PROBE_S:g} s)"
+        ) from None
+    finally:
+        channel.close()
     return address
 
 
@@ -163,26 +185,49 @@ class RayExecutor:
         """Ids of the live nodes that run trials."""
         return [n["NodeID"] for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get(DOCKER)]
 
-    def _on_each_node(self, fn: Any, *args: Any) -> list[Any]:
-        remote = ray.remote(fn)
-        refs = [
-            remote.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(
-                *args
-            )
+    def _on_each_node(self, fn: Any, *args: Any) -> dict[str, Any]:
+        """`fn(*args)` on every live node that runs trials, one Ray task pinned to each: node id -> answer.
+
+        A node that dies before it answers (or that the head still listed as alive when it was already gone)
+        is left out: what it ran is out of reach until it joins again, when the next `clean`/`resume` covers it.
+        """
+        remote = ray.remote(_where(fn))
+        refs = {
+            node: remote.options(
+                name=fn.__name__, num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
+            ).remote(*args)
             for node in self.nodes()
-        ]
-        try:
-            return list(ray.get(refs, timeout=CALL_TIMEOUT_S))
-        except RayError as exc:
-            raise UserError(f"a Ray cluster node did not answer: {_first_line(exc)}") from None
+        }
+        answers: dict[str, Any] = {}
+        end = time.monotonic() + CALL_TIMEOUT_S
+        for node, ref in refs.items():
+            try:
+                ran_on, answers[node] = ray.get(ref, timeout=max(end - time.monotonic(), 1.0))
+            except RayTaskError as exc:  # fn itself failed there (that node's Docker daemon)
+                raise TrialbookError(f"Ray node {node[:12]}: {_first_line(exc.cause or exc)}") from None
+            except RayError as exc:
+                if node in self.nodes():
+                    raise TrialbookError(f"Ray node {node[:12]} did not answer: {_first_line(exc)}") from None
+                continue
+            if ran_on != node:  # a hard affinity never lets this happen: an answer from elsewhere proves nothing
+                raise TrialbookError(f"a task pinned to Ray node {node[:12]} ran on {ran_on[:12]}")
+        return answers
 
     def version(self) -> str:
-        versions = sorted(set(self._on_each_node(_node_version)))
+        versions = sorted(set(self._on_each_node(_node_version).values()))
+        if not versions:
+            raise TrialbookError(f"no node of the Ray cluster at {self.address} that offers '{DOCKER}' is alive")
         return versions[0] if len(versions) == 1 else "/".join(versions)
 
+    def clean_nodes(
+        self, run: str | None, images: bool = True, ledger: str | None = None
+    ) -> dict[str, tuple[int, int]]:
+        """Every node removes the run's containers (and images) from its own daemon: one Ray task per node.
+        Node id -> (containers, images) it removed."""
+        return self._on_each_node(_node_clean, run, images, ledger)
+
     def clean(self, run: str | None, images: bool = True, ledger: str | None = None) -> tuple[int, int]:
-        """Every node removes the run's containers (and images) from its own daemon: one Ray task per node."""
-        counts = self._on_each_node(_node_clean, run, images, ledger)
+        counts = self.clean_nodes(run, images, ledger).values()
         return sum(c for c, _ in counts), sum(i for _, i in counts)
 
     def close(self) -> None:
