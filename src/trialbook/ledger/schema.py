@@ -86,6 +86,14 @@ trials = Table(
 )
 # run_id only: imports append in run order, so this index stays cheap to maintain on bulk inserts.
 Index("ix_trials_run", trials.c.run_id)
+# v4 (issue 16), covering indexes: a run's counts by outcome/repo/exception and its per-task scores are
+# read from the index alone, never from the rows (whose tests/extra JSON make them large).
+SUMMARY_INDEXES = (
+    Index("ix_trials_summary", trials.c.run_id, trials.c.superseded_by, trials.c.outcome, trials.c.repo,
+          trials.c.exception, trials.c.reward),
+    Index("ix_trials_task", trials.c.run_id, trials.c.task_id, trials.c.attempt, trials.c.superseded_by,
+          trials.c.outcome, trials.c.reward, trials.c.repo),
+)  # fmt: skip
 
 # Named per-trial files (verifier log, report.json, trajectory) kept in the ledger itself.
 artifacts = Table(
@@ -153,7 +161,13 @@ def _v3_plans(conn: Connection) -> None:
     metadata.create_all(conn, tables=[plans, plan_checks])
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_identity, _v3_plans]
+def _v4_summary_indexes(conn: Connection) -> None:
+    """v4 (issue 16): the covering indexes of SUMMARY_INDEXES (a fresh ledger got them from _create_v1)."""
+    for index in SUMMARY_INDEXES:
+        index.create(conn, checkfirst=True)
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_identity, _v3_plans, _v4_summary_indexes]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -167,6 +181,14 @@ def current_version(conn: Connection) -> int:
 def migrate(conn: Connection) -> int:
     """Bring the schema to SCHEMA_VERSION inside the caller's transaction; returns the old version."""
     old = current_version(conn)
+    if old < SCHEMA_VERSION and conn.dialect.name == "sqlite":
+        # Python's sqlite3 opens a transaction only before INSERT/UPDATE/DELETE: CREATE TABLE/INDEX
+        # would each commit on their own. BEGIN IMMEDIATE makes the whole upgrade one transaction and
+        # makes a second process opening the same old ledger wait for it (then re-read the version).
+        dbapi = conn.connection.dbapi_connection
+        if dbapi is not None and not dbapi.in_transaction:  # type: ignore[attr-defined]
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            old = current_version(conn)
     if old > SCHEMA_VERSION:
         from trialbook.errors import TrialbookError
 

@@ -245,11 +245,13 @@ class Ledger:
         with self.engine.connect() as conn:
             return list(conn.execute(select(runs.c.name).order_by(runs.c.id)).scalars())
 
-    def trial_rows(self, run_id: int, current_only: bool = True) -> Iterator[TrialRow]:
-        """Trials of a run (JSON columns decoded), in insertion order."""
+    def trial_rows(self, run_id: int, current_only: bool = True, where: Any = None) -> Iterator[TrialRow]:
+        """Trials of a run (JSON columns decoded), in insertion order; `where`: a further SQL condition."""
         q = select(trials).where(trials.c.run_id == run_id)
         if current_only:
             q = q.where(trials.c.superseded_by.is_(None))
+        if where is not None:
+            q = q.where(where)
         q = q.order_by(trials.c.id)
         with self.engine.connect() as conn:
             for row in conn.execute(q).mappings():

@@ -202,24 +202,23 @@ def run_by_name(ledger: Ledger, name: str) -> RunListing:
 
 
 def run_overview(ledger: Ledger, name: str) -> RunOverview:
-    """Outcomes, tags, per-repo counts of a run's current trials from one grouped scan."""
+    """Outcomes, tags, per-repo counts of a run's current trials, each query served by one covering index
+    (schema.SUMMARY_INDEXES): the trial rows and their JSON are never read."""
     meta = ledger.run(name)
     run = RunListing(meta["id"], meta["name"], meta["kind"], meta["created"], meta["source"])
+    mine = trials.c.run_id == run.id
     q = (
-        select(trials.c.outcome, trials.c.repo, trials.c.exception, trials.c.superseded_by.is_(None),
-               func.count(), func.coalesce(func.sum(cast(case((trials.c.reward >= 1.0, 1), else_=0), Integer)), 0))
-        .where(trials.c.run_id == run.id)
-        .group_by(trials.c.outcome, trials.c.repo, trials.c.exception, trials.c.superseded_by.is_(None))
+        select(trials.c.outcome, trials.c.repo, trials.c.exception, func.count(),
+               func.coalesce(func.sum(cast(case((trials.c.reward >= 1.0, 1), else_=0), Integer)), 0))
+        .where(mine, _current)
+        .group_by(trials.c.outcome, trials.c.repo, trials.c.exception)
     )  # fmt: skip
     outcomes: Counter[str] = Counter()
     tags: Counter[str] = Counter()
     by_repo: dict[str, RepoTally] = {}
-    superseded = n_all = judged_all = resolved_all = 0
+    n_all = judged_all = resolved_all = 0
     with ledger.engine.connect() as conn:
-        for outcome, repo, exception, current, n, reward_one in conn.execute(q):
-            if not current:
-                superseded += n
-                continue
+        for outcome, repo, exception, n, reward_one in conn.execute(q):
             graded = outcome in GRADED
             resolved = reward_one if graded else 0
             outcomes[outcome] += n
@@ -232,12 +231,13 @@ def run_overview(ledger: Ledger, name: str) -> RunOverview:
             n_all += n
             judged_all += n if graded else 0
             resolved_all += resolved
-        n_tasks = conn.execute(
-            select(func.count(func.distinct(trials.c.task_id))).where(trials.c.run_id == run.id, _current)
-        ).scalar_one()
+        superseded = conn.execute(select(func.count()).where(mine, trials.c.superseded_by.is_not(None))).scalar_one()
+        # GROUP BY, not COUNT(DISTINCT): PostgreSQL then walks ix_trials_task instead of sorting the run
+        per_task = select(trials.c.task_id).where(mine, _current).group_by(trials.c.task_id).subquery()
+        n_tasks = conn.execute(select(func.count()).select_from(per_task)).scalar_one()
     return RunOverview(
         run=run, config=meta["config"], stack=meta["stack"], labels=meta["labels"],
-        counts=TrialCounts(n_all, judged_all, resolved_all), tasks=int(n_tasks), superseded=superseded,
+        counts=TrialCounts(n_all, judged_all, resolved_all), tasks=int(n_tasks), superseded=int(superseded),
         outcomes=dict(outcomes.most_common()), tags=dict(tags.most_common()),
         by_repo=dict(sorted(by_repo.items())),
     )  # fmt: skip

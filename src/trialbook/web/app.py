@@ -7,7 +7,6 @@ compare over big runs) does not block the others. Bad input (an unknown run, a b
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from starlette.applications import Starlette
@@ -37,12 +36,8 @@ def _error(exc: Exception, status: int) -> HTMLResponse:
     return _page("error.html", status, code=status, message=str(exc))
 
 
-def create_app(ledger: Ledger, warm: bool = True) -> Starlette:
-    """The app; `warm` fills the cache for the first page of runs in the background, so even the first
-    visit to a million-trial run does not wait for its full scan."""
+def create_app(ledger: Ledger) -> Starlette:
     cache = pages.RunCache()
-    if warm:
-        threading.Thread(target=pages.warm, args=(ledger, cache), name="trialbook-warm", daemon=True).start()
 
     def guarded(fn: Any) -> Any:
         def handler(request: Request) -> Response:
