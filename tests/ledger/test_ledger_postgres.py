@@ -53,6 +53,8 @@ def test_v3_ledger_migrates_to_v4_on_postgres(cli, pg, tmp_path):
     with psycopg.connect(pg) as conn:  # back to what a v3 ledger was, plus a name that blocks the 2nd index
         for name in new:
             conn.execute(f"DROP INDEX {name}")
+        conn.execute("DROP TABLE run_summary")
+        conn.execute("DROP TABLE run_stats")
         conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
         conn.execute(f"CREATE TABLE {new[1]} (x integer)")
     assert cli("runs", "--db", pg, use_db=False).exit_code != 0

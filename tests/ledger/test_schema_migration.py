@@ -36,6 +36,8 @@ def _v3_ledger(cli, db: str, tmp_path: Path) -> Path:
     with sqlite3.connect(db) as conn:
         for name in NEW:
             conn.execute(f"DROP INDEX {name}")
+        conn.execute("DROP TABLE run_summary")
+        conn.execute("DROP TABLE run_stats")
         conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     assert _version(Path(db)) == 3 and not set(NEW) & set(_indexes(Path(db)))
     return Path(db)
@@ -60,6 +62,8 @@ def test_failed_migration_leaves_the_v3_ledger_as_it_was(cli, db: str, tmp_path:
         Ledger(db)
     assert _version(path) == 3
     assert not set(NEW) & set(_indexes(path))  # the first index, created before the failure, was rolled back
+    with sqlite3.connect(path) as conn:
+        assert not conn.execute("SELECT name FROM sqlite_master WHERE name = 'run_stats'").fetchall()
     with sqlite3.connect(path) as conn:
         conn.execute(f"DROP TABLE {NEW[1]}")
     Ledger(db)

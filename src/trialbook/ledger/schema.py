@@ -143,6 +143,28 @@ plan_checks = Table(
     Column("result", Text, nullable=False),  # JSON: verdicts and the candidate count adjusted for
 )
 
+# v4 (issue 16): per-run summary numbers, computed once by the writer (ledger/summary.py explains when
+# they are exact); `serve` reads them instead of counting a million trials on every first visit.
+run_summary = Table(
+    "run_summary",
+    metadata,
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False, index=True),
+    Column("outcome", String(32), nullable=False),
+    Column("repo", String(255)),
+    Column("exception", Text),
+    Column("trials", Integer, nullable=False),  # current trials with this outcome, repo and exception
+    Column("resolved", Integer, nullable=False),  # ... of which reward >= 1.0
+)
+run_stats = Table(
+    "run_stats",
+    metadata,
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("top_id", Integer),  # fingerprint: the run's highest trial id (None: no trials) ...
+    Column("superseded", Integer, nullable=False),  # ... and its superseded trials
+    Column("tasks", Integer, nullable=False),  # distinct tasks of its current trials
+    Column("computed", String(40), nullable=False),
+)
+
 TRIAL_COLUMNS: tuple[str, ...] = tuple(c.name for c in trials.columns if c.name != "id")
 
 
@@ -161,13 +183,15 @@ def _v3_plans(conn: Connection) -> None:
     metadata.create_all(conn, tables=[plans, plan_checks])
 
 
-def _v4_summary_indexes(conn: Connection) -> None:
-    """v4 (issue 16): the covering indexes of SUMMARY_INDEXES (a fresh ledger got them from _create_v1)."""
+def _v4_summaries(conn: Connection) -> None:
+    """v4 (issue 16): the covering indexes of SUMMARY_INDEXES (a fresh ledger got them from _create_v1)
+    and run_summary/run_stats (Ledger fills them for the runs already there, in the same transaction)."""
     for index in SUMMARY_INDEXES:
         index.create(conn, checkfirst=True)
+    metadata.create_all(conn, tables=[run_summary, run_stats])
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_identity, _v3_plans, _v4_summary_indexes]
+MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_identity, _v3_plans, _v4_summaries]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -37,6 +37,7 @@ def _error(exc: Exception, status: int) -> HTMLResponse:
 
 
 def create_app(ledger: Ledger) -> Starlette:
+    pages.preload()
     cache = pages.RunCache()
 
     def guarded(fn: Any) -> Any:

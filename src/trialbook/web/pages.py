@@ -72,6 +72,19 @@ def _overview(ledger: Ledger, cache: RunCache, run: views.RunListing) -> views.R
     return overview
 
 
+def preload() -> None:
+    """What the first visit of each page would otherwise pay for: the templates compiled, the
+    computation modules imported. The server calls it once at start-up."""
+    from trialbook.audit import audit  # noqa: F401
+    from trialbook.report import training as _report_training  # noqa: F401
+    from trialbook.stats import compare, scores  # noqa: F401
+    from trialbook.training import analysis, ingest, stalls  # noqa: F401
+    from trialbook.web.render import ENV
+
+    for name in ENV.list_templates():
+        ENV.get_template(name)
+
+
 def runs_page(ledger: Ledger, cache: RunCache, kind: str | None, name: str | None, after: int) -> dict[str, Any]:
     rows, more = views.list_runs(ledger, kind or None, name or None, after, PAGE)
     counts = _counts(ledger, cache, [r.id for r in rows])
