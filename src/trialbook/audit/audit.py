@@ -114,7 +114,7 @@ class _BareGroup:
     trials: list[tuple[int, str, int]] = field(default_factory=list)  # (id, task, attempt) when it has a signature
 
 
-def _bare_groups(ledger: Ledger, run_id: int) -> list[_BareGroup]:
+def _bare_groups(ledger: Ledger, run_id: int, per_trial: bool) -> list[_BareGroup]:
     """A run's bare trials counted in SQL by (outcome, reward, repo, exception): without logs, tests or
     extra, a trial's evidence is those columns, so one `matches` per group stands for all its trials."""
     t = trials.c
@@ -127,7 +127,7 @@ def _bare_groups(ledger: Ledger, run_id: int) -> list[_BareGroup]:
                            None, None, None, None, None, None)  # fmt: skip
             ev = Evidence(row, None, None, None, None, {})
             group = _BareGroup(ev, int(n), matches(ev))
-            if group.signatures:  # signature_trials lists them one by one
+            if group.signatures and per_trial:  # signature_trials lists them one by one
                 values = (outcome, reward, repo, exception)
                 same = [c.is_(None) if v is None else c == v for c, v in zip(key, values, strict=True)]
                 q = select(t.id, t.task_id, t.attempt).where(mine, *same)
@@ -137,12 +137,19 @@ def _bare_groups(ledger: Ledger, run_id: int) -> list[_BareGroup]:
 
 
 def audit_run(
-    ledger: Ledger, run_name: str, vs: str | None = None, min_trials: int = MIN_TRIALS, jobs: int = DEFAULT_JOBS
+    ledger: Ledger,
+    run_name: str,
+    vs: str | None = None,
+    min_trials: int = MIN_TRIALS,
+    jobs: int = DEFAULT_JOBS,
+    per_trial: bool = True,
 ) -> dict[str, Any]:
+    """The audit; `per_trial=False` (the web page, which shows counts only) leaves out the trials without
+    logs from `signature_trials` and `artifact_tasks`, and so never lists a million of them."""
     run = ledger.get_run(run_name)
     other_run = ledger.get_run(vs) if vs else None
     items = list(_light(evidence(ledger, run.id, jobs, skip_bare=True)))
-    bare = _bare_groups(ledger, run.id)
+    bare = _bare_groups(ledger, run.id, per_trial)
     found = {id(ev): ev.signatures for ev in items}
     penalties = [ev for ev in items if p2p_penalty(ev)]  # a bare trial has no test statuses: never a penalty
 

@@ -90,7 +90,11 @@ def create_app(ledger: Ledger) -> Starlette:
                                "res": None, "error": None}  # fmt: skip
         if base and cands:
             try:
-                ctx.update(pages.compare_page(ledger, base, cands, min_diff, ctx["by_repo"], ctx["split"] or None))
+                named = [base, *cands, *([ctx["split"]] if ctx["split"] else [])]
+                versions = tuple(views.run_version(ledger, views.run_by_name(ledger, n).id) for n in named)
+                key = ("compare", tuple(named), versions, min_diff, ctx["by_repo"], bool(ctx["split"]))
+                split, by_repo = ctx["split"] or None, ctx["by_repo"]
+                ctx.update(cache.get(key, lambda: pages.compare_page(ledger, base, cands, min_diff, by_repo, split)))
             except UserError as exc:  # shown above the form, which stays usable
                 ctx["error"] = str(exc)
         return _page("compare.html", **ctx)

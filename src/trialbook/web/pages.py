@@ -182,7 +182,7 @@ def training_page(ledger: Ledger, name: str, bucket: int) -> dict[str, Any]:
 def audit_page(ledger: Ledger, name: str) -> dict[str, Any]:
     from trialbook.audit.audit import audit_run
 
-    a = audit_run(ledger, name, jobs=1)
+    a = audit_run(ledger, name, jobs=1, per_trial=False)
     return {"a": a, "sig_plot": plots.signatures(a)}
 
 
