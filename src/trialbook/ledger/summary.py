@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Integer, case, cast, func, literal, select, text
+from sqlalchemy import Connection, Integer, case, cast, func, select, text
 
 from trialbook.ledger.schema import run_stats, run_summary, runs, trials
 
@@ -48,7 +48,7 @@ def stale_runs(conn: Connection) -> list[tuple[int, int | None, int]]:
 def refresh(conn: Connection) -> int:
     """Recompute the summary of every stale run inside the caller's transaction; returns how many.
 
-    Each recomputation reads the covering index ix_trials_summary / ix_trials_task, not the rows."""
+    One grouped pass over the run's rows (their JSON columns are not read), once per change."""
     if conn.dialect.name == "postgresql":  # two writers refreshing one run would clash on run_stats' key
         conn.execute(text("SELECT pg_advisory_xact_lock(7355609)"))
     stale = stale_runs(conn)
@@ -56,18 +56,25 @@ def refresh(conn: Connection) -> int:
         conn.execute(run_summary.delete().where(run_summary.c.run_id == run_id))
         conn.execute(run_stats.delete().where(run_stats.c.run_id == run_id))
         resolved = func.coalesce(func.sum(cast(case((trials.c.reward >= 1.0, 1), else_=0), Integer)), 0)
-        key = (trials.c.outcome, trials.c.repo, trials.c.exception)
-        grouped = select(literal(run_id), *key, func.count(), resolved).where(trials.c.run_id == run_id, _current)
-        conn.execute(
-            run_summary.insert().from_select(
-                ["run_id", "outcome", "repo", "exception", "trials", "resolved"], grouped.group_by(*key)
-            )
-        )
-        per_task = select(trials.c.task_id).where(trials.c.run_id == run_id, _current).group_by(trials.c.task_id)
-        n_tasks = conn.execute(select(func.count()).select_from(per_task.subquery())).scalar_one()
+        key = (trials.c.task_id, trials.c.outcome, trials.c.repo, trials.c.exception)
+        # one pass, grouped by task too (a few thousand rows): the distinct tasks come from the same rows
+        q = select(*key, func.count(), resolved).where(trials.c.run_id == run_id, _current).group_by(*key)
+        cells: dict[tuple[Any, ...], list[int]] = {}
+        tasks: set[str] = set()
+        for task_id, outcome, repo, exception, n, n_resolved in conn.execute(q):
+            tasks.add(task_id)
+            cell = cells.setdefault((outcome, repo, exception), [0, 0])
+            cell[0] += int(n)
+            cell[1] += int(n_resolved)
+        if cells:
+            conn.execute(
+                run_summary.insert(),
+                [{"run_id": run_id, "outcome": o, "repo": r, "exception": e, "trials": n, "resolved": k}
+                 for (o, r, e), (n, k) in cells.items()],
+            )  # fmt: skip
         conn.execute(
             run_stats.insert().values(
-                run_id=run_id, top_id=top, superseded=superseded, tasks=int(n_tasks),
+                run_id=run_id, top_id=top, superseded=superseded, tasks=len(tasks),
                 computed=datetime.now(UTC).isoformat(timespec="seconds"),
             )
         )  # fmt: skip

@@ -184,7 +184,7 @@ def _fresh(conn: Any, run_ids: list[int]) -> set[int]:
 
 def run_counts(ledger: Ledger, run_ids: list[int]) -> dict[int, TrialCounts]:
     """Current trials, judged and resolved per run, for the runs of one page: from the stored summaries
-    where they are fresh, else counted from the covering index ix_trials_summary."""
+    where they are fresh, else counted live."""
     if not run_ids:
         return {}
     with ledger.engine.connect() as conn:
@@ -205,7 +205,8 @@ def run_counts(ledger: Ledger, run_ids: list[int]) -> dict[int, TrialCounts]:
             .where(trials.c.run_id.in_([r for r in run_ids if r not in fresh]), _current)
             .group_by(trials.c.run_id)
         )
-        got = {rid: TrialCounts(int(n), int(j), int(r)) for q in (stored, live) for rid, n, j, r in conn.execute(q)}
+        queries = (stored, live) if len(fresh) < len(run_ids) else (stored,)
+        got = {rid: TrialCounts(int(n), int(j), int(r)) for q in queries for rid, n, j, r in conn.execute(q)}
     return {rid: got.get(rid, TrialCounts(0, 0, 0)) for rid in run_ids}
 
 

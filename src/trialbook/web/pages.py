@@ -29,7 +29,7 @@ SHARE_LABELS = {
 
 class RunCache:
     """A run's counts, kept until the run gains a trial (views.run_version). Counting reads only a
-    covering index (ledger/schema.py SUMMARY_INDEXES), about 0.1 s of CPU per million trials; the
+    stored summary (ledger/summary.py) or, when that is stale, a covering index; the
     cache saves even that on the next visits."""
 
     def __init__(self) -> None:
