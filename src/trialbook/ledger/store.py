@@ -60,9 +60,6 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA busy_timeout=30000")
-    # A big import dirties the insertion points of every index on `trials` at once; with SQLite's default
-    # 2 MiB page cache they are spilled and rewritten to the WAL over and over. 64 MiB, allocated as used.
-    cur.execute("PRAGMA cache_size=-65536")
     cur.close()
 
 
