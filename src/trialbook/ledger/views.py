@@ -1,8 +1,8 @@
 """Read-only queries for `trialbook serve`: typed rows, keyset pagination, a read-only connection.
 
 The web pages need less per row than `rows.RunRow` / `rows.TrialRow` (no JSON columns decoded for a
-listing) and a run's counts from one grouped scan (`queries.run_breakdown` makes five), so a
-million-trial run costs one pass; hence these rows of their own.
+listing) and a run's counts from its stored summary (ledger/summary.py; one grouped scan when that is
+stale, where `queries.run_breakdown` makes five); hence these rows of their own.
 
 Every list is paged by id (`WHERE id > after ORDER BY id LIMIT n`), so a page costs the same on the
 millionth trial as on the first. `open_readonly` never migrates or writes: SQLite is opened with
