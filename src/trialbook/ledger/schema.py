@@ -184,7 +184,7 @@ def _v3_plans(conn: Connection) -> None:
 
 
 def _v4_summaries(conn: Connection) -> None:
-    """v4 (issue 16): the covering indexes of SUMMARY_INDEXES (a fresh ledger got them from _create_v1)
+    """v4 (issue 16): the index of SUMMARY_INDEXES (a fresh ledger got it from _create_v1)
     and run_summary/run_stats (Ledger fills them for the runs already there, in the same transaction)."""
     for index in SUMMARY_INDEXES:
         index.create(conn, checkfirst=True)

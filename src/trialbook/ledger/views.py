@@ -221,7 +221,7 @@ def run_by_name(ledger: Ledger, name: str) -> RunListing:
 
 def run_overview(ledger: Ledger, name: str) -> RunOverview:
     """Outcomes, tags, per-repo counts of a run's current trials: the stored summary (ledger/summary.py)
-    when fresh, else grouped from the covering indexes (the trial rows and their JSON are never read)."""
+    when fresh, else one grouped pass over the run's trials (their JSON columns are not read)."""
     meta = ledger.run(name)
     run = RunListing(meta["id"], meta["name"], meta["kind"], meta["created"], meta["source"])
     mine = trials.c.run_id == run.id
@@ -237,7 +237,7 @@ def run_overview(ledger: Ledger, name: str) -> RunOverview:
             superseded, n_tasks = conn.execute(
                 select(run_stats.c.superseded, run_stats.c.tasks).where(run_stats.c.run_id == run.id)
             ).one()
-        else:  # written by an older trialbook, or by a writer still at work: count live, from the covering indexes
+        else:  # written by an older trialbook, or by a writer still at work: count live
             reward_one = func.coalesce(func.sum(cast(case((trials.c.reward >= 1.0, 1), else_=0), Integer)), 0)
             key = (trials.c.outcome, trials.c.repo, trials.c.exception)
             groups = conn.execute(select(*key, func.count(), reward_one).where(mine, _current).group_by(*key)).all()
