@@ -30,3 +30,37 @@ def test_import_show_and_rollback_on_postgres(cli, pg, tmp_path):
     out2 = tmp_path / "s2.jsonl"
     assert cli("export", "s2", "--jsonl", str(out2), "--db", pg, use_db=False).exit_code == 0
     assert out.read_bytes() == out2.read_bytes()
+
+
+def test_v3_ledger_migrates_to_v4_on_postgres(cli, pg, tmp_path):
+    """The covering indexes of schema v4 arrive in one transaction on PostgreSQL too (issue 16)."""
+    import psycopg
+
+    from trialbook.ledger import schema
+    from trialbook.ledger.store import Ledger
+
+    rows = tmp_path / "t.jsonl"
+    rows.write_text("".join(json.dumps({"task_id": f"o__r-{i % 3}", "resolved": i % 2 == 0}) + "\n" for i in range(9)))
+    assert cli("import", "jsonl", str(rows), "--run", "old", "--db", pg, use_db=False).exit_code == 0
+    new = sorted(i.name for i in schema.SUMMARY_INDEXES)
+
+    def state() -> tuple[str, list[str]]:
+        with psycopg.connect(pg) as conn:
+            version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+            names = [r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'trials'")]
+        return version, sorted(set(new) & set(names))
+
+    with psycopg.connect(pg) as conn:  # back to what a v3 ledger was, plus a stray table the upgrade trips on
+        for name in new:
+            conn.execute(f"DROP INDEX {name}")
+        conn.execute("DROP TABLE run_summary")
+        conn.execute("DROP TABLE run_stats")
+        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+        conn.execute("CREATE TABLE run_stats (x integer)")
+    assert cli("runs", "--db", pg, use_db=False).exit_code != 0
+    assert state() == ("3", [])
+    with psycopg.connect(pg) as conn:
+        conn.execute("DROP TABLE run_stats")
+    Ledger(pg)
+    assert state() == ("4", new)
+    assert json.loads(cli("show", "old", "--json", "--db", pg, use_db=False).stdout)["trials"] == 9

@@ -194,7 +194,7 @@ def test_odd_run_names_round_trip_through_links(cli, db: str, tmp_path: Path) ->
     src = tmp_path / "t.jsonl"
     src.write_text('{"task_id": "a<b>&y-1", "outcome": "resolved", "reward": 1.0}\n')
     assert cli("import", "jsonl", str(src), "--run", name).exit_code == 0
-    client = TestClient(create_app(open_readonly(db), warm=False))
+    client = TestClient(create_app(open_readonly(db)))
     page = client.get("/").text
     href = re.search(r'href="(/runs/[^"]+)"', page)
     assert href is not None and name in page

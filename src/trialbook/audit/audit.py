@@ -10,10 +10,15 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
-from trialbook.audit.regrade import DEFAULT_JOBS, Evidence, evidence
+from sqlalchemy import and_, func, select
+
+from trialbook.audit.regrade import DEFAULT_JOBS, Evidence, bare_trial, evidence
 from trialbook.audit.signatures import BY_NAME, SIGNATURES, matches
+from trialbook.ledger.rows import TrialRow
+from trialbook.ledger.schema import trials
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import NOT_PASSING, is_graded, p2p_regression
 
@@ -99,51 +104,106 @@ def _light(stream: Iterator[Evidence]) -> Iterator[Evidence]:
         yield ev
 
 
+@dataclass
+class _BareGroup:
+    """Bare trials (regrade.bare_trial) sharing every column a signature check can read on them."""
+
+    ev: Evidence  # one of them (id 0, no task): what `matches` and the counts look at
+    n: int
+    signatures: list[str]
+    trials: list[tuple[int, str, int]] = field(default_factory=list)  # (id, task, attempt) when it has a signature
+
+
+def _bare_groups(ledger: Ledger, run_id: int, per_trial: bool) -> list[_BareGroup]:
+    """A run's bare trials counted in SQL by (outcome, reward, repo, exception): without logs, tests or
+    extra, a trial's evidence is those columns, so one `matches` per group stands for all its trials."""
+    t = trials.c
+    key = (t.outcome, t.reward, t.repo, t.exception)
+    mine = and_(t.run_id == run_id, t.superseded_by.is_(None), bare_trial())
+    out = []
+    with ledger.engine.connect() as conn:
+        for outcome, reward, repo, exception, n in conn.execute(select(*key, func.count()).where(mine).group_by(*key)):
+            row = TrialRow(0, run_id, "", 0, repo, outcome, reward, None, None, None, exception, None, None, None,
+                           None, None, None, None, None, None)  # fmt: skip
+            ev = Evidence(row, None, None, None, None, {})
+            group = _BareGroup(ev, int(n), matches(ev))
+            if group.signatures and per_trial:  # signature_trials lists them one by one
+                values = (outcome, reward, repo, exception)
+                same = [c.is_(None) if v is None else c == v for c, v in zip(key, values, strict=True)]
+                q = select(t.id, t.task_id, t.attempt).where(mine, *same)
+                group.trials = [(int(i), task, int(att)) for i, task, att in conn.execute(q)]
+            out.append(group)
+    return out
+
+
 def audit_run(
-    ledger: Ledger, run_name: str, vs: str | None = None, min_trials: int = MIN_TRIALS, jobs: int = DEFAULT_JOBS
+    ledger: Ledger,
+    run_name: str,
+    vs: str | None = None,
+    min_trials: int = MIN_TRIALS,
+    jobs: int = DEFAULT_JOBS,
+    per_trial: bool = True,
 ) -> dict[str, Any]:
+    """The audit; `per_trial=False` (the web page, which shows counts only) leaves out the trials without
+    logs from `signature_trials` and `artifact_tasks`, and so never lists a million of them."""
     run = ledger.get_run(run_name)
     other_run = ledger.get_run(vs) if vs else None
-    items = list(_light(evidence(ledger, run.id, jobs)))
+    items = list(_light(evidence(ledger, run.id, jobs, skip_bare=True)))
+    bare = _bare_groups(ledger, run.id, per_trial)
     found = {id(ev): ev.signatures for ev in items}
-    penalties = [ev for ev in items if p2p_penalty(ev)]
+    penalties = [ev for ev in items if p2p_penalty(ev)]  # a bare trial has no test statuses: never a penalty
 
     by_repo = Counter(ev.trial.repo or "?" for ev in penalties)
     by_test = Counter(
         (ev.trial.task_id, t) for ev in penalties for t, s in _p2p_statuses(ev).items() if s in NOT_PASSING
     )
     by_signature: dict[str, dict[str, Any]] = {}
-    n_resolved = sum(1 for ev in items if ev.recorded_resolved)
+    n_resolved = sum(1 for ev in items if ev.recorded_resolved) + sum(g.n for g in bare if g.ev.recorded_resolved)
     for sig in SIGNATURES:
         hits = [ev for ev in items if sig.name in found[id(ev)]]
+        groups = [g for g in bare if sig.name in g.signatures]
+        resolved = sum(1 for ev in hits if ev.recorded_resolved) + sum(g.n for g in groups if g.ev.recorded_resolved)
+        n_hits = len(hits) + sum(g.n for g in groups)
         pen = sum(1 for ev in penalties if sig.name in found[id(ev)])
         by_signature[sig.name] = {
             "meaning": sig.meaning,
             "artifact": sig.artifact,
-            "trials": len(hits),
-            "unresolved": sum(1 for ev in hits if not ev.recorded_resolved),
-            "resolved": sum(1 for ev in hits if ev.recorded_resolved),
-            "share_of_resolved": _share(sum(1 for ev in hits if ev.recorded_resolved), n_resolved),
+            "trials": n_hits,
+            "unresolved": n_hits - resolved,
+            "resolved": resolved,
+            "share_of_resolved": _share(resolved, n_resolved),
             "p2p_penalties": pen,
             "share_of_p2p_penalties": _share(pen, len(penalties)),
         }
-    explained = sum(1 for ev in penalties if any(BY_NAME[n].artifact for n in found[id(ev)]))
+
+    def artifact(names: list[str]) -> bool:
+        return any(BY_NAME[n].artifact for n in names)
+
+    explained = sum(1 for ev in penalties if artifact(found[id(ev)]))
     unresolved = [ev for ev in items if is_graded(ev.trial.outcome) and not ev.recorded_resolved]
-    unresolved_explained = sum(1 for ev in unresolved if any(BY_NAME[n].artifact for n in found[id(ev)]))
+    bare_unresolved = [g for g in bare if is_graded(g.ev.trial.outcome) and not g.ev.recorded_resolved]
+    n_unresolved = len(unresolved) + sum(g.n for g in bare_unresolved)
+    unresolved_explained = sum(1 for ev in unresolved if artifact(found[id(ev)]))
+    unresolved_explained += sum(g.n for g in bare_unresolved if artifact(g.signatures))
 
     suspects = _fails_in_most(items, min_trials)
     if other_run is not None:
-        suspects += _fails_here_passes_there(items, list(_light(evidence(ledger, other_run.id, jobs))), vs or "")
+        other = list(_light(evidence(ledger, other_run.id, jobs, skip_bare=True)))
+        suspects += _fails_here_passes_there(items, other, vs or "")
 
     graded = sum(1 for ev in items if is_graded(ev.trial.outcome))
+    graded += sum(g.n for g in bare if is_graded(g.ev.trial.outcome))
     with_log = sum(1 for ev in items if ev.had_log)
-    artifact_tasks = sorted({ev.trial.task_id for ev in items if any(BY_NAME[n].artifact for n in found[id(ev)])})
+    signed = [(ev.trial.id, ev.trial.task_id, ev.trial.attempt, found[id(ev)]) for ev in items if found[id(ev)]]
+    signed += [(i, task, att, g.signatures) for g in bare for i, task, att in g.trials]
+    signed.sort(key=lambda row: row[0])  # trial id order, as the trials were written
+    artifact_tasks = sorted({task for _, task, _, names in signed if artifact(names)})
     return {
         "run": run_name,
         "vs": vs,
         # "no_verifier_logs": nothing was read, so the zeros below mean "not looked at", not "clean"
         "status": "audited" if with_log else "no_verifier_logs",
-        "trials": len(items),
+        "trials": len(items) + sum(g.n for g in bare),
         "graded": graded,
         "with_log": with_log,
         "regraded_from_log": sum(1 for ev in items if ev.grade is not None),
@@ -159,13 +219,9 @@ def audit_run(
             "of_p2p_penalties": len(penalties),
             "share": _share(explained, len(penalties)),
             "unresolved": unresolved_explained,
-            "of_unresolved": len(unresolved),
+            "of_unresolved": n_unresolved,
         },
-        "signature_trials": [
-            {"task_id": ev.trial.task_id, "attempt": ev.trial.attempt, "signatures": found[id(ev)]}
-            for ev in items
-            if found[id(ev)]
-        ],
+        "signature_trials": [{"task_id": task, "attempt": att, "signatures": names} for _, task, att, names in signed],
         "suspect_tests": suspects,
         "artifact_tasks": artifact_tasks,  # tasks with an artifact signature in some trial (`--write-tasks`)
     }

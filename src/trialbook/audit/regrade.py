@@ -15,7 +15,9 @@ from functools import partial
 from multiprocessing import get_context
 from typing import TYPE_CHECKING, Any
 
-from trialbook.ledger import queries
+from sqlalchemy import and_, not_, select
+
+from trialbook.ledger import queries, schema
 from trialbook.ledger.rows import TaskLists, TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import NOT_PASSING, is_graded, is_resolved
@@ -88,12 +90,21 @@ def _mapper(jobs: int, n_logs: int) -> Iterator[Callable[..., Iterator[Any]]]:
         yield partial(pool.map, chunksize=8)
 
 
-def evidence(ledger: Ledger, run_id: int, jobs: int = 1) -> Iterator[Evidence]:
-    """Every current trial of a run with its logs and trialbook's grade of them.
+def bare_trial() -> Any:
+    """SQL: a trial with no per-test statuses, no extra and no log artifact. Its evidence holds nothing
+    but the trial's columns, so `audit` counts such trials by group in SQL instead of one by one."""
+    a, t = schema.artifacts.c, schema.trials.c
+    logged = select(a.trial_id).where(a.name.in_((*LOG_ARTIFACTS, *SIDE_ARTIFACTS)))
+    return and_(t.tests.is_(None), t.extra.is_(None), t.id.not_in(logged))
+
+
+def evidence(ledger: Ledger, run_id: int, jobs: int = 1, skip_bare: bool = False) -> Iterator[Evidence]:
+    """Every current trial of a run with its logs and trialbook's grade of them (`skip_bare`: only those
+    that are not `bare_trial`).
 
     Parsing is the cost (official logs run to megabytes); `jobs` > 1 spreads it over processes.
     """
-    trials = list(ledger.trial_rows(run_id))
+    trials = list(ledger.trial_rows(run_id, where=not_(bare_trial()) if skip_bare else None))
     known = queries.task_lists(ledger, {t.task_id for t in trials})
     with _mapper(jobs, queries.count_artifacts(ledger, run_id, LOG_ARTIFACTS)) as mapper:
         for start in range(0, len(trials), CHUNK):  # logs are large: fetch a chunk of trials at a time

@@ -86,6 +86,14 @@ trials = Table(
 )
 # run_id only: imports append in run order, so this index stays cheap to maintain on bulk inserts.
 Index("ix_trials_run", trials.c.run_id)
+# v4 (issue 16): a partial index of the superseded trials only, which makes a run's superseded count
+# (half of its summary's fingerprint, ledger/summary.py) one seek answered by the index alone. An import's
+# new rows are all current, so it costs an import nothing; covering indexes of every trial (by outcome,
+# or by task) made a 1,000,000-trial import 45% and 100% slower (benchmarks/bench_import.py).
+SUMMARY_INDEXES = (
+    Index("ix_trials_superseded", trials.c.run_id, trials.c.superseded_by,
+          sqlite_where=trials.c.superseded_by.is_not(None), postgresql_where=trials.c.superseded_by.is_not(None)),
+)  # fmt: skip
 
 # Named per-trial files (verifier log, report.json, trajectory) kept in the ledger itself.
 artifacts = Table(
@@ -135,6 +143,28 @@ plan_checks = Table(
     Column("result", Text, nullable=False),  # JSON: verdicts and the candidate count adjusted for
 )
 
+# v4 (issue 16): per-run summary numbers, computed once by the writer (ledger/summary.py explains when
+# they are exact); `serve` reads them instead of counting a million trials on every first visit.
+run_summary = Table(
+    "run_summary",
+    metadata,
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False, index=True),
+    Column("outcome", String(32), nullable=False),
+    Column("repo", String(255)),
+    Column("exception", Text),
+    Column("trials", Integer, nullable=False),  # current trials with this outcome, repo and exception
+    Column("resolved", Integer, nullable=False),  # ... of which reward >= 1.0
+)
+run_stats = Table(
+    "run_stats",
+    metadata,
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("top_id", Integer),  # fingerprint: the run's highest trial id (None: no trials) ...
+    Column("superseded", Integer, nullable=False),  # ... and its superseded trials
+    Column("tasks", Integer, nullable=False),  # distinct tasks of its current trials
+    Column("computed", String(40), nullable=False),
+)
+
 TRIAL_COLUMNS: tuple[str, ...] = tuple(c.name for c in trials.columns if c.name != "id")
 
 
@@ -153,7 +183,15 @@ def _v3_plans(conn: Connection) -> None:
     metadata.create_all(conn, tables=[plans, plan_checks])
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_identity, _v3_plans]
+def _v4_summaries(conn: Connection) -> None:
+    """v4 (issue 16): the index of SUMMARY_INDEXES (a fresh ledger got it from _create_v1)
+    and run_summary/run_stats (Ledger fills them for the runs already there, in the same transaction)."""
+    for index in SUMMARY_INDEXES:
+        index.create(conn, checkfirst=True)
+    metadata.create_all(conn, tables=[run_summary, run_stats])
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_identity, _v3_plans, _v4_summaries]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -167,6 +205,14 @@ def current_version(conn: Connection) -> int:
 def migrate(conn: Connection) -> int:
     """Bring the schema to SCHEMA_VERSION inside the caller's transaction; returns the old version."""
     old = current_version(conn)
+    if old < SCHEMA_VERSION and conn.dialect.name == "sqlite":
+        # Python's sqlite3 opens a transaction only before INSERT/UPDATE/DELETE: CREATE TABLE/INDEX
+        # would each commit on their own. BEGIN IMMEDIATE makes the whole upgrade one transaction and
+        # makes a second process opening the same old ledger wait for it (then re-read the version).
+        dbapi = conn.connection.dbapi_connection
+        if dbapi is not None and not dbapi.in_transaction:  # type: ignore[attr-defined]
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            old = current_version(conn)
     if old > SCHEMA_VERSION:
         from trialbook.errors import TrialbookError
 

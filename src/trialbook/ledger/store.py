@@ -20,7 +20,7 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, Operati
 
 from trialbook.errors import TrialbookError, UserError
 from trialbook.extras import require
-from trialbook.ledger import locks, schema
+from trialbook.ledger import locks, schema, summary
 from trialbook.ledger.rows import RunRow, TrialRow
 from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
 from trialbook.names import check_run_name
@@ -106,7 +106,8 @@ class Ledger:
             with self.engine.begin() as conn:
                 if not self.is_sqlite:  # two first opens at once must not both create the tables
                     conn.execute(text("SELECT pg_advisory_xact_lock(7355608)"))
-                schema.migrate(conn)
+                if schema.migrate(conn) < schema.SCHEMA_VERSION:
+                    summary.refresh(conn)  # an upgraded ledger's runs get their summaries in the same transaction
         except (OperationalError, DatabaseError) as exc:
             raise UserError(masked(self.url, f"cannot open ledger {masked(self.url)}: {_first(exc.orig)}")) from None
         except (ValueError, UnicodeError) as exc:  # e.g. a malformed host or port in the URL
@@ -117,6 +118,7 @@ class Ledger:
         try:
             with self.engine.begin() as conn:
                 yield conn
+                summary.refresh(conn)  # the runs this transaction changed get their summary numbers again
         # the driver's own errors too: bulk inserts run on the raw DBAPI cursor (insert_trials)
         except (SQLAlchemyError, self.engine.dialect.loaded_dbapi.Error) as exc:
             first = str(getattr(exc, "orig", None) or exc).splitlines()[0]  # never the SQL and its parameters
@@ -245,11 +247,13 @@ class Ledger:
         with self.engine.connect() as conn:
             return list(conn.execute(select(runs.c.name).order_by(runs.c.id)).scalars())
 
-    def trial_rows(self, run_id: int, current_only: bool = True) -> Iterator[TrialRow]:
-        """Trials of a run (JSON columns decoded), in insertion order."""
+    def trial_rows(self, run_id: int, current_only: bool = True, where: Any = None) -> Iterator[TrialRow]:
+        """Trials of a run (JSON columns decoded), in insertion order; `where`: a further SQL condition."""
         q = select(trials).where(trials.c.run_id == run_id)
         if current_only:
             q = q.where(trials.c.superseded_by.is_(None))
+        if where is not None:
+            q = q.where(where)
         q = q.order_by(trials.c.id)
         with self.engine.connect() as conn:
             for row in conn.execute(q).mappings():

@@ -1,8 +1,8 @@
 """Read-only queries for `trialbook serve`: typed rows, keyset pagination, a read-only connection.
 
 The web pages need less per row than `rows.RunRow` / `rows.TrialRow` (no JSON columns decoded for a
-listing) and a run's counts from one grouped scan (`queries.run_breakdown` makes five), so a
-million-trial run costs one pass; hence these rows of their own.
+listing) and a run's counts from its stored summary (ledger/summary.py; one grouped scan when that is
+stale, where `queries.run_breakdown` makes five); hence these rows of their own.
 
 Every list is paged by id (`WHERE id > after ORDER BY id LIMIT n`), so a page costs the same on the
 millionth trial as on the first. `open_readonly` never migrates or writes: SQLite is opened with
@@ -20,8 +20,8 @@ from sqlalchemy import Integer, and_, case, cast, create_engine, event, func, se
 from sqlalchemy.engine import make_url
 
 from trialbook.errors import UserError
-from trialbook.ledger import schema
-from trialbook.ledger.schema import artifacts, runs, tasks, trials
+from trialbook.ledger import schema, summary
+from trialbook.ledger.schema import artifacts, run_stats, run_summary, runs, tasks, trials
 from trialbook.ledger.store import Ledger, loads, resolve_db
 from trialbook.outcomes import GRADED
 
@@ -173,22 +173,40 @@ def run_kinds(ledger: Ledger) -> list[str]:
         return list(conn.execute(select(runs.c.kind).distinct().order_by(runs.c.kind)).scalars())
 
 
+def _fresh(conn: Any, run_ids: list[int]) -> set[int]:
+    """The runs whose stored summary (ledger/summary.py) still matches their trials: two seeks each."""
+    top, sup = summary.live_fingerprint(run_stats.c.run_id)
+    q = select(run_stats.c.run_id).where(
+        run_stats.c.run_id.in_(run_ids), run_stats.c.top_id.is_not_distinct_from(top), run_stats.c.superseded == sup
+    )
+    return set(conn.execute(q).scalars())
+
+
 def run_counts(ledger: Ledger, run_ids: list[int]) -> dict[int, TrialCounts]:
-    """Current trials, judged and resolved per run, for the runs of one page."""
+    """Current trials, judged and resolved per run, for the runs of one page: from the stored summaries
+    where they are fresh, else counted live."""
     if not run_ids:
         return {}
-    q = (
-        select(
-            trials.c.run_id,
-            func.count(),
-            func.coalesce(func.sum(cast(case((_graded, 1), else_=0), Integer)), 0),
-            func.coalesce(func.sum(cast(case((_resolved, 1), else_=0), Integer)), 0),
-        )
-        .where(trials.c.run_id.in_(run_ids), _current)
-        .group_by(trials.c.run_id)
-    )
     with ledger.engine.connect() as conn:
-        got = {rid: TrialCounts(int(n), int(j), int(r)) for rid, n, j, r in conn.execute(q)}
+        fresh = _fresh(conn, run_ids)
+        graded = run_summary.c.outcome.in_(sorted(GRADED))
+        c = run_summary.c
+        stored = select(
+            c.run_id, func.sum(c.trials), func.sum(case((graded, c.trials), else_=0)),
+            func.sum(case((graded, c.resolved), else_=0)),
+        ).where(c.run_id.in_(sorted(fresh))).group_by(c.run_id)  # fmt: skip
+        live = (
+            select(
+                trials.c.run_id,
+                func.count(),
+                func.coalesce(func.sum(cast(case((_graded, 1), else_=0), Integer)), 0),
+                func.coalesce(func.sum(cast(case((_resolved, 1), else_=0), Integer)), 0),
+            )
+            .where(trials.c.run_id.in_([r for r in run_ids if r not in fresh]), _current)
+            .group_by(trials.c.run_id)
+        )
+        queries = (stored, live) if len(fresh) < len(run_ids) else (stored,)
+        got = {rid: TrialCounts(int(n), int(j), int(r)) for q in queries for rid, n, j, r in conn.execute(q)}
     return {rid: got.get(rid, TrialCounts(0, 0, 0)) for rid in run_ids}
 
 
@@ -202,24 +220,32 @@ def run_by_name(ledger: Ledger, name: str) -> RunListing:
 
 
 def run_overview(ledger: Ledger, name: str) -> RunOverview:
-    """Outcomes, tags, per-repo counts of a run's current trials from one grouped scan."""
+    """Outcomes, tags, per-repo counts of a run's current trials: the stored summary (ledger/summary.py)
+    when fresh, else one grouped pass over the run's trials (their JSON columns are not read)."""
     meta = ledger.run(name)
     run = RunListing(meta["id"], meta["name"], meta["kind"], meta["created"], meta["source"])
-    q = (
-        select(trials.c.outcome, trials.c.repo, trials.c.exception, trials.c.superseded_by.is_(None),
-               func.count(), func.coalesce(func.sum(cast(case((trials.c.reward >= 1.0, 1), else_=0), Integer)), 0))
-        .where(trials.c.run_id == run.id)
-        .group_by(trials.c.outcome, trials.c.repo, trials.c.exception, trials.c.superseded_by.is_(None))
-    )  # fmt: skip
+    mine = trials.c.run_id == run.id
     outcomes: Counter[str] = Counter()
     tags: Counter[str] = Counter()
     by_repo: dict[str, RepoTally] = {}
-    superseded = n_all = judged_all = resolved_all = 0
+    n_all = judged_all = resolved_all = 0
     with ledger.engine.connect() as conn:
-        for outcome, repo, exception, current, n, reward_one in conn.execute(q):
-            if not current:
-                superseded += n
-                continue
+        if run.id in _fresh(conn, [run.id]):
+            c = run_summary.c
+            q = select(c.outcome, c.repo, c.exception, c.trials, c.resolved).where(c.run_id == run.id)
+            groups = conn.execute(q).all()
+            superseded, n_tasks = conn.execute(
+                select(run_stats.c.superseded, run_stats.c.tasks).where(run_stats.c.run_id == run.id)
+            ).one()
+        else:  # written by an older trialbook, or by a writer still at work: count live
+            reward_one = func.coalesce(func.sum(cast(case((trials.c.reward >= 1.0, 1), else_=0), Integer)), 0)
+            key = (trials.c.outcome, trials.c.repo, trials.c.exception)
+            groups = conn.execute(select(*key, func.count(), reward_one).where(mine, _current).group_by(*key)).all()
+            sup = select(func.count()).where(mine, trials.c.superseded_by.is_not(None))
+            superseded = conn.execute(sup).scalar_one()
+            per_task = select(trials.c.task_id).where(mine, _current).group_by(trials.c.task_id).subquery()
+            n_tasks = conn.execute(select(func.count()).select_from(per_task)).scalar_one()
+        for outcome, repo, exception, n, reward_one in groups:
             graded = outcome in GRADED
             resolved = reward_one if graded else 0
             outcomes[outcome] += n
@@ -232,12 +258,9 @@ def run_overview(ledger: Ledger, name: str) -> RunOverview:
             n_all += n
             judged_all += n if graded else 0
             resolved_all += resolved
-        n_tasks = conn.execute(
-            select(func.count(func.distinct(trials.c.task_id))).where(trials.c.run_id == run.id, _current)
-        ).scalar_one()
     return RunOverview(
         run=run, config=meta["config"], stack=meta["stack"], labels=meta["labels"],
-        counts=TrialCounts(n_all, judged_all, resolved_all), tasks=int(n_tasks), superseded=superseded,
+        counts=TrialCounts(n_all, judged_all, resolved_all), tasks=int(n_tasks), superseded=int(superseded),
         outcomes=dict(outcomes.most_common()), tags=dict(tags.most_common()),
         by_repo=dict(sorted(by_repo.items())),
     )  # fmt: skip

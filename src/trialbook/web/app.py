@@ -7,7 +7,6 @@ compare over big runs) does not block the others. Bad input (an unknown run, a b
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from starlette.applications import Starlette
@@ -37,12 +36,9 @@ def _error(exc: Exception, status: int) -> HTMLResponse:
     return _page("error.html", status, code=status, message=str(exc))
 
 
-def create_app(ledger: Ledger, warm: bool = True) -> Starlette:
-    """The app; `warm` fills the cache for the first page of runs in the background, so even the first
-    visit to a million-trial run does not wait for its full scan."""
+def create_app(ledger: Ledger) -> Starlette:
+    pages.preload()
     cache = pages.RunCache()
-    if warm:
-        threading.Thread(target=pages.warm, args=(ledger, cache), name="trialbook-warm", daemon=True).start()
 
     def guarded(fn: Any) -> Any:
         def handler(request: Request) -> Response:
@@ -94,7 +90,11 @@ def create_app(ledger: Ledger, warm: bool = True) -> Starlette:
                                "res": None, "error": None}  # fmt: skip
         if base and cands:
             try:
-                ctx.update(pages.compare_page(ledger, base, cands, min_diff, ctx["by_repo"], ctx["split"] or None))
+                named = [base, *cands, *([ctx["split"]] if ctx["split"] else [])]
+                versions = tuple(views.run_version(ledger, views.run_by_name(ledger, n).id) for n in named)
+                key = ("compare", tuple(named), versions, min_diff, ctx["by_repo"], bool(ctx["split"]))
+                split, by_repo = ctx["split"] or None, ctx["by_repo"]
+                ctx.update(cache.get(key, lambda: pages.compare_page(ledger, base, cands, min_diff, by_repo, split)))
             except UserError as exc:  # shown above the form, which stays usable
                 ctx["error"] = str(exc)
         return _page("compare.html", **ctx)

@@ -28,8 +28,9 @@ SHARE_LABELS = {
 
 
 class RunCache:
-    """A run's counts, kept until the run gains a trial (views.run_version); the server only reads,
-    so a full scan of a million-trial run happens once per change, not once per request."""
+    """A run's counts, kept until the run gains a trial (views.run_version). Counting reads only a
+    stored summary (ledger/summary.py) or, when that is stale, one grouped pass over the run; the
+    cache saves even that on the next visits."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -38,6 +39,10 @@ class RunCache:
     def put(self, key: Any, value: Any) -> None:
         with self._lock:
             self._items[key] = value
+
+    def peek(self, key: Any) -> Any:
+        with self._lock:
+            return self._items.get(key)
 
     def get(self, key: Any, compute: Any) -> Any:
         with self._lock:
@@ -49,9 +54,15 @@ class RunCache:
         return value
 
 
-def _counts(ledger: Ledger, cache: RunCache, run_id: int) -> views.TrialCounts:
-    key = ("counts", *views.run_version(ledger, run_id))
-    return cache.get(key, lambda: views.run_counts(ledger, [run_id])[run_id])
+def _counts(ledger: Ledger, cache: RunCache, run_ids: list[int]) -> dict[int, views.TrialCounts]:
+    """Counts of a page of runs: the cached ones, the rest from one grouped query."""
+    keys = {rid: ("counts", *views.run_version(ledger, rid)) for rid in run_ids}
+    out = {rid: cache.peek(key) for rid, key in keys.items()}
+    missing = [rid for rid, c in out.items() if c is None]
+    for rid, counts in views.run_counts(ledger, missing).items():
+        cache.put(keys[rid], counts)
+        out[rid] = counts
+    return out  # type: ignore[return-value]
 
 
 def _overview(ledger: Ledger, cache: RunCache, run: views.RunListing) -> views.RunOverview:
@@ -61,18 +72,22 @@ def _overview(ledger: Ledger, cache: RunCache, run: views.RunListing) -> views.R
     return overview
 
 
-def warm(ledger: Ledger, cache: RunCache) -> None:
-    """Compute the counts and overviews of the first page of runs (what a visitor opens first)."""
-    try:
-        for run in views.list_runs(ledger, limit=PAGE)[0]:
-            _overview(ledger, cache, run)
-    except Exception:  # noqa: BLE001 - a best-effort warm-up; the page computes (and reports) it on demand
-        return
+def preload() -> None:
+    """What the first visit of each page would otherwise pay for: the templates compiled, the
+    computation modules imported. The server calls it once at start-up."""
+    from trialbook.audit import audit  # noqa: F401
+    from trialbook.report import training as _report_training  # noqa: F401
+    from trialbook.stats import compare, scores  # noqa: F401
+    from trialbook.training import analysis, ingest, stalls  # noqa: F401
+    from trialbook.web.render import ENV
+
+    for name in ENV.list_templates():
+        ENV.get_template(name)
 
 
 def runs_page(ledger: Ledger, cache: RunCache, kind: str | None, name: str | None, after: int) -> dict[str, Any]:
     rows, more = views.list_runs(ledger, kind or None, name or None, after, PAGE)
-    counts = {r.id: _counts(ledger, cache, r.id) for r in rows}
+    counts = _counts(ledger, cache, [r.id for r in rows])
     return {
         "rows": rows, "counts": counts, "kinds": views.run_kinds(ledger), "kind": kind or "", "name": name or "",
         "next_after": rows[-1].id if more and rows else None, "after": after,
@@ -167,7 +182,7 @@ def training_page(ledger: Ledger, name: str, bucket: int) -> dict[str, Any]:
 def audit_page(ledger: Ledger, name: str) -> dict[str, Any]:
     from trialbook.audit.audit import audit_run
 
-    a = audit_run(ledger, name, jobs=1)
+    a = audit_run(ledger, name, jobs=1, per_trial=False)
     return {"a": a, "sig_plot": plots.signatures(a)}
 
 
