@@ -9,13 +9,9 @@ import typer
 
 from trialbook.cli.common import Db, Json, Replace, RunName, app, done, emit
 from trialbook.errors import UserError
-from trialbook.importers.harbor import import_harbor
-from trialbook.importers.jsonl import export_jsonl, import_jsonl
-from trialbook.importers.swebench import import_swebench
-from trialbook.ledger.store import Ledger
-from trialbook.report import tables
-from trialbook.stats.summary import run_summary, runs_summary
-from trialbook.training.ingest import import_steps
+
+# Every command imports what it needs inside its body: `runs` and `show` must not pay for the
+# importers (pydantic records, msgspec, file parsers) at start-up.
 
 import_app = typer.Typer(help="Import trials from other tools into the ledger.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
@@ -30,6 +26,9 @@ def import_jsonl_cmd(
     db: Db = None,
 ) -> None:
     """One trial per line (the format `export` writes)."""
+    from trialbook.importers.jsonl import import_jsonl
+    from trialbook.ledger.store import Ledger
+
     if kind not in ("eval", "train", "validate"):
         raise UserError(f"--kind must be eval, train or validate, not {kind!r}")
     n = import_jsonl(Ledger(db), file, run, kind=kind, replace=replace)
@@ -44,6 +43,9 @@ def import_steps_cmd(
     db: Db = None,
 ) -> None:
     """One JSON object per optimizer step: step, started_at, finished_at and numeric metrics."""
+    from trialbook.ledger.store import Ledger
+    from trialbook.training.ingest import import_steps
+
     n = import_steps(Ledger(db), file, run, replace=replace)
     done(f"imported {n} steps into run '{run}'")
 
@@ -60,6 +62,9 @@ def import_swebench_cmd(
     db: Db = None,
 ) -> None:
     """A SWE-bench results file: every instance is a trial, resolved or not."""
+    from trialbook.importers.swebench import import_swebench
+    from trialbook.ledger.store import Ledger
+
     name, n = import_swebench(Ledger(db), results, instances, run_name=run, logs=logs, replace=replace)
     done(f"imported {n} trials into run '{name}'")
 
@@ -67,6 +72,9 @@ def import_swebench_cmd(
 @import_app.command("harbor")
 def import_harbor_cmd(job_dir: Path, run: RunName = None, replace: Replace = False, db: Db = None) -> None:
     """A Harbor job folder (one sub-folder per trial with result.json)."""
+    from trialbook.importers.harbor import import_harbor
+    from trialbook.ledger.store import Ledger
+
     name, n = import_harbor(Ledger(db), job_dir, run_name=run, replace=replace)
     done(f"imported {n} trials into run '{name}'")
 
@@ -74,12 +82,20 @@ def import_harbor_cmd(job_dir: Path, run: RunName = None, replace: Replace = Fal
 @app.command("runs")
 def runs_cmd(as_json: Json = False, db: Db = None) -> None:
     """List runs with their resolved rates."""
+    from trialbook.ledger.store import Ledger
+    from trialbook.report import tables
+    from trialbook.stats.summary import runs_summary
+
     emit(runs_summary(Ledger(db)), as_json, tables.print_runs)
 
 
 @app.command("show")
 def show_cmd(run: str, as_json: Json = False, db: Db = None) -> None:
     """One run: rate, judged count, outcomes, tags, per-repo rates, stack."""
+    from trialbook.ledger.store import Ledger
+    from trialbook.report import tables
+    from trialbook.stats.summary import run_summary
+
     emit(run_summary(Ledger(db), run), as_json, tables.print_show)
 
 
@@ -90,6 +106,9 @@ def export_cmd(
     db: Db = None,
 ) -> None:
     """Write a run's current trials as JSONL."""
+    from trialbook.importers.jsonl import export_jsonl
+    from trialbook.ledger.store import Ledger
+
     try:
         n = export_jsonl(Ledger(db), run, jsonl)
     except OSError as exc:

@@ -9,10 +9,9 @@ from typing import Annotated
 import typer
 
 from trialbook.cli.common import Db, Json, app, done, emit
-from trialbook.ledger.store import Ledger
-from trialbook.report import compare as render
 
-# numpy/scipy are imported inside the commands: `trialbook --help` and other commands stay fast.
+# The ledger (SQLAlchemy), numpy/scipy and rich are imported inside the commands: `--help` and
+# every other command stay fast.
 
 MinDiff = Annotated[float, typer.Option("--min-diff", help="Smallest gain (pp) worth claiming.")]
 
@@ -36,6 +35,8 @@ def compare_cmd(
     db: Db = None,
 ) -> None:
     """Paired comparison of candidates against a baseline over tasks graded in both."""
+    from trialbook.ledger.store import Ledger
+    from trialbook.report import compare as render
     from trialbook.stats.compare import compare
 
     res = compare(Ledger(db), base, candidates, exclude_repo or [], split, min_diff, picked_from, by_repo, bootstrap)
@@ -58,6 +59,8 @@ def plan_cmd(
     db: Db = None,
 ) -> None:
     """Half-width, minimum detectable effect and tasks needed, for K = 1, 2, 4, 8, 16."""
+    from trialbook.ledger.store import Ledger
+    from trialbook.report import compare as render
     from trialbook.stats.power import plan
 
     ledger = Ledger(db) if from_run else None
@@ -95,6 +98,8 @@ def prereg_check_cmd(
     db: Db = None,
 ) -> None:
     """The preregistered verdict on held-out tasks (the in-pool result is shown as secondary)."""
+    from trialbook.ledger.store import Ledger
     from trialbook.prereg.plan import check_plan
+    from trialbook.report import compare as render
 
     emit(check_plan(Ledger(db), plan_file, base, cand), as_json, render.print_prereg_check)

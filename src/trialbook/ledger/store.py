@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, func, select
 from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
@@ -22,7 +22,9 @@ from trialbook.extras import require
 from trialbook.ledger import schema
 from trialbook.ledger.rows import RunRow, TrialRow
 from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
-from trialbook.records import Run, Task, Trial
+
+if TYPE_CHECKING:  # annotations only: `runs`/`show` must not import pydantic at start-up
+    from trialbook.records import Run, Task, Trial
 
 DEFAULT_DB = "trialbook.db"
 
