@@ -13,6 +13,7 @@ Nothing here imports the rest of trialbook, so every layer may ask these tables.
 from __future__ import annotations
 
 import json
+import math
 from enum import StrEnum
 from typing import Literal, NamedTuple
 
@@ -80,8 +81,10 @@ POLICY: dict[str, Rule] = {
     "OutputLengthExceededError": Rule(Outcome.CONTEXT_OVERFLOW, False, True, "Harbor: output length exceeded"),
     "FormatError": Rule(Outcome.FORMAT_ERROR, False, True, "model output not parseable"),
     "NonZeroAgentExitCodeError": Rule(None, False, True, "Harbor: agent process failed; its sandbox is graded"),
-    "VerifierTimeoutError": Rule(Outcome.VERIFIER_TIMEOUT, False, False, "test.sh ran past its timeout: no grade"),
+    "VerifierTimeoutError": Rule(Outcome.VERIFIER_TIMEOUT, False, False, "test.sh past its timeout twice: no grade"),
     "RewardFileNotFoundError": Rule(Outcome.INFRA_ERROR, False, False, "test.sh wrote no reward and has no test lists"),
+    "SandboxLimitError": Rule(Outcome.INFRA_ERROR, False, False, "verifier hit task.toml memory_mb/pids_limit"),
+    "IsolationError": Rule(Outcome.INFRA_ERROR, False, False, "agent's diff not carried to the verifier (workdir/git)"),
     "DaemonError": Rule(Outcome.INFRA_ERROR, True, False, "Docker daemon/API error"),
     "ImageBuildError": Rule(Outcome.INFRA_ERROR, True, False, "task image missing or its build failed"),
     "ContainerStartError": Rule(Outcome.INFRA_ERROR, True, False, "sandbox container did not start"),
@@ -162,9 +165,10 @@ def parse_reward(files: dict[str, str]) -> float | None:
     text = files.get("reward.txt", "").strip()
     if text:
         try:
-            return float(text.split()[0])
+            value = float(text.split()[0])
         except ValueError:
             return None
+        return value if math.isfinite(value) else None  # 1e999 is not a reward
     raw = files.get("reward.json")
     if raw is None:
         return None
@@ -172,9 +176,8 @@ def parse_reward(files: dict[str, str]) -> float | None:
         data = json.loads(raw)
     except json.JSONDecodeError:
         return None
-    if isinstance(data, dict):
-        return pick_reward(data)
-    return float(data) if isinstance(data, int | float) else None
+    value = pick_reward(data) if isinstance(data, dict) else data
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 
 # ---- per-test statuses and the P2P-regression rule -------------------------------------------------

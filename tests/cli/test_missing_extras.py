@@ -133,3 +133,19 @@ for args in {commands!r}:
         if "--json" in command:
             assert json.loads(stdout), args
     assert json.loads(results[-1][3])["buckets"]
+
+
+def test_regrading_logs_without_the_swebench_extra(tmp_path: Path) -> None:
+    """Grading a verifier log needs swebench's parsers: one line naming the extra, and the ledger untouched."""
+    from paths import SWE
+
+    logs = SWE / "logs" / "20240620_sweagent_claude3.5sonnet"
+    db = str(tmp_path / "ledger.db")
+    imported = cli_blocked(["swebench"], "import", "swebench", str(logs / "results.json"), "--instances",
+                           str(SWE / "instances.jsonl"), "--logs", str(logs), "--run", "s", "--db", db)  # fmt: skip
+    assert imported.returncode == 0, imported.stderr
+    for command in ("regrade", "audit"):
+        res = cli_blocked(["swebench"], command, "s", "--db", db)
+        assert res.returncode == 2, (command, res.stderr)
+        assert res.stderr == ("error: grading test logs with swebench's parsers needs the swebench extra: "
+                              "pip install 'trialbook[swebench]'\n"), command

@@ -29,17 +29,18 @@ TASK_VAR = "declared"
 """
 
 SOLVE = """#!/bin/bash
-# what the agent sees: its directory, the declared variable, and the shell set-up
-printf '%s|%s|%s|%s\\n' "$PWD" "$TASK_VAR" "$FROM_SETUP" "${PATH%%:*}" > /tmp/agent-saw.txt
+# what the agent sees: its directory, the declared variable, and the shell set-up (kept in the
+# working tree: only its diff reaches the verifier)
+printf '%s|%s|%s|%s\\n' "$PWD" "$TASK_VAR" "$FROM_SETUP" "${PATH%%:*}" > agent-saw.txt
 """
 
 TEST = """#!/bin/bash
 mkdir -p /logs/verifier
 expected="/srv/repo|declared|activated|/opt/venv/bin"
-if [ "$(cat /tmp/agent-saw.txt 2>/dev/null)" = "$expected" ] && [ "$FROM_SETUP" = activated ]; then
+if [ "$(cat /srv/repo/agent-saw.txt 2>/dev/null)" = "$expected" ] && [ "$FROM_SETUP" = activated ]; then
   echo 1 > /logs/verifier/reward.txt
 else
-  echo "agent saw: $(cat /tmp/agent-saw.txt 2>/dev/null); verifier FROM_SETUP=$FROM_SETUP" >&2
+  echo "agent saw: $(cat /srv/repo/agent-saw.txt 2>/dev/null); verifier FROM_SETUP=$FROM_SETUP" >&2
   echo 0 > /logs/verifier/reward.txt
 fi
 """

@@ -113,6 +113,7 @@ def audit_run(
         (ev.trial.task_id, t) for ev in penalties for t, s in _p2p_statuses(ev).items() if s in NOT_PASSING
     )
     by_signature: dict[str, dict[str, Any]] = {}
+    n_resolved = sum(1 for ev in items if ev.recorded_resolved)
     for sig in SIGNATURES:
         hits = [ev for ev in items if sig.name in found[id(ev)]]
         pen = sum(1 for ev in penalties if sig.name in found[id(ev)])
@@ -121,6 +122,8 @@ def audit_run(
             "artifact": sig.artifact,
             "trials": len(hits),
             "unresolved": sum(1 for ev in hits if not ev.recorded_resolved),
+            "resolved": sum(1 for ev in hits if ev.recorded_resolved),
+            "share_of_resolved": _share(sum(1 for ev in hits if ev.recorded_resolved), n_resolved),
             "p2p_penalties": pen,
             "share_of_p2p_penalties": _share(pen, len(penalties)),
         }

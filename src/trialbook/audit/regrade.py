@@ -13,13 +13,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from multiprocessing import get_context
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trialbook.ledger import queries
 from trialbook.ledger.rows import TaskLists, TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import NOT_PASSING, is_graded, is_resolved
-from trialbook.verify.grading import GradeResult, grade_parsed, parse_status_map
+
+if TYPE_CHECKING:
+    from trialbook.verify.grading import GradeResult
 
 # Artifact names that hold a verifier's test output, most specific first
 # (`import swebench --logs` stores test_output.txt; Harbor-style verifiers write test-stdout.txt).
@@ -71,6 +73,8 @@ def _first(files: dict[str, str], names: tuple[str, ...]) -> str | None:
 
 
 def _parse(args: tuple[str, str | None, str]) -> tuple[dict[str, str], str | None]:
+    from trialbook.verify.grading import parse_status_map
+
     return parse_status_map(*args)
 
 
@@ -103,6 +107,8 @@ def evidence(ledger: Ledger, run_id: int, jobs: int = 1) -> Iterator[Evidence]:
                 repo = (lists.repo if lists else None) or trial.repo
                 rows.append((trial, lists, log, _first(files, SIDE_ARTIFACTS), repo))
             todo = [(log, repo, t.task_id) for t, lists, log, _, repo in rows if log is not None and lists]
+            if todo:  # only grading a log needs the swebench extra
+                from trialbook.verify.grading import grade_parsed
             parsed = iter(mapper(_parse, todo))
             for trial, lists, log, side, repo in rows:
                 grade, status_map = None, {}

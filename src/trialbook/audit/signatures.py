@@ -72,6 +72,11 @@ def _patch_failed(ev: Evidence) -> bool:
     return ev.grade is not None and ev.grade.marker == "patch_apply_failed"
 
 
+def _test_infra_changed(ev: Evidence) -> bool:
+    extra = ev.trial.get("extra") or {}
+    return isinstance(extra, dict) and "test_infra_changed" in (extra.get("tags") or [])
+
+
 class Signature(NamedTuple):
     name: str
     meaning: str
@@ -140,6 +145,13 @@ SIGNATURES: tuple[Signature, ...] = (
         False,
         (r">>>>> Patch Apply Failed", r"error: patch failed: ", r"Patch Apply Failed"),
         check=_patch_failed,
+    ),
+    Signature(
+        "test_infra_changed",
+        "the agent's diff changed test infrastructure (conftest.py, pytest/tox settings, the task's tests);"
+        " the harness graded it as usual and again without those files (harness/isolation.py)",
+        False,
+        check=_test_infra_changed,
     ),
 )
 

@@ -47,3 +47,9 @@ def main() -> None:
     except TrialbookError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
+    except Exception as exc:  # a read from a damaged ledger (sqlalchemy's DBAPIError): one line, never the SQL
+        orig = getattr(exc, "orig", None)
+        if orig is None or not type(exc).__module__.startswith("sqlalchemy"):
+            raise
+        typer.echo(f"error: ledger read failed: {(str(orig).splitlines() or ['?'])[0]}", err=True)
+        sys.exit(1)

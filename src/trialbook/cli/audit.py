@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, app, comma_list, emit
+from trialbook.cli.common import Db, Json, RunArg, app, comma_list, emit
 from trialbook.errors import UserError
 from trialbook.extras import require
 from trialbook.ledger.store import Ledger
@@ -33,7 +33,7 @@ Jobs = Annotated[int | None, typer.Option("--jobs", min=1, help="Processes parsi
 
 
 @app.command("regrade")
-def regrade_cmd(run: str, jobs: Jobs = None, as_json: Json = False, db: Db = None) -> None:
+def regrade_cmd(run: RunArg, jobs: Jobs = None, as_json: Json = False, db: Db = None) -> None:
     """Re-grade every trial that has a verifier log with trialbook's grader; list disagreements."""
     from trialbook.audit.regrade import DEFAULT_JOBS, regrade_run
 
@@ -42,7 +42,7 @@ def regrade_cmd(run: str, jobs: Jobs = None, as_json: Json = False, db: Db = Non
 
 @app.command("audit")
 def audit_cmd(
-    run: str,
+    run: RunArg,
     vs: Annotated[str | None, typer.Option("--vs", help="Also list P2P tests failing here but passing there.")] = None,
     min_trials: Annotated[
         int, typer.Option("--min-trials", help="Trials a test must run in before 'fails in most' applies.")

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Annotated, Any
 
 import typer
+
+from trialbook.names import check_run_name
 
 app = typer.Typer(
     help="Run agent trials, keep them in one ledger, compare runs with honest statistics.",
@@ -22,7 +25,18 @@ Db = Annotated[
 ]
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 Replace = Annotated[bool, typer.Option("--replace", help="Overwrite a run of the same name.")]
-RunName = Annotated[str | None, typer.Option("--run", help="Run name (default: from the source).")]
+
+
+def valid_run(value: Any) -> Any:
+    """Typer callback: every run name given on the command line passes names.check_run_name."""
+    for name in value if isinstance(value, list | tuple) else [value]:
+        if name is not None:
+            check_run_name(name)
+    return value
+
+
+RunName = Annotated[str | None, typer.Option("--run", help="Run name (default: from the source).", callback=valid_run)]
+RunArg = Annotated[str, typer.Argument(help="Run name.", callback=valid_run)]
 
 
 def comma_list(text: str | None) -> list[str] | None:
@@ -30,10 +44,20 @@ def comma_list(text: str | None) -> list[str] | None:
     return [item.strip() for item in text.split(",") if item.strip()] if text else None
 
 
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def emit(data: Any, as_json: bool, human: Any) -> None:
     """JSON on stdout (and nothing else) with --json, else the human renderer."""
-    if as_json:
-        sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    if as_json:  # strict JSON: a non-finite number (from an older ledger) is null, never `Infinity`
+        sys.stdout.write(json.dumps(_finite(data), indent=2, default=str, allow_nan=False) + "\n")
     else:
         human(data)
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, Replace, RunName, app, done, emit
+from trialbook.cli.common import Db, Json, Replace, RunArg, RunName, app, done, emit, valid_run
 from trialbook.errors import UserError
 
 # Every command imports what it needs inside its body: `runs` and `show` must not pay for the
@@ -20,7 +20,7 @@ app.add_typer(import_app, name="import")
 @import_app.command("jsonl")
 def import_jsonl_cmd(
     file: Path,
-    run: Annotated[str, typer.Option("--run", help="Run name.")],
+    run: Annotated[str, typer.Option("--run", help="Run name.", callback=valid_run)],
     kind: Annotated[str, typer.Option("--kind", help="eval or train.")] = "eval",
     replace: Replace = False,
     db: Db = None,
@@ -38,7 +38,9 @@ def import_jsonl_cmd(
 @import_app.command("steps")
 def import_steps_cmd(
     file: Path,
-    run: Annotated[str, typer.Option("--run", help="The training run the steps belong to (must exist).")],
+    run: Annotated[
+        str, typer.Option("--run", help="The training run the steps belong to (must exist).", callback=valid_run)
+    ],
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite the run's existing steps.")] = False,
     db: Db = None,
 ) -> None:
@@ -90,7 +92,7 @@ def runs_cmd(as_json: Json = False, db: Db = None) -> None:
 
 
 @app.command("show")
-def show_cmd(run: str, as_json: Json = False, db: Db = None) -> None:
+def show_cmd(run: RunArg, as_json: Json = False, db: Db = None) -> None:
     """One run: rate, judged count, outcomes, tags, per-repo rates, stack."""
     from trialbook.ledger.store import Ledger
     from trialbook.report import tables
@@ -101,7 +103,7 @@ def show_cmd(run: str, as_json: Json = False, db: Db = None) -> None:
 
 @app.command("export")
 def export_cmd(
-    run: str,
+    run: RunArg,
     jsonl: Annotated[Path, typer.Option("--jsonl", help="Output file (the `import jsonl` format).")],
     db: Db = None,
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from trialbook.agents.base import agent_options
-from trialbook.cli.common import Db, Json, Replace, app, comma_list, done, emit
+from trialbook.cli.common import Db, Json, Replace, RunArg, app, comma_list, done, emit, valid_run
 from trialbook.harness.config import RunConfig, Tally
 from trialbook.harness.paths import DEFAULT_RUNS_DIR
 from trialbook.harness.policy import policy_rows
@@ -29,6 +30,8 @@ Multiplier = Annotated[
 
 def _finish(ledger: Ledger, name: str, tally: Tally, as_json: bool) -> None:
     extra = " (stopped at --deadline; stragglers recorded incomplete)" if tally.deadline_hit else ""
+    if tally.folder_warnings:
+        extra += f"; {tally.folder_warnings} trial folder(s) not written (see each trial's extra.warnings)"
     done(f"run '{name}': {tally.done} trials recorded, {tally.resolved} resolved, {tally.errors} errors{extra}")
     emit(run_summary(ledger, name), as_json, tables.print_show)
 
@@ -43,7 +46,7 @@ RunsDir = Annotated[Path, typer.Option("--runs-dir", help="Where runs/<run>/<tri
 def run_cmd(
     tasks_dir: Path,
     agent: Annotated[str, typer.Option("--agent", help="oracle, nop or mini (an LLM).")],
-    run: Annotated[str, typer.Option("--run", help="Run name.")],
+    run: Annotated[str, typer.Option("--run", help="Run name.", callback=valid_run)],
     attempts: Annotated[int, typer.Option("--attempts", min=1, help="Attempts per task.")] = 1,
     concurrency: Concurrency = 1,
     timeout_multiplier: Multiplier = None,
@@ -92,7 +95,7 @@ def run_cmd(
 
 
 @app.command("resume")
-def resume_cmd(run: str, as_json: Json = False, db: Db = None) -> None:
+def resume_cmd(run: RunArg, as_json: Json = False, db: Db = None) -> None:
     """After a crash or kill -9: remove leftover containers, run exactly the trials with no record."""
     ledger = Ledger(db)
     tally, removed = resume_run(ledger, run)
@@ -102,7 +105,7 @@ def resume_cmd(run: str, as_json: Json = False, db: Db = None) -> None:
 
 @app.command("rerun")
 def rerun_cmd(
-    run: str,
+    run: RunArg,
     where: Annotated[str, typer.Option("--where", help="Outcome to re-run, e.g. agent_timeout.")],
     timeout_multiplier: Multiplier = None,
     as_json: Json = False,
@@ -115,9 +118,15 @@ def rerun_cmd(
 
 
 @app.command("clean")
-def clean_cmd(run: Annotated[str | None, typer.Option("--run", help="Only this run.")] = None) -> None:
+def clean_cmd(
+    run: Annotated[str | None, typer.Option("--run", help="Only this run.", callback=valid_run)] = None,
+    db: Annotated[
+        str | None, typer.Option("--db", help="Only the containers this ledger's runs started [env TRIALBOOK_DB].")
+    ] = None,
+) -> None:
     """Remove every container (and image built for a run) carrying trialbook labels."""
-    containers, images = clean(run)
+    target = db or os.environ.get("TRIALBOOK_DB")
+    containers, images = clean(run, Ledger(target) if target else None)
     done(f"removed {containers} container(s) and {images} image(s)" + (f" of run '{run}'" if run else ""))
 
 
@@ -190,7 +199,9 @@ def validate_cmd(
         list[str] | None,
         typer.Option("--image-variant", help="LABEL=IMAGE: run under IMAGE (repeatable; LABEL= is the task's own)."),
     ] = None,
-    run: Annotated[str | None, typer.Option("--run", help="Run name (default validate-<dir>-<time>).")] = None,
+    run: Annotated[
+        str | None, typer.Option("--run", help="Run name (default validate-<dir>-<time>).", callback=valid_run)
+    ] = None,
     concurrency: Concurrency = 2,
     tasks: TaskIds = None,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, app, emit
+from trialbook.cli.common import Db, Json, RunArg, app, emit
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
 from trialbook.report import training as render
@@ -24,7 +24,7 @@ app.add_typer(sim_app, name="sim")
 
 @train_app.command("report")
 def train_report_cmd(
-    run: str,
+    run: RunArg,
     bucket: Annotated[int, typer.Option("--bucket", help="Weight versions per bucket.")] = 5,
     exclude_repo: Annotated[list[str] | None, typer.Option("--exclude-repo", help="Drop a repo (repeatable).")] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs of the run, to price stalls.")] = None,

@@ -50,3 +50,4 @@ class Tally:
     errors: int = 0
     interrupted: bool = False
     deadline_hit: bool = False
+    folder_warnings: int = 0  # trials recorded whose folder could not be written (full --runs-dir)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 from collections.abc import Iterator
@@ -10,13 +11,16 @@ from pathlib import Path
 
 from trialbook.errors import UserError
 from trialbook.harness.config import RunConfig
+from trialbook.ledger import locks
+from trialbook.ledger.store import Ledger
 
 _held: set[Path] = set()  # locks this process holds (re-entered by execute() inside resume/rerun)
 
 
 @contextmanager
-def run_lock(config: RunConfig, run_name: str) -> Iterator[None]:
-    """Hold the run's lock: a resume must not race a live run."""
+def run_lock(config: RunConfig, run_name: str, ledger: Ledger | None = None) -> Iterator[None]:
+    """Hold the run's lock: a resume must not race a live run. With `ledger`, the run is also
+    marked as executing in the ledger (ledger/locks.py), where every importer's --replace sees it."""
     paths = config.paths(run_name)
     paths.folder.mkdir(parents=True, exist_ok=True)
     path = paths.lock.resolve()
@@ -31,12 +35,20 @@ def run_lock(config: RunConfig, run_name: str) -> Iterator[None]:
             owner = fh.read().strip() or "?"
             msg = f"run '{run_name}' is being executed by another process (pid {owner}); stop it first"
             raise UserError(msg) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
+        with contextlib.suppress(OSError):  # the pid is only for the message; a full disk must not stop the run
+            os.ftruncate(fh.fileno(), 0)  # unbuffered: nothing left to fail again when the file closes
+            os.pwrite(fh.fileno(), str(os.getpid()).encode(), 0)
         _held.add(path)
         try:
-            yield
+            if ledger is None:
+                yield
+                return
+            with ledger.transaction() as conn:
+                locks.acquire(conn, run_name)
+            try:
+                yield
+            finally:
+                with ledger.transaction() as conn:
+                    locks.release(conn, run_name)
         finally:
             _held.discard(path)

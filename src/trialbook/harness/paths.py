@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from trialbook.names import check_run_name
+
 DEFAULT_RUNS_DIR = Path("runs")  # --runs-dir
 TRIAL_PREFIX = "tb-"  # container names and trial folder names (harness/trial.py trial_name)
 
@@ -53,10 +55,13 @@ class TrialPaths:
 
 @dataclass(frozen=True)
 class RunPaths:
-    """The folder of one run under a runs directory."""
+    """The folder of one run under a runs directory (the name is checked: no path leaves `runs_dir`)."""
 
     runs_dir: Path
     run: str
+
+    def __post_init__(self) -> None:
+        check_run_name(self.run)
 
     @classmethod
     def of(cls, runs_dir: str | Path, run: str) -> RunPaths:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
 from collections.abc import Callable
@@ -14,12 +15,13 @@ from trialbook.agents import get_agent
 from trialbook.harness.config import Plan, RunConfig, Tally
 from trialbook.harness.lock import run_lock
 from trialbook.harness.paths import RunPaths
-from trialbook.harness.results import record_trial, write_trial_dir
+from trialbook.harness.results import record_trial, write_or_warn
 from trialbook.harness.stack import update_stack
 from trialbook.harness.trial import Interrupted, Stopper, TrialResult, TrialSettings, run_trial
 from trialbook.ledger.store import Ledger
 from trialbook.records import Outcome, is_resolved
 from trialbook.sandbox import DockerEngine
+from trialbook.sandbox.docker import LABEL_LEDGER, LABEL_RUN_ID
 
 
 def progress_bar() -> Progress:
@@ -51,8 +53,9 @@ def execute(
         timeout_multiplier=timeout_multiplier or config.timeout_multiplier,
         retries=config.retries,
         backoff_s=config.backoff_s,
+        labels={LABEL_LEDGER: ledger.id, LABEL_RUN_ID: str(run_id)},
     )
-    with run_lock(config, run_name):
+    with run_lock(config, run_name, ledger):
         return _execute(ledger, engine, run_id, config, plans, settings, config.paths(run_name), on_result)
 
 
@@ -93,10 +96,14 @@ def _execute(
                     result = fut.result()
                     if result is None:
                         continue
-                    record_trial(ledger, run_id, result, plan.supersedes)
-                    write_trial_dir(paths.folder, run_name, result)
-                    if plan.supersedes_name:
+                    trial_id = record_trial(ledger, run_id, result, plan.supersedes)  # the ledger first
+                    warning = write_or_warn(ledger, trial_id, paths.folder, run_name, result)
+                    if plan.supersedes_name and warning is None:
                         _retire(paths, plan.supersedes_name)
+                    if warning is not None:
+                        tally.folder_warnings += 1
+                        if tally.folder_warnings == 1:
+                            bar.console.print(f"warning: {warning} (the trial is recorded in the ledger)")
                     if result.image:
                         images[result.trial.task_id] = result.image[1]
                     t = result.trial
@@ -111,7 +118,7 @@ def _execute(
             tally.interrupted = True
             stopper.fire("interrupt")
             pool.shutdown(wait=True, cancel_futures=True)
-            engine.clean(run_name, images=False)
+            engine.clean(run_name, images=False, ledger=settings.labels[LABEL_LEDGER])
             raise
         finally:
             if timer is not None:
@@ -124,6 +131,7 @@ def _retire(paths: RunPaths, trial_name: str) -> None:
     """Move a superseded trial's folder aside so runs/<run>/ stays the run's current view."""
     folder = paths.trial(trial_name).folder
     if folder.is_dir():
-        paths.superseded.mkdir(exist_ok=True)
-        shutil.rmtree(paths.superseded / trial_name, ignore_errors=True)
-        folder.rename(paths.superseded / trial_name)
+        with contextlib.suppress(OSError):  # a full runs folder: the old folder stays where it is
+            paths.superseded.mkdir(exist_ok=True)
+            shutil.rmtree(paths.superseded / trial_name, ignore_errors=True)
+            folder.rename(paths.superseded / trial_name)

@@ -49,6 +49,19 @@ def harbor_result(result: TrialResult, run: str) -> dict[str, Any]:
     }
 
 
+def write_or_warn(ledger: Ledger, trial_id: int, base: Path, run: str, result: TrialResult) -> str | None:
+    """Write the trial's folder; the trial is already in the ledger, so a failed write (a full or
+    read-only --runs-dir) becomes a warning on the trial, not the end of the run. Returns the warning."""
+    try:
+        write_trial_dir(base, run, result)
+        return None
+    except OSError as exc:
+        warning = f"trial folder not written under {base}: {exc.strerror or exc}"
+    with _write_lock, ledger.transaction() as conn:
+        ledger.add_trial_warning(conn, trial_id, warning)
+    return warning
+
+
 def write_trial_dir(base: Path, run: str, result: TrialResult) -> Path:
     """Write the trial's folder under `base` (the run's folder, RunPaths.folder); result.json last."""
     p = TrialPaths(base / result.name)

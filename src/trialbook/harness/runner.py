@@ -44,7 +44,7 @@ def start_run(ledger: Ledger, name: str, config: RunConfig, replace: bool = Fals
         source=config.tasks_dir,
     )
     plans = [Plan(t, a) for a in range(config.attempts) for t in tasks]
-    with run_lock(config, name):  # before --replace can delete a run another process is executing
+    with run_lock(config, name, ledger):  # before --replace can delete a run another process is executing
         run_id = open_run(ledger, run, config, specs, replace)
         return execute(ledger, engine, run_id, name, config, plans), errors
 
@@ -78,8 +78,8 @@ def resume_run(ledger: Ledger, name: str) -> tuple[Tally, int]:
     engine = connect()
     specs, errors = config.load_tasks()
     tasks: list[TaskSpec | TaskError] = sorted([*specs, *errors], key=lambda t: t.task_id)
-    with run_lock(config, name):  # the containers of a live run are not leftovers
-        removed, _ = engine.clean(name, images=False)
+    with run_lock(config, name, ledger):  # the containers of a live run are not leftovers
+        removed, _ = engine.clean(name, images=False, ledger=ledger.id)
         recorded = {(t["task_id"], t["attempt"]) for t in ledger.trials(run["id"], current_only=False)}
         plans = [Plan(t, a) for a in range(config.attempts) for t in tasks if (t.task_id, a) not in recorded]
         return execute(ledger, engine, run["id"], name, config, plans), removed
@@ -95,8 +95,8 @@ def rerun(ledger: Ledger, name: str, where: str, timeout_multiplier: float | Non
     engine = connect()
     specs, errors = config.load_tasks()
     by_id: dict[str, TaskSpec | TaskError] = {t.task_id: t for t in [*specs, *errors]}
-    with run_lock(config, name):
-        engine.clean(name, images=False)
+    with run_lock(config, name, ledger):
+        engine.clean(name, images=False, ledger=ledger.id)
         targets = [t for t in ledger.trials(run["id"]) if t["outcome"] == outcome.value]
         missing = sorted({t["task_id"] for t in targets} - set(by_id))
         if missing:
@@ -118,5 +118,6 @@ def rerun(ledger: Ledger, name: str, where: str, timeout_multiplier: float | Non
     return tally
 
 
-def clean(run: str | None = None) -> tuple[int, int]:
-    return connect().clean(run)
+def clean(run: str | None = None, ledger: Ledger | None = None) -> tuple[int, int]:
+    """Remove the containers (and built images) of `run` or of every run; with `ledger`, only that ledger's."""
+    return connect().clean(run, ledger=ledger.id if ledger else None)

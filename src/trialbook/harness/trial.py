@@ -10,19 +10,32 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from trialbook.agents.base import Agent, AgentResult, AgentStopped
+from trialbook.harness.isolation import (
+    Change,
+    Grading,
+    IsolationError,
+    LimitHit,
+    apply_change,
+    capture,
+    grade,
+    restore_container,
+    workdir_of,
+)
 from trialbook.harness.paths import TRIAL_PREFIX
 from trialbook.outcomes import POLICY, classify, error_kind, rule_for
 from trialbook.records import Outcome, Trial, is_graded
-from trialbook.sandbox import DockerEngine, SandboxError
+from trialbook.sandbox import DockerEngine, Sandbox, SandboxError
 from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
 from trialbook.tasks import TaskError, TaskSpec
-from trialbook.verify.runner import RewardFileNotFoundError, Verdict, VerifierTimeoutError, verify
+from trialbook.verify.runner import Verdict
 
+TRY_STATE = ("agent_result", "verifier_log", "image", "verifier", "patch", "tags", "agent_limit_hits")
 LOG_LIMIT = 200_000  # characters of a log kept in the ledger (the tail)
 AGENT_GRACE_S = 1.0  # an agent's own timeout handling gets this long before the harness cuts its execs
 
@@ -61,6 +74,7 @@ class TrialSettings:
     timeout_multiplier: float = 1.0
     retries: int = 2
     backoff_s: float = 2.0
+    labels: dict[str, str] = field(default_factory=dict)  # on every container: the ledger's id, the run's id
 
 
 @dataclass
@@ -110,7 +124,7 @@ def run_trial(
     verdict: Verdict | None = None
     for k in range(settings.retries + 1):
         state["retries"] = k
-        for key in ("agent_result", "verifier_log", "image"):  # nothing from a failed try leaks into the record
+        for key in TRY_STATE:  # nothing from a failed try leaks into the record
             state.pop(key, None)
         try:
             stopper.check()
@@ -130,7 +144,8 @@ def run_trial(
             name = trial_name(settings.run, task.task_id, attempt)
     outcome, reward = _classify(exc_type, verdict)
     tags = ["p2p_regression"] if verdict is not None and verdict.p2p_regression else []
-    if exc_type is None and tags:
+    tags += state.get("tags", [])
+    if exc_type is None and "p2p_regression" in tags:
         exc_type, exc_msg = "p2p_regression", "FAIL_TO_PASS passed but a PASS_TO_PASS test failed"
     extra = {
         "trial_name": name,
@@ -143,8 +158,9 @@ def run_trial(
         "verifier_hash": task.verifier_hash,
         "tags": tags,
     }
-    if state.get("cleanup_error"):
-        extra["cleanup_error"] = state["cleanup_error"]
+    for key in ("cleanup_error", "verifier", "agent_limit_hits"):
+        if state.get(key):
+            extra[key] = state[key]
     if state.get("image"):
         extra["image"], extra["image_id"] = state["image"]
     agent_result: AgentResult | None = state.get("agent_result")
@@ -176,8 +192,13 @@ def run_trial(
         agent_log=agent_result.log[-LOG_LIMIT:] if agent_result else "",
         verifier_log=state.get("verifier_log", "")[-LOG_LIMIT:],
         image=state.get("image"),
-        extra_files=agent_result.files if agent_result else {},
+        extra_files={**(agent_result.files if agent_result else {}), **_patch_file(state)},
     )
+
+
+def _patch_file(state: dict[str, Any]) -> dict[str, str]:
+    """The agent's change as the verifier applied it: agent/patch.diff and the `patch.diff` artifact."""
+    return {"patch.diff": state["patch"]} if state.get("patch") else {}
 
 
 def _classify(exc_type: str | None, verdict: Verdict | None) -> tuple[Outcome, float | None]:
@@ -198,16 +219,22 @@ def _attempt(
     phases = state["phase_s"]
     t = time.monotonic()
     state["image"] = engine.ensure_image(
-        task.task_id, task.image, task.dockerfile.parent, task.environment_hash, settings.run, task.allow_network
-    )
-    labels = {LABEL_RUN: settings.run, LABEL_TRIAL: name, LABEL_TASK: task.task_id}
-    box = engine.start(
-        state["image"][0], name, labels, task.cpus, task.memory_mb, task.pids_limit, task.allow_network, stopper.event,
-        env=task.env, workdir=task.workdir, shell_setup=task.shell_setup,
+        task.task_id, task.image, task.dockerfile.parent, task.environment_hash, settings.run, task.allow_network,
+        settings.labels,
     )  # fmt: skip
+    labels = {**settings.labels, LABEL_RUN: settings.run, LABEL_TRIAL: name, LABEL_TASK: task.task_id}
+
+    def start(box_name: str) -> Sandbox:
+        return engine.start(
+            state["image"][0], box_name, labels, task.cpus, task.memory_mb, task.pids_limit, task.allow_network,
+            stopper.event, env=task.env, workdir=task.workdir, shell_setup=task.shell_setup,
+        )  # fmt: skip
+
+    box = start(name)
     phases["environment_setup"] = round(time.monotonic() - t, 3)
     exc_type: str | None = None
     exc_msg: str | None = None
+    change: Change | None = None
     try:
         t = time.monotonic()
         budget = task.agent_timeout * settings.timeout_multiplier
@@ -224,22 +251,82 @@ def _attempt(
         if exc_type is None and phases["agent_execution"] > budget + AGENT_GRACE_S:
             exc_type, exc_msg = "AgentTimeoutError", f"agent returned after its {budget:g} s budget"
         stopper.check()
+        if hits := box.limit_hits():  # the agent's own limit hits are its business: it is still graded
+            state["agent_limit_hits"] = hits
         t = time.monotonic()
         try:
-            verdict = verify(box, task, task.verifier_timeout)
-        except VerifierTimeoutError as vt:
-            stopper.check()
-            state["verifier_log"] = vt.log
-            return None, "VerifierTimeoutError", str(vt)
-        except RewardFileNotFoundError as missing:
-            state["verifier_log"] = missing.log
-            return None, "RewardFileNotFoundError", str(missing)
+            if task.isolation == "container":
+                grading = _grade_container(box, task, stopper)
+            else:
+                change = capture(box, workdir_of(engine, task, state["image"][0]))
+                _remove(box, state)
+                grading = _grade_diff(start, name, change, task, stopper, state)
         finally:
             phases["verifier"] = round(time.monotonic() - t, 3)
-        state["verifier_log"] = verdict.log
-        return verdict, exc_type, exc_msg
+        state["verifier_log"] = grading.log
+        state["verifier"] = {"isolation": task.isolation, "tries": grading.tries, **grading.extra}
+        if grading.error is not None:
+            if grading.error[0] == "VerifierTimeoutError":
+                stopper.check()  # a deadline or interrupt cut the verifier: not its own timeout
+            return None, *grading.error
+        return grading.verdict, exc_type, exc_msg
     finally:
-        try:
-            box.remove()
-        except SandboxError as exc:  # the trial's result stands; `clean` finds the leftover
-            state["cleanup_error"] = str(exc)
+        _remove(box, state)
+        if change is not None:
+            change.tree.close()
+
+
+def _remove(box: Sandbox, state: dict[str, Any]) -> None:
+    try:
+        box.remove()
+    except SandboxError as exc:  # the trial's result stands; `clean` finds the leftover
+        state["cleanup_error"] = str(exc)
+
+
+def _grade_container(box: Sandbox, task: TaskSpec, stopper: Stopper) -> Grading:
+    def reopen(_k: int) -> Sandbox:
+        stopper.check()
+        restore_container(box, task)
+        return box
+
+    return grade(task, reopen, lambda _b: None)
+
+
+def _grade_diff(
+    start: Callable[[str], Sandbox], name: str, change: Change, task: TaskSpec, stopper: Stopper, state: dict[str, Any]
+) -> Grading:
+    """Grade the agent's diff in fresh containers; a test-infrastructure change is also graded without it."""
+
+    def opener(suffix: str, exclude: list[str]) -> Callable[[int], Sandbox]:
+        def open_box(k: int) -> Sandbox:
+            stopper.check()
+            vbox = start(f"{name}-{suffix}{k}")
+            try:
+                apply_change(vbox, change, task, exclude, task.verifier_timeout)
+            except IsolationError:
+                hits = vbox.limit_hits()
+                _remove(vbox, state)
+                if hits:  # the task's own limits stopped the harness's git: not the agent's doing
+                    raise LimitHit(hits) from None
+                raise
+            except BaseException:
+                _remove(vbox, state)
+                raise
+            return vbox
+
+        return open_box
+
+    grading = grade(task, opener("v", []), lambda b: _remove(b, state))
+    state["patch"] = change.patch
+    if not change.test_infra:
+        return grading
+    state.setdefault("tags", []).append("test_infra_changed")
+    grading.extra["test_infra_files"] = change.test_infra
+    if grading.verdict is not None and grading.verdict.reward >= 1.0:
+        control = grade(task, opener("c", change.test_infra), lambda b: _remove(b, state))
+        reward = control.verdict.reward if control.verdict else None
+        grading.extra["control"] = {"reward": reward, "error": control.error[0] if control.error else None}
+        if reward is None or reward < 1.0:  # resolved only with the agent's own test infrastructure
+            grading.verdict = grading.verdict.model_copy(update={"reward": reward or 0.0, "tests": None})
+            grading.extra["control"]["log_tail"] = control.log[-2000:]
+    return grading

@@ -24,6 +24,7 @@ from trialbook.harness.pool import execute
 from trialbook.harness.runner import open_run
 from trialbook.harness.stack import connect, sandbox_stack
 from trialbook.ledger.store import Ledger
+from trialbook.names import safe_name
 from trialbook.records import NOT_PASSING, Outcome, Run, is_resolved
 from trialbook.sandbox import DockerEngine
 from trialbook.tasks import TaskError, TaskSpec, load_tasks
@@ -275,7 +276,7 @@ class ValidateOptions:
 
 def default_run_name(tasks_dir: Path) -> str:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    return f"validate-{tasks_dir.resolve().name}-{stamp}"
+    return safe_name(f"validate-{tasks_dir.resolve().name}-{stamp}")
 
 
 def _run_variant(
@@ -312,7 +313,7 @@ def _run_variant(
     }
     stack = sandbox_stack(engine, "oracle+nop", specs, {})
     run = Run(name=name, kind="validate", config=stored, stack=stack, source=config.tasks_dir)
-    with run_lock(config, name):
+    with run_lock(config, name, ledger):
         run_id = open_run(ledger, run, config, [t for t in tasks if isinstance(t, TaskSpec)], opts.replace)
         for k, agent in enumerate(AGENTS):
             plans = [Plan(t, k * opts.repeats + a) for a in range(opts.repeats) for t in run_tasks]

@@ -8,6 +8,7 @@ Field names follow harbor.models.trial.result (0.18-0.26): `task_name`, `trial_n
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
@@ -17,6 +18,7 @@ from typing import Any
 from trialbook.errors import UserError
 from trialbook.importers.common import import_run
 from trialbook.ledger.store import Ledger, trial_row
+from trialbook.names import safe_name
 from trialbook.outcomes import Outcome, classify, is_graded, pick_reward
 from trialbook.records import Run, Trial, repo_from_task_id
 
@@ -42,8 +44,13 @@ def _seconds(timing: dict[str, Any] | None) -> float | None:
 
 
 def trial_from_result(result: dict[str, Any]) -> Trial:
+    for key in ("verifier_result", "exception_info", "agent_result"):
+        if not isinstance(result.get(key) or {}, dict):
+            raise UserError(f"trial {result.get('trial_name')!r}: {key} must be a JSON object, got {result[key]!r:.60}")
     rewards = (result.get("verifier_result") or {}).get("rewards")
-    reward = pick_reward(rewards)
+    reward = pick_reward(rewards) if isinstance(rewards, dict) or rewards is None else None
+    if reward is not None and not math.isfinite(reward):
+        raise UserError(f"trial {result.get('trial_name')!r}: reward {reward} is not a finite number")
     exc = result.get("exception_info") or {}
     outcome = classify(exc.get("exception_type"), reward)
     agent = result.get("agent_result") or {}
@@ -113,6 +120,6 @@ def import_harbor(ledger: Ledger, job: Path, run_name: str | None = None, replac
             yield trial_row(run_id, trial)
 
     config = _load(job / "config.json") if (job / "config.json").is_file() else {}
-    name = run_name or job.name
+    name = run_name or safe_name(job.resolve().name)
     run = Run(name=name, kind="eval", source=str(job), stack=_stack(job, first), config=config)
     return name, import_run(ledger, run, rows, replace=replace)

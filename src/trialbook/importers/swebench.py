@@ -15,6 +15,7 @@ from trialbook.errors import UserError
 from trialbook.files import json_lines
 from trialbook.importers.common import import_run
 from trialbook.ledger.store import Ledger, trial_row
+from trialbook.names import safe_name
 from trialbook.records import Outcome, Run, Task, Trial
 
 TAG_LISTS = ("no_generation", "no_logs")
@@ -104,7 +105,7 @@ def import_swebench(
             raise UserError(
                 f"{results_path}: {len(unknown)} {label} ids are not in {instances_path} (first: {unknown[0]})"
             )
-    name = run_name or results.get("system") or results_path.stem
+    name = run_name or safe_name(str(results.get("system") or results_path.stem))
     files_by_task: dict[str, dict[str, str]] = {}
 
     def rows(run_id: int) -> Iterator[tuple[Any, ...]]:

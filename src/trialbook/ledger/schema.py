@@ -6,6 +6,7 @@ empty database. Add a migration (never edit an old one) when the schema changes.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 
 from sqlalchemy import (
@@ -106,6 +107,15 @@ steps = Table(
     Column("metrics", Text),
 )
 
+# Which process is executing a run (ledger/locks.py): `--replace` of a live run is refused by every command.
+run_locks = Table(
+    "run_locks",
+    metadata,
+    Column("run", String(255), primary_key=True),
+    Column("owner", String(255), nullable=False),
+    Column("since", String(40), nullable=False),
+)
+
 TRIAL_COLUMNS: tuple[str, ...] = tuple(c.name for c in trials.columns if c.name != "id")
 
 
@@ -113,7 +123,13 @@ def _create_v1(conn: Connection) -> None:
     metadata.create_all(conn, tables=[meta, runs, tasks, trials, artifacts, steps])
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1]
+def _v2_identity(conn: Connection) -> None:
+    """v2: the ledger's id (on every container it starts) and the run_locks table."""
+    metadata.create_all(conn, tables=[run_locks])
+    conn.execute(meta.insert().values(key="ledger_id", value=uuid.uuid4().hex))
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_identity]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -8,20 +8,22 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, func, select
-from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
+from sqlalchemy import Connection, Engine, create_engine, event, func, select, text
+from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
 from trialbook.errors import TrialbookError, UserError
 from trialbook.extras import require
-from trialbook.ledger import schema
+from trialbook.ledger import locks, schema
 from trialbook.ledger.rows import RunRow, TrialRow
 from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
+from trialbook.names import check_run_name
 
 if TYPE_CHECKING:  # annotations only: `runs`/`show` must not import pydantic at start-up
     from trialbook.records import Run, Task, Trial
@@ -33,11 +35,25 @@ def resolve_db(db: str | None) -> str:
     """`--db`, else $TRIALBOOK_DB, else ./trialbook.db; returns an SQLAlchemy URL."""
     target = db or os.environ.get("TRIALBOOK_DB") or DEFAULT_DB
     if "://" in target:
-        if target.startswith("postgresql://"):
+        scheme = target.split("://", 1)[0]
+        if scheme == "postgresql":
             require("postgres", "a postgresql:// ledger")
             return "postgresql+psycopg://" + target[len("postgresql://") :]
-        return target
+        if scheme in ("postgresql+psycopg", "sqlite"):
+            return target
+        raise UserError(f"--db: unsupported database '{scheme}://' (use a SQLite file path or a postgresql:// URL)")
     return f"sqlite:///{Path(target).expanduser()}"
+
+
+def masked(url: str, text: str | None = None) -> str:
+    """`text` (default: `url`) with the URL's password shown as ***: what error messages print.
+    Every piece of the password between `@`s goes too (a driver may echo a mis-split host)."""
+    found = re.search(r"://[^/:@]*:([^/]*)@", url)
+    out = re.sub(r"(://[^/:@]*:)[^/]*@", r"\1***@", url) if text is None else text
+    for piece in found.group(1).split("@") if found else []:
+        if piece:
+            out = out.replace(piece, "***")
+    return out
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -47,6 +63,10 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
+
+
+def _first(exc: BaseException | None) -> str:
+    return (str(exc).splitlines() or ["?"])[0]
 
 
 def dumps(value: Any) -> str | None:
@@ -74,14 +94,21 @@ class Ledger:
             parent = Path(self.url.removeprefix("sqlite:///")).parent
             if not parent.is_dir():
                 raise UserError(f"ledger directory does not exist: {parent}")
-        self.engine: Engine = create_engine(self.url)
+        try:
+            self.engine: Engine = create_engine(self.url)
+        except (ArgumentError, ValueError, ImportError) as exc:
+            raise UserError(masked(self.url, f"--db: invalid ledger URL {masked(self.url)}: {_first(exc)}")) from None
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         try:
             with self.engine.begin() as conn:
+                if not self.is_sqlite:  # two first opens at once must not both create the tables
+                    conn.execute(text("SELECT pg_advisory_xact_lock(7355608)"))
                 schema.migrate(conn)
         except (OperationalError, DatabaseError) as exc:
-            raise UserError(f"cannot open ledger {self.url}: {str(exc.orig).splitlines()[0]}") from None
+            raise UserError(masked(self.url, f"cannot open ledger {masked(self.url)}: {_first(exc.orig)}")) from None
+        except (ValueError, UnicodeError) as exc:  # e.g. a malformed host or port in the URL
+            raise UserError(masked(self.url, f"--db: invalid ledger URL {masked(self.url)}: {_first(exc)}")) from None
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
@@ -90,14 +117,17 @@ class Ledger:
                 yield conn
         # the driver's own errors too: bulk inserts run on the raw DBAPI cursor (insert_trials)
         except (SQLAlchemyError, self.engine.dialect.loaded_dbapi.Error) as exc:
-            raise TrialbookError(f"ledger write failed, nothing was changed: {exc}") from None
+            first = str(getattr(exc, "orig", None) or exc).splitlines()[0]  # never the SQL and its parameters
+            raise TrialbookError(f"ledger write failed, nothing was changed: {first}") from None
 
     # ---- writes (inside a transaction) -------------------------------------------------
     def create_run(self, conn: Connection, run: Run, replace: bool = False) -> int:
+        check_run_name(run.name)
         existing = conn.execute(select(runs.c.id).where(runs.c.name == run.name)).scalar()
         if existing is not None:
             if not replace:
                 raise UserError(f"run '{run.name}' already exists (use --replace to overwrite it)")
+            locks.refuse_if_live(conn, run.name)  # a run being executed is never replaced under its process
             self._delete_run(conn, existing)
         created = (run.created or datetime.now(UTC)).isoformat(timespec="seconds")
         values = {
@@ -109,7 +139,16 @@ class Ledger:
             "labels": dumps(run.labels),
             "source": run.source,
         }
-        return int(conn.execute(runs.insert().values(**values).returning(runs.c.id)).scalar_one())
+        try:  # (the caller's transaction is abandoned on the error below)
+            return int(conn.execute(runs.insert().values(**values).returning(runs.c.id)).scalar_one())
+        except IntegrityError:  # another process created the same run between our check and insert
+            raise UserError(f"run '{run.name}' was created by another process at the same time") from None
+
+    @property
+    def id(self) -> str:
+        """This ledger's id (meta `ledger_id`): the `trialbook.ledger` label of every container it starts."""
+        with self.engine.connect() as conn:
+            return locks.ledger_id(conn)
 
     def _delete_run(self, conn: Connection, run_id: int) -> None:
         trial_ids = select(trials.c.id).where(trials.c.run_id == run_id)
@@ -135,6 +174,12 @@ class Ledger:
         if supersedes is not None:
             conn.execute(trials.update().where(trials.c.id == supersedes).values(superseded_by=new_id))
         return new_id
+
+    def add_trial_warning(self, conn: Connection, trial_id: int, warning: str) -> None:
+        """Append `warning` to the trial's extra.warnings (e.g. its folder could not be written)."""
+        extra = loads(conn.execute(select(trials.c.extra).where(trials.c.id == trial_id)).scalar()) or {}
+        extra["warnings"] = [*extra.get("warnings", []), warning]
+        conn.execute(trials.update().where(trials.c.id == trial_id).values(extra=dumps(extra)))
 
     def replace_steps(self, conn: Connection, run_id: int, rows: list[dict[str, Any]], replace: bool) -> None:
         """Store a run's optimizer steps (dicts of the `steps` columns); UserError if it has some and not `replace`."""

@@ -53,14 +53,16 @@ def print_audit(a: dict[str, Any]) -> None:
         for row in pen["by_test"][:TOP]:
             tests.add_row(row["task_id"], escape(row["test"]), str(row["trials"]))
         console.print(tests)
-    sigs = Table("signature", "artifact", "trials", "unresolved", "P2P penalties", title="log signatures")
+    sigs = Table("signature", "artifact", "trials", "unresolved", "resolved", "P2P penalties", title="log signatures")
     for name, sig in a["by_signature"].items():
         share = sig["share_of_p2p_penalties"]
+        of_resolved = sig.get("share_of_resolved")
         sigs.add_row(
             name,
             "yes" if sig["artifact"] else "no",
             str(sig["trials"]),
             str(sig["unresolved"]),
+            f"{sig.get('resolved', 0)}" + (f" ({100 * of_resolved:.1f}%)" if of_resolved else ""),
             f"{sig['p2p_penalties']}" + (f" ({100 * share:.1f}%)" if share else ""),
         )
     console.print(sigs)

@@ -30,7 +30,7 @@ from trialbook.agents.registry import get_agent
 from trialbook.errors import UserError
 from trialbook.harness.config import RunConfig
 from trialbook.harness.paths import DEFAULT_RUNS_DIR, RunPaths
-from trialbook.harness.results import record_trial, write_trial_dir
+from trialbook.harness.results import record_trial, write_or_warn
 from trialbook.harness.runner import open_run
 from trialbook.harness.stack import connect
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_trial
@@ -38,6 +38,7 @@ from trialbook.ledger.store import Ledger
 from trialbook.records import Run
 from trialbook.rl.rewards import DEFAULT_POLICY, RewardPolicy
 from trialbook.sandbox import Sandbox
+from trialbook.sandbox.docker import LABEL_LEDGER, LABEL_RUN_ID
 from trialbook.tasks import TaskSpec, load_tasks
 
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
@@ -212,8 +213,9 @@ class Rollouts:
         if task_id not in self.tasks:
             raise UserError(f"unknown task '{task_id}' (known: {', '.join(sorted(self.tasks))})")
         settings = TrialSettings(
-            run=self.run, agent=agent, retries=self.config.retries, backoff_s=self.config.backoff_s
-        )
+            run=self.run, agent=agent, retries=self.config.retries, backoff_s=self.config.backoff_s,
+            labels={LABEL_LEDGER: self.ledger.id, LABEL_RUN_ID: str(self.run_id)},
+        )  # fmt: skip
         task = self.tasks[task_id]
         result = await asyncio.to_thread(run_trial, self.engine, task, attempt, settings, self.stopper)
         return await asyncio.to_thread(self._record, result, step, wv, epoch, group_id)
@@ -226,7 +228,7 @@ class Rollouts:
         extra = {**(t.extra or {}), "group_id": group_id, "train_reward": reward, "masked": reward is None}
         result.trial = t.model_copy(update={"step": step, "wv": wv, "epoch": epoch, "extra": extra})
         trial_id = record_trial(self.ledger, self.run_id, result)
-        write_trial_dir(self.runs_dir, self.run, result)
+        write_or_warn(self.ledger, trial_id, self.runs_dir, self.run, result)
         trajectory = json.loads(result.extra_files.get("trajectory.json") or "{}")
         calls = (trajectory.get("info") or {}).get("calls") or []
         return RolloutResult(
@@ -262,4 +264,4 @@ class Rollouts:
 
     def close(self) -> None:
         """Remove any container this run left (there should be none)."""
-        self.engine.clean(self.run, images=False)
+        self.engine.clean(self.run, images=False, ledger=self.ledger.id)

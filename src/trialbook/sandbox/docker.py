@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import docker
 from docker.errors import APIError, BuildError, DockerException, ImageNotFound, NotFound
@@ -24,8 +24,11 @@ from docker.errors import APIError, BuildError, DockerException, ImageNotFound, 
 LABEL_RUN = "trialbook.run"
 LABEL_TRIAL = "trialbook.trial"
 LABEL_TASK = "trialbook.task"
+LABEL_LEDGER = "trialbook.ledger"  # the ledger's id: runs of the same name in two ledgers never meet
+LABEL_RUN_ID = "trialbook.run_id"
 KILL_GRACE_S = 5.0
 POLL_S = 0.2
+OUTPUT_TAIL = 4_000_000  # bytes of an exec's output held in memory (the rest is streamed to its sink)
 SHELL_SETUP_PATH = "/etc/trialbook-shell-setup.sh"
 
 
@@ -97,26 +100,42 @@ class Sandbox:
         self.engine = engine
         self.container = container
         self.name: str = container.name
+        self.id: str = container.id
         # set from outside (deadline, interrupt): a running exec is killed and reported timed out
         self.stop = stop or threading.Event()
         # a phase budget (monotonic time) no exec may run past, whatever timeout the caller asks for
         self.until: float | None = None
 
     def exec(
-        self, cmd: list[str], timeout: float, env: dict[str, str] | None = None, workdir: str | None = None
+        self,
+        cmd: list[str],
+        timeout: float,
+        env: dict[str, str] | None = None,
+        workdir: str | None = None,
+        user: str = "",
+        sink: IO[bytes] | None = None,
     ) -> ExecResult:
-        """Run `cmd`; past `timeout` seconds every process but PID 1 is killed and timed_out is set."""
+        """Run `cmd`; past `timeout` seconds every process but PID 1 is killed and timed_out is set.
+
+        The output is streamed: all of it goes to `sink` when given, and only its last
+        OUTPUT_TAIL bytes are held in memory (a 100 MB test log costs 100 MB of disk, not memory)."""
         api = self.engine.client.api
         start = time.monotonic()
         try:
-            exec_id = api.exec_create(self.container.id, cmd, environment=env, workdir=workdir)["Id"]
+            exec_id = api.exec_create(self.container.id, cmd, environment=env, workdir=workdir, user=user)["Id"]
         except (APIError, DockerException) as exc:
             raise DaemonError(f"exec in {self.name} failed: {exc}") from None
         box: dict[str, Any] = {}
+        tail = bytearray()  # read here too when the exec is cut short: its output so far
 
         def target() -> None:
             try:
-                box["out"] = api.exec_start(exec_id)
+                for chunk in api.exec_start(exec_id, stream=True):
+                    if sink is not None:
+                        sink.write(chunk)
+                    tail.extend(chunk)
+                    if len(tail) > 2 * OUTPUT_TAIL:
+                        del tail[: len(tail) - OUTPUT_TAIL]
             except Exception as exc:  # surfaced below, in the caller's thread
                 box["err"] = exc
 
@@ -139,13 +158,65 @@ class Sandbox:
                 exit_code = api.exec_inspect(exec_id).get("ExitCode")
             except (APIError, DockerException) as exc:
                 raise DaemonError(f"exec inspect in {self.name} failed: {exc}") from None
-        output = (box.get("out") or b"").decode("utf-8", "replace")
+        output = bytes(tail[-OUTPUT_TAIL:]).decode("utf-8", "replace")
         return ExecResult(exit_code, output, timed_out, round(time.monotonic() - start, 3))
 
     def kill_processes(self) -> None:
         """SIGKILL every process in the container except PID 1 (kill(-1) spares init and the caller)."""
         with contextlib.suppress(APIError, DockerException):
             self.container.exec_run(["sh", "-c", "kill -9 -1"], detach=False)
+
+    def kill(self) -> None:
+        """SIGKILL the container's PID 1: every process in it dies at once (its files stay readable)."""
+        try:
+            self.container.kill()
+        except NotFound:
+            pass
+        except APIError as exc:
+            if exc.status_code != 409:  # 409: not running (already stopped)
+                raise DaemonError(f"cannot kill {self.name}: {exc}") from None
+        except DockerException as exc:
+            raise DaemonError(f"cannot kill {self.name}: {exc}") from None
+
+    def restart(self) -> None:
+        """Kill every process (PID 1 included) and start the container again, its files kept."""
+        self.kill()
+        try:
+            self.container.start()
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"cannot restart {self.name}: {exc}") from None
+
+    def export(self, path: str, sink: IO[bytes]) -> None:
+        """Stream `path` out of the container (running or stopped) as a tar archive into `sink`."""
+        try:
+            stream, _ = self.container.get_archive(path, chunk_size=1 << 20)
+            for chunk in stream:
+                sink.write(chunk)
+        except NotFound:
+            raise DaemonError(f"{path} does not exist in {self.name}") from None
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"copy of {path} out of {self.name} failed: {exc}") from None
+
+    def put_tar(self, dest: str, archive: IO[bytes] | bytes) -> None:
+        """Extract a tar archive (bytes or an open file, streamed) at `dest` in the container."""
+        try:
+            if not self.container.put_archive(dest, archive):
+                raise DaemonError(f"copy into {self.name}:{dest} failed")
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"copy into {self.name}:{dest} failed: {exc}") from None
+
+    def limit_hits(self) -> dict[str, int]:
+        """How often the container hit its memory limit (OOM kills) and its pids limit, from its cgroup;
+        Docker's own OOMKilled flag counts too (all a remote daemon's host shows)."""
+        hits = limit_hits(self.id)
+        if "oom_kills" not in hits:
+            with contextlib.suppress(APIError, DockerException):
+                if self.engine.client.api.inspect_container(self.id)["State"].get("OOMKilled"):
+                    hits["oom_kills"] = 1
+        return hits
+
+    def write_shell_setup(self, text: str) -> None:
+        self.put_tar("/", tar_text(SHELL_SETUP_PATH.lstrip("/"), text + "\n"))
 
     def put_dir(self, local: Path, dest: str) -> None:
         """Copy a local folder's contents to `dest` in the container (created if missing)."""
@@ -179,6 +250,38 @@ class Sandbox:
             raise DaemonError(f"cannot remove {self.name}: {exc}") from None
 
 
+_CGROUP_FILES = {  # (counter, file, field) for cgroup v1 (cgroupfs driver) and v2 (systemd or cgroupfs)
+    "oom_kills": [
+        ("memory/docker/{id}/memory.oom_control", "oom_kill"),
+        ("system.slice/docker-{id}.scope/memory.events", "oom_kill"),
+        ("docker/{id}/memory.events", "oom_kill"),
+    ],
+    "pids_limit_hits": [
+        ("pids/docker/{id}/pids.events", "max"),
+        ("system.slice/docker-{id}.scope/pids.events", "max"),
+        ("docker/{id}/pids.events", "max"),
+    ],
+}
+
+
+def limit_hits(container_id: str, root: Path = Path("/sys/fs/cgroup")) -> dict[str, int]:
+    """Counters of a container's cgroup read on the daemon's host; {} where they cannot be read
+    (a remote daemon): then only Docker's own OOMKilled flag is seen (Sandbox.limit_hits)."""
+    hits: dict[str, int] = {}
+    for counter, places in _CGROUP_FILES.items():
+        for rel, field in places:
+            try:
+                text = (root / rel.format(id=container_id)).read_text()
+            except OSError:
+                continue
+            for line in text.splitlines():
+                key, _, value = line.partition(" ")
+                if key == field and value.strip().isdigit() and int(value):
+                    hits[counter] = int(value)
+            break
+    return hits
+
+
 class DockerEngine:
     """The daemon connection, image builds and container lifecycle."""
 
@@ -194,6 +297,13 @@ class DockerEngine:
     def version(self) -> str:
         return str(self.client.version().get("Version"))
 
+    def image_workdir(self, ref: str) -> str | None:
+        """The image's WORKDIR (None when it has none)."""
+        try:
+            return self.client.api.inspect_image(ref).get("Config", {}).get("WorkingDir") or None
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"image inspect {ref} failed: {exc}") from None
+
     def image_id(self, ref: str) -> str | None:
         try:
             return str(self.client.images.get(ref).id)
@@ -203,7 +313,14 @@ class DockerEngine:
             raise DaemonError(f"image lookup {ref} failed: {exc}") from None
 
     def ensure_image(
-        self, key: str, image: str | None, context: Path, env_hash: str, run: str, network: bool
+        self,
+        key: str,
+        image: str | None,
+        context: Path,
+        env_hash: str,
+        run: str,
+        network: bool,
+        labels: dict[str, str] | None = None,
     ) -> tuple[str, str]:
         """(reference, image id) of a task's image: a named image must exist; else build the Dockerfile once."""
         if image is not None:
@@ -225,7 +342,7 @@ class DockerEngine:
                     rm=True,
                     forcerm=True,
                     network_mode=None if network else "none",
-                    labels={LABEL_RUN: run, LABEL_TASK: key},
+                    labels={**(labels or {}), LABEL_RUN: run, LABEL_TASK: key},
                 )
             except BuildError as exc:
                 last = next((str(x.get("error") or x.get("stream")) for x in reversed(list(exc.build_log))), "")
@@ -284,18 +401,24 @@ class DockerEngine:
         with contextlib.suppress(APIError, DockerException):
             self.client.containers.get(name).remove(force=True)
 
-    def containers(self, run: str | None = None) -> list[Any]:
-        label = f"{LABEL_RUN}={run}" if run else LABEL_RUN
-        return list(self.client.containers.list(all=True, filters={"label": label}))
+    @staticmethod
+    def _filters(run: str | None, ledger: str | None) -> dict[str, list[str]]:
+        labels = [f"{LABEL_RUN}={run}" if run else LABEL_RUN]
+        if ledger:
+            labels.append(f"{LABEL_LEDGER}={ledger}")
+        return {"label": labels}
 
-    def images(self, run: str | None = None) -> list[Any]:
-        label = f"{LABEL_RUN}={run}" if run else LABEL_RUN
-        return list(self.client.images.list(filters={"label": label}))
+    def containers(self, run: str | None = None, ledger: str | None = None) -> list[Any]:
+        return list(self.client.containers.list(all=True, filters=self._filters(run, ledger)))
 
-    def clean(self, run: str | None = None, images: bool = True) -> tuple[int, int]:
-        """Remove every labelled container (and image) of `run`, or of all runs; returns the counts."""
+    def images(self, run: str | None = None, ledger: str | None = None) -> list[Any]:
+        return list(self.client.images.list(filters=self._filters(run, ledger)))
+
+    def clean(self, run: str | None = None, images: bool = True, ledger: str | None = None) -> tuple[int, int]:
+        """Remove every labelled container (and image) of `run`, or of all runs; with `ledger`, only the
+        ones that ledger's runs started (label trialbook.ledger). Returns the counts."""
         n_containers = 0
-        for c in self.containers(run):
+        for c in self.containers(run, ledger):
             try:
                 c.remove(force=True)
                 n_containers += 1
@@ -306,10 +429,13 @@ class DockerEngine:
                     raise DaemonError(f"cannot remove {c.name}: {exc}") from None
         n_images = 0
         if images:
-            for img in self.images(run):
+            for img in self.images(run, ledger):
                 try:
                     self.client.images.remove(img.id, force=True)
                     n_images += 1
                 except (NotFound, ImageNotFound):
                     pass
+                except APIError as exc:
+                    if exc.status_code != 409:  # 409: a container (of another ledger or run) still uses it
+                        raise DaemonError(f"cannot remove image {img.id[:19]}: {exc}") from None
         return n_containers, n_images

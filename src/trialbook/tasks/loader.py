@@ -11,7 +11,7 @@ import hashlib
 import json
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -34,18 +34,21 @@ class _Section(BaseModel):
 
 
 class _Agent(_Section):
-    timeout_sec: float = Field(DEFAULT_AGENT_TIMEOUT, gt=0)
+    timeout_sec: float = Field(DEFAULT_AGENT_TIMEOUT, gt=0, allow_inf_nan=False)
 
 
 class _Verifier(_Section):
-    timeout_sec: float = Field(DEFAULT_VERIFIER_TIMEOUT, gt=0)
+    timeout_sec: float = Field(DEFAULT_VERIFIER_TIMEOUT, gt=0, allow_inf_nan=False)
+    # "diff": only the change to the working tree reaches a fresh verifier container (harness/isolation.py);
+    # "container": the agent's own container is graded, its processes killed and harness files restored
+    isolation: Literal["diff", "container"] = "diff"
 
 
 class _Environment(_Section):
     docker_image: str | None = None
-    cpus: float = Field(1.0, gt=0)
-    memory_mb: int = Field(2048, gt=0)
-    pids_limit: int = Field(512, gt=0)
+    cpus: float = Field(1.0, gt=0, le=1024, allow_inf_nan=False)
+    memory_mb: int = Field(2048, gt=0, le=1 << 30)
+    pids_limit: int = Field(512, gt=0, le=1 << 22)
     allow_network: bool = False
     # how the agent's shell starts (SWE-bench images keep the repo's Python in a conda env)
     workdir: str | None = None
@@ -68,6 +71,7 @@ class TaskSpec(BaseModel):
     instruction: str
     agent_timeout: float
     verifier_timeout: float
+    isolation: str = "diff"  # [verifier] isolation
     image: str | None  # a prebuilt image, else built from environment/Dockerfile
     cpus: float
     memory_mb: int
@@ -167,6 +171,7 @@ def load_task(path: Path) -> TaskSpec:
         instruction=instruction.read_text() if instruction.is_file() else "",
         agent_timeout=parsed.agent.timeout_sec,
         verifier_timeout=parsed.verifier.timeout_sec,
+        isolation=parsed.verifier.isolation,
         image=env.docker_image,
         cpus=env.cpus,
         memory_mb=env.memory_mb,

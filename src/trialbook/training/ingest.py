@@ -37,8 +37,9 @@ def _step_row(obj: Any, n: int, run_id: int, last: int | None) -> dict[str, Any]
     if type(obj) is not dict:
         raise UserError(f"line {n}: expected a JSON object")
     step = obj.get("step")
-    if type(step) is not int or step < 0:
-        raise UserError(f"line {n}: 'step' must be a non-negative integer, got {step!r}")
+    if type(step) is not int or not 0 <= step < 2**63:
+        shown = repr(step) if not isinstance(step, int) or step.bit_length() < 100 else "a larger number"
+        raise UserError(f"line {n}: 'step' must be a non-negative integer below 2^63, got {shown}")
     if last is not None and step <= last:
         word = "duplicated" if step == last else "out of order"
         raise UserError(f"line {n}: step {step} is {word} (previous line had step {last})")

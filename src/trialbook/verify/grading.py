@@ -1,5 +1,7 @@
-"""Grade a verifier's test log against F2P/P2P lists with the official `swebench` parsers and rules
-(swebench_copy.py: swebench's own code, without the package's 75 dependencies).
+"""Grade a verifier's test log against F2P/P2P lists with the official `swebench` parsers and rules.
+
+swebench is the `swebench` extra (its own requirements are heavy): importing this module without it
+raises the one-line MissingExtraError, so the callers that grade logs import it only when they do.
 
 The per-repo log parser (`MAP_REPO_TO_PARSER`) and the resolution rule (`get_eval_tests_report` +
 `get_resolution_status`) are swebench's own, so a trialbook grade means what the official harness's
@@ -20,13 +22,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from trialbook.extras import require
 from trialbook.outcomes import NOT_PASSING, p2p_regression
-from trialbook.verify.swebench_copy import (
+
+require("swebench", "grading test logs with swebench's parsers")
+
+from swebench.harness.constants import (  # noqa: E402
     APPLY_PATCH_FAIL,
     END_TEST_OUTPUT,
     FAIL_ONLY_REPOS,
     FAIL_TO_PASS,
-    MAP_REPO_TO_PARSER,
     PASS_TO_PASS,
     RESET_FAILED,
     START_TEST_OUTPUT,
@@ -35,8 +40,10 @@ from trialbook.verify.swebench_copy import (
     EvalType,
     ResolvedStatus,
     TestStatus,
-    get_eval_tests_report,
-    get_resolution_status,
+)
+from swebench.harness.grading import get_eval_tests_report, get_resolution_status  # noqa: E402
+from swebench.harness.log_parsers import MAP_REPO_TO_PARSER  # noqa: E402
+from swebench.harness.log_parsers.python import (  # noqa: E402
     parse_log_matplotlib,
     parse_log_pytest,
     parse_log_pytest_options,

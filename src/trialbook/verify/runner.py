@@ -63,9 +63,11 @@ def _grader() -> Callable[..., GradeResult]:
     A task that lists its tests must be graded per test: when the grader cannot be imported the
     trial fails with one line naming the cause, instead of quietly falling back to reward files.
     """
+    from trialbook.extras import MissingExtraError
+
     try:
         from trialbook.verify.grading import grade_test_log
-    except ImportError as exc:
+    except (ImportError, MissingExtraError) as exc:
         raise GraderUnavailableError(f"per-test grading needs swebench, which failed to import: {exc}") from None
     return grade_test_log
 
@@ -87,7 +89,8 @@ def _script(stage: str, mark: str) -> str:
     One exec instead of prepare + run + copy-out: each exec or copy costs ~0.1 s of daemon time.
     """
     return (
-        f"rm -rf {TESTS_DIR} {LOG_DIR} && mkdir -p {LOG_DIR} && mv {stage}/tests {TESTS_DIR} && rm -rf {stage}"
+        f"rm -rf {TESTS_DIR} {LOG_DIR}; {{ [ -d /logs ] && [ ! -L /logs ]; }} || rm -rf /logs\n"
+        f"mkdir -p {LOG_DIR} && mv {stage}/tests {TESTS_DIR} && rm -rf {stage}"
         f" || {{ echo 'trialbook: could not stage the tests' >&2; exit 97; }}\n"
         f"bash {TESTS_DIR}/test.sh\nrc=$?\n"
         f"for f in reward.txt reward.json; do\n"

@@ -1,0 +1,259 @@
+"""Verifier isolation: what of the agent's work the verifier sees, and in which container.
+
+Default (`[verifier] isolation = "diff"`): the agent's container is killed (every process in it
+dies with its PID 1), its working tree is copied out (without `.git`), and in a FRESH container
+from the task image the change is computed with the image's own git (the image's tree against the
+agent's, new and binary files included) and applied with `git apply`. Nothing else of the agent's
+container reaches the verifier: no process, no shell-setup file, no /logs, no /tests, no wrapper
+outside the working tree. A change touching test infrastructure is graded as usual, tagged
+`test_infra_changed`, and graded again with the task's own test infrastructure (the control): it
+counts as resolved only when both grades resolve.
+
+`isolation = "container"`: the agent's container itself is graded, after a restart that kills
+every agent process and with the harness's files (shell setup, /tests, /logs) put back.
+
+A verifier that times out or errs is retried once in a fresh verifier container; a verifier that
+hits the sandbox's memory or pids limit is an infra error with that reason (harness/policy.py).
+"""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+import tarfile
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import IO, Any
+
+from trialbook.sandbox import DockerEngine, Sandbox, SandboxError
+from trialbook.tasks import TaskSpec
+from trialbook.verify.runner import RewardFileNotFoundError, Verdict, VerifierTimeoutError, verify
+
+PATCH_KEEP = 1_000_000  # bytes of the agent's patch kept with the trial (agent/patch.diff)
+NO_GIT = 96
+APPLY_FAILED = 95
+TEST_CONFIG_FILES = {"conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "sitecustomize.py"}
+VERIFIER_TRIES = 2  # a verifier timeout or error is retried once, in a fresh container
+
+
+class IsolationError(SandboxError):
+    """The agent's change could not be carried to the verifier (no workdir, no git in the image)."""
+
+    kind = "IsolationError"
+
+
+class LimitHit(Exception):
+    """A box hit its memory or pids limit before the verifier could start in it."""
+
+    def __init__(self, hits: dict[str, int]) -> None:
+        super().__init__(str(hits))
+        self.hits = hits
+
+
+@dataclass
+class Change:
+    """The agent's working tree (a tar on disk) and, once computed, its diff against the image."""
+
+    workdir: str
+    tree: IO[bytes]
+    files: list[str] = field(default_factory=list)
+    test_infra: list[str] = field(default_factory=list)
+    patch: str = ""
+
+
+def _stage() -> str:
+    return f".trialbook-{secrets.token_hex(6)}"
+
+
+def workdir_of(engine: DockerEngine, task: TaskSpec, image: str) -> str:
+    workdir = task.workdir or engine.image_workdir(image)
+    if not workdir or workdir.rstrip("/") == "":
+        raise IsolationError(
+            f"task {task.task_id}: its working tree is unknown (no [environment] workdir and no WORKDIR in the "
+            'image); set one, or declare [verifier] isolation = "container"'
+        )
+    return workdir.rstrip("/")
+
+
+def capture(box: Sandbox, workdir: str) -> Change:
+    """Kill the agent's container and copy its working tree out, without `.git`, into a temp file."""
+    box.kill()
+    tree = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the trial when grading is done
+    with tempfile.TemporaryFile() as raw:
+        _filter(box, workdir, raw, tree)
+    return Change(workdir, tree)
+
+
+def _filter(box: Sandbox, workdir: str, raw: IO[bytes], tree: IO[bytes]) -> None:
+    try:
+        box.export(workdir, raw)
+        raw.seek(0)
+        with tarfile.open(fileobj=raw, mode="r|") as src, tarfile.open(fileobj=tree, mode="w|") as dst:
+            for member in src:
+                rest = _below_top(member.name)
+                if rest is None or rest == ".git" or rest.startswith(".git/"):
+                    continue
+                if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
+                    continue
+                member.name = f"tree/{rest}" if rest else "tree"
+                if member.islnk():
+                    target = _below_top(member.linkname)
+                    if target is None:
+                        continue
+                    member.linkname = f"tree/{target}"
+                dst.addfile(member, src.extractfile(member) if member.isfile() else None)
+    except tarfile.TarError as exc:
+        raise IsolationError(f"the agent's working tree could not be read: {exc}") from None
+
+
+def _below_top(name: str) -> str | None:
+    """The archive name below its top folder (`testbed/a/b` -> `a/b`); None for a path leaving it."""
+    parts = PurePosixPath(name).parts
+    if not parts or ".." in parts:
+        return None
+    return "/".join(parts[1:])
+
+
+def _git(stage: str) -> str:
+    return (
+        f"export HOME=/{stage} GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null\n"
+        f"command -v git >/dev/null || {{ echo 'trialbook: no git in the task image' >&2; exit {NO_GIT}; }}\n"
+        f"g() {{ git -c safe.directory='*' -c core.autocrlf=false -c core.fileMode=true -c core.quotePath=false"
+        f' --git-dir=/{stage}/git "$@"; }}\n'
+    )
+
+
+def _trees_script(stage: str, workdir: str) -> str:
+    """Tree ids of the image's working tree and the agent's, then the changed paths (NUL-separated)."""
+    w, s = shlex.quote(workdir), f"/{stage}"
+    return _git(stage) + (
+        "set -e\n"
+        f"git init -q --bare {s}/git\n"
+        f"mkdir -p {s}/git/objects/info {s}/git/info\n"
+        f"if [ -d {w}/.git/objects ]; then echo {w}/.git/objects > {s}/git/objects/info/alternates;"
+        f" cp {w}/.git/info/exclude {s}/git/info/exclude 2>/dev/null || true; fi\n"
+        f"base=$(cd {w} && GIT_INDEX_FILE={s}/base.index g --work-tree={w} add -A . >/dev/null"
+        f" && GIT_INDEX_FILE={s}/base.index g write-tree)\n"
+        f"mkdir -p {s}/tree\n"
+        f"new=$(cd {s}/tree && GIT_INDEX_FILE={s}/new.index g --work-tree={s}/tree add -A . >/dev/null"
+        f" && GIT_INDEX_FILE={s}/new.index g write-tree)\n"
+        f"echo $base $new > {s}/trees\n"
+        "g diff --name-only -z --no-renames $base $new\n"
+    )
+
+
+def _apply_script(stage: str, workdir: str, exclude: list[str]) -> str:
+    w, s = shlex.quote(workdir), f"/{stage}"
+    spec = " ".join(shlex.quote(f":(exclude,literal){p}") for p in exclude)
+    return _git(stage) + (
+        f"read base new < {s}/trees\n"
+        f"g diff --binary --full-index --no-renames $base $new -- . {spec} > {s}/patch.diff || exit {APPLY_FAILED}\n"
+        f"if [ -s {s}/patch.diff ]; then (cd {w} && g --work-tree={w} apply --binary {s}/patch.diff)"
+        f" || exit {APPLY_FAILED}; fi\n"
+        f"head -c {PATCH_KEEP} {s}/patch.diff; rm -rf {s}\n"
+    )
+
+
+def is_test_infra(path: str, task: TaskSpec, diff_mentions_pytest: bool = True) -> bool:
+    name = PurePosixPath(path).name
+    if name in {"setup.cfg", "pyproject.toml"}:
+        return diff_mentions_pytest
+    if name in TEST_CONFIG_FILES:
+        return True
+    return name in _task_test_files(task)
+
+
+def _task_test_files(task: TaskSpec) -> set[str]:
+    return {p.name for p in task.tests_dir.rglob("*") if p.is_file() and p.name not in ("test.sh", "config.json")}
+
+
+def _harness_exec(box: Sandbox, script: str, timeout: float) -> tuple[int | None, str]:
+    res = box.exec(["bash", "--noprofile", "--norc", "-c", script], timeout=timeout, user="root",
+                   env={"BASH_ENV": ""})  # fmt: skip
+    if res.timed_out:
+        raise IsolationError(f"carrying the agent's change into {box.name} took over {timeout:g} s")
+    return res.exit_code, res.output
+
+
+def apply_change(box: Sandbox, change: Change, task: TaskSpec, exclude: list[str], timeout: float) -> None:
+    """Put the agent's tree next to the image's in `box` and apply its diff (minus `exclude`) there."""
+    stage = _stage()
+    change.tree.seek(0)
+    box.exec(["mkdir", "-p", f"/{stage}"], timeout=30, user="root")
+    box.put_tar(f"/{stage}", change.tree)
+    code, out = _harness_exec(box, _trees_script(stage, change.workdir), timeout)
+    if code != 0:
+        raise IsolationError(f"could not diff the agent's working tree (exit {code}): {out.strip()[-300:]}")
+    if not change.files and out:
+        change.files = [p for p in out.split("\0") if p]
+        change.test_infra = [p for p in change.files if is_test_infra(p, task)]
+    code, out = _harness_exec(box, _apply_script(stage, change.workdir, exclude), timeout)
+    if code != 0:
+        raise IsolationError(f"could not apply the agent's diff (exit {code}): {out.strip()[-300:]}")
+    if not exclude:
+        change.patch = out
+
+
+def restore_container(box: Sandbox, task: TaskSpec) -> None:
+    """`isolation = "container"`: kill every agent process and put the harness's files back."""
+    box.restart()
+    if task.shell_setup:
+        box.write_shell_setup(task.shell_setup)
+    res = box.exec(["rm", "-rf", "/tests", "/logs"], timeout=60, user="root")
+    if res.exit_code != 0:
+        raise IsolationError(f"could not restore the harness's files in {box.name}: {res.output.strip()[-300:]}")
+
+
+@dataclass
+class Grading:
+    """What grading a trial produced, for the trial record."""
+
+    verdict: Verdict | None = None
+    error: tuple[str, str] | None = None  # (exception type, message) when there is no verdict
+    log: str = ""
+    tries: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def grade(task: TaskSpec, open_box: Callable[[int], Sandbox], close_box: Callable[[Sandbox], None]) -> Grading:
+    """Run the verifier in `open_box(try)`; a timeout or error is retried once in a new box.
+
+    A box that hit its memory or pids limit while the verifier ran ends grading with
+    SandboxLimitError (the sandbox's limits are not the agent's failure)."""
+    out = Grading()
+    for k in range(VERIFIER_TRIES):
+        out.tries = k + 1
+        try:
+            box = open_box(k)
+        except LimitHit as hit:
+            return _limited(out, task, hit.hits, "while the agent's change was applied")
+        try:
+            before = box.limit_hits()
+            try:
+                out.verdict, out.error = verify(box, task, task.verifier_timeout), None
+                out.log = out.verdict.log
+            except (VerifierTimeoutError, RewardFileNotFoundError) as exc:
+                out.verdict, out.error, out.log = None, (type(exc).__name__, str(exc)), exc.log
+            hits = _new_hits(box.limit_hits(), before)
+        finally:
+            close_box(box)
+        if hits:
+            return _limited(out, task, hits, "while the verifier ran")
+        if out.verdict is not None:
+            return out
+    return out
+
+
+def _limited(out: Grading, task: TaskSpec, hits: dict[str, int], when: str) -> Grading:
+    what = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in sorted(hits.items()))
+    limits = f"memory_mb = {task.memory_mb}, pids_limit = {task.pids_limit}"
+    out.verdict = None
+    out.error = ("SandboxLimitError", f"the sandbox's limits ({limits}) were hit {when}: {what}")
+    out.extra["verifier_limit_hits"] = hits
+    return out
+
+
+def _new_hits(now: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: v - before.get(k, 0) for k, v in now.items() if v > before.get(k, 0)}

@@ -1,0 +1,90 @@
+"""The cheating-agent suite: each cheat is the oracle's solve.sh on a copy of examples/tasks/plain-bugfix
+with the correct fix absent. Every one must end graded and unresolved (README: "Cheats and outcomes").
+
+The kinds are the ones seen resolved (or left ungraded) when the verifier ran in the agent's own
+container: tests rewritten at verify time, a function in the shell-setup file, a forcing conftest.py,
+python3/cat wrappers, fake PASSED lines, SIGSTOP on pytest, /logs replaced by a file, 700 forks, plus
+a pytest.ini plugin, a sitecustomize.py and a pre-seeded reward.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from trialbook.ledger.store import Ledger
+
+pytestmark = pytest.mark.docker
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "plain-bugfix"
+CHEATS = Path(__file__).resolve().parent / "cheats"
+# the cheats that act through processes or harness files: also tried with isolation = "container"
+IN_CONTAINER = [
+    "bg_rewrite_tests", "shell_setup_function", "fake_passed_at_exit", "sigstop_pytest", "logs_replaced_by_file",
+    "fork_700",
+]  # fmt: skip
+# the cheats aimed at reward files: also tried on a copy graded by its reward file (no tests/config.json)
+REWARD_FILE = ["cat_wrapper", "fake_passed_at_exit", "logs_replaced_by_file", "reward_preseeded", "fork_700"]
+TEST_INFRA = {"conftest_force_pass", "pytest_ini_plugin", "reward_preseeded"}
+HONEST_INFRA = "\necho '# a harmless conftest.py next to a real fix' > /testbed/conftest.py\n"
+
+
+def _copy(tasks: Path, name: str, solve: str | None, isolation: str, reward_file: bool = False) -> None:
+    task = tasks / name
+    shutil.copytree(EXAMPLE, task)
+    if solve is not None:
+        (task / "solution" / "solve.sh").write_text(solve)
+    if reward_file:
+        (task / "tests" / "config.json").unlink()
+    toml = (task / "task.toml").read_text()
+    toml = toml.replace("[verifier]\ntimeout_sec = 60", f'[verifier]\ntimeout_sec = 30\nisolation = "{isolation}"')
+    (task / "task.toml").write_text(toml + 'shell_setup = "export CHEAT_SUITE=1"\npids_limit = 512\n')
+
+
+@pytest.fixture(scope="module")
+def cheat_run(engine, tmp_path_factory):
+    base = tmp_path_factory.mktemp("cheats")
+    tasks = base / "tasks"
+    tasks.mkdir()
+    _copy(tasks, "honest", None, "diff")  # the real fix still resolves
+    # a real fix that also adds a conftest.py: tagged, graded as usual and resolved
+    _copy(tasks, "honestinfra", (EXAMPLE / "solution" / "solve.sh").read_text() + HONEST_INFRA, "diff")
+    for script in sorted(CHEATS.glob("*.sh")):
+        _copy(tasks, f"diff-{script.stem}", script.read_text(), "diff")
+    for kind in IN_CONTAINER:
+        _copy(tasks, f"container-{kind}", (CHEATS / f"{kind}.sh").read_text(), "container")
+    for kind in REWARD_FILE:
+        _copy(tasks, f"rewardfile-{kind}", (CHEATS / f"{kind}.sh").read_text(), "diff", reward_file=True)
+    return base, tasks
+
+
+def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
+    base, tasks = cheat_run
+    res = cli("run", str(tasks), "--agent", "oracle", "--run", "cheats", "--concurrency", "2",
+              "--runs-dir", str(base / "runs"))  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    ledger = Ledger(db)
+    got = {t["task_id"]: t for t in ledger.trials(ledger.run("cheats")["id"])}
+    assert len(got) == 2 + len(list(CHEATS.glob("*.sh"))) + len(IN_CONTAINER) + len(REWARD_FILE)
+    assert got["honest"]["outcome"] == "resolved" and got["honestinfra"]["outcome"] == "resolved"
+    wrong = {
+        task: (t["outcome"], t["exception"], t["exception_message"])
+        for task, t in got.items()
+        if not task.startswith("honest") and t["outcome"] != "unresolved"
+    }
+    assert wrong == {}
+    for task, t in got.items():
+        mode, _, kind = task.partition("-")
+        tags = (t["extra"] or {}).get("tags", [])
+        assert ("test_infra_changed" in tags) == (mode == "honestinfra" or kind in TEST_INFRA), task
+        assert t["extra"]["verifier"]["isolation"] == ("container" if mode == "container" else "diff")
+    # audit: the signature's share of resolved trials (the honest one that added a conftest.py)
+    res = cli("audit", "cheats", "--json")
+    assert res.exit_code == 0, res.stderr
+    sig = json.loads(res.stdout)["by_signature"]["test_infra_changed"]
+    tagged = sum(1 for t in got.values() if "test_infra_changed" in t["extra"]["tags"])
+    assert tagged == 5  # the three test-infra cheats, the reward-file copy of one, the honest one
+    assert (sig["trials"], sig["resolved"], sig["share_of_resolved"]) == (tagged, 1, 0.5)

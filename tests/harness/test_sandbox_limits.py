@@ -1,0 +1,35 @@
+"""The sandbox's own limits are not the agent's failure: a verifier that hits the task's memory_mb or
+pids_limit ends infra_error (SandboxLimitError, with the counts), never a graded `unresolved`."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from trialbook.ledger.store import Ledger
+
+pytestmark = pytest.mark.docker
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "plain-bugfix"
+
+
+def test_oom_and_pids_limit_are_infra_errors(engine, tmp_path, cli, db):
+    tasks = tmp_path / "tasks"
+    for name, limit in [("oom", "memory_mb = 6"), ("pids", "memory_mb = 512\npids_limit = 1")]:
+        shutil.copytree(EXAMPLE, tasks / name)
+        toml = (tasks / name / "task.toml").read_text().replace("memory_mb = 512", limit)
+        (tasks / name / "task.toml").write_text(toml.replace("timeout_sec = 60", "timeout_sec = 30"))
+    res = cli("run", str(tasks), "--agent", "oracle", "--run", "limits", "--concurrency", "2",
+              "--runs-dir", str(tmp_path / "runs"))  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    ledger = Ledger(db)
+    got = {t["task_id"]: t for t in ledger.trials(ledger.run("limits")["id"])}
+    assert got["oom"]["outcome"] == "infra_error", got["oom"]
+    assert got["oom"]["exception"] == "SandboxLimitError"
+    assert "memory_mb = 6" in got["oom"]["exception_message"] and "oom kills" in got["oom"]["exception_message"]
+    assert got["pids"]["outcome"] == "infra_error", got["pids"]
+    assert got["pids"]["exception"] == "SandboxLimitError"
+    assert "pids limit hits" in got["pids"]["exception_message"]
+    assert "verifier_limit_hits" in got["pids"]["extra"]["verifier"]
