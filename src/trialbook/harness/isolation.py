@@ -57,7 +57,8 @@ class Change:
     """The agent's working tree (a tar on disk) and, once computed, its diff against the image."""
 
     workdir: str
-    tree: IO[bytes]
+    tree: IO[bytes]  # a tar of `<stage>/tree/...`: one copy to / puts it in a fresh container
+    stage: str = ""
     files: list[str] = field(default_factory=list)
     test_infra: list[str] = field(default_factory=list)
     patch: str = ""
@@ -81,28 +82,32 @@ def capture(box: Sandbox, workdir: str) -> Change:
     """Kill the agent's container and copy its working tree out, without `.git`, into a temp file."""
     box.kill()
     tree = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the trial when grading is done
+    stage = _stage()
     with tempfile.TemporaryFile() as raw:
-        _filter(box, workdir, raw, tree)
-    return Change(workdir, tree)
+        _filter(box, workdir, raw, tree, stage)
+    return Change(workdir, tree, stage=stage)
 
 
-def _filter(box: Sandbox, workdir: str, raw: IO[bytes], tree: IO[bytes]) -> None:
+def _filter(box: Sandbox, workdir: str, raw: IO[bytes], tree: IO[bytes], stage: str) -> None:
     try:
         box.export(workdir, raw)
         raw.seek(0)
         with tarfile.open(fileobj=raw, mode="r|") as src, tarfile.open(fileobj=tree, mode="w|") as dst:
+            top = tarfile.TarInfo(stage)  # the stage folder itself, root-only: no exec needed to make it
+            top.type, top.mode = tarfile.DIRTYPE, 0o700
+            dst.addfile(top)
             for member in src:
                 rest = _below_top(member.name)
                 if rest is None or rest == ".git" or rest.startswith(".git/"):
                     continue
                 if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
                     continue
-                member.name = f"tree/{rest}" if rest else "tree"
+                member.name = f"{stage}/tree/{rest}" if rest else f"{stage}/tree"
                 if member.islnk():
                     target = _below_top(member.linkname)
                     if target is None:
                         continue
-                    member.linkname = f"tree/{target}"
+                    member.linkname = f"{stage}/tree/{target}"
                 dst.addfile(member, src.extractfile(member) if member.isfile() else None)
     except tarfile.TarError as exc:
         raise IsolationError(f"the agent's working tree could not be read: {exc}") from None
@@ -178,22 +183,25 @@ def _harness_exec(box: Sandbox, script: str, timeout: float) -> tuple[int | None
 
 
 def apply_change(box: Sandbox, change: Change, task: TaskSpec, exclude: list[str], timeout: float) -> None:
-    """Put the agent's tree next to the image's in `box` and apply its diff (minus `exclude`) there."""
-    stage = _stage()
+    """Put the agent's tree next to the image's in `box` and apply its diff (minus `exclude`) there.
+
+    One copy and one exec (diff, then apply after a marker): each round trip to the daemon is on
+    the trial's critical path."""
+    stage, mark = change.stage, f"@@trialbook-{secrets.token_hex(6)}@@"
     change.tree.seek(0)
-    box.exec(["mkdir", "-p", f"/{stage}"], timeout=30, user="root")
-    box.put_tar(f"/{stage}", change.tree)
-    code, out = _harness_exec(box, _trees_script(stage, change.workdir), timeout)
-    if code != 0:
+    box.put_tar("/", change.tree)
+    script = _trees_script(stage, change.workdir) + f"printf '\\n{mark}\\n'\n" + _apply_script(stage, change.workdir, exclude)
+    code, out = _harness_exec(box, script, timeout)
+    names, marked, patch = out.partition(f"\n{mark}\n")
+    if not marked:
         raise IsolationError(f"could not diff the agent's working tree (exit {code}): {out.strip()[-300:]}")
-    if not change.files and out:
-        change.files = [p for p in out.split("\0") if p]
-        change.test_infra = [p for p in change.files if is_test_infra(p, task)]
-    code, out = _harness_exec(box, _apply_script(stage, change.workdir, exclude), timeout)
     if code != 0:
-        raise IsolationError(f"could not apply the agent's diff (exit {code}): {out.strip()[-300:]}")
+        raise IsolationError(f"could not apply the agent's diff (exit {code}): {patch.strip()[-300:]}")
+    if not change.files and names:
+        change.files = [p for p in names.split("\0") if p]
+        change.test_infra = [p for p in change.files if is_test_infra(p, task)]
     if not exclude:
-        change.patch = out
+        change.patch = patch
 
 
 def restore_container(box: Sandbox, task: TaskSpec) -> None:

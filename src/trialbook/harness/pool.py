@@ -21,6 +21,7 @@ from trialbook.harness.trial import Interrupted, Stopper, TrialResult, TrialSett
 from trialbook.ledger.store import Ledger
 from trialbook.records import Outcome, is_resolved
 from trialbook.sandbox import DockerEngine
+from trialbook.tasks import TaskSpec
 from trialbook.sandbox.docker import LABEL_LEDGER, LABEL_RUN_ID
 
 
@@ -79,6 +80,9 @@ def _execute(
     tally = Tally(total=len(plans))
     images: dict[str, str] = {}
 
+    if config.warm_pool:
+        engine.open_pool(config.concurrency).plan(_demand(plans))
+
     def one(plan: Plan) -> TrialResult | None:
         try:
             return run_trial(engine, plan.task, plan.attempt, settings, stopper)
@@ -118,13 +122,24 @@ def _execute(
             tally.interrupted = True
             stopper.fire("interrupt")
             pool.shutdown(wait=True, cancel_futures=True)
+            engine.close_pool()
             engine.clean(run_name, images=False, ledger=settings.labels[LABEL_LEDGER])
             raise
         finally:
             if timer is not None:
                 timer.cancel()
+    engine.close_pool()  # waits for the last removals: no container outlives the run
     update_stack(ledger, engine, run_id, run_name, config, images)
     return tally
+
+
+def _demand(plans: list[Plan]) -> dict[str, int]:
+    """Containers each task's trials will ask for: the agent's, plus a fresh one per verifier (diff isolation)."""
+    demand: dict[str, int] = {}
+    for plan in plans:
+        if isinstance(plan.task, TaskSpec):
+            demand[plan.task.task_id] = demand.get(plan.task.task_id, 0) + (2 if plan.task.isolation == "diff" else 1)
+    return demand
 
 
 def _retire(paths: RunPaths, trial_name: str) -> None:

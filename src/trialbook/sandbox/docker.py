@@ -21,6 +21,8 @@ from typing import IO, Any
 import docker
 from docker.errors import APIError, BuildError, DockerException, ImageNotFound, NotFound
 
+from trialbook.sandbox.warm import LABEL_POOL, Spec, WarmPool
+
 LABEL_RUN = "trialbook.run"
 LABEL_TRIAL = "trialbook.trial"
 LABEL_TASK = "trialbook.task"
@@ -242,6 +244,9 @@ class Sandbox:
             return f.read() if f else None
 
     def remove(self) -> None:
+        if self.engine.warm is not None:  # off the trial's critical path; `clean` finds a failed one
+            self.engine.warm.discard(self.id)
+            return
         try:
             self.container.remove(force=True)
         except NotFound:
@@ -293,16 +298,45 @@ class DockerEngine:
             raise DaemonError(f"no Docker daemon: {exc}") from None
         self._build_locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
+        self.warm: WarmPool | None = None
+        self.pool_stats: dict[str, int] = {}  # the last closed pool's counts (taken, cold, created, ...)
+        self._image_ids: dict[str, str] = {}  # built tags seen this run: no image inspect per trial
+        self._workdirs: dict[str, str | None] = {}
+
+    def open_pool(self, concurrency: int) -> WarmPool:
+        """Start keeping containers warm (sandbox/warm.py) until close_pool()."""
+        try:
+            host_mb = int(self.client.info().get("MemTotal", 0)) // 2**20 or None
+        except (APIError, DockerException):
+            host_mb = None
+        self.warm = WarmPool(
+            create=lambda spec, name: self._create(spec, name, {**dict(spec.labels), LABEL_POOL: "1"}),
+            remove=lambda cid: self.client.api.remove_container(cid, force=True),
+            depth=2 * concurrency,  # each trial asks for two in a row: the agent's, then the verifier's
+            limit=2 * concurrency + 2,
+            memory_mb=host_mb,
+        )
+        return self.warm
+
+    def close_pool(self) -> None:
+        warm, self.warm = self.warm, None
+        if warm is not None:
+            warm.close()
+            self.pool_stats = dict(warm.stats)
 
     def version(self) -> str:
         return str(self.client.version().get("Version"))
 
     def image_workdir(self, ref: str) -> str | None:
         """The image's WORKDIR (None when it has none)."""
+        if ref in self._workdirs:
+            return self._workdirs[ref]
         try:
-            return self.client.api.inspect_image(ref).get("Config", {}).get("WorkingDir") or None
+            workdir = self.client.api.inspect_image(ref).get("Config", {}).get("WorkingDir") or None
         except (APIError, DockerException) as exc:
             raise DaemonError(f"image inspect {ref} failed: {exc}") from None
+        self._workdirs[ref] = workdir
+        return workdir
 
     def image_id(self, ref: str) -> str | None:
         try:
@@ -332,8 +366,9 @@ class DockerEngine:
         with self._locks_lock:
             lock = self._build_locks.setdefault(tag, threading.Lock())
         with lock:
-            found = self.image_id(tag)
+            found = self._image_ids.get(tag) or self.image_id(tag)
             if found is not None:
+                self._image_ids[tag] = found
                 return tag, found
             try:
                 built, _ = self.client.images.build(
@@ -349,6 +384,7 @@ class DockerEngine:
                 raise ImageBuildError(f"image build failed for {key}: {exc.msg or last}".strip()) from None
             except (APIError, DockerException) as exc:
                 raise ImageBuildError(f"image build failed for {key}: {exc}") from None
+            self._image_ids[tag] = str(built.id)
             return tag, str(built.id)
 
     def start(
@@ -366,36 +402,51 @@ class DockerEngine:
         shell_setup: str | None = None,
     ) -> Sandbox:
         """A running container; `shell_setup` is written to SHELL_SETUP_PATH and named by BASH_ENV,
-        so every non-interactive `bash` (agent commands, test.sh) starts in the task's environment."""
+        so every non-interactive `bash` (agent commands, test.sh) starts in the task's environment.
+        With a warm pool open, a waiting container of the same spec is taken when there is one."""
+        spec = Spec(
+            image, cpus, memory_mb, pids_limit, network, tuple(sorted((env or {}).items())), workdir, shell_setup,
+            tuple(sorted((k, v) for k, v in labels.items() if k != LABEL_TRIAL)),
+        )  # fmt: skip
+        got = self.warm.take(spec) if self.warm is not None else None
+        if got is not None:
+            name, cid = got.name, got.id
+        else:
+            cid = self._create(spec, name, labels)
+        container = self.client.containers.prepare_model({"Id": cid, "Name": name})
+        return Sandbox(self, container, stop)
+
+    def _create(self, spec: Spec, name: str, labels: dict[str, str]) -> str:
+        """Create and start a container of `spec`; its id."""
         api = self.client.api
-        env = dict(env or {})
-        if shell_setup:
+        env = dict(spec.env)
+        if spec.shell_setup:
             env["BASH_ENV"] = SHELL_SETUP_PATH
         host = api.create_host_config(
-            network_mode="bridge" if network else "none",
-            nano_cpus=int(cpus * 1e9),
-            mem_limit=f"{memory_mb}m",
-            pids_limit=pids_limit,
+            network_mode="bridge" if spec.network else "none",
+            nano_cpus=int(spec.cpus * 1e9),
+            mem_limit=f"{spec.memory_mb}m",
+            pids_limit=spec.pids_limit,
         )
         try:  # the low-level calls save the SDK's extra inspect per container
             created = api.create_container(
-                image,
+                spec.image,
                 entrypoint=["sleep", "infinity"],
                 command=[],
                 name=name,
                 labels=labels,
                 host_config=host,
                 environment=env or None,
-                working_dir=workdir,
+                working_dir=spec.workdir,
             )
             api.start(created["Id"])
-            if shell_setup:
-                api.put_archive(created["Id"], "/", tar_text(SHELL_SETUP_PATH.lstrip("/"), shell_setup + "\n"))
+            if spec.shell_setup:
+                api.put_archive(created["Id"], "/", tar_text(SHELL_SETUP_PATH.lstrip("/"), spec.shell_setup + "\n"))
         except (APIError, DockerException) as exc:
             self._remove_by_name(name)
+            self._image_ids = {t: i for t, i in self._image_ids.items() if t != spec.image}
             raise ContainerStartError(f"container {name} did not start: {exc}") from None
-        container = self.client.containers.prepare_model({"Id": created["Id"], "Name": name})
-        return Sandbox(self, container, stop)
+        return str(created["Id"])
 
     def _remove_by_name(self, name: str) -> None:
         with contextlib.suppress(APIError, DockerException):
