@@ -51,7 +51,17 @@ def make_task(root: Path) -> Path:
 
 
 def bare_block(image: str, n: int, c: int) -> float:
-    cmd = ["docker", "run", "--rm", "--network", "none", image, "sh", "-c", f"{SOLVE}; {TEST}; cat /logs/verifier/reward.txt"]
+    cmd = [
+        "docker",
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        image,
+        "sh",
+        "-c",
+        f"{SOLVE}; {TEST}; cat /logs/verifier/reward.txt",
+    ]
 
     def one(_: int) -> None:
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -93,7 +103,9 @@ def main() -> None:
         task = make_task(root)
         spec = load_task(task)
         engine = connect()
-        image, _ = engine.ensure_image(spec.task_id, None, spec.dockerfile.parent, spec.environment_hash, "bench", False)
+        image, _ = engine.ensure_image(
+            spec.task_id, None, spec.dockerfile.parent, spec.environment_hash, "bench", False
+        )
         ledger = Ledger(str(root / "bench.db"))
         bare_block(image, 2, 1)  # warm-up: image layers in the page cache
         trialbook_block(ledger, task, root, 2, 1, not args.no_warm, "warmup")
@@ -102,7 +114,9 @@ def main() -> None:
             bare, tb = [], []
             for r in range(args.rounds):
                 bare.append(bare_block(image, args.trials, c) / args.trials)
-                tb.append(trialbook_block(ledger, task, root, args.trials, c, not args.no_warm, f"c{c}-r{r}") / args.trials)
+                tb.append(
+                    trialbook_block(ledger, task, root, args.trials, c, not args.no_warm, f"c{c}-r{r}") / args.trials
+                )
             b, t = statistics.median(bare), statistics.median(tb)
             rows.append({"concurrency": c, "trials": args.trials, "rounds": args.rounds,
                          "bare_s_per_trial": round(b, 3), "trialbook_s_per_trial": round(t, 3),

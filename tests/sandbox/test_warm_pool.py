@@ -26,9 +26,9 @@ pytestmark = pytest.mark.docker
 
 # The agent and the verifier each refuse a container someone already used, and print its hostname
 # (the container id's first 12 hex digits): a reused container fails the trial and shows in the ids.
-SOLVE = "test ! -e /tmp/used || exit 1; touch /tmp/used; cd /testbed && echo \"fixed $(hostname)\" > answer.txt; {extra}"
+SOLVE = 'test ! -e /tmp/used || exit 1; touch /tmp/used; cd /testbed && echo "fixed $(hostname)" > answer.txt; {extra}'
 TEST = (
-    "test ! -e /tmp/vused && touch /tmp/vused && echo \"verifier-host $(hostname)\"; mkdir -p /logs/verifier;"
+    'test ! -e /tmp/vused && touch /tmp/vused && echo "verifier-host $(hostname)"; mkdir -p /logs/verifier;'
     " if grep -q fixed /testbed/answer.txt; then echo 1; else echo 0; fi > /logs/verifier/reward.txt"
 )
 

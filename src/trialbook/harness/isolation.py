@@ -190,7 +190,11 @@ def apply_change(box: Sandbox, change: Change, task: TaskSpec, exclude: list[str
     stage, mark = change.stage, f"@@trialbook-{secrets.token_hex(6)}@@"
     change.tree.seek(0)
     box.put_tar("/", change.tree)
-    script = _trees_script(stage, change.workdir) + f"printf '\\n{mark}\\n'\n" + _apply_script(stage, change.workdir, exclude)
+    script = (
+        _trees_script(stage, change.workdir)
+        + f"printf '\\n{mark}\\n'\n"
+        + _apply_script(stage, change.workdir, exclude)
+    )
     code, out = _harness_exec(box, script, timeout)
     names, marked, patch = out.partition(f"\n{mark}\n")
     if not marked:

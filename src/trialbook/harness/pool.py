@@ -21,8 +21,8 @@ from trialbook.harness.trial import Interrupted, Stopper, TrialResult, TrialSett
 from trialbook.ledger.store import Ledger
 from trialbook.records import Outcome, is_resolved
 from trialbook.sandbox import DockerEngine
-from trialbook.tasks import TaskSpec
 from trialbook.sandbox.docker import LABEL_LEDGER, LABEL_RUN_ID
+from trialbook.tasks import TaskSpec
 
 
 def progress_bar() -> Progress:
