@@ -73,8 +73,7 @@ def _patch_failed(ev: Evidence) -> bool:
 
 
 def _test_infra_changed(ev: Evidence) -> bool:
-    extra = ev.trial.get("extra") or {}
-    return isinstance(extra, dict) and "test_infra_changed" in (extra.get("tags") or [])
+    return "test_infra_changed" in ((ev.trial.extra or {}).get("tags") or [])
 
 
 class Signature(NamedTuple):
