@@ -23,8 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("cli",),
     ("web", "report"),
     ("harness", "rl", "audit", "training", "stats", "prereg", "importers"),
-    ("agents", "verify", "sandbox", "tasks",
-     "tasks_swebench", "swebench_versions"),  # the last two: on their way into tasks/swebench/
+    ("agents", "verify", "sandbox", "tasks"),
     ("ledger",),
     # __init__: `import trialbook` (its version)
     ("records", "outcomes", "errors", "extras", "files", "names", "__init__"),

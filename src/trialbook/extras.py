@@ -18,6 +18,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "train": ("trl", "transformers", "datasets"),
     "postgres": ("psycopg",),
     "swebench": ("swebench.harness.test_spec.python",),
+    "web": ("starlette", "uvicorn", "jinja2", "matplotlib"),
 }
 
 

@@ -21,6 +21,7 @@ BLOCKED = {
     "postgres": ["psycopg"],
     "swebench": ["swebench", "datasets", "modal"],
     "dev": ["statsmodels"],
+    "web": ["starlette", "uvicorn", "jinja2", "matplotlib"],
 }
 
 PRELUDE = """
@@ -84,6 +85,15 @@ except UserError as exc:
 """
     res = run_blocked(["agent"], code)
     assert res.stdout == "2 the mini agent needs the agent extra: pip install 'trialbook[agent]'\n", res.stderr
+
+
+def test_serve_and_html_report_without_the_web_extra(tmp_path: Path) -> None:
+    for args, what in ((["serve"], "trialbook serve"), (["report", "--html", str(tmp_path / "r.html")],
+                                                          "trialbook report --html")):  # fmt: skip
+        res = cli_blocked(["web"], *args, "--db", str(tmp_path / "none.db"))
+        assert res.returncode == 2
+        assert res.stderr == f"error: {what} needs the web extra: pip install 'trialbook[web]'\n"
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_train_grpo_without_the_train_extra(tmp_path: Path) -> None:

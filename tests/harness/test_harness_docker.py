@@ -207,14 +207,19 @@ def test_kill_9_then_resume_runs_every_trial_exactly_once(engine, tmp_path, db):
     try:
         recorded = _wait_for_trials(db, "crash", 2)
         assert 2 <= recorded < 9, recorded
+        # kill -9 while a trial's sandbox is up (sparse: no inspect of a container being removed)
+        _wait_for(lambda: engine.containers.list(all=True, sparse=True, filters={"label": "trialbook.run=crash"}))
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
     finally:
         if proc.poll() is None:
             proc.kill()
     before = {(t["task_id"], t["attempt"]) for t in trials(db, "crash")}
+    left = leftovers(engine, "crash")
+    assert left, "no container outlived the killed run: resume's clean-up would go unchecked"
     code, _, err = run_cli(db, "resume", "crash")
     assert code == 0, err
+    assert f"removed {len(left)} leftover container(s)" in err
     rows = trials(db, "crash", current_only=False)
     keys = [(t["task_id"], t["attempt"]) for t in rows]
     assert sorted(keys) == sorted((t, a) for t in tasks for a in range(3))  # each exactly once
@@ -234,6 +239,13 @@ def _start_run_process(db: str, tmp_path: Path, run: str, tasks: list[str], atte
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+
+
+def _wait_for(ready, timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while not ready():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.1)
 
 
 def _wait_for_trials(db: str, run: str, at_least: int, timeout: float = 90) -> int:

@@ -1,10 +1,9 @@
 """Trainer adapters for real: completions graded in Docker, SkyRL's generator and AReaL's workflow
-shapes over the real llama-cpp-python server, and TRL's GRPOTrainer on CPU for two optimizer steps."""
+shapes over the real llama-cpp-python server (TRL's GRPOTrainer: tests/rl/test_trl_grpo_learns.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +14,7 @@ from paths import EXAMPLES
 from trialbook.agents.llama import LlamaServer
 from trialbook.ledger.store import Ledger
 from trialbook.rl.rollout import Rollouts
-from trialbook.rl.trainers import ArealWorkflow, SkyRLGenerator, train_grpo, trl_reward
+from trialbook.rl.trainers import ArealWorkflow, SkyRLGenerator, trl_reward
 
 pytestmark = [pytest.mark.llm, pytest.mark.docker]  # the model server and Docker sandboxes, in every test
 
@@ -72,18 +71,3 @@ def test_areal_workflow_returns_the_reward_through_the_proxy_url(db: str, llama:
     extra = json.loads(row["extra"]) if isinstance(row["extra"], str) else row["extra"]
     assert reward == extra["train_reward"] and (row["step"], row["wv"]) == (5, 5)
     assert extra["agent_info"]["endpoints"] == [llama.url]
-
-
-def test_trl_grpo_trains_two_steps_with_every_completion_graded(cli, db: str, tmp_path: Path):
-    if importlib.util.find_spec("trl") is None:  # a failure, not a skip: nothing in the suite is skipped
-        pytest.fail("TRL needs torch: run scripts/ci-setup-model.sh (torch==2.13.0 CPU, then the train extra)")
-    rollouts = Rollouts(db, "grpo-trl", EXAMPLES, serving={"engine": "transformers"}, runs_dir=tmp_path / "runs")
-    summary = train_grpo(rollouts, tmp_path / "out", tasks=["plain-bugfix"], steps=2, group_size=2,
-                         max_completion_length=16)  # fmt: skip
-    assert summary["global_step"] == 2
-    rows = _rows(db, "grpo-trl")
-    assert {r["step"] for r in rows} == {0, 1} and all(r["wv"] == r["step"] for r in rows)
-    assert len(rows) == 4 and all(r["outcome"] in ("format_error", "resolved", "unresolved") for r in rows)
-    report = cli("train", "report", "grpo-trl", "--bucket", "1", "--json")
-    assert report.exit_code == 0, report.stderr
-    assert json.loads(report.stdout)["trajectories"] == 4

@@ -14,7 +14,7 @@ import pytest
 
 from paths import INSTANCES, SWE
 from trialbook.tasks import load_task
-from trialbook.tasks_swebench import PROXY_VARS
+from trialbook.tasks.swebench.generate import PROXY_VARS
 
 LOGS = SWE / "logs" / "20240620_sweagent_claude3.5sonnet"
 WITH_REPORT = sorted(p.parent.name for p in LOGS.glob("*/report.json"))
@@ -169,7 +169,7 @@ def test_bad_input_is_a_user_error(tmp_path: Path, cli):
 
 def test_every_verified_instance_gets_its_official_test_command(tmp_path: Path):
     """All 500: written unless F2P/P2P are missing, and each test line is the official eval.sh's."""
-    from trialbook.tasks_swebench import write_tasks
+    from trialbook.tasks.swebench.generate import write_tasks
 
     result = write_tasks(INSTANCES, tmp_path)
     instances = _instances()

@@ -16,13 +16,14 @@ import typer
 from trialbook.cli.common import app
 from trialbook.errors import TrialbookError
 
-AREAS = ("data", "stats", "harness", "audit", "training")
+AREAS = ("data", "stats", "harness", "audit", "training", "web")
 COMMAND_AREAS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("import", "runs", "show", "export"), ("data",)),
     **dict.fromkeys(("compare", "plan", "prereg"), ("stats",)),
     **dict.fromkeys(("run", "resume", "rerun", "clean", "policy", "quickstart", "validate"), ("harness",)),
     **dict.fromkeys(("regrade", "audit", "attribute", "tasks"), ("audit",)),
     **dict.fromkeys(("train", "sim"), ("training",)),
+    **dict.fromkeys(("serve", "report"), ("web",)),
 }
 
 

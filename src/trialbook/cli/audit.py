@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, RunArg, app, comma_list, emit
+from trialbook.cli.common import Csv, Db, Json, Markdown, RunArg, app, comma_list, emit
 from trialbook.errors import UserError
 from trialbook.extras import require
 from trialbook.ledger.store import Ledger
@@ -33,11 +33,14 @@ Jobs = Annotated[int | None, typer.Option("--jobs", min=1, help="Processes parsi
 
 
 @app.command("regrade")
-def regrade_cmd(run: RunArg, jobs: Jobs = None, as_json: Json = False, db: Db = None) -> None:
+def regrade_cmd(
+    run: RunArg, jobs: Jobs = None, as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False,
+    db: Db = None,
+) -> None:
     """Re-grade every trial that has a verifier log with trialbook's grader; list disagreements."""
     from trialbook.audit.regrade import DEFAULT_JOBS, regrade_run
 
-    emit(regrade_run(Ledger(db), run, jobs or DEFAULT_JOBS), as_json, render.print_regrade)
+    emit(regrade_run(Ledger(db), run, jobs or DEFAULT_JOBS), as_json, render.print_regrade, markdown, as_csv)
 
 
 @app.command("audit")
@@ -49,6 +52,8 @@ def audit_cmd(
     ] = 2,
     jobs: Jobs = None,
     as_json: Json = False,
+    markdown: Markdown = False,
+    as_csv: Csv = False,
     db: Db = None,
 ) -> None:
     """Failures that may not be the agent's fault: P2P penalties, log signatures, suspect tests."""
@@ -58,15 +63,17 @@ def audit_cmd(
     if min_trials < 1:
         raise UserError("--min-trials must be at least 1")
     result = audit_run(Ledger(db), run, vs=vs, min_trials=min_trials, jobs=jobs or DEFAULT_JOBS)
-    emit(result, as_json, render.print_audit)
+    emit(result, as_json, render.print_audit, markdown, as_csv)
 
 
 @app.command("attribute")
-def attribute_cmd(old: str, new: str, as_json: Json = False, db: Db = None) -> None:
+def attribute_cmd(
+    old: str, new: str, as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None
+) -> None:
     """Decompose the resolved-rate change OLD -> NEW by transition and by repo (RUN@original: before reruns)."""
     from trialbook.audit.attribute import attribute_runs
 
-    emit(attribute_runs(Ledger(db), old, new), as_json, render.print_attribute)
+    emit(attribute_runs(Ledger(db), old, new), as_json, render.print_attribute, markdown, as_csv)
 
 
 @tasks_app.command("from-swebench")
@@ -74,10 +81,22 @@ def from_swebench_cmd(
     instances: Path,
     out: Annotated[Path, typer.Option("--out", help="Folder to write one task folder per instance into.")],
     ids: Annotated[str | None, typer.Option("--ids", help="Comma-separated instance ids (default: all).")] = None,
+    build: Annotated[bool, typer.Option("--build", help="Build each instance's image here from source.")] = False,
+    repos: Annotated[
+        Path | None, typer.Option("--repos", help="--build: folder of <owner>__<name>.git (default: fetch upstream).")
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="--build: images built in parallel.")] = 1,
     as_json: Json = False,
 ) -> None:
-    """Task folders for SWE-bench Verified instances on the official sweb.eval images."""
+    """Task folders for SWE-bench Verified instances: on the official sweb.eval images, or built here (--build)."""
     require("swebench", "tasks from-swebench")
-    from trialbook.tasks_swebench import write_tasks
+    if build:
+        from trialbook.tasks.swebench.build import build_tasks, print_build
+
+        emit(build_tasks(instances, out, comma_list(ids), repos, jobs), as_json, print_build)
+        return
+    if repos is not None:
+        raise UserError("--repos is used only with --build")
+    from trialbook.tasks.swebench.generate import write_tasks
 
     emit(write_tasks(instances, out, comma_list(ids)), as_json, render.print_from_swebench)

@@ -24,6 +24,8 @@ Db = Annotated[
     str | None, typer.Option("--db", help="Ledger: SQLite path or postgresql:// URL [env TRIALBOOK_DB; ./trialbook.db]")
 ]
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+Markdown = Annotated[bool, typer.Option("--markdown", help="Markdown on stdout (tables as pipe tables).")]
+Csv = Annotated[bool, typer.Option("--csv", help="The table(s) as CSV on stdout (other lines go to stderr).")]
 Replace = Annotated[bool, typer.Option("--replace", help="Overwrite a run of the same name.")]
 
 
@@ -54,12 +56,17 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def emit(data: Any, as_json: bool, human: Any) -> None:
-    """JSON on stdout (and nothing else) with --json, else the human renderer."""
-    if as_json:  # strict JSON: a non-finite number (from an older ledger) is null, never `Infinity`
+def emit(data: Any, as_json: bool, human: Any, markdown: bool = False, as_csv: bool = False) -> None:
+    """JSON on stdout (and nothing else) with --json, else the human renderer (as Markdown or CSV if asked)."""
+    from trialbook.report import layout
+
+    fmt = layout.formats(markdown, as_csv)
+    if as_json:
+        # strict JSON: a non-finite number (from an older ledger) is null, never `Infinity`
         sys.stdout.write(json.dumps(_finite(data), indent=2, default=str, allow_nan=False) + "\n")
     else:
-        human(data)
+        with layout.output(fmt):
+            human(data)
 
 
 def done(msg: str) -> None:

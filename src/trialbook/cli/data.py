@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, Replace, RunArg, RunName, app, done, emit, valid_run
+from trialbook.cli.common import Csv, Db, Json, Markdown, Replace, RunArg, RunName, app, done, emit, valid_run
 from trialbook.errors import UserError
 
 # Every command imports what it needs inside its body: `runs` and `show` must not pay for the
@@ -82,23 +82,25 @@ def import_harbor_cmd(job_dir: Path, run: RunName = None, replace: Replace = Fal
 
 
 @app.command("runs")
-def runs_cmd(as_json: Json = False, db: Db = None) -> None:
+def runs_cmd(as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None) -> None:
     """List runs with their resolved rates."""
     from trialbook.ledger.store import Ledger
     from trialbook.report import tables
     from trialbook.stats.summary import runs_summary
 
-    emit(runs_summary(Ledger(db)), as_json, tables.print_runs)
+    emit(runs_summary(Ledger(db)), as_json, tables.print_runs, markdown, as_csv)
 
 
 @app.command("show")
-def show_cmd(run: RunArg, as_json: Json = False, db: Db = None) -> None:
+def show_cmd(
+    run: RunArg, as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None
+) -> None:
     """One run: rate, judged count, outcomes, tags, per-repo rates, stack."""
     from trialbook.ledger.store import Ledger
     from trialbook.report import tables
     from trialbook.stats.summary import run_summary
 
-    emit(run_summary(Ledger(db), run), as_json, tables.print_show)
+    emit(run_summary(Ledger(db), run), as_json, tables.print_show, markdown, as_csv)
 
 
 @app.command("export")

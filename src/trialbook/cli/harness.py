@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from trialbook.agents.base import agent_options
-from trialbook.cli.common import Db, Json, Replace, RunArg, app, comma_list, done, emit, valid_run
+from trialbook.cli.common import Csv, Db, Json, Markdown, Replace, RunArg, app, comma_list, done, emit, valid_run
 from trialbook.harness.config import RunConfig, Tally
 from trialbook.harness.paths import DEFAULT_RUNS_DIR
 from trialbook.harness.policy import policy_rows
@@ -19,7 +19,7 @@ from trialbook.harness.quickstart import quickstart
 from trialbook.harness.runner import clean, rerun, resume_run, start_run
 from trialbook.harness.validate import ValidateOptions, validate
 from trialbook.ledger.store import Ledger
-from trialbook.report import tables
+from trialbook.report import layout, tables
 from trialbook.report.validate import print_validate
 from trialbook.stats.summary import run_summary
 
@@ -135,17 +135,18 @@ def clean_cmd(
 
 
 def _print_policy(rows: list[dict[str, Any]]) -> None:
-    table = Table("exception", "outcome", "retry", "graded", "meaning", title="error policy")
-    for r in rows:
-        table.add_row(r["exception"], r["outcome"], "yes" if r["retry"] else "no", "yes" if r["graded"] else "no",
-                      r["meaning"])  # fmt: skip
-    Console().print(table)
+    layout.table(
+        ["exception", "outcome", "retry", "graded", "meaning"],
+        [[r["exception"], r["outcome"], "yes" if r["retry"] else "no", "yes" if r["graded"] else "no", r["meaning"]]
+         for r in rows],
+        title="error policy",
+    )  # fmt: skip
 
 
 @app.command("policy")
-def policy_cmd(as_json: Json = False) -> None:
+def policy_cmd(as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False) -> None:
     """The error policy: exception type -> outcome, retried?, graded?"""
-    emit(policy_rows(), as_json, _print_policy)
+    emit(policy_rows(), as_json, _print_policy, markdown, as_csv)
 
 
 def _print_quickstart(data: dict[str, Any]) -> None:
@@ -210,6 +211,8 @@ def validate_cmd(
     tasks: TaskIds = None,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     replace: Replace = False,
+    markdown: Markdown = False,
+    as_csv: Csv = False,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -224,4 +227,4 @@ def validate_cmd(
         run=run,
         replace=replace,
     )
-    emit(validate(Ledger(db), opts, image_variant), as_json, print_validate)
+    emit(validate(Ledger(db), opts, image_variant), as_json, print_validate, markdown, as_csv)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, app, done, emit
+from trialbook.cli.common import Csv, Db, Json, Markdown, app, done, emit
 
 # The ledger (SQLAlchemy), numpy/scipy and rich are imported inside the commands: `--help` and
 # every other command stay fast.
@@ -30,7 +30,8 @@ def compare_cmd(
     ] = None,
     by_repo: Annotated[bool, typer.Option("--by-repo", help="Per-repo breakdown.")] = False,
     bootstrap: Annotated[bool, typer.Option("--bootstrap", help="Add a 10,000-resample task bootstrap CI.")] = False,
-    markdown: Annotated[bool, typer.Option("--markdown", help="Markdown on stdout.")] = False,
+    markdown: Markdown = False,
+    as_csv: Csv = False,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -40,10 +41,10 @@ def compare_cmd(
     from trialbook.stats.compare import compare
 
     res = compare(Ledger(db), base, candidates, exclude_repo or [], split, min_diff, picked_from, by_repo, bootstrap)
-    if markdown and not as_json:
+    if markdown and not as_json and not as_csv:
         sys.stdout.write(render.markdown_compare(res))
         return
-    emit(res, as_json, render.print_compare)
+    emit(res, as_json, render.print_compare, markdown, as_csv)
 
 
 @app.command("plan")
@@ -55,6 +56,7 @@ def plan_cmd(
     vs: Annotated[str | None, typer.Option("--vs", help="Second run: estimate per-task differences too.")] = None,
     base_rate: Annotated[float, typer.Option("--base-rate", help="Resolved % assumed when no run is given.")] = 50.0,
     min_diff: MinDiff = 4.0,
+    markdown: Markdown = False,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -64,7 +66,7 @@ def plan_cmd(
     from trialbook.stats.power import plan
 
     ledger = Ledger(db) if from_run else None
-    emit(plan(ledger, tasks, repeats, effect, from_run, vs, base_rate, min_diff), as_json, render.print_plan)
+    emit(plan(ledger, tasks, repeats, effect, from_run, vs, base_rate, min_diff), as_json, render.print_plan, markdown)
 
 
 prereg_app = typer.Typer(help="Preregister a held-out confirmation and check runs against it.", no_args_is_help=True)
@@ -95,6 +97,7 @@ def prereg_check_cmd(
     base: Annotated[str, typer.Option("--base", help="Baseline run.")],
     cand: Annotated[list[str], typer.Option("--cand", help="Candidate run (repeatable).")],
     as_json: Json = False,
+    markdown: Markdown = False,
     db: Db = None,
 ) -> None:
     """The preregistered verdict on held-out tasks (the in-pool result is shown as secondary)."""
@@ -102,4 +105,4 @@ def prereg_check_cmd(
     from trialbook.prereg.plan import check_plan
     from trialbook.report import compare as render
 
-    emit(check_plan(Ledger(db), plan_file, base, cand), as_json, render.print_prereg_check)
+    emit(check_plan(Ledger(db), plan_file, base, cand), as_json, render.print_prereg_check, markdown)

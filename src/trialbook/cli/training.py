@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, Json, RunArg, app, emit
+from trialbook.cli.common import Csv, Db, Json, Markdown, RunArg, app, emit
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
 from trialbook.report import training as render
@@ -31,6 +31,8 @@ def train_report_cmd(
     eval_set: Annotated[
         str | None, typer.Option("--eval-set", help="Evaluation task list (file or run name) to check overlap.")
     ] = None,
+    markdown: Markdown = False,
+    as_csv: Csv = False,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -38,7 +40,7 @@ def train_report_cmd(
     report = train_report(
         Ledger(db), run, bucket=bucket, exclude_repos=exclude_repo or [], gpus=gpus, eval_set=eval_set
     )
-    emit(report, as_json, render.print_train_report)
+    emit(report, as_json, render.print_train_report, markdown, as_csv)
 
 
 @sim_app.command("pipeline")
@@ -58,6 +60,8 @@ def sim_pipeline_cmd(
     ] = None,
     cross_epoch: Annotated[bool, typer.Option("--cross-epoch", help="Keep sampling into the next epoch.")] = False,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    markdown: Markdown = False,
+    as_csv: Csv = False,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -70,7 +74,7 @@ def sim_pipeline_cmd(
         ledger = Ledger(db)
         sampler = empirical_sampler(load_durations(ledger, ledger.run(durations_from)["id"]))
     cfg = PipelineConfig(batch, group, staleness, pool, epochs, train_step_s, workers, cross_epoch, seed)
-    emit(simulate(cfg, sampler), as_json, render.print_pipeline)
+    emit(simulate(cfg, sampler), as_json, render.print_pipeline, markdown, as_csv)
 
 
 @sim_app.command("rollouts")

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
-# Piped output (logs, CI) gets a wide console instead of rich's 80-column default.
-console = Console(width=None if sys.stdout.isatty() else 160)
+from trialbook.report import layout
 
 
 def _n(x: float | None, fmt: str = "{:+.2f}") -> str:
@@ -67,50 +63,43 @@ def _details(r: dict[str, Any], several: bool) -> str:
     )
 
 
-def _table(headers: list[str], title: str) -> Table:
-    """Names (first column) fold rather than being cut with an ellipsis on narrow terminals."""
-    table = Table(title=escape(title))
-    for i, h in enumerate(headers):
-        table.add_column(h, overflow="fold", min_width=16 if i == 0 else None)
-    return table
-
-
 def print_compare(res: dict[str, Any]) -> None:
     several = res["candidates_considered"] > 1
-    table = _table(_headers(res), title=f"baseline: {res['baseline']}")
+    rows = [_cells(r, _with_subset(res)) for r in res["comparisons"]]
+    layout.table(_headers(res), rows, title=f"baseline: {res['baseline']}")
     for r in res["comparisons"]:
-        table.add_row(*map(escape, _cells(r, _with_subset(res))))
-    console.print(table)
-    for r in res["comparisons"]:
-        console.print(_details(r, several), markup=False, highlight=False)
+        layout.line(_details(r, several), markup=False)
         for k, v in (r.get("pass_at_k") or {}).items():
-            console.print(
+            layout.line(
                 f"  {k}: {_n(v['base_pct'], '{:.1f}%')} -> {_n(v['cand_pct'], '{:.1f}%')},"
                 f" diff {_n(v['diff_pp'])} pp, 95% CI {_ci(v['ci_pp'])} ({v['tasks']} tasks)",
                 markup=False,
-                highlight=False,
             )
-    console.print(
+    layout.line(
         f"claim = diff >= {res['min_diff_pp']:g} pp and the lower CI bound > 0"
         + (f" (CIs Bonferroni-widened for {res['candidates_considered']} candidates)" if several else ""),
-        highlight=False,
+        markup=False,
     )
     for gap in res.get("split", {}).get("gaps", []):
-        console.print(
+        layout.line(
             f"{gap['candidate']}: in-minus-out gap {gap['gap_pp']:+.2f} pp (SE {gap['se_pp']:.2f},"
             f" 95% CI {_ci(gap['ci_pp'])})",
-            highlight=False,
+            markup=False,
         )
     for cand, rows in res.get("by_repo", {}).items():
-        t = _table(["repo", "tasks", "base", "cand", "diff pp", "95% CI", "W/L/T"], title=f"by repo: {cand}")
-        for r in rows:
-            t.add_row(
-                r["repo"], str(r["tasks"]), _n(r["base_pct"], "{:.1f}%"), _n(r["cand_pct"], "{:.1f}%"),
-                _n(r["diff_pp"]), _ci(r["ci_pp"]), f"{r['wins']}/{r['losses']}/{r['ties']}",
-            )  # fmt: skip
-        console.print(t)
+        layout.table(REPO_HEADERS, [_repo_cells(r) for r in rows], title=f"by repo: {cand}")
     for w in res["warnings"]:
-        console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
+        layout.line(f"[yellow]warning:[/yellow] {escape(w)}")
+
+
+REPO_HEADERS = ["repo", "tasks", "base", "cand", "diff pp", "95% CI", "W/L/T"]
+
+
+def _repo_cells(r: dict[str, Any]) -> list[str]:
+    return [
+        r["repo"], str(r["tasks"]), _n(r["base_pct"], "{:.1f}%"), _n(r["cand_pct"], "{:.1f}%"),
+        _n(r["diff_pp"]), _ci(r["ci_pp"]), f"{r['wins']}/{r['losses']}/{r['ties']}",
+    ]  # fmt: skip
 
 
 def markdown_compare(res: dict[str, Any]) -> str:
@@ -123,6 +112,9 @@ def markdown_compare(res: dict[str, Any]) -> str:
     lines += ["", f"Claim rule: diff >= {res['min_diff_pp']:g} pp and lower CI bound > 0."]
     for gap in res.get("split", {}).get("gaps", []):
         lines.append(f"- `{gap['candidate']}` in-minus-out gap {gap['gap_pp']:+.2f} pp, 95% CI {_ci(gap['ci_pp'])}")
+    for cand, rows in res.get("by_repo", {}).items():
+        lines += ["", f"**By repo: `{cand}`**", "", "| " + " | ".join(REPO_HEADERS) + " |", "|" + "---|" * 7]
+        lines += ["| " + " | ".join(_repo_cells(r)) + " |" for r in rows]
     if res["warnings"]:
         lines += ["", "**Warnings**", ""] + [f"- {w}" for w in res["warnings"]]
     return "\n".join(lines) + "\n"
@@ -130,41 +122,42 @@ def markdown_compare(res: dict[str, Any]) -> str:
 
 def print_plan(res: dict[str, Any]) -> None:
     src = res["source"]
-    console.print(f"variance from {src['kind']}: {src['detail']}", highlight=False)
+    layout.line(f"variance from {src['kind']}: {src['detail']}", markup=False)
     v = res["variance"]
-    console.print(
+    layout.line(
         f"Var(d_i) per task at K=1: {v['var_d_k1']:.4f} = true per-task differences {v['omega2']:.4f}"
         f" + sampling {v['sampling_k1']:.4f}; at K={res['repeats']} sampling is"
-        f" {100 * v['sampling_share']:.0f}% of Var(d)"
+        f" {100 * v['sampling_share']:.0f}% of Var(d)",
+        markup=False,
     )
-    table = Table("K", "95% half-width (pp)", "MDE 80% (pp)", f"tasks for {res['effect_pp']:g} pp",
-                  title=f"{res['tasks']} tasks")  # fmt: skip
-    for k in res["half_width_pp"]:
-        mark = " *" if int(k) == res["repeats"] else ""
-        table.add_row(
-            k + mark, f"{res['half_width_pp'][k]:.2f}", f"{res['mde_pp'][k]:.2f}", str(res["tasks_needed"][k])
-        )
-    console.print(table)
-    console.print(
+    layout.table(
+        ["K", "95% half-width (pp)", "MDE 80% (pp)", f"tasks for {res['effect_pp']:g} pp"],
+        [[k + (" *" if int(k) == res["repeats"] else ""), f"{res['half_width_pp'][k]:.2f}", f"{res['mde_pp'][k]:.2f}",
+          str(res["tasks_needed"][k])] for k in res["half_width_pp"]],
+        title=f"{res['tasks']} tasks",
+    )  # fmt: skip
+    layout.line(
         f"at {res['tasks']} tasks x K={res['repeats']}: power {100 * res['power']:.0f}% to detect"
         f" +{res['effect_pp']:g} pp (CI excludes 0); {100 * res['claim_power']:.0f}% that the claim rule"
-        f" (diff >= {res['min_diff_pp']:g} and CI lo > 0) fires"
+        f" (diff >= {res['min_diff_pp']:g} and CI lo > 0) fires",
+        markup=False,
     )
     for note in res["notes"]:
-        console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
+        layout.line(f"[yellow]note:[/yellow] {escape(note)}")
 
 
 def print_prereg_check(res: dict[str, Any]) -> None:
     short = res["hash"].removeprefix("sha256:")[:12]
-    console.print(
+    layout.line(
         f"plan {res['plan']} (hash {short} verified): held-out {res['holdout_tasks']} tasks"
-        f" x {res['holdout_repeats']} attempt(s), min diff {res['min_diff_pp']:g} pp"
+        f" x {res['holdout_repeats']} attempt(s), min diff {res['min_diff_pp']:g} pp",
+        markup=False,
     )
-    console.print("[bold]preregistered verdict (held-out tasks only)[/bold]")
+    layout.line("[bold]preregistered verdict (held-out tasks only)[/bold]")
     print_compare(res["holdout"])
     for r in res["holdout"]["comparisons"]:
         verdict = "CLAIM HOLDS" if r["claim"] else "no claim"
-        console.print(f"[bold]{r['candidate']}: {verdict}[/bold]")
+        layout.line(f"[bold]{escape(r['candidate'])}: {verdict}[/bold]")
     if res.get("in_pool"):
-        console.print("[dim]secondary, not the preregistered test: train (in-pool) tasks[/dim]")
+        layout.line("[dim]secondary, not the preregistered test: train (in-pool) tasks[/dim]")
         print_compare(res["in_pool"])

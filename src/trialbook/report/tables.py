@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
-console = Console()
+from trialbook.report.layout import line, table
 
 
 def fmt_pct(value: float | None) -> str:
@@ -16,41 +15,38 @@ def fmt_pct(value: float | None) -> str:
 
 def print_runs(rows: list[dict[str, Any]]) -> None:
     if not rows:
-        console.print("no runs yet: import some with `trialbook import ...`")
+        line("no runs yet: import some with `trialbook import ...`")
         return
-    table = Table("run", "kind", "created", "tasks", "trials", "judged", "resolved", "rate")
-    for r in rows:
-        table.add_row(
-            r["name"], r["kind"], r["created"][:16].replace("T", " "), str(r["tasks"]), str(r["trials"]),
-            f"{r['judged']}/{r['trials']}", str(r["resolved"]), fmt_pct(r["resolved_pct"]),
-        )  # fmt: skip
-    console.print(table)
+    table(
+        ["run", "kind", "created", "tasks", "trials", "judged", "resolved", "rate"],
+        [
+            [r["name"], r["kind"], r["created"][:16].replace("T", " "), str(r["tasks"]), str(r["trials"]),
+             f"{r['judged']}/{r['trials']}", str(r["resolved"]), fmt_pct(r["resolved_pct"])]
+            for r in rows
+        ],
+    )  # fmt: skip
 
 
 def print_show(s: dict[str, Any]) -> None:
-    console.print(
-        f"[bold]{s['name']}[/bold] ({s['kind']}, {s['created']}): {s['tasks']} tasks, {s['trials']} trials"
+    line(
+        f"[bold]{escape(s['name'])}[/bold] ({s['kind']}, {s['created']}): {s['tasks']} tasks, {s['trials']} trials"
         f" ({s['attempts_per_task'] or 0} attempts/task max)"
     )
-    console.print(
+    line(
         f"resolved {s['resolved']}/{s['judged']} judged = [bold]{fmt_pct(s['resolved_pct'])}[/bold]"
         f"   judged {s['judged']}/{s['trials']}   mean reward {s['mean_reward']}"
         + (f"   superseded {s['superseded']}" if s["superseded"] else "")
     )
     for key, value in s.get("pass_at_k", {}).items():
-        console.print(f"{key} = {value:.1f}%")
-    outcomes = Table("outcome", "trials", title="outcomes")
-    for name, n in s["outcomes"].items():
-        outcomes.add_row(name, str(n))
-    console.print(outcomes)
+        line(f"{key} = {value:.1f}%")
+    table(["outcome", "trials"], [[name, str(n)] for name, n in s["outcomes"].items()], title="outcomes")
     if s["tags"]:
-        tags = Table("exception / tag", "trials", title="tags")
-        for name, n in s["tags"].items():
-            tags.add_row(name, str(n))
-        console.print(tags)
-    repos = Table("repo", "trials", "judged", "resolved", "rate", title="by repo")
-    for repo, r in s["by_repo"].items():
-        repos.add_row(repo, str(r["trials"]), str(r["judged"]), str(r["resolved"]), fmt_pct(r["resolved_pct"]))
-    console.print(repos)
+        table(["exception / tag", "trials"], [[name, str(n)] for name, n in s["tags"].items()], title="tags")
+    table(
+        ["repo", "trials", "judged", "resolved", "rate"],
+        [[repo, str(r["trials"]), str(r["judged"]), str(r["resolved"]), fmt_pct(r["resolved_pct"])]
+         for repo, r in s["by_repo"].items()],
+        title="by repo",
+    )  # fmt: skip
     if s["stack"]:
-        console.print("stack: " + ", ".join(f"{k}={v}" for k, v in s["stack"].items()))
+        line("stack: " + ", ".join(f"{k}={v}" for k, v in s["stack"].items()), markup=False)

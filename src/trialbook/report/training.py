@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
+
+from trialbook.report.layout import line, table
 
 console = Console()
 SHARE_LABELS = {
@@ -108,77 +110,75 @@ def summary_paragraph(r: dict[str, Any]) -> str:
 
 def print_train_report(r: dict[str, Any]) -> None:
     if r["excluded_repos"]:
-        console.print("excluded: " + ", ".join(f"{k} ({v} trajectories)" for k, v in r["excluded_repos"].items()))
+        line("excluded: " + ", ".join(f"{k} ({v} trajectories)" for k, v in r["excluded_repos"].items()), markup=False)
     excluded = bool(r["excluded_repos"])
-    t = Table(
-        "wv",
-        "traj",
-        "judged",
-        "pass %",
-        "95% CI",
-        *(["all %"] if excluded else []),
-        *SHARE_LABELS.values(),
-        title="by weight version (% of trajectories)",
-    )
+    rows = []
     for b in r["buckets"]:
-        shares = [_pct(b["outcome_pct"][k]) for k in SHARE_LABELS]
         ci = "-" if b["ci_pct"] is None else f"{b['ci_pct'][0]:.0f}-{b['ci_pct'][1]:.0f}"
-        t.add_row(
+        rows.append([
             f"{b['wv_from']}-{b['wv_to']}", str(b["trajectories"]), str(b["judged"]), _pct(b["pass_pct"]), ci,
-            *([_pct(b["pass_pct_all_repos"])] if excluded else []), *shares,
-        )  # fmt: skip
-    console.print(t)
+            *([_pct(b["pass_pct_all_repos"])] if excluded else []), *(_pct(b["outcome_pct"][k]) for k in SHARE_LABELS),
+        ])  # fmt: skip
+    heads = ["wv", "traj", "judged", "pass %", "95% CI", *(["all %"] if excluded else []), *SHARE_LABELS.values()]
+    table(heads, rows, title="by weight version (% of trajectories)")
     names = sorted({m for b in r["buckets"] for m in b["metrics"]})
     if names:
-        t = Table("steps", *names, title="step metrics (min-max per bucket)")
-        for b in r["buckets"]:
-            spans = [_span(b["metrics"][n]) if n in b["metrics"] else "-" for n in names]
-            t.add_row(f"{b['wv_from']}-{b['wv_to']}", *spans)
-        console.print(t)
+        table(
+            ["steps", *names],
+            [[f"{b['wv_from']}-{b['wv_to']}", *(_span(b["metrics"][n]) if n in b["metrics"] else "-" for n in names)]
+             for b in r["buckets"]],
+            title="step metrics (min-max per bucket)",
+        )  # fmt: skip
     if r["passes"]:
-        t = Table("pass", "tasks", "trajectories", "judged", "pass %", title="by pass over the pool")
-        for p in r["passes"]:
-            t.add_row(str(p["pass"]), str(p["tasks"]), str(p["trajectories"]), str(p["judged"]), _pct(p["pass_pct"]))
-        console.print(t)
+        table(
+            ["pass", "tasks", "trajectories", "judged", "pass %"],
+            [[str(p["pass"]), str(p["tasks"]), str(p["trajectories"]), str(p["judged"]), _pct(p["pass_pct"])]
+             for p in r["passes"]],
+            title="by pass over the pool",
+        )  # fmt: skip
     if r["encounters"]:
-        t = Table(
-            "k", "tasks", "1st %", "k-th %", "k-th - 1st (pp)", "95% CI", "new tasks %", title="same-task encounters"
-        )
+        rows = []
         for e in r["encounters"]:
             new = "-" if e["new_task_pct"] is None else f"{e['new_task_pct']:.1f} ({e['new_tasks']})"
-            t.add_row(
-                str(e["k"]), str(e["tasks"]), _pct(e["first_pct"]), _pct(e["kth_pct"]), f"{e['diff_pp']:+.2f}",
-                _ci(e["ci_pp"]), new,
-            )  # fmt: skip
-        console.print(t)
+            rows.append([str(e["k"]), str(e["tasks"]), _pct(e["first_pct"]), _pct(e["kth_pct"]),
+                         f"{e['diff_pp']:+.2f}", _ci(e["ci_pp"]), new])  # fmt: skip
+        heads = ["k", "tasks", "1st %", "k-th %", "k-th - 1st (pp)", "95% CI", "new tasks %"]
+        table(heads, rows, title="same-task encounters")
         last = r["last_minus_first"]
         if last:
-            console.print(
+            line(
                 f"last - first (tasks graded >= 3 times): {last['diff_pp']:+.2f} {_ci(last['ci_pp'])}"
-                f" over {last['tasks']} tasks"
+                f" over {last['tasks']} tasks",
+                markup=False,
             )
     for w in r["warnings"]:
-        console.print(f"[yellow]warning:[/yellow] {w}")
-    console.print(summary_paragraph(r))
+        line(f"[yellow]warning:[/yellow] {escape(w)}")
+    line(summary_paragraph(r), markup=False)
 
 
 def print_pipeline(r: dict[str, Any]) -> None:
     c = r["config"]
     mode = "cross-epoch sampling" if c["cross_epoch"] else "per-epoch loader (reset at each epoch end)"
-    console.print(
-        f"B={c['batch']} G={c['group']} S={c['staleness']} P={c['pool']} E={c['epochs']} W={c['workers']}, {mode}"
+    line(
+        f"B={c['batch']} G={c['group']} S={c['staleness']} P={c['pool']} E={c['epochs']} W={c['workers']}, {mode}",
+        markup=False,
     )
-    console.print(
+    line(
         f"{r['steps']} steps in {r['total_s'] / 3600:.2f} h = {r['steps_per_hour']:.2f} steps/h;"
         f" trainer idle {100 * r['trainer_idle_fraction']:.1f}%;"
-        f" median step interval {r['median_step_interval_s']:.0f} s"
+        f" median step interval {r['median_step_interval_s']:.0f} s",
+        markup=False,
     )
-    t = Table("epoch", "first step", "waited (s)", "stall", title="epoch boundaries")
-    for b in r["boundaries"]:
-        t.add_row(str(b["epoch"]), str(b["step"]), f"{b['wait_s']:.0f}", "STALL" if b["stall"] else "")
-    console.print(t)
+    table(
+        ["epoch", "first step", "waited (s)", "stall"],
+        [
+            [str(b["epoch"]), str(b["step"]), f"{b['wait_s']:.0f}", "STALL" if b["stall"] else ""]
+            for b in r["boundaries"]
+        ],
+        title="epoch boundaries",
+    )
     if r["empty_wv"]:
-        console.print(f"weight versions with no trajectories: {_ranges(r['empty_wv'])}")
+        line(f"weight versions with no trajectories: {_ranges(r['empty_wv'])}", markup=False)
 
 
 def print_truth(t: dict[str, Any]) -> None:

@@ -86,10 +86,13 @@ def train_grpo(
     steps: int = 2,
     group_size: int = 2,
     max_completion_length: int = 48,
+    reward: Callable[..., list[float | None]] | None = None,
+    callbacks: list[Any] | None = None,
 ) -> dict[str, Any]:
     """GRPO with TRL on CPU: SmolLM2-135M-Instruct, every completion graded by trialbook.
 
-    Needs `pip install torch==2.13.0 trl accelerate gguf` (transformers reads the GGUF weights)."""
+    `reward` replaces `trl_reward(rollouts)` (e.g. a wrapper around it); `callbacks` are transformers
+    `TrainerCallback`s. Needs the `train` extra and CPU torch (transformers reads the GGUF weights)."""
     require("train", "train_grpo")
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -123,10 +126,11 @@ def train_grpo(
     )
     trainer = GRPOTrainer(
         model=model,
-        reward_funcs=[trl_reward(rollouts)],
+        reward_funcs=[reward or trl_reward(rollouts)],
         args=config,
         train_dataset=Dataset.from_list(rows),
         processing_class=tokenizer,
+        callbacks=callbacks,
     )
     out = trainer.train()
     return {"global_step": trainer.state.global_step, "train_loss": out.training_loss, "log": trainer.state.log_history}

@@ -37,7 +37,7 @@ from swebench.harness.utils import get_modified_files
 
 from trialbook.errors import UserError
 from trialbook.files import json_lines
-from trialbook.swebench_versions import VERSIONS
+from trialbook.tasks.swebench.versions import VERSIONS
 
 REPO_DIR = "/testbed"
 ENV_NAME = "testbed"
@@ -142,8 +142,30 @@ def _official_commands(inst: dict[str, Any], version: str | None) -> tuple[list[
     return cmds, test_line, []
 
 
-def build_test_sh(inst: dict[str, Any], version: str | None) -> str:
+VENV = "/opt/venv"
+VENV_NOTE = " in a virtualenv"
+OFFLINE_PIP = "python -m pip install --no-build-isolation --no-deps --no-index"
+
+
+def venv_commands(cmds: list[str]) -> list[str]:
+    """The eval script for an image built by `--build`: a virtualenv instead of conda, and the
+    re-install at eval time offline (the sandbox has no network; dependencies are in the image)."""
+    out = []
+    for c in cmds:
+        if c == f"source {CONDA}/bin/activate":
+            c = f"source {VENV}/bin/activate"
+        elif c == f"conda activate {ENV_NAME}":
+            continue
+        elif c.startswith("python -m pip install "):
+            c = OFFLINE_PIP + c[len("python -m pip install") :]
+        out.append(c)
+    return out
+
+
+def build_test_sh(inst: dict[str, Any], version: str | None, venv: bool = False) -> str:
     cmds, test_line, pre_install = _official_commands(inst, version)
+    if venv:
+        cmds = venv_commands(cmds)
     start = cmds.index(f": '{START_TEST_OUTPUT}'")
     if cmds[start + 1] != test_line:
         raise ValueError("unexpected swebench eval script layout")
@@ -157,7 +179,7 @@ def build_test_sh(inst: dict[str, Any], version: str | None) -> str:
         [
             "#!/bin/bash",
             f"# Verifier for {inst['instance_id']}: swebench 4.1.0's eval script"
-            f" (version {version or 'unknown: instance test_cmd'}), plus trialbook's",
+            f" (version {version or 'unknown: instance test_cmd'}){VENV_NOTE if venv else ''}, plus trialbook's",
             "# pre_install re-application, proxy removal on the test line only, and in-container grading.",
             "# Commands from swebench are kept verbatim: conda's activate exists only in the image (SC1091),",
             "# pip extras like .[test] (SC2102) and pre_install's `grep -q && sed || sed` (SC2015).",
@@ -167,7 +189,7 @@ def build_test_sh(inst: dict[str, Any], version: str | None) -> str:
             "{",
             body,
             "} 2>&1 | tee /logs/verifier/test_output.txt",
-            f"PY={CONDA}/bin/python",
+            f"PY={VENV if venv else CONDA}/bin/python",
             '[ -x "$PY" ] || PY=python3',
             '"$PY" /tests/grade.py /logs/verifier/test_output.txt /tests/config.json /logs/verifier',
             "",
@@ -250,10 +272,42 @@ def _toml_str(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
 
 
-def build_task_toml(inst: dict[str, Any], version: str | None) -> str:
+def _env_lines(instance_id: str, built_image: str | None) -> list[str]:
+    if built_image is not None:  # the image's ENV already puts /opt/venv first on PATH
+        return [
+            f"docker_image = {_toml_str(built_image)}",
+            f"workdir = {_toml_str(REPO_DIR)}",
+            "cpus = 2",
+            "memory_mb = 4096",
+            "",
+        ]
+    return [
+        f"docker_image = {_toml_str(image_for(instance_id))}",
+        f"workdir = {_toml_str(REPO_DIR)}",
+        f"shell_setup = {_toml_str(SHELL_SETUP)}",
+        "cpus = 2",
+        "memory_mb = 4096",
+        "",
+        "[environment.env]",
+        *[f"{k} = {_toml_str(v)}" for k, v in AGENT_ENV.items()],
+        "",
+    ]
+
+
+def build_task_toml(inst: dict[str, Any], version: str | None, built_image: str | None = None) -> str:
+    head = (
+        [
+            "# SWE-bench Verified instance on an image built here from source (`tasks from-swebench --build`).",
+            "# The repo's Python is the virtualenv /opt/venv, first on the image's PATH.",
+        ]
+        if built_image
+        else [
+            "# SWE-bench Verified instance on its official image (written by `trialbook tasks from-swebench`).",
+            "# The agent's shell must start in the image's `testbed` conda env (the repo's Python lives there).",
+        ]
+    )
     lines = [
-        "# SWE-bench Verified instance on its official image (written by `trialbook tasks from-swebench`).",
-        "# The agent's shell must start in the image's `testbed` conda env (the repo's Python lives there).",
+        *head,
         "[metadata]",
         f"repo = {_toml_str(inst['repo'])}",
         f"instance_id = {_toml_str(inst['instance_id'])}",
@@ -268,15 +322,7 @@ def build_task_toml(inst: dict[str, Any], version: str | None) -> str:
         f"timeout_sec = {VERIFIER_TIMEOUT}",
         "",
         "[environment]",
-        f"docker_image = {_toml_str(image_for(inst['instance_id']))}",
-        f"workdir = {_toml_str(REPO_DIR)}",
-        f"shell_setup = {_toml_str(SHELL_SETUP)}",
-        "cpus = 2",
-        "memory_mb = 4096",
-        "",
-        "[environment.env]",
-        *[f"{k} = {_toml_str(v)}" for k, v in AGENT_ENV.items()],
-        "",
+        *_env_lines(inst["instance_id"], built_image),
     ]
     return "\n".join(lines)
 
@@ -311,7 +357,7 @@ def skip_reason(inst: dict[str, Any], version: str | None) -> str | None:
     return None
 
 
-def task_files(inst: dict[str, Any], version: str | None) -> dict[str, str]:
+def task_files(inst: dict[str, Any], version: str | None, built_image: str | None = None) -> dict[str, str]:
     """Every file of the task folder, by relative path (built before anything is written)."""
     config = {
         "instance_id": inst["instance_id"],
@@ -323,16 +369,16 @@ def task_files(inst: dict[str, Any], version: str | None) -> dict[str, str]:
     }
     return {
         "instruction.md": inst.get("problem_statement") or "",
-        "task.toml": build_task_toml(inst, version),
+        "task.toml": build_task_toml(inst, version, built_image),
         "tests/config.json": json.dumps(config, indent=1) + "\n",
         "tests/grade.py": build_grade_py(inst["repo"]),
-        "tests/test.sh": build_test_sh(inst, version),
+        "tests/test.sh": build_test_sh(inst, version, venv=built_image is not None),
         "solution/solve.sh": build_solve_sh(inst.get("patch") or ""),
     }
 
 
-def write_task(inst: dict[str, Any], version: str | None, folder: Path) -> None:
-    files = task_files(inst, version)
+def write_task(inst: dict[str, Any], version: str | None, folder: Path, built_image: str | None = None) -> None:
+    files = task_files(inst, version, built_image)
     (folder / "environment").mkdir(parents=True, exist_ok=True)  # the image is prebuilt: no Dockerfile
     for rel, text in files.items():
         path = folder / rel

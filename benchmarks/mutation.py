@@ -1,0 +1,142 @@
+"""Benchmark: mutation testing of the statistics, the error policy, grading and the training report.
+
+mutmut (dev extra) plants small bugs in one module at a time - a `>=` turned `>`, a constant
+changed, a call dropped - and runs the fast tests that cover that module against each mutant. A
+mutant the tests fail on is killed; one they pass on survived: a bug the suite would not catch.
+Each target runs in its own scratch copy of src/ and tests/ (so the worktree is never mutated),
+restricted to its own module(s) and the tests that cover them, because mutation runs are CPU heavy.
+Run by hand, one target at a time:
+    python benchmarks/mutation.py stats            # or policy, grading, training, all
+    python benchmarks/mutation.py --list           # targets, their modules and tests
+Prints killed / survived / score per module and the diff of every survivor; `--json FILE` writes them.
+Only in-process tests count: a test that starts `trialbook` in a subprocess does not see the mutant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRATCH = Path(os.environ.get("TRIALBOOK_MUTATION_DIR", "/tmp/trialbook-mutation"))
+MUTMUT = str(Path(sys.executable).with_name("mutmut"))
+
+# target -> (files to mutate, relative to the repository root; the fast tests that cover them)
+TARGETS: dict[str, tuple[list[str], list[str]]] = {
+    "stats": (
+        ["src/trialbook/stats/paired.py", "src/trialbook/stats/passk.py", "src/trialbook/stats/multiple.py",
+         "src/trialbook/stats/power.py", "src/trialbook/stats/compare.py"],
+        ["tests/stats"],
+    ),
+    "stats-kernel": (
+        ["src/trialbook/stats/kernel.py", "src/trialbook/stats/dist.py"],
+        ["tests/stats"],
+    ),
+    "policy": (["src/trialbook/harness/policy.py"], ["tests/harness/test_policy_classify_table.py"]),
+    "grading": (["src/trialbook/verify/grading.py"], ["tests/verify"]),
+    "training": (
+        ["src/trialbook/training/analysis.py", "src/trialbook/training/encounters.py",
+         "src/trialbook/training/stalls.py"],
+        ["tests/training"],
+    ),
+}  # fmt: skip
+STATUS = {"killed", "survived", "no tests", "timeout", "suspicious", "skipped", "segfault", "not checked"}
+
+
+def _scratch(name: str, mutate: list[str], tests: list[str]) -> Path:
+    work = SCRATCH / name
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    shutil.copytree(ROOT / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    # pytest settings (markers, testpaths) without a [tool.mutmut] table, so setup.cfg below is read
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    (work / "pyproject.toml").write_text(re.sub(r"(?ms)^\[tool\.mutmut\].*?(?=^\[|\Z)", "", pyproject))
+    (work / "setup.cfg").write_text(
+        "[mutmut]\nsource_paths=src/\n"
+        + "only_mutate=\n" + "".join(f"    {m}\n" for m in mutate)
+        + "pytest_add_cli_args_test_selection=\n" + "".join(f"    {t}\n" for t in tests)
+        + "pytest_add_cli_args=\n    -p\n    no:cacheprovider\n    -q\n"
+    )  # fmt: skip
+    return work
+
+
+def _mutmut(work: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # mutmut sets sys.path itself
+    env.setdefault("TRIALBOOK_SHARED", str(ROOT.parent / "shared"))
+    proc = subprocess.run([MUTMUT, *args], cwd=work, env=env, capture_output=True, text=True)
+    if proc.returncode != 0 and args[0] != "run":
+        raise SystemExit(f"mutmut {args[0]} failed: {(proc.stderr or proc.stdout).strip()[-2000:]}")
+    return proc.stdout + proc.stderr
+
+
+def run_target(name: str, children: int, tests_override: list[str] | None = None) -> dict:
+    mutate, tests = TARGETS[name]
+    tests = tests_override or tests
+    mutate = [m for m in mutate if (ROOT / m).exists()] or mutate  # a target may name a module not yet here
+    missing = [p for p in [*mutate, *tests] if not (ROOT / p).exists()]
+    if missing:
+        raise SystemExit(f"target '{name}': no such file or folder: {', '.join(missing)}")
+    work = _scratch(name, mutate, tests)
+    started = time.monotonic()
+    log = _mutmut(work, "run", "--max-children", str(children))
+    elapsed = time.monotonic() - started
+    listing = _mutmut(work, "results", "--all", "true")
+    modules: dict[str, dict[str, int]] = {}
+    survivors: list[dict[str, str]] = []
+    for line in listing.splitlines():
+        key, _, status = line.strip().rpartition(": ")
+        if status not in STATUS:
+            continue
+        module = key.split(".x_")[0].split(".xǁ")[0]
+        counts = modules.setdefault(module, dict.fromkeys(sorted(STATUS), 0))
+        counts[status] += 1
+        if status != "killed":
+            survivors.append({"mutant": key, "status": status, "diff": _mutmut(work, "show", key).strip()})
+    if not modules:
+        raise SystemExit(f"mutmut ran no mutant for '{name}':\n{log[-3000:]}")
+    for counts in modules.values():
+        judged = sum(counts.values()) - counts["skipped"] - counts["not checked"]
+        counts["score_pct"] = round(100 * counts["killed"] / judged, 1) if judged else None  # type: ignore[assignment]
+    return {"target": name, "modules": modules, "survivors": survivors, "seconds": round(elapsed)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("targets", nargs="*", help=f"one or more of: {', '.join(TARGETS)}, all")
+    ap.add_argument("--children", type=int, default=1, help="mutants tested at once (default 1)")
+    ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("--list", action="store_true", help="show the targets and exit")
+    ap.add_argument("--tests", nargs="+", help="run these tests instead of the target's own")
+    args = ap.parse_args()
+    if args.list or not args.targets:
+        for name, (mutate, tests) in TARGETS.items():
+            print(f"{name}: mutate {' '.join(mutate)}\n    tests {' '.join(tests)}")
+        return
+    names = list(TARGETS) if args.targets == ["all"] else args.targets
+    unknown = [n for n in names if n not in TARGETS]
+    if unknown:
+        raise SystemExit(f"unknown target(s): {', '.join(unknown)} (see --list)")
+    results = []
+    for name in names:
+        res = run_target(name, args.children, args.tests)
+        results.append(res)
+        print(f"== {name} ({res['seconds']} s)")
+        for module, c in res["modules"].items():
+            print(f"  {module}: {c['killed']} killed, {c['survived']} survived, {c['no tests']} no tests,"
+                  f" {c['timeout']} timeout -> {c['score_pct']}% killed")  # fmt: skip
+        for s in res["survivors"]:
+            print(f"-- {s['mutant']} ({s['status']})\n{s['diff']}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

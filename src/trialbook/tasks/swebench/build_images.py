@@ -1,0 +1,296 @@
+"""Images for SWE-bench instances built from source: base (debootstrap), environment, instance.
+
+- base `trialbook-swe-base:<suite>`: a debootstrap minbase Debian with python3, venv, git, patch and
+  the host's CA bundle (PyPI is reached through it: `SSL_CERT_FILE`, `PIP_CERT`), imported with
+  `docker import` (no registry);
+- environment `trialbook-swe-env:<hash>`: a virtualenv at /opt/venv with the spec's packages,
+  requirements and pip_packages, resolved by uv as of `exclude_newer`;
+- instance `trialbook-swe-<id>:<hash>`: the repository at base_commit in /testbed, the spec's
+  pre_install and install run there, the edits left uncommitted as in the published sweb.eval images.
+Tags are content hashes of the Dockerfile and its context files, so a rebuilt recipe is a new tag
+and an unchanged one is found, not rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import docker
+from docker.errors import APIError, DockerException, ImageNotFound
+from packaging.requirements import InvalidRequirement, Requirement
+
+from trialbook.tasks.swebench.build_plan import CONDA_EXCLUDE_NEWER, Plan, env_recipe, git
+
+HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+IMAGE_CA = "/usr/local/share/trialbook/host-ca.crt"
+VENV = "/opt/venv"
+REPO_DIR = "/testbed"
+BASE_PACKAGES = "python3,python3-venv,git,patch,ca-certificates"
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+LABEL = "trialbook.swebench"
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+class BuildFailed(Exception):
+    """An image could not be built; the message is one line with the reason."""
+
+
+def base_tag(suite: str) -> str:
+    return f"trialbook-swe-base:{suite}"
+
+
+def uv_binary() -> Path:
+    found = shutil.which("uv")
+    if found is None:
+        import sys
+
+        candidate = Path(sys.executable).parent / "uv"
+        if candidate.exists():
+            return candidate
+        raise BuildFailed("no `uv` binary (pip install uv): it resolves packages as of a date")
+    return Path(found)
+
+
+NO_CUTOFF = "2100-01-01"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def exact_pins(plan: Plan) -> list[str]:
+    """Names the spec pins to one version (`name==1.2`): the date cutoff must not hide the pinned version."""
+    r = env_recipe(plan)
+    lines = [*r["packages"], *r["pip_packages"], *(r["requirements"] or "").splitlines()]
+    names = set()
+    for line in lines:
+        try:
+            req = Requirement(line.split("#")[0].strip())
+        except InvalidRequirement:
+            continue
+        if any(s.operator in ("==", "===") for s in req.specifier):
+            names.add(req.name.lower())
+    return sorted(names)
+
+
+def conda_names(plan: Plan) -> list[str]:
+    """Packages the official images took from conda's channel (the spec's `packages`), not pinned."""
+    names = set()
+    for p in env_recipe(plan)["packages"]:
+        try:
+            req = Requirement(p)
+        except InvalidRequirement:
+            continue
+        if not req.specifier:
+            names.add(req.name.lower())
+    return sorted(names)
+
+
+def uv_install(args: str, plan: Plan) -> str:
+    exempt = "".join(f" --exclude-newer-package {n}={NO_CUTOFF}" for n in exact_pins(plan))
+    exempt += "".join(f" --exclude-newer-package {n}={CONDA_EXCLUDE_NEWER}" for n in conda_names(plan))
+    return f"uv pip install --python {VENV}/bin/python --exclude-newer {plan.exclude_newer}{exempt} {args}"
+
+
+def pip_to_uv(command: str, plan: Plan) -> str:
+    """The spec's `python -m pip install ...` as a uv install resolved as of the date."""
+    for prefix in ("python -m pip install", "pip install"):
+        if command.startswith(prefix):
+            return uv_install(command[len(prefix) :].strip(), plan)
+    return command
+
+
+def env_dockerfile(plan: Plan) -> tuple[str, dict[str, str]]:
+    """(Dockerfile, extra context files) of the environment image."""
+    r = env_recipe(plan)
+    d = plan
+    files: dict[str, str] = {}
+    lines = [
+        f"FROM {base_tag(r['suite'])}",
+        f"LABEL {LABEL}=env",
+        "COPY uv /usr/local/bin/uv",
+        f"RUN python3 -m venv {VENV} && {VENV}/bin/python --version",
+        f"ENV VIRTUAL_ENV={VENV} PATH={VENV}/bin:{SYSTEM_PATH} UV_NO_CACHE=1 PIP_NO_INPUT=1",
+    ]
+    if r["packages"]:
+        lines.append("RUN " + uv_install(" ".join(shlex.quote(p) for p in r["packages"]), d))
+    if r["requirements"] is not None:
+        files["requirements.txt"] = r["requirements"] + "\n"
+        lines.append("COPY requirements.txt /root/requirements.txt")
+        lines.append(f"RUN {uv_install('-r /root/requirements.txt', d)} && rm /root/requirements.txt")
+    if r["pip_packages"]:
+        lines.append("RUN " + uv_install(" ".join(shlex.quote(p) for p in r["pip_packages"]), d))
+    return "\n".join(lines) + "\n", files
+
+
+def scm_env(plan: Plan) -> str:
+    """setuptools_scm cannot read a version from a depth-1 clone: pretend the spec's version."""
+    name = plan.inst["repo"].split("/")[1].upper().replace("-", "_")
+    return f"SETUPTOOLS_SCM_PRETEND_VERSION_FOR_{name}={plan.version}.0"
+
+
+def inst_dockerfile(plan: Plan) -> str:
+    steps = [*plan.specs.get("pre_install", [])]
+    if plan.specs.get("install") and plan.extra.get("legacy_editable"):
+        steps.append(plan.specs["install"])  # the venv's pip, as the official images did: see legacy_editable
+    elif plan.specs.get("install"):
+        steps.append(pip_to_uv(plan.specs["install"], plan))
+    lines = [
+        f"FROM {plan.env_tag}",
+        f"LABEL {LABEL}=instance {LABEL}.instance={plan.instance_id} {LABEL}.base_commit={plan.inst['base_commit']}",
+        f"ENV {scm_env(plan)}",
+        f"COPY testbed {REPO_DIR}",
+        f"WORKDIR {REPO_DIR}",
+        f"RUN git config --global --add safe.directory {REPO_DIR} && git status --short | head -5",
+    ]
+    # One RUN per step, as the official setup script runs them one after the other; edits stay uncommitted.
+    lines += [f"RUN {step}" for step in steps]
+    lines.append("RUN git status --short")
+    return "\n".join(lines) + "\n"
+
+
+def content_key(dockerfile: str, files: dict[str, str]) -> str:
+    h = hashlib.sha256(dockerfile.encode())
+    for name in sorted(files):
+        h.update(f"\0{name}\0{files[name]}".encode())
+    return h.hexdigest()
+
+
+def key_plan(plan: Plan) -> None:
+    """Set the plan's env and instance keys (the instance key covers the env key via FROM)."""
+    env_df, env_files = env_dockerfile(plan)
+    plan.env_key = content_key(env_df, env_files)
+    plan.inst_key = content_key(inst_dockerfile(plan), {})
+
+
+class Builder:
+    """Builds images once each (per-tag locks), from any number of threads."""
+
+    def __init__(self) -> None:
+        try:
+            self.client = docker.from_env(timeout=3600)
+            self.client.ping()
+        except DockerException as exc:
+            raise BuildFailed(f"no Docker daemon: {exc}") from None
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+        self.built: dict[str, float] = {}  # tag -> seconds this process spent building it
+
+    def _lock(self, tag: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(tag, threading.Lock())
+
+    def exists(self, tag: str) -> bool:
+        try:
+            self.client.images.get(tag)
+            return True
+        except ImageNotFound:
+            return False
+
+    def size_mb(self, tag: str) -> float:
+        return round(self.client.images.get(tag).attrs["Size"] / 1e6, 1)
+
+    def ensure_base(self, suite: str) -> None:
+        tag = base_tag(suite)
+        with self._lock(tag):
+            if self.exists(tag):
+                return
+            import time
+
+            t0 = time.monotonic()
+            with tempfile.TemporaryDirectory(prefix=f"tb-swe-{suite}-") as root:
+                done = subprocess.run(
+                    ["debootstrap", "--variant=minbase", f"--include={BASE_PACKAGES}", suite, root, DEBIAN_MIRROR],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                if done.returncode != 0:
+                    tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
+                    raise BuildFailed(f"debootstrap {suite} failed: {tail[0]}")
+                self.import_rootfs(Path(root), tag)
+            self.built[tag] = time.monotonic() - t0
+
+    def import_rootfs(self, root: Path, tag: str) -> None:
+        for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            for p in (root / junk).glob("*"):
+                if p.is_file():
+                    p.unlink()
+        (root / IMAGE_CA.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(HOST_CA, root / IMAGE_CA.lstrip("/"))
+        changes = [
+            'CMD ["/bin/bash"]',
+            f"ENV PATH={SYSTEM_PATH}",
+            f"ENV SSL_CERT_FILE={IMAGE_CA}",
+            f"ENV PIP_CERT={IMAGE_CA}",
+            "ENV DEBIAN_FRONTEND=noninteractive",
+            f"LABEL {LABEL}=base",
+        ]
+        tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+        args = ["docker", "import", *[x for c in changes for x in ("-c", c)], "-", tag]
+        done = subprocess.run(args, stdin=tar.stdout, capture_output=True, text=True, check=False)
+        tar.wait()
+        if done.returncode != 0:
+            raise BuildFailed(f"docker import {tag} failed: {done.stderr.strip()[-300:]}")
+
+    def build(self, tag: str, dockerfile: str, files: dict[str, str], fill: Any = None) -> None:
+        """Build `tag` from a temporary context (Dockerfile + files; `fill(ctx)` adds more) unless present."""
+        import time
+
+        with self._lock(tag):
+            if self.exists(tag):
+                return
+            t0 = time.monotonic()
+            with tempfile.TemporaryDirectory(prefix="tb-swe-ctx-") as tmp:
+                ctx = Path(tmp)
+                (ctx / "Dockerfile").write_text(dockerfile)
+                for name, text in files.items():
+                    (ctx / name).write_text(text)
+                if fill is not None:
+                    fill(ctx)
+                self._docker_build(ctx, tag)
+            self.built[tag] = time.monotonic() - t0
+
+    def _docker_build(self, ctx: Path, tag: str) -> None:
+        log: list[str] = []
+        try:
+            for chunk in self.client.api.build(path=str(ctx), tag=tag, rm=True, forcerm=True, decode=True):
+                if "stream" in chunk:
+                    log += [ln for ln in str(chunk["stream"]).splitlines() if ln.strip()]
+                if "error" in chunk:
+                    tail = [ln.strip() for ln in log[-60:] if ln.strip() and not ln.startswith(" ---> ")]
+                    errors = [ln for ln in tail if "error" in ln.lower() or "fail" in ln.lower()]
+                    last = (errors[-4:] or tail[-6:])[-6:]
+                    reason = str(chunk["error"]).strip().splitlines()[0]
+                    raise BuildFailed(ANSI.sub("", f"{reason} | {' | '.join(last)}")[:900])
+        except (APIError, DockerException) as exc:
+            raise BuildFailed(f"docker build {tag}: {exc}") from None
+
+    def ensure_env(self, plan: Plan) -> None:
+        self.ensure_base(plan.suite)
+        dockerfile, files = env_dockerfile(plan)
+        uv = uv_binary()
+        self.build(plan.env_tag, dockerfile, files, lambda ctx: shutil.copy2(uv, ctx / "uv"))
+
+    def ensure_instance(self, plan: Plan) -> None:
+        self.ensure_env(plan)
+
+        def checkout(ctx: Path) -> None:
+            dest = ctx / "testbed"
+            sha = plan.inst["base_commit"]
+            steps = [
+                ["init", "-q", str(dest)],
+                ["-C", str(dest), "fetch", "-q", "--no-tags", "--depth", "1", str(plan.source), sha],
+                ["-C", str(dest), "-c", "advice.detachedHead=false", "checkout", "-q", sha],
+            ]
+            for args in steps:
+                done = git(args)
+                if done.returncode != 0:
+                    raise BuildFailed(f"git {args[2] if args[0] == '-C' else args[0]}: {done.stderr.strip()[-300:]}")
+
+        self.build(plan.inst_tag, inst_dockerfile(plan), {}, checkout)

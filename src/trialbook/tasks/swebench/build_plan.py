@@ -1,0 +1,199 @@
+"""What `tasks from-swebench --build` will build, checked before anything is built or written.
+
+Every instance gets its swebench spec (`MAP_REPO_VERSION_TO_SPECS`), the Debian release whose Python
+the spec asks for, its source (a local bare repository or the upstream remote, fetched by sha), and
+two content hashes: the environment (base, Python, packages, requirements, resolution date) and the
+instance (environment + base commit + setup commands). Bad input fails here, before any image build.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from swebench.harness.constants import MAP_REPO_TO_REQS_PATHS, MAP_REPO_VERSION_TO_SPECS
+from swebench.harness.test_spec.python import clean_requirements
+
+from trialbook.errors import UserError
+
+# Debian releases that debootstrap can make here, by the Python they ship.
+SUITES = {"3.9": "bullseye", "3.11": "bookworm"}
+# Unpinned packages resolve as of the day the published sweb.eval images were built (an environment
+# resolved today is not the one the instances were validated in: today's pytest and docutils break
+# flask's and sphinx's suites). Their logs show it: setuptools_scm versions stamped d20240725, and
+# sphinx's images with docutils 0.21.2 and pytest 8.3.2 from PyPI.
+DEFAULT_EXCLUDE_NEWER = "2024-07-25"
+# The spec's `packages` went through conda's defaults channel, which lagged PyPI: its pytest was
+# 7.4.4 (the published requests images' logs), PyPI's latest on this date.
+CONDA_EXCLUDE_NEWER = "2024-01-15"
+UPSTREAM = "https://github.com/{repo}.git"
+GIT_TIMEOUT = 300
+
+
+@dataclass
+class Plan:
+    """One instance's build: spec, source and the content hashes that name its images."""
+
+    inst: dict[str, Any]
+    version: str
+    specs: dict[str, Any]
+    suite: str
+    source: Path  # a git repository that holds base_commit
+    exclude_newer: str
+    requirements: str | None = None
+    env_key: str = ""
+    inst_key: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def instance_id(self) -> str:
+        return str(self.inst["instance_id"])
+
+    @property
+    def env_tag(self) -> str:
+        return f"trialbook-swe-env:{self.env_key[:16]}"
+
+    @property
+    def inst_tag(self) -> str:
+        return f"trialbook-swe-{self.instance_id.lower()}:{self.inst_key[:16]}"
+
+
+def git(args: list[str], cwd: Path | None = None, timeout: float = GIT_TIMEOUT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else "no message"
+
+
+def has_commit(repo: Path, sha: str) -> bool:
+    return git(["-C", str(repo), "cat-file", "-e", f"{sha}^{{commit}}"]).returncode == 0
+
+
+def repo_folder(repos: Path, repo: str) -> Path:
+    return repos / f"{repo.replace('/', '__')}.git"
+
+
+def local_source(repos: Path, inst: dict[str, Any]) -> Path:
+    folder = repo_folder(repos, inst["repo"])
+    if not (folder / "HEAD").exists() and not (folder / ".git").exists():
+        raise UserError(f"--repos {repos} has no repository {folder.name} (needed by {inst['instance_id']})")
+    if not has_commit(folder, inst["base_commit"]):
+        raise UserError(f"{folder} does not hold base commit {inst['base_commit']} of {inst['instance_id']}")
+    return folder
+
+
+def upstream_source(cache: Path, inst: dict[str, Any]) -> Path:
+    """A bare repository under `cache` that holds base_commit, fetched by sha with --depth 1."""
+    folder = repo_folder(cache, inst["repo"])
+    if not folder.exists():
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        git(["init", "-q", "--bare", str(folder)])
+    sha = inst["base_commit"]
+    if has_commit(folder, sha):
+        return folder
+    url = UPSTREAM.format(repo=inst["repo"])
+    try:
+        done = git(["-C", str(folder), "fetch", "-q", "--no-tags", "--depth", "1", url, sha])
+    except subprocess.TimeoutExpired:
+        raise UserError(f"fetching {sha} of {inst['instance_id']} from {url} timed out") from None
+    if done.returncode != 0 or not has_commit(folder, sha):
+        raise UserError(
+            f"cannot fetch {sha} of {inst['instance_id']} from {url}: {_last_line(done.stderr)} (use --repos DIR)"
+        )
+    return folder
+
+
+def read_requirements(source: Path, repo: str, commit: str) -> str:
+    """swebench's `get_requirements_by_commit`, reading the files from the local repository, not GitHub."""
+
+    def show(path: str) -> str | None:
+        done = git(["-C", str(source), "show", f"{commit}:{path}"])
+        return done.stdout if done.returncode == 0 else None
+
+    for req_path in MAP_REPO_TO_REQS_PATHS[repo]:
+        text = show(req_path)
+        if text is not None:
+            break
+    else:
+        raise ValueError(f"no requirements file at {MAP_REPO_TO_REQS_PATHS[repo]} in {repo} at {commit}")
+    req_dir = "/".join(req_path.split("/")[:-1])
+
+    def excluded(line: str) -> bool:
+        return any(line.strip().startswith(x) for x in ["-e .", "#", ".[test"])
+
+    original, additional = [], []
+    for line in text.split("\n"):
+        if line.strip().startswith("-r"):
+            extra = show("/".join(p for p in (req_dir, line[2:].strip()) if p))
+            additional += [x for x in (extra or "").split("\n") if not excluded(x)]
+        elif not excluded(line):
+            original.append(line)
+    additional.append("\n".join(original))
+    return clean_requirements("\n".join(additional))
+
+
+def conda_to_pip(packages: str) -> list[str]:
+    """The spec's `packages` (conda names, `name=1.2` pins) as pip requirements."""
+    return [re.sub(r"(?<![=<>!~])=(?!=)", "==", p) for p in packages.split()]
+
+
+def env_recipe(plan: Plan) -> dict[str, Any]:
+    pkgs = plan.specs.get("packages", "")
+    return {
+        "suite": plan.suite,
+        "python": plan.specs["python"],
+        "packages": [] if pkgs in ("requirements.txt", "environment.yml") else conda_to_pip(pkgs),
+        "requirements": plan.requirements,
+        "pip_packages": list(plan.specs.get("pip_packages", [])),
+        "exclude_newer": plan.exclude_newer,
+    }
+
+
+def refusal(inst: dict[str, Any], version: str | None) -> str | None:
+    """Why this instance cannot be built here (one line), or None."""
+    specs = MAP_REPO_VERSION_TO_SPECS.get(inst.get("repo", ""), {}).get(version or "")
+    if not specs:
+        return f"no swebench spec for {inst.get('repo')} version {version!r}: cannot build its environment"
+    if specs.get("packages") == "environment.yml":
+        return "its spec installs a conda environment.yml; only pip environments are built here"
+    python = str(specs.get("python"))
+    if python not in SUITES:
+        known = ", ".join(f"{s} {p}" for p, s in SUITES.items())
+        return f"needs Python {python}, which no Debian release here provides ({known})"
+    return None
+
+
+def legacy_editable(source: Path, commit: str) -> bool:
+    """pyproject-only project whose pinned setuptools predates PEP 660 (`build_editable`, setuptools 64):
+    pip installs it `-e` with `setup.py develop` through its shim, uv cannot."""
+    if git(["-C", str(source), "cat-file", "-e", f"{commit}:setup.py"]).returncode == 0:
+        return False
+    done = git(["-C", str(source), "show", f"{commit}:pyproject.toml"])
+    if done.returncode != 0:
+        return False
+    try:
+        requires = tomllib.loads(done.stdout).get("build-system", {}).get("requires", [])
+        pins = [Requirement(r) for r in requires]
+    except (ValueError, InvalidRequirement):
+        return False
+    modern = [f"{major}.{minor}.0" for major in range(64, 81) for minor in (0, 1, 2, 5)]
+    pinned = [r for r in pins if r.name == "setuptools" and r.specifier]
+    return any(not any(r.specifier.contains(v) for v in modern) for r in pinned)
+
+
+def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: str) -> Plan:
+    """The plan without its image keys (`build_images.key_plan` names the images from their recipes)."""
+    specs = MAP_REPO_VERSION_TO_SPECS[inst["repo"]][version]
+    plan = Plan(inst, version, specs, SUITES[str(specs["python"])], source, exclude_newer)
+    if specs.get("packages") == "requirements.txt":
+        plan.requirements = read_requirements(source, inst["repo"], inst["base_commit"])
+    if " -e " in f" {specs.get('install', '')} " and legacy_editable(source, inst["base_commit"]):
+        plan.extra["legacy_editable"] = True
+    return plan

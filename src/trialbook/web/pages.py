@@ -1,0 +1,178 @@
+"""What each page shows, as template contexts. The numbers come from the computation modules
+(stats.compare, training report, audit) and ledger.views; this module only arranges them."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trialbook.errors import UserError
+from trialbook.ledger import views
+from trialbook.ledger.store import Ledger
+from trialbook.web import plots
+from trialbook.web.text import clean, trajectory_turns
+
+PAGE = 50
+TRAJECTORY_NAMES = ("trajectory.json", "trajectory.jsonl", "agent/trajectory.json")
+SHARE_LABELS = {
+    "agent_timeout": "CBF",
+    "p2p_regression": "P2P",
+    "format_error": "format",
+    "context_overflow": "context",
+}
+
+
+class RunCache:
+    """A run's counts, kept until the run gains a trial (views.run_version); the server only reads,
+    so a full scan of a million-trial run happens once per change, not once per request."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: dict[Any, Any] = {}
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+
+    def get(self, key: Any, compute: Any) -> Any:
+        with self._lock:
+            if key in self._items:
+                return self._items[key]
+        value = compute()
+        with self._lock:
+            self._items[key] = value
+        return value
+
+
+def _counts(ledger: Ledger, cache: RunCache, run_id: int) -> views.RunCounts:
+    key = ("counts", *views.run_version(ledger, run_id))
+    return cache.get(key, lambda: views.run_counts(ledger, [run_id])[run_id])
+
+
+def _overview(ledger: Ledger, cache: RunCache, run: views.RunRow) -> views.RunOverview:
+    version = views.run_version(ledger, run.id)
+    overview = cache.get(("overview", *version), lambda: views.run_overview(ledger, run.name))
+    cache.put(("counts", *version), overview.counts)  # the runs page's counts come with it: no second scan
+    return overview
+
+
+def warm(ledger: Ledger, cache: RunCache) -> None:
+    """Compute the counts and overviews of the first page of runs (what a visitor opens first)."""
+    try:
+        for run in views.list_runs(ledger, limit=PAGE)[0]:
+            _overview(ledger, cache, run)
+    except Exception:  # noqa: BLE001 - a best-effort warm-up; the page computes (and reports) it on demand
+        return
+
+
+def runs_page(ledger: Ledger, cache: RunCache, kind: str | None, name: str | None, after: int) -> dict[str, Any]:
+    rows, more = views.list_runs(ledger, kind or None, name or None, after, PAGE)
+    counts = {r.id: _counts(ledger, cache, r.id) for r in rows}
+    return {
+        "rows": rows, "counts": counts, "kinds": views.run_kinds(ledger), "kind": kind or "", "name": name or "",
+        "next_after": rows[-1].id if more and rows else None, "after": after,
+    }  # fmt: skip
+
+
+def run_page(ledger: Ledger, cache: RunCache, name: str, outcome: str | None, task: str | None,
+             after: int) -> dict[str, Any]:  # fmt: skip
+    run = views.run_by_name(ledger, name)
+    overview = _overview(ledger, cache, run)
+    rows, more = views.list_trials(ledger, run.id, outcome or None, task or None, after, PAGE)
+    others = [r.name for r in views.list_runs(ledger, limit=500)[0] if r.name != name]
+    return {
+        "o": overview, "rows": rows, "outcome": outcome or "", "task": task or "", "after": after,
+        "next_after": rows[-1].id if more and rows else None, "others": others,
+    }  # fmt: skip
+
+
+def trial_page(ledger: Ledger, trial_id: int) -> dict[str, Any]:
+    d = views.trial_detail(ledger, trial_id)
+    files = views.artifacts_of(ledger, trial_id)
+    turns = None
+    for n in TRAJECTORY_NAMES:
+        if n in files:
+            raw = files[n].text if not files[n].cut else ledger.artifact(trial_id, n) or ""
+            turns = trajectory_turns(raw)
+            break
+    tests = []
+    for kind in ("FAIL_TO_PASS", "PASS_TO_PASS"):
+        statuses = (d.tests or {}).get(kind) or {}
+        listed = (d.fail_to_pass if kind == "FAIL_TO_PASS" else d.pass_to_pass) or []
+        for test in sorted(set(statuses) | set(listed)):
+            tests.append({"kind": kind, "test": test, "status": statuses.get(test, "not run")})
+    verifier = next((files[n].text for n in ("verifier.log", "test_output.txt") if n in files), None)
+    return {
+        "d": d,
+        "turns": turns,
+        "tests": tests,
+        "verifier": clean(verifier) if verifier is not None else None,
+        "files": {n: (clean(a.text), a.size, a.cut) for n, a in files.items()},
+        "extra": clean(str(d.extra)) if d.extra else None,
+        "message": clean(d.exception_message),
+    }
+
+
+def compare_page(
+    ledger: Ledger, base: str, cands: list[str], min_diff: float, by_repo: bool, split_run: str | None = None
+) -> dict[str, Any]:
+    """The comparison, plus per-task wins and losses; `split_run`: in/out rows over that run's tasks."""
+    from trialbook.stats.compare import align, compare
+    from trialbook.stats.scores import load_scores
+
+    scores = {n: load_scores(ledger, n) for n in (base, *cands)}
+    with tempfile.TemporaryDirectory() as tmp:
+        split = None
+        if split_run:
+            split = Path(tmp) / f"tasks-of-{re.sub(r'[^A-Za-z0-9._-]', '_', split_run)}.txt"
+            split.write_text("\n".join(views.task_ids_of(ledger, views.run_by_name(ledger, split_run).id)) + "\n")
+        res = compare(ledger, base, cands, split=split, min_diff=min_diff, by_repo=by_repo, runs=scores)
+    per_task = {}
+    for cand in cands:
+        ids, ib, ic, _ = align(scores[base], scores[cand])
+        d = scores[cand].score[ic] - scores[base].score[ib]
+        order = np.argsort(-np.abs(d), kind="stable")
+        per_task[cand] = {
+            "wins": [(str(ids[i]), float(d[i])) for i in order if d[i] > 0],
+            "losses": [(str(ids[i]), float(d[i])) for i in order if d[i] < 0],
+        }
+    return {"res": res, "forest": plots.forest(res), "per_task": per_task, "base": base, "cands": cands}
+
+
+def training_page(ledger: Ledger, name: str, bucket: int) -> dict[str, Any]:
+    from trialbook.report.training import summary_paragraph
+    from trialbook.training.analysis import train_report
+    from trialbook.training.ingest import load_steps
+    from trialbook.training.stalls import step_waits
+
+    report = train_report(ledger, name, bucket=bucket)
+    waits = step_waits(load_steps(ledger, ledger.run(name)["id"]))
+    st = report["stalls"]
+    return {
+        "r": report,
+        "pass_plot": plots.pass_rate(report),
+        "share_plot": plots.outcome_shares(report, SHARE_LABELS),
+        "enc_plot": plots.encounters(report) if report["encounters"] else None,
+        "step_plot": plots.step_timing(waits, st["slow_steps"], st["median_step_s"]) if waits else None,
+        "labels": SHARE_LABELS,
+        "summary": summary_paragraph(report),
+    }
+
+
+def audit_page(ledger: Ledger, name: str) -> dict[str, Any]:
+    from trialbook.audit.audit import audit_run
+
+    a = audit_run(ledger, name, jobs=1)
+    return {"a": a, "sig_plot": plots.signatures(a)}
+
+
+def parse_after(value: str | None) -> int:
+    try:
+        return max(0, int(value or 0))
+    except ValueError:
+        raise UserError(f"'after' must be a trial or run id, not {value!r}") from None

@@ -1,0 +1,82 @@
+"""The error policy's `classify`, written out as a table: every exception kind x reward None / 0 / 0.57 / 1.
+
+The expected outcomes are typed in by hand from the policy's documented meaning, never derived from
+the policy table itself, so reordering the checks inside `classify` (or editing a rule) shows up here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from trialbook.harness.policy import POLICY, classify, rule_for
+
+REWARDS = (None, 0.0, 0.57, 1.0)
+INFRA = ("infra_error",) * 4
+
+#  exception              retried  reward None     reward 0        reward 0.57     reward 1
+TABLE: dict[str | None, tuple[bool, tuple[str, str, str, str]]] = {
+    None: (False, ("infra_error", "unresolved", "unresolved", "resolved")),
+    "AgentTimeoutError": (False, ("infra_error", "agent_timeout", "agent_timeout", "agent_timeout")),
+    "ContextOverflowError": (False, ("infra_error", "context_overflow", "context_overflow", "context_overflow")),
+    "ContextLengthExceededError": (False, ("infra_error", "context_overflow", "context_overflow", "context_overflow")),
+    "ContextWindowExceededError": (False, ("infra_error", "context_overflow", "context_overflow", "context_overflow")),
+    "OutputLengthExceededError": (False, ("infra_error", "context_overflow", "context_overflow", "context_overflow")),
+    "FormatError": (False, ("infra_error", "format_error", "format_error", "format_error")),
+    "NonZeroAgentExitCodeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
+    "VerifierTimeoutError": (False, ("verifier_timeout",) * 4),
+    "RewardFileNotFoundError": (False, INFRA),
+    "DaemonError": (True, INFRA),
+    "ImageBuildError": (True, INFRA),
+    "ContainerStartError": (True, INFRA),
+    "EndpointError": (True, INFRA),
+    "InvalidTaskError": (False, INFRA),
+    "DeadlineExceeded": (False, ("incomplete",) * 4),
+    "SomeUnknownError": (False, INFRA),  # anything not in the policy: an unexpected harness failure
+    "": (False, ("infra_error", "unresolved", "unresolved", "resolved")),  # an empty type is no exception
+}
+CASES = [(exc, reward, outcomes[i]) for exc, (_, outcomes) in TABLE.items() for i, reward in enumerate(REWARDS)]
+
+
+@pytest.mark.parametrize(("exception", "reward", "expected"), CASES)
+def test_classify(exception: str | None, reward: float | None, expected: str) -> None:
+    assert classify(exception, reward).value == expected
+
+
+def test_the_table_covers_every_policy_entry_and_its_retry() -> None:
+    assert set(POLICY) == {k for k in TABLE if k not in (None, "", "SomeUnknownError")}
+    for exc, (retry, _) in TABLE.items():
+        if exc:
+            assert rule_for(exc).retry is retry, exc
+
+
+def test_still_graded_means_an_early_stop_is_verified() -> None:
+    from trialbook.harness.policy import STILL_GRADED
+
+    expected = {
+        "AgentTimeoutError", "ContextOverflowError", "ContextLengthExceededError", "ContextWindowExceededError",
+        "OutputLengthExceededError", "FormatError", "NonZeroAgentExitCodeError",
+    }  # fmt: skip
+    assert set(STILL_GRADED) == expected
+
+
+def test_policy_rows_print_every_rule_plus_none_and_other() -> None:
+    from trialbook.harness.policy import policy_rows
+
+    rows = {r["exception"]: r for r in policy_rows()}
+    assert list(rows)[-2:] == ["(none)", "(other)"]
+    assert set(rows) == set(POLICY) | {"(none)", "(other)"}
+    assert all(set(r) == {"exception", "outcome", "retry", "graded", "meaning"} for r in rows.values())
+    assert rows["(none)"] == {
+        "exception": "(none)", "outcome": "resolved if reward >= 1.0 else unresolved", "retry": False,
+        "graded": True, "meaning": "agent finished; the verifier's reward decides (p2p_regression tagged)",
+    }  # fmt: skip
+    assert rows["(other)"] == {
+        "exception": "(other)", "outcome": "infra_error", "retry": False, "graded": False,
+        "meaning": "unexpected harness error / unknown exception type",
+    }  # fmt: skip
+    assert rows["NonZeroAgentExitCodeError"]["outcome"] == rows["(none)"]["outcome"]
+    for exc, (retry, outcomes) in TABLE.items():
+        if exc in POLICY:
+            graded = outcomes[0] == "infra_error" and outcomes[1] != "infra_error"
+            assert (rows[exc]["retry"], rows[exc]["graded"]) == (retry, graded), exc
+    assert all(r["meaning"] for r in rows.values())

@@ -1,0 +1,92 @@
+"""At COLUMNS=80 the reporting commands show every name and verdict whole (narrow terminals get stacked rows),
+and --markdown / --csv give the same tables in those forms."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+
+from paths import INSTANCES, RESULTS
+from trialbook.harness.policy import policy_rows
+
+BASE = "20240402_sweagent_gpt4"
+CANDS = ("20240620_sweagent_claude3.5sonnet", "20240612_MASAI_gpt4o", "20250726_mini-v1.0.0_gemini-2.5-pro")
+
+
+@pytest.fixture
+def ledger(cli, tmp_path: Path) -> Path:
+    for name in (BASE, *CANDS):
+        assert cli("import", "swebench", str(RESULTS / f"{name}.json"), "--instances", str(INSTANCES)).exit_code == 0
+    roll, steps = tmp_path / "roll.jsonl", tmp_path / "steps.jsonl"
+    assert cli("sim", "rollouts", "--out", str(roll), "--steps-out", str(steps), use_db=False).exit_code == 0
+    assert (
+        cli("import", "jsonl", str(roll), "--run", "a-training-run-with-a-long-name", "--kind", "train").exit_code == 0
+    )
+    assert cli("import", "steps", str(steps), "--run", "a-training-run-with-a-long-name").exit_code == 0
+    ids = [line.split('"instance_id": "')[1].split('"')[0] for line in INSTANCES.read_text().splitlines()]
+    split = tmp_path / "split.txt"
+    split.write_text("\n".join(ids[::2]) + "\n")
+    return split
+
+
+def _fits(out: str) -> None:
+    assert "\u2026" not in out  # rich's ellipsis: something was cut
+    assert max(map(len, out.splitlines())) <= 80, max(out.splitlines(), key=len)
+
+
+def test_every_name_and_verdict_whole_at_80_columns(cli, ledger: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    runs = cli("runs")
+    _fits(runs.stdout)
+    for name in (BASE, *CANDS, "a-training-run-with-a-long-name"):
+        assert name in runs.stdout.split()
+
+    res = cli("compare", BASE, *CANDS, "--split", str(ledger))
+    assert res.exit_code == 0
+    _fits(res.stdout)
+    verdicts = [w for w in res.stdout.split("claim: ")[1:]]
+    assert len(verdicts) == 9 and all(v.split()[0] in ("YES", "no") for v in verdicts)  # 3 candidates x all/in/out
+    for cand in CANDS:
+        assert res.stdout.splitlines().count(cand) == 3  # each row's name on a line of its own, whole
+
+    policy = cli("policy", use_db=False)
+    _fits(policy.stdout)
+    lines = policy.stdout.splitlines()
+    for row in policy_rows():
+        assert row["exception"] in lines
+
+    report = cli("train", "report", "a-training-run-with-a-long-name")
+    assert report.exit_code == 0
+    _fits(report.stdout)
+    assert "0-4" in report.stdout and "at epoch boundaries" in report.stdout
+
+
+def test_wide_terminal_keeps_the_table(cli, ledger: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    res = cli("compare", BASE, *CANDS)
+    row = next(line for line in res.stdout.splitlines() if CANDS[2] in line)
+    assert "YES" in row and "173/17/310" in row  # one row of a table, verdict included
+
+
+def test_markdown_and_csv(cli, ledger: Path) -> None:
+    rows = list(csv.reader(io.StringIO(cli("runs", "--csv").stdout)))
+    assert rows[0] == ["run", "kind", "created", "tasks", "trials", "judged", "resolved", "rate"]
+    assert [r[0] for r in rows[1:]] == [BASE, *CANDS, "a-training-run-with-a-long-name"]
+    assert rows[1][-1] == "22.4%"
+    md = cli("show", BASE, "--markdown").stdout
+    assert "| repo | trials | judged | resolved | rate |" in md and "| django/django |" in md
+    cmp_md = cli("compare", BASE, CANDS[0], "--by-repo", "--markdown").stdout
+    assert "**By repo: `20240620_sweagent_claude3.5sonnet`**" in cmp_md and "| django/django |" in cmp_md
+    cmp_csv = list(csv.reader(io.StringIO(cli("compare", BASE, *CANDS, "--csv").stdout)))
+    assert cmp_csv[0][0] == "candidate" and [r[0] for r in cmp_csv[1:4]] == list(CANDS)
+    tr = cli("train", "report", "a-training-run-with-a-long-name", "--markdown").stdout
+    assert "| wv | traj | judged |" in tr and "┃" not in tr
+    pol = list(csv.reader(io.StringIO(cli("policy", "--csv", use_db=False).stdout)))
+    assert pol[0] == ["exception", "outcome", "retry", "graded", "meaning"] and len(pol) == len(policy_rows()) + 1
+    attr = cli("attribute", BASE, CANDS[1], "--markdown").stdout
+    assert "**change by transition**" in attr and "| unresolved | resolved |" in attr
+    both = cli("runs", "--csv", "--markdown")
+    assert both.exit_code == 2 and "at most one of --markdown and --csv" in both.stderr

@@ -1,0 +1,75 @@
+"""`tasks from-swebench --build` end to end on the real Docker daemon: one Python 3.9 instance
+(psf/requests 2.27) and one 3.11 instance (pallets/flask 2.3) built from the shared sources, then
+`validate --repeats 2`: the gold patch resolves, the empty patch does not. First run on a bare
+machine: two debootstraps and two environments, a few minutes; later runs find the images by hash."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import docker
+import pytest
+from typer.testing import CliRunner
+
+from paths import DATA, INSTANCES
+from trialbook.cli import load
+
+app = load()
+
+pytestmark = pytest.mark.docker
+
+REPOS = DATA / "swebench-repos"
+IDS = ("psf__requests-6028", "pallets__flask-5014")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    base = tmp_path_factory.mktemp("swebuild")
+    out = base / "tasks"
+    args = ["tasks", "from-swebench", str(INSTANCES), "--out", str(out), "--build", "--repos", str(REPOS)]
+    res = CliRunner().invoke(app, [*args, "--ids", ",".join(IDS), "--jobs", "2", "--json"])
+    assert res.exit_code == 0, (res.stdout, res.exception)
+    report = json.loads(res.stdout)
+    again = CliRunner().invoke(app, [*args, "--ids", IDS[0], "--json"])  # same recipe: found, not rebuilt
+    assert again.exit_code == 0, again.stdout
+    return base, out, report, json.loads(again.stdout)
+
+
+def test_both_instances_built_with_the_python_their_spec_asks_for(built):
+    _, out, report, _ = built
+    assert report["written"] == list(IDS) or sorted(report["written"]) == sorted(IDS), report["skipped"]
+    client = docker.from_env()
+    for line in report["instances"]:
+        image = line["image"]
+        assert image.startswith(f"trialbook-swe-{line['task_id']}:")
+        version = client.containers.run(image, ["python", "--version"], remove=True).decode()
+        assert version.startswith({"psf/requests": "Python 3.9.", "pallets/flask": "Python 3.11."}[line["repo"]])
+        toml = (out / line["task_id"] / "task.toml").read_text()
+        assert f'docker_image = "{image}"' in toml
+    status = client.containers.run(report["instances"][0]["image"], ["git", "status", "--short"], remove=True)
+    assert status.decode().strip() == ""  # the repository at base_commit, nothing changed by the install
+    saved = json.loads((out / "swebench-build.json").read_text())
+    assert {x["task_id"] for x in saved["instances"]} == set(IDS)
+
+
+def test_same_recipe_is_found_by_its_content_hash_not_rebuilt(built):
+    _, _, report, again = built
+    first = next(x for x in report["instances"] if x["task_id"] == IDS[0])
+    (line,) = again["instances"]
+    assert line["image"] == first["image"] and line["env_image"] == first["env_image"]
+    assert line["env_build_s"] == 0.0 and line["instance_build_s"] == 0.0
+
+
+def test_validate_oracle_resolves_nop_does_not(built, tmp_path):
+    _, out, _, _ = built
+    args = ["validate", str(out), "--repeats", "2", "--runs-dir", str(tmp_path / "runs"), "--json"]
+    res = CliRunner().invoke(app, [*args, "--db", str(tmp_path / "l.db")])
+    assert res.exit_code == 0, res.stdout
+    rows = {r["task_id"]: r for r in json.loads(res.stdout)["tasks"]}
+    assert set(rows) == set(IDS)
+    for task_id, row in rows.items():
+        assert row["verdict"] == "ok", (task_id, row)
+        assert row["details"]["oracle"]["resolved"] == 2 and row["details"]["nop"]["resolved"] == 0
+    trial = json.loads(next(Path(tmp_path / "runs").glob(f"*/*{IDS[1]}-0-*/result.json")).read_text())
+    assert len(trial["tests"]["PASS_TO_PASS"]) == 59 and set(trial["tests"]["PASS_TO_PASS"].values()) == {"pass"}

@@ -1,0 +1,78 @@
+"""The recipes `tasks from-swebench --build` writes (Dockerfiles, test.sh in the venv), from the real
+swebench specs and the shared repositories; no Docker needed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from paths import DATA, INSTANCES
+from trialbook.tasks.swebench.build_images import env_dockerfile, inst_dockerfile, key_plan
+from trialbook.tasks.swebench.build_plan import DEFAULT_EXCLUDE_NEWER, conda_to_pip, make_plan
+from trialbook.tasks.swebench.generate import build_test_sh
+from trialbook.tasks.swebench.versions import VERSIONS
+
+REPOS = DATA / "swebench-repos"
+SHELLCHECK = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
+
+
+def instance(instance_id: str) -> dict:
+    for line in INSTANCES.read_text().splitlines():
+        row = json.loads(line)
+        if row["instance_id"] == instance_id:
+            return row
+    raise AssertionError(instance_id)
+
+
+def plan_for(instance_id: str, date: str = DEFAULT_EXCLUDE_NEWER):
+    inst = instance(instance_id)
+    repo = REPOS / f"{inst['repo'].replace('/', '__')}.git"
+    plan = make_plan(inst, VERSIONS[instance_id], repo, date)
+    key_plan(plan)
+    return plan
+
+
+def test_venv_test_sh_has_no_conda_and_reinstalls_offline(tmp_path):
+    inst = instance("psf__requests-6028")
+    script = build_test_sh(inst, VERSIONS[inst["instance_id"]], venv=True)
+    assert "conda" not in script.split("set -uxo pipefail")[1]
+    assert "source /opt/venv/bin/activate" in script and "PY=/opt/venv/bin/python" in script
+    assert "python -m pip install --no-build-isolation --no-deps --no-index ." in script
+    path = tmp_path / "test.sh"
+    path.write_text(script)
+    assert subprocess.run(["bash", "-n", str(path)]).returncode == 0
+    done = subprocess.run([SHELLCHECK, str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+
+
+def test_sphinx_edits_run_one_by_one_and_stay_uncommitted():
+    plan = plan_for("sphinx-doc__sphinx-7910")
+    dockerfile = inst_dockerfile(plan)
+    assert f"FROM {plan.env_tag}" in dockerfile
+    assert "RUN sed -i 's/pytest/pytest -rA/' tox.ini" in dockerfile
+    assert "git commit" not in dockerfile
+    install = [ln for ln in dockerfile.splitlines() if "-e .[test]" in ln]
+    assert len(install) == 1 and "uv pip install" in install[0] and "--exclude-newer 2024-07-25" in install[0]
+    assert "SETUPTOOLS_SCM_PRETEND_VERSION_FOR_SPHINX=3.2.0" in dockerfile
+
+
+def test_exact_pins_escape_the_date_and_conda_packages_use_the_channel_date():
+    flask = env_dockerfile(plan_for("pallets__flask-5014"))[0]
+    assert "--exclude-newer-package setuptools=2100-01-01" in flask  # setuptools==70.0.0 is newer than the cutoff
+    requests = env_dockerfile(plan_for("psf__requests-6028"))[0]
+    assert "--exclude-newer-package pytest=2024-01-15" in requests  # the spec's conda `packages: pytest`
+    assert conda_to_pip("pytest numpy=1.19 scipy==1.5 six>=1") == ["pytest", "numpy==1.19", "scipy==1.5", "six>=1"]
+
+
+def test_requirements_come_from_the_repository_and_key_the_environment():
+    plan = plan_for("pylint-dev__pylint-7080")
+    assert plan.requirements and "pytest" in plan.requirements  # requirements_test*.txt at base_commit
+    files = env_dockerfile(plan)[1]
+    assert files["requirements.txt"].startswith(plan.requirements)
+    other = plan_for("pylint-dev__pylint-8898")
+    assert other.env_key != plan.env_key
+    assert plan_for("pylint-dev__pylint-7080").env_key == plan.env_key  # same recipe, same tag
+    assert plan_for("pylint-dev__pylint-7080", "2024-01-01").env_key != plan.env_key

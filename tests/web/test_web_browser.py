@@ -1,0 +1,163 @@
+"""A real browser (Debian's chromium through Playwright) against `trialbook serve` on a real ledger: imported
+SWE-bench and Harbor runs, a simulated training run, and a harness run whose trials ran in Docker with a
+trajectory. Every page loads with no console error, every plot is drawn, run -> trial -> compare works.
+Screenshots go to .ci/artifacts/web/ (CI keeps them)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import webledger
+from webledger import EVAL_RUNS, LOGGED, TRAIN_RUN
+
+from paths import EXAMPLES
+
+pytestmark = [pytest.mark.browser, pytest.mark.docker]
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]  # fmt: skip
+SHOTS = Path(__file__).resolve().parents[2] / ".ci" / "artifacts" / "web"
+AGENT_RUN = "docker-agent"
+# agent output as hostile as it gets: a script tag, HTML and colour codes, printed inside the sandbox
+COMPLETION = (
+    "THOUGHT: show something nasty, then apply the fix.\n```bash\n"
+    "printf '<script>window.pwned=1</script> <b>bold?</b> \\033[31mred\\033[0m\\n'\n```\n"
+)
+
+
+def _harness_run(db: Path, runs_dir: Path) -> None:
+    """Two trials of the example plain-bugfix task run in Docker by the harness, each with a trajectory."""
+    from trialbook.rl.rollout import Rollouts
+
+    fix = (EXAMPLES / "plain-bugfix" / "solution" / "solve.sh").read_text()
+    rollouts = Rollouts(str(db), AGENT_RUN, EXAMPLES, runs_dir=runs_dir)
+    try:
+        for attempt, text in enumerate((COMPLETION, f"{COMPLETION}```bash\n{fix}\n```\n")):
+            asyncio.run(rollouts.score("plain-bugfix", text, step=0, wv=0, attempt=attempt))
+    finally:
+        rollouts.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("browser")
+    db = webledger.build(folder)
+    _harness_run(db, folder / "runs")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from trialbook.cli import main; main()", "serve", "--db", str(db), "--port", "0"],
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    line = proc.stderr.readline() if proc.stderr else ""
+    m = re.search(r"(http://127\.0\.0\.1:\d+)/", line)
+    assert m, line
+    yield m.group(1)
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"no {CHROMIUM}: run scripts/ci-setup-browser.sh")
+    profile = tmp_path_factory.mktemp("chromium-profile")  # a fresh profile every session
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS, viewport={"width": 1280, "height": 900}
+        )
+        yield context
+        context.close()
+
+
+class Page:
+    """A tab that records console errors and uncaught exceptions."""
+
+    def __init__(self, context: object) -> None:
+        self.page = context.new_page()  # type: ignore[attr-defined]
+        self.errors: list[str] = []
+        self.page.on("console", lambda msg: msg.type == "error" and self.errors.append(msg.text))
+        self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+
+    def open(self, url: str, shot: str) -> object:
+        res = self.page.goto(url)
+        assert res is not None and res.status == 200, (url, res and res.status)
+        self.page.wait_for_load_state("load")
+        self.check(shot)
+        return self.page
+
+    def check(self, shot: str) -> None:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=False)
+        assert self.errors == [], (self.page.url, self.errors)
+
+    def plot(self, selector: str) -> None:
+        svg = self.page.locator(f"{selector} svg")
+        box = svg.bounding_box()
+        assert box is not None and box["width"] > 100 and box["height"] > 50, (selector, box)
+        assert svg.locator("path").count() > 5, selector  # axes, lines, markers: something was drawn
+
+
+def test_every_page_loads_without_console_errors_and_plots_render(server: str, browser: object) -> None:
+    tab = Page(browser)
+    page = tab.open(server + "/", "runs")
+    assert page.locator("#runs tr").count() >= len(EVAL_RUNS) + 3  # header + every run
+    tab.open(f"{server}/runs/{LOGGED}", "run")
+    page = tab.open(f"{server}/training?run={TRAIN_RUN}", "training")
+    for plot in ("#pass-plot", "#share-plot", "#enc-plot", "#step-plot"):
+        tab.plot(plot)
+    tab.open(f"{server}/audit?run={LOGGED}", "audit")
+    tab.plot("#sig-plot")
+    page = tab.open(f"{server}/compare?base={EVAL_RUNS[1]}&cand={EVAL_RUNS[2]}&cand={EVAL_RUNS[3]}", "compare")
+    tab.plot("#forest-plot")
+    assert page.locator("#comparisons tr").count() == 3
+
+
+def test_navigation_run_trial_compare(server: str, browser: object) -> None:
+    tab = Page(browser)
+    page = tab.open(server + "/", "nav-runs")
+    page.click(f"#runs a:text-is('{EVAL_RUNS[1]}')")
+    page.wait_for_url(f"**/runs/{EVAL_RUNS[1]}")
+    page.locator("#trials a").first.click()
+    page.wait_for_url("**/trials/*")
+    tab.check("nav-trial")
+    assert page.locator("#outcome").inner_text() in ("resolved", "unresolved")
+    page.click("#run-link")
+    page.wait_for_url(f"**/runs/{EVAL_RUNS[1]}")
+    page.select_option("#compare-form select[name=cand]", [EVAL_RUNS[2], EVAL_RUNS[3]])
+    page.click("#compare-form button")
+    page.wait_for_url("**/compare?*")
+    tab.check("nav-compare")
+    tab.plot("#forest-plot")
+    page.locator("a.cand-trial").first.click()
+    page.wait_for_url("**/trials/*")
+    tab.check("nav-compare-trial")
+    assert "run " in page.locator("header").inner_text()
+
+
+def test_docker_trajectory_turn_by_turn_and_hostile_output_stays_text(server: str, browser: object) -> None:
+    tab = Page(browser)
+    page = tab.open(f"{server}/runs/{AGENT_RUN}", "agent-run")
+    page.locator("#trials a").first.click()
+    page.wait_for_url("**/trials/*")
+    tab.check("trajectory")
+    turns = page.locator("#trajectory .turn")
+    assert turns.count() >= 2  # the assistant message and its action
+    assert "<script>window.pwned=1</script>" in page.locator("#trajectory").inner_text()
+    artifacts = page.locator("pre.artifact")
+    log = " ".join(artifacts.nth(i).text_content() or "" for i in range(artifacts.count()))
+    assert "<script>window.pwned=1</script> <b>bold?</b> red" in log  # agent.log: as text, colour codes gone
+    assert page.evaluate("window.pwned") is None
+    assert page.locator("b:text-is('bold?')").count() == 0
+    page.click("#next")
+    page.wait_for_url("**/trials/*")
+    tab.check("trajectory-next")
+    assert page.locator("#outcome").inner_text() == "resolved"
+    assert page.locator("#tests").count() == 1 or page.locator("#verifier-log").count() == 1
