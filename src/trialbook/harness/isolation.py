@@ -195,7 +195,7 @@ def apply_change(box: Sandbox, change: Change, task: TaskSpec, exclude: list[str
         + f"printf '\\n{mark}\\n'\n"
         + _apply_script(stage, change.workdir, exclude)
     )
-    code, out = _harness_exec(box, script, timeout)
+    code, out = _harness_exec(box, script, 2 * timeout)  # the budget of the two execs it replaces
     names, marked, patch = out.partition(f"\n{mark}\n")
     if not marked:
         raise IsolationError(f"could not diff the agent's working tree (exit {code}): {out.strip()[-300:]}")
