@@ -159,9 +159,11 @@ class WarmPool:
     def _remove_one(self, container_id: str) -> None:
         try:
             self._remove(container_id)
-            self.stats["removed"] += 1
+            key = "removed"
         except Exception:  # left for `clean` / `resume`, which find it by its labels
-            self.stats["remove_errors"] += 1
+            key = "remove_errors"
+        with self._lock:
+            self.stats[key] += 1
 
     def _submit(self, fn: Callable[[Any], None], arg: Any) -> None:
         with self._lock:
