@@ -28,9 +28,9 @@ def _slow_tasks(base: Path, seconds: int) -> Path:
     return tasks
 
 
-def _containers(engine, run: str, ledger: str) -> list:
+def _containers(engine, run: str, ledger: str) -> list[str]:
     labels = [f"trialbook.run={run}", f"trialbook.ledger={ledger}"]
-    return engine.containers.list(all=True, filters={"label": labels})
+    return [c["Id"] for c in engine.api.containers(all=True, filters={"label": labels})]
 
 
 def _wait_for(predicate, timeout: float = 120.0) -> None:
@@ -43,7 +43,7 @@ def _wait_for(predicate, timeout: float = 120.0) -> None:
 
 
 def test_two_ledgers_same_run_name_do_not_touch_each_other(engine, tmp_path, cli, db):
-    tasks = _slow_tasks(tmp_path, 12)
+    tasks = _slow_tasks(tmp_path, 30)  # A's agent is alive through all the checks below, even under load
     db_a = str(tmp_path / "a.db")
     run = "same-name"
     # ledger B (the `cli` fixture's) has a finished run of the same name
@@ -58,13 +58,15 @@ def test_two_ledgers_same_run_name_do_not_touch_each_other(engine, tmp_path, cli
     )  # fmt: skip
     try:
         _wait_for(lambda: len(_containers(engine, run, id_a)) == 1)
+        (live_box,) = _containers(engine, run, id_a)
         # resume and clean through ledger B: A's live container is not B's leftover
         res = cli("resume", run)
         assert res.exit_code == 0, res.stderr
         assert "removed 0 leftover" in res.stderr
         res = cli("clean", "--run", run)
         assert res.exit_code == 0 and "removed 0 container" in res.stderr, res.stderr
-        assert len(_containers(engine, run, id_a)) == 1
+        # B's resume and clean left it alone (inspect raises NotFound once a container is gone)
+        assert engine.api.inspect_container(live_box)["State"]["Running"]
         # --replace of A's live run: refused by run (other runs-dir, so no shared lock file) and by imports
         jsonl = tmp_path / "t.jsonl"
         jsonl.write_text(json.dumps({"task_id": "slow-fix", "attempt": 0, "outcome": "resolved", "reward": 1.0}) + "\n")

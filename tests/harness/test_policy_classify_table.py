@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from trialbook.harness.policy import POLICY, classify, rule_for
+from trialbook.outcomes import POLICY, classify, rule_for
 
 REWARDS = (None, 0.0, 0.57, 1.0)
 INFRA = ("infra_error",) * 4
@@ -25,11 +25,14 @@ TABLE: dict[str | None, tuple[bool, tuple[str, str, str, str]]] = {
     "NonZeroAgentExitCodeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "VerifierTimeoutError": (False, ("verifier_timeout",) * 4),
     "RewardFileNotFoundError": (False, INFRA),
+    "SandboxLimitError": (False, INFRA),
+    "IsolationError": (False, INFRA),
     "DaemonError": (True, INFRA),
     "ImageBuildError": (True, INFRA),
     "ContainerStartError": (True, INFRA),
     "EndpointError": (True, INFRA),
     "InvalidTaskError": (False, INFRA),
+    "GraderUnavailableError": (False, INFRA),
     "DeadlineExceeded": (False, ("incomplete",) * 4),
     "SomeUnknownError": (False, INFRA),  # anything not in the policy: an unexpected harness failure
     "": (False, ("infra_error", "unresolved", "unresolved", "resolved")),  # an empty type is no exception
@@ -50,7 +53,7 @@ def test_the_table_covers_every_policy_entry_and_its_retry() -> None:
 
 
 def test_still_graded_means_an_early_stop_is_verified() -> None:
-    from trialbook.harness.policy import STILL_GRADED
+    from trialbook.outcomes import STILL_GRADED
 
     expected = {
         "AgentTimeoutError", "ContextOverflowError", "ContextLengthExceededError", "ContextWindowExceededError",
@@ -60,7 +63,7 @@ def test_still_graded_means_an_early_stop_is_verified() -> None:
 
 
 def test_policy_rows_print_every_rule_plus_none_and_other() -> None:
-    from trialbook.harness.policy import policy_rows
+    from trialbook.outcomes import policy_rows
 
     rows = {r["exception"]: r for r in policy_rows()}
     assert list(rows)[-2:] == ["(none)", "(other)"]
@@ -78,5 +81,37 @@ def test_policy_rows_print_every_rule_plus_none_and_other() -> None:
     for exc, (retry, outcomes) in TABLE.items():
         if exc in POLICY:
             graded = outcomes[0] == "infra_error" and outcomes[1] != "infra_error"
-            assert (rows[exc]["retry"], rows[exc]["graded"]) == (retry, graded), exc
+            outcome = rows["(none)"]["outcome"] if outcomes[1] == "unresolved" else outcomes[1]
+            assert (rows[exc]["outcome"], rows[exc]["retry"], rows[exc]["graded"]) == (outcome, retry, graded), exc
     assert all(r["meaning"] for r in rows.values())
+
+
+class _Kinded(Exception):
+    kind = "DaemonError"  # a subclass that names its policy key
+
+
+@pytest.mark.parametrize(
+    ("outcome", "reward", "resolved"),
+    [("resolved", 1.0, True), ("agent_timeout", 1.0, True), ("unresolved", 0.99, False), ("resolved", None, False),
+     ("infra_error", 1.0, False), ("verifier_timeout", 1.0, False), ("unresolved", 1.5, True)],
+)  # fmt: skip
+def test_is_resolved_needs_a_graded_outcome_and_a_full_reward(outcome: str, reward: float | None, resolved: bool):
+    from trialbook.outcomes import is_resolved
+
+    assert is_resolved(outcome, reward) is resolved
+
+
+def test_error_kind_prefers_the_kind_attribute() -> None:
+    from trialbook.outcomes import error_kind
+
+    assert error_kind(_Kinded()) == "DaemonError" and error_kind(ValueError()) == "ValueError"
+
+
+def test_reward_parsing_edges() -> None:
+    from trialbook.outcomes import p2p_regression, parse_reward, pick_reward
+
+    assert pick_reward({"reward": 0.25, "composite_score": 1.0}) == 0.25  # `reward` wins over other keys
+    assert pick_reward({"a": 1.0, "b": 0.0}) is None and pick_reward({"composite_score": 0.5}) == 0.5
+    assert parse_reward({"reward.txt": "1e999\n"}) is None and parse_reward({"reward.txt": "0.57 extra"}) == 0.57
+    assert p2p_regression({"FAIL_TO_PASS": {"t1": "pass"}}) is False  # no PASS_TO_PASS group at all
+    assert p2p_regression({"FAIL_TO_PASS": {"t1": "pass"}, "PASS_TO_PASS": {"t2": "fail"}}) is True

@@ -84,7 +84,8 @@ def test_grpo_steps_on_varying_graded_rewards_change_the_model(engine, cli, db: 
     stds = [e["reward_std"] for e in summary["log"] if "reward_std" in e]
     assert len(stds) == STEPS and all(s > 0 for s in stds), summary["log"]
 
-    assert snapshot.before and snapshot.changed, "no parameter changed: nothing was learned"
+    assert len(snapshot.before) > 100  # every parameter tensor of the model was snapshot
+    assert snapshot.changed != [], "no parameter changed: nothing was learned"
 
     report = cli("train", "report", "grpo-learn", "--bucket", "1", "--json")
     assert report.exit_code == 0, report.stderr

@@ -76,3 +76,17 @@ def test_requirements_come_from_the_repository_and_key_the_environment():
     assert other.env_key != plan.env_key
     assert plan_for("pylint-dev__pylint-7080").env_key == plan.env_key  # same recipe, same tag
     assert plan_for("pylint-dev__pylint-7080", "2024-01-01").env_key != plan.env_key
+
+
+def test_tox_python_sees_the_venv_only_where_tox_ini_runs_python_m_pytest():
+    new = inst_dockerfile(plan_for("sphinx-doc__sphinx-10323")).splitlines()
+    assert new[-1].startswith("RUN /opt/venv/bin/python -c") and "trialbook-venv.pth" in new[-1]
+    assert "trialbook-venv.pth" not in inst_dockerfile(plan_for("sphinx-doc__sphinx-7910"))  # tox.ini runs `pytest`
+
+
+def test_pyproject_only_project_pinning_old_setuptools_installs_editable_with_pip():
+    plan = plan_for("pylint-dev__pylint-7277")  # requires setuptools~=62.6: no PEP 660 build_editable
+    assert plan.extra.get("legacy_editable") is True
+    install = inst_dockerfile(plan).splitlines()[-2]
+    assert install.endswith("&& python -m pip install -e .") and "uv pip install" in install
+    assert not plan_for("pylint-dev__pylint-8898").extra.get("legacy_editable")  # setuptools~=66.1 has it

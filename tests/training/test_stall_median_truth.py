@@ -69,3 +69,22 @@ def test_a_wait_runs_from_the_previous_finish_or_the_own_start() -> None:
     steps[1]["started_at"] = steps[1]["finished_at"] - timedelta(seconds=5)  # logged late: waited 20, not 5
     steps[2]["step"] = 4  # step 3 missing: step 4's wait is its own 30 s
     assert step_waits(steps) == {1: 10.0, 2: 20.0, 4: 30.0}
+
+
+def _wv_report(cli, tmp_path: Path, run: str, rows: list[dict]) -> dict:
+    (tmp_path / f"{run}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert cli("import", "jsonl", str(tmp_path / f"{run}.jsonl"), "--run", run, "--kind", "train").exit_code == 0
+    res = cli("train", "report", run, "--json")
+    assert res.exit_code == 0, res.stderr
+    return json.loads(res.stdout)["stalls"]
+
+
+def test_empty_weight_versions_between_the_first_and_last_used(cli, tmp_path: Path) -> None:
+    def row(wv: int, epoch: int = 0) -> dict:
+        return {"task_id": f"a__b-{wv}", "step": wv + 1, "wv": wv, "epoch": epoch, "reward": 1.0}
+
+    # versions 0 and 2 generated, 1 did not; no steps logged: no median, nothing slow
+    stalls = _wv_report(cli, tmp_path, "gap", [row(0), row(2)])
+    assert stalls == {"empty_wv": [1], "slow_steps": [], "median_step_s": None, "lost_gpu_hours": None}
+    # a run that starts at version 3: 4 is empty, 0-2 are not "empty", they are before the run
+    assert _wv_report(cli, tmp_path, "late", [row(3), row(5), row(6)])["empty_wv"] == [4]

@@ -1,5 +1,9 @@
 """Read-only queries for `trialbook serve`: typed rows, keyset pagination, a read-only connection.
 
+The web pages need less per row than `rows.RunRow` / `rows.TrialRow` (no JSON columns decoded for a
+listing) and a run's counts from one grouped scan (`queries.run_breakdown` makes five), so a
+million-trial run costs one pass; hence these rows of their own.
+
 Every list is paged by id (`WHERE id > after ORDER BY id LIMIT n`), so a page costs the same on the
 millionth trial as on the first. `open_readonly` never migrates or writes: SQLite is opened with
 `mode=ro`, PostgreSQL sessions are read-only transactions.
@@ -66,7 +70,7 @@ def open_readonly(db: str | None) -> ReadOnlyLedger:
 
 
 @dataclass(frozen=True)
-class RunRow:
+class RunListing:
     id: int
     name: str
     kind: str
@@ -75,7 +79,7 @@ class RunRow:
 
 
 @dataclass(frozen=True)
-class RunCounts:
+class TrialCounts:
     trials: int
     judged: int
     resolved: int
@@ -86,7 +90,7 @@ class RunCounts:
 
 
 @dataclass
-class RepoCounts:
+class RepoTally:
     trials: int = 0
     judged: int = 0
     resolved: int = 0
@@ -98,20 +102,20 @@ class RepoCounts:
 
 @dataclass
 class RunOverview:
-    run: RunRow
+    run: RunListing
     config: dict[str, Any]
     stack: dict[str, Any]
     labels: dict[str, Any]
-    counts: RunCounts
+    counts: TrialCounts
     tasks: int
     superseded: int
     outcomes: dict[str, int]
     tags: dict[str, int]
-    by_repo: dict[str, RepoCounts] = field(default_factory=dict)
+    by_repo: dict[str, RepoTally] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
-class TrialRow:
+class TrialListing:
     id: int
     run_id: int
     task_id: str
@@ -127,8 +131,8 @@ class TrialRow:
 
 @dataclass
 class TrialDetail:
-    trial: TrialRow
-    run: RunRow
+    trial: TrialListing
+    run: RunListing
     step: int | None
     wv: int | None
     epoch: int | None
@@ -145,13 +149,13 @@ class TrialDetail:
     next_id: int | None
 
 
-def _run_row(r: Any) -> RunRow:
-    return RunRow(r.id, r.name, r.kind, r.created, r.source)
+def _run_row(r: Any) -> RunListing:
+    return RunListing(r.id, r.name, r.kind, r.created, r.source)
 
 
 def list_runs(
     ledger: Ledger, kind: str | None = None, name: str | None = None, after: int = 0, limit: int = 50
-) -> tuple[list[RunRow], bool]:
+) -> tuple[list[RunListing], bool]:
     """One page of runs in id order; True when another page follows."""
     q = select(runs.c.id, runs.c.name, runs.c.kind, runs.c.created, runs.c.source).where(runs.c.id > after)
     if kind:
@@ -169,7 +173,7 @@ def run_kinds(ledger: Ledger) -> list[str]:
         return list(conn.execute(select(runs.c.kind).distinct().order_by(runs.c.kind)).scalars())
 
 
-def run_counts(ledger: Ledger, run_ids: list[int]) -> dict[int, RunCounts]:
+def run_counts(ledger: Ledger, run_ids: list[int]) -> dict[int, TrialCounts]:
     """Current trials, judged and resolved per run, for the runs of one page."""
     if not run_ids:
         return {}
@@ -184,11 +188,11 @@ def run_counts(ledger: Ledger, run_ids: list[int]) -> dict[int, RunCounts]:
         .group_by(trials.c.run_id)
     )
     with ledger.engine.connect() as conn:
-        got = {rid: RunCounts(int(n), int(j), int(r)) for rid, n, j, r in conn.execute(q)}
-    return {rid: got.get(rid, RunCounts(0, 0, 0)) for rid in run_ids}
+        got = {rid: TrialCounts(int(n), int(j), int(r)) for rid, n, j, r in conn.execute(q)}
+    return {rid: got.get(rid, TrialCounts(0, 0, 0)) for rid in run_ids}
 
 
-def run_by_name(ledger: Ledger, name: str) -> RunRow:
+def run_by_name(ledger: Ledger, name: str) -> RunListing:
     q = select(runs.c.id, runs.c.name, runs.c.kind, runs.c.created, runs.c.source).where(runs.c.name == name)
     with ledger.engine.connect() as conn:
         row = conn.execute(q).first()
@@ -200,7 +204,7 @@ def run_by_name(ledger: Ledger, name: str) -> RunRow:
 def run_overview(ledger: Ledger, name: str) -> RunOverview:
     """Outcomes, tags, per-repo counts of a run's current trials from one grouped scan."""
     meta = ledger.run(name)
-    run = RunRow(meta["id"], meta["name"], meta["kind"], meta["created"], meta["source"])
+    run = RunListing(meta["id"], meta["name"], meta["kind"], meta["created"], meta["source"])
     q = (
         select(trials.c.outcome, trials.c.repo, trials.c.exception, trials.c.superseded_by.is_(None),
                func.count(), func.coalesce(func.sum(cast(case((trials.c.reward >= 1.0, 1), else_=0), Integer)), 0))
@@ -209,7 +213,7 @@ def run_overview(ledger: Ledger, name: str) -> RunOverview:
     )  # fmt: skip
     outcomes: Counter[str] = Counter()
     tags: Counter[str] = Counter()
-    by_repo: dict[str, RepoCounts] = {}
+    by_repo: dict[str, RepoTally] = {}
     superseded = n_all = judged_all = resolved_all = 0
     with ledger.engine.connect() as conn:
         for outcome, repo, exception, current, n, reward_one in conn.execute(q):
@@ -221,7 +225,7 @@ def run_overview(ledger: Ledger, name: str) -> RunOverview:
             outcomes[outcome] += n
             if exception:
                 tags[exception] += n
-            cell = by_repo.setdefault(repo or "unknown", RepoCounts())
+            cell = by_repo.setdefault(repo or "unknown", RepoTally())
             cell.trials += n
             cell.judged += n if graded else 0
             cell.resolved += resolved
@@ -233,7 +237,7 @@ def run_overview(ledger: Ledger, name: str) -> RunOverview:
         ).scalar_one()
     return RunOverview(
         run=run, config=meta["config"], stack=meta["stack"], labels=meta["labels"],
-        counts=RunCounts(n_all, judged_all, resolved_all), tasks=int(n_tasks), superseded=superseded,
+        counts=TrialCounts(n_all, judged_all, resolved_all), tasks=int(n_tasks), superseded=superseded,
         outcomes=dict(outcomes.most_common()), tags=dict(tags.most_common()),
         by_repo=dict(sorted(by_repo.items())),
     )  # fmt: skip
@@ -252,7 +256,7 @@ def list_trials(
     task: str | None = None,
     after: int = 0,
     limit: int = 50,
-) -> tuple[list[TrialRow], bool]:
+) -> tuple[list[TrialListing], bool]:
     """One page of a run's trials (superseded ones included, marked) in id order."""
     q = select(*_TRIAL_COLS).where(trials.c.run_id == run_id, trials.c.id > after)
     if outcome:
@@ -260,7 +264,7 @@ def list_trials(
     if task:
         q = q.where(trials.c.task_id == task)
     with ledger.engine.connect() as conn:
-        rows = [TrialRow(*r) for r in conn.execute(q.order_by(trials.c.id).limit(limit + 1))]
+        rows = [TrialListing(*r) for r in conn.execute(q.order_by(trials.c.id).limit(limit + 1))]
     return rows[:limit], len(rows) > limit
 
 
@@ -273,7 +277,7 @@ def trial_detail(ledger: Ledger, trial_id: int) -> TrialDetail:
         row = conn.execute(select(*_TRIAL_COLS, *extra_cols).where(trials.c.id == trial_id)).first()
         if row is None:
             raise UserError(f"no trial with id {trial_id}")
-        t = TrialRow(*row[: len(_TRIAL_COLS)])
+        t = TrialListing(*row[: len(_TRIAL_COLS)])
         step, wv, epoch, message, tokens, started, finished, tests_json, extra_json = row[len(_TRIAL_COLS) :]
         run = _run_row(
             conn.execute(

@@ -459,8 +459,10 @@ class DockerEngine:
             labels.append(f"{LABEL_LEDGER}={ledger}")
         return {"label": labels}
 
-    def containers(self, run: str | None = None, ledger: str | None = None) -> list[Any]:
-        return list(self.client.containers.list(all=True, filters=self._filters(run, ledger)))
+    def containers(self, run: str | None = None, ledger: str | None = None) -> list[str]:
+        """Ids of the labelled containers (the low-level list: no per-container inspect that a container
+        removed meanwhile by its own trial would turn into NotFound)."""
+        return [c["Id"] for c in self.client.api.containers(all=True, filters=self._filters(run, ledger))]
 
     def images(self, run: str | None = None, ledger: str | None = None) -> list[Any]:
         return list(self.client.images.list(filters=self._filters(run, ledger)))
@@ -469,15 +471,15 @@ class DockerEngine:
         """Remove every labelled container (and image) of `run`, or of all runs; with `ledger`, only the
         ones that ledger's runs started (label trialbook.ledger). Returns the counts."""
         n_containers = 0
-        for c in self.containers(run, ledger):
+        for cid in self.containers(run, ledger):
             try:
-                c.remove(force=True)
+                self.client.api.remove_container(cid, force=True)
                 n_containers += 1
             except NotFound:
                 pass
             except APIError as exc:
                 if exc.status_code != 409:  # 409: its removal is already in progress
-                    raise DaemonError(f"cannot remove {c.name}: {exc}") from None
+                    raise DaemonError(f"cannot remove {cid[:12]}: {exc}") from None
         n_images = 0
         if images:
             for img in self.images(run, ledger):

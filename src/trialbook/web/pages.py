@@ -49,12 +49,12 @@ class RunCache:
         return value
 
 
-def _counts(ledger: Ledger, cache: RunCache, run_id: int) -> views.RunCounts:
+def _counts(ledger: Ledger, cache: RunCache, run_id: int) -> views.TrialCounts:
     key = ("counts", *views.run_version(ledger, run_id))
     return cache.get(key, lambda: views.run_counts(ledger, [run_id])[run_id])
 
 
-def _overview(ledger: Ledger, cache: RunCache, run: views.RunRow) -> views.RunOverview:
+def _overview(ledger: Ledger, cache: RunCache, run: views.RunListing) -> views.RunOverview:
     version = views.run_version(ledger, run.id)
     overview = cache.get(("overview", *version), lambda: views.run_overview(ledger, run.name))
     cache.put(("counts", *version), overview.counts)  # the runs page's counts come with it: no second scan

@@ -36,6 +36,7 @@ REPO_DIR = "/testbed"
 BASE_PACKAGES = "python3,python3-venv,git,patch,ca-certificates"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 LABEL = "trialbook.swebench"
+SYSTEM_PTH = "/usr/lib/python3/dist-packages/trialbook-venv.pth"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -137,7 +138,8 @@ def scm_env(plan: Plan) -> str:
 def inst_dockerfile(plan: Plan) -> str:
     steps = [*plan.specs.get("pre_install", [])]
     if plan.specs.get("install") and plan.extra.get("legacy_editable"):
-        steps.append(plan.specs["install"])  # the venv's pip, as the official images did: see legacy_editable
+        # pip (as of the date; the venv's own is too old) as the official images did: see legacy_editable
+        steps.append(f"{uv_install('--upgrade pip', plan)} && {plan.specs['install']}")
     elif plan.specs.get("install"):
         steps.append(pip_to_uv(plan.specs["install"], plan))
     lines = [
@@ -151,6 +153,14 @@ def inst_dockerfile(plan: Plan) -> str:
     # One RUN per step, as the official setup script runs them one after the other; edits stay uncommitted.
     lines += [f"RUN {step}" for step in steps]
     lines.append("RUN git status --short")
+    if plan.extra.get("tox_python"):
+        # tox-current-env links .tox/<env>/bin/python to the interpreter, which drops a venv's
+        # site-packages (conda's python keeps its prefix): the system python adds the venv's.
+        pth = "import site; site.addsitedir(%r)\\n"
+        lines.append(
+            f"RUN {VENV}/bin/python -c \"import sysconfig; open('{SYSTEM_PTH}', 'w')"
+            f".write('{pth}' % sysconfig.get_paths()['purelib'])\" && cat {SYSTEM_PTH}"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -194,6 +194,9 @@ def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: s
     plan = Plan(inst, version, specs, SUITES[str(specs["python"])], source, exclude_newer)
     if specs.get("packages") == "requirements.txt":
         plan.requirements = read_requirements(source, inst["repo"], inst["base_commit"])
+    if "--current-env" in specs.get("test_cmd", ""):
+        tox = git(["-C", str(source), "show", f"{inst['base_commit']}:tox.ini"])
+        plan.extra["tox_python"] = tox.returncode == 0 and "-m pytest" in tox.stdout
     if " -e " in f" {specs.get('install', '')} " and legacy_editable(source, inst["base_commit"]):
         plan.extra["legacy_editable"] = True
     return plan
