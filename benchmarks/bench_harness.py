@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from trialbook.harness.config import Plan, RunConfig
+from trialbook.harness.executors import LocalExecutor
 from trialbook.harness.pool import execute
 from trialbook.harness.stack import connect
 from trialbook.ledger.store import Ledger
@@ -83,7 +84,7 @@ def trialbook_block(ledger: Ledger, task_dir: Path, root: Path, n: int, c: int, 
         run_id = ledger.create_run(conn, Run(name=name, config=config.model_dump()), replace=True)
     plans = [Plan(spec, a) for a in range(n)]
     t = time.perf_counter()
-    tally = execute(ledger, engine, run_id, name, config, plans)
+    tally = execute(ledger, LocalExecutor(engine), run_id, name, config, plans)
     wall = time.perf_counter() - t
     assert tally.resolved == n, tally
     return wall

@@ -3,7 +3,7 @@
 #   bash scripts/test.sh [PYTEST ARGS]
 # installs what the tests need, then runs `ruff check src tests` and `python -m pytest [ARGS]` (in two parts:
 # the tests that need no service run while the services are prepared, then the docker/postgres/llm ones):
-#   apt: venv support, Docker Engine + debootstrap, PostgreSQL, git, curl, a C++ compiler;
+#   apt: venv support, Docker Engine + debootstrap, PostgreSQL, git, curl, a C++ compiler, chromium;
 #   pip: the project with its dev extra into .venv;
 #   the real services, prepared side by side (each scripts/ci-setup-*.sh is idempotent and works alone):
 #   Docker + the trialbook-base:bookworm image, a PostgreSQL server on 127.0.0.1, the model server's
@@ -23,15 +23,22 @@ ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 ||
 command -v git >/dev/null 2>&1 || want_deb git "tests check out real SWE-bench repositories and task folders"
 command -v curl >/dev/null 2>&1 || want_deb curl "scripts/model-up.sh polls the model server with it"
 command -v c++ >/dev/null 2>&1 || want_deb g++ "llama-cpp-python (the test model server) is built from source"
+command -v chromium >/dev/null 2>&1 || want_deb chromium "the browser tests drive trialbook serve's pages through Playwright"
+command -v chromedriver >/dev/null 2>&1 || want_deb chromium-driver "(with chromium, as scripts/ci-setup-browser.sh installs it)"
+# The tests also read the larger real data sets (tests/paths.py): the shared/ folder next to the clone.
+shared="${TRIALBOOK_SHARED:-$ROOT/../shared}"
+[ -d "$shared/data/swebench-verified" ] ||
+  die "no test data at $shared/data: put the shared/ folder next to the repository or set TRIALBOOK_SHARED=/path/to/shared"
+export TRIALBOOK_SHARED="$shared"
 
 check_debs
 # Debian packages install while pip installs the project (unless the venv itself needs a package first).
 if [ "$venv_deb" -gt 0 ]; then
   install_debs
-  install_project dev "trialbook, pytest, hypothesis, ruff, psycopg, shellcheck (README: Why each dependency)"
+  install_project dev "trialbook, pytest, hypothesis, ruff, psycopg, ray, shellcheck (README: Why each dependency)"
 else
   install_debs & apt_pid=$!
-  install_project dev "trialbook, pytest, hypothesis, ruff, psycopg, shellcheck (README: Why each dependency)"
+  install_project dev "trialbook, pytest, hypothesis, ruff, psycopg, ray, shellcheck (README: Why each dependency)"
   wait "$apt_pid" || exit 1
 fi
 export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" PYTHON="$VENV/bin/python"
@@ -45,7 +52,9 @@ pids=()
 for setup in scripts/ci-setup-*.sh; do
   name=$(basename "$setup" .sh)
   runner=(bash)
-  [ "$name" = ci-setup-postgres ] && runner=(as_root bash)  # pg_createcluster and `su postgres` need root
+  case $name in  # pg_createcluster, `su postgres` and apt-get need root
+    ci-setup-postgres | ci-setup-browser) runner=(as_root bash) ;;
+  esac
   ("${runner[@]}" "$setup" >"$LOGS/$name.log" 2>&1) &
   pids+=("$!:$name")
 done

@@ -182,3 +182,17 @@ def test_the_checks_find_a_planted_upward_import_and_cycle(tmp_path: Path) -> No
         "  ledger/store.py:1: ledger (layer 4) -> cli (layer 0): from trialbook.cli import app"
     ]
     assert sorted(cycles(found)) == [["audit", "stats"], ["cli", "ledger"]]
+
+
+def test_only_the_ray_executor_imports_ray() -> None:
+    """`ray` is an optional extra: one module imports it, and only `make_executor("ray")` imports that module."""
+    importers = set()
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n == "ray" or n.startswith("ray.") for n in names):
+                importers.add(str(path.relative_to(SRC)))
+    assert importers == {"harness/raycluster.py"}
+    users = {e.src_module for e in edges() if e.dst_module == "trialbook.harness.raycluster"}
+    assert users == {"trialbook.harness.executors"}

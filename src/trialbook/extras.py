@@ -1,7 +1,7 @@
 """Optional dependencies (pyproject's extras): what each provides, and one clear line when it is missing.
 
 `pip install trialbook` covers the ledger, imports, compare, plan, prereg, audit, train report and
-sim; the mini agent, TRL training, PostgreSQL ledgers and building SWE-bench task folders each need
+sim; the mini agent, TRL training, PostgreSQL ledgers, building SWE-bench task folders and `--executor ray` each need
 an extra. Call `require` where such a module is first imported, so a missing extra is a usage error
 (exit 2) naming the pip command instead of a traceback.
 """
@@ -18,6 +18,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "train": ("trl", "transformers", "datasets"),
     "postgres": ("psycopg",),
     "swebench": ("swebench.harness.test_spec.python",),
+    "ray": ("ray",),
     "web": ("starlette", "uvicorn", "jinja2", "matplotlib"),
 }
 

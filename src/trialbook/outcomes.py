@@ -5,7 +5,9 @@
   `trialbook policy` prints); live trials and imported Harbor trials are classified alike;
 - `pick_reward` / `parse_reward`: a reward from Harbor's `rewards` dict or the verifier's reward files;
 - `NOT_PASSING` / `p2p_regression`: per-test statuses and the P2P-regression rule that grading,
-  audit and the training report all apply.
+  audit and the training report all apply;
+- `REWARD_RANGE` / `reward_problem` / `contradiction`: the import contract every importer applies
+  (a reward in its range; `outcome`, `resolved` and `reward` of one trial agree).
 
 Nothing here imports the rest of trialbook, so every layer may ask these tables.
 """
@@ -88,6 +90,7 @@ POLICY: dict[str, Rule] = {
     "DaemonError": Rule(Outcome.INFRA_ERROR, True, False, "Docker daemon/API error"),
     "ImageBuildError": Rule(Outcome.INFRA_ERROR, True, False, "task image missing or its build failed"),
     "ContainerStartError": Rule(Outcome.INFRA_ERROR, True, False, "sandbox container did not start"),
+    "NodeLostError": Rule(Outcome.INFRA_ERROR, True, False, "Ray: the trial's node or worker died; run elsewhere"),
     "EndpointError": Rule(Outcome.INFRA_ERROR, True, False, "model endpoint unreachable or failing (5xx)"),
     "InvalidTaskError": Rule(Outcome.INFRA_ERROR, False, False, "task folder unusable (task.toml, test.sh)"),
     "GraderUnavailableError": Rule(Outcome.INFRA_ERROR, False, False, "task has test lists; grader not importable"),
@@ -178,6 +181,47 @@ def parse_reward(files: dict[str, str]) -> float | None:
         return None
     value = pick_reward(data) if isinstance(data, dict) else data
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+# ---- the import contract ---------------------------------------------------------------------------
+
+REWARD_RANGE: tuple[float, float] = (0.0, 1.0)  # unless the run declares another (`--reward-range`)
+
+
+def reward_problem(reward: float, reward_range: tuple[float, float] = REWARD_RANGE) -> str | None:
+    """Why `reward` is not acceptable (not finite, outside the run's range), or None."""
+    lo, hi = reward_range
+    if reward != reward or reward in (float("inf"), float("-inf")):
+        return f"reward must be a finite number, got {reward}"
+    if not lo <= reward <= hi:
+        return f"reward {reward:g} is outside [{lo:g}, {hi:g}] (declare another range with --reward-range LO,HI)"
+    return None
+
+
+def contradiction(outcome: str | None, resolved: bool | None, reward: float | None) -> str | None:
+    """How the fields a trial gives of its result disagree (naming both), or None.
+
+    A trial counts as resolved when it is graded and its reward is 1.0 (`is_resolved`), so:
+    `resolved` true needs reward >= 1.0 and false needs reward < 1.0; outcome `resolved` needs
+    reward >= 1.0 and `resolved` not false; outcome `unresolved` needs reward < 1.0 and `resolved`
+    not true; an ungraded outcome cannot be `resolved` true. Partial rewards (0 < reward < 1) are
+    not resolved, and agree with `resolved: false` and outcome `unresolved`.
+    """
+    if resolved is not None and reward is not None and resolved != (reward >= 1.0):
+        return f"'resolved' {str(resolved).lower()} contradicts 'reward' {reward:g}"
+    if outcome is None:
+        return None
+    if resolved is not None:
+        if (outcome == Outcome.RESOLVED and not resolved) or (outcome == Outcome.UNRESOLVED and resolved):
+            return f"'outcome' {outcome} contradicts 'resolved' {str(resolved).lower()}"
+        if resolved and outcome not in GRADED:
+            return f"'outcome' {outcome} (ungraded) contradicts 'resolved' true"
+    if reward is not None:
+        if outcome == Outcome.RESOLVED and reward < 1.0:
+            return f"'outcome' resolved contradicts 'reward' {reward:g}"
+        if outcome == Outcome.UNRESOLVED and reward >= 1.0:
+            return f"'outcome' unresolved contradicts 'reward' {reward:g}"
+    return None
 
 
 # ---- per-test statuses and the P2P-regression rule -------------------------------------------------

@@ -6,7 +6,7 @@ The outcome rules (outcome table, error policy, rewards, per-test statuses, P2P 
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,6 +27,27 @@ __all__ = [
     "GRADED", "NOT_PASSING", "OUTCOMES", "Outcome", "OutcomeRule", "TestStatus", "TestStatuses",
     "is_graded", "is_resolved", "Run", "Stack", "Task", "Trial", "repo_from_task_id",
 ]  # fmt: skip
+
+
+def parse_time(value: Any) -> datetime:
+    """The one timestamp rule (trials and steps, every importer): ISO-8601 text (no zone means UTC) or
+    Unix seconds -> an aware datetime; ValueError for anything else ("yesterday", true)."""
+    if isinstance(value, bool):
+        raise ValueError(value)
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, UTC)
+    if not isinstance(value, str):
+        raise ValueError(value)
+    ts = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+
+
+def iso_time(value: Any, field: str) -> str:
+    """`parse_time` as the stored text (UTC, milliseconds); ValueError naming the field."""
+    try:
+        return parse_time(value).astimezone(UTC).isoformat(timespec="milliseconds")
+    except (ValueError, OverflowError, OSError):
+        raise ValueError(f"{field} must be ISO-8601 text or Unix seconds, got {value!r}") from None
 
 
 def repo_from_task_id(task_id: str) -> str | None:

@@ -48,6 +48,7 @@ def test_regrade_lists_a_disagreement_with_the_tests_behind_it(cli):
 
 
 def test_regrade_unknown_run_is_a_user_error(cli):
+    _import(cli, FIXTURES / "run_a" / "results.json", FIXTURES / "instances.jsonl", FIXTURES / "run_a", "a")
     res = cli("regrade", "nope")
     assert res.exit_code == 2
     assert "no run named 'nope'" in res.stderr

@@ -47,6 +47,10 @@ def test_audit_names_the_reverted_setup_artifact_on_the_harness(engine, cli, tmp
     res = cli("audit", "pit", "--json")
     assert res.exit_code == 0, res.stderr
     out = json.loads(res.stdout)
-    assert out["signature_trials"] == [{"task_id": "no-reapply", "attempt": 0, "signatures": ["no_per_test_lines"]}]
+    # the oracle's `git checkout` reverts pytest.ini, so both diffs touch test settings: test_infra_changed
+    assert out["signature_trials"] == [
+        {"task_id": "no-reapply", "attempt": 0, "signatures": ["no_per_test_lines", "test_infra_changed"]},
+        {"task_id": "with-reapply", "attempt": 0, "signatures": ["test_infra_changed"]},
+    ]
     assert out["by_signature"]["no_per_test_lines"]["unresolved"] == 1
     assert out["explained_by_artifacts"]["unresolved"] == 1

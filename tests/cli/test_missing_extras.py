@@ -20,6 +20,7 @@ BLOCKED = {
     "train": ["trl", "transformers", "datasets", "accelerate", "torch"],
     "postgres": ["psycopg"],
     "swebench": ["swebench", "datasets", "modal"],
+    "ray": ["ray"],
     "dev": ["statsmodels"],
     "web": ["starlette", "uvicorn", "jinja2", "matplotlib"],
 }
@@ -71,6 +72,12 @@ def test_tasks_from_swebench_without_the_swebench_extra(tmp_path: Path) -> None:
     assert res.returncode == 2
     assert res.stderr == "error: tasks from-swebench needs the swebench extra: pip install 'trialbook[swebench]'\n"
     assert not (tmp_path / "t").exists()
+
+
+def test_executor_ray_without_the_ray_extra() -> None:
+    res = cli_blocked(["ray"], "clean", "--run", "none", "--executor", "ray", "--ray-address", "127.0.0.1:1")
+    assert res.returncode == 2
+    assert res.stderr == "error: --executor ray needs the ray extra: pip install 'trialbook[ray]'\n"
 
 
 def test_mini_agent_without_the_agent_extra() -> None:
@@ -135,7 +142,7 @@ for args in {commands!r}:
     res = runner.invoke(app, args)
     print(json.dumps([args[:2], res.exit_code, repr(res.exception) if res.exception else None, res.stdout]))
 """
-    res = run_blocked(["agent", "train", "postgres", "swebench", "dev"], code)
+    res = run_blocked(["agent", "train", "postgres", "swebench", "ray", "dev"], code)
     results = [json.loads(line) for line in res.stdout.splitlines()]
     assert len(results) == len(commands), res.stderr
     for command, (args, exit_code, exception, stdout) in zip(commands, results, strict=True):

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from paths import SHARED
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ("setup.sh", "test.sh")
 # What the scripts call before they reach apt-get; everything else (apt-get, sudo, dockerd...) stays hidden.
@@ -44,8 +46,8 @@ def repo():
         yield copy
 
 
-def run(script: str, path: str, cwd: Path, user: int | None = None, python: str | None = None):
-    env = {"PATH": path, "HOME": "/tmp", "LANG": "C.UTF-8"}
+def run(script: str, path: str, cwd: Path, user: int | None = None, python: str | None = None, **extra_env: str):
+    env = {"PATH": path, "HOME": "/tmp", "LANG": "C.UTF-8", "TRIALBOOK_SHARED": str(SHARED), **extra_env}
     if python:
         env["PYTHON"] = python
     argv = ["bash", str(cwd / "scripts" / script)]
@@ -113,3 +115,14 @@ def test_scripts_are_shellcheck_clean():
     scripts = [str(ROOT / "scripts" / name) for name in (*SCRIPTS, "setup-lib.sh")] + [str(ROOT / ".ci" / "run")]
     res = subprocess.run(["shellcheck", "-x", *scripts], cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stdout
+
+
+def test_test_sh_names_missing_test_data(repo):
+    """The suite also reads the larger shared data sets: without them test.sh stops before installing."""
+    res = run("test.sh", os.environ["PATH"], repo, TRIALBOOK_SHARED=str(repo / "no-such-shared"))
+    assert res.returncode == 1
+    assert res.stderr == (
+        f"test: error: no test data at {repo}/no-such-shared/data: put the shared/ folder next to the "
+        "repository or set TRIALBOOK_SHARED=/path/to/shared\n"
+    )
+    assert not (repo / ".venv").exists()

@@ -31,6 +31,7 @@ TABLE: dict[str | None, tuple[bool, tuple[str, str, str, str]]] = {
     "ImageBuildError": (True, INFRA),
     "ContainerStartError": (True, INFRA),
     "EndpointError": (True, INFRA),
+    "NodeLostError": (True, INFRA),  # --executor ray: the trial's node died; submitted again elsewhere
     "InvalidTaskError": (False, INFRA),
     "GraderUnavailableError": (False, INFRA),
     "DeadlineExceeded": (False, ("incomplete",) * 4),

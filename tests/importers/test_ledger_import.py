@@ -156,10 +156,10 @@ def test_swebench_bad_inputs(cli, tmp_path):
 
 
 def test_unknown_run_and_unwritable_export(cli, tmp_path):
-    res = cli("show", "ghost")
-    assert res.exit_code == 2 and "no run named 'ghost'" in res.stderr
     write_jsonl(tmp_path / "a.jsonl", [{"task_id": "a", "resolved": True}])
     assert cli("import", "jsonl", str(tmp_path / "a.jsonl"), "--run", "a").exit_code == 0
+    res = cli("show", "ghost")
+    assert res.exit_code == 2 and "no run named 'ghost'" in res.stderr
     res = cli("export", "a", "--jsonl", str(tmp_path / "missing-dir" / "out.jsonl"))
     assert res.exit_code == 2 and "cannot write" in res.stderr
 

@@ -144,7 +144,7 @@ def test_error_policy_says_what_is_retried_not_the_class_hierarchy():
     assert error_kind(EndpointError("down")) == "EndpointError" and rule_for("EndpointError").retry
     assert error_kind(ContainerStartError("x")) == "ContainerStartError" and "ContainerStartError" in RETRYABLE
     assert error_kind(ValueError("bug")) == "ValueError" and not rule_for("ValueError").retry
-    assert {"DaemonError", "ImageBuildError", "ContainerStartError", "EndpointError"} == RETRYABLE
+    assert {"DaemonError", "ImageBuildError", "ContainerStartError", "EndpointError", "NodeLostError"} == RETRYABLE
     assert classify("EndpointError", None) is Outcome.INFRA_ERROR
     assert classify("GraderUnavailableError", None) is Outcome.INFRA_ERROR and "GraderUnavailableError" in POLICY
 

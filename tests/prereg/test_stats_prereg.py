@@ -22,7 +22,7 @@ def pool(tmp_path):
 
 def _init(cli, pool, out, seed="7", *extra):
     return cli("prereg", "init", "--pool", str(pool), "--train", "120", "--holdout", "80", "--seed", seed,
-               "--holdout-repeats", "2", "--min-diff", "3", "--out", str(out), *extra, use_db=False)  # fmt: skip
+               "--holdout-repeats", "2", "--min-diff", "3", "--out", str(out), *extra)  # fmt: skip
 
 
 def test_init_writes_a_seeded_hashed_plan(cli, pool, tmp_path):
@@ -107,7 +107,6 @@ def test_check_refuses(cli, pool, tmp_path):
     ],
 )
 def test_init_bad_input(cli, pool, tmp_path, args, message):
-    r = cli("prereg", "init", "--pool", str(pool), "--seed", "1", "--out", str(tmp_path / "p.yaml"), *args,
-            use_db=False)  # fmt: skip
+    r = cli("prereg", "init", "--pool", str(pool), "--seed", "1", "--out", str(tmp_path / "p.yaml"), *args)
     assert r.exit_code == 2 and message in r.stderr
     assert not (tmp_path / "p.yaml").exists()

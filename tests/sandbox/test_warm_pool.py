@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from trialbook.harness.config import Plan, RunConfig
+from trialbook.harness.executors import LocalExecutor
 from trialbook.harness.pool import execute
 from trialbook.harness.stack import connect
 from trialbook.ledger.store import Ledger
@@ -63,7 +64,8 @@ def test_a_pooled_container_never_serves_two_trials(engine, tmp_path):
         run_id = ledger.create_run(conn, Run(name=run, config=config.model_dump()))
     results = []
     try:
-        tally = execute(ledger, tb, run_id, run, config, [Plan(spec, a) for a in range(6)], on_result=results.append)
+        plans = [Plan(spec, a) for a in range(6)]
+        tally = execute(ledger, LocalExecutor(tb), run_id, run, config, plans, on_result=results.append)
     finally:
         tb.clean(run)
     assert tally.resolved == 6, [r.trial.exception_message for r in results]

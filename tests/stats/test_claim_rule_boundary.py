@@ -37,7 +37,7 @@ def test_a_difference_equal_to_min_diff_is_a_claim(twenty_points, min_diff: str,
 def test_the_preregistered_verdict_uses_the_same_boundary(twenty_points, tmp_path: Path) -> None:
     plan = tmp_path / "plan.yaml"
     res = twenty_points("prereg", "init", "--pool", str(tmp_path / "pool.txt"), "--train", "0", "--holdout",
-                        str(TASKS), "--seed", "1", "--min-diff", "20", "--out", str(plan), use_db=False)  # fmt: skip
+                        str(TASKS), "--seed", "1", "--min-diff", "20", "--out", str(plan))  # fmt: skip
     assert res.exit_code == 0, res.stderr
     res = twenty_points("prereg", "check", str(plan), "--base", "base", "--cand", "cand", "--json")
     assert res.exit_code == 0, res.stderr

@@ -32,7 +32,8 @@ def test_two_attempts_are_enough_and_a_k_reached_by_one_task_counts(cli, tmp_pat
                                               "o__r-3": [True, True], "o__r-4": [False, True, False]}))  # fmt: skip
     # pass@1 = (1/2 + 0 + 1 + 1/3) / 4 = 45.833..; pass@2 = (1 + 0 + 1 + (1 - 1/3)) / 4 = 66.666..;
     # pass@3 = D's 1 - C(2,3)/C(3,3) = 1
-    assert shown["pass_at_k"] == {"pass@1": 45.83, "pass@2": 66.67, "pass@3": 100.0}
+    # pass^2 = (0 + 0 + 1 + C(1,2)/C(3,2)) / 4 = 25; pass^3 = D's C(1,3)/C(3,3) = 0
+    assert shown["pass_at_k"] == {"pass@1": 45.83, "pass@2": 66.67, "pass@3": 100.0, "pass^2": 25.0, "pass^3": 0.0}
 
 
 def test_no_pass_at_k_when_nothing_is_graded(cli, tmp_path: Path) -> None:
@@ -57,8 +58,10 @@ def test_paired_pass_at_k_needs_both_runs_to_reach_k_and_two_tasks() -> None:
     base_n, base_c = np.array([4, 4, 4, 4]), np.array([1, 0, 2, 4])
     cand_n, cand_c = np.array([4, 4, 2, 4]), np.array([2, 1, 1, 4])
     out = paired_pass_at_k(base_n, base_c, cand_n, cand_c)
-    assert sorted(out) == ["pass@2", "pass@4"] and out["pass@4"]["tasks"] == 3 and out["pass@2"]["tasks"] == 4
+    assert sorted(out) == ["pass@2", "pass@4", "pass^2", "pass^4"]
+    assert out["pass@4"]["tasks"] == 3 and out["pass@2"]["tasks"] == 4
     assert (out["pass@4"]["base"], out["pass@4"]["cand"]) == (pytest.approx(2 / 3), 1.0)  # any success: 2 of 3
+    assert (out["pass^4"]["base"], out["pass^4"]["cand"]) == (pytest.approx(1 / 3), pytest.approx(1 / 3))  # all 4
     # exactly two tasks at k is enough for a row
     two = paired_pass_at_k(np.array([2, 2]), np.array([0, 1]), np.array([2, 2]), np.array([1, 2]))
     assert two["pass@2"]["tasks"] == 2 and two["pass@2"]["diff"] == pytest.approx(0.5)

@@ -43,11 +43,14 @@ def test_show_reports_pass_at_k_for_multi_attempt_runs(cli, tmp_path):
     s = json.loads(cli("show", "r", "--json").stdout)
     draws = np.array([x["resolved"] for x in lines]).reshape(120, 4)
     c = draws.sum(1)
-    assert set(s["pass_at_k"]) == {"pass@1", "pass@2", "pass@4"}
+    assert set(s["pass_at_k"]) == {"pass@1", "pass@2", "pass@4", "pass^2", "pass^4"}
     assert s["pass_at_k"]["pass@1"] == pytest.approx(s["resolved_pct"], abs=0.01)
     assert s["pass_at_k"]["pass@4"] == pytest.approx(100 * (c > 0).mean(), abs=0.01)
     expect2 = np.mean([1 - comb(4 - x, 2) / comb(4, 2) for x in c]) * 100
     assert s["pass_at_k"]["pass@2"] == pytest.approx(expect2, abs=0.01)
+    # pass^k: all k attempts succeed, unbiased C(c, k) / C(n, k)
+    assert s["pass_at_k"]["pass^4"] == pytest.approx(100 * (c == 4).mean(), abs=0.01)
+    assert s["pass_at_k"]["pass^2"] == pytest.approx(np.mean([comb(x, 2) / comb(4, 2) for x in c]) * 100, abs=0.01)
     assert "pass@2 =" in cli("show", "r").stdout
 
 

@@ -101,7 +101,7 @@ def test_plan_from_one_run_says_it_is_optimistic(cli, tmp_path):
         (("--tasks", "500", "--repeats", "2", "--effect", "-3"), "--effect must be a positive"),
         (("--tasks", "1", "--repeats", "2", "--effect", "3"), "--tasks must be at least 2"),
         (("--tasks", "500", "--repeats", "2", "--effect", "3", "--vs", "x"), "--vs needs --from-run"),
-        (("--tasks", "500", "--repeats", "2", "--effect", "3", "--from-run", "nope"), "no run named 'nope'"),
+        (("--tasks", "500", "--repeats", "2", "--effect", "3", "--from-run", "nope"), "no ledger at"),
         (("--tasks", "500", "--repeats", "2", "--effect", "3", "--base-rate", "120"), "--base-rate"),
     ],
 )

@@ -68,6 +68,8 @@ def test_reverted_tox_ini_resolved_with_reapplication_missing_without(cli, tmp_p
     res = cli("audit", "sphinx", "--json")
     assert res.exit_code == 0, res.stderr
     out = json.loads(res.stdout)
+    # the agent's `git checkout .` reverts tox.ini's uncommitted -rA: both diffs touch test settings
     assert out["signature_trials"] == [
-        {"task_id": f"{SPHINX}-no-reapply", "attempt": 0, "signatures": ["no_per_test_lines"]}
+        {"task_id": f"{SPHINX}-no-reapply", "attempt": 0, "signatures": ["no_per_test_lines", "test_infra_changed"]},
+        {"task_id": f"{SPHINX}-with-reapply", "attempt": 0, "signatures": ["test_infra_changed"]},
     ]

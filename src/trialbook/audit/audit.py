@@ -136,12 +136,16 @@ def audit_run(
         suspects += _fails_here_passes_there(items, list(_light(evidence(ledger, other_run.id, jobs))), vs or "")
 
     graded = sum(1 for ev in items if is_graded(ev.trial.outcome))
+    with_log = sum(1 for ev in items if ev.had_log)
+    artifact_tasks = sorted({ev.trial.task_id for ev in items if any(BY_NAME[n].artifact for n in found[id(ev)])})
     return {
         "run": run_name,
         "vs": vs,
+        # "no_verifier_logs": nothing was read, so the zeros below mean "not looked at", not "clean"
+        "status": "audited" if with_log else "no_verifier_logs",
         "trials": len(items),
         "graded": graded,
-        "with_log": sum(1 for ev in items if ev.had_log),
+        "with_log": with_log,
         "regraded_from_log": sum(1 for ev in items if ev.grade is not None),
         "p2p_penalties": {
             "count": len(penalties),
@@ -163,4 +167,5 @@ def audit_run(
             if found[id(ev)]
         ],
         "suspect_tests": suspects,
+        "artifact_tasks": artifact_tasks,  # tasks with an artifact signature in some trial (`--write-tasks`)
     }

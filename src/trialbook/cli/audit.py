@@ -11,10 +11,9 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Csv, Db, Json, Markdown, RunArg, app, comma_list, emit
+from trialbook.cli.common import Csv, Db, Json, Markdown, RunArg, app, comma_list, done, emit, reading
 from trialbook.errors import UserError
 from trialbook.extras import require
-from trialbook.ledger.store import Ledger
 from trialbook.report import audit as render
 
 
@@ -40,7 +39,7 @@ def regrade_cmd(
     """Re-grade every trial that has a verifier log with trialbook's grader; list disagreements."""
     from trialbook.audit.regrade import DEFAULT_JOBS, regrade_run
 
-    emit(regrade_run(Ledger(db), run, jobs or DEFAULT_JOBS), as_json, render.print_regrade, markdown, as_csv)
+    emit(regrade_run(reading(db), run, jobs or DEFAULT_JOBS), as_json, render.print_regrade, markdown, as_csv)
 
 
 @app.command("audit")
@@ -51,6 +50,9 @@ def audit_cmd(
         int, typer.Option("--min-trials", help="Trials a test must run in before 'fails in most' applies.")
     ] = 2,
     jobs: Jobs = None,
+    write_tasks: Annotated[
+        Path | None, typer.Option("--write-tasks", help="Write the tasks showing artifacts (for --exclude-tasks).")
+    ] = None,
     as_json: Json = False,
     markdown: Markdown = False,
     as_csv: Csv = False,
@@ -62,7 +64,13 @@ def audit_cmd(
 
     if min_trials < 1:
         raise UserError("--min-trials must be at least 1")
-    result = audit_run(Ledger(db), run, vs=vs, min_trials=min_trials, jobs=jobs or DEFAULT_JOBS)
+    if write_tasks is not None and not write_tasks.parent.is_dir():
+        raise UserError(f"cannot write {write_tasks}: no such directory")
+    result = audit_run(reading(db), run, vs=vs, min_trials=min_trials, jobs=jobs or DEFAULT_JOBS)
+    if write_tasks is not None:
+        header = f"# tasks of run {run} with a verifier-artifact signature (trialbook audit)\n"
+        write_tasks.write_text(header + "".join(t + "\n" for t in result["artifact_tasks"]))
+        done(f"wrote {len(result['artifact_tasks'])} task(s) showing artifacts to {write_tasks}")
     emit(result, as_json, render.print_audit, markdown, as_csv)
 
 
@@ -73,7 +81,7 @@ def attribute_cmd(
     """Decompose the resolved-rate change OLD -> NEW by transition and by repo (RUN@original: before reruns)."""
     from trialbook.audit.attribute import attribute_runs
 
-    emit(attribute_runs(Ledger(db), old, new), as_json, render.print_attribute, markdown, as_csv)
+    emit(attribute_runs(reading(db), old, new), as_json, render.print_attribute, markdown, as_csv)
 
 
 @tasks_app.command("from-swebench")

@@ -72,3 +72,10 @@ def emit(data: Any, as_json: bool, human: Any, markdown: bool = False, as_csv: b
 def done(msg: str) -> None:
     """A status line for write commands, on stderr so stdout stays clean."""
     typer.echo(msg, err=True)
+
+
+def reading(db: str | None) -> Any:
+    """The ledger for a command that only reads it: a missing SQLite file is an error, never created."""
+    from trialbook.ledger.store import Ledger
+
+    return Ledger(db, create=False)

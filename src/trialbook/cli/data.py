@@ -7,12 +7,28 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Csv, Db, Json, Markdown, Replace, RunArg, RunName, app, done, emit, valid_run
+from trialbook.cli.common import (
+    Csv,
+    Db,
+    Json,
+    Markdown,
+    Replace,
+    RunArg,
+    RunName,
+    app,
+    done,
+    emit,
+    reading,
+    valid_run,
+)  # fmt: skip
 from trialbook.errors import UserError
 
 # Every command imports what it needs inside its body: `runs` and `show` must not pay for the
 # importers (pydantic records, msgspec, file parsers) at start-up.
 
+RewardRange = Annotated[
+    str | None, typer.Option("--reward-range", help="LO,HI: the run's rewards lie here, not in [0, 1].")
+]
 import_app = typer.Typer(help="Import trials from other tools into the ledger.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
 
@@ -22,16 +38,17 @@ def import_jsonl_cmd(
     file: Path,
     run: Annotated[str, typer.Option("--run", help="Run name.", callback=valid_run)],
     kind: Annotated[str, typer.Option("--kind", help="eval or train.")] = "eval",
+    reward_range: RewardRange = None,
     replace: Replace = False,
     db: Db = None,
 ) -> None:
     """One trial per line (the format `export` writes)."""
-    from trialbook.importers.jsonl import import_jsonl
+    from trialbook.importers.jsonl import import_jsonl, parse_range
     from trialbook.ledger.store import Ledger
 
     if kind not in ("eval", "train", "validate"):
         raise UserError(f"--kind must be eval, train or validate, not {kind!r}")
-    n = import_jsonl(Ledger(db), file, run, kind=kind, replace=replace)
+    n = import_jsonl(Ledger(db), file, run, kind=kind, replace=replace, reward_range=parse_range(reward_range))
     done(f"imported {n} trials into run '{run}'")
 
 
@@ -60,6 +77,9 @@ def import_swebench_cmd(
     logs: Annotated[
         Path | None, typer.Option("--logs", help="Official harness logs: <id>/report.json, test_output.txt.")
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Attach --logs even when their verdicts disagree with the results.")
+    ] = False,
     replace: Replace = False,
     db: Db = None,
 ) -> None:
@@ -67,28 +87,58 @@ def import_swebench_cmd(
     from trialbook.importers.swebench import import_swebench
     from trialbook.ledger.store import Ledger
 
-    name, n = import_swebench(Ledger(db), results, instances, run_name=run, logs=logs, replace=replace)
+    name, n = import_swebench(Ledger(db), results, instances, run_name=run, logs=logs, replace=replace, force=force)
     done(f"imported {n} trials into run '{name}'")
 
 
 @import_app.command("harbor")
-def import_harbor_cmd(job_dir: Path, run: RunName = None, replace: Replace = False, db: Db = None) -> None:
+def import_harbor_cmd(
+    job_dir: Path, run: RunName = None, reward_range: RewardRange = None, replace: Replace = False, db: Db = None
+) -> None:
     """A Harbor job folder (one sub-folder per trial with result.json)."""
     from trialbook.importers.harbor import import_harbor
+    from trialbook.importers.jsonl import parse_range
     from trialbook.ledger.store import Ledger
 
-    name, n = import_harbor(Ledger(db), job_dir, run_name=run, replace=replace)
+    name, n = import_harbor(Ledger(db), job_dir, run_name=run, replace=replace, reward_range=parse_range(reward_range))
     done(f"imported {n} trials into run '{name}'")
 
 
-@app.command("runs")
-def runs_cmd(as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None) -> None:
+runs_app = typer.Typer(help="List runs (no subcommand), or delete / rename one.")
+app.add_typer(runs_app, name="runs")
+Force = Annotated[bool, typer.Option("--force", help="Even when a logged preregistration check used the run.")]
+
+
+@runs_app.callback(invoke_without_command=True)
+def runs_cmd(
+    ctx: typer.Context, as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None
+) -> None:
     """List runs with their resolved rates."""
-    from trialbook.ledger.store import Ledger
     from trialbook.report import tables
     from trialbook.stats.summary import runs_summary
 
-    emit(runs_summary(Ledger(db)), as_json, tables.print_runs, markdown, as_csv)
+    if ctx.invoked_subcommand is None:
+        emit(runs_summary(reading(db)), as_json, tables.print_runs, markdown, as_csv)
+
+
+@runs_app.command("delete")
+def runs_delete_cmd(run: RunArg, force: Force = False, db: Db = None) -> None:
+    """Delete a run: its trials, artifacts and steps, in one transaction."""
+    from trialbook.ledger.admin import delete_run
+
+    gone = delete_run(reading(db), run, force=force)
+    done(f"deleted run '{run}' ({gone['trials']} trials, {gone['steps']} steps)")
+
+
+@runs_app.command("rename")
+def runs_rename_cmd(
+    old: RunArg, new: Annotated[str, typer.Argument(callback=valid_run)], force: Force = False, db: Db = None
+) -> None:
+    """Rename a run."""
+    from trialbook.ledger.admin import rename_run
+
+    rename_run(reading(db), old, new, force=force)
+    done(f"renamed run '{old}' to '{new}'")
 
 
 @app.command("show")
@@ -96,11 +146,10 @@ def show_cmd(
     run: RunArg, as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None
 ) -> None:
     """One run: rate, judged count, outcomes, tags, per-repo rates, stack."""
-    from trialbook.ledger.store import Ledger
     from trialbook.report import tables
     from trialbook.stats.summary import run_summary
 
-    emit(run_summary(Ledger(db), run), as_json, tables.print_show, markdown, as_csv)
+    emit(run_summary(reading(db), run), as_json, tables.print_show, markdown, as_csv)
 
 
 @app.command("export")
@@ -111,10 +160,9 @@ def export_cmd(
 ) -> None:
     """Write a run's current trials as JSONL."""
     from trialbook.importers.jsonl import export_jsonl
-    from trialbook.ledger.store import Ledger
 
     try:
-        n = export_jsonl(Ledger(db), run, jsonl)
+        n = export_jsonl(reading(db), run, jsonl)
     except OSError as exc:
         raise UserError(f"cannot write {jsonl}: {exc.strerror}") from None
     done(f"exported {n} trials to {jsonl}")

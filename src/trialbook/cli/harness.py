@@ -13,6 +13,7 @@ from rich.table import Table
 from trialbook.agents.base import agent_options
 from trialbook.cli.common import Csv, Db, Json, Markdown, Replace, RunArg, app, comma_list, done, emit, valid_run
 from trialbook.harness.config import RunConfig, Tally
+from trialbook.harness.executors import make_executor
 from trialbook.harness.paths import DEFAULT_RUNS_DIR
 from trialbook.harness.policy import policy_rows
 from trialbook.harness.quickstart import quickstart
@@ -34,6 +35,14 @@ def _finish(ledger: Ledger, name: str, tally: Tally, as_json: bool) -> None:
         extra += f"; {tally.folder_warnings} trial folder(s) not written (see each trial's extra.warnings)"
     done(f"run '{name}': {tally.done} trials recorded, {tally.resolved} resolved, {tally.errors} errors{extra}")
     emit(run_summary(ledger, name), as_json, tables.print_show)
+
+
+ExecutorKind = Annotated[
+    str, typer.Option("--executor", help="local (a thread pool on this machine) or ray (a Ray cluster's nodes).")
+]
+RayAddress = Annotated[
+    str | None, typer.Option("--ray-address", help="ray: the cluster's address [env RAY_ADDRESS; else auto].")
+]
 
 
 # options `run` and `validate` share
@@ -67,6 +76,8 @@ def run_cmd(
     tasks: TaskIds = None,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     replace: Replace = False,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -92,17 +103,19 @@ def run_cmd(
         ),
     )
     ledger = Ledger(db)
-    tally, errors = start_run(ledger, run, config, replace=replace)
+    tally, errors = start_run(ledger, run, config, replace=replace, executor=make_executor(executor, ray_address))
     for err in errors:
         done(f"task {err.task_id}: {err.message} (recorded as infra_error)")
     _finish(ledger, run, tally, as_json)
 
 
 @app.command("resume")
-def resume_cmd(run: RunArg, as_json: Json = False, db: Db = None) -> None:
+def resume_cmd(
+    run: RunArg, executor: ExecutorKind = "local", ray_address: RayAddress = None, as_json: Json = False, db: Db = None
+) -> None:
     """After a crash or kill -9: remove leftover containers, run exactly the trials with no record."""
     ledger = Ledger(db)
-    tally, removed = resume_run(ledger, run)
+    tally, removed = resume_run(ledger, run, make_executor(executor, ray_address))
     done(f"removed {removed} leftover container(s); {tally.total} trial(s) had no record")
     _finish(ledger, run, tally, as_json)
 
@@ -112,12 +125,14 @@ def rerun_cmd(
     run: RunArg,
     where: Annotated[str, typer.Option("--where", help="Outcome to re-run, e.g. agent_timeout.")],
     timeout_multiplier: Multiplier = None,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
     """Re-run the trials with one outcome; each new trial supersedes the old (kept in history)."""
     ledger = Ledger(db)
-    tally = rerun(ledger, run, where, timeout_multiplier)
+    tally = rerun(ledger, run, where, timeout_multiplier, make_executor(executor, ray_address))
     _finish(ledger, run, tally, as_json)
 
 
@@ -127,10 +142,12 @@ def clean_cmd(
     db: Annotated[
         str | None, typer.Option("--db", help="Only the containers this ledger's runs started [env TRIALBOOK_DB].")
     ] = None,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
 ) -> None:
-    """Remove every container (and image built for a run) carrying trialbook labels."""
+    """Remove every container (and image built for a run) carrying trialbook labels (on every node with ray)."""
     target = db or os.environ.get("TRIALBOOK_DB")
-    containers, images = clean(run, Ledger(target) if target else None)
+    containers, images = clean(run, Ledger(target) if target else None, make_executor(executor, ray_address))
     done(f"removed {containers} container(s) and {images} image(s)" + (f" of run '{run}'" if run else ""))
 
 
@@ -188,11 +205,15 @@ def quickstart_cmd(
         str, typer.Option("--agent", help="oracle, or mini (an LLM; a local model if no --endpoint).")
     ] = "oracle",
     endpoint: Annotated[list[str] | None, typer.Option("--endpoint", help="mini: OpenAI-compatible URL.")] = None,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
     """THE first command: run the example tasks with nop and oracle (or mini) in Docker and compare them."""
-    emit(quickstart(Ledger(db), tasks_dir, attempts, agent=agent, endpoints=endpoint), as_json, _print_quickstart)
+    where = make_executor(executor, ray_address)
+    data = quickstart(Ledger(db), tasks_dir, attempts, agent=agent, endpoints=endpoint, executor=where)
+    emit(data, as_json, _print_quickstart)
 
 
 @app.command("validate")
@@ -213,6 +234,8 @@ def validate_cmd(
     replace: Replace = False,
     markdown: Markdown = False,
     as_csv: Csv = False,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -227,4 +250,7 @@ def validate_cmd(
         run=run,
         replace=replace,
     )
-    emit(validate(Ledger(db), opts, image_variant), as_json, print_validate, markdown, as_csv)
+    emit(
+        validate(Ledger(db), opts, image_variant, make_executor(executor, ray_address)),
+        as_json, print_validate, markdown, as_csv,
+    )  # fmt: skip

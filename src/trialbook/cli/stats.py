@@ -8,12 +8,16 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Csv, Db, Json, Markdown, app, done, emit
+from trialbook.cli.common import Csv, Db, Json, Markdown, app, done, emit, reading
+from trialbook.errors import UserError
 
 # The ledger (SQLAlchemy), numpy/scipy and rich are imported inside the commands: `--help` and
 # every other command stay fast.
 
 MinDiff = Annotated[float, typer.Option("--min-diff", help="Smallest gain (pp) worth claiming.")]
+Metric = Annotated[
+    str, typer.Option("--metric", help="resolved (reward 1.0 counts 1, else 0) or reward (mean reward).")
+]
 
 
 @app.command("compare")
@@ -32,15 +36,28 @@ def compare_cmd(
     bootstrap: Annotated[bool, typer.Option("--bootstrap", help="Add a 10,000-resample task bootstrap CI.")] = False,
     markdown: Markdown = False,
     as_csv: Csv = False,
+    metric: Metric = "resolved",
+    exclude_tasks: Annotated[
+        Path | None, typer.Option("--exclude-tasks", help="Task list: drop these tasks from every run.")
+    ] = None,
+    list_: Annotated[
+        str | None, typer.Option("--list", help="wins or losses: print those task ids (one a line).")
+    ] = None,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
     """Paired comparison of candidates against a baseline over tasks graded in both."""
-    from trialbook.ledger.store import Ledger
     from trialbook.report import compare as render
     from trialbook.stats.compare import compare
 
-    res = compare(Ledger(db), base, candidates, exclude_repo or [], split, min_diff, picked_from, by_repo, bootstrap)
+    if list_ not in (None, "wins", "losses"):
+        raise UserError(f"--list must be wins or losses, not {list_!r}")
+    res = compare(
+        reading(db), base, candidates, exclude_repo or [], split, min_diff, picked_from, by_repo, bootstrap,
+        metric=metric, exclude_task_file=exclude_tasks,
+    )  # fmt: skip
+    if list_:
+        res["list"] = list_
     if markdown and not as_json and not as_csv:
         sys.stdout.write(render.markdown_compare(res))
         return
@@ -56,17 +73,18 @@ def plan_cmd(
     vs: Annotated[str | None, typer.Option("--vs", help="Second run: estimate per-task differences too.")] = None,
     base_rate: Annotated[float, typer.Option("--base-rate", help="Resolved % assumed when no run is given.")] = 50.0,
     min_diff: MinDiff = 4.0,
+    metric: Metric = "resolved",
     markdown: Markdown = False,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
     """Half-width, minimum detectable effect and tasks needed, for K = 1, 2, 4, 8, 16."""
-    from trialbook.ledger.store import Ledger
     from trialbook.report import compare as render
     from trialbook.stats.power import plan
 
-    ledger = Ledger(db) if from_run else None
-    emit(plan(ledger, tasks, repeats, effect, from_run, vs, base_rate, min_diff), as_json, render.print_plan, markdown)
+    ledger = reading(db) if from_run else None
+    res = plan(ledger, tasks, repeats, effect, from_run, vs, base_rate, min_diff, metric)
+    emit(res, as_json, render.print_plan, markdown)
 
 
 prereg_app = typer.Typer(help="Preregister a held-out confirmation and check runs against it.", no_args_is_help=True)
@@ -83,11 +101,18 @@ def prereg_init_cmd(
     holdout_repeats: Annotated[int, typer.Option("--holdout-repeats", help="Attempts per held-out task.")] = 1,
     min_diff: MinDiff = 4.0,
     candidates: Annotated[int, typer.Option("--candidates", help="Most candidates to be confirmed.")] = 1,
+    metric: Metric = "resolved",
+    ungraded: Annotated[
+        str, typer.Option("--ungraded", help="dropped (from task means) or as_failures: the preregistered rule.")
+    ] = "dropped",
+    db: Db = None,
 ) -> None:
-    """Split a pool into train and held-out tasks and fix the decision rule, with a content hash."""
+    """Split a pool into train and held-out tasks and fix the decision rule; records the plan in the ledger."""
+    from trialbook.ledger.store import Ledger
     from trialbook.prereg.plan import init_plan
 
-    plan_ = init_plan(pool, train, holdout, seed, holdout_repeats, min_diff, candidates, out)
+    plan_ = init_plan(Ledger(db), pool, train, holdout, seed, holdout_repeats, min_diff, candidates, out, metric,
+                      ungraded)  # fmt: skip
     done(f"wrote {out}: {train} train + {holdout} held-out tasks, hash {plan_['hash'].removeprefix('sha256:')[:12]}")
 
 
@@ -101,8 +126,7 @@ def prereg_check_cmd(
     db: Db = None,
 ) -> None:
     """The preregistered verdict on held-out tasks (the in-pool result is shown as secondary)."""
-    from trialbook.ledger.store import Ledger
     from trialbook.prereg.plan import check_plan
     from trialbook.report import compare as render
 
-    emit(check_plan(Ledger(db), plan_file, base, cand), as_json, render.print_prereg_check, markdown)
+    emit(check_plan(reading(db), plan_file, base, cand), as_json, render.print_prereg_check, markdown)

@@ -7,9 +7,8 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Csv, Db, Json, Markdown, RunArg, app, emit
+from trialbook.cli.common import Csv, Db, Json, Markdown, RunArg, app, emit, reading
 from trialbook.errors import UserError
-from trialbook.ledger.store import Ledger
 from trialbook.report import training as render
 from trialbook.training.analysis import train_report
 from trialbook.training.load import load_durations
@@ -38,7 +37,7 @@ def train_report_cmd(
 ) -> None:
     """Pass rate by weight-version bucket and by pass, same-task encounters, pipeline stalls."""
     report = train_report(
-        Ledger(db), run, bucket=bucket, exclude_repos=exclude_repo or [], gpus=gpus, eval_set=eval_set
+        reading(db), run, bucket=bucket, exclude_repos=exclude_repo or [], gpus=gpus, eval_set=eval_set
     )
     emit(report, as_json, render.print_train_report, markdown, as_csv)
 
@@ -71,7 +70,7 @@ def sim_pipeline_cmd(
     if duration_dist is not None:
         sampler = lognormal_sampler(duration_dist)
     else:
-        ledger = Ledger(db)
+        ledger = reading(db)
         sampler = empirical_sampler(load_durations(ledger, ledger.run(durations_from)["id"]))
     cfg = PipelineConfig(batch, group, staleness, pool, epochs, train_step_s, workers, cross_epoch, seed)
     emit(simulate(cfg, sampler), as_json, render.print_pipeline, markdown, as_csv)

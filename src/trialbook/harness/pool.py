@@ -1,26 +1,27 @@
-"""Executing planned trials: a thread pool, the run's deadline, a progress bar, each trial recorded as it ends."""
+"""Executing planned trials: an executor (harness/executors.py), the run's deadline, a progress bar, and each
+trial recorded as it ends (this process is the only ledger writer, whatever the executor)."""
 
 from __future__ import annotations
 
 import contextlib
 import shutil
 import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from trialbook.agents import get_agent
 from trialbook.harness.config import Plan, RunConfig, Tally
+from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.lock import run_lock
 from trialbook.harness.paths import RunPaths
 from trialbook.harness.results import record_trial, write_or_warn
 from trialbook.harness.stack import update_stack
-from trialbook.harness.trial import Interrupted, Stopper, TrialResult, TrialSettings, run_trial
+from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
 from trialbook.ledger.store import Ledger
 from trialbook.records import Outcome, is_resolved
-from trialbook.sandbox import DockerEngine
 from trialbook.sandbox.docker import LABEL_LEDGER, LABEL_RUN_ID
 from trialbook.tasks import TaskSpec
 
@@ -39,7 +40,7 @@ def progress_bar() -> Progress:
 
 def execute(
     ledger: Ledger,
-    engine: DockerEngine,
+    executor: Executor,
     run_id: int,
     run_name: str,
     config: RunConfig,
@@ -47,7 +48,7 @@ def execute(
     timeout_multiplier: float | None = None,
     on_result: Callable[[TrialResult], None] | None = None,
 ) -> Tally:
-    """Run `plans` with `config.concurrency` threads; each finished trial is recorded at once."""
+    """Run `plans`, `config.concurrency` at once, where `executor` says; each finished trial is recorded at once."""
     settings = TrialSettings(
         run=run_name,
         agent=get_agent(config.agent, config.agent_options),
@@ -57,12 +58,12 @@ def execute(
         labels={LABEL_LEDGER: ledger.id, LABEL_RUN_ID: str(run_id)},
     )
     with run_lock(config, run_name, ledger):
-        return _execute(ledger, engine, run_id, config, plans, settings, config.paths(run_name), on_result)
+        return _execute(ledger, executor, run_id, config, plans, settings, config.paths(run_name), on_result)
 
 
 def _execute(
     ledger: Ledger,
-    engine: DockerEngine,
+    executor: Executor,
     run_id: int,
     config: RunConfig,
     plans: list[Plan],
@@ -73,63 +74,57 @@ def _execute(
     run_name = paths.run
     stopper = Stopper()
     timer = None
+    deadline_at = None
     if config.deadline_minutes is not None:
+        deadline_at = time.time() + config.deadline_minutes * 60
         timer = threading.Timer(config.deadline_minutes * 60, stopper.fire, args=("deadline",))
         timer.daemon = True
         timer.start()
     tally = Tally(total=len(plans))
     images: dict[str, str] = {}
-
-    if config.warm_pool:
+    # The warm pool (sandbox/warm.py) lives in this process's engine: local trials only; a Ray node's
+    # trials start their own containers.
+    engine = executor.engine if config.warm_pool and isinstance(executor, LocalExecutor) else None
+    if engine is not None:
         engine.open_pool(config.concurrency).plan(_demand(plans))
 
-    def one(plan: Plan) -> TrialResult | None:
-        try:
-            return run_trial(engine, plan.task, plan.attempt, settings, stopper)
-        except Interrupted:
-            return None
-
-    with progress_bar() as bar, ThreadPoolExecutor(max_workers=config.concurrency) as pool:
+    with progress_bar() as bar:
         ptask = bar.add_task(run_name, total=len(plans), resolved=0, errors=0)
-        pending: dict[Future[TrialResult | None], Plan] = {pool.submit(one, p): p for p in plans}
         try:
-            while pending:
-                finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    plan = pending.pop(fut)
-                    result = fut.result()
-                    if result is None:
-                        continue
-                    trial_id = record_trial(ledger, run_id, result, plan.supersedes)  # the ledger first
-                    warning = write_or_warn(ledger, trial_id, paths.folder, run_name, result)
-                    if plan.supersedes_name and warning is None:
-                        _retire(paths, plan.supersedes_name)
-                    if warning is not None:
-                        tally.folder_warnings += 1
-                        if tally.folder_warnings == 1:
-                            bar.console.print(f"warning: {warning} (the trial is recorded in the ledger)")
-                    if result.image:
-                        images[result.trial.task_id] = result.image[1]
-                    t = result.trial
-                    tally.done += 1
-                    tally.resolved += is_resolved(t.outcome, t.reward)
-                    tally.errors += t.outcome in (Outcome.INFRA_ERROR, Outcome.VERIFIER_TIMEOUT)
-                    tally.deadline_hit |= t.outcome == Outcome.INCOMPLETE
-                    bar.update(ptask, advance=1, resolved=tally.resolved, errors=tally.errors)
-                    if on_result:
-                        on_result(result)
+            for plan, result in executor.results(plans, settings, stopper, config.concurrency, deadline_at):
+                if result is None:
+                    continue
+                trial_id = record_trial(ledger, run_id, result, plan.supersedes)  # the ledger first
+                warning = write_or_warn(ledger, trial_id, paths.folder, run_name, result)
+                if plan.supersedes_name and warning is None:
+                    _retire(paths, plan.supersedes_name)
+                if warning is not None:
+                    tally.folder_warnings += 1
+                    if tally.folder_warnings == 1:
+                        bar.console.print(f"warning: {warning} (the trial is recorded in the ledger)")
+                if result.image:
+                    images[result.trial.task_id] = result.image[1]
+                t = result.trial
+                tally.done += 1
+                tally.resolved += is_resolved(t.outcome, t.reward)
+                tally.errors += t.outcome in (Outcome.INFRA_ERROR, Outcome.VERIFIER_TIMEOUT)
+                tally.deadline_hit |= t.outcome == Outcome.INCOMPLETE
+                bar.update(ptask, advance=1, resolved=tally.resolved, errors=tally.errors)
+                if on_result:
+                    on_result(result)
         except KeyboardInterrupt:
             tally.interrupted = True
             stopper.fire("interrupt")
-            pool.shutdown(wait=True, cancel_futures=True)
-            engine.close_pool()
-            engine.clean(run_name, images=False, ledger=settings.labels[LABEL_LEDGER])
+            if engine is not None:
+                engine.close_pool()  # no warm-up in flight may outlive the clean below
+            executor.clean(run_name, images=False, ledger=settings.labels[LABEL_LEDGER])
             raise
         finally:
             if timer is not None:
                 timer.cancel()
-    engine.close_pool()  # waits for the last removals: no container outlives the run
-    update_stack(ledger, engine, run_id, run_name, config, images)
+            if engine is not None:
+                engine.close_pool()  # waits for the last removals: no container outlives the run
+    update_stack(ledger, executor, run_id, run_name, config, images)
     return tally
 
 

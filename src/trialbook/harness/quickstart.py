@@ -9,6 +9,7 @@ from typing import Any
 
 from trialbook.errors import TrialbookError, UserError
 from trialbook.harness.config import RunConfig
+from trialbook.harness.executors import Executor
 from trialbook.harness.runner import start_run
 from trialbook.harness.stack import connect
 from trialbook.ledger.store import Ledger
@@ -43,6 +44,7 @@ def quickstart(
     prefix: str = "quickstart",
     agent: str = "oracle",
     endpoints: list[str] | None = None,
+    executor: Executor | None = None,
 ) -> dict[str, Any]:
     """Run every example task with nop and `agent` (`attempts` each) and compare them per task.
 
@@ -53,9 +55,10 @@ def quickstart(
         from trialbook.agents.llama import LlamaServer
 
         with LlamaServer() as server:
-            return quickstart(ledger, tasks_dir, attempts, concurrency, prefix, agent, [server.url])
+            return quickstart(ledger, tasks_dir, attempts, concurrency, prefix, agent, [server.url], executor)
     tasks_dir = tasks_dir or EXAMPLES
-    ensure_base_image()
+    if executor is None or executor.name == "local":  # a cluster's nodes bring their own base image
+        ensure_base_image()
     specs, _ = load_tasks(tasks_dir)
     expected = {s.task_id: s.metadata.get("expected_oracle", "resolved") for s in specs}
     per_task: dict[str, dict[str, Any]] = defaultdict(dict)
@@ -71,7 +74,7 @@ def quickstart(
             concurrency=concurrency,
             agent_options=options if agent == "mini" else {},
         )
-        start_run(ledger, name, config, replace=True)
+        start_run(ledger, name, config, replace=True, executor=executor)
         summary = run_summary(ledger, name)
         runs[agent] = {k: summary[k] for k in ("name", "trials", "judged", "resolved", "resolved_pct", "outcomes")}
         run_id = ledger.run(name)["id"]

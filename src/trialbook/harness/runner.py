@@ -17,18 +17,21 @@ from trialbook.agents import get_agent
 from trialbook.agents.base import agent_stack, with_agent_stack
 from trialbook.errors import TrialbookError, UserError
 from trialbook.harness.config import Plan, RunConfig, Tally
+from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.lock import run_lock
 from trialbook.harness.pool import execute
-from trialbook.harness.stack import connect, sandbox_stack
+from trialbook.harness.stack import sandbox_stack
 from trialbook.ledger.store import Ledger
 from trialbook.records import Outcome, Run
 from trialbook.tasks import TaskError, TaskSpec
 
 
-def start_run(ledger: Ledger, name: str, config: RunConfig, replace: bool = False) -> tuple[Tally, list[TaskError]]:
+def start_run(
+    ledger: Ledger, name: str, config: RunConfig, replace: bool = False, executor: Executor | None = None
+) -> tuple[Tally, list[TaskError]]:
     agent = get_agent(config.agent, config.agent_options)
     specs, errors = config.load_tasks()
-    engine = connect()
+    engine = executor or LocalExecutor()
     tasks: list[TaskSpec | TaskError] = sorted([*specs, *errors], key=lambda t: t.task_id)
     frozen = {  # absolute paths, and the plan itself: a task folder added later is not part of this run
         "tasks_dir": str(Path(config.tasks_dir).resolve()),
@@ -70,12 +73,11 @@ def _stored(ledger: Ledger, name: str) -> tuple[dict[str, Any], RunConfig]:
         raise UserError(f"run '{name}' was not made by `trialbook run` (imported runs cannot be resumed)") from None
 
 
-def resume_run(ledger: Ledger, name: str) -> tuple[Tally, int]:
-    """Remove the run's leftover containers, then run every planned trial that has no record.
-
-    Returns (tally, leftover containers removed)."""
+def resume_run(ledger: Ledger, name: str, executor: Executor | None = None) -> tuple[Tally, int]:
+    """Remove the run's leftover containers (on every node of a cluster), then run every planned trial that
+    has no record. Returns (tally, leftover containers removed)."""
     run, config = _stored(ledger, name)
-    engine = connect()
+    engine = executor or LocalExecutor()
     specs, errors = config.load_tasks()
     tasks: list[TaskSpec | TaskError] = sorted([*specs, *errors], key=lambda t: t.task_id)
     with run_lock(config, name, ledger):  # the containers of a live run are not leftovers
@@ -85,14 +87,16 @@ def resume_run(ledger: Ledger, name: str) -> tuple[Tally, int]:
         return execute(ledger, engine, run["id"], name, config, plans), removed
 
 
-def rerun(ledger: Ledger, name: str, where: str, timeout_multiplier: float | None = None) -> Tally:
+def rerun(
+    ledger: Ledger, name: str, where: str, timeout_multiplier: float | None = None, executor: Executor | None = None
+) -> Tally:
     """Run again the current trials whose outcome is `where`; each new trial supersedes its old one."""
     try:
         outcome = Outcome(where)
     except ValueError:
         raise UserError(f"--where must be one of: {', '.join(o.value for o in Outcome)}") from None
     run, config = _stored(ledger, name)
-    engine = connect()
+    engine = executor or LocalExecutor()
     specs, errors = config.load_tasks()
     by_id: dict[str, TaskSpec | TaskError] = {t.task_id: t for t in [*specs, *errors]}
     with run_lock(config, name, ledger):
@@ -118,6 +122,6 @@ def rerun(ledger: Ledger, name: str, where: str, timeout_multiplier: float | Non
     return tally
 
 
-def clean(run: str | None = None, ledger: Ledger | None = None) -> tuple[int, int]:
+def clean(run: str | None = None, ledger: Ledger | None = None, executor: Executor | None = None) -> tuple[int, int]:
     """Remove the containers (and built images) of `run` or of every run; with `ledger`, only that ledger's."""
-    return connect().clean(run, ledger=ledger.id if ledger else None)
+    return (executor or LocalExecutor()).clean(run, ledger=ledger.id if ledger else None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Protocol
 
 import trialbook
 from trialbook.agents.base import with_agent_stack
@@ -14,6 +14,12 @@ from trialbook.sandbox import DaemonError, DockerEngine, docker_help
 from trialbook.tasks import TaskSpec
 
 
+class HasVersion(Protocol):
+    """A Docker engine, or an executor that asks its nodes' engines."""
+
+    def version(self) -> str: ...
+
+
 def connect() -> DockerEngine:
     try:
         return DockerEngine()
@@ -21,7 +27,7 @@ def connect() -> DockerEngine:
         raise UserError(docker_help()) from None
 
 
-def sandbox_stack(engine: DockerEngine, agent: str, specs: list[TaskSpec], images: dict[str, str]) -> dict[str, Any]:
+def sandbox_stack(engine: HasVersion, agent: str, specs: list[TaskSpec], images: dict[str, str]) -> dict[str, Any]:
     hashes = {s.task_id: s.verifier_hash[:16] for s in specs}
     combined = hashlib.sha256("".join(f"{k}:{v}\n" for k, v in sorted(hashes.items())).encode()).hexdigest()
     images = {task: image_id[:19] for task, image_id in images.items()}  # sha256: + 12 hex, as `docker images`
@@ -40,7 +46,7 @@ def sandbox_stack(engine: DockerEngine, agent: str, specs: list[TaskSpec], image
 
 
 def update_stack(
-    ledger: Ledger, engine: DockerEngine, run_id: int, run_name: str, config: RunConfig, images: dict[str, str]
+    ledger: Ledger, engine: HasVersion, run_id: int, run_name: str, config: RunConfig, images: dict[str, str]
 ) -> None:
     """Add the images the run's trials actually used to its stored stack."""
     old = ledger.run(run_name)["stack"]

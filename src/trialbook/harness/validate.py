@@ -18,15 +18,15 @@ from typing import Any, NamedTuple
 
 from trialbook.errors import UserError
 from trialbook.harness.config import Plan, RunConfig
+from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.lock import run_lock
 from trialbook.harness.paths import DEFAULT_RUNS_DIR
 from trialbook.harness.pool import execute
 from trialbook.harness.runner import open_run
-from trialbook.harness.stack import connect, sandbox_stack
+from trialbook.harness.stack import sandbox_stack
 from trialbook.ledger.store import Ledger
 from trialbook.names import safe_name
 from trialbook.records import NOT_PASSING, Outcome, Run, is_resolved
-from trialbook.sandbox import DockerEngine
 from trialbook.tasks import TaskError, TaskSpec, load_tasks
 
 AGENTS = ("oracle", "nop")
@@ -281,7 +281,7 @@ def default_run_name(tasks_dir: Path) -> str:
 
 def _run_variant(
     ledger: Ledger,
-    engine: DockerEngine,
+    engine: Executor,
     name: str,
     variant: Variant,
     opts: ValidateOptions,
@@ -324,13 +324,15 @@ def _run_variant(
     return run_id
 
 
-def validate(ledger: Ledger, opts: ValidateOptions, image_variants: list[str] | None = None) -> dict[str, Any]:
+def validate(
+    ledger: Ledger, opts: ValidateOptions, image_variants: list[str] | None = None, executor: Executor | None = None
+) -> dict[str, Any]:
     """Validate every task under each image variant; the report is a dict (the JSON form)."""
     variants = parse_variants(image_variants) or [Variant(None, None)]
     specs, errors = load_tasks(opts.tasks_dir, opts.tasks)
     tasks: list[TaskSpec | TaskError] = sorted([*specs, *errors], key=lambda t: t.task_id)
     task_ids = [t.task_id for t in tasks]
-    engine = connect()
+    engine = executor or LocalExecutor()
     base = opts.run or default_run_name(opts.tasks_dir)
     out: list[dict[str, Any]] = []
     per_variant: dict[str, list[TaskView]] = {}

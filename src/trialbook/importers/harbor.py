@@ -19,8 +19,8 @@ from trialbook.errors import UserError
 from trialbook.importers.common import import_run
 from trialbook.ledger.store import Ledger, trial_row
 from trialbook.names import safe_name
-from trialbook.outcomes import Outcome, classify, is_graded, pick_reward
-from trialbook.records import Run, Trial, repo_from_task_id
+from trialbook.outcomes import REWARD_RANGE, Outcome, classify, is_graded, pick_reward, reward_problem
+from trialbook.records import Run, Trial, iso_time, repo_from_task_id
 
 PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
 
@@ -43,14 +43,25 @@ def _seconds(timing: dict[str, Any] | None) -> float | None:
     return round((end.replace(tzinfo=None) - start.replace(tzinfo=None)).total_seconds(), 3)
 
 
-def trial_from_result(result: dict[str, Any]) -> Trial:
+def _time(result: dict[str, Any], key: str) -> str | None:
+    value = result.get(key)
+    return None if value is None else iso_time(value, key)
+
+
+def trial_from_result(result: dict[str, Any], reward_range: tuple[float, float] = REWARD_RANGE) -> Trial:
+    """The trial of one result.json; ValueError (the caller names the file) for a bad reward or time."""
     for key in ("verifier_result", "exception_info", "agent_result"):
         if not isinstance(result.get(key) or {}, dict):
             raise UserError(f"trial {result.get('trial_name')!r}: {key} must be a JSON object, got {result[key]!r:.60}")
     rewards = (result.get("verifier_result") or {}).get("rewards")
-    reward = pick_reward(rewards) if isinstance(rewards, dict) or rewards is None else None
+    try:
+        reward = pick_reward(rewards) if isinstance(rewards, dict) or rewards is None else None
+    except (TypeError, ValueError):
+        raise ValueError(f"rewards must be numbers, got {rewards!r}") from None
     if reward is not None and not math.isfinite(reward):
         raise UserError(f"trial {result.get('trial_name')!r}: reward {reward} is not a finite number")
+    if reward is not None and (problem := reward_problem(reward, reward_range)):
+        raise ValueError(problem)
     exc = result.get("exception_info") or {}
     outcome = classify(exc.get("exception_type"), reward)
     agent = result.get("agent_result") or {}
@@ -71,8 +82,8 @@ def trial_from_result(result: dict[str, Any]) -> Trial:
         exception_message=(exc.get("exception_message") or "")[:2000] or None,
         duration_s=_seconds(result),
         tokens=None if n_in is None and n_out is None else (n_in or 0) + (n_out or 0),
-        started_at=result.get("started_at"),
-        finished_at=result.get("finished_at"),
+        started_at=_time(result, "started_at"),
+        finished_at=_time(result, "finished_at"),
         extra=extra,
     )
 
@@ -92,7 +103,13 @@ def _stack(job: Path, first: dict[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in stack.items() if v is not None}
 
 
-def import_harbor(ledger: Ledger, job: Path, run_name: str | None = None, replace: bool = False) -> tuple[str, int]:
+def import_harbor(
+    ledger: Ledger,
+    job: Path,
+    run_name: str | None = None,
+    replace: bool = False,
+    reward_range: tuple[float, float] | None = None,
+) -> tuple[str, int]:
     if not job.is_dir():
         raise UserError(f"no such job directory: {job}")
     folders = sorted(p for p in job.iterdir() if p.is_dir())
@@ -114,12 +131,17 @@ def import_harbor(ledger: Ledger, job: Path, run_name: str | None = None, replac
                 trial = Trial(task_id=task, repo=repo_from_task_id(task), outcome=Outcome.INCOMPLETE,
                               extra={"trial_name": folder.name})  # fmt: skip
             else:
-                trial = trial_from_result(result)
+                try:
+                    trial = trial_from_result(result, reward_range or REWARD_RANGE)
+                except ValueError as exc:
+                    raise UserError(f"{folder / 'result.json'}: {exc}") from None
             trial.attempt = attempts[trial.task_id]
             attempts[trial.task_id] += 1
             yield trial_row(run_id, trial)
 
     config = _load(job / "config.json") if (job / "config.json").is_file() else {}
+    if reward_range:
+        config = {**config, "reward_range": list(reward_range)}
     name = run_name or safe_name(job.resolve().name)
     run = Run(name=name, kind="eval", source=str(job), stack=_stack(job, first), config=config)
     return name, import_run(ledger, run, rows, replace=replace)

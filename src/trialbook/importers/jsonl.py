@@ -2,6 +2,10 @@
 
 Required: `task_id` and one of `outcome` / `resolved` / `reward` (1.0 = resolved). Optional fields
 are listed in FIELD_TYPES; unknown keys are kept in the trial's `extra` and exported back as they were.
+The import contract (outcomes.py): a reward lies in [0, 1] unless the run declares another range, the
+result fields of a line agree (`outcomes.contradiction`), and times follow `records.parse_time`; an
+error names the file and the line. A line `{"optimizer_step": {...}}` is one step of a training run
+(the `import steps` format), which `export` writes after a run's trials.
 This is the hot path of bulk imports: msgspec decodes and type-checks a line in one step, and only
 a line it refuses takes the slow path that explains the problem (pydantic would be ten times slower).
 """
@@ -9,10 +13,11 @@ a line it refuses takes the slow path that explains the problem (pydantic would 
 from __future__ import annotations
 
 import functools
+import math
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 import msgspec
 import orjson
@@ -20,12 +25,16 @@ import orjson
 from trialbook.errors import LineError, UserError
 from trialbook.importers.blocks import block_lines, checked_blocks
 from trialbook.importers.common import Batch, import_run, narrow
+from trialbook.ledger import queries
 from trialbook.ledger.store import Ledger, dumps
-from trialbook.records import GRADED, Outcome, Run, repo_from_task_id
+from trialbook.outcomes import REWARD_RANGE, contradiction, reward_problem
+from trialbook.records import GRADED, Outcome, Run, iso_time, repo_from_task_id
+from trialbook.training.ingest import step_row
 
 OUTCOME_NAMES = frozenset(o.value for o in Outcome)
 INT_FIELDS = ("step", "wv", "epoch", "tokens", "turns")
-STR_FIELDS = ("exception", "exception_message", "started_at", "finished_at")
+STR_FIELDS = ("exception", "exception_message")
+TIME_FIELDS = ("started_at", "finished_at")
 FLOAT_FIELDS = ("reward", "duration_s")
 _NUMBER = frozenset((int, float))
 # key -> the exact Python types its JSON value may decode to (None is always allowed); bool is
@@ -41,6 +50,7 @@ FIELD_TYPES: dict[str, frozenset[type]] = {
     "stack": frozenset((dict,)),
     **{k: frozenset((int,)) for k in INT_FIELDS},
     **{k: frozenset((str,)) for k in STR_FIELDS},
+    **{k: frozenset((str, int, float)) for k in TIME_FIELDS},
 }
 INT64 = (-(2**63), 2**63 - 1)  # what SQLite and PostgreSQL BIGINT store
 Int = Annotated[int, msgspec.Meta(ge=INT64[0], le=INT64[1])]
@@ -70,8 +80,8 @@ class Line(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     turns: Int | None = None
     exception: Text = None
     exception_message: Text = None
-    started_at: Text = None
-    finished_at: Text = None
+    started_at: str | float | None = None
+    finished_at: str | float | None = None
 
 
 DECODE_LINE = msgspec.json.Decoder(Line).decode
@@ -86,13 +96,22 @@ def _repo(task_id: str) -> str | None:
 
 
 def _outcome_and_reward(
-    outcome: str | None, resolved: bool | None, reward: float | None, n: int, train: bool
+    outcome: str | None,
+    resolved: bool | None,
+    reward: float | None,
+    n: int,
+    train: bool,
+    reward_range: tuple[float, float] = REWARD_RANGE,
 ) -> tuple[str, float | None]:
+    if reward is not None and (problem := reward_problem(reward, reward_range)):
+        raise LineError(n, problem)
+    # two or more result fields given: they must agree (the hot path, outcome alone, skips the call)
+    given = (outcome is not None) + (resolved is not None) + (reward is not None)
+    if given > 1 and (problem := contradiction(outcome, resolved, reward)):
+        raise LineError(n, problem)
     if outcome is not None:
         if reward is None and outcome in GRADED:
-            reward = 1.0 if outcome == "resolved" else 0.0
-        elif outcome == "resolved" and reward is not None and reward < 1.0:
-            raise LineError(n, f"outcome 'resolved' contradicts reward {reward}")
+            reward = 1.0 if outcome == "resolved" or resolved else 0.0
         return outcome, reward
     if resolved is not None:
         if reward is None:
@@ -117,7 +136,7 @@ def _extra_and_types(obj: dict[str, Any], n: int) -> dict[str, Any] | None:
         elif value is not None and type(value) not in allowed:
             want = " or ".join(sorted({_TYPE_WORDS[t] for t in allowed}))
             raise LineError(n, f"{key} must be {want}, got {value!r}")
-        elif type(value) is int and not INT64[0] <= value <= INT64[1] and allowed is not _NUMBER:
+        elif type(value) is int and not INT64[0] <= value <= INT64[1] and float not in allowed:
             raise LineError(n, f"{key} must fit in a 64-bit integer, got {value}")
     return extra
 
@@ -139,7 +158,12 @@ def read_slowly(raw: bytes, n: int) -> tuple[Line, dict[str, Any] | None]:
         raise LineError(n, f"unknown outcome {outcome!r} (expected one of {', '.join(sorted(OUTCOME_NAMES))})")
     if attempt is not None and attempt < 0:
         raise LineError(n, f"attempt must be a non-negative integer, got {attempt!r}")
-    known = {k: float(v) if k in FLOAT_FIELDS and v is not None else v for k, v in obj.items() if k in FIELD_TYPES}
+    floats = (*FLOAT_FIELDS, *TIME_FIELDS)  # a number there decodes as a float on the fast path too
+    known = {
+        k: float(v) if k in floats and v is not None and type(v) is not str else v
+        for k, v in obj.items()
+        if k in FIELD_TYPES
+    }
     return Line(**known), extra
 
 
@@ -151,7 +175,23 @@ def read_line(raw: bytes, n: int) -> tuple[Line, dict[str, Any] | None]:
         return read_slowly(raw, n)
 
 
-def line_row(line: Line, extra: dict[str, Any] | None, n: int, run_id: int, train: bool) -> tuple[Any, ...]:
+def _time(value: str | float | None, field: str, n: int) -> str | None:
+    if value is None:
+        return None
+    try:
+        return iso_time(value, field)
+    except ValueError as exc:
+        raise LineError(n, str(exc)) from None
+
+
+def line_row(
+    line: Line,
+    extra: dict[str, Any] | None,
+    n: int,
+    run_id: int,
+    train: bool,
+    reward_range: tuple[float, float] = REWARD_RANGE,
+) -> tuple[Any, ...]:
     """The ledger row of a checked line (TRIAL_COLUMNS order); the attempt slot holds the line's own
     `attempt` or None (numbered later, in file order, by `Attempts`).
 
@@ -161,7 +201,10 @@ def line_row(line: Line, extra: dict[str, Any] | None, n: int, run_id: int, trai
     if train and (line.step is None or line.wv is None):
         missing = " and ".join(repr(k) for k in ("step", "wv") if getattr(line, k) is None)
         raise LineError(n, f"a training trajectory (--kind train) needs 'step' and 'wv'; {missing} missing")
-    outcome, reward = _outcome_and_reward(line.outcome, line.resolved, line.reward, n, train)
+    outcome, reward = _outcome_and_reward(line.outcome, line.resolved, line.reward, n, train, reward_range)
+    started, finished = line.started_at, line.finished_at
+    if started is not None or finished is not None:
+        started, finished = _time(started, "started_at", n), _time(finished, "finished_at", n)
     task_id, tests, duration = line.task_id, line.tests, line.duration_s
     return (
         # one shared object per distinct string: pickled once per block on the way from the worker
@@ -169,7 +212,7 @@ def line_row(line: Line, extra: dict[str, Any] | None, n: int, run_id: int, trai
         run_id, sys.intern(task_id), line.attempt, line.repo or _repo(task_id), sys.intern(outcome),
         None if reward is None else float(reward), line.step, line.wv, line.epoch, line.exception,
         line.exception_message, None if duration is None else float(duration), line.tokens, line.turns,
-        None if tests is None else dumps(tests), line.started_at, line.finished_at,
+        None if tests is None else dumps(tests), started, finished,
         None if extra is None else dumps(extra), None,
     )  # fmt: skip
 
@@ -207,32 +250,75 @@ class Attempts:
         return attempt
 
 
-def check_block(data: bytes, run_id: int, train: bool) -> tuple[list[int], Batch, list[tuple[int, Any]]]:
-    """Decode and check a block of lines: their line numbers (from 1 at the block's start), their
-    rows narrowed, and any `stack` objects seen. Needs no state across blocks, so it can run in a
-    worker process (see importers.blocks).
-    """
+STEP_LINE = b'{"optimizer_step"'
+
+
+class Checked(NamedTuple):
+    numbers: list[int]  # line numbers of the trial lines (from 1 at the block's start)
+    batch: Batch  # their rows, narrowed
+    stacks: list[tuple[int, Any]]  # (line, `stack` object) where a line has one
+    steps: list[tuple[int, Any]]  # (line, step object) of `optimizer_step` lines
+
+
+def check_block(
+    data: bytes, run_id: int, train: bool, reward_range: tuple[float, float] = REWARD_RANGE
+) -> Checked:
+    """Decode and check a block of lines. Needs no state across blocks, so it can run in a worker
+    process (see importers.blocks)."""
     numbers, raws = block_lines(data)
-    rows, stacks = [], []
+    rows, stacks, steps, trial_numbers = [], [], [], []
     for n, raw in zip(numbers, raws, strict=True):
+        if raw.startswith(STEP_LINE):
+            obj = orjson.loads(raw)
+            if len(obj) != 1:
+                raise LineError(n, "an 'optimizer_step' line holds that one key")
+            steps.append((n, obj["optimizer_step"]))
+            continue
         line, extra = read_line(raw, n)
-        rows.append(line_row(line, extra, n, run_id, train))
+        rows.append(line_row(line, extra, n, run_id, train, reward_range))
+        trial_numbers.append(n)
         if line.stack is not None:
             stacks.append((n, line.stack))
-    return numbers, narrow(rows), stacks
+    return Checked(trial_numbers, narrow(rows), stacks, steps)
 
 
-def import_jsonl(ledger: Ledger, path: Path, run_name: str, kind: str = "eval", replace: bool = False) -> int:
+def parse_range(text: str | None) -> tuple[float, float] | None:
+    """`--reward-range LO,HI` (finite, LO < HI), or None when not given."""
+    if text is None:
+        return None
+    try:
+        lo, hi = (float(x) for x in text.split(","))
+    except ValueError:
+        raise UserError(f"--reward-range must be LO,HI (two numbers), not {text!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise UserError(f"--reward-range needs finite LO < HI, not {text!r}")
+    return lo, hi
+
+
+def import_jsonl(
+    ledger: Ledger,
+    path: Path,
+    run_name: str,
+    kind: str = "eval",
+    replace: bool = False,
+    reward_range: tuple[float, float] | None = None,
+) -> int:
     stack: dict[str, Any] = {}
+    step_rows: list[dict[str, Any]] = []
 
     def rows(run_id: int) -> Iterator[Batch]:
         attempts = Attempts()
-        check = functools.partial(check_block, run_id=run_id, train=kind == "train")
-        for before, (numbers, batch, stacks) in checked_blocks(path, check):
+        check = functools.partial(
+            check_block, run_id=run_id, train=kind == "train", reward_range=reward_range or REWARD_RANGE
+        )
+        for before, (numbers, batch, stacks, steps) in checked_blocks(path, check):
             for n, value in stacks:
                 if stack and value != stack:
                     raise LineError(before + n, "'stack' must be one object, the same on every line that has it")
                 stack.update(value)
+            for n, value in steps:
+                last = step_rows[-1]["step"] if step_rows else None
+                step_rows.append(step_row(value, before + n, run_id, last))
             if len(batch):
                 try:
                     batch.values[2] = attempts.number(batch.values[1], batch.values[2], numbers)
@@ -245,19 +331,26 @@ def import_jsonl(ledger: Ledger, path: Path, run_name: str, kind: str = "eval", 
     def save_stack(conn: Any, run_id: int) -> None:
         if stack:
             ledger.set_run_stack(conn, run_id, stack)
+        if step_rows:
+            ledger.replace_steps(conn, run_id, step_rows, replace=True)
 
-    run = Run(name=run_name, kind=kind, source=str(path))  # type: ignore[arg-type]
-    return import_run(ledger, run, rows, replace=replace, after=save_stack)
+    config = {"reward_range": list(reward_range)} if reward_range else {}
+    run = Run(name=run_name, kind=kind, source=str(path), config=config)  # type: ignore[arg-type]
+    try:
+        return import_run(ledger, run, rows, replace=replace, after=save_stack)
+    except LineError as exc:
+        raise UserError(f"{path}: {exc}") from None
 
 
 def export_jsonl(ledger: Ledger, run_name: str, path: Path) -> int:
-    """Write the run's current trials in the import format; returns the number written."""
+    """Write the run's current trials in the import format, then its optimizer steps (one
+    `optimizer_step` line each); returns the number of trials written."""
     run = ledger.get_run(run_name)
     n = 0
     with path.open("wb") as fh:
         for t in ledger.trial_rows(run.id):
             obj: dict[str, Any] = {"task_id": t.task_id, "attempt": t.attempt}
-            for key in ("repo", "outcome", "reward", *INT_FIELDS, *STR_FIELDS, "duration_s", "tests"):
+            for key in ("repo", "outcome", "reward", *INT_FIELDS, *STR_FIELDS, *TIME_FIELDS, "duration_s", "tests"):
                 if (value := getattr(t, key)) is not None:
                     obj[key] = value
             if t.extra:
@@ -266,4 +359,8 @@ def export_jsonl(ledger: Ledger, run_name: str, path: Path) -> int:
                 obj["stack"] = run.stack
             fh.write(orjson.dumps(obj) + b"\n")
             n += 1
+        for step in queries.step_rows(ledger, run.id):
+            times = {k: v.isoformat(timespec="milliseconds") for k, v in
+                     (("started_at", step.started_at), ("finished_at", step.finished_at)) if v is not None}  # fmt: skip
+            fh.write(orjson.dumps({"optimizer_step": {"step": step.step, **times, **step.metrics}}) + b"\n")
     return n

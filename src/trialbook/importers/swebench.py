@@ -19,6 +19,9 @@ from trialbook.names import safe_name
 from trialbook.records import Outcome, Run, Task, Trial
 
 TAG_LISTS = ("no_generation", "no_logs")
+# `--logs` whose report.json verdicts disagree with the results file on more instances than this are
+# refused (they are most likely another system's logs) unless --force.
+MAX_DISAGREE = 3
 LOG_FILES = ("report.json", "test_output.txt", "patch.diff", "run_instance.log")
 
 
@@ -82,6 +85,24 @@ def _logs_for(logs: Path, instance_id: str) -> tuple[dict[str, str], dict[str, d
     return files, tests
 
 
+def disagreements(logs: Path, resolved: set[str], ids: list[str]) -> tuple[list[str], int]:
+    """Instances whose report.json verdict differs from the results file, and how many have a report."""
+    differ, checked = [], 0
+    for instance_id in ids:
+        path = logs / instance_id / "report.json"
+        if not path.is_file():
+            continue
+        try:
+            verdict = json.loads(path.read_text()).get(instance_id, {}).get("resolved")
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+            raise UserError(f"{path}: not an official report.json") from None
+        if isinstance(verdict, bool):
+            checked += 1
+            if verdict != (instance_id in resolved):
+                differ.append(instance_id)
+    return differ, checked
+
+
 def import_swebench(
     ledger: Ledger,
     results_path: Path,
@@ -89,6 +110,7 @@ def import_swebench(
     run_name: str | None = None,
     logs: Path | None = None,
     replace: bool = False,
+    force: bool = False,
 ) -> tuple[str, int]:
     results = _read_json(results_path)
     if not isinstance(results, dict) or not isinstance(results.get("resolved"), list):
@@ -104,6 +126,13 @@ def import_swebench(
         if unknown:
             raise UserError(
                 f"{results_path}: {len(unknown)} {label} ids are not in {instances_path} (first: {unknown[0]})"
+            )
+    if logs is not None:
+        differ, checked = disagreements(logs, resolved, [t.task_id for t in instances])
+        if len(differ) > MAX_DISAGREE and not force:
+            raise UserError(
+                f"--logs {logs}: report.json verdicts disagree with {results_path} on {len(differ)} of {checked}"
+                f" instances (first: {differ[0]}); are they another system's logs? --force attaches them anyway"
             )
     name = run_name or safe_name(str(results.get("system") or results_path.stem))
     files_by_task: dict[str, dict[str, str]] = {}

@@ -95,15 +95,26 @@ def run_breakdown(ledger: Ledger, run_id: int) -> RunBreakdown:
 
 
 def task_scores(ledger: Ledger, run_id: int) -> list[TaskScoreRow]:
-    """Per task (sorted by id): current trials, graded attempts, resolved graded attempts."""
+    """Per task (sorted by id): current trials, graded attempts, resolved graded attempts, the sum of
+    graded rewards, the count of graded partial rewards (0 < reward < 1) and the sum of squared rewards."""
+    reward = func.coalesce(func.sum(case((_graded, func.coalesce(trials.c.reward, 0.0)), else_=0.0)), 0.0)
+    partial = _sum_if(and_(_graded, trials.c.reward > 0.0, trials.c.reward < 1.0))
+    r0 = func.coalesce(trials.c.reward, 0.0)
+    reward_sq = func.coalesce(func.sum(case((_graded, r0 * r0), else_=0.0)), 0.0)
     q = (
-        select(trials.c.task_id, func.max(trials.c.repo), func.count(), _sum_if(_graded), _sum_if(_resolved))
+        select(
+            trials.c.task_id, func.max(trials.c.repo), func.count(), _sum_if(_graded), _sum_if(_resolved),
+            reward, partial, reward_sq,
+        )  # fmt: skip
         .where(trials.c.run_id == run_id, _current)
         .group_by(trials.c.task_id)
         .order_by(trials.c.task_id)
     )
     with ledger.engine.connect() as conn:
-        return [TaskScoreRow(t, repo, int(n), int(g), int(r)) for t, repo, n, g, r in conn.execute(q)]
+        return [
+            TaskScoreRow(t, repo, int(n), int(g), int(r), float(rs), int(p), float(sq))
+            for t, repo, n, g, r, rs, p, sq in conn.execute(q)
+        ]
 
 
 def task_ids(ledger: Ledger, run_id: int) -> set[str]:

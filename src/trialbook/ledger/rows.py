@@ -64,6 +64,9 @@ class TaskScoreRow(NamedTuple):
     trials: int
     graded: int
     resolved: int
+    reward_sum: float  # graded attempts' rewards (a missing reward counts 0)
+    partial: int  # graded attempts with a reward strictly between 0 and 1
+    reward_sq: float  # sum of graded attempts' squared rewards (within-task variance)
 
 
 class TaskLists(NamedTuple):

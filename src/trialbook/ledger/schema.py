@@ -116,6 +116,25 @@ run_locks = Table(
     Column("since", String(40), nullable=False),
 )
 
+# Preregistered plans (`prereg init`) and every `prereg check` made against one (ledger/plans.py).
+plans = Table(
+    "plans",
+    metadata,
+    Column("hash", String(80), primary_key=True),
+    Column("content", Text, nullable=False),
+    Column("registered", String(40), nullable=False),
+)
+plan_checks = Table(
+    "plan_checks",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("plan_hash", String(80), ForeignKey("plans.hash"), nullable=False),
+    Column("checked_at", String(40), nullable=False),
+    Column("base", String(255), nullable=False),
+    Column("candidates", Text, nullable=False),  # JSON list of run names
+    Column("result", Text, nullable=False),  # JSON: verdicts and the candidate count adjusted for
+)
+
 TRIAL_COLUMNS: tuple[str, ...] = tuple(c.name for c in trials.columns if c.name != "id")
 
 
@@ -129,7 +148,12 @@ def _v2_identity(conn: Connection) -> None:
     conn.execute(meta.insert().values(key="ledger_id", value=uuid.uuid4().hex))
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_identity]
+def _v3_plans(conn: Connection) -> None:
+    """v3 (issue 15): preregistered plans and the log of their checks."""
+    metadata.create_all(conn, tables=[plans, plan_checks])
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_identity, _v3_plans]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

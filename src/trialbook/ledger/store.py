@@ -87,13 +87,17 @@ def loads(text: str | None) -> Any:
 
 
 class Ledger:
-    def __init__(self, db: str | None = None) -> None:
+    def __init__(self, db: str | None = None, create: bool = True) -> None:
+        """Open (and migrate) the ledger; `create=False` (reading commands) refuses a SQLite file that
+        does not exist instead of creating an empty one."""
         self.url = resolve_db(db)
         self.is_sqlite = self.url.startswith("sqlite")
         if self.is_sqlite:
-            parent = Path(self.url.removeprefix("sqlite:///")).parent
-            if not parent.is_dir():
-                raise UserError(f"ledger directory does not exist: {parent}")
+            path = Path(self.url.removeprefix("sqlite:///"))
+            if not create and str(path) not in ("", ":memory:") and not path.is_file():
+                raise UserError(f"no ledger at {path} (check --db / $TRIALBOOK_DB; `import` or `run` create one)")
+            if not path.parent.is_dir():
+                raise UserError(f"ledger directory does not exist: {path.parent}")
         try:
             self.engine: Engine = create_engine(self.url)
         except (ArgumentError, ValueError, ImportError) as exc:

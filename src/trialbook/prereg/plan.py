@@ -1,6 +1,9 @@
-"""`prereg init` writes a plan (seeded train/held-out split + decision rule + content hash);
-`prereg check` refuses edited plans and runs that do not cover it, then gives the verdict on
-held-out tasks only."""
+"""`prereg init` writes a plan (seeded train/held-out split + decision rule + content hash) and
+records it in the ledger; `prereg check` refuses a plan the ledger does not hold or whose content
+differs from the recorded one, and runs that do not cover it, then gives the verdict on held-out
+tasks only. Every check is logged in the ledger, and the multiplicity adjustment counts every
+distinct candidate ever checked against the plan (checking candidates one call at a time does not
+escape it). A plan's `created` is informational: the ledger's registration time is what counts."""
 
 from __future__ import annotations
 
@@ -14,9 +17,10 @@ import numpy as np
 import yaml
 
 from trialbook.errors import UserError
+from trialbook.ledger import plans as ledger_plans
 from trialbook.ledger.store import Ledger
 from trialbook.stats.compare import compare
-from trialbook.stats.scores import TaskScores, load_scores
+from trialbook.stats.scores import TaskScores, check_metric, load_scores
 from trialbook.stats.selection import read_task_list
 
 FORMAT = 1
@@ -24,6 +28,13 @@ FIELDS = (
     "trialbook_prereg", "created", "pool", "seed", "train", "holdout", "holdout_repeats",
     "min_diff_pp", "max_candidates", "decision_rule", "hash",
 )  # fmt: skip
+
+
+UNGRADED_RULES = ("dropped", "as_failures")  # how the verdict treats ungraded trials (compare's sensitivity names)
+
+
+def canonical(plan: dict[str, Any]) -> str:
+    return json.dumps(plan, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def content_hash(plan: dict[str, Any]) -> str:
@@ -40,6 +51,7 @@ def split_pool(pool: list[str], train: int, holdout: int, seed: int) -> tuple[li
 
 
 def init_plan(
+    ledger: Ledger,
     pool_file: Path,
     train: int,
     holdout: int,
@@ -48,6 +60,8 @@ def init_plan(
     min_diff: float,
     max_candidates: int,
     out: Path,
+    metric: str = "resolved",
+    ungraded: str = "dropped",
 ) -> dict[str, Any]:
     pool = read_task_list(pool_file)
     if train < 0 or holdout < 1:
@@ -60,6 +74,9 @@ def init_plan(
         raise UserError(f"--min-diff must be non-negative, not {min_diff}")
     if max_candidates < 1:
         raise UserError(f"--candidates must be at least 1, not {max_candidates}")
+    metric = check_metric(metric)
+    if ungraded not in UNGRADED_RULES:
+        raise UserError(f"--ungraded must be one of {', '.join(UNGRADED_RULES)}, not {ungraded!r}")
     train_ids, holdout_ids = split_pool(pool, train, holdout, seed)
     pool_hash = hashlib.sha256("\n".join(sorted(pool)).encode()).hexdigest()
     plan: dict[str, Any] = {
@@ -70,10 +87,13 @@ def init_plan(
         "holdout_repeats": holdout_repeats,
         "min_diff_pp": float(min_diff),
         "max_candidates": max_candidates,
+        "metric": metric,
+        "ungraded": ungraded,
         "decision_rule": (
             f"on the {holdout} held-out tasks with {holdout_repeats} graded attempt(s) each, a candidate is"
-            f" confirmed when its paired difference of task means is >= {min_diff:g} pp and the lower bound of"
-            f" its 95% CI (Bonferroni-widened for up to {max_candidates} candidate(s)) is > 0"
+            f" confirmed when its paired difference of task means ({metric}) is >= {min_diff:g} pp and the"
+            f" lower bound of its 95% CI (Bonferroni-widened for the candidates checked, at least"
+            f" {max_candidates}) is > 0; ungraded trials {ungraded.replace('_', ' ')}"
         ),
         "train": train_ids,
         "holdout": holdout_ids,
@@ -81,10 +101,12 @@ def init_plan(
     plan["hash"] = content_hash(plan)
     if out.exists():
         raise UserError(f"{out} already exists: a plan is written once (choose another --out)")
-    try:
-        out.write_text(yaml.safe_dump(plan, sort_keys=False, width=1000))
-    except OSError as exc:
-        raise UserError(f"cannot write {out}: {exc.strerror}") from None
+    with ledger.transaction() as conn:  # recorded and written together, or neither
+        ledger_plans.register_plan(ledger, conn, plan["hash"], canonical(plan))
+        try:
+            out.write_text(yaml.safe_dump(plan, sort_keys=False, width=1000))
+        except OSError as exc:
+            raise UserError(f"cannot write {out}: {exc.strerror}") from None
     return plan
 
 
@@ -108,9 +130,11 @@ def load_plan(path: Path) -> dict[str, Any]:
     return plan
 
 
-def _coverage(s: TaskScores, holdout: np.ndarray, repeats: int) -> None:
+def _coverage(s: TaskScores, holdout: np.ndarray, repeats: int, rule: str = "dropped") -> None:
+    """Every held-out task has `repeats` graded attempts (any attempts when ungraded ones count as failures)."""
     idx = {t: i for i, t in enumerate(s.task_ids)}
-    short = [t for t in holdout if t not in idx or s.graded[idx[t]] < repeats]
+    have = s.trials if rule == "as_failures" else s.graded
+    short = [t for t in holdout if t not in idx or have[idx[t]] < repeats]
     if short:
         raise UserError(
             f"run '{s.run}' does not cover the plan: {len(short)} of {holdout.size} held-out tasks have fewer"
@@ -122,16 +146,49 @@ def _restrict(runs: dict[str, TaskScores], ids: np.ndarray) -> dict[str, TaskSco
     return {n: s.subset(np.isin(s.task_ids, ids)) for n, s in runs.items()}
 
 
+def registered(ledger: Ledger, path: Path, plan: dict[str, Any]) -> ledger_plans.PlanRow:
+    """The ledger's record of this plan; UserError when it holds none or a different content."""
+    short = plan["hash"].removeprefix("sha256:")[:12]
+    row = ledger_plans.get_plan(ledger, plan["hash"])
+    if row is None:
+        raise UserError(
+            f"{path}: plan {short} is not registered in this ledger (`prereg init --db` records a plan;"
+            " an edited plan is a new, unregistered plan)"
+        )
+    if row.content != canonical(plan):
+        raise UserError(f"{path}: content differs from plan {short} as registered on {row.registered}")
+    return row
+
+
 def check_plan(ledger: Ledger, path: Path, base: str, cands: list[str]) -> dict[str, Any]:
     plan = load_plan(path)
+    row = registered(ledger, path, plan)
+    if len(set(cands)) != len(cands) or base in cands:
+        raise UserError("each run may be named once (baseline and candidates)")
     if len(cands) > plan["max_candidates"]:
         raise UserError(f"{len(cands)} candidates but the plan preregistered at most {plan['max_candidates']}")
-    runs = {n: load_scores(ledger, n) for n in (base, *cands)}
+    earlier = ledger_plans.checks(ledger, plan["hash"])
+    seen = sorted({c for ch in earlier for c in ch.candidates} | set(cands))
+    m = max(int(plan["max_candidates"]), len(seen))
+    metric, rule = plan.get("metric", "resolved"), plan.get("ungraded", "dropped")
+    runs = {n: load_scores(ledger, n, metric) for n in (base, *cands)}
     holdout = np.array(plan["holdout"], dtype=str)
     for s in runs.values():
-        _coverage(s, holdout, int(plan["holdout_repeats"]))
-    kw = {"min_diff": float(plan["min_diff_pp"]), "picked_from": int(plan["max_candidates"])}
+        _coverage(s, holdout, int(plan["holdout_repeats"]), rule)
+    kw: dict[str, Any] = {"min_diff": float(plan["min_diff_pp"]), "picked_from": m, "metric": metric}
     held = compare(ledger, base, cands, runs=_restrict(runs, holdout), **kw)
+    if rule != "dropped":  # the preregistered rule decides; the sensitivity block still shows all three
+        counted = {n: s.with_ungraded("failure") for n, s in _restrict(runs, holdout).items()}
+        sens = held.get("sensitivity")
+        held = compare(ledger, base, cands, runs=counted, sensitivity=False, **kw)
+        held["sensitivity"] = sens
+    if held.get("sensitivity"):
+        held["sensitivity"]["preregistered"] = rule
+    if len(seen) > int(plan["max_candidates"]):
+        held["warnings"].append(
+            f"{len(seen)} distinct candidates have been checked against this plan ({', '.join(seen)}), more than"
+            f" the {plan['max_candidates']} preregistered: the adjustment counts all {len(seen)}"
+        )
     train = np.array(plan["train"], dtype=str)
     in_pool = None
     if train.size and all(np.isin(train, s.task_ids).any() for s in runs.values()):
@@ -140,18 +197,26 @@ def check_plan(ledger: Ledger, path: Path, base: str, cands: list[str]) -> dict[
             in_pool["label"] = "secondary: in-pool (train) tasks, not the preregistered test"
         except UserError:
             in_pool = None
-    early = [n for n, s in runs.items() if s.created < plan["created"]]
+    early = [n for n, s in runs.items() if s.created < row.registered]
     if early:
         held["warnings"].append(
-            f"run(s) {', '.join(early)} were created before the plan ({plan['created']}): check they were not peeked at"
+            f"run(s) {', '.join(early)} were created before the plan was registered ({row.registered}):"
+            " check they were not peeked at"
         )
+    verdict = {r["candidate"]: r["claim"] for r in held["comparisons"] if r["subset"] == "all"}
+    ledger_plans.log_check(ledger, plan["hash"], base, list(cands), {"verdict": verdict, "candidates_considered": m})
     return {
         "plan": str(path),
         "hash": plan["hash"],
+        "registered": row.registered,
         "holdout_tasks": int(holdout.size),
         "holdout_repeats": int(plan["holdout_repeats"]),
         "min_diff_pp": float(plan["min_diff_pp"]),
-        "verdict": {r["candidate"]: r["claim"] for r in held["comparisons"] if r["subset"] == "all"},
+        "metric": metric,
+        "ungraded": rule,
+        "candidates_checked": seen,
+        "checks_before": len(earlier),
+        "verdict": verdict,
         "holdout": held,
         "in_pool": in_pool,
     }

@@ -35,6 +35,9 @@ def print_regrade(r: dict[str, Any]) -> None:
 
 
 def print_audit(a: dict[str, Any]) -> None:
+    if a.get("status") == "no_verifier_logs":
+        line(f"{escape(a['run'])}: {a['trials']} trials, no verifier logs: nothing audited")
+        return
     pen = a["p2p_penalties"]
     line(
         f"[bold]{escape(a['run'])}[/bold]: {a['trials']} trials, {a['graded']} graded, {a['with_log']} with a"

@@ -28,9 +28,10 @@ def _with_subset(res: dict[str, Any]) -> bool:
 
 
 def _cells(r: dict[str, Any], subset: bool = True) -> list[str]:
+    few = " few tasks" if r.get("few_tasks") else ""
     cells = [
         r["candidate"], r["subset"], str(r["tasks_paired"]), _n(r["base_pct"], "{:.1f}%"),
-        _n(r["cand_pct"], "{:.1f}%"), _n(r["diff_pp"]), _ci(r["ci_adjusted_pp"]),
+        _n(r["cand_pct"], "{:.1f}%"), _n(r["diff_pp"]), _ci(r["ci_adjusted_pp"]) + few,
         f"{r['wins']}/{r['losses']}/{r['ties']}", _p(r["p_adjusted"]), "YES" if r["claim"] else "no",
     ]  # fmt: skip
     return cells if subset else cells[:1] + cells[2:]
@@ -41,7 +42,8 @@ def _headers(res: dict[str, Any]) -> list[str]:
     level = res["comparisons"][0]["ci_level"] if res["comparisons"] else 0.95
     ci = f"{100 * level:.1f}% CI (adj.)" if several else "95% CI"
     p = "p (Holm)" if several else "p"
-    cols = ["candidate", "subset", "tasks", "base", "cand", "diff pp", ci, "W/L/T", p, "claim"]
+    unit = "" if res.get("metric", "resolved") == "resolved" else " reward"
+    cols = ["candidate", "subset", "tasks", f"base{unit}", f"cand{unit}", "diff pp", ci, "W/L/T", p, "claim"]
     return cols if _with_subset(res) else cols[:1] + cols[2:]
 
 
@@ -63,10 +65,44 @@ def _details(r: dict[str, Any], several: bool) -> str:
     )
 
 
+def sensitivity_lines(res: dict[str, Any]) -> list[str]:
+    """One line per candidate: the verdict with ungraded trials dropped / as failures / as successes."""
+    sens = res.get("sensitivity")
+    if not sens:
+        return []
+    n = ", ".join(f"{run} {k}" for run, k in sens["ungraded_trials"].items() if k)
+    out = [f"sensitivity to ungraded trials ({n}):"]
+    pre = sens.get("preregistered")
+    for cand, verdicts in sens["verdicts"].items():
+        parts = []
+        for name, v in verdicts.items():
+            mark = " [preregistered]" if name == pre else ""
+            claim = "claim" if v["claim"] else "no claim"
+            parts.append(f"{name.replace('_', ' ')}{mark} {_n(v['diff_pp'])} {_ci(v['ci_adjusted_pp'])} {claim}")
+        out.append(f"  {cand}: " + "; ".join(parts))
+    return out
+
+
+def _listed(res: dict[str, Any]) -> list[str]:
+    which = res.get("list")
+    if not which:
+        return []
+    out = []
+    for r in res["comparisons"]:
+        if r["subset"] == "all":
+            ids = r["tasks_won" if which == "wins" else "tasks_lost"]
+            out += [f"# {which} of {r['candidate']} over {res['baseline']}: {len(ids)} tasks", *ids]
+    return out
+
+
 def print_compare(res: dict[str, Any]) -> None:
     several = res["candidates_considered"] > 1
+    if res.get("list"):  # the task ids alone, ready for --exclude-tasks / --split
+        print("\n".join(_listed(res)))
+        return
+    metric = " (mean reward)" if res.get("metric") == "reward" else ""
     rows = [_cells(r, _with_subset(res)) for r in res["comparisons"]]
-    layout.table(_headers(res), rows, title=f"baseline: {res['baseline']}")
+    layout.table(_headers(res), rows, title=f"baseline: {res['baseline']}{metric}")
     for r in res["comparisons"]:
         layout.line(_details(r, several), markup=False)
         for k, v in (r.get("pass_at_k") or {}).items():
@@ -88,6 +124,8 @@ def print_compare(res: dict[str, Any]) -> None:
         )
     for cand, rows in res.get("by_repo", {}).items():
         layout.table(REPO_HEADERS, [_repo_cells(r) for r in rows], title=f"by repo: {cand}")
+    for line in sensitivity_lines(res):
+        layout.line(line, markup=False)
     for w in res["warnings"]:
         layout.line(f"[yellow]warning:[/yellow] {escape(w)}")
 
@@ -115,6 +153,9 @@ def markdown_compare(res: dict[str, Any]) -> str:
     for cand, rows in res.get("by_repo", {}).items():
         lines += ["", f"**By repo: `{cand}`**", "", "| " + " | ".join(REPO_HEADERS) + " |", "|" + "---|" * 7]
         lines += ["| " + " | ".join(_repo_cells(r)) + " |" for r in rows]
+    sens = sensitivity_lines(res)
+    if sens:
+        lines += ["", sens[0]] + [f"- {line.strip()}" for line in sens[1:]]
     if res["warnings"]:
         lines += ["", "**Warnings**", ""] + [f"- {w}" for w in res["warnings"]]
     return "\n".join(lines) + "\n"
@@ -149,8 +190,11 @@ def print_plan(res: dict[str, Any]) -> None:
 def print_prereg_check(res: dict[str, Any]) -> None:
     short = res["hash"].removeprefix("sha256:")[:12]
     layout.line(
-        f"plan {res['plan']} (hash {short} verified): held-out {res['holdout_tasks']} tasks"
-        f" x {res['holdout_repeats']} attempt(s), min diff {res['min_diff_pp']:g} pp",
+        f"plan {res['plan']} (hash {short} registered in the ledger {res.get('registered', '?')}): held-out"
+        f" {res['holdout_tasks']} tasks x {res['holdout_repeats']} attempt(s), min diff {res['min_diff_pp']:g} pp,"
+        f" metric {res.get('metric', 'resolved')}, ungraded trials {res.get('ungraded', 'dropped').replace('_', ' ')}"
+        f" (preregistered); check {res.get('checks_before', 0) + 1} of this plan,"
+        f" candidates so far: {', '.join(res.get('candidates_checked', []))}",
         markup=False,
     )
     layout.line("[bold]preregistered verdict (held-out tasks only)[/bold]")

@@ -37,6 +37,13 @@ def print_show(s: dict[str, Any]) -> None:
         f"   judged {s['judged']}/{s['trials']}   mean reward {s['mean_reward']}"
         + (f"   superseded {s['superseded']}" if s["superseded"] else "")
     )
+    sens = s.get("sensitivity")
+    if sens:
+        line(
+            f"{s['trials'] - s['judged']} ungraded trials dropped from the rate; if ungraded trials count as"
+            f" failures {fmt_pct(sens['as_failures'])}, as successes {fmt_pct(sens['as_successes'])}",
+            markup=False,
+        )
     for key, value in s.get("pass_at_k", {}).items():
         line(f"{key} = {value:.1f}%")
     table(["outcome", "trials"], [[name, str(n)] for name, n in s["outcomes"].items()], title="outcomes")

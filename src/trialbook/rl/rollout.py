@@ -29,11 +29,11 @@ from trialbook.agents.mini import MiniAgent, SandboxEnvironment
 from trialbook.agents.registry import get_agent
 from trialbook.errors import UserError
 from trialbook.harness.config import RunConfig
+from trialbook.harness.executors import Executor, make_executor
 from trialbook.harness.paths import DEFAULT_RUNS_DIR, RunPaths
 from trialbook.harness.results import record_trial, write_or_warn
 from trialbook.harness.runner import open_run
-from trialbook.harness.stack import connect
-from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_trial
+from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
 from trialbook.ledger.store import Ledger
 from trialbook.records import Run
 from trialbook.rl.rewards import DEFAULT_POLICY, RewardPolicy
@@ -128,6 +128,8 @@ class Rollouts:
         agent_options: dict[str, Any] | None = None,
         retries: int = 2,
         runs_dir: str | Path = DEFAULT_RUNS_DIR,
+        executor: str | Executor = "local",
+        ray_address: str | None = None,
     ) -> None:
         self.ledger = Ledger(str(db) if db is not None else None)
         self.run = run
@@ -140,7 +142,8 @@ class Rollouts:
         self.options = {**(agent_options or {}), "endpoints": list(endpoints)}
         if model:
             self.options["model"] = model
-        self.engine = connect()
+        # "ray": each rollout is a Ray task on a cluster node (harness/raycluster.py); this process records it
+        self.executor = make_executor(executor, ray_address) if isinstance(executor, str) else executor
         self._agents: dict[tuple[str, ...], MiniAgent] = {}
         if serving is None and endpoints:
             serving = agent_stack(self._agent(None))
@@ -174,7 +177,7 @@ class Rollouts:
                 raise UserError(f"run '{self.run}' exists and is not a train run")
             return int(existing["id"])
         stack = {"harness": "trialbook", "harness_version": trialbook.__version__, "engine": "docker",
-                 "engine_version": self.engine.version()}  # fmt: skip
+                 "engine_version": self.executor.version()}  # fmt: skip
         config = {**self.config.model_dump(), "rewards": self.rewards.record()}
         run = Run(name=self.run, kind="train", config=config, stack=with_agent_stack(stack, serving))
         return open_run(self.ledger, run, self.config, list(self.tasks.values()), replace=False)
@@ -217,7 +220,7 @@ class Rollouts:
             labels={LABEL_LEDGER: self.ledger.id, LABEL_RUN_ID: str(self.run_id)},
         )  # fmt: skip
         task = self.tasks[task_id]
-        result = await asyncio.to_thread(run_trial, self.engine, task, attempt, settings, self.stopper)
+        result = await asyncio.to_thread(self.executor.run_one, task, attempt, settings, self.stopper)
         return await asyncio.to_thread(self._record, result, step, wv, epoch, group_id)
 
     def _record(self, result: TrialResult, step: int, wv: int, epoch: int, group_id: str | None) -> RolloutResult:
@@ -264,4 +267,4 @@ class Rollouts:
 
     def close(self) -> None:
         """Remove any container this run left (there should be none)."""
-        self.engine.clean(self.run, images=False, ledger=self.ledger.id)
+        self.executor.clean(self.run, images=False, ledger=self.ledger.id)

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from trialbook.stats.kernel import FEW_TASKS
 from trialbook.stats.scores import TaskScores
 
 # Stack fields whose difference most often explains a "gain" (listed first when they differ).
@@ -17,7 +18,7 @@ SUBJECT_KEYS: frozenset[str] = frozenset({"system", "model", "agent", "checkpoin
 PER_TASK_KEYS: dict[str, str] = {"image": "images", "verifier_hash": "verifier_hashes"}
 POLICY: dict[str, float] = {
     "unpaired_fraction": 0.05,  # warn when more than this share of the tasks is not paired
-    "few_tasks": 30,  # warn when fewer tasks are paired (the t interval is then rough)
+    "few_tasks": FEW_TASKS,  # warn when fewer tasks are paired (the t interval is then rough)
 }
 
 
@@ -96,7 +97,10 @@ def unpaired_caveat(cand: str, unpaired: dict[str, int], union: int) -> str | No
 def few_tasks_caveat(cand: str, n: int) -> str | None:
     if n >= POLICY["few_tasks"]:
         return None
-    return f"only {n} tasks paired for '{cand}': the t interval is rough at this size"
+    return (
+        f"only {n} tasks paired for '{cand}' (few tasks): the t interval is rough at this size;"
+        " CIs are clipped to [-100, +100] pp"
+    )
 
 
 def multiplicity_caveat(m: int, given: int, level: float) -> str | None:

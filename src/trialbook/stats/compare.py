@@ -15,11 +15,11 @@ import numpy as np
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
 from trialbook.stats import caveats
-from trialbook.stats.kernel import t_interval
+from trialbook.stats.kernel import clip_ci, t_interval, win_loss
 from trialbook.stats.multiple import bonferroni_confidence, holm
 from trialbook.stats.paired import Paired, bootstrap_ci, paired
 from trialbook.stats.passk import paired_pass_at_k
-from trialbook.stats.scores import TaskScores, load_scores
+from trialbook.stats.scores import TaskScores, check_metric, load_scores
 from trialbook.stats.selection import read_task_list, resolve_repos
 
 LEVEL = 0.95
@@ -76,6 +76,7 @@ def _row(cand: str, subset: str, r: Paired, excluded: list[str]) -> dict[str, An
         "p_value": r.p_value,
         "sign_p": r.sign_p,
         "correlation": None if r.correlation is None else round(r.correlation, 4),
+        "few_tasks": r.few_tasks,
         "excluded_repos": excluded,
     }
 
@@ -87,6 +88,7 @@ def _adjust(rows: list[dict[str, Any]], diffs: list[np.ndarray], m: int, min_dif
     adjusted = holm(ps) if m == len(rows) else [min(1.0, p * m) for p in ps]
     for row, d, p_adj in zip(rows, diffs, adjusted, strict=True):
         _, _, lo, hi = t_interval(d, level)
+        lo, hi, _ = clip_ci(lo, hi, d.size)
         row["p_adjusted"] = None if np.isnan(p_adj) else p_adj
         if np.isnan(row["p_value"]):  # fewer than 2 tasks: no test (JSON has no NaN)
             row["p_value"] = None
@@ -148,6 +150,9 @@ def _subset_row(base: TaskScores, cand: TaskScores, ib: np.ndarray, ic: np.ndarr
                 "diff_pp": pp(v["diff"]), "ci_pp": [pp(v["ci"][0]), pp(v["ci"][1])]}
             for k, v in pk.items()
         }  # fmt: skip
+    won, lost = win_loss(c - b)
+    ids = base.task_ids[ib][mask]
+    row["tasks_won"], row["tasks_lost"] = [str(t) for t in ids[won]], [str(t) for t in ids[lost]]
     return row, r
 
 
@@ -186,6 +191,54 @@ def _candidate(
     return rows, gap, ib, ic
 
 
+def exclude_tasks(runs: Sequence[TaskScores], path: Path | None) -> tuple[list[TaskScores], str | None]:
+    """Drop the tasks listed in a task-list file from every run before pairing."""
+    if path is None:
+        return list(runs), None
+    ids = np.array(read_task_list(path), dtype=str)
+    hit = int(np.isin(ids, np.concatenate([s.task_ids for s in runs])).sum())
+    out = [s.subset(~np.isin(s.task_ids, ids)) for s in runs]
+    return out, f"excluded before pairing: {hit} tasks listed in {path} ({ids.size} listed)"
+
+
+def partial_caveat(runs: Sequence[TaskScores]) -> str | None:
+    """`--metric resolved` counts a partial reward as unresolved: say how many there are."""
+    counts = {s.run: s.partial_count for s in runs if s.metric == "resolved" and s.partial_count}
+    if not counts:
+        return None
+    listed = ", ".join(f"'{run}' {n}" for run, n in counts.items())
+    return (
+        f"partial rewards (0 < reward < 1) count as unresolved under --metric resolved: {listed} graded"
+        " trial(s); `--metric reward` compares mean reward"
+    )
+
+
+VERDICT_KEYS = ("tasks_paired", "diff_pp", "ci_adjusted_pp", "claim")
+SENSITIVITY = {"dropped": None, "as_failures": "failure", "as_successes": "success"}
+
+
+def _sensitivity(ledger: Ledger, base_name: str, candidates: Sequence[str], runs: dict[str, TaskScores],
+                 kw: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any] | None:  # fmt: skip
+    """The verdict with ungraded trials dropped (the rows above), counted as failures, as successes."""
+    ungraded = {n: int(s.trials.sum() - s.graded.sum()) for n, s in runs.items()}
+    if not any(ungraded.values()):
+        return None
+    verdicts: dict[str, dict[str, Any]] = {r["candidate"]: {} for r in rows if r["subset"] == "all"}
+    for name, counted_as in SENSITIVITY.items():
+        if counted_as is None:
+            found = [r for r in rows if r["subset"] == "all"]
+        else:
+            other = {n: s.with_ungraded(counted_as) for n, s in runs.items()}  # type: ignore[arg-type]
+            try:
+                found = compare(ledger, base_name, candidates, runs=other, sensitivity=False, **kw)["comparisons"]
+            except UserError:
+                found = []
+        for r in found:
+            if r["subset"] == "all" and r["candidate"] in verdicts:
+                verdicts[r["candidate"]][name] = {k: r[k] for k in VERDICT_KEYS}
+    return {"ungraded_trials": ungraded, "verdicts": verdicts, "preregistered": None}
+
+
 def compare(
     ledger: Ledger,
     base_name: str,
@@ -197,16 +250,29 @@ def compare(
     by_repo: bool = False,
     bootstrap: bool = False,
     runs: dict[str, TaskScores] | None = None,
+    metric: str = "resolved",
+    exclude_task_file: Path | None = None,
+    sensitivity: bool = True,
 ) -> dict[str, Any]:
-    """The full comparison. `runs` lets callers (prereg) pass preloaded, pre-filtered scores."""
+    """The full comparison. `runs` lets callers (prereg) pass preloaded, pre-filtered scores.
+
+    `metric`: task means of resolved (reward 1.0) or of rewards (stats.scores). With `sensitivity`,
+    when any run has ungraded trials the verdict is also given with them counted as failures and as
+    successes (`result["sensitivity"]`).
+    """
     _check_names(base_name, candidates, min_diff, picked_from)
+    metric = check_metric(metric)
     runs = runs or {n: load_scores(ledger, n) for n in (base_name, *candidates)}
+    runs = {n: s.with_metric(metric) for n, s in runs.items()}
     loaded, dropped = exclude_repos([runs[n] for n in (base_name, *candidates)], exclude)
+    loaded, dropped_tasks = exclude_tasks(loaded, exclude_task_file)
     base, cands = loaded[0], loaded[1:]
     warnings: list[str] = []
     if dropped:
         warnings.append("excluded before pairing: " + ", ".join(f"{r} ({n} tasks)" for r, n in dropped.items()))
-    warnings += [w for w in map(caveats.judged_caveat, loaded) if w]
+    if dropped_tasks:
+        warnings.append(dropped_tasks)
+    warnings += [w for w in (*map(caveats.judged_caveat, loaded), partial_caveat(loaded)) if w]
     split_ids = None
     if split is not None:
         split_ids, unknown = _split_ids(split, loaded)
@@ -236,6 +302,7 @@ def compare(
         warnings.append(w)
     result: dict[str, Any] = {
         "baseline": base_name,
+        "metric": metric,
         "comparisons": out_rows,
         "min_diff_pp": min_diff,
         "candidates_considered": m,
@@ -246,6 +313,10 @@ def compare(
         result["split"] = {"file": str(split), "tasks": int(split_ids.size), "gaps": gaps}
     if by_repo:
         result["by_repo"] = repo_tables
+    if sensitivity:
+        kw = {"exclude": exclude, "min_diff": min_diff, "picked_from": picked_from, "metric": metric,
+              "exclude_task_file": exclude_task_file}  # fmt: skip
+        result["sensitivity"] = _sensitivity(ledger, base_name, candidates, runs, kw, out_rows)
     return result
 
 

@@ -18,6 +18,23 @@ import numpy as np
 
 from trialbook.stats import dist
 
+TIE = 1e-9  # task-score differences within this of 0 are ties (float sums of partial rewards)
+FEW_TASKS = 30  # below this many paired tasks, CIs are clipped to the possible range and labelled
+
+
+def win_loss(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Masks of wins (d > TIE) and losses (d < -TIE); the rest are ties."""
+    return d > TIE, d < -TIE
+
+
+def clip_ci(lo: float, hi: float, n: int) -> tuple[float, float, bool]:
+    """(lo, hi, few): a difference of task means lies in [-1, 1]; with fewer than FEW_TASKS tasks the
+    t interval often reaches past it, so it is clipped there and flagged `few` (nan stays nan)."""
+    few = n < FEW_TASKS
+    if few and np.isfinite(lo):
+        lo, hi = max(lo, -1.0), min(hi, 1.0)
+    return lo, hi, few
+
 
 def t_interval(d: np.ndarray, level: float = 0.95) -> tuple[float, float, float, float]:
     """(mean, se, lo, hi) of the t interval for the mean of d; se, lo, hi are nan when n < 2 (mean nan when n = 0)."""

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from trialbook.stats import dist
-from trialbook.stats.kernel import t_interval, t_p_value
+from trialbook.stats.kernel import clip_ci, t_interval, t_p_value, win_loss
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class Paired:
     ties: int
     sign_p: float
     correlation: float | None
+    few_tasks: bool = False  # fewer than kernel.FEW_TASKS: `ci` clipped to [-1, 1]
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -47,10 +48,12 @@ def correlation(base: np.ndarray, cand: np.ndarray) -> float | None:
 
 
 def paired(base: np.ndarray, cand: np.ndarray, level: float = 0.95) -> Paired:
-    """Compare aligned task-score arrays (fractions in [0, 1])."""
+    """Compare aligned task-score arrays (fractions in [0, 1]); ties are differences within kernel.TIE."""
     d = cand - base
     mean, se, lo, hi = t_interval(d, level)
-    wins, losses = int((d > 0).sum()), int((d < 0).sum())
+    lo, hi, few = clip_ci(lo, hi, d.size)
+    won, lost = win_loss(d)
+    wins, losses = int(won.sum()), int(lost.sum())
     return Paired(
         n=int(d.size),
         base_mean=float(base.mean()),
@@ -65,6 +68,7 @@ def paired(base: np.ndarray, cand: np.ndarray, level: float = 0.95) -> Paired:
         ties=int(d.size - wins - losses),
         sign_p=sign_test(wins, losses),
         correlation=correlation(base, cand),
+        few_tasks=few,
     )
 
 

@@ -1,13 +1,15 @@
-"""pass@k with the unbiased estimator of Chen et al. 2021: 1 - C(n-c, k) / C(n, k) per task.
+"""pass@k with the unbiased estimator of Chen et al. 2021: 1 - C(n-c, k) / C(n, k) per task, and
+pass^k (all k attempts succeed; Yao et al. 2024, tau-bench) with its unbiased estimator C(c, k) / C(n, k).
 
-Uses the stable product form 1 - prod_{i=n-c+1}^{n} (1 - k/i), vectorised over tasks.
+Uses the stable product forms 1 - prod_{i=n-c+1}^{n} (1 - k/i) and prod_{i=0}^{k-1} (c-i)/(n-i),
+vectorised over tasks.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from trialbook.stats.kernel import t_interval
+from trialbook.stats.kernel import clip_ci, t_interval
 from trialbook.stats.scores import TaskScores
 
 
@@ -26,6 +28,19 @@ def pass_at_k(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     factors = np.where(use, 1.0 - k / i[None, :], 1.0)
     out[~sure] = 1.0 - np.prod(factors[~sure], axis=1)
     return out
+
+
+def pass_hat_k(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
+    """Per-task unbiased pass^k: the chance that k attempts drawn without replacement all succeed."""
+    n = np.asarray(n, dtype=float)
+    c = np.asarray(c, dtype=float)
+    if k < 1 or (n < k).any():
+        raise ValueError("pass^k needs 1 <= k <= n for every task")
+    i = np.arange(k, dtype=float)[None, :]
+    return np.prod(np.clip((c[:, None] - i) / (n[:, None] - i), 0.0, 1.0), axis=1)
+
+
+ESTIMATORS = {"pass@": pass_at_k, "pass^": pass_hat_k}
 
 
 def ks_for(max_attempts: int) -> list[int]:
@@ -50,14 +65,17 @@ def run_pass_at_k(s: TaskScores) -> dict[str, float]:
         m = graded >= k
         if m.sum() == 0:
             continue
-        out[f"pass@{k}"] = round(100.0 * float(pass_at_k(graded[m], resolved[m], k).mean()), 2)
+        for name, est in ESTIMATORS.items():
+            if name == "pass^" and k == 1:
+                continue  # pass^1 = pass@1
+            out[f"{name}{k}"] = round(100.0 * float(est(graded[m], resolved[m], k).mean()), 2)
     return out
 
 
 def paired_pass_at_k(
     base_n: np.ndarray, base_c: np.ndarray, cand_n: np.ndarray, cand_c: np.ndarray, level: float = 0.95
 ) -> dict[str, dict[str, float | int | list[float]]]:
-    """pass@k of two runs on aligned tasks, with the paired t CI of the difference (fractions).
+    """pass@k and pass^k of two runs on aligned tasks, with the paired t CI of the difference (fractions).
 
     k runs over 2, 4, ... up to the smaller typical attempt count; each k uses the tasks graded at
     least k times in both runs.
@@ -68,9 +86,11 @@ def paired_pass_at_k(
         m = (base_n >= k) & (cand_n >= k)
         if m.sum() < 2:
             continue
-        b = pass_at_k(base_n[m], base_c[m], k)
-        c = pass_at_k(cand_n[m], cand_c[m], k)
-        diff, se, lo, hi = t_interval(c - b, level)
-        out[f"pass@{k}"] = {"tasks": int(m.sum()), "base": float(b.mean()), "cand": float(c.mean()),
-                            "diff": diff, "se": se, "ci": [lo, hi]}  # fmt: skip
+        for name, est in ESTIMATORS.items():
+            b = est(base_n[m], base_c[m], k)
+            c = est(cand_n[m], cand_c[m], k)
+            diff, se, lo, hi = t_interval(c - b, level)
+            lo, hi, _ = clip_ci(lo, hi, int(m.sum()))
+            out[f"{name}{k}"] = {"tasks": int(m.sum()), "base": float(b.mean()), "cand": float(c.mean()),
+                                 "diff": diff, "se": se, "ci": [lo, hi]}  # fmt: skip
     return out

@@ -26,13 +26,13 @@ Z_B = float(dist.norm_ppf(POWER))
 
 
 def within_variance(s: TaskScores) -> float | None:
-    """Mean per-task sample variance (ddof=1) of binary attempts, over tasks with >= 2 graded."""
-    k, c = s.graded, s.resolved
+    """Mean per-task sample variance (ddof=1) of attempt values under the run's metric (binary for
+    resolved, rewards for reward), over tasks with >= 2 graded: (sum x^2 - (sum x)^2 / k) / (k - 1)."""
+    k, c, sq = s.graded, s.successes, s.squares
     m = k >= 2
     if not m.any():
         return None
-    p = c[m] / k[m]
-    return float(np.mean(k[m] * p * (1 - p) / (k[m] - 1)))
+    return float(np.mean(np.maximum(sq[m] - c[m] ** 2 / k[m], 0.0) / (k[m] - 1)))
 
 
 def _one_run(s: TaskScores) -> tuple[float, float, dict[str, Any], list[str]]:
@@ -122,11 +122,12 @@ def plan(
     vs: str | None = None,
     base_rate: float = 50.0,
     min_diff: float = 4.0,
+    metric: str = "resolved",
 ) -> dict[str, Any]:
     _check(tasks, repeats, effect, base_rate, from_run, vs)
     if from_run is not None and ledger is not None:
-        a = load_scores(ledger, from_run)
-        omega2, sampling, source, notes = _two_runs(a, load_scores(ledger, vs)) if vs else _one_run(a)
+        a = load_scores(ledger, from_run, metric)
+        omega2, sampling, source, notes = _two_runs(a, load_scores(ledger, vs, metric)) if vs else _one_run(a)
     else:
         p = base_rate / 100
         omega2, sampling = 0.0, 2 * p * (1 - p)
@@ -148,6 +149,7 @@ def plan(
         "repeats": repeats,
         "effect_pp": effect,
         "min_diff_pp": min_diff,
+        "metric": metric,
         "source": source,
         "variance": {
             "omega2": round(omega2, 6),

@@ -46,6 +46,13 @@ def run_summary(ledger: Ledger, name: str) -> dict[str, Any]:
         pass_at_k = run_pass_at_k(load_scores(ledger, name))
         if pass_at_k:
             out["pass_at_k"] = pass_at_k
+    c = b.counts
+    if c.trials > c.judged:  # the rate's bounds when the ungraded trials count as failures / successes
+        out["sensitivity"] = {
+            "dropped": pct(c.resolved, c.judged),
+            "as_failures": pct(c.resolved, c.trials),
+            "as_successes": pct(c.resolved + c.trials - c.judged, c.trials),
+        }
     out["outcomes"] = b.outcomes
     out["by_repo"] = {
         (r.repo or "unknown"): {

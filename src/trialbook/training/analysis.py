@@ -17,6 +17,7 @@ from trialbook.ledger import queries
 from trialbook.ledger.store import Ledger
 from trialbook.stats.kernel import cluster_ratio_ci
 from trialbook.stats.selection import read_task_list, resolve_repos
+from trialbook.stats.summary import pct
 from trialbook.training.encounters import encounter_table
 from trialbook.training.ingest import load_steps
 from trialbook.training.load import TrainData, load_trajectories
@@ -24,10 +25,6 @@ from trialbook.training.stalls import stall_report
 
 # Failure shares reported per bucket (percent of the bucket's trajectories); agent_timeout is shown as CBF.
 SHARE_KINDS = ("agent_timeout", "p2p_regression", "format_error", "context_overflow", "incomplete")
-
-
-def _pct(part: float, whole: float) -> float | None:
-    return round(100.0 * part / whole, 2) if whole else None
 
 
 def cluster_ci(resolved: np.ndarray, judged: np.ndarray, cluster: np.ndarray, n_groups: int) -> list[Any]:
@@ -79,9 +76,9 @@ def bucket_table(data: TrainData, bucket: int, steps: list[dict[str, Any]]) -> l
                 "wv_to": hi,
                 "trajectories": int(count[i]),
                 "judged": int(judged[i]),
-                "pass_pct": _pct(resolved[i], judged[i]),
+                "pass_pct": pct(resolved[i], judged[i]),
                 "ci_pct": cis[i],
-                "outcome_pct": {k: _pct(v[i], count[i]) for k, v in shares.items()},
+                "outcome_pct": {k: pct(v[i], count[i]) for k, v in shares.items()},
                 "metrics": _metric_ranges(steps, lo, hi),
             }
         )
@@ -100,7 +97,7 @@ def pass_table(data: TrainData) -> list[dict[str, Any]]:
                 "tasks": int(len(np.unique(d.task[m]))),
                 "trajectories": d.count(m),
                 "judged": judged,
-                "pass_pct": _pct(d.count(m & d.resolved), judged),
+                "pass_pct": pct(d.count(m & d.resolved), judged),
             }
         )
     return rows
@@ -172,7 +169,7 @@ def train_report(
         "kind": run["kind"],
         "trajectories": data.trajectories,
         "judged": judged,
-        "pass_pct": _pct(data.count(data.resolved), judged),
+        "pass_pct": pct(data.count(data.resolved), judged),
         "tasks": int(len(np.unique(data.task))),
         "steps": len(steps),
         "bucket": bucket,

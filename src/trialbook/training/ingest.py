@@ -1,7 +1,8 @@
 """`import steps`: one JSON object per optimizer step into the ledger's `steps` table.
 
 A line holds `step` (non-negative integer, strictly increasing through the file), optional
-`started_at` / `finished_at` (ISO-8601 text or Unix seconds; stored as UTC ISO text) and any numeric
+`started_at` / `finished_at` (`records.parse_time`, the rule trials follow too: ISO-8601 text or Unix
+seconds; stored as UTC ISO text) and any numeric
 metrics (`raw_reward`, `entropy`, `grad_norm`, `kl`, ...), kept as the step's JSON `metrics`.
 The whole file goes in one transaction: any bad line leaves the ledger untouched.
 """
@@ -9,53 +10,42 @@ The whole file goes in one transaction: any bad line leaves the ledger untouched
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from trialbook.errors import UserError
+from trialbook.errors import LineError, UserError
 from trialbook.files import json_lines
 from trialbook.ledger import queries
 from trialbook.ledger.store import Ledger, dumps
+from trialbook.records import iso_time
 
 TIME_FIELDS = ("started_at", "finished_at")
 
 
-def parse_time(value: Any) -> datetime:
-    """ISO-8601 text (a missing zone means UTC) or Unix seconds -> aware datetime; ValueError if neither."""
-    if isinstance(value, bool):
-        raise ValueError(value)
-    if isinstance(value, int | float):
-        return datetime.fromtimestamp(value, UTC)
-    if not isinstance(value, str):
-        raise ValueError(value)
-    ts = datetime.fromisoformat(value)
-    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
-
-
-def _step_row(obj: Any, n: int, run_id: int, last: int | None) -> dict[str, Any]:
+def step_row(obj: Any, n: int, run_id: int, last: int | None) -> dict[str, Any]:
+    """The `steps` row of one decoded line (LineError when it is bad); `last`: the previous line's step."""
     if type(obj) is not dict:
-        raise UserError(f"line {n}: expected a JSON object")
+        raise LineError(n, "expected a JSON object")
     step = obj.get("step")
     if type(step) is not int or not 0 <= step < 2**63:
         shown = repr(step) if not isinstance(step, int) or step.bit_length() < 100 else "a larger number"
-        raise UserError(f"line {n}: 'step' must be a non-negative integer below 2^63, got {shown}")
+        raise LineError(n, f"'step' must be a non-negative integer below 2^63, got {shown}")
     if last is not None and step <= last:
         word = "duplicated" if step == last else "out of order"
-        raise UserError(f"line {n}: step {step} is {word} (previous line had step {last})")
+        raise LineError(n, f"step {step} is {word} (previous line had step {last})")
     row: dict[str, Any] = {"run_id": run_id, "step": step}
     for key in TIME_FIELDS:
         value = obj.get(key)
         try:
-            row[key] = None if value is None else parse_time(value).isoformat(timespec="milliseconds")
-        except (ValueError, OverflowError, OSError):
-            raise UserError(f"line {n}: {key} must be ISO-8601 text or Unix seconds, got {value!r}") from None
+            row[key] = None if value is None else iso_time(value, key)
+        except ValueError as exc:
+            raise LineError(n, str(exc)) from None
     metrics = {}
     for key, value in obj.items():
         if key == "step" or key in TIME_FIELDS or value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise UserError(f"line {n}: metric {key!r} must be a number, got {value!r}")
+            raise LineError(n, f"metric {key!r} must be a number, got {value!r}")
         metrics[key] = value
     row["metrics"] = dumps(metrics)
     return row
@@ -68,10 +58,13 @@ def import_steps(ledger: Ledger, path: Path, run_name: str, replace: bool = Fals
     run_id = ledger.get_run(run_name).id
     rows: list[dict[str, Any]] = []
     last: int | None = None
-    for n, obj in json_lines(path):
-        row = _step_row(obj, n, run_id, last)
-        last = row["step"]
-        rows.append(row)
+    try:
+        for n, obj in json_lines(path, prefix=f"{path}: "):
+            row = step_row(obj, n, run_id, last)
+            last = row["step"]
+            rows.append(row)
+    except LineError as exc:
+        raise UserError(f"{path}: {exc}") from None
     if not rows:
         raise UserError(f"no steps in {path}")
     with ledger.transaction() as conn:

@@ -1,0 +1,126 @@
+"""Issue 15: one import contract for every format (reward range, agreeing result fields, one timestamp
+rule, errors naming file and line, --logs of another system refused)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from paths import HARBOR_JOBS, INSTANCES, RESULTS, SWE
+
+
+def write(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def imp(cli, tmp_path: Path, rows: list[dict], *extra: str):
+    return cli("import", "jsonl", str(write(tmp_path / "t.jsonl", rows)), "--run", "r", *extra)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"task_id": "a", "reward": 1.5}, "reward 1.5 is outside [0, 1]"),
+        ({"task_id": "a", "reward": -0.1}, "reward -0.1 is outside [0, 1]"),
+        ({"task_id": "a", "resolved": False, "reward": 1}, "'resolved' false contradicts 'reward' 1"),
+        ({"task_id": "a", "resolved": True, "reward": 0.5}, "'resolved' true contradicts 'reward' 0.5"),
+        ({"task_id": "a", "resolved": True, "outcome": "unresolved"}, "'outcome' unresolved contradicts 'resolved'"),
+        ({"task_id": "a", "resolved": False, "outcome": "resolved"}, "'outcome' resolved contradicts 'resolved'"),
+        ({"task_id": "a", "outcome": "unresolved", "reward": 1.0}, "'outcome' unresolved contradicts 'reward' 1"),
+        ({"task_id": "a", "outcome": "resolved", "reward": 0}, "'outcome' resolved contradicts 'reward' 0"),
+        ({"task_id": "a", "outcome": "infra_error", "resolved": True}, "'outcome' infra_error (ungraded) contradicts"),
+        ({"task_id": "a", "resolved": True, "started_at": "yesterday"}, "started_at must be ISO-8601 text or Unix"),
+    ],
+)  # fmt: skip
+def test_contradictions_refused_naming_file_line_and_both_fields(cli, tmp_path, bad, message):
+    r = imp(cli, tmp_path, [{"task_id": "ok", "resolved": True}, bad])
+    assert r.exit_code == 2, r.stdout
+    assert f"{tmp_path / 't.jsonl'}: line 2: " in r.stderr and message in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1
+    assert json.loads(cli("runs", "--json").stdout) == []  # nothing written
+
+
+def test_agreeing_fields_and_partial_rewards_are_accepted(cli, tmp_path):
+    rows = [
+        {"task_id": "a", "resolved": False, "reward": 0.5},
+        {"task_id": "b", "outcome": "unresolved", "reward": 0.25},
+        {"task_id": "c", "outcome": "agent_timeout", "resolved": True},
+        {"task_id": "d", "resolved": True, "reward": 1.0, "outcome": "resolved"},
+    ]
+    assert imp(cli, tmp_path, rows).exit_code == 0
+    show = json.loads(cli("show", "r", "--json").stdout)
+    assert show["resolved"] == 2 and show["mean_reward"] == pytest.approx((0.5 + 0.25 + 1 + 1) / 4)
+
+
+def test_declared_reward_range(cli, tmp_path):
+    rows = [{"task_id": "a", "reward": 7.5}, {"task_id": "b", "reward": 0}]
+    assert imp(cli, tmp_path, rows).exit_code == 2
+    assert imp(cli, tmp_path, rows, "--reward-range", "0,10").exit_code == 0
+    assert json.loads(cli("show", "r", "--json").stdout)["mean_reward"] == pytest.approx(3.75)
+    assert imp(cli, tmp_path, rows, "--reward-range", "5,1", "--replace").exit_code == 2
+
+
+def test_one_timestamp_rule_for_trials_and_steps(cli, tmp_path):
+    rows = [{"task_id": "a", "resolved": True, "step": 0, "wv": 0, "started_at": "2026-01-01T10:00:00",
+             "finished_at": 1767261600}]  # fmt: skip
+    assert imp(cli, tmp_path, rows, "--kind", "train").exit_code == 0
+    out = tmp_path / "out.jsonl"
+    assert cli("export", "r", "--jsonl", str(out)).exit_code == 0
+    t = json.loads(out.read_text().splitlines()[0])
+    assert t["started_at"] == "2026-01-01T10:00:00.000+00:00"  # no zone means UTC
+    assert t["finished_at"] == "2026-01-01T10:00:00.000+00:00"  # Unix seconds
+    steps = write(tmp_path / "s.jsonl", [{"step": 0, "started_at": "yesterday"}])
+    r = cli("import", "steps", str(steps), "--run", "r")
+    assert r.exit_code == 2 and f"{steps}: line 1: started_at must be ISO-8601 text or Unix seconds" in r.stderr
+
+
+def test_harbor_reward_out_of_range_names_the_file(cli, tmp_path):
+    job = tmp_path / "job"
+    shutil.copytree(HARBOR_JOBS / "sonnet46-stacked-v2", job)
+    result = next(job.glob("full-stack__*/result.json"))
+    data = json.loads(result.read_text())
+    data["verifier_result"]["rewards"] = {"composite_score": 1.5}
+    result.write_text(json.dumps(data))
+    r = cli("import", "harbor", str(job))
+    assert r.exit_code == 2 and f"{result}: reward 1.5 is outside [0, 1]" in r.stderr
+    assert cli("import", "harbor", str(job), "--reward-range", "0,2").exit_code == 0
+
+
+LOGS = SWE / "logs" / "20240620_sweagent_claude3.5sonnet"
+
+
+def test_logs_of_another_system_refused_unless_forced(cli):
+    other = RESULTS / "20240402_sweagent_gpt4.json"
+    r = cli("import", "swebench", str(other), "--instances", str(INSTANCES), "--logs", str(LOGS))
+    assert r.exit_code == 2 and "disagree with" in r.stderr and "on 8 of 47 instances" in r.stderr
+    assert "--force" in r.stderr
+    forced = cli("import", "swebench", str(other), "--instances", str(INSTANCES), "--logs", str(LOGS), "--force")
+    assert forced.exit_code == 0
+    own = RESULTS / "20240620_sweagent_claude3.5sonnet.json"
+    assert cli("import", "swebench", str(own), "--instances", str(INSTANCES), "--logs", str(LOGS)).exit_code == 0
+
+
+def test_export_of_a_training_run_keeps_its_steps(cli, tmp_path):
+    rows = [{"task_id": f"t{i}", "resolved": i % 2 == 0, "step": i // 2, "wv": i // 2} for i in range(6)]
+    assert imp(cli, tmp_path, rows, "--kind", "train").exit_code == 0
+    steps = [{"step": s, "started_at": f"2026-01-01T1{s}:00:00Z", "finished_at": f"2026-01-01T1{s}:30:00Z",
+              "kl": 0.1 * s} for s in range(3)]  # fmt: skip
+    steps = write(tmp_path / "s.jsonl", steps)
+    assert cli("import", "steps", str(steps), "--run", "r").exit_code == 0
+    out = tmp_path / "out.jsonl"
+    assert cli("export", "r", "--jsonl", str(out)).exit_code == 0
+    assert cli("import", "jsonl", str(out), "--run", "back", "--kind", "train").exit_code == 0
+    from trialbook.ledger import queries
+    from trialbook.ledger.store import Ledger
+
+    ledger = Ledger(str(tmp_path / "ledger.db"))
+    before = queries.step_rows(ledger, ledger.get_run("r").id)
+    after = queries.step_rows(ledger, ledger.get_run("back").id)
+    assert len(after) == 3 and after == before
+    a = json.loads(cli("train", "report", "r", "--json").stdout)
+    b = json.loads(cli("train", "report", "back", "--json").stdout)
+    assert a.get("stalls") == b.get("stalls")
