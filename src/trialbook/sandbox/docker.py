@@ -107,6 +107,7 @@ class Sandbox:
         self.stop = stop or threading.Event()
         # a phase budget (monotonic time) no exec may run past, whatever timeout the caller asks for
         self.until: float | None = None
+        self.removed = False
 
     def exec(
         self,
@@ -210,8 +211,8 @@ class Sandbox:
     def limit_hits(self) -> dict[str, int]:
         """How often the container hit its memory limit (OOM kills) and its pids limit, from its cgroup;
         Docker's own OOMKilled flag counts too (all a remote daemon's host shows)."""
-        hits = limit_hits(self.id)
-        if "oom_kills" not in hits:
+        hits, read = _cgroup_counters(self.id, Path("/sys/fs/cgroup"))
+        if "oom_kills" not in read:  # no cgroup to read: ask the daemon (a round trip on the trial's path)
             with contextlib.suppress(APIError, DockerException):
                 if self.engine.client.api.inspect_container(self.id)["State"].get("OOMKilled"):
                     hits["oom_kills"] = 1
@@ -244,8 +245,12 @@ class Sandbox:
             return f.read() if f else None
 
     def remove(self) -> None:
+        """Remove the container (once: a trial's cleanup may ask again)."""
+        if self.removed:
+            return
         if self.engine.warm is not None:  # off the trial's critical path; `clean` finds a failed one
             self.engine.warm.discard(self.id)
+            self.removed = True
             return
         try:
             self.container.remove(force=True)
@@ -253,6 +258,7 @@ class Sandbox:
             pass
         except (APIError, DockerException) as exc:
             raise DaemonError(f"cannot remove {self.name}: {exc}") from None
+        self.removed = True
 
 
 _CGROUP_FILES = {  # (counter, file, field) for cgroup v1 (cgroupfs driver) and v2 (systemd or cgroupfs)
@@ -272,7 +278,13 @@ _CGROUP_FILES = {  # (counter, file, field) for cgroup v1 (cgroupfs driver) and 
 def limit_hits(container_id: str, root: Path = Path("/sys/fs/cgroup")) -> dict[str, int]:
     """Counters of a container's cgroup read on the daemon's host; {} where they cannot be read
     (a remote daemon): then only Docker's own OOMKilled flag is seen (Sandbox.limit_hits)."""
+    return _cgroup_counters(container_id, root)[0]
+
+
+def _cgroup_counters(container_id: str, root: Path) -> tuple[dict[str, int], set[str]]:
+    """The non-zero counters, and which counters could be read at all."""
     hits: dict[str, int] = {}
+    read: set[str] = set()
     for counter, places in _CGROUP_FILES.items():
         for rel, field in places:
             try:
@@ -281,10 +293,12 @@ def limit_hits(container_id: str, root: Path = Path("/sys/fs/cgroup")) -> dict[s
                 continue
             for line in text.splitlines():
                 key, _, value = line.partition(" ")
-                if key == field and value.strip().isdigit() and int(value):
-                    hits[counter] = int(value)
+                if key == field and value.strip().isdigit():
+                    read.add(counter)  # a kernel without the field leaves it unread: the daemon is asked
+                    if int(value):
+                        hits[counter] = int(value)
             break
-    return hits
+    return hits, read
 
 
 class DockerEngine:
