@@ -70,6 +70,7 @@ def test_a_pooled_container_never_serves_two_trials(engine, tmp_path):
         tb.clean(run)
     assert tally.resolved == 6, [r.trial.exception_message for r in results]
     assert tb.pool_stats["taken"] >= 6, tb.pool_stats  # most containers came from the pool
+    assert tb.pool_stats["prepared"] >= 3, tb.pool_stats  # verifier containers: the image's side diffed while warm
     agents = [r.extra_files["patch.diff"].split("fixed ")[1].split()[0] for r in results]
     verifiers = [r.verifier_log.split("verifier-host ")[1].split()[0] for r in results]
     assert len(set(agents + verifiers)) == 12, (agents, verifiers)  # 12 containers, none twice
@@ -80,7 +81,7 @@ def test_pooled_containers_keep_limits_and_network_none(engine, tmp_path):
     run = f"warm-limits-{secrets.token_hex(3)}"
     tb = connect()
     pool = tb.open_pool(1)
-    pool.plan({"t": 3})
+    pool.plan({("t", "agent"): 3})
     args = dict(image="trialbook-base:bookworm", labels={LABEL_RUN: run, "trialbook.task": "t"}, cpus=0.5,
                 memory_mb=256, pids_limit=64, network=False)  # fmt: skip
     try:

@@ -130,35 +130,61 @@ def _git(stage: str) -> str:
     )
 
 
-def _trees_script(stage: str, workdir: str) -> str:
-    """Tree ids of the image's working tree and the agent's, then the changed paths (NUL-separated)."""
+def _base_script(stage: str, workdir: str) -> str:
+    """A git dir at /<stage>/git holding the image's working tree; its tree id in /<stage>/base.
+
+    The image's side of the diff: a warm verifier container computes it before a trial needs it
+    (base_preparer), a cold one as the first part of apply_change's exec."""
     w, s = shlex.quote(workdir), f"/{stage}"
-    return _git(stage) + (
+    return (
         "set -e\n"
+        f"mkdir -p -m 700 {s}\n"
         f"git init -q --bare {s}/git\n"
         f"mkdir -p {s}/git/objects/info {s}/git/info\n"
         f"if [ -d {w}/.git/objects ]; then echo {w}/.git/objects > {s}/git/objects/info/alternates;"
         f" cp {w}/.git/info/exclude {s}/git/info/exclude 2>/dev/null || true; fi\n"
-        f"base=$(cd {w} && GIT_INDEX_FILE={s}/base.index g --work-tree={w} add -A . >/dev/null"
-        f" && GIT_INDEX_FILE={s}/base.index g write-tree)\n"
-        f"mkdir -p {s}/tree\n"
-        f"new=$(cd {s}/tree && GIT_INDEX_FILE={s}/new.index g --work-tree={s}/tree add -A . >/dev/null"
+        f"(cd {w} && GIT_INDEX_FILE={s}/base.index g --work-tree={w} add -A . >/dev/null"
+        f" && GIT_INDEX_FILE={s}/base.index g write-tree > {s}/base)\n"
+    )
+
+
+def _trees_script(stage: str, tree_stage: str) -> str:
+    """Tree ids of the image's working tree and the agent's (in /<tree_stage>/tree), then the changed paths
+    (NUL-separated)."""
+    s, t = f"/{stage}", f"/{tree_stage}"
+    return (
+        "set -e\n"
+        f"read base < {s}/base\n"
+        f"mkdir -p {t}/tree\n"
+        f"new=$(cd {t}/tree && GIT_INDEX_FILE={s}/new.index g --work-tree={t}/tree add -A . >/dev/null"
         f" && GIT_INDEX_FILE={s}/new.index g write-tree)\n"
         f"echo $base $new > {s}/trees\n"
         "g diff --name-only -z --no-renames $base $new\n"
     )
 
 
-def _apply_script(stage: str, workdir: str, exclude: list[str]) -> str:
+def _apply_script(stage: str, tree_stage: str, workdir: str, exclude: list[str]) -> str:
     w, s = shlex.quote(workdir), f"/{stage}"
     spec = " ".join(shlex.quote(f":(exclude,literal){p}") for p in exclude)
-    return _git(stage) + (
+    return (
         f"read base new < {s}/trees\n"
         f"g diff --binary --full-index --no-renames $base $new -- . {spec} > {s}/patch.diff || exit {APPLY_FAILED}\n"
         f"if [ -s {s}/patch.diff ]; then (cd {w} && g --work-tree={w} apply --binary {s}/patch.diff)"
         f" || exit {APPLY_FAILED}; fi\n"
-        f"head -c {PATCH_KEEP} {s}/patch.diff; rm -rf {s}\n"
+        f"head -c {PATCH_KEEP} {s}/patch.diff; rm -rf {s} /{tree_stage}\n"
     )
+
+
+def base_preparer(workdir: str, timeout: float) -> Callable[[Sandbox], str | None]:
+    """For DockerEngine.start(prepare=...): computes the image's side of the diff in a warm verifier container
+    before a trial takes it; the stage folder it left, or None (the container is then not handed out)."""
+
+    def prepare(box: Sandbox) -> str | None:
+        stage = _stage()
+        code, _ = _harness_exec(box, _git(stage) + _base_script(stage, workdir), timeout)
+        return stage if code == 0 else None
+
+    return prepare
 
 
 def is_test_infra(path: str, task: TaskSpec, diff_mentions_pytest: bool = True) -> bool:
@@ -187,13 +213,15 @@ def apply_change(box: Sandbox, change: Change, task: TaskSpec, exclude: list[str
 
     One copy and one exec (diff, then apply after a marker): each round trip to the daemon is on
     the trial's critical path."""
-    stage, mark = change.stage, f"@@trialbook-{secrets.token_hex(6)}@@"
+    mark = f"@@trialbook-{secrets.token_hex(6)}@@"
+    stage = box.prepared if isinstance(box.prepared, str) else None  # the image's side, computed while warm
     change.tree.seek(0)
     box.put_tar("/", change.tree)
-    script = (
-        _trees_script(stage, change.workdir)
+    script = _git(stage or change.stage) + (
+        ("" if stage else _base_script(change.stage, change.workdir))
+        + _trees_script(stage or change.stage, change.stage)
         + f"printf '\\n{mark}\\n'\n"
-        + _apply_script(stage, change.workdir, exclude)
+        + _apply_script(stage or change.stage, change.stage, change.workdir, exclude)
     )
     code, out = _harness_exec(box, script, 2 * timeout)  # the budget of the two execs it replaces
     names, marked, patch = out.partition(f"\n{mark}\n")

@@ -128,12 +128,14 @@ def _execute(
     return tally
 
 
-def _demand(plans: list[Plan]) -> dict[str, int]:
-    """Containers each task's trials will ask for: the agent's, plus a fresh one per verifier (diff isolation)."""
-    demand: dict[str, int] = {}
+def _demand(plans: list[Plan]) -> dict[tuple[str, str], int]:
+    """Containers the trials will ask for: each its agent's, plus a fresh verifier's (diff isolation)."""
+    demand: dict[tuple[str, str], int] = {}
     for plan in plans:
         if isinstance(plan.task, TaskSpec):
-            demand[plan.task.task_id] = demand.get(plan.task.task_id, 0) + (2 if plan.task.isolation == "diff" else 1)
+            roles = ("agent", "verifier") if plan.task.isolation == "diff" else ("agent",)
+            for role in roles:
+                demand[plan.task.task_id, role] = demand.get((plan.task.task_id, role), 0) + 1
     return demand
 
 

@@ -14,6 +14,7 @@ import re
 import tarfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -108,6 +109,7 @@ class Sandbox:
         # a phase budget (monotonic time) no exec may run past, whatever timeout the caller asks for
         self.until: float | None = None
         self.removed = False
+        self.prepared: Any = None  # what start(prepare=...) returned for a warm container (None: cold)
 
     def exec(
         self,
@@ -326,9 +328,12 @@ class DockerEngine:
         self.warm = WarmPool(
             create=lambda spec, name: self._create(spec, name, {**dict(spec.labels), LABEL_POOL: "1"}),
             remove=lambda cid: self.client.api.remove_container(cid, force=True),
-            depth=2 * concurrency,  # each trial asks for two in a row: the agent's, then the verifier's
+            depth=concurrency + 1,  # per spec: the agent's and the verifier's are specs apart
             limit=2 * concurrency + 2,
             memory_mb=host_mb,
+            # creations and removals run side by side with the trials (2 workers fell behind 4 trials);
+            # with them the trials' threads stay within the client's 10 connections
+            workers=concurrency + 1,
         )
         return self.warm
 
@@ -414,21 +419,59 @@ class DockerEngine:
         env: dict[str, str] | None = None,
         workdir: str | None = None,
         shell_setup: str | None = None,
+        prepare: tuple[str, Callable[[Sandbox], Any]] | None = None,
     ) -> Sandbox:
         """A running container; `shell_setup` is written to SHELL_SETUP_PATH and named by BASH_ENV,
         so every non-interactive `bash` (agent commands, test.sh) starts in the task's environment.
-        With a warm pool open, a waiting container of the same spec is taken when there is one."""
-        spec = Spec(
-            image, cpus, memory_mb, pids_limit, network, tuple(sorted((env or {}).items())), workdir, shell_setup,
-            tuple(sorted((k, v) for k, v in labels.items() if k != LABEL_TRIAL)),
-        )  # fmt: skip
-        got = self.warm.take(spec) if self.warm is not None else None
+        With a warm pool open, a waiting container of the same spec is taken when there is one;
+        `prepare` = (what, fn): warm containers of this kind are a spec apart, and fn(box) ran on each
+        while it waited (its result is box.prepared; a cold container is not prepared)."""
+        spec = self._spec(image, labels, cpus, memory_mb, pids_limit, network, env, workdir, shell_setup, prepare)
+        got = self.warm.take(spec, self._hook(prepare)) if self.warm is not None else None
         if got is not None:
-            name, cid = got.name, got.id
-        else:
-            cid = self._create(spec, name, labels)
-        container = self.client.containers.prepare_model({"Id": cid, "Name": name})
-        return Sandbox(self, container, stop)
+            box = self._box(got.id, got.name, stop)
+            box.prepared = got.prepared
+            return box
+        return self._box(self._create(spec, name, labels), name, stop)
+
+    def ahead(
+        self,
+        image: str,
+        labels: dict[str, str],
+        cpus: float,
+        memory_mb: int,
+        pids_limit: int,
+        network: bool,
+        env: dict[str, str] | None = None,
+        workdir: str | None = None,
+        shell_setup: str | None = None,
+        prepare: tuple[str, Callable[[Sandbox], Any]] | None = None,
+    ) -> None:
+        """With a warm pool open: start warming containers that start() will be asked for later (a trial's
+        verifier containers, while its agent works)."""
+        if self.warm is not None:
+            spec = self._spec(image, labels, cpus, memory_mb, pids_limit, network, env, workdir, shell_setup, prepare)
+            self.warm.expect(spec, self._hook(prepare))
+
+    @staticmethod
+    def _spec(
+        image: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int, network: bool,
+        env: dict[str, str] | None, workdir: str | None, shell_setup: str | None,
+        prepare: tuple[str, Callable[[Sandbox], Any]] | None,
+    ) -> Spec:  # fmt: skip
+        return Spec(
+            image, cpus, memory_mb, pids_limit, network, tuple(sorted((env or {}).items())), workdir, shell_setup,
+            tuple(sorted((k, v) for k, v in labels.items() if k != LABEL_TRIAL)), prepare[0] if prepare else "",
+        )  # fmt: skip
+
+    def _hook(self, prepare: tuple[str, Callable[[Sandbox], Any]] | None) -> Callable[[str, str], Any] | None:
+        if prepare is None:
+            return None
+        fn = prepare[1]
+        return lambda cid, name: fn(self._box(cid, name))
+
+    def _box(self, cid: str, name: str, stop: threading.Event | None = None) -> Sandbox:
+        return Sandbox(self, self.client.containers.prepare_model({"Id": cid, "Name": name}), stop)
 
     def _create(self, spec: Spec, name: str, labels: dict[str, str]) -> str:
         """Create and start a container of `spec`; its id."""

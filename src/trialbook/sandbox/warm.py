@@ -5,10 +5,14 @@ overhead. While a run's trials work, the pool keeps, per container spec (image, 
 env, workdir, shell setup, labels), a few started containers waiting; `DockerEngine.start` takes
 one instead of creating it, and `Sandbox.remove` hands the finished container to the pool's
 background workers instead of waiting for the daemon. A pooled container is handed out once and
-never comes back: every trial (and every verifier try) still gets a fresh container.
+never comes back: every trial (and every verifier try) still gets a fresh container. A verifier's
+containers are a spec of their own (`prepare`): while warm, each also runs the harness's preparation
+(harness/isolation.py: the image's side of the agent's diff), so that work is off the trial's path too;
+they start warming when a trial's agent starts (`expect`). A take that finds none ready waits for a
+creation already in flight rather than starting one more container.
 
 Bounds: at most `depth` warm containers per spec and `limit` in all (the run's concurrency sets
-both), no more than the trials still planned for that task need, and their memory limits summed
+both), no more than the trials still planned for that task and role need, and their memory limits summed
 stay under the daemon host's memory. Waiting containers carry the run's labels plus LABEL_POOL,
 so a pool left by a killed run is removed by `resume` and `clean` like any other leftover.
 """
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 LABEL_POOL = "trialbook.pool"
+WAIT_S = 60.0  # longest a take waits for a creation in flight before starting its own container
 
 
 @dataclass(frozen=True)
@@ -40,16 +45,19 @@ class Spec:
     workdir: str | None
     shell_setup: str | None
     labels: tuple[tuple[str, str], ...]
+    prepare: str = ""  # what a warm container of this spec is prepared for ("": nothing; "verifier")
 
     @property
-    def task(self) -> str:
-        return dict(self.labels).get("trialbook.task", "")
+    def role(self) -> tuple[str, str]:
+        """Whom the spec's containers serve: (task id, "agent" or what they are prepared for)."""
+        return dict(self.labels).get("trialbook.task", ""), self.prepare or "agent"
 
 
 @dataclass
 class Warm:
     id: str
     name: str
+    prepared: Any = None  # what the spec's prepare step returned
 
 
 class WarmPool:
@@ -68,30 +76,58 @@ class WarmPool:
         self.depth, self.limit, self.memory_mb = depth, limit, memory_mb
         self._warm: dict[Spec, deque[Warm]] = {}
         self._creating: dict[Spec, int] = {}
-        self._demand: dict[str, int] = {}  # task id -> containers its remaining trials still need
+        self._demand: dict[tuple[str, str], int] = {}  # Spec.role -> containers the remaining trials still need
+        self._prepare: dict[Spec, Callable[[str, str], Any]] = {}
         self._lock = threading.RLock()  # re-entered when a job runs inline or ends at once
+        self._ready = threading.Condition(self._lock)  # a creation ended (its container waits, or it failed)
+        self._waiting: dict[Spec, int] = {}  # takes waiting for a creation of that spec in flight
         self._jobs = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tb-warm")
         self._pending: set[Future[None]] = set()
         self._closed = False
-        self.stats = {"taken": 0, "cold": 0, "created": 0, "removed": 0, "remove_errors": 0, "wasted": 0}
+        self.stats = {"taken": 0, "cold": 0, "created": 0, "prepared": 0, "removed": 0, "remove_errors": 0, "wasted": 0}
 
     # ---- the run tells the pool what is coming -----------------------------------------
-    def plan(self, demand: dict[str, int]) -> None:
-        """Containers each task's planned trials will ask for (agent + verifier tries, roughly)."""
+    def plan(self, demand: dict[tuple[str, str], int]) -> None:
+        """Containers the planned trials will ask for, per (task id, "agent" or "verifier")."""
         with self._lock:
             for task, n in demand.items():
                 self._demand[task] = self._demand.get(task, 0) + n
 
     # ---- the engine's hooks ------------------------------------------------------------
-    def take(self, spec: Spec) -> Warm | None:
-        """A started container of `spec`, or None (the caller starts one itself); refills behind it."""
+    def take(self, spec: Spec, prepare: Callable[[str, str], Any] | None = None) -> Warm | None:
+        """A started container of `spec`, or None (the caller starts one itself); refills behind it.
+        `prepare(id, name)` runs on each new warm container of a spec with `prepare` set: a container
+        it fails on (None or an exception) is removed, never handed out."""
         with self._lock:
-            queue = self._warm.get(spec)
-            got = queue.popleft() if queue else None
-            self._demand[spec.task] = max(self._demand.get(spec.task, 0) - 1, 0)
+            if spec.prepare and prepare is not None:
+                self._prepare[spec] = prepare
+            self._demand[spec.role] = max(self._demand.get(spec.role, 0) - 1, 0)
+            got = self._pop(spec)
+            if got is None and self._creating.get(spec, 0) > self._waiting.get(spec, 0):
+                # that creation started before a cold start would: wait for it rather than start another
+                self._waiting[spec] = self._waiting.get(spec, 0) + 1
+                try:
+                    self._ready.wait_for(
+                        lambda: bool(self._warm.get(spec)) or not self._creating.get(spec, 0) or self._closed, WAIT_S
+                    )
+                    got = self._pop(spec)
+                finally:
+                    self._waiting[spec] -= 1
             self.stats["taken" if got else "cold"] += 1
             self._fill(spec)
         return got
+
+    def _pop(self, spec: Spec) -> Warm | None:
+        queue = self._warm.get(spec)
+        return queue.popleft() if queue else None
+
+    def expect(self, spec: Spec, prepare: Callable[[str, str], Any] | None = None) -> None:
+        """Warm containers of `spec` now, within its role's demand: take() will ask for them later."""
+        with self._lock:
+            if spec.prepare and prepare is not None:
+                self._prepare[spec] = prepare
+            if not spec.prepare or spec in self._prepare:
+                self._fill(spec)
 
     def discard(self, container_id: str) -> None:
         """Remove a finished container in the background (the trial does not wait for the daemon)."""
@@ -101,6 +137,7 @@ class WarmPool:
         """Remove every waiting container and wait for every removal and creation to end."""
         with self._lock:
             self._closed = True
+            self._ready.notify_all()
             leftovers = [w for queue in self._warm.values() for w in queue]
             self._warm.clear()
         for w in leftovers:
@@ -130,8 +167,8 @@ class WarmPool:
     def _fill(self, spec: Spec) -> None:
         """Start creations of `spec` up to its depth and its task's remaining demand (lock held)."""
         while not self._closed:
-            have = len(self._warm.get(spec, ())) + self._creating.get(spec, 0)
-            if have >= min(self.depth, self._demand.get(spec.task, 0)) or not self._fits(spec):
+            have = len(self._warm.get(spec, ())) + self._creating.get(spec, 0) - self._waiting.get(spec, 0)
+            if have >= min(self.depth, self._demand.get(spec.role, 0)) or not self._fits(spec):
                 return
             self._creating[spec] = self._creating.get(spec, 0) + 1
             self._submit_locked(self._create_one, spec)
@@ -141,20 +178,34 @@ class WarmPool:
         try:
             cid = self._create(spec, name)
         except Exception:  # a failed warm-up costs nothing: the trial starts its own container
-            with self._lock:
-                self._creating[spec] -= 1
+            self._created(spec, None)
             return
+        prepared = None
+        if spec.prepare:
+            with contextlib.suppress(Exception):
+                prepared = self._prepare[spec](cid, name)
+            if prepared is None:  # never handed out half-prepared
+                self._remove_one(cid)
+                self._created(spec, None)
+                return
+        if not self._created(spec, Warm(cid, name, prepared)):
+            self._remove_one(cid)
+
+    def _created(self, spec: Spec, warm: Warm | None) -> bool:
+        """A creation ended: queue its container (False: not needed any more, or none was made)."""
         with self._lock:
             self._creating[spec] -= 1
-            self.stats["created"] += 1
-            if self._closed or self._demand.get(spec.task, 0) <= len(self._warm.get(spec, ())):
-                self.stats["wasted"] += 1
-                late = True
-            else:
-                self._warm.setdefault(spec, deque()).append(Warm(cid, name))
-                late = False
-        if late:
-            self._remove_one(cid)
+            if warm is not None:
+                self.stats["created"] += 1
+                self.stats["prepared"] += warm.prepared is not None
+                need = self._demand.get(spec.role, 0) + self._waiting.get(spec, 0)
+                if self._closed or need <= len(self._warm.get(spec, ())):
+                    self.stats["wasted"] += 1
+                    warm = None
+                else:
+                    self._warm.setdefault(spec, deque()).append(warm)
+            self._ready.notify_all()
+            return warm is not None
 
     def _remove_one(self, container_id: str) -> None:
         try:
