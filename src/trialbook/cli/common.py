@@ -16,6 +16,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # plain Click help: Typer's rich help imports rich.markdown + markdown-it (~1/3 of `compare --help`)
+    rich_markup_mode=None,
 )
 
 Db = Annotated[

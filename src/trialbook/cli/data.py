@@ -22,13 +22,9 @@ from trialbook.cli.common import (
     valid_run,
 )  # fmt: skip
 from trialbook.errors import UserError
-from trialbook.importers.harbor import import_harbor
-from trialbook.importers.jsonl import export_jsonl, import_jsonl, parse_range
-from trialbook.importers.swebench import import_swebench
-from trialbook.ledger.store import Ledger
-from trialbook.report import tables
-from trialbook.stats.summary import run_summary, runs_summary
-from trialbook.training.ingest import import_steps
+
+# Every command imports what it needs inside its body: `runs` and `show` must not pay for the
+# importers (pydantic records, msgspec, file parsers) at start-up.
 
 RewardRange = Annotated[
     str | None, typer.Option("--reward-range", help="LO,HI: the run's rewards lie here, not in [0, 1].")
@@ -47,6 +43,9 @@ def import_jsonl_cmd(
     db: Db = None,
 ) -> None:
     """One trial per line (the format `export` writes)."""
+    from trialbook.importers.jsonl import import_jsonl, parse_range
+    from trialbook.ledger.store import Ledger
+
     if kind not in ("eval", "train", "validate"):
         raise UserError(f"--kind must be eval, train or validate, not {kind!r}")
     n = import_jsonl(Ledger(db), file, run, kind=kind, replace=replace, reward_range=parse_range(reward_range))
@@ -63,6 +62,9 @@ def import_steps_cmd(
     db: Db = None,
 ) -> None:
     """One JSON object per optimizer step: step, started_at, finished_at and numeric metrics."""
+    from trialbook.ledger.store import Ledger
+    from trialbook.training.ingest import import_steps
+
     n = import_steps(Ledger(db), file, run, replace=replace)
     done(f"imported {n} steps into run '{run}'")
 
@@ -82,6 +84,9 @@ def import_swebench_cmd(
     db: Db = None,
 ) -> None:
     """A SWE-bench results file: every instance is a trial, resolved or not."""
+    from trialbook.importers.swebench import import_swebench
+    from trialbook.ledger.store import Ledger
+
     name, n = import_swebench(Ledger(db), results, instances, run_name=run, logs=logs, replace=replace, force=force)
     done(f"imported {n} trials into run '{name}'")
 
@@ -91,6 +96,10 @@ def import_harbor_cmd(
     job_dir: Path, run: RunName = None, reward_range: RewardRange = None, replace: Replace = False, db: Db = None
 ) -> None:
     """A Harbor job folder (one sub-folder per trial with result.json)."""
+    from trialbook.importers.harbor import import_harbor
+    from trialbook.importers.jsonl import parse_range
+    from trialbook.ledger.store import Ledger
+
     name, n = import_harbor(Ledger(db), job_dir, run_name=run, replace=replace, reward_range=parse_range(reward_range))
     done(f"imported {n} trials into run '{name}'")
 
@@ -105,6 +114,9 @@ def runs_cmd(
     ctx: typer.Context, as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None
 ) -> None:
     """List runs with their resolved rates."""
+    from trialbook.report import tables
+    from trialbook.stats.summary import runs_summary
+
     if ctx.invoked_subcommand is None:
         emit(runs_summary(reading(db)), as_json, tables.print_runs, markdown, as_csv)
 
@@ -134,6 +146,9 @@ def show_cmd(
     run: RunArg, as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False, db: Db = None
 ) -> None:
     """One run: rate, judged count, outcomes, tags, per-repo rates, stack."""
+    from trialbook.report import tables
+    from trialbook.stats.summary import run_summary
+
     emit(run_summary(reading(db), run), as_json, tables.print_show, markdown, as_csv)
 
 
@@ -144,6 +159,8 @@ def export_cmd(
     db: Db = None,
 ) -> None:
     """Write a run's current trials as JSONL."""
+    from trialbook.importers.jsonl import export_jsonl
+
     try:
         n = export_jsonl(reading(db), run, jsonl)
     except OSError as exc:

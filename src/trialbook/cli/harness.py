@@ -63,6 +63,9 @@ def run_cmd(
         float | None, typer.Option("--deadline", help="Minutes; then stragglers are stopped (incomplete).", min=0.01)
     ] = None,
     retries: Annotated[int, typer.Option("--retries", min=0, help="Retries of infra failures.")] = 2,
+    warm_pool: Annotated[
+        bool, typer.Option("--warm-pool/--no-warm-pool", help="Start the next containers ahead of need.")
+    ] = True,
     endpoint: Annotated[
         list[str] | None, typer.Option("--endpoint", help="mini: OpenAI-compatible URL (repeatable).")
     ] = None,
@@ -87,6 +90,7 @@ def run_cmd(
         timeout_multiplier=timeout_multiplier or 1.0,
         deadline_minutes=deadline,
         retries=retries,
+        warm_pool=warm_pool,
         tasks=comma_list(tasks),
         runs_dir=str(runs_dir.resolve()),
         agent_options=agent_options(

@@ -10,10 +10,9 @@ import typer
 
 from trialbook.cli.common import Csv, Db, Json, Markdown, app, done, emit, reading
 from trialbook.errors import UserError
-from trialbook.ledger.store import Ledger
-from trialbook.report import compare as render
 
-# numpy/scipy are imported inside the commands: `trialbook --help` and other commands stay fast.
+# The ledger (SQLAlchemy), numpy/scipy and rich are imported inside the commands: `--help` and
+# every other command stay fast.
 
 MinDiff = Annotated[float, typer.Option("--min-diff", help="Smallest gain (pp) worth claiming.")]
 Metric = Annotated[
@@ -48,6 +47,7 @@ def compare_cmd(
     db: Db = None,
 ) -> None:
     """Paired comparison of candidates against a baseline over tasks graded in both."""
+    from trialbook.report import compare as render
     from trialbook.stats.compare import compare
 
     if list_ not in (None, "wins", "losses"):
@@ -79,6 +79,7 @@ def plan_cmd(
     db: Db = None,
 ) -> None:
     """Half-width, minimum detectable effect and tasks needed, for K = 1, 2, 4, 8, 16."""
+    from trialbook.report import compare as render
     from trialbook.stats.power import plan
 
     ledger = reading(db) if from_run else None
@@ -107,6 +108,7 @@ def prereg_init_cmd(
     db: Db = None,
 ) -> None:
     """Split a pool into train and held-out tasks and fix the decision rule; records the plan in the ledger."""
+    from trialbook.ledger.store import Ledger
     from trialbook.prereg.plan import init_plan
 
     plan_ = init_plan(Ledger(db), pool, train, holdout, seed, holdout_repeats, min_diff, candidates, out, metric,
@@ -125,5 +127,6 @@ def prereg_check_cmd(
 ) -> None:
     """The preregistered verdict on held-out tasks (the in-pool result is shown as secondary)."""
     from trialbook.prereg.plan import check_plan
+    from trialbook.report import compare as render
 
     emit(check_plan(reading(db), plan_file, base, cand), as_json, render.print_prereg_check, markdown)

@@ -57,7 +57,8 @@ class Change:
     """The agent's working tree (a tar on disk) and, once computed, its diff against the image."""
 
     workdir: str
-    tree: IO[bytes]
+    tree: IO[bytes]  # a tar of `<stage>/tree/...`: one copy to / puts it in a fresh container
+    stage: str = ""
     files: list[str] = field(default_factory=list)
     test_infra: list[str] = field(default_factory=list)
     patch: str = ""
@@ -81,28 +82,32 @@ def capture(box: Sandbox, workdir: str) -> Change:
     """Kill the agent's container and copy its working tree out, without `.git`, into a temp file."""
     box.kill()
     tree = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the trial when grading is done
+    stage = _stage()
     with tempfile.TemporaryFile() as raw:
-        _filter(box, workdir, raw, tree)
-    return Change(workdir, tree)
+        _filter(box, workdir, raw, tree, stage)
+    return Change(workdir, tree, stage=stage)
 
 
-def _filter(box: Sandbox, workdir: str, raw: IO[bytes], tree: IO[bytes]) -> None:
+def _filter(box: Sandbox, workdir: str, raw: IO[bytes], tree: IO[bytes], stage: str) -> None:
     try:
         box.export(workdir, raw)
         raw.seek(0)
         with tarfile.open(fileobj=raw, mode="r|") as src, tarfile.open(fileobj=tree, mode="w|") as dst:
+            top = tarfile.TarInfo(stage)  # the stage folder itself, root-only: no exec needed to make it
+            top.type, top.mode = tarfile.DIRTYPE, 0o700
+            dst.addfile(top)
             for member in src:
                 rest = _below_top(member.name)
                 if rest is None or rest == ".git" or rest.startswith(".git/"):
                     continue
                 if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
                     continue
-                member.name = f"tree/{rest}" if rest else "tree"
+                member.name = f"{stage}/tree/{rest}" if rest else f"{stage}/tree"
                 if member.islnk():
                     target = _below_top(member.linkname)
                     if target is None:
                         continue
-                    member.linkname = f"tree/{target}"
+                    member.linkname = f"{stage}/tree/{target}"
                 dst.addfile(member, src.extractfile(member) if member.isfile() else None)
     except tarfile.TarError as exc:
         raise IsolationError(f"the agent's working tree could not be read: {exc}") from None
@@ -125,35 +130,61 @@ def _git(stage: str) -> str:
     )
 
 
-def _trees_script(stage: str, workdir: str) -> str:
-    """Tree ids of the image's working tree and the agent's, then the changed paths (NUL-separated)."""
+def _base_script(stage: str, workdir: str) -> str:
+    """A git dir at /<stage>/git holding the image's working tree; its tree id in /<stage>/base.
+
+    The image's side of the diff: a warm verifier container computes it before a trial needs it
+    (base_preparer), a cold one as the first part of apply_change's exec."""
     w, s = shlex.quote(workdir), f"/{stage}"
-    return _git(stage) + (
+    return (
         "set -e\n"
+        f"mkdir -p -m 700 {s}\n"
         f"git init -q --bare {s}/git\n"
         f"mkdir -p {s}/git/objects/info {s}/git/info\n"
         f"if [ -d {w}/.git/objects ]; then echo {w}/.git/objects > {s}/git/objects/info/alternates;"
         f" cp {w}/.git/info/exclude {s}/git/info/exclude 2>/dev/null || true; fi\n"
-        f"base=$(cd {w} && GIT_INDEX_FILE={s}/base.index g --work-tree={w} add -A . >/dev/null"
-        f" && GIT_INDEX_FILE={s}/base.index g write-tree)\n"
-        f"mkdir -p {s}/tree\n"
-        f"new=$(cd {s}/tree && GIT_INDEX_FILE={s}/new.index g --work-tree={s}/tree add -A . >/dev/null"
+        f"(cd {w} && GIT_INDEX_FILE={s}/base.index g --work-tree={w} add -A . >/dev/null"
+        f" && GIT_INDEX_FILE={s}/base.index g write-tree > {s}/base)\n"
+    )
+
+
+def _trees_script(stage: str, tree_stage: str) -> str:
+    """Tree ids of the image's working tree and the agent's (in /<tree_stage>/tree), then the changed paths
+    (NUL-separated)."""
+    s, t = f"/{stage}", f"/{tree_stage}"
+    return (
+        "set -e\n"
+        f"read base < {s}/base\n"
+        f"mkdir -p {t}/tree\n"
+        f"new=$(cd {t}/tree && GIT_INDEX_FILE={s}/new.index g --work-tree={t}/tree add -A . >/dev/null"
         f" && GIT_INDEX_FILE={s}/new.index g write-tree)\n"
         f"echo $base $new > {s}/trees\n"
         "g diff --name-only -z --no-renames $base $new\n"
     )
 
 
-def _apply_script(stage: str, workdir: str, exclude: list[str]) -> str:
+def _apply_script(stage: str, tree_stage: str, workdir: str, exclude: list[str]) -> str:
     w, s = shlex.quote(workdir), f"/{stage}"
     spec = " ".join(shlex.quote(f":(exclude,literal){p}") for p in exclude)
-    return _git(stage) + (
+    return (
         f"read base new < {s}/trees\n"
         f"g diff --binary --full-index --no-renames $base $new -- . {spec} > {s}/patch.diff || exit {APPLY_FAILED}\n"
         f"if [ -s {s}/patch.diff ]; then (cd {w} && g --work-tree={w} apply --binary {s}/patch.diff)"
         f" || exit {APPLY_FAILED}; fi\n"
-        f"head -c {PATCH_KEEP} {s}/patch.diff; rm -rf {s}\n"
+        f"head -c {PATCH_KEEP} {s}/patch.diff; rm -rf {s} /{tree_stage}\n"
     )
+
+
+def base_preparer(workdir: str, timeout: float) -> Callable[[Sandbox], str | None]:
+    """For DockerEngine.start(prepare=...): computes the image's side of the diff in a warm verifier container
+    before a trial takes it; the stage folder it left, or None (the container is then not handed out)."""
+
+    def prepare(box: Sandbox) -> str | None:
+        stage = _stage()
+        code, _ = _harness_exec(box, _git(stage) + _base_script(stage, workdir), timeout)
+        return stage if code == 0 else None
+
+    return prepare
 
 
 def is_test_infra(path: str, task: TaskSpec, diff_mentions_pytest: bool = True) -> bool:
@@ -178,22 +209,31 @@ def _harness_exec(box: Sandbox, script: str, timeout: float) -> tuple[int | None
 
 
 def apply_change(box: Sandbox, change: Change, task: TaskSpec, exclude: list[str], timeout: float) -> None:
-    """Put the agent's tree next to the image's in `box` and apply its diff (minus `exclude`) there."""
-    stage = _stage()
+    """Put the agent's tree next to the image's in `box` and apply its diff (minus `exclude`) there.
+
+    One copy and one exec (diff, then apply after a marker): each round trip to the daemon is on
+    the trial's critical path."""
+    mark = f"@@trialbook-{secrets.token_hex(6)}@@"
+    stage = box.prepared if isinstance(box.prepared, str) else None  # the image's side, computed while warm
     change.tree.seek(0)
-    box.exec(["mkdir", "-p", f"/{stage}"], timeout=30, user="root")
-    box.put_tar(f"/{stage}", change.tree)
-    code, out = _harness_exec(box, _trees_script(stage, change.workdir), timeout)
-    if code != 0:
+    box.put_tar("/", change.tree)
+    script = _git(stage or change.stage) + (
+        ("" if stage else _base_script(change.stage, change.workdir))
+        + _trees_script(stage or change.stage, change.stage)
+        + f"printf '\\n{mark}\\n'\n"
+        + _apply_script(stage or change.stage, change.stage, change.workdir, exclude)
+    )
+    code, out = _harness_exec(box, script, 2 * timeout)  # the budget of the two execs it replaces
+    names, marked, patch = out.partition(f"\n{mark}\n")
+    if not marked:
         raise IsolationError(f"could not diff the agent's working tree (exit {code}): {out.strip()[-300:]}")
-    if not change.files and out:
-        change.files = [p for p in out.split("\0") if p]
-        change.test_infra = [p for p in change.files if is_test_infra(p, task)]
-    code, out = _harness_exec(box, _apply_script(stage, change.workdir, exclude), timeout)
     if code != 0:
-        raise IsolationError(f"could not apply the agent's diff (exit {code}): {out.strip()[-300:]}")
+        raise IsolationError(f"could not apply the agent's diff (exit {code}): {patch.strip()[-300:]}")
+    if not change.files and names:
+        change.files = [p for p in names.split("\0") if p]
+        change.test_infra = [p for p in change.files if is_test_infra(p, task)]
     if not exclude:
-        change.patch = out
+        change.patch = patch
 
 
 def restore_container(box: Sandbox, task: TaskSpec) -> None:

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from trialbook.agents import get_agent
 from trialbook.harness.config import Plan, RunConfig, Tally
-from trialbook.harness.executors import Executor
+from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.lock import run_lock
 from trialbook.harness.paths import RunPaths
 from trialbook.harness.results import record_trial, write_or_warn
@@ -23,6 +23,7 @@ from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
 from trialbook.ledger.store import Ledger
 from trialbook.records import Outcome, is_resolved
 from trialbook.sandbox.docker import LABEL_LEDGER, LABEL_RUN_ID
+from trialbook.tasks import TaskSpec
 
 
 def progress_bar() -> Progress:
@@ -81,6 +82,11 @@ def _execute(
         timer.start()
     tally = Tally(total=len(plans))
     images: dict[str, str] = {}
+    # The warm pool (sandbox/warm.py) lives in this process's engine: local trials only; a Ray node's
+    # trials start their own containers.
+    engine = executor.engine if config.warm_pool and isinstance(executor, LocalExecutor) else None
+    if engine is not None:
+        engine.open_pool(config.concurrency).plan(_demand(plans))
 
     with progress_bar() as bar:
         ptask = bar.add_task(run_name, total=len(plans), resolved=0, errors=0)
@@ -109,13 +115,28 @@ def _execute(
         except KeyboardInterrupt:
             tally.interrupted = True
             stopper.fire("interrupt")
+            if engine is not None:
+                engine.close_pool()  # no warm-up in flight may outlive the clean below
             executor.clean(run_name, images=False, ledger=settings.labels[LABEL_LEDGER])
             raise
         finally:
             if timer is not None:
                 timer.cancel()
+            if engine is not None:
+                engine.close_pool()  # waits for the last removals: no container outlives the run
     update_stack(ledger, executor, run_id, run_name, config, images)
     return tally
+
+
+def _demand(plans: list[Plan]) -> dict[tuple[str, str], int]:
+    """Containers the trials will ask for: each its agent's, plus a fresh verifier's (diff isolation)."""
+    demand: dict[tuple[str, str], int] = {}
+    for plan in plans:
+        if isinstance(plan.task, TaskSpec):
+            roles = ("agent", "verifier") if plan.task.isolation == "diff" else ("agent",)
+            for role in roles:
+                demand[plan.task.task_id, role] = demand.get((plan.task.task_id, role), 0) + 1
+    return demand
 
 
 def _retire(paths: RunPaths, trial_name: str) -> None:

@@ -7,6 +7,7 @@ The container is always removed, whatever happens.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import threading
 import time
@@ -22,6 +23,7 @@ from trialbook.harness.isolation import (
     IsolationError,
     LimitHit,
     apply_change,
+    base_preparer,
     capture,
     grade,
     restore_container,
@@ -224,13 +226,20 @@ def _attempt(
     )  # fmt: skip
     labels = {**settings.labels, LABEL_RUN: settings.run, LABEL_TRIAL: name, LABEL_TASK: task.task_id}
 
-    def start(box_name: str) -> Sandbox:
+    def start(box_name: str, prepare: tuple[str, Callable[[Sandbox], Any]] | None = None) -> Sandbox:
         return engine.start(
             state["image"][0], box_name, labels, task.cpus, task.memory_mb, task.pids_limit, task.allow_network,
-            stopper.event, env=task.env, workdir=task.workdir, shell_setup=task.shell_setup,
+            stopper.event, env=task.env, workdir=task.workdir, shell_setup=task.shell_setup, prepare=prepare,
         )  # fmt: skip
 
     box = start(name)
+    if task.isolation == "diff":  # the verifier's containers warm (and prepare) while the agent works
+        with contextlib.suppress(IsolationError):  # no workdir: the trial meets it after the agent, as before
+            prep = _verifier_prep(engine, task, state)
+            engine.ahead(
+                state["image"][0], labels, task.cpus, task.memory_mb, task.pids_limit, task.allow_network,
+                env=task.env, workdir=task.workdir, shell_setup=task.shell_setup, prepare=prep,
+            )  # fmt: skip
     phases["environment_setup"] = round(time.monotonic() - t, 3)
     exc_type: str | None = None
     exc_msg: str | None = None
@@ -276,6 +285,13 @@ def _attempt(
             change.tree.close()
 
 
+def _verifier_prep(
+    engine: DockerEngine, task: TaskSpec, state: dict[str, Any]
+) -> tuple[str, Callable[[Sandbox], Any]]:
+    """What a warm verifier container computes while it waits: the image's side of the agent's diff."""
+    return "verifier", base_preparer(workdir_of(engine, task, state["image"][0]), task.verifier_timeout)
+
+
 def _remove(box: Sandbox, state: dict[str, Any]) -> None:
     try:
         box.remove()
@@ -293,14 +309,16 @@ def _grade_container(box: Sandbox, task: TaskSpec, stopper: Stopper) -> Grading:
 
 
 def _grade_diff(
-    start: Callable[[str], Sandbox], name: str, change: Change, task: TaskSpec, stopper: Stopper, state: dict[str, Any]
+    start: Callable[..., Sandbox], name: str, change: Change, task: TaskSpec, stopper: Stopper, state: dict[str, Any]
 ) -> Grading:
     """Grade the agent's diff in fresh containers; a test-infrastructure change is also graded without it."""
+
+    prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout))  # as _verifier_prep
 
     def opener(suffix: str, exclude: list[str]) -> Callable[[int], Sandbox]:
         def open_box(k: int) -> Sandbox:
             stopper.check()
-            vbox = start(f"{name}-{suffix}{k}")
+            vbox = start(f"{name}-{suffix}{k}", prepare)
             try:
                 apply_change(vbox, change, task, exclude, task.verifier_timeout)
             except IsolationError:

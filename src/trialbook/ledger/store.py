@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, func, select, text
 from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
@@ -24,7 +24,9 @@ from trialbook.ledger import locks, schema, summary
 from trialbook.ledger.rows import RunRow, TrialRow
 from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
 from trialbook.names import check_run_name
-from trialbook.records import Run, Task, Trial
+
+if TYPE_CHECKING:  # annotations only: `runs`/`show` must not import pydantic at start-up
+    from trialbook.records import Run, Task, Trial
 
 DEFAULT_DB = "trialbook.db"
 

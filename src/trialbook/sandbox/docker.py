@@ -14,12 +14,15 @@ import re
 import tarfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import docker
 from docker.errors import APIError, BuildError, DockerException, ImageNotFound, NotFound
+
+from trialbook.sandbox.warm import LABEL_POOL, Spec, WarmPool
 
 LABEL_RUN = "trialbook.run"
 LABEL_TRIAL = "trialbook.trial"
@@ -105,6 +108,8 @@ class Sandbox:
         self.stop = stop or threading.Event()
         # a phase budget (monotonic time) no exec may run past, whatever timeout the caller asks for
         self.until: float | None = None
+        self.removed = False
+        self.prepared: Any = None  # what start(prepare=...) returned for a warm container (None: cold)
 
     def exec(
         self,
@@ -208,8 +213,8 @@ class Sandbox:
     def limit_hits(self) -> dict[str, int]:
         """How often the container hit its memory limit (OOM kills) and its pids limit, from its cgroup;
         Docker's own OOMKilled flag counts too (all a remote daemon's host shows)."""
-        hits = limit_hits(self.id)
-        if "oom_kills" not in hits:
+        hits, read = _cgroup_counters(self.id, Path("/sys/fs/cgroup"))
+        if "oom_kills" not in read:  # no cgroup to read: ask the daemon (a round trip on the trial's path)
             with contextlib.suppress(APIError, DockerException):
                 if self.engine.client.api.inspect_container(self.id)["State"].get("OOMKilled"):
                     hits["oom_kills"] = 1
@@ -242,12 +247,20 @@ class Sandbox:
             return f.read() if f else None
 
     def remove(self) -> None:
+        """Remove the container (once: a trial's cleanup may ask again)."""
+        if self.removed:
+            return
+        if self.engine.warm is not None:  # off the trial's critical path; `clean` finds a failed one
+            self.engine.warm.discard(self.id)
+            self.removed = True
+            return
         try:
             self.container.remove(force=True)
         except NotFound:
             pass
         except (APIError, DockerException) as exc:
             raise DaemonError(f"cannot remove {self.name}: {exc}") from None
+        self.removed = True
 
 
 _CGROUP_FILES = {  # (counter, file, field) for cgroup v1 (cgroupfs driver) and v2 (systemd or cgroupfs)
@@ -267,7 +280,13 @@ _CGROUP_FILES = {  # (counter, file, field) for cgroup v1 (cgroupfs driver) and 
 def limit_hits(container_id: str, root: Path = Path("/sys/fs/cgroup")) -> dict[str, int]:
     """Counters of a container's cgroup read on the daemon's host; {} where they cannot be read
     (a remote daemon): then only Docker's own OOMKilled flag is seen (Sandbox.limit_hits)."""
+    return _cgroup_counters(container_id, root)[0]
+
+
+def _cgroup_counters(container_id: str, root: Path) -> tuple[dict[str, int], set[str]]:
+    """The non-zero counters, and which counters could be read at all."""
     hits: dict[str, int] = {}
+    read: set[str] = set()
     for counter, places in _CGROUP_FILES.items():
         for rel, field in places:
             try:
@@ -276,10 +295,12 @@ def limit_hits(container_id: str, root: Path = Path("/sys/fs/cgroup")) -> dict[s
                 continue
             for line in text.splitlines():
                 key, _, value = line.partition(" ")
-                if key == field and value.strip().isdigit() and int(value):
-                    hits[counter] = int(value)
+                if key == field and value.strip().isdigit():
+                    read.add(counter)  # a kernel without the field leaves it unread: the daemon is asked
+                    if int(value):
+                        hits[counter] = int(value)
             break
-    return hits
+    return hits, read
 
 
 class DockerEngine:
@@ -293,16 +314,48 @@ class DockerEngine:
             raise DaemonError(f"no Docker daemon: {exc}") from None
         self._build_locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
+        self.warm: WarmPool | None = None
+        self.pool_stats: dict[str, int] = {}  # the last closed pool's counts (taken, cold, created, ...)
+        self._image_ids: dict[str, str] = {}  # built tags seen this run: no image inspect per trial
+        self._workdirs: dict[str, str | None] = {}
+
+    def open_pool(self, concurrency: int) -> WarmPool:
+        """Start keeping containers warm (sandbox/warm.py) until close_pool()."""
+        try:
+            host_mb = int(self.client.info().get("MemTotal", 0)) // 2**20 or None
+        except (APIError, DockerException):
+            host_mb = None
+        self.warm = WarmPool(
+            create=lambda spec, name: self._create(spec, name, {**dict(spec.labels), LABEL_POOL: "1"}),
+            remove=lambda cid: self.client.api.remove_container(cid, force=True),
+            depth=concurrency + 1,  # per spec: the agent's and the verifier's are specs apart
+            limit=2 * concurrency + 2,
+            memory_mb=host_mb,
+            # creations and removals run side by side with the trials (2 workers fell behind 4 trials);
+            # with them the trials' threads stay within the client's 10 connections
+            workers=concurrency + 1,
+        )
+        return self.warm
+
+    def close_pool(self) -> None:
+        warm, self.warm = self.warm, None
+        if warm is not None:
+            warm.close()
+            self.pool_stats = dict(warm.stats)
 
     def version(self) -> str:
         return str(self.client.version().get("Version"))
 
     def image_workdir(self, ref: str) -> str | None:
         """The image's WORKDIR (None when it has none)."""
+        if ref in self._workdirs:
+            return self._workdirs[ref]
         try:
-            return self.client.api.inspect_image(ref).get("Config", {}).get("WorkingDir") or None
+            workdir = self.client.api.inspect_image(ref).get("Config", {}).get("WorkingDir") or None
         except (APIError, DockerException) as exc:
             raise DaemonError(f"image inspect {ref} failed: {exc}") from None
+        self._workdirs[ref] = workdir
+        return workdir
 
     def image_id(self, ref: str) -> str | None:
         try:
@@ -332,8 +385,9 @@ class DockerEngine:
         with self._locks_lock:
             lock = self._build_locks.setdefault(tag, threading.Lock())
         with lock:
-            found = self.image_id(tag)
+            found = self._image_ids.get(tag) or self.image_id(tag)
             if found is not None:
+                self._image_ids[tag] = found
                 return tag, found
             try:
                 built, _ = self.client.images.build(
@@ -349,6 +403,7 @@ class DockerEngine:
                 raise ImageBuildError(f"image build failed for {key}: {exc.msg or last}".strip()) from None
             except (APIError, DockerException) as exc:
                 raise ImageBuildError(f"image build failed for {key}: {exc}") from None
+            self._image_ids[tag] = str(built.id)
             return tag, str(built.id)
 
     def start(
@@ -364,38 +419,91 @@ class DockerEngine:
         env: dict[str, str] | None = None,
         workdir: str | None = None,
         shell_setup: str | None = None,
+        prepare: tuple[str, Callable[[Sandbox], Any]] | None = None,
     ) -> Sandbox:
         """A running container; `shell_setup` is written to SHELL_SETUP_PATH and named by BASH_ENV,
-        so every non-interactive `bash` (agent commands, test.sh) starts in the task's environment."""
+        so every non-interactive `bash` (agent commands, test.sh) starts in the task's environment.
+        With a warm pool open, a waiting container of the same spec is taken when there is one;
+        `prepare` = (what, fn): warm containers of this kind are a spec apart, and fn(box) ran on each
+        while it waited (its result is box.prepared; a cold container is not prepared)."""
+        spec = self._spec(image, labels, cpus, memory_mb, pids_limit, network, env, workdir, shell_setup, prepare)
+        got = self.warm.take(spec, self._hook(prepare)) if self.warm is not None else None
+        if got is not None:
+            box = self._box(got.id, got.name, stop)
+            box.prepared = got.prepared
+            return box
+        return self._box(self._create(spec, name, labels), name, stop)
+
+    def ahead(
+        self,
+        image: str,
+        labels: dict[str, str],
+        cpus: float,
+        memory_mb: int,
+        pids_limit: int,
+        network: bool,
+        env: dict[str, str] | None = None,
+        workdir: str | None = None,
+        shell_setup: str | None = None,
+        prepare: tuple[str, Callable[[Sandbox], Any]] | None = None,
+    ) -> None:
+        """With a warm pool open: start warming containers that start() will be asked for later (a trial's
+        verifier containers, while its agent works)."""
+        if self.warm is not None:
+            spec = self._spec(image, labels, cpus, memory_mb, pids_limit, network, env, workdir, shell_setup, prepare)
+            self.warm.expect(spec, self._hook(prepare))
+
+    @staticmethod
+    def _spec(
+        image: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int, network: bool,
+        env: dict[str, str] | None, workdir: str | None, shell_setup: str | None,
+        prepare: tuple[str, Callable[[Sandbox], Any]] | None,
+    ) -> Spec:  # fmt: skip
+        return Spec(
+            image, cpus, memory_mb, pids_limit, network, tuple(sorted((env or {}).items())), workdir, shell_setup,
+            tuple(sorted((k, v) for k, v in labels.items() if k != LABEL_TRIAL)), prepare[0] if prepare else "",
+        )  # fmt: skip
+
+    def _hook(self, prepare: tuple[str, Callable[[Sandbox], Any]] | None) -> Callable[[str, str], Any] | None:
+        if prepare is None:
+            return None
+        fn = prepare[1]
+        return lambda cid, name: fn(self._box(cid, name))
+
+    def _box(self, cid: str, name: str, stop: threading.Event | None = None) -> Sandbox:
+        return Sandbox(self, self.client.containers.prepare_model({"Id": cid, "Name": name}), stop)
+
+    def _create(self, spec: Spec, name: str, labels: dict[str, str]) -> str:
+        """Create and start a container of `spec`; its id."""
         api = self.client.api
-        env = dict(env or {})
-        if shell_setup:
+        env = dict(spec.env)
+        if spec.shell_setup:
             env["BASH_ENV"] = SHELL_SETUP_PATH
         host = api.create_host_config(
-            network_mode="bridge" if network else "none",
-            nano_cpus=int(cpus * 1e9),
-            mem_limit=f"{memory_mb}m",
-            pids_limit=pids_limit,
+            network_mode="bridge" if spec.network else "none",
+            nano_cpus=int(spec.cpus * 1e9),
+            mem_limit=f"{spec.memory_mb}m",
+            pids_limit=spec.pids_limit,
         )
         try:  # the low-level calls save the SDK's extra inspect per container
             created = api.create_container(
-                image,
+                spec.image,
                 entrypoint=["sleep", "infinity"],
                 command=[],
                 name=name,
                 labels=labels,
                 host_config=host,
                 environment=env or None,
-                working_dir=workdir,
+                working_dir=spec.workdir,
             )
             api.start(created["Id"])
-            if shell_setup:
-                api.put_archive(created["Id"], "/", tar_text(SHELL_SETUP_PATH.lstrip("/"), shell_setup + "\n"))
+            if spec.shell_setup:
+                api.put_archive(created["Id"], "/", tar_text(SHELL_SETUP_PATH.lstrip("/"), spec.shell_setup + "\n"))
         except (APIError, DockerException) as exc:
             self._remove_by_name(name)
+            self._image_ids = {t: i for t, i in self._image_ids.items() if t != spec.image}
             raise ContainerStartError(f"container {name} did not start: {exc}") from None
-        container = self.client.containers.prepare_model({"Id": created["Id"], "Name": name})
-        return Sandbox(self, container, stop)
+        return str(created["Id"])
 
     def _remove_by_name(self, name: str) -> None:
         with contextlib.suppress(APIError, DockerException):
