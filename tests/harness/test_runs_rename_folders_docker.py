@@ -49,8 +49,8 @@ def test_rename_moves_the_trial_folders_and_resume_finds_them(engine, cli, db, t
     # a move that fails midway (the second destination's parent does not exist) changes nothing
     ledger = Ledger(db)
     with pytest.raises(TrialbookError, match="cannot move .*; nothing was renamed"):
-        rename_run(ledger, "o2", "o3", folders=[(runs / "o2", runs / "o3"),
-                                                (runs / "o2.superseded", tmp_path / "gone" / "o3.superseded")])  # fmt: skip
+        moves = [(runs / "o2", runs / "o3"), (runs / "o2.superseded", tmp_path / "gone" / "o3.superseded")]
+        rename_run(ledger, "o2", "o3", folders=moves)
     assert _folders(runs) == ["o2", "o2.superseded"] and ledger.run_names() == ["o2"]
 
     res = cli("runs", "rename", "o2", "o3")
