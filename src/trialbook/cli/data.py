@@ -117,7 +117,7 @@ def runs_delete_cmd(run: RunArg, force: Force = False, db: Db = None) -> None:
 
     ledger = reading(db)
     gone = delete_run(ledger, run, force=force, folders=run_folders(ledger.get_run(run).config, run))
-    removed = "".join(f", removed {f}" for f in gone["folders_removed"])
+    removed = "".join(f", removed {_shown(Path(f))}" for f in gone["folders_removed"])
     done(f"deleted run '{run}' ({gone['trials']} trials, {gone['steps']} steps{removed})")
     for folder in gone["folders_left"]:
         done(f"warning: could not remove all of {folder}: remove it by hand")
@@ -140,7 +140,12 @@ def runs_rename_cmd(
         force=force,
         folders=list(zip(run_folders(config, old), run_folders(config, new), strict=True)),
     )
-    done(f"renamed run '{old}' to '{new}'" + "".join(f", moved its folder to {f}" for f in moved))
+    done(f"renamed run '{old}' to '{new}'" + "".join(f", moved its folder to {_shown(f)}" for f in moved))
+
+
+def _shown(path: Path) -> str:
+    """A path under the working directory relative to it (as the user gave --runs-dir), else absolute."""
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
 
 
 @app.command("show")
