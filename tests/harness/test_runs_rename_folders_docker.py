@@ -61,3 +61,14 @@ def test_rename_moves_the_trial_folders_and_resume_finds_them(engine, cli, db, t
     res = cli("runs", "delete", "o3")
     assert res.exit_code == 0 and f"removed {runs / 'o3'}" in res.stderr
     assert _folders(runs) == ["o4"]
+
+
+def test_a_validate_run_keeps_where_its_folders_are(engine, cli, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    res = cli("validate", str(EXAMPLES), "--tasks", "plain-bugfix", "--repeats", "1", "--run", "val",
+              "--runs-dir", str(runs), "--json")  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    assert len(list((runs / "val").glob("tb-*"))) == 2  # oracle and nop
+    res = cli("runs", "rename", "val", "val2")
+    assert res.exit_code == 0 and f"moved its folder to {runs / 'val2'}" in res.stderr
+    assert _folders(runs) == ["val2"] and len(list((runs / "val2").glob("tb-*"))) == 2
