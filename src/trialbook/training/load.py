@@ -37,7 +37,7 @@ class TrainData:
     outcome: np.ndarray  # int8 code into OUTCOME_LIST
     graded: np.ndarray  # bool
     resolved: np.ndarray  # bool: graded and reward >= 1.0 (records.is_resolved)
-    partial: np.ndarray  # bool: graded with 0 < reward < 1 (0 under metric resolved)
+    partial: np.ndarray  # bool: graded with 0 < reward < 1 (whatever the metric)
     wins: np.ndarray  # float64: the metric summed over the row's n graded trajectories (0 when ungraded)
     p2p: np.ndarray  # bool: graded and outcomes.p2p_regression(tests) (decided in SQL)
     step: np.ndarray  # int64
