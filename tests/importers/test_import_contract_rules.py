@@ -90,6 +90,29 @@ def test_harbor_reward_out_of_range_names_the_file(cli, tmp_path):
     assert cli("import", "harbor", str(job), "--reward-range", "0,2").exit_code == 0
 
 
+def test_harbor_times_follow_the_one_timestamp_rule(cli, tmp_path):
+    job = tmp_path / "job"
+    shutil.copytree(HARBOR_JOBS / "sonnet46-stacked-v2", job)
+    result = next(job.glob("full-stack__*/result.json"))
+    data = json.loads(result.read_text())
+    finished = data["finished_at"]  # 2026-02-23T04:22:11.254044Z
+    data["started_at"] = 1771818851  # Unix seconds: 2026-02-23T03:54:11Z, 1680.254 s before `finished`
+    result.write_text(json.dumps(data))
+    assert cli("import", "harbor", str(job), "--run", "unix").exit_code == 0
+    out = tmp_path / "out.jsonl"
+    assert cli("export", "unix", "--jsonl", str(out)).exit_code == 0
+    (trial,) = [t for t in map(json.loads, out.read_text().splitlines()) if t["task_id"] == "full-stack"]
+    assert trial["started_at"] == "2026-02-23T03:54:11.000+00:00" and finished.startswith("2026-02-23T04:22:11")
+    assert trial["duration_s"] == pytest.approx(1680.254)
+    for field, value in (("started_at", "yesterday"), ("agent_setup", {"started_at": "x", "finished_at": "y"})):
+        data[field] = value
+        result.write_text(json.dumps(data))
+        r = cli("import", "harbor", str(job), "--run", "bad")
+        assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert f"{result}: " in r.stderr and "must be ISO-8601 text or Unix seconds" in r.stderr
+        data["started_at"] = 1771818851
+
+
 LOGS = SWE / "logs" / "20240620_sweagent_claude3.5sonnet"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import yaml
 
 from trialbook.ledger import plans
@@ -101,3 +102,23 @@ def test_prereg_names_the_preregistered_ungraded_rule(cli, tmp_path):
     assert row["diff_pp"] == v["as_failures"]["diff_pp"] != v["dropped"]["diff_pp"]
     human = cli("prereg", "check", str(tmp_path / "plan.yaml"), "--base", "base", "--cand", "c3").stdout
     assert "as failures [preregistered]" in human
+
+
+def test_metric_reward_is_preregistered_and_used(cli, tmp_path):
+    pool = tmp_path / "pool.txt"
+    ids = task_ids(40)
+    pool.write_text("\n".join(ids) + "\n")
+    r = cli("prereg", "init", "--pool", str(pool), "--train", "0", "--holdout", "40", "--seed", "2",
+            "--metric", "reward", "--out", str(tmp_path / "plan.yaml"))  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    assert yaml.safe_load((tmp_path / "plan.yaml").read_text())["metric"] == "reward"
+    rng = np.random.default_rng(4)
+    rewards = {"base": rng.uniform(0, 1, 40).round(3), "cand": rng.uniform(0, 1, 40).round(3)}
+    for name, rs in rewards.items():
+        rows = [{"task_id": t, "reward": float(x)} for t, x in zip(ids, rs, strict=True)]
+        assert cli("import", "jsonl", str(write_jsonl(tmp_path / f"{name}.jsonl", rows)), "--run", name).exit_code == 0
+    res = json.loads(_check(cli, tmp_path, "cand").stdout)
+    row = res["holdout"]["comparisons"][0]
+    assert res["holdout"]["metric"] == "reward"
+    assert row["diff_pp"] == pytest.approx(100 * (rewards["cand"] - rewards["base"]).mean(), abs=1e-3)
+    assert not any("partial rewards" in w for w in res["holdout"]["warnings"])

@@ -129,7 +129,11 @@ def test_list_wins_losses_feed_exclude_tasks(cli, tmp_path):
 @pytest.mark.parametrize(
     "args",
     [("runs",), ("show", "x"), ("compare", "a", "b"), ("export", "x", "--jsonl", "out.jsonl"),
-     ("audit", "x"), ("regrade", "x"), ("train", "report", "x"), ("attribute", "a", "b")],
+     ("audit", "x"), ("regrade", "x"), ("train", "report", "x"), ("attribute", "a", "b"),
+     ("plan", "--tasks", "10", "--repeats", "1", "--effect", "5", "--from-run", "x"),
+     ("prereg", "check", "plan.yaml", "--base", "a", "--cand", "b"), ("runs", "delete", "x"),
+     ("runs", "rename", "x", "y"), ("resume", "x"), ("rerun", "x", "--where", "resolved"),
+     ("report", "--html", "r.html", "--compare", "a,b")],
 )  # fmt: skip
 def test_reading_commands_refuse_a_missing_ledger(cli, db, args):
     r = cli(*args)

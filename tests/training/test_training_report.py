@@ -229,7 +229,7 @@ def _in_memory(task: np.ndarray, epoch: np.ndarray, resolved: np.ndarray):
         n=np.ones(len(task), dtype=np.int64), task=task.astype(np.int32),
         task_names=[str(i) for i in range(task.max() + 1)],
         repo=np.zeros(len(task), np.int32), repo_names=["r"], outcome=outcome, graded=ones, resolved=resolved,
-        p2p=~ones, step=epoch * 10 + 1, wv=epoch * 10, epoch=epoch,
+        partial=~ones, wins=resolved.astype(np.float64), p2p=~ones, step=epoch * 10 + 1, wv=epoch * 10, epoch=epoch,
     )  # fmt: skip
 
 

@@ -123,22 +123,41 @@ def runs_cmd(
 
 @runs_app.command("delete")
 def runs_delete_cmd(run: RunArg, force: Force = False, db: Db = None) -> None:
-    """Delete a run: its trials, artifacts and steps, in one transaction."""
+    """Delete a run: its trials, artifacts and steps, in one transaction; then its trial folders."""
+    from trialbook.harness.paths import run_folders
     from trialbook.ledger.admin import delete_run
 
-    gone = delete_run(reading(db), run, force=force)
-    done(f"deleted run '{run}' ({gone['trials']} trials, {gone['steps']} steps)")
+    ledger = reading(db)
+    gone = delete_run(ledger, run, force=force, folders=run_folders(ledger.get_run(run).config, run))
+    removed = "".join(f", removed {_shown(Path(f))}" for f in gone["folders_removed"])
+    done(f"deleted run '{run}' ({gone['trials']} trials, {gone['steps']} steps{removed})")
+    for folder in gone["folders_left"]:
+        done(f"warning: could not remove all of {folder}: remove it by hand")
 
 
 @runs_app.command("rename")
 def runs_rename_cmd(
     old: RunArg, new: Annotated[str, typer.Argument(callback=valid_run)], force: Force = False, db: Db = None
 ) -> None:
-    """Rename a run."""
+    """Rename a run, in one transaction; a run made by `trialbook run` has its folders moved with it."""
+    from trialbook.harness.paths import run_folders
     from trialbook.ledger.admin import rename_run
 
-    rename_run(reading(db), old, new, force=force)
-    done(f"renamed run '{old}' to '{new}'")
+    ledger = reading(db)
+    config = ledger.get_run(old).config
+    moved = rename_run(
+        ledger,
+        old,
+        new,
+        force=force,
+        folders=list(zip(run_folders(config, old), run_folders(config, new), strict=True)),
+    )
+    done(f"renamed run '{old}' to '{new}'" + "".join(f", moved its folder to {_shown(f)}" for f in moved))
+
+
+def _shown(path: Path) -> str:
+    """A path under the working directory relative to it (as the user gave --runs-dir), else absolute."""
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
 
 
 @app.command("show")

@@ -114,7 +114,7 @@ def resume_cmd(
     run: RunArg, executor: ExecutorKind = "local", ray_address: RayAddress = None, as_json: Json = False, db: Db = None
 ) -> None:
     """After a crash or kill -9: remove leftover containers, run exactly the trials with no record."""
-    ledger = Ledger(db)
+    ledger = Ledger(db, create=False)  # a run to resume is in an existing ledger: a mistyped --db is an error
     tally, removed = resume_run(ledger, run, make_executor(executor, ray_address))
     done(f"removed {removed} leftover container(s); {tally.total} trial(s) had no record")
     _finish(ledger, run, tally, as_json)
@@ -131,7 +131,7 @@ def rerun_cmd(
     db: Db = None,
 ) -> None:
     """Re-run the trials with one outcome; each new trial supersedes the old (kept in history)."""
-    ledger = Ledger(db)
+    ledger = Ledger(db, create=False)
     tally = rerun(ledger, run, where, timeout_multiplier, make_executor(executor, ray_address))
     _finish(ledger, run, tally, as_json)
 

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from trialbook.cli.common import Csv, Db, Json, Markdown, RunArg, app, emit, reading
+from trialbook.cli.stats import Metric
 from trialbook.errors import UserError
 from trialbook.report import training as render
 from trialbook.training.analysis import train_report
@@ -32,13 +33,15 @@ def train_report_cmd(
     ] = None,
     markdown: Markdown = False,
     as_csv: Csv = False,
+    metric: Metric = "resolved",
     as_json: Json = False,
     db: Db = None,
 ) -> None:
-    """Pass rate by weight-version bucket and by pass, same-task encounters, pipeline stalls."""
+    """Pass rate (or mean reward) by weight-version bucket and by pass, same-task encounters, stalls."""
     report = train_report(
-        reading(db), run, bucket=bucket, exclude_repos=exclude_repo or [], gpus=gpus, eval_set=eval_set
-    )
+        reading(db), run, bucket=bucket, exclude_repos=exclude_repo or [], gpus=gpus, eval_set=eval_set,
+        metric=metric,
+    )  # fmt: skip
     emit(report, as_json, render.print_train_report, markdown, as_csv)
 
 

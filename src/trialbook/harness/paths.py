@@ -84,3 +84,13 @@ class RunPaths:
 
     def trial_folders(self) -> Iterator[Path]:
         return self.folder.glob(TRIAL_PREFIX + "*")
+
+
+def run_folders(config: dict[str, object], run: str) -> list[Path]:
+    """The folders named after a run the harness made (its config keeps the absolute `runs_dir`:
+    harness/runner.py, harness/validate.py, rl/rollout.py); none for an imported run."""
+    runs_dir = config.get("runs_dir")
+    if not isinstance(runs_dir, str):
+        return []
+    paths = RunPaths.of(runs_dir, run)
+    return [paths.folder, paths.superseded]

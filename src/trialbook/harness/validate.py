@@ -303,6 +303,7 @@ def _run_variant(
         "validate": True,
         "tasks_dir": config.tasks_dir,
         "tasks": config.tasks,
+        "runs_dir": config.runs_dir,  # where its trial folders are (`runs rename` moves them: ledger/admin.py)
         "repeats": opts.repeats,
         "timeout_multiplier": opts.timeout_multiplier,
         "agents": {

@@ -20,7 +20,7 @@ from trialbook.importers.common import import_run
 from trialbook.ledger.store import Ledger, trial_row
 from trialbook.names import safe_name
 from trialbook.outcomes import REWARD_RANGE, Outcome, classify, is_graded, pick_reward, reward_problem
-from trialbook.records import Run, Trial, iso_time, repo_from_task_id
+from trialbook.records import Run, Trial, iso_time, parse_time, repo_from_task_id
 
 PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
 
@@ -35,12 +35,20 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _seconds(timing: dict[str, Any] | None) -> float | None:
-    if not timing or not timing.get("started_at") or not timing.get("finished_at"):
+def _when(value: Any, field: str) -> datetime:
+    """records.parse_time (the one timestamp rule); ValueError naming the field (the caller names the file)."""
+    try:
+        return parse_time(value)
+    except (ValueError, OverflowError, OSError):
+        raise ValueError(f"{field} must be ISO-8601 text or Unix seconds, got {value!r}") from None
+
+
+def _seconds(timing: dict[str, Any] | None, where: str = "") -> float | None:
+    if not isinstance(timing, dict) or not timing.get("started_at") or not timing.get("finished_at"):
         return None
-    start = datetime.fromisoformat(timing["started_at"].replace("Z", "+00:00"))
-    end = datetime.fromisoformat(timing["finished_at"].replace("Z", "+00:00"))
-    return round((end.replace(tzinfo=None) - start.replace(tzinfo=None)).total_seconds(), 3)
+    start = _when(timing["started_at"], f"{where}started_at")
+    end = _when(timing["finished_at"], f"{where}finished_at")
+    return round((end - start).total_seconds(), 3)
 
 
 def _time(result: dict[str, Any], key: str) -> str | None:
@@ -70,7 +78,7 @@ def trial_from_result(result: dict[str, Any], reward_range: tuple[float, float] 
     extra: dict[str, Any] = {"trial_name": result.get("trial_name")}
     if rewards and set(rewards) != {"reward"}:
         extra["rewards"] = rewards
-    phases = {p: _seconds(result.get(p)) for p in PHASES if result.get(p)}
+    phases = {p: _seconds(result.get(p), f"{p}.") for p in PHASES if result.get(p)}
     if phases:
         extra["phase_s"] = phases
     return Trial(
@@ -116,11 +124,17 @@ def import_harbor(
     if not folders:
         raise UserError(f"{job}: no trial folders (a Harbor job has one folder per trial)")
     loaded = [(f, _load(f / "result.json") if (f / "result.json").is_file() else None) for f in folders]
+    start: dict[Path, float] = {}
     for folder, result in loaded:
         if result is not None and not result.get("task_name"):
             raise UserError(f"{folder / 'result.json'}: not a Harbor trial result (no task_name)")
+        if result is not None and result.get("started_at") is not None:
+            try:
+                start[folder] = _when(result["started_at"], "started_at").timestamp()
+            except ValueError as exc:
+                raise UserError(f"{folder / 'result.json'}: {exc}") from None
     # attempts are numbered per task in start order; cut-off trials (no result) come last
-    loaded.sort(key=lambda fr: (fr[1] is None, (fr[1] or {}).get("started_at") or "", fr[0].name))
+    loaded.sort(key=lambda fr: (fr[1] is None, start.get(fr[0], float("-inf")), fr[0].name))
     first = next((r for _, r in loaded if r is not None), None)
 
     def rows(run_id: int) -> Iterator[tuple[Any, ...]]:

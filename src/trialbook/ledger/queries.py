@@ -103,8 +103,14 @@ def task_scores(ledger: Ledger, run_id: int) -> list[TaskScoreRow]:
     reward_sq = func.coalesce(func.sum(case((_graded, r0 * r0), else_=0.0)), 0.0)
     q = (
         select(
-            trials.c.task_id, func.max(trials.c.repo), func.count(), _sum_if(_graded), _sum_if(_resolved),
-            reward, partial, reward_sq,
+            trials.c.task_id,
+            func.max(trials.c.repo),
+            func.count(),
+            _sum_if(_graded),
+            _sum_if(_resolved),
+            reward,
+            partial,
+            reward_sq,
         )  # fmt: skip
         .where(trials.c.run_id == run_id, _current)
         .group_by(trials.c.task_id)
@@ -189,11 +195,13 @@ def durations(ledger: Ledger, run_id: int) -> list[float]:
 # ---- training trajectories, grouped -------------------------------------------------------------
 
 OUTCOME_LIST: tuple[str, ...] = tuple(o.value for o in Outcome)
-# The `flags` column: outcome code in the low 4 bits, then "reward >= 1.0", then "P2P regression".
+# The `flags` column: outcome code in the low 4 bits, then "reward >= 1.0", "P2P regression",
+# "partial reward (0 < reward < 1)".
 OUTCOME_MASK = 0b1111
 UNKNOWN_OUTCOME = 0b1111
 REWARD_1 = 0b10000
 P2P = 0b100000
+PARTIAL = 0b1000000
 CHUNK = 100_000
 
 
@@ -240,18 +248,22 @@ def _raw_chunks(conn: Connection, q: Select) -> Iterator[list[Any]]:
         cur.close()
 
 
-def trajectory_groups(ledger: Ledger, run_id: int) -> Iterator[list[TrajectoryGroup]]:
+def trajectory_groups(ledger: Ledger, run_id: int, rewards: bool = False) -> Iterator[list[TrajectoryGroup]]:
     """A run's current trials grouped by (task, repo, flags, step, wv, epoch), in chunks of CHUNK rows.
 
     The G rollouts of one group mostly collapse into one row with its count, so a million
-    trajectories come back as a few hundred thousand integer tuples.
+    trajectories come back as a few hundred thousand integer tuples. With `rewards`, each row also
+    ends with the sum of its trials' rewards (a missing reward counts 0).
     """
     c = trials.c
     outcome_code = case({name: i for i, name in enumerate(OUTCOME_LIST)}, value=c.outcome, else_=UNKNOWN_OUTCOME)
     p2p = literal_column(p2p_regression_sql(ledger.is_sqlite))
-    flags = outcome_code + case((c.reward >= 1.0, REWARD_1), else_=0) + case((p2p, P2P), else_=0)
+    flags = (
+        outcome_code + case((c.reward >= 1.0, REWARD_1), (c.reward > 0.0, PARTIAL), else_=0) + case((p2p, P2P), else_=0)
+    )
     key = (c.task_id, c.repo, flags, func.coalesce(c.step, -1), func.coalesce(c.wv, -1), func.coalesce(c.epoch, -1))
-    q = select(*key, func.count()).where(c.run_id == run_id, _current).group_by(*key)
+    sums = [func.sum(func.coalesce(c.reward, 0.0))] if rewards else []
+    q = select(*key, func.count(), *sums).where(c.run_id == run_id, _current).group_by(*key)
     with ledger.engine.connect() as conn:
         if ledger.is_sqlite:  # memory-mapped reads make the full scan cheaper
             conn.exec_driver_sql("PRAGMA mmap_size=1073741824")

@@ -84,9 +84,12 @@ class StepRow:
 
 
 # One group of identical trajectories as `ledger.queries.trajectory_groups` yields it, straight off the
-# DBAPI cursor (a million of them: no per-row object): task_id, repo, flags, step, wv, epoch, count.
-# flags = outcome code (low 4 bits) | REWARD_1 | P2P, with -1 for a missing step / wv / epoch.
-TrajectoryGroup = tuple[str, str | None, int, int, int, int, int]
+# DBAPI cursor (a million of them: no per-row object): task_id, repo, flags, step, wv, epoch, count
+# (and, when asked for, the sum of the rows' rewards).
+# flags = outcome code (low 4 bits) | REWARD_1 | P2P | PARTIAL, with -1 for a missing step / wv / epoch.
+TrajectoryGroup = (
+    tuple[str, str | None, int, int, int, int, int] | tuple[str, str | None, int, int, int, int, int, float]
+)
 
 
 @dataclass

@@ -66,10 +66,11 @@ def _metric_clause(buckets: list[dict[str, Any]]) -> list[str]:
 def summary_paragraph(r: dict[str, Any]) -> str:
     """The whole report in one paragraph: pass rate early vs late, encounters, metrics, failure shares, stalls."""
     b = [x for x in r["buckets"] if x["judged"]]
+    rate, per_pass = ("mean reward", "mean reward") if r.get("metric") == "reward" else ("pass rate", "pass@1")
     s = [f"{r['run']}: {r['steps']} steps, {r['judged']} judged of {r['trajectories']} trajectories"]
     if b:
         late = "/".join(_pct(x["pass_pct"]) for x in b[-4:] if x["pass_pct"] is not None)
-        s.append(f"{r['bucket']}-version-bucket pass rate {late}% late vs {_pct(b[0]['pass_pct'])}% early")
+        s.append(f"{r['bucket']}-version-bucket {rate} {late}% late vs {_pct(b[0]['pass_pct'])}% early")
     for row in [e for e in r["encounters"] if e["ci_pp"] is not None][::-1][:2]:
         s.append(
             f"same task, {_ordinal(row['k'])} encounter - 1st = {row['diff_pp']:+.1f} {_ci(row['ci_pp'])}"
@@ -79,7 +80,7 @@ def summary_paragraph(r: dict[str, Any]) -> str:
     if passes:
         most = max(p["tasks"] for p in passes)
         s.append(
-            "per-pass pass@1 "
+            f"per-pass {per_pass} "
             + " -> ".join(_pct(p["pass_pct"]) + (f" ({p['tasks']})" if p["tasks"] < 0.9 * most else "") for p in passes)
         )
     s.extend(_metric_clause(b))
@@ -109,6 +110,10 @@ def summary_paragraph(r: dict[str, Any]) -> str:
 
 
 def print_train_report(r: dict[str, Any]) -> None:
+    reward = r.get("metric") == "reward"
+    rate = "reward %" if reward else "pass %"
+    if reward:
+        line("metric: mean reward of the judged trajectories, in % (--metric reward)", markup=False)
     if r["excluded_repos"]:
         line("excluded: " + ", ".join(f"{k} ({v} trajectories)" for k, v in r["excluded_repos"].items()), markup=False)
     excluded = bool(r["excluded_repos"])
@@ -119,7 +124,7 @@ def print_train_report(r: dict[str, Any]) -> None:
             f"{b['wv_from']}-{b['wv_to']}", str(b["trajectories"]), str(b["judged"]), _pct(b["pass_pct"]), ci,
             *([_pct(b["pass_pct_all_repos"])] if excluded else []), *(_pct(b["outcome_pct"][k]) for k in SHARE_LABELS),
         ])  # fmt: skip
-    heads = ["wv", "traj", "judged", "pass %", "95% CI", *(["all %"] if excluded else []), *SHARE_LABELS.values()]
+    heads = ["wv", "traj", "judged", rate, "95% CI", *(["all %"] if excluded else []), *SHARE_LABELS.values()]
     table(heads, rows, title="by weight version (% of trajectories)")
     names = sorted({m for b in r["buckets"] for m in b["metrics"]})
     if names:
@@ -131,7 +136,7 @@ def print_train_report(r: dict[str, Any]) -> None:
         )  # fmt: skip
     if r["passes"]:
         table(
-            ["pass", "tasks", "trajectories", "judged", "pass %"],
+            ["pass", "tasks", "trajectories", "judged", rate],
             [[str(p["pass"]), str(p["tasks"]), str(p["trajectories"]), str(p["judged"]), _pct(p["pass_pct"])]
              for p in r["passes"]],
             title="by pass over the pool",

@@ -1,6 +1,7 @@
 """`train report`: a training run's rollouts by weight-version bucket, by pass, by encounter, and its stalls.
 
-Rates are resolved / judged trajectories (records.is_resolved); bucket intervals are task-cluster
+Rates are resolved / judged trajectories (records.is_resolved), or with metric `reward` the mean
+reward of the judged trajectories (in percent, as the rates are); bucket intervals are task-cluster
 95% intervals (trajectories of one task in a bucket are one cluster: `stats.kernel.cluster_ratio_ci`).
 Rendering is report/training.py.
 """
@@ -16,6 +17,7 @@ from trialbook.errors import UserError
 from trialbook.ledger import queries
 from trialbook.ledger.store import Ledger
 from trialbook.stats.kernel import cluster_ratio_ci
+from trialbook.stats.scores import check_metric
 from trialbook.stats.selection import read_task_list, resolve_repos
 from trialbook.stats.summary import pct
 from trialbook.training.encounters import encounter_table
@@ -57,12 +59,12 @@ def bucket_table(data: TrainData, bucket: int, steps: list[dict[str, Any]]) -> l
     ids, inv = np.unique(b, return_inverse=True)
     ntask = len(d.task_names)
     cell, cell_inv = np.unique(inv.astype(np.int64) * ntask + d.task, return_inverse=True)
-    cell_res = np.bincount(cell_inv, weights=d.n * d.resolved)
+    cell_res = np.bincount(cell_inv, weights=d.wins)
     cell_jud = np.bincount(cell_inv, weights=d.n * d.graded)
     cis = cluster_ci(cell_res, cell_jud, (cell // ntask).astype(np.int64), len(ids))
     count = np.bincount(inv, weights=d.n, minlength=len(ids))
     judged = np.bincount(inv, weights=d.n * d.graded, minlength=len(ids))
-    resolved = np.bincount(inv, weights=d.n * d.resolved, minlength=len(ids))
+    resolved = np.bincount(inv, weights=d.wins, minlength=len(ids))
     shares = {
         k: np.bincount(inv, weights=d.n * (d.p2p if k == "p2p_regression" else d.outcome_mask(k)), minlength=len(ids))
         for k in SHARE_KINDS
@@ -97,7 +99,7 @@ def pass_table(data: TrainData) -> list[dict[str, Any]]:
                 "tasks": int(len(np.unique(d.task[m]))),
                 "trajectories": d.count(m),
                 "judged": judged,
-                "pass_pct": pct(d.count(m & d.resolved), judged),
+                "pass_pct": pct(d.score(m), judged),
             }
         )
     return rows
@@ -135,13 +137,15 @@ def train_report(
     exclude_repos: list[str] | None = None,
     gpus: int | None = None,
     eval_set: str | None = None,
+    metric: str = "resolved",
 ) -> dict[str, Any]:
+    metric = check_metric(metric)
     if bucket < 1:
         raise UserError(f"--bucket must be at least 1, got {bucket}")
     if gpus is not None and gpus < 1:
         raise UserError(f"--gpus must be at least 1, got {gpus}")
     run = ledger.run(run_name)
-    everything = load_trajectories(ledger, run["id"])
+    everything = load_trajectories(ledger, run["id"], metric)
     if not everything.trajectories or not (everything.wv >= 0).any():
         raise UserError(f"run '{run_name}' has no training trajectories with 'wv' (import with --kind train)")
     eval_ids = eval_tasks(eval_set, ledger) if eval_set else None
@@ -158,6 +162,12 @@ def train_report(
                 f"{overlap['overlap']} of the {len(pool)} training tasks are in the evaluation set {eval_set}:"
                 " gains on them are confounded with memorisation; judge the run on held-out tasks"
             )
+    partial = data.count(data.partial)
+    if metric == "resolved" and partial:
+        warnings.append(
+            f"partial rewards (0 < reward < 1) count as unresolved under --metric resolved: {partial} graded"
+            " trajectories; `--metric reward` reports mean reward"
+        )
     buckets = bucket_table(data, bucket, steps)
     if dropped:  # the same buckets with every repo, to show what the exclusion changes
         with_all = {b["wv_from"]: b["pass_pct"] for b in bucket_table(everything, bucket, [])}
@@ -167,9 +177,10 @@ def train_report(
     return {
         "run": run_name,
         "kind": run["kind"],
+        "metric": metric,
         "trajectories": data.trajectories,
         "judged": judged,
-        "pass_pct": pct(data.count(data.resolved), judged),
+        "pass_pct": pct(data.score(data.graded), judged),
         "tasks": int(len(np.unique(data.task))),
         "steps": len(steps),
         "bucket": bucket,

@@ -2,9 +2,10 @@
 
 An encounter is one sampling of a task: its trajectories sharing one `epoch` (pass over the pool),
 or one weight version when the run has no epochs. A task's score at an encounter is the mean of its
-graded trajectories there. For k = 2, 3, ... the statistic is d_i = score at k-th - score at 1st over
-the tasks graded at both (paired over tasks, never over trajectories), with the paired t interval on
-the d_i (`stats.kernel.t_interval`).
+graded trajectories there under the report's metric (resolved, or reward: TrainData.wins). For
+k = 2, 3, ... the statistic is d_i = score at k-th - score at 1st over the tasks graded at both
+(paired over tasks, never over trajectories), with the paired t interval on the d_i
+(`stats.kernel.t_interval`).
 Gains on re-encountered tasks mix memorisation of that task with general improvement, so each row
 also gives the first-encounter rate of tasks new in the same weight versions (difference-in-differences)
 when there are any.
@@ -51,7 +52,7 @@ def encounter_groups(data: TrainData) -> Groups:
     key = data.task.astype(np.int64) * span + key_src
     uniq, inv = np.unique(key, return_inverse=True)
     graded = np.bincount(inv, weights=data.n * data.graded, minlength=len(uniq))
-    resolved = np.bincount(inv, weights=data.n * data.resolved, minlength=len(uniq))
+    resolved = np.bincount(inv, weights=data.wins, minlength=len(uniq))
     wv = np.full(len(uniq), np.iinfo(np.int64).max)
     np.minimum.at(wv, inv, data.wv)
     task = uniq // span

@@ -15,7 +15,7 @@ import numpy as np
 
 from trialbook.errors import TrialbookError
 from trialbook.ledger import queries
-from trialbook.ledger.queries import OUTCOME_LIST, OUTCOME_MASK, P2P, REWARD_1, UNKNOWN_OUTCOME
+from trialbook.ledger.queries import OUTCOME_LIST, OUTCOME_MASK, P2P, PARTIAL, REWARD_1, UNKNOWN_OUTCOME
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import GRADED
 
@@ -37,10 +37,13 @@ class TrainData:
     outcome: np.ndarray  # int8 code into OUTCOME_LIST
     graded: np.ndarray  # bool
     resolved: np.ndarray  # bool: graded and reward >= 1.0 (records.is_resolved)
+    partial: np.ndarray  # bool: graded with 0 < reward < 1 (whatever the metric)
+    wins: np.ndarray  # float64: the metric summed over the row's n graded trajectories (0 when ungraded)
     p2p: np.ndarray  # bool: graded and outcomes.p2p_regression(tests) (decided in SQL)
     step: np.ndarray  # int64
     wv: np.ndarray  # int64
     epoch: np.ndarray  # int64
+    metric: str = "resolved"  # what `wins` sums: resolved trajectories, or rewards (stats.scores.METRICS)
 
     @property
     def trajectories(self) -> int:
@@ -51,17 +54,24 @@ class TrainData:
 
     def subset(self, mask: np.ndarray) -> TrainData:
         arrays = {k: v[mask] for k, v in vars(self).items() if isinstance(v, np.ndarray)}
-        return TrainData(task_names=self.task_names, repo_names=self.repo_names, **arrays)
+        return TrainData(task_names=self.task_names, repo_names=self.repo_names, metric=self.metric, **arrays)
+
+    def score(self, mask: np.ndarray) -> float:
+        """The metric summed over the masked rows' trajectories (resolved count or reward sum)."""
+        return float(self.wins[mask].sum())
 
     def outcome_mask(self, name: str) -> np.ndarray:
         return self.outcome == _OUTCOME_CODE[name]
 
 
-def load_trajectories(ledger: Ledger, run_id: int) -> TrainData:
+def load_trajectories(ledger: Ledger, run_id: int, metric: str = "resolved") -> TrainData:
+    """`metric` resolved scores a graded trajectory 1 when resolved, else 0; reward scores its reward."""
+    rewards = metric == "reward"
     tasks: dict[str, int] = {}
     task_repo: list[str] = []
     parts: list[np.ndarray] = []
-    for rows in queries.trajectory_groups(ledger, run_id):
+    reward_parts: list[np.ndarray] = []
+    for rows in queries.trajectory_groups(ledger, run_id, rewards=rewards):
         codes = np.empty(len(rows), dtype=np.int64)
         for k, (task_id, repo, *_) in enumerate(rows):
             code = tasks.get(task_id)
@@ -69,8 +79,10 @@ def load_trajectories(ledger: Ledger, run_id: int) -> TrainData:
                 code = tasks[task_id] = len(tasks)
                 task_repo.append(repo or "")
             codes[k] = code
-        numbers = np.fromiter(chain.from_iterable(r[2:] for r in rows), dtype=np.int64, count=5 * len(rows))
+        numbers = np.fromiter(chain.from_iterable(r[2:7] for r in rows), dtype=np.int64, count=5 * len(rows))
         parts.append(np.column_stack([codes, numbers.reshape(-1, 5)]))
+        if rewards:
+            reward_parts.append(np.fromiter((r[7] for r in rows), dtype=np.float64, count=len(rows)))
     cols = np.concatenate(parts) if parts else np.empty((0, 6), np.int64)
     repo_names = sorted(set(task_repo))
     repo_index = {r: k for k, r in enumerate(repo_names)}
@@ -82,8 +94,13 @@ def load_trajectories(ledger: Ledger, run_id: int) -> TrainData:
         raise TrialbookError("the ledger holds an outcome this version of trialbook does not know")
     graded = _GRADED_CODES[outcome]
     resolved = graded & (code & REWARD_1 > 0)
+    n = cols[:, 5].copy()
+    if rewards:
+        wins = np.where(graded, np.concatenate(reward_parts) if reward_parts else np.empty(0), 0.0)
+    else:
+        wins = (n * resolved).astype(np.float64)
     return TrainData(
-        n=cols[:, 5].copy(),
+        n=n,
         task=task,
         task_names=list(tasks),
         repo=repo_of_task[task] if len(task) else np.empty(0, np.int32),
@@ -91,10 +108,13 @@ def load_trajectories(ledger: Ledger, run_id: int) -> TrainData:
         outcome=outcome,
         graded=graded,
         resolved=resolved,
+        partial=(code & PARTIAL > 0) & graded,
+        wins=wins,
         p2p=(code & P2P > 0) & graded,
         step=cols[:, 2].copy(),
         wv=cols[:, 3].copy(),
         epoch=cols[:, 4].copy(),
+        metric=metric,
     )
 
 
