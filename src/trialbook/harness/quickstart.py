@@ -76,7 +76,8 @@ def quickstart(
         )
         start_run(ledger, name, config, replace=True, executor=executor)
         summary = run_summary(ledger, name)
-        runs[agent] = {k: summary[k] for k in ("name", "trials", "judged", "resolved", "resolved_pct", "outcomes")}
+        keys = ("name", "trials", "judged", "resolved", "resolved_pct", "outcomes")
+        runs[agent] = {k: getattr(summary, k) for k in keys}
         run_id = ledger.run(name)["id"]
         by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for t in ledger.trials(run_id):
