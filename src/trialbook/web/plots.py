@@ -7,9 +7,13 @@ audit) and only draws them; nothing here computes a statistic.
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
+
+if TYPE_CHECKING:
+    from trialbook.audit.audit import AuditResult
+    from trialbook.stats.comparison import CompareResult
 
 matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402 - after the backend is chosen
@@ -35,27 +39,27 @@ def _svg(fig: Any, title: str) -> str:
     return text[text.index("<svg") :]
 
 
-def forest(res: dict[str, Any]) -> str:
+def forest(res: CompareResult) -> str:
     """Paired differences (pp) with their adjusted CIs, one row per candidate and subset; claim line."""
-    rows = res["comparisons"]
+    rows = res.comparisons
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.2))
     labels = []
     for i, r in enumerate(rows):
         y = len(rows) - 1 - i
-        labels.append(r["candidate"] + ("" if r["subset"] == "all" else f" [{r['subset']}]"))
-        lo, hi = r["ci_adjusted_pp"]
-        if r["diff_pp"] is None or lo is None:
+        labels.append(r.candidate + ("" if r.subset == "all" else f" [{r.subset}]"))
+        lo, hi = r.ci_adjusted_pp or (None, None)
+        if r.diff_pp is None or lo is None or hi is None:
             continue
-        color = GREEN if r["claim"] else (BLUE if r["subset"] == "all" else GREY)
+        color = GREEN if r.claim else (BLUE if r.subset == "all" else GREY)
         ax.plot([lo, hi], [y, y], color=color, lw=2)
-        ax.plot([r["diff_pp"]], [y], "o", color=color)
-        ax.annotate(f"{r['wins']}/{r['losses']}/{r['ties']}", (hi, y), xytext=(4, -3), textcoords="offset points",
+        ax.plot([r.diff_pp], [y], "o", color=color)
+        ax.annotate(f"{r.wins}/{r.losses}/{r.ties}", (hi, y), xytext=(4, -3), textcoords="offset points",
                     fontsize=7, color=GREY)  # fmt: skip
     ax.axvline(0, color="black", lw=0.8)
-    ax.axvline(res["min_diff_pp"], color=ORANGE, lw=1, ls="--", label=f"claim line +{res['min_diff_pp']:g} pp")
+    ax.axvline(res.min_diff_pp, color=ORANGE, lw=1, ls="--", label=f"claim line +{res.min_diff_pp:g} pp")
     ax.set_yticks(range(len(rows)), labels[::-1])
     ax.set_ylim(-0.7, len(rows) - 0.3)
-    level = rows[0]["ci_level"] if rows else 0.95
+    level = rows[0].ci_level if rows else 0.95
     ax.set_xlabel(f"candidate - baseline (pp), {100 * level:.1f}% CI; W/L/T at right")
     ax.legend(loc="lower right", fontsize=7, frameon=False)
     return _svg(fig, "forest plot")
@@ -119,13 +123,13 @@ def step_timing(waits: dict[int, float], slow: list[dict[str, Any]], median: flo
     return _svg(fig, "step timing")
 
 
-def signatures(audit: dict[str, Any]) -> str:
+def signatures(audit: AuditResult) -> str:
     """Trials per log signature, and the part of them that are P2P penalties."""
-    items = list(audit["by_signature"].items())
+    items = list(audit.by_signature.items())
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(items) + 1))
     y = list(range(len(items)))[::-1]
-    ax.barh(y, [s["trials"] for _, s in items], color=BLUE, alpha=0.4, label="trials")
-    ax.barh(y, [s["p2p_penalties"] for _, s in items], color=RED, label="P2P penalties")
+    ax.barh(y, [s.trials for _, s in items], color=BLUE, alpha=0.4, label="trials")
+    ax.barh(y, [s.p2p_penalties for _, s in items], color=RED, label="P2P penalties")
     ax.set_yticks(y, [name for name, _ in items])
     ax.set_xlabel("trials")
     ax.legend(fontsize=7, frameon=False)
