@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -18,6 +19,7 @@ from paths import EXAMPLES
 from trialbook.cli import app
 from trialbook.errors import TrialbookError
 from trialbook.harness.validate import RULES, AgentView, TaskView, Variant, parse_variants, verdict
+from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
 
 STATS_FIXED = (EXAMPLES / "plain-bugfix" / "solution" / "solve.sh").read_text()
@@ -233,9 +235,11 @@ def test_bad_image_variant_is_a_usage_error(tmp_path):
         parse_variants(["a=x", "a=y"])
 
 
-def _trial(outcome: str, reward: float | None, tests: dict | None, agent: str) -> dict:
-    return {"outcome": outcome, "reward": reward, "tests": tests, "extra": {"agent": agent}, "exception": None,
-            "exception_message": None}  # fmt: skip
+def _trial(outcome: str, reward: float | None, tests: dict | None, agent: str, **kw: Any) -> TrialRow:
+    return TrialRow(id=0, run_id=0, task_id="x", attempt=0, repo=None, outcome=outcome, reward=reward, step=None,
+                    wv=None, epoch=None, exception=kw.get("exception"), exception_message=kw.get("exception_message"),
+                    duration_s=None, tokens=None, turns=None, tests=tests, started_at=None, finished_at=None,
+                    extra={"agent": agent}, superseded_by=None)  # fmt: skip
 
 
 def test_rules_are_checked_in_priority_order():
@@ -254,7 +258,7 @@ def test_rules_are_checked_in_priority_order():
     nop = AgentView([_trial("resolved", 1.0, {f2p: {"t": "pass"}}, "nop")] * 2)
     name, details = verdict(TaskView("x", {"oracle": oracle, "nop": nop}))
     assert name == "flaky" and details["flaky_tests"] == ["t"]
-    oracle.trials[1]["tests"] = {f2p: {"t": "fail"}}
+    oracle.trials[1].tests = {f2p: {"t": "fail"}}
     name, details = verdict(TaskView("x", {"oracle": oracle, "nop": nop}))
     assert name == "oracle_fails" and details["failing_tests"] == ["t (fail)"]
 
@@ -272,7 +276,7 @@ def test_slow_solution_is_ok_at_x2(engine, tmp_path):
 
 def test_empty_image_means_the_tasks_own_environment_and_infra_errors_get_no_verdict():
     assert parse_variants(["own=", "b=img:1"]) == [Variant("own", None), Variant("b", "img:1")]
-    broken = _trial("infra_error", None, None, "oracle") | {"exception": "ImageBuildError", "exception_message": "gone"}
+    broken = _trial("infra_error", None, None, "oracle", exception="ImageBuildError", exception_message="gone")
     view = TaskView("x", {"oracle": AgentView([broken]), "nop": AgentView([_trial("unresolved", 0.0, None, "nop")])})
     name, details = verdict(view)
     assert name == "infra_error" and details["errors"] == ["ImageBuildError: gone"]
