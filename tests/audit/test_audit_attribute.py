@@ -62,8 +62,8 @@ def _make_run(ledger: Ledger, name: str, rows: list[Trial]) -> None:
 
 def _rerun(ledger: Ledger, name: str, replacements: dict[str, Trial]) -> None:
     """What `trialbook rerun` leaves behind: a new trial per replaced one, the old one superseded."""
-    run_id = ledger.run(name)["id"]
-    old = {t["task_id"]: t["id"] for t in ledger.trials(run_id)}
+    run_id = ledger.get_run(name).id
+    old = {t.task_id: t.id for t in ledger.trial_rows(run_id)}
     c = trials_table.c
     for task, trial in replacements.items():
         with ledger.transaction() as conn:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from ledgerdicts import run_dict, trial_dicts
 from paths import EXAMPLES
 from trialbook.cli import app
 from trialbook.errors import TrialbookError
@@ -148,10 +149,10 @@ def test_slow_solution_at_x1_is_oracle_fails_by_agent_timeout(mixed):
 def test_trials_recorded_as_one_validate_run(mixed):
     db, rows, report = mixed
     ledger = Ledger(db)
-    run = ledger.run("val")
+    run = run_dict(ledger, "val")
     assert run["kind"] == "validate" and run["stack"]["agent"] == "oracle+nop"
     assert report["runs"] == {"default": "val"}
-    trials = list(ledger.trials(run["id"]))
+    trials = trial_dicts(ledger, run["name"])
     assert len(trials) == len(rows) * 4
     for t in trials:  # oracle = attempts 0..1, nop = 2..3
         assert t["extra"]["agent"] == ("oracle" if t["attempt"] < 2 else "nop")
@@ -220,7 +221,7 @@ def test_image_variants_list_per_test_differences(proxy_images, tmp_path):
     assert ("nop", "tests/test_fetch.py::test_get_json") not in diffs  # fails under both: no difference
     ledger = Ledger(db)
     for label, image in (("official", proxy_images["official"]), ("rebuilt", proxy_images["rebuilt"])):
-        trials = list(ledger.trials(ledger.run(f"px-{label}")["id"]))
+        trials = trial_dicts(ledger, f"px-{label}")
         assert {t["extra"]["image"] for t in trials} == {image}
     code, human, _ = run_cli(db, "validate", str(tmp_path / "tasks"), "--repeats", "1", "--run", "px", "--replace",
                              *args, "--runs-dir", str(tmp_path / "runs"))  # fmt: skip

@@ -12,6 +12,7 @@ from trialbook.harness.config import RunConfig
 from trialbook.harness.executors import Executor
 from trialbook.harness.runner import start_run
 from trialbook.harness.stack import connect
+from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.records import is_graded, is_resolved
 from trialbook.stats.summary import run_summary
@@ -78,16 +79,16 @@ def quickstart(
         summary = run_summary(ledger, name)
         keys = ("name", "trials", "judged", "resolved", "resolved_pct", "outcomes")
         runs[agent] = {k: getattr(summary, k) for k in keys}
-        run_id = ledger.run(name)["id"]
-        by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for t in ledger.trials(run_id):
-            by_task[t["task_id"]].append(t)
+        run_id = ledger.get_run(name).id
+        by_task: dict[str, list[TrialRow]] = defaultdict(list)
+        for t in ledger.trial_rows(run_id):
+            by_task[t.task_id].append(t)
         for task_id, rows in by_task.items():
             per_task[task_id][agent] = {
-                "resolved": sum(is_resolved(r["outcome"], r["reward"]) for r in rows),
-                "judged": sum(is_graded(r["outcome"]) for r in rows),
+                "resolved": sum(is_resolved(r.outcome, r.reward) for r in rows),
+                "judged": sum(is_graded(r.outcome) for r in rows),
                 "attempts": len(rows),
-                "outcomes": dict(Counter(r["outcome"] for r in rows)),
+                "outcomes": dict(Counter(r.outcome for r in rows)),
             }
     tasks = [{"task_id": tid, "expected_oracle": expected.get(tid), **per_task[tid]} for tid in sorted(per_task)]
     return {

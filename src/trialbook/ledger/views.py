@@ -203,8 +203,8 @@ def run_by_name(ledger: Ledger, name: str) -> RunListing:
 
 def run_overview(ledger: Ledger, name: str) -> RunOverview:
     """Outcomes, tags, per-repo counts of a run's current trials from one grouped scan."""
-    meta = ledger.run(name)
-    run = RunListing(meta["id"], meta["name"], meta["kind"], meta["created"], meta["source"])
+    meta = ledger.get_run(name)
+    run = RunListing(meta.id, meta.name, meta.kind, meta.created, meta.source)
     q = (
         select(trials.c.outcome, trials.c.repo, trials.c.exception, trials.c.superseded_by.is_(None),
                func.count(), func.coalesce(func.sum(cast(case((trials.c.reward >= 1.0, 1), else_=0), Integer)), 0))
