@@ -1,6 +1,6 @@
 """The printers take typed results, never dicts: every function of trialbook.report (and the public ones of
-the web's plots) is annotated, no parameter is Any or a record-as-dict (`dict` with Any values; a map with
-typed values is fine), and each printer's input is a frozen `Result` dataclass.
+the web's plots, and the CLI's own printers) is annotated, no parameter is Any or a record-as-dict (`dict`
+with Any values; a map with typed values is fine), and each printer's input is a frozen `Result` dataclass.
 The JSON forms stay what the README documents: `Result.to_json()` keeps the field order, leaves out
 optional keys and renames keyword fields, and `from_json()` is its inverse."""
 
@@ -23,9 +23,10 @@ from trialbook.results import ABSENT, Absent, Result, optional, renamed
 RESULT_MODULES = [
     "trialbook.stats.summary", "trialbook.stats.comparison", "trialbook.stats.power", "trialbook.audit.audit",
     "trialbook.audit.regrade", "trialbook.audit.attribute", "trialbook.training.results",
-    "trialbook.harness.validate", "trialbook.tasks.swebench.generate",
+    "trialbook.harness.validate", "trialbook.harness.quickstart", "trialbook.outcomes",
+    "trialbook.tasks.swebench.generate",
 ]  # fmt: skip
-PRINTERS = ("print_", "markdown_", "summary_paragraph", "sensitivity_lines")
+PRINTERS = ("print_", "_print_", "markdown_", "summary_paragraph", "sensitivity_lines")
 
 
 def _subclasses(cls: type) -> list[type]:
@@ -41,11 +42,12 @@ def _results() -> dict[str, type]:
 def _functions() -> list[tuple[str, Any]]:
     names = [f"trialbook.report.{m.name}" for m in pkgutil.iter_modules(trialbook.report.__path__)]
     out = []
-    for name in [*names, "trialbook.web.plots"]:
+    for name in [*names, "trialbook.web.plots", "trialbook.cli.harness"]:
         module = importlib.import_module(name)
         out += [(f"{name}.{fn}", obj) for fn, obj in vars(module).items()
                 if inspect.isfunction(obj) and obj.__module__ == name
-                and not (name == "trialbook.web.plots" and fn.startswith("_"))]  # fmt: skip
+                and not (name == "trialbook.web.plots" and fn.startswith("_"))
+                and (name != "trialbook.cli.harness" or fn.startswith("_print"))]  # fmt: skip
     return out
 
 
