@@ -236,7 +236,7 @@ def run_overview(ledger: Ledger, name: str) -> RunOverview:
             select(func.count(func.distinct(trials.c.task_id))).where(trials.c.run_id == run.id, _current)
         ).scalar_one()
     return RunOverview(
-        run=run, config=meta["config"], stack=meta["stack"], labels=meta["labels"],
+        run=run, config=meta.config, stack=meta.stack, labels=meta.labels,
         counts=TrialCounts(n_all, judged_all, resolved_all), tasks=int(n_tasks), superseded=superseded,
         outcomes=dict(outcomes.most_common()), tags=dict(tags.most_common()),
         by_repo=dict(sorted(by_repo.items())),
