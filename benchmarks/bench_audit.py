@@ -65,10 +65,10 @@ def main() -> None:
         ledger = Ledger(db)
         t = time.perf_counter()
         r = regrade_run(ledger, "bench", jobs=args.jobs)
-        print(f"regrade: {r['regraded']} trials, agree {r['agree']}, {time.perf_counter() - t:.1f} s")
+        print(f"regrade: {r.regraded} trials, agree {r.agree}, {time.perf_counter() - t:.1f} s")
         t = time.perf_counter()
         a = audit_run(ledger, "bench", jobs=args.jobs)
-        print(f"audit:   {a['trials']} trials, {a['p2p_penalties']['count']} P2P penalties, "
+        print(f"audit:   {a.trials} trials, {a.p2p_penalties.count} P2P penalties, "
               f"{time.perf_counter() - t:.1f} s")  # fmt: skip
 
 

@@ -94,7 +94,7 @@ def main() -> None:
             for r in range(args.rounds):
                 walls["local"].append(timed_run(ledger, local, f"bench-ray-local-{r}", config))
                 walls["ray"].append(timed_run(ledger, ray_exec, f"bench-ray-ray-{r}", config))
-            nodes = {t["extra"]["node_id"] for t in ledger.trials(ledger.run("bench-ray-ray-0")["id"])}
+            nodes = {(t.extra or {})["node_id"] for t in ledger.trial_rows(ledger.get_run("bench-ray-ray-0").id)}
             local.clean("bench-ray-warmup-local")
     finally:
         if cluster is not None:

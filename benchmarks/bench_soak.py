@@ -56,11 +56,11 @@ def soak(cycles: int, attempts: int, concurrency: int, seed: int) -> dict[str, o
     if final.returncode != 0:
         raise SystemExit(f"final resume failed: {final.stderr.strip()}")
     ledger = Ledger(db)
-    rows = list(ledger.trials(ledger.run(run)["id"], current_only=False))
+    rows = list(ledger.trial_rows(ledger.get_run(run).id, current_only=False))
     planned = {(t.name, a) for t in EXAMPLES.iterdir() if t.is_dir() for a in range(attempts)}
     seen: dict[tuple[str, int], int] = {}
     for r in rows:
-        seen[(r["task_id"], r["attempt"])] = seen.get((r["task_id"], r["attempt"]), 0) + 1
+        seen[(r.task_id, r.attempt)] = seen.get((r.task_id, r.attempt), 0) + 1
     client = docker.from_env()
     left = client.containers.list(all=True, filters={"label": [f"trialbook.ledger={ledger.id}"]})
     return {

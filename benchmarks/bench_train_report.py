@@ -45,7 +45,7 @@ def main() -> None:
             n = import_jsonl(ledger, traj, "big", kind="train")
             import_steps(ledger, steps, "big")
             t2 = time.perf_counter()
-            print(f"generated {truth['trajectories']} trajectories in {t1 - t0:.1f} s, imported {n} in {t2 - t1:.1f} s")
+            print(f"generated {truth.trajectories} trajectories in {t1 - t0:.1f} s, imported {n} in {t2 - t1:.1f} s")
         entry = "import sys; from trialbook.cli import main; sys.argv[0] = 'trialbook'; main()"
         cmd = [sys.executable, "-c", entry, "train", "report", "big", "--gpus", "16", "--json", "--db", str(db)]
         t0 = time.perf_counter()

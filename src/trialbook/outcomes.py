@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal, NamedTuple
+
+from trialbook.results import Result
 
 
 class Outcome(StrEnum):
@@ -123,29 +126,28 @@ def classify(exception_type: str | None, reward: float | None) -> Outcome:
     return Outcome.RESOLVED if reward >= 1.0 else Outcome.UNRESOLVED
 
 
-def policy_rows() -> list[dict[str, object]]:
+@dataclass(frozen=True)
+class PolicyRow(Result):
+    """One line of `trialbook policy`."""
+
+    exception: str
+    outcome: str
+    retry: bool
+    graded: bool
+    meaning: str
+
+
+def policy_rows() -> list[PolicyRow]:
     """The table as printed by `trialbook policy`."""
-    rows: list[dict[str, object]] = [
-        {
-            "exception": name,
-            "outcome": rule.outcome.value if rule.outcome else "resolved if reward >= 1.0 else unresolved",
-            "retry": rule.retry,
-            "graded": rule.graded,
-            "meaning": rule.meaning,
-        }
+    by_reward = "resolved if reward >= 1.0 else unresolved"
+    rows = [
+        PolicyRow(name, rule.outcome.value if rule.outcome else by_reward, rule.retry, rule.graded, rule.meaning)
         for name, rule in POLICY.items()
     ]
-    rows.append(
-        {
-            "exception": "(none)",
-            "outcome": "resolved if reward >= 1.0 else unresolved",
-            "retry": False,
-            "graded": True,
-            "meaning": "agent finished; the verifier's reward decides (p2p_regression tagged)",
-        }
-    )
-    other = {"outcome": UNEXPECTED.outcome.value if UNEXPECTED.outcome else "", "retry": UNEXPECTED.retry}
-    rows.append({"exception": "(other)", **other, "graded": False, "meaning": UNEXPECTED.meaning})
+    rows.append(PolicyRow("(none)", by_reward, False, True,
+                          "agent finished; the verifier's reward decides (p2p_regression tagged)"))  # fmt: skip
+    other = UNEXPECTED.outcome.value if UNEXPECTED.outcome else ""
+    rows.append(PolicyRow("(other)", other, UNEXPECTED.retry, False, UNEXPECTED.meaning))
     return rows
 
 

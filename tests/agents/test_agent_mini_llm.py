@@ -21,6 +21,7 @@ import pytest
 import requests
 
 from httpd import LocalServer
+from ledgerdicts import run_dict, trial_dicts
 from paths import EXAMPLES
 from trialbook.agents import get_agent
 from trialbook.agents.endpoints import probe
@@ -138,13 +139,13 @@ def test_run_examples_over_two_endpoints(cli, db: str, llama: LlamaServer, tmp_p
     assert p1.chats > 0 and p2.chats > 0, (p1.chats, p2.chats)  # least-outstanding spreads them
 
     ledger = Ledger(db)
-    run = ledger.run("m1")
+    run = run_dict(ledger, "m1")
     served = probe(llama.url)
     assert run["stack"]["engine"] == (served.engine or "unknown")
     assert run["stack"]["engine_version"] == (served.engine_version or "unknown")
     assert run["stack"]["model"] == served.models[0] and run["stack"]["sandbox"] == "docker"
     assert run["config"]["agent_options"]["max_turns"] == 3
-    trials = list(ledger.trials(run["id"]))
+    trials = trial_dicts(ledger, run["name"])
     assert len(trials) == 6
     for t in trials:
         if t["task_id"] == "hung-verifier":  # its tests hang whatever the agent did: honestly ungraded
@@ -177,7 +178,7 @@ def test_a_killed_server_gives_retried_infra_errors_then_a_rerun_grades(cli, db:
         killer.join(5)
         assert res.exit_code == 0, res.stderr
         ledger = Ledger(db)
-        (t,) = list(ledger.trials(ledger.run("dead")["id"]))
+        (t,) = trial_dicts(ledger, "dead")
         assert t["outcome"] == "infra_error" and t["reward"] is None  # never silently graded 0
         assert t["exception"] == "EndpointError" and "unreachable" in t["exception_message"]
         extra = json.loads(t["extra"]) if isinstance(t["extra"], str) else t["extra"]
@@ -188,9 +189,9 @@ def test_a_killed_server_gives_retried_infra_errors_then_a_rerun_grades(cli, db:
         server = LlamaServer(port=server.port).start()  # the engine comes back: rerun what failed
         res = cli("rerun", "dead", "--where", "infra_error", "--json")
         assert res.exit_code == 0, res.stderr
-        current = list(ledger.trials(ledger.run("dead")["id"]))
+        current = trial_dicts(ledger, "dead")
         assert len(current) == 1 and current[0]["outcome"] in GRADED and current[0]["reward"] is not None
-        history = list(ledger.trials(ledger.run("dead")["id"], current_only=False))
+        history = trial_dicts(ledger, "dead", current_only=False)
         assert len(history) == 2 and any(h["superseded_by"] == current[0]["id"] for h in history)
     finally:
         server.stop()

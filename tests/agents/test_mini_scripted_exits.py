@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from httpd import LocalServer
+from ledgerdicts import trial_dicts
 from trialbook.ledger.store import Ledger
 
 pytestmark = pytest.mark.docker
@@ -59,7 +60,7 @@ def _run(cli, db: str, tmp_path: Path, name: str, script: Callable[[int], Any], 
         server.close()
     assert res.exit_code == 0, res.stderr
     ledger = Ledger(db)
-    (trial,) = list(ledger.trials(ledger.run(name)["id"]))
+    (trial,) = trial_dicts(ledger, name)
     traj = json.loads(ledger.artifact(trial["id"], "trajectory.json"))
     assert trial["turns"] == server.chats  # every model call is a turn, counted once
     return trial, traj["info"]

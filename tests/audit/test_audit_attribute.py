@@ -62,8 +62,8 @@ def _make_run(ledger: Ledger, name: str, rows: list[Trial]) -> None:
 
 def _rerun(ledger: Ledger, name: str, replacements: dict[str, Trial]) -> None:
     """What `trialbook rerun` leaves behind: a new trial per replaced one, the old one superseded."""
-    run_id = ledger.run(name)["id"]
-    old = {t["task_id"]: t["id"] for t in ledger.trials(run_id)}
+    run_id = ledger.get_run(name).id
+    old = {t.task_id: t.id for t in ledger.trial_rows(run_id)}
     c = trials_table.c
     for task, trial in replacements.items():
         with ledger.transaction() as conn:
@@ -98,7 +98,7 @@ def rerun_ledger(db: str) -> Ledger:
 
 
 def test_rerun_with_timeout_multiplier_is_its_own_line(rerun_ledger: Ledger, cli):
-    out = attribute_runs(rerun_ledger, "base@original", "base")
+    out = attribute_runs(rerun_ledger, "base@original", "base").to_json()
     assert (out["old_pct"], out["new_pct"], out["total_pp"]) == (30.0, 50.0, 20.0)
     parts = {(p["from"], p["to"], p["via"]): (p["tasks"], p["net"], p["pp"]) for p in out["parts"]}
     assert parts == {
@@ -118,7 +118,7 @@ def test_attribute_across_runs_by_transition_and_repo(rerun_ledger: Ledger):
     fixed += [_trial("org__repo-5", R, 1.0), _trial("org__repo-6", U, 0.0)]
     fixed += [_trial(f"org__repo-{i}", U, 0.0) for i in (7, 8)] + [_trial("org__repo-9", R, 1.0)]
     _make_run(rerun_ledger, "fixed", fixed)
-    out = attribute_runs(rerun_ledger, "base@original", "fixed")
+    out = attribute_runs(rerun_ledger, "base@original", "fixed").to_json()
     parts = {(p["from"], p["to"]): p["net"] for p in out["parts"]}
     assert parts == {
         ("agent_timeout", "resolved"): 3,

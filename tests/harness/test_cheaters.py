@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ledgerdicts import trial_dicts
 from trialbook.ledger.store import Ledger
 
 pytestmark = pytest.mark.docker
@@ -67,7 +68,7 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
               "--runs-dir", str(base / "runs"))  # fmt: skip
     assert res.exit_code == 0, res.stderr
     ledger = Ledger(db)
-    got = {t["task_id"]: t for t in ledger.trials(ledger.run("cheats")["id"])}
+    got = {t["task_id"]: t for t in trial_dicts(ledger, "cheats")}
     assert len(got) == 2 + len(list(CHEATS.glob("*.sh"))) + len(IN_CONTAINER) + len(REWARD_FILE)
     assert got["honest"]["outcome"] == "resolved" and got["honestinfra"]["outcome"] == "resolved"
     wrong = {

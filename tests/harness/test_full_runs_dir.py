@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ledgerdicts import trial_dicts
 from trialbook.ledger.store import Ledger
 
 pytestmark = pytest.mark.docker
@@ -46,7 +47,7 @@ def test_full_runs_dir_loses_no_trial(engine, full_dir, cli, db):
     assert res.exit_code == 0, res.stderr
     assert "4 trials recorded" in res.stderr and "4 trial folder(s) not written" in res.stderr
     ledger = Ledger(db)
-    got = list(ledger.trials(ledger.run("full")["id"]))
+    got = trial_dicts(ledger, "full")
     assert sorted(t["task_id"] for t in got) == sorted(TASKS.split(","))
     for t in got:
         assert t["outcome"] in ("unresolved", "resolved"), t

@@ -19,6 +19,7 @@ import docker
 import pytest
 from typer.testing import CliRunner
 
+from ledgerdicts import trial_dicts
 from paths import EXAMPLES
 from trialbook.cli import app
 from trialbook.errors import TrialbookError
@@ -39,7 +40,7 @@ def run_cli(db: str, *args: str) -> tuple[int, str, str]:
 
 def trials(db: str, run: str, current_only: bool = True) -> list[dict]:
     ledger = Ledger(db)
-    return list(ledger.trials(ledger.run(run)["id"], current_only=current_only))
+    return trial_dicts(ledger, run, current_only=current_only)
 
 
 def leftovers(client, run: str) -> list:
@@ -116,7 +117,7 @@ def test_results_logs_and_stack_are_recorded(examples_runs):
     ledger = Ledger(db)
     plain = next(t for t in rows if t["task_id"] == "plain-bugfix")
     assert "passed" in ledger.artifact(plain["id"], "verifier.log")
-    stack = ledger.run("oracle")["stack"]
+    stack = ledger.get_run("oracle").stack
     assert stack["harness"] == "trialbook" and stack["engine"] == "docker" and stack["engine_version"]
     assert set(stack["images"]) == set(stack["verifier_hashes"]) == {t["task_id"] for t in rows}
     assert all(v.startswith("sha256:") for v in stack["images"].values())
@@ -228,7 +229,7 @@ def test_kill_9_then_resume_runs_every_trial_exactly_once(engine, tmp_path, db):
     assert leftovers(engine, "crash") == []
     code, _, err = run_cli(db, "resume", "crash")  # nothing left: a no-op
     assert code == 0 and len(trials(db, "crash")) == 9
-    assert Ledger(db).run("crash")["config"]["tasks"] == sorted(tasks)  # the plan was frozen at the start
+    assert Ledger(db).get_run("crash").config["tasks"] == sorted(tasks)  # the plan was frozen at the start
 
 
 def _start_run_process(db: str, tmp_path: Path, run: str, tasks: list[str], attempts: int) -> subprocess.Popen:
@@ -369,7 +370,7 @@ def test_run_and_rerun_on_postgres(engine, pg, tmp_path):
     shown = json.loads(run_cli(harness_pg, "show", "pg", "--json")[1])
     assert (shown["trials"], shown["resolved"], shown["superseded"]) == (2, 2, 1)
     ledger = Ledger(harness_pg)
-    rows = list(ledger.trials(ledger.run("pg")["id"], current_only=False))
+    rows = trial_dicts(ledger, "pg", current_only=False)
     assert len(rows) == 3 and "passed" in (ledger.artifact(rows[0]["id"], "verifier.log") or "")
 
 

@@ -17,9 +17,9 @@ def test_policy_agrees_with_the_outcome_table():
     assert not rule_for("VerifierTimeoutError").retry
     assert rule_for("SomethingNew").outcome == Outcome.INFRA_ERROR and not rule_for("SomethingNew").retry
     assert {"DaemonError", "ImageBuildError", "ContainerStartError"} <= {n for n, r in POLICY.items() if r.retry}
-    rows = {r["exception"]: r for r in policy_rows()}
-    assert rows["AgentTimeoutError"]["graded"] is True
-    assert rows["VerifierTimeoutError"]["graded"] is False
+    rows = {r.exception: r for r in policy_rows()}
+    assert rows["AgentTimeoutError"].graded is True
+    assert rows["VerifierTimeoutError"].graded is False
 
 
 def test_policy_command_json(cli):

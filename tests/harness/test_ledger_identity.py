@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ledgerdicts import trial_dicts
 from trialbook.ledger.store import Ledger
 
 pytestmark = pytest.mark.docker
@@ -84,10 +85,10 @@ def test_two_ledgers_same_run_name_do_not_touch_each_other(engine, tmp_path, cli
             live.wait()
     assert live.returncode == 0, err
     ledger_a = Ledger(db_a)
-    got = list(ledger_a.trials(ledger_a.run(run)["id"]))
+    got = trial_dicts(ledger_a, run)
     assert [(t["task_id"], t["attempt"], t["outcome"]) for t in got] == [("slow-fix", 0, "resolved")]
     ledger_b = Ledger(db)
-    assert [t["outcome"] for t in ledger_b.trials(ledger_b.run(run)["id"])] == ["unresolved"]
+    assert [t["outcome"] for t in trial_dicts(ledger_b, run)] == ["unresolved"]
     assert _containers(engine, run, id_a) == [] and _containers(engine, run, id_b) == []
     # once A is done, its run can be replaced again
     proc = subprocess.run([*CLI, "import", "jsonl", str(jsonl), "--run", run, "--replace", "--db", db_a],

@@ -66,7 +66,7 @@ def test_still_graded_means_an_early_stop_is_verified() -> None:
 def test_policy_rows_print_every_rule_plus_none_and_other() -> None:
     from trialbook.outcomes import policy_rows
 
-    rows = {r["exception"]: r for r in policy_rows()}
+    rows = {r.exception: r.to_json() for r in policy_rows()}
     assert list(rows)[-2:] == ["(none)", "(other)"]
     assert set(rows) == set(POLICY) | {"(none)", "(other)"}
     assert all(set(r) == {"exception", "outcome", "retry", "graded", "meaning"} for r in rows.values())

@@ -25,6 +25,7 @@ from pathlib import Path
 import docker
 import pytest
 
+from ledgerdicts import trial_dicts
 from paths import EXAMPLES
 from trialbook.ledger.store import Ledger
 from trialbook.tasks import load_tasks
@@ -92,7 +93,7 @@ def run_args(
 
 def trials(db: str, run: str) -> list[dict]:
     ledger = Ledger(db)
-    return list(ledger.trials(ledger.run(run)["id"], current_only=False))
+    return trial_dicts(ledger, run, current_only=False)
 
 
 def leftovers(engine: docker.DockerClient, run: str, *labels: str) -> list[str]:

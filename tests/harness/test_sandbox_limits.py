@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ledgerdicts import trial_dicts
 from trialbook.ledger.store import Ledger
 
 pytestmark = pytest.mark.docker
@@ -25,7 +26,7 @@ def test_oom_and_pids_limit_are_infra_errors(engine, tmp_path, cli, db):
               "--runs-dir", str(tmp_path / "runs"))  # fmt: skip
     assert res.exit_code == 0, res.stderr
     ledger = Ledger(db)
-    got = {t["task_id"]: t for t in ledger.trials(ledger.run("limits")["id"])}
+    got = {t["task_id"]: t for t in trial_dicts(ledger, "limits")}
     assert got["oom"]["outcome"] == "infra_error", got["oom"]
     assert got["oom"]["exception"] == "SandboxLimitError"
     assert "memory_mb = 6" in got["oom"]["exception_message"] and "oom kills" in got["oom"]["exception_message"]

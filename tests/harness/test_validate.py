@@ -10,14 +10,17 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from ledgerdicts import run_dict, trial_dicts
 from paths import EXAMPLES
 from trialbook.cli import app
 from trialbook.errors import TrialbookError
 from trialbook.harness.validate import RULES, AgentView, TaskView, Variant, parse_variants, verdict
+from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
 
 STATS_FIXED = (EXAMPLES / "plain-bugfix" / "solution" / "solve.sh").read_text()
@@ -146,10 +149,10 @@ def test_slow_solution_at_x1_is_oracle_fails_by_agent_timeout(mixed):
 def test_trials_recorded_as_one_validate_run(mixed):
     db, rows, report = mixed
     ledger = Ledger(db)
-    run = ledger.run("val")
+    run = run_dict(ledger, "val")
     assert run["kind"] == "validate" and run["stack"]["agent"] == "oracle+nop"
     assert report["runs"] == {"default": "val"}
-    trials = list(ledger.trials(run["id"]))
+    trials = trial_dicts(ledger, run["name"])
     assert len(trials) == len(rows) * 4
     for t in trials:  # oracle = attempts 0..1, nop = 2..3
         assert t["extra"]["agent"] == ("oracle" if t["attempt"] < 2 else "nop")
@@ -218,7 +221,7 @@ def test_image_variants_list_per_test_differences(proxy_images, tmp_path):
     assert ("nop", "tests/test_fetch.py::test_get_json") not in diffs  # fails under both: no difference
     ledger = Ledger(db)
     for label, image in (("official", proxy_images["official"]), ("rebuilt", proxy_images["rebuilt"])):
-        trials = list(ledger.trials(ledger.run(f"px-{label}")["id"]))
+        trials = trial_dicts(ledger, f"px-{label}")
         assert {t["extra"]["image"] for t in trials} == {image}
     code, human, _ = run_cli(db, "validate", str(tmp_path / "tasks"), "--repeats", "1", "--run", "px", "--replace",
                              *args, "--runs-dir", str(tmp_path / "runs"))  # fmt: skip
@@ -233,9 +236,11 @@ def test_bad_image_variant_is_a_usage_error(tmp_path):
         parse_variants(["a=x", "a=y"])
 
 
-def _trial(outcome: str, reward: float | None, tests: dict | None, agent: str) -> dict:
-    return {"outcome": outcome, "reward": reward, "tests": tests, "extra": {"agent": agent}, "exception": None,
-            "exception_message": None}  # fmt: skip
+def _trial(outcome: str, reward: float | None, tests: dict | None, agent: str, **kw: Any) -> TrialRow:
+    return TrialRow(id=0, run_id=0, task_id="x", attempt=0, repo=None, outcome=outcome, reward=reward, step=None,
+                    wv=None, epoch=None, exception=kw.get("exception"), exception_message=kw.get("exception_message"),
+                    duration_s=None, tokens=None, turns=None, tests=tests, started_at=None, finished_at=None,
+                    extra={"agent": agent}, superseded_by=None)  # fmt: skip
 
 
 def test_rules_are_checked_in_priority_order():
@@ -254,7 +259,7 @@ def test_rules_are_checked_in_priority_order():
     nop = AgentView([_trial("resolved", 1.0, {f2p: {"t": "pass"}}, "nop")] * 2)
     name, details = verdict(TaskView("x", {"oracle": oracle, "nop": nop}))
     assert name == "flaky" and details["flaky_tests"] == ["t"]
-    oracle.trials[1]["tests"] = {f2p: {"t": "fail"}}
+    oracle.trials[1].tests = {f2p: {"t": "fail"}}
     name, details = verdict(TaskView("x", {"oracle": oracle, "nop": nop}))
     assert name == "oracle_fails" and details["failing_tests"] == ["t (fail)"]
 
@@ -272,7 +277,7 @@ def test_slow_solution_is_ok_at_x2(engine, tmp_path):
 
 def test_empty_image_means_the_tasks_own_environment_and_infra_errors_get_no_verdict():
     assert parse_variants(["own=", "b=img:1"]) == [Variant("own", None), Variant("b", "img:1")]
-    broken = _trial("infra_error", None, None, "oracle") | {"exception": "ImageBuildError", "exception_message": "gone"}
+    broken = _trial("infra_error", None, None, "oracle", exception="ImageBuildError", exception_message="gone")
     view = TaskView("x", {"oracle": AgentView([broken]), "nop": AgentView([_trial("unresolved", 0.0, None, "nop")])})
     name, details = verdict(view)
     assert name == "infra_error" and details["errors"] == ["ImageBuildError: gone"]

@@ -145,7 +145,7 @@ def test_an_interrupted_import_leaves_no_run_no_workers_and_a_usable_ledger(tmp_
     assert Ledger(str(db)).run_names() == []
     proc = _start_import(big_file, db)  # the same import again, to the end
     assert proc.wait(timeout=120) == 0
-    assert Ledger(str(db)).count_trials(Ledger(str(db)).run("big")["id"]) == 400_000
+    assert Ledger(str(db)).count_trials(Ledger(str(db)).get_run("big").id) == 400_000
 
 
 def test_missing_file_is_a_user_error(tmp_path):

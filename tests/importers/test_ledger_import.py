@@ -54,15 +54,15 @@ def test_logs_attach_reports_and_test_statuses(cli, db):
     from trialbook.ledger.store import Ledger
 
     ledger = Ledger(db)
-    run = ledger.run(ledger.run_names()[0])
-    trials = {t["task_id"]: t for t in ledger.trials(run["id"])}
+    run = ledger.get_run(ledger.run_names()[0])
+    trials = {t.task_id: t for t in ledger.trial_rows(run.id)}
     t = trials["astropy__astropy-12907"]
     report = json.loads((logs / "astropy__astropy-12907" / "report.json").read_text())["astropy__astropy-12907"]
     f2p_fail = report["tests_status"]["FAIL_TO_PASS"]["failure"]
-    assert f2p_fail and all(t["tests"]["FAIL_TO_PASS"][name] == "fail" for name in f2p_fail)
-    assert ledger.artifact(t["id"], "test_output.txt") == (logs / "astropy__astropy-12907/test_output.txt").read_text()
+    assert t.tests and f2p_fail and all(t.tests["FAIL_TO_PASS"][name] == "fail" for name in f2p_fail)
+    assert ledger.artifact(t.id, "test_output.txt") == (logs / "astropy__astropy-12907/test_output.txt").read_text()
     with_report = [p.name for p in logs.iterdir() if (p / "report.json").is_file()]
-    assert sum(1 for x in trials.values() if x["tests"] is not None) == len(with_report)
+    assert sum(1 for x in trials.values() if x.tests is not None) == len(with_report)
 
 
 def test_jsonl_round_trip_is_exact(cli, tmp_path):

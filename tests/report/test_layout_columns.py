@@ -56,7 +56,7 @@ def test_every_name_and_verdict_whole_at_80_columns(cli, ledger: Path, monkeypat
     _fits(policy.stdout)
     lines = policy.stdout.splitlines()
     for row in policy_rows():
-        assert row["exception"] in lines
+        assert row.exception in lines
 
     report = cli("train", "report", "a-training-run-with-a-long-name")
     assert report.exit_code == 0

@@ -14,6 +14,7 @@ from pathlib import Path
 import docker
 import pytest
 
+from ledgerdicts import run_dict, trial_dicts
 from paths import EXAMPLES
 from trialbook.agents.llama import LlamaServer
 from trialbook.errors import UserError
@@ -47,12 +48,12 @@ def test_two_steps_of_groups_are_train_trials_with_step_and_wv(cli, db: str, lla
     rollouts.close()
     assert [(r.step, r.wv, r.attempt) for r in results] == [(0, 0, 0), (0, 0, 1), (1, 0, 0), (1, 0, 1)]
     ledger = Ledger(db)
-    run = ledger.run("grpo-live")
+    run = run_dict(ledger, "grpo-live")
     assert run["kind"] == "train"
     assert run["config"]["rewards"]["finalize_reward_scale"] == 0.9
     assert run["config"]["rewards"]["rules"]["infra_error"]["masked"] is True
     assert run["stack"]["engine"] and run["stack"]["model"]
-    rows = {t["id"]: t for t in ledger.trials(run["id"])}
+    rows = {t["id"]: t for t in trial_dicts(ledger, run["name"])}
     assert len(rows) == 4
     for r in results:
         row = rows[r.trial_id]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ledgerdicts import trial_dicts
 from paths import EXAMPLES
 from trialbook.agents.llama import LlamaServer
 from trialbook.ledger.store import Ledger
@@ -27,7 +28,7 @@ def llama() -> Iterator[LlamaServer]:
 
 def _rows(db: str, run: str) -> list[dict]:
     ledger = Ledger(db)
-    return list(ledger.trials(ledger.run(run)["id"]))
+    return trial_dicts(ledger, run)
 
 
 def test_a_completion_with_the_fix_is_resolved_and_one_without_a_block_is_a_format_error(db: str, tmp_path: Path):

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from ledgerdicts import trial_dicts
 from trialbook.ledger.store import Ledger
 from trialbook.rl.rollout import Rollouts
 from trialbook.rl.trainers import train_grpo, trl_reward
@@ -76,7 +77,7 @@ def test_grpo_steps_on_varying_graded_rewards_change_the_model(engine, cli, db: 
     assert summary["global_step"] == STEPS
 
     ledger = Ledger(db)
-    rows = list(ledger.trials(ledger.run("grpo-learn")["id"]))
+    rows = trial_dicts(ledger, "grpo-learn")
     assert len(rows) == STEPS * GROUP and all(r["wv"] == r["step"] for r in rows)
     for step in range(STEPS):  # each group: the fixed completion resolved, the model's own not
         group = sorted((r["reward"], r["outcome"]) for r in rows if r["step"] == step)

@@ -25,12 +25,12 @@ TIMED_OUT = IDS[10:14]
 def _rerun(db: str, run: str, outcome: str, **new: object) -> int:
     """Supersede every current trial of `run` with `outcome` by a resolved one; returns how many."""
     ledger = Ledger(db)
-    run_id = ledger.run(run)["id"]
-    old = [t for t in ledger.trials(run_id) if t["outcome"] == outcome]
+    run_id = ledger.get_run(run).id
+    old = [t for t in ledger.trial_rows(run_id) if t.outcome == outcome]
     for t in old:
-        trial = Trial(task_id=t["task_id"], attempt=t["attempt"], repo=t["repo"], outcome=Outcome.RESOLVED,
-                      reward=1.0, step=t["step"], wv=t["wv"], epoch=t["epoch"], **new)  # fmt: skip
-        record_trial(ledger, run_id, TrialResult(trial=trial, name=f"{t['task_id']}__rerun"), supersedes=t["id"])
+        trial = Trial(task_id=t.task_id, attempt=t.attempt, repo=t.repo, outcome=Outcome.RESOLVED,
+                      reward=1.0, step=t.step, wv=t.wv, epoch=t.epoch, **new)  # fmt: skip
+        record_trial(ledger, run_id, TrialResult(trial=trial, name=f"{t.task_id}__rerun"), supersedes=t.id)
     return len(old)
 
 

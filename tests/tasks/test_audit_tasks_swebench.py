@@ -174,9 +174,9 @@ def test_every_verified_instance_gets_its_official_test_command(tmp_path: Path):
     result = write_tasks(INSTANCES, tmp_path)
     instances = _instances()
     lacking = {i for i, o in instances.items() if o["FAIL_TO_PASS"] is None or o["PASS_TO_PASS"] is None}
-    assert {s["task_id"] for s in result["skipped"]} == lacking
-    assert len(result["written"]) == 500 - len(lacking)
+    assert {s.task_id for s in result.skipped} == lacking
+    assert len(result.written) == 500 - len(lacking)
     unset = "env " + " ".join(f"-u {v}" for v in PROXY_VARS)
-    for task_id in result["written"]:
+    for task_id in result.written:
         lines = [line.strip() for line in (tmp_path / task_id / "tests" / "test.sh").read_text().splitlines()]
         assert f"{unset} {instances[task_id]['test_cmd']}" in lines, task_id

@@ -19,7 +19,7 @@ def test_hand_solvable_per_epoch_loader():
     # step 1: waits 100, trains 100-110; step 2: buffered, 110-120. The epoch ends, the loader restarts
     # at 120: both groups of epoch 1 start at version 2 and finish at 220; step 3 waits 100 (220-230),
     # step 4 230-240. Idle 200 of 240 s; versions 1 generated nothing.
-    r = simulate(PipelineConfig(1, 1, 1, 2, 2, 10.0, 2, cross_epoch=False), CONST_100)
+    r = simulate(PipelineConfig(1, 1, 1, 2, 2, 10.0, 2, cross_epoch=False), CONST_100).to_json()
     assert r["steps"] == 4 and r["total_s"] == 240.0
     assert [s["wait_s"] for s in r["step_log"]] == [100.0, 0.0, 100.0, 0.0]
     assert [s["finished_s"] for s in r["step_log"]] == [110.0, 120.0, 230.0, 240.0]
@@ -34,7 +34,7 @@ def test_hand_solvable_cross_epoch():
     # Same shape, sampling continues: step 1 (100-110) frees a slot, group 2 starts at 110 (v1) and
     # ends 210; step 2 (110-120) frees one, group 3 starts at 120 (v2) and ends 220. Step 3 waits
     # 120-210 (90 s), trains 210-220; step 4 220-230. Idle 190 of 230 s.
-    r = simulate(PipelineConfig(1, 1, 1, 2, 2, 10.0, 2, cross_epoch=True), CONST_100)
+    r = simulate(PipelineConfig(1, 1, 1, 2, 2, 10.0, 2, cross_epoch=True), CONST_100).to_json()
     assert r["total_s"] == 230.0
     assert [s["wait_s"] for s in r["step_log"]] == [100.0, 0.0, 90.0, 0.0]
     assert r["trajectories_by_wv"] == {"0": 2, "1": 1, "2": 1}
@@ -45,7 +45,7 @@ def test_hand_solvable_cross_epoch():
 def test_hand_solvable_workers_and_groups():
     # B=2 G=2 S=1 P=4 E=1 W=4 T=10: 4 groups (8 trajectories) admitted at 0, 4 workers: groups 0-1 end
     # at 100, groups 2-3 at 200. Step 1 waits 100 (100-110), step 2 waits 90 (200-210).
-    r = simulate(PipelineConfig(2, 2, 1, 4, 1, 10.0, 4), CONST_100)
+    r = simulate(PipelineConfig(2, 2, 1, 4, 1, 10.0, 4), CONST_100).to_json()
     assert [s["wait_s"] for s in r["step_log"]] == [100.0, 90.0]
     assert r["total_s"] == 210.0
     assert r["trajectories_by_wv"] == {"0": 8}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -24,8 +25,44 @@ from trialbook.errors import UserError
 from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import is_resolved
+from trialbook.results import Result, renamed
 
 ORIGINAL = "@original"
+
+
+@dataclass(frozen=True)
+class Transition(Result):
+    """Pairs that moved from one state to another (`via` a rerun, when the new trial replaced one)."""
+
+    from_: str = renamed("from")
+    to: str
+    via: str | None
+    tasks: int
+    net: int  # resolved gained minus lost
+    pp: float
+
+
+@dataclass(frozen=True)
+class RepoChange(Result):
+    tasks: int
+    net: int
+    pp: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attribution(Result):
+    old: str
+    new: str
+    pairs: int
+    unpaired_old: int
+    unpaired_new: int
+    old_pct: float
+    new_pct: float
+    total_pp: float
+    net: int
+    unchanged: int
+    parts: list[Transition]
+    by_repo: dict[str, RepoChange]
 
 
 def _state(trial: TrialRow) -> str:
@@ -70,7 +107,7 @@ def apportion(exact: dict[Any, Fraction], total: Fraction, unit: Fraction = Frac
     return {k: float(n * unit) for k, n in floors.items()}
 
 
-def attribute_runs(ledger: Ledger, old: str, new: str) -> dict[str, Any]:
+def attribute_runs(ledger: Ledger, old: str, new: str) -> Attribution:
     old_name, before = load_trials(ledger, old)
     new_name, after = load_trials(ledger, new)
     keys = sorted(set(before) & set(after))
@@ -100,24 +137,14 @@ def attribute_runs(ledger: Ledger, old: str, new: str) -> dict[str, Any]:
     part_pp = apportion({k: Fraction(100 * v[1], n) for k, v in parts.items()}, total)
     repo_pp = apportion({k: Fraction(100 * v[1], n) for k, v in repos.items()}, total)
     total_pp = float(Fraction(_round_half_up(total, Fraction(1, 100)), 100))
-    rows = [
-        {"from": k[0], "to": k[1], "via": k[2], "tasks": v[0], "net": v[1], "pp": part_pp[k]} for k, v in parts.items()
-    ]
-    rows.sort(key=lambda r: (-abs(r["pp"]), -r["tasks"], r["from"], r["to"]))
-    return {
-        "old": old_name,
-        "new": new_name,
-        "pairs": n,
-        "unpaired_old": len(before) - n,
-        "unpaired_new": len(after) - n,
-        "old_pct": round(100 * resolved_old / n, 2),
-        "new_pct": round(100 * resolved_new / n, 2),
-        "total_pp": total_pp,
-        "net": resolved_new - resolved_old,
-        "unchanged": unchanged,
-        "parts": rows,
-        "by_repo": {
-            k: {"tasks": v[0], "net": v[1], "pp": repo_pp[k]}
+    rows = [Transition(k[0], k[1], k[2], v[0], v[1], part_pp[k]) for k, v in parts.items()]
+    rows.sort(key=lambda r: (-abs(r.pp), -r.tasks, r.from_, r.to))
+    return Attribution(
+        old=old_name, new=new_name, pairs=n, unpaired_old=len(before) - n, unpaired_new=len(after) - n,
+        old_pct=round(100 * resolved_old / n, 2), new_pct=round(100 * resolved_new / n, 2), total_pp=total_pp,
+        net=resolved_new - resolved_old, unchanged=unchanged, parts=rows,
+        by_repo={
+            k: RepoChange(tasks=v[0], net=v[1], pp=repo_pp[k])
             for k, v in sorted(repos.items(), key=lambda kv: (-abs(kv[1][1]), kv[0]))
         },
-    }
+    )  # fmt: skip

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy import and_, func, select
 
@@ -21,8 +20,84 @@ from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.schema import trials
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import NOT_PASSING, is_graded, p2p_regression
+from trialbook.results import Result, optional
 
 MIN_TRIALS = 2  # a test must run in at least this many trials before "fails in most" means anything
+
+
+@dataclass(frozen=True)
+class PenaltyTest(Result):
+    task_id: str
+    test: str
+    trials: int
+
+
+@dataclass(frozen=True)
+class P2PPenalties(Result):
+    count: int
+    share_of_graded: float | None
+    by_repo: dict[str, int]  # most first
+    by_test: list[PenaltyTest]  # most first
+
+
+@dataclass(frozen=True)
+class SignatureCount(Result):
+    meaning: str
+    artifact: bool  # a verifier artifact, not the agent's failure
+    trials: int
+    unresolved: int
+    resolved: int
+    share_of_resolved: float | None
+    p2p_penalties: int
+    share_of_p2p_penalties: float | None
+
+
+@dataclass(frozen=True)
+class Explained(Result):
+    p2p_penalties: int
+    of_p2p_penalties: int
+    share: float | None
+    unresolved: int
+    of_unresolved: int
+
+
+@dataclass(frozen=True)
+class SignatureTrial(Result):
+    task_id: str
+    attempt: int
+    signatures: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuspectTest(Result):
+    """A P2P test failing in most trials (`tasks` set), or failing here but passing in `--vs` (`task_id` set)."""
+
+    test: str
+    task_id: str | None = optional()
+    reason: str
+    failed: int
+    trials: int
+    tasks: list[str] | None = optional()
+    vs_passed: int | None = optional()
+    vs_trials: int | None = optional()
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditResult(Result):
+    run: str
+    vs: str | None
+    # "no_verifier_logs": nothing was read, so the zeros below mean "not looked at", not "clean"
+    status: str
+    trials: int
+    graded: int
+    with_log: int
+    regraded_from_log: int
+    p2p_penalties: P2PPenalties
+    by_signature: dict[str, SignatureCount]
+    explained_by_artifacts: Explained
+    signature_trials: list[SignatureTrial]
+    suspect_tests: list[SuspectTest]
+    artifact_tasks: list[str]  # tasks with an artifact signature in some trial (`--write-tasks`)
 
 
 def p2p_penalty(ev: Evidence) -> bool:
@@ -38,7 +113,7 @@ def _p2p_statuses(ev: Evidence) -> dict[str, str]:
     return (ev.tests or {}).get("PASS_TO_PASS") or {}
 
 
-def _fails_in_most(items: list[Evidence], min_trials: int) -> list[dict[str, Any]]:
+def _fails_in_most(items: list[Evidence], min_trials: int) -> list[SuspectTest]:
     runs: Counter[str] = Counter()
     fails: Counter[str] = Counter()
     tasks: dict[str, set[str]] = defaultdict(set)
@@ -50,20 +125,14 @@ def _fails_in_most(items: list[Evidence], min_trials: int) -> list[dict[str, Any
             tasks[test].add(ev.trial.task_id)
             fails[test] += status in NOT_PASSING
     out = [
-        {
-            "test": test,
-            "reason": "fails_in_most_trials",
-            "failed": fails[test],
-            "trials": n,
-            "tasks": sorted(tasks[test]),
-        }
+        SuspectTest(test=test, reason="fails_in_most_trials", failed=fails[test], trials=n, tasks=sorted(tasks[test]))
         for test, n in runs.items()
         if n >= min_trials and fails[test] * 2 > n
     ]
-    return sorted(out, key=lambda r: (-r["failed"], r["test"]))
+    return sorted(out, key=lambda r: (-r.failed, r.test))
 
 
-def _fails_here_passes_there(items: list[Evidence], other: list[Evidence], vs: str) -> list[dict[str, Any]]:
+def _fails_here_passes_there(items: list[Evidence], other: list[Evidence], vs: str) -> list[SuspectTest]:
     def tally(evs: list[Evidence]) -> dict[tuple[str, str], list[int]]:
         out: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # [failed, trials]
         for ev in evs:
@@ -80,18 +149,11 @@ def _fails_here_passes_there(items: list[Evidence], other: list[Evidence], vs: s
         other_cell = there.get((task_id, test))
         if other_cell is None or failed * 2 <= n or other_cell[0] > 0:
             continue
-        rows.append(
-            {
-                "test": test,
-                "task_id": task_id,
-                "reason": f"fails_here_passes_in:{vs}",
-                "failed": failed,
-                "trials": n,
-                "vs_passed": other_cell[1],
-                "vs_trials": other_cell[1],
-            }
-        )
-    return sorted(rows, key=lambda r: (r["task_id"], r["test"]))
+        rows.append(SuspectTest(
+            test=test, task_id=task_id, reason=f"fails_here_passes_in:{vs}", failed=failed, trials=n,
+            vs_passed=other_cell[1], vs_trials=other_cell[1],
+        ))  # fmt: skip
+    return sorted(rows, key=lambda r: (r.task_id or "", r.test))
 
 
 def _light(stream: Iterator[Evidence]) -> Iterator[Evidence]:
@@ -143,7 +205,7 @@ def audit_run(
     min_trials: int = MIN_TRIALS,
     jobs: int = DEFAULT_JOBS,
     per_trial: bool = True,
-) -> dict[str, Any]:
+) -> AuditResult:
     """The audit; `per_trial=False` (the web page, which shows counts only) leaves out the trials without
     logs from `signature_trials` and `artifact_tasks`, and so never lists a million of them."""
     run = ledger.get_run(run_name)
@@ -157,7 +219,7 @@ def audit_run(
     by_test = Counter(
         (ev.trial.task_id, t) for ev in penalties for t, s in _p2p_statuses(ev).items() if s in NOT_PASSING
     )
-    by_signature: dict[str, dict[str, Any]] = {}
+    by_signature: dict[str, SignatureCount] = {}
     n_resolved = sum(1 for ev in items if ev.recorded_resolved) + sum(g.n for g in bare if g.ev.recorded_resolved)
     for sig in SIGNATURES:
         hits = [ev for ev in items if sig.name in found[id(ev)]]
@@ -165,16 +227,11 @@ def audit_run(
         resolved = sum(1 for ev in hits if ev.recorded_resolved) + sum(g.n for g in groups if g.ev.recorded_resolved)
         n_hits = len(hits) + sum(g.n for g in groups)
         pen = sum(1 for ev in penalties if sig.name in found[id(ev)])
-        by_signature[sig.name] = {
-            "meaning": sig.meaning,
-            "artifact": sig.artifact,
-            "trials": n_hits,
-            "unresolved": n_hits - resolved,
-            "resolved": resolved,
-            "share_of_resolved": _share(resolved, n_resolved),
-            "p2p_penalties": pen,
-            "share_of_p2p_penalties": _share(pen, len(penalties)),
-        }
+        by_signature[sig.name] = SignatureCount(
+            meaning=sig.meaning, artifact=sig.artifact, trials=n_hits, unresolved=n_hits - resolved,
+            resolved=resolved, share_of_resolved=_share(resolved, n_resolved),
+            p2p_penalties=pen, share_of_p2p_penalties=_share(pen, len(penalties)),
+        )  # fmt: skip
 
     def artifact(names: list[str]) -> bool:
         return any(BY_NAME[n].artifact for n in names)
@@ -198,30 +255,21 @@ def audit_run(
     signed += [(i, task, att, g.signatures) for g in bare for i, task, att in g.trials]
     signed.sort(key=lambda row: row[0])  # trial id order, as the trials were written
     artifact_tasks = sorted({task for _, task, _, names in signed if artifact(names)})
-    return {
-        "run": run_name,
-        "vs": vs,
-        # "no_verifier_logs": nothing was read, so the zeros below mean "not looked at", not "clean"
-        "status": "audited" if with_log else "no_verifier_logs",
-        "trials": len(items) + sum(g.n for g in bare),
-        "graded": graded,
-        "with_log": with_log,
-        "regraded_from_log": sum(1 for ev in items if ev.grade is not None),
-        "p2p_penalties": {
-            "count": len(penalties),
-            "share_of_graded": _share(len(penalties), graded),
-            "by_repo": dict(by_repo.most_common()),
-            "by_test": [{"task_id": k[0], "test": k[1], "trials": n} for k, n in by_test.most_common()],
-        },
-        "by_signature": by_signature,
-        "explained_by_artifacts": {
-            "p2p_penalties": explained,
-            "of_p2p_penalties": len(penalties),
-            "share": _share(explained, len(penalties)),
-            "unresolved": unresolved_explained,
-            "of_unresolved": n_unresolved,
-        },
-        "signature_trials": [{"task_id": task, "attempt": att, "signatures": names} for _, task, att, names in signed],
-        "suspect_tests": suspects,
-        "artifact_tasks": artifact_tasks,  # tasks with an artifact signature in some trial (`--write-tasks`)
-    }
+    return AuditResult(
+        # "no_verifier_logs": nothing was read, so the zeros mean "not looked at", not "clean"
+        run=run_name, vs=vs, status="audited" if with_log else "no_verifier_logs",
+        trials=len(items) + sum(g.n for g in bare),
+        graded=graded, with_log=with_log, regraded_from_log=sum(1 for ev in items if ev.grade is not None),
+        p2p_penalties=P2PPenalties(
+            count=len(penalties), share_of_graded=_share(len(penalties), graded),
+            by_repo=dict(by_repo.most_common()),
+            by_test=[PenaltyTest(task_id=k[0], test=k[1], trials=n) for k, n in by_test.most_common()],
+        ),
+        by_signature=by_signature,
+        explained_by_artifacts=Explained(
+            p2p_penalties=explained, of_p2p_penalties=len(penalties), share=_share(explained, len(penalties)),
+            unresolved=unresolved_explained, of_unresolved=n_unresolved,
+        ),
+        signature_trials=[SignatureTrial(task, att, names) for _, task, att, names in signed],
+        suspect_tests=suspects, artifact_tasks=artifact_tasks,  # artifact_tasks: `--write-tasks`
+    )  # fmt: skip

@@ -21,6 +21,7 @@ from trialbook.ledger import queries, schema
 from trialbook.ledger.rows import TaskLists, TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import NOT_PASSING, is_graded, is_resolved
+from trialbook.results import Result
 
 if TYPE_CHECKING:
     from trialbook.verify.grading import GradeResult
@@ -133,7 +134,38 @@ def _fails(status: str | None) -> bool:
     return status is None or status in NOT_PASSING
 
 
-def differing_tests(recorded: dict[str, dict[str, str]] | None, grade: GradeResult) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class TestDifference(Result):
+    group: str  # FAIL_TO_PASS or PASS_TO_PASS
+    test: str
+    recorded: str | None
+    regraded: str
+
+
+@dataclass(frozen=True)
+class Disagreement(Result):
+    task_id: str
+    attempt: int
+    recorded: str
+    regraded: str
+    tests: list[TestDifference]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RegradeResult(Result):
+    run: str
+    trials: int
+    regraded: int
+    agree: int
+    agree_pct: float | None
+    no_log: int
+    no_test_lists: int
+    ungraded_with_log: int
+    agree_but_tests_differ: int
+    disagreements: list[Disagreement]
+
+
+def differing_tests(recorded: dict[str, dict[str, str]] | None, grade: GradeResult) -> list[TestDifference]:
     """Tests whose pass/fail verdict differs between the recorded statuses and the re-grade.
 
     Without recorded per-test statuses, the tests the re-grade fails are the ones that matter.
@@ -143,19 +175,19 @@ def differing_tests(recorded: dict[str, dict[str, str]] | None, grade: GradeResu
         for test, status in grade.tests.get(group, {}).items():
             if recorded is None:
                 if status in NOT_PASSING:
-                    out.append({"group": group, "test": test, "recorded": None, "regraded": status})
+                    out.append(TestDifference(group, test, None, status))
                 continue
             before = (recorded.get(group) or {}).get(test)
             if before != "skipped" and status != "skipped" and _fails(before) != _fails(status):
-                out.append({"group": group, "test": test, "recorded": before, "regraded": status})
+                out.append(TestDifference(group, test, before, status))
     return out
 
 
-def regrade_run(ledger: Ledger, run_name: str, jobs: int = DEFAULT_JOBS) -> dict[str, Any]:
+def regrade_run(ledger: Ledger, run_name: str, jobs: int = DEFAULT_JOBS) -> RegradeResult:
     """Re-grade every graded trial that has a verifier log; list where trialbook disagrees."""
     run = ledger.get_run(run_name)
     n = regraded = agree = no_log = no_lists = ungraded = tests_differ = 0
-    disagreements: list[dict[str, Any]] = []
+    disagreements: list[Disagreement] = []
     for ev in evidence(ledger, run.id, jobs):
         n += 1
         if ev.log is None:
@@ -173,24 +205,13 @@ def regrade_run(ledger: Ledger, run_name: str, jobs: int = DEFAULT_JOBS) -> dict
             agree += 1
             tests_differ += bool(ev.trial.tests and tests)
             continue
-        disagreements.append(
-            {
-                "task_id": ev.trial.task_id,
-                "attempt": ev.trial.attempt,
-                "recorded": "resolved" if ev.recorded_resolved else ev.trial.outcome,
-                "regraded": "resolved" if ev.grade.resolved else "unresolved",
-                "tests": tests,
-            }
-        )
-    return {
-        "run": run_name,
-        "trials": n,
-        "regraded": regraded,
-        "agree": agree,
-        "agree_pct": round(100.0 * agree / regraded, 2) if regraded else None,
-        "no_log": no_log,
-        "no_test_lists": no_lists,
-        "ungraded_with_log": ungraded,
-        "agree_but_tests_differ": tests_differ,
-        "disagreements": disagreements,
-    }
+        disagreements.append(Disagreement(
+            task_id=ev.trial.task_id, attempt=ev.trial.attempt,
+            recorded="resolved" if ev.recorded_resolved else ev.trial.outcome,
+            regraded="resolved" if ev.grade.resolved else "unresolved", tests=tests,
+        ))  # fmt: skip
+    return RegradeResult(
+        run=run_name, trials=n, regraded=regraded, agree=agree,
+        agree_pct=round(100.0 * agree / regraded, 2) if regraded else None, no_log=no_log, no_test_lists=no_lists,
+        ungraded_with_log=ungraded, agree_but_tests_differ=tests_differ, disagreements=disagreements,
+    )  # fmt: skip

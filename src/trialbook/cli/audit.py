@@ -69,8 +69,8 @@ def audit_cmd(
     result = audit_run(reading(db), run, vs=vs, min_trials=min_trials, jobs=jobs or DEFAULT_JOBS)
     if write_tasks is not None:
         header = f"# tasks of run {run} with a verifier-artifact signature (trialbook audit)\n"
-        write_tasks.write_text(header + "".join(t + "\n" for t in result["artifact_tasks"]))
-        done(f"wrote {len(result['artifact_tasks'])} task(s) showing artifacts to {write_tasks}")
+        write_tasks.write_text(header + "".join(t + "\n" for t in result.artifact_tasks))
+        done(f"wrote {len(result.artifact_tasks)} task(s) showing artifacts to {write_tasks}")
     emit(result, as_json, render.print_audit, markdown, as_csv)
 
 

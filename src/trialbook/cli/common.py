@@ -59,11 +59,12 @@ def _finite(value: Any) -> Any:
 def emit(data: Any, as_json: bool, human: Any, markdown: bool = False, as_csv: bool = False) -> None:
     """JSON on stdout (and nothing else) with --json, else the human renderer (as Markdown or CSV if asked)."""
     from trialbook.report import layout
+    from trialbook.results import to_json
 
     fmt = layout.formats(markdown, as_csv)
     if as_json:
         # strict JSON: a non-finite number (from an older ledger) is null, never `Infinity`
-        sys.stdout.write(json.dumps(_finite(data), indent=2, default=str, allow_nan=False) + "\n")
+        sys.stdout.write(json.dumps(_finite(to_json(data)), indent=2, default=str, allow_nan=False) + "\n")
     else:
         with layout.output(fmt):
             human(data)

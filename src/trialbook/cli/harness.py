@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -16,10 +16,11 @@ from trialbook.harness.config import RunConfig, Tally
 from trialbook.harness.executors import make_executor
 from trialbook.harness.paths import DEFAULT_RUNS_DIR
 from trialbook.harness.policy import policy_rows
-from trialbook.harness.quickstart import quickstart
+from trialbook.harness.quickstart import AgentTally, QuickstartResult, quickstart
 from trialbook.harness.runner import clean, rerun, resume_run, start_run
 from trialbook.harness.validate import ValidateOptions, validate
 from trialbook.ledger.store import Ledger
+from trialbook.outcomes import PolicyRow
 from trialbook.report import layout, tables
 from trialbook.report.validate import print_validate
 from trialbook.stats.summary import run_summary
@@ -151,13 +152,12 @@ def clean_cmd(
     done(f"removed {containers} container(s) and {images} image(s)" + (f" of run '{run}'" if run else ""))
 
 
-def _print_policy(rows: list[dict[str, Any]]) -> None:
+def _print_policy(rows: list[PolicyRow]) -> None:
     layout.table(
         ["exception", "outcome", "retry", "graded", "meaning"],
-        [[r["exception"], r["outcome"], "yes" if r["retry"] else "no", "yes" if r["graded"] else "no", r["meaning"]]
-         for r in rows],
+        [[r.exception, r.outcome, "yes" if r.retry else "no", "yes" if r.graded else "no", r.meaning] for r in rows],
         title="error policy",
-    )  # fmt: skip
+    )
 
 
 @app.command("policy")
@@ -166,35 +166,36 @@ def policy_cmd(as_json: Json = False, markdown: Markdown = False, as_csv: Csv = 
     emit(policy_rows(), as_json, _print_policy, markdown, as_csv)
 
 
-def _print_quickstart(data: dict[str, Any]) -> None:
-    cand = data.get("agent", "oracle")
+def _print_quickstart(data: QuickstartResult) -> None:
+    cand = data.agent
     table = Table(
         "task", "expected (oracle)", "nop resolved", f"{cand} resolved", f"{cand} outcomes", title="quickstart"
     )
-    for t in data["tasks"]:
-        nop, oracle = t.get("nop", {}), t.get(cand, {})
+    none = AgentTally(0, 0, 0, {})
+    for t in data.tasks:
+        nop, oracle = t.agents.get("nop", none), t.agents.get(cand, none)
         table.add_row(
-            t["task_id"],
-            str(t["expected_oracle"]),
-            f"{nop.get('resolved', 0)}/{nop.get('attempts', 0)}",
-            f"{oracle.get('resolved', 0)}/{oracle.get('attempts', 0)}",
-            ", ".join(f"{k} {v}" for k, v in oracle.get("outcomes", {}).items()),
+            t.task_id,
+            str(t.expected_oracle),
+            f"{nop.resolved}/{nop.attempts}",
+            f"{oracle.resolved}/{oracle.attempts}",
+            ", ".join(f"{k} {v}" for k, v in oracle.outcomes.items()),
         )
     console = Console()
     console.print(table)
-    for agent, r in data["runs"].items():
+    for agent, r in data.runs.items():
         console.print(
-            f"{agent:>6}: resolved {r['resolved']}/{r['judged']} judged = {tables.fmt_pct(r['resolved_pct'])}"
-            f"  (judged {r['judged']}/{r['trials']})"
+            f"{agent:>6}: resolved {r.resolved}/{r.judged} judged = {tables.fmt_pct(r.resolved_pct)}"
+            f"  (judged {r.judged}/{r.trials})"
         )
-    row = data.get("comparison")
+    row = data.comparison
     if row:
-        lo, hi = row["ci_pp"]
+        lo, hi = row.ci_pp
         console.print(
-            f"paired {cand} - nop over {row['tasks_paired']} tasks graded in both: {row['diff_pp']:+.1f} pp"
-            f" (95% CI {lo:+.1f} to {hi:+.1f}), W/L/T {row['wins']}/{row['losses']}/{row['ties']}"
+            f"paired {cand} - nop over {row.tasks_paired} tasks graded in both: {row.diff_pp:+.1f} pp"
+            f" (95% CI {lo:+.1f} to {hi:+.1f}), W/L/T {row.wins}/{row.losses}/{row.ties}"
         )
-    console.print(f"next: `{data['next']}` for the full paired comparison and its caveats")
+    console.print(f"next: `{data.next}` for the full paired comparison and its caveats")
 
 
 @app.command("quickstart")

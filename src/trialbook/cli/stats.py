@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -57,7 +58,7 @@ def compare_cmd(
         metric=metric, exclude_task_file=exclude_tasks,
     )  # fmt: skip
     if list_:
-        res["list"] = list_
+        res = replace(res, listed=list_)
     if markdown and not as_json and not as_csv:
         sys.stdout.write(render.markdown_compare(res))
         return

@@ -74,7 +74,7 @@ def sim_pipeline_cmd(
         sampler = lognormal_sampler(duration_dist)
     else:
         ledger = reading(db)
-        sampler = empirical_sampler(load_durations(ledger, ledger.run(durations_from)["id"]))
+        sampler = empirical_sampler(load_durations(ledger, ledger.get_run(durations_from).id))
     cfg = PipelineConfig(batch, group, staleness, pool, epochs, train_step_s, workers, cross_epoch, seed)
     emit(simulate(cfg, sampler), as_json, render.print_pipeline, markdown, as_csv)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,11 @@ from trialbook.harness.config import RunConfig
 from trialbook.harness.executors import Executor
 from trialbook.harness.runner import start_run
 from trialbook.harness.stack import connect
+from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.records import is_graded, is_resolved
+from trialbook.results import Result
+from trialbook.stats.comparison import Comparison
 from trialbook.stats.summary import run_summary
 from trialbook.tasks import load_tasks
 
@@ -23,6 +27,48 @@ DOCKER_UP = CHECKOUT / "scripts" / "docker-up.sh"
 BASE_IMAGE = "trialbook-base:bookworm"
 AGENTS = ("nop", "oracle")
 MINI_QUICK = {"max_turns": 3, "max_output_tokens": 64}  # `--agent mini`: keeps a CPU-served model quick
+
+
+@dataclass(frozen=True)
+class RunBrief(Result):
+    name: str
+    trials: int
+    judged: int
+    resolved: int
+    resolved_pct: float | None
+    outcomes: dict[str, int]
+
+
+@dataclass(frozen=True)
+class AgentTally(Result):
+    """One agent's attempts at one task."""
+
+    resolved: int
+    judged: int
+    attempts: int
+    outcomes: dict[str, int]
+
+
+@dataclass(frozen=True)
+class QuickTask(Result):
+    """One task; its JSON form has one key per agent (nop, then the candidate)."""
+
+    task_id: str
+    expected_oracle: str | None
+    agents: dict[str, AgentTally]
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        return {**out, **out.pop("agents")}
+
+
+@dataclass(frozen=True)
+class QuickstartResult(Result):
+    agent: str  # the candidate
+    runs: dict[str, RunBrief]  # agent -> its run
+    tasks: list[QuickTask]
+    comparison: Comparison | None  # candidate vs nop
+    next: str  # the command for the full comparison
 
 
 def ensure_base_image() -> None:
@@ -45,7 +91,7 @@ def quickstart(
     agent: str = "oracle",
     endpoints: list[str] | None = None,
     executor: Executor | None = None,
-) -> dict[str, Any]:
+) -> QuickstartResult:
     """Run every example task with nop and `agent` (`attempts` each) and compare them per task.
 
     `agent="mini"` without `endpoints` serves SmolLM2-135M locally (llama-cpp-python) for the run."""
@@ -61,8 +107,8 @@ def quickstart(
         ensure_base_image()
     specs, _ = load_tasks(tasks_dir)
     expected = {s.task_id: s.metadata.get("expected_oracle", "resolved") for s in specs}
-    per_task: dict[str, dict[str, Any]] = defaultdict(dict)
-    runs: dict[str, Any] = {}
+    per_task: dict[str, dict[str, AgentTally]] = defaultdict(dict)
+    runs: dict[str, RunBrief] = {}
     candidate = agent
     options = {**MINI_QUICK, "endpoints": endpoints} if agent == "mini" else {}
     for agent in ("nop", candidate):
@@ -75,34 +121,31 @@ def quickstart(
             agent_options=options if agent == "mini" else {},
         )
         start_run(ledger, name, config, replace=True, executor=executor)
-        summary = run_summary(ledger, name)
-        runs[agent] = {k: summary[k] for k in ("name", "trials", "judged", "resolved", "resolved_pct", "outcomes")}
-        run_id = ledger.run(name)["id"]
-        by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for t in ledger.trials(run_id):
-            by_task[t["task_id"]].append(t)
+        s = run_summary(ledger, name)
+        runs[agent] = RunBrief(s.name, s.trials, s.judged, s.resolved, s.resolved_pct, s.outcomes)
+        run_id = ledger.get_run(name).id
+        by_task: dict[str, list[TrialRow]] = defaultdict(list)
+        for t in ledger.trial_rows(run_id):
+            by_task[t.task_id].append(t)
         for task_id, rows in by_task.items():
-            per_task[task_id][agent] = {
-                "resolved": sum(is_resolved(r["outcome"], r["reward"]) for r in rows),
-                "judged": sum(is_graded(r["outcome"]) for r in rows),
-                "attempts": len(rows),
-                "outcomes": dict(Counter(r["outcome"] for r in rows)),
-            }
-    tasks = [{"task_id": tid, "expected_oracle": expected.get(tid), **per_task[tid]} for tid in sorted(per_task)]
-    return {
-        "agent": candidate,
-        "runs": runs,
-        "tasks": tasks,
-        "comparison": _paired(ledger, f"{prefix}-nop", f"{prefix}-{candidate}"),
-        "next": f"trialbook compare {prefix}-nop {prefix}-{candidate}",
-    }
+            per_task[task_id][agent] = AgentTally(
+                resolved=sum(is_resolved(r.outcome, r.reward) for r in rows),
+                judged=sum(is_graded(r.outcome) for r in rows),
+                attempts=len(rows),
+                outcomes=dict(Counter(r.outcome for r in rows)),
+            )
+    tasks = [QuickTask(tid, expected.get(tid), per_task[tid]) for tid in sorted(per_task)]
+    return QuickstartResult(
+        agent=candidate, runs=runs, tasks=tasks, comparison=_paired(ledger, f"{prefix}-nop", f"{prefix}-{candidate}"),
+        next=f"trialbook compare {prefix}-nop {prefix}-{candidate}",
+    )
 
 
-def _paired(ledger: Ledger, base: str, cand: str) -> dict[str, Any] | None:
+def _paired(ledger: Ledger, base: str, cand: str) -> Comparison | None:
     """The paired comparison row from the stats area (None where that module is not installed)."""
     try:
         from trialbook.stats.compare import compare
     except ImportError:
         return None
-    rows = compare(ledger, base, [cand])["comparisons"]
+    rows = compare(ledger, base, [cand]).comparisons
     return rows[0] if rows else None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from trialbook.agents import get_agent
 from trialbook.agents.base import agent_stack, with_agent_stack
@@ -21,6 +20,7 @@ from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.lock import run_lock
 from trialbook.harness.pool import execute
 from trialbook.harness.stack import sandbox_stack
+from trialbook.ledger.rows import RunRow
 from trialbook.ledger.store import Ledger
 from trialbook.records import Outcome, Run
 from trialbook.tasks import TaskError, TaskSpec
@@ -65,10 +65,10 @@ def open_run(ledger: Ledger, run: Run, config: RunConfig, specs: list[TaskSpec],
     return run_id
 
 
-def _stored(ledger: Ledger, name: str) -> tuple[dict[str, Any], RunConfig]:
-    run = ledger.run(name)
+def _stored(ledger: Ledger, name: str) -> tuple[RunRow, RunConfig]:
+    run = ledger.get_run(name)
     try:
-        return run, RunConfig.model_validate(run["config"])
+        return run, RunConfig.model_validate(run.config)
     except ValueError:
         raise UserError(f"run '{name}' was not made by `trialbook run` (imported runs cannot be resumed)") from None
 
@@ -82,9 +82,9 @@ def resume_run(ledger: Ledger, name: str, executor: Executor | None = None) -> t
     tasks: list[TaskSpec | TaskError] = sorted([*specs, *errors], key=lambda t: t.task_id)
     with run_lock(config, name, ledger):  # the containers of a live run are not leftovers
         removed, _ = engine.clean(name, images=False, ledger=ledger.id)
-        recorded = {(t["task_id"], t["attempt"]) for t in ledger.trials(run["id"], current_only=False)}
+        recorded = {(t.task_id, t.attempt) for t in ledger.trial_rows(run.id, current_only=False)}
         plans = [Plan(t, a) for a in range(config.attempts) for t in tasks if (t.task_id, a) not in recorded]
-        return execute(ledger, engine, run["id"], name, config, plans), removed
+        return execute(ledger, engine, run.id, name, config, plans), removed
 
 
 def rerun(
@@ -101,24 +101,22 @@ def rerun(
     by_id: dict[str, TaskSpec | TaskError] = {t.task_id: t for t in [*specs, *errors]}
     with run_lock(config, name, ledger):
         engine.clean(name, images=False, ledger=ledger.id)
-        targets = [t for t in ledger.trials(run["id"]) if t["outcome"] == outcome.value]
-        missing = sorted({t["task_id"] for t in targets} - set(by_id))
+        targets = [t for t in ledger.trial_rows(run.id) if t.outcome == outcome.value]
+        missing = sorted({t.task_id for t in targets} - set(by_id))
         if missing:
             raise TrialbookError(f"task folder(s) no longer in {config.tasks_dir}: {', '.join(missing)}")
-        plans = [
-            Plan(by_id[t["task_id"]], t["attempt"], t["id"], (t["extra"] or {}).get("trial_name")) for t in targets
-        ]
-        tally = execute(ledger, engine, run["id"], name, config, plans, timeout_multiplier)
+        plans = [Plan(by_id[t.task_id], t.attempt, t.id, (t.extra or {}).get("trial_name")) for t in targets]
+        tally = execute(ledger, engine, run.id, name, config, plans, timeout_multiplier)
     note = {
         "where": outcome.value,
         "timeout_multiplier": timeout_multiplier or config.timeout_multiplier,
         "trials": len(plans),
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    stored = ledger.run(name)["config"]
+    stored = ledger.get_run(name).config
     stored["reruns"] = [*stored.get("reruns", []), note]
     with ledger.transaction() as conn:
-        ledger.set_run_config(conn, run["id"], stored)
+        ledger.set_run_config(conn, run.id, stored)
     return tally
 
 

@@ -49,7 +49,7 @@ def update_stack(
     ledger: Ledger, engine: HasVersion, run_id: int, run_name: str, config: RunConfig, images: dict[str, str]
 ) -> None:
     """Add the images the run's trials actually used to its stored stack."""
-    old = ledger.run(run_name)["stack"]
+    old = ledger.get_run(run_name).stack
     merged = {**(old.get("images") or {}), **images}
     specs, _ = config.load_tasks()
     with ledger.transaction() as conn:

@@ -24,14 +24,64 @@ from trialbook.harness.paths import DEFAULT_RUNS_DIR
 from trialbook.harness.pool import execute
 from trialbook.harness.runner import open_run
 from trialbook.harness.stack import sandbox_stack
+from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.names import safe_name
 from trialbook.records import NOT_PASSING, Outcome, Run, is_resolved
+from trialbook.results import ABSENT, Absent, Result, optional
 from trialbook.tasks import TaskError, TaskSpec, load_tasks
 
 AGENTS = ("oracle", "nop")
 NOT_RUN = (Outcome.INFRA_ERROR.value, Outcome.INCOMPLETE.value)
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
+
+
+@dataclass(frozen=True)
+class AgentSummary(Result):
+    """One agent's repeats on one task."""
+
+    repeats: int
+    resolved: int
+    outcomes: dict[str, int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskVerdict(Result):
+    """One task's verdict. Its JSON `details` holds the rule's own keys, then each agent's summary."""
+
+    task_id: str
+    verdict: str  # a RULES verdict
+    details: dict[str, Any]  # what the rule found (`summary`: one line), by rule
+    agents: dict[str, AgentSummary]
+    variant: str | None = optional()
+    image: str | None | Absent = optional(default=ABSENT, keep_none=True)  # with variants: None = own image
+
+    @property
+    def summary(self) -> str:
+        return str(self.details["summary"])
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        out["details"] = {**out["details"], **out.pop("agents")}
+        return out
+
+
+@dataclass(frozen=True)
+class VariantDifference(Result):
+    task_id: str
+    agent: str
+    test: str
+    statuses: dict[str, str]  # variant label -> statuses across repeats ("pass", "fail/pass", "not run")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidateResult(Result):
+    tasks: list[TaskVerdict]
+    verdicts: dict[str, int]
+    variant_differences: list[VariantDifference]
+    runs: dict[str, str]  # variant label (or "default") -> ledger run
+    repeats: int
+    timeout_multiplier: float
 
 
 @dataclass(frozen=True)
@@ -61,7 +111,7 @@ def parse_variants(items: list[str] | None) -> list[Variant]:
 class AgentView:
     """One agent's repeats on one task."""
 
-    trials: list[dict[str, Any]] = field(default_factory=list)
+    trials: list[TrialRow] = field(default_factory=list)
 
     @property
     def n(self) -> int:
@@ -69,35 +119,35 @@ class AgentView:
 
     @property
     def outcomes(self) -> dict[str, int]:
-        return dict(Counter(t["outcome"] for t in self.trials))
+        return dict(Counter(t.outcome for t in self.trials))
 
     @property
     def resolved(self) -> int:
-        return sum(is_resolved(t["outcome"], t["reward"]) for t in self.trials)
+        return sum(is_resolved(t.outcome, t.reward) for t in self.trials)
 
     def statuses(self) -> dict[str, set[str]]:
         """test -> every status it had across the repeats that graded it."""
         out: dict[str, set[str]] = {}
         for t in self.trials:
-            for group in (t["tests"] or {}).values():
+            for group in (t.tests or {}).values():
                 for test, status in group.items():
                     out.setdefault(test, set()).add(status)
         return out
 
     def group_tests(self, group: str) -> set[str]:
-        return {test for t in self.trials for test in ((t["tests"] or {}).get(group) or {})}
+        return {test for t in self.trials for test in ((t.tests or {}).get(group) or {})}
 
     def results_differ(self) -> bool:
-        return len({(t["outcome"], is_resolved(t["outcome"], t["reward"])) for t in self.trials}) > 1
+        return len({(t.outcome, is_resolved(t.outcome, t.reward)) for t in self.trials}) > 1
 
     def flaky_tests(self) -> list[str]:
-        graded = [t for t in self.trials if t["tests"]]
+        graded = [t for t in self.trials if t.tests]
         if len(graded) < 2:
             return []
         return sorted(test for test, s in self.statuses().items() if len(s) > 1)
 
-    def summary(self) -> dict[str, Any]:
-        return {"repeats": self.n, "resolved": self.resolved, "outcomes": self.outcomes}
+    def summary(self) -> AgentSummary:
+        return AgentSummary(repeats=self.n, resolved=self.resolved, outcomes=self.outcomes)
 
 
 @dataclass
@@ -105,7 +155,7 @@ class TaskView:
     task_id: str
     agents: dict[str, AgentView]
 
-    def all_trials(self) -> list[dict[str, Any]]:
+    def all_trials(self) -> list[TrialRow]:
         return [t for a in self.agents.values() for t in a.trials]
 
 
@@ -113,18 +163,18 @@ class TaskView:
 
 
 def _not_run(v: TaskView) -> dict[str, Any] | None:
-    bad = [t for t in v.all_trials() if t["outcome"] in NOT_RUN]
+    bad = [t for t in v.all_trials() if t.outcome in NOT_RUN]
     if not bad:
         return None
-    reasons = sorted({f"{t['exception'] or t['outcome']}: {t['exception_message'] or ''}".strip() for t in bad})
+    reasons = sorted({f"{t.exception or t.outcome}: {t.exception_message or ''}".strip() for t in bad})
     return {"summary": f"{len(bad)} trial(s) could not run: {reasons[0]}", "errors": reasons}
 
 
 def _verifier_timeout(v: TaskView) -> dict[str, Any] | None:
-    hit = {name: sum(t["outcome"] == Outcome.VERIFIER_TIMEOUT.value for t in a.trials) for name, a in v.agents.items()}
+    hit = {name: sum(t.outcome == Outcome.VERIFIER_TIMEOUT.value for t in a.trials) for name, a in v.agents.items()}
     if not any(hit.values()):
         return None
-    limit = next((t["extra"] or {}).get("verifier_timeout_s") for t in v.all_trials())
+    limit = next((t.extra or {}).get("verifier_timeout_s") for t in v.all_trials())
     where = ", ".join(f"{name} {k}/{v.agents[name].n}" for name, k in hit.items() if k)
     return {"summary": f"test.sh ran past its {_secs(limit)} timeout ({where}): no grade", "timeouts": hit}
 
@@ -161,9 +211,9 @@ def _oracle_fails(v: TaskView) -> dict[str, Any] | None:
         return None
     failing = _failing(oracle)
     details: dict[str, Any] = {"failing_tests": failing}
-    timeouts = [t for t in oracle.trials if t["outcome"] == Outcome.AGENT_TIMEOUT.value]
+    timeouts = [t for t in oracle.trials if t.outcome == Outcome.AGENT_TIMEOUT.value]
     if timeouts:
-        extra = timeouts[0]["extra"] or {}
+        extra = timeouts[0].extra or {}
         budget, mult = extra.get("agent_timeout_s"), extra.get("timeout_multiplier", 1.0)
         details["agent_timeout"] = len(timeouts)
         details["summary"] = (
@@ -224,24 +274,24 @@ def _outcomes(a: AgentView) -> str:
 
 
 def verdict(view: TaskView) -> tuple[str, dict[str, Any]]:
+    """The first matching rule's verdict and its details (the rule's own keys, `summary` among them)."""
     for rule in RULES:
         details = rule.check(view)
         if details is not None:
-            agents = {name: a.summary() for name, a in view.agents.items()}
-            return rule.verdict, {**details, **agents}
+            return rule.verdict, details
     raise AssertionError("the last rule always matches")
 
 
-def task_views(trials: list[dict[str, Any]], task_ids: list[str]) -> list[TaskView]:
+def task_views(trials: list[TrialRow], task_ids: list[str]) -> list[TaskView]:
     views = {tid: TaskView(tid, {a: AgentView() for a in AGENTS}) for tid in task_ids}
     for t in trials:
-        agent = (t["extra"] or {}).get("agent")
-        if t["task_id"] in views and agent in AGENTS:
-            views[t["task_id"]].agents[agent].trials.append(t)
+        agent = (t.extra or {}).get("agent")
+        if t.task_id in views and agent in AGENTS:
+            views[t.task_id].agents[agent].trials.append(t)
     return [views[tid] for tid in task_ids]
 
 
-def variant_differences(per_variant: dict[str, list[TaskView]]) -> list[dict[str, Any]]:
+def variant_differences(per_variant: dict[str, list[TaskView]]) -> list[VariantDifference]:
     """Per task, agent and test: the statuses under each variant, where they are not the same."""
     labels = list(per_variant)
     if len(labels) < 2:
@@ -255,7 +305,7 @@ def variant_differences(per_variant: dict[str, list[TaskView]]) -> list[dict[str
             for test in tests:
                 seen = {label: "/".join(sorted(statuses[label].get(test, {"not run"}))) for label in labels}
                 if len(set(seen.values())) > 1:
-                    rows.append({"task_id": task_id, "agent": agent, "test": test, "statuses": seen})
+                    rows.append(VariantDifference(task_id=task_id, agent=agent, test=test, statuses=seen))
     return rows
 
 
@@ -319,7 +369,7 @@ def _run_variant(
         for k, agent in enumerate(AGENTS):
             plans = [Plan(t, k * opts.repeats + a) for a in range(opts.repeats) for t in run_tasks]
             execute(ledger, engine, run_id, name, config.model_copy(update={"agent": agent}), plans)
-    final = ledger.run(name)["stack"]
+    final = ledger.get_run(name).stack
     with ledger.transaction() as conn:
         ledger.set_run_stack(conn, run_id, {**final, "agent": "oracle+nop", "image_variant": variant.label})
     return run_id
@@ -327,37 +377,35 @@ def _run_variant(
 
 def validate(
     ledger: Ledger, opts: ValidateOptions, image_variants: list[str] | None = None, executor: Executor | None = None
-) -> dict[str, Any]:
-    """Validate every task under each image variant; the report is a dict (the JSON form)."""
+) -> ValidateResult:
+    """Validate every task under each image variant."""
     variants = parse_variants(image_variants) or [Variant(None, None)]
     specs, errors = load_tasks(opts.tasks_dir, opts.tasks)
     tasks: list[TaskSpec | TaskError] = sorted([*specs, *errors], key=lambda t: t.task_id)
     task_ids = [t.task_id for t in tasks]
     engine = executor or LocalExecutor()
     base = opts.run or default_run_name(opts.tasks_dir)
-    out: list[dict[str, Any]] = []
+    out: list[TaskVerdict] = []
     per_variant: dict[str, list[TaskView]] = {}
     runs: dict[str, str] = {}
     for variant in variants:
         name = base if variant.label is None else f"{base}-{variant.label}"
         run_id = _run_variant(ledger, engine, name, variant, opts, tasks)
-        views = task_views(list(ledger.trials(run_id)), task_ids)
+        views = task_views(list(ledger.trial_rows(run_id)), task_ids)
         per_variant[variant.label or "default"] = views
         runs[variant.label or "default"] = name
         for view in views:
             v, details = verdict(view)
-            row = {"task_id": view.task_id, "verdict": v, "details": details}
-            if variant.label is not None:
-                row |= {"variant": variant.label, "image": variant.image}
-            out.append(row)
-    return {
-        "tasks": out,
-        "verdicts": dict(Counter(row["verdict"] for row in out)),
-        "variant_differences": variant_differences(per_variant),
-        "runs": runs,
-        "repeats": opts.repeats,
-        "timeout_multiplier": opts.timeout_multiplier,
-    }
+            out.append(TaskVerdict(
+                task_id=view.task_id, verdict=v, details=details,
+                agents={name: a.summary() for name, a in view.agents.items()},
+                variant=variant.label, image=ABSENT if variant.label is None else variant.image,
+            ))  # fmt: skip
+    return ValidateResult(
+        tasks=out, verdicts=dict(Counter(row.verdict for row in out)),
+        variant_differences=variant_differences(per_variant), runs=runs, repeats=opts.repeats,
+        timeout_multiplier=opts.timeout_multiplier,
+    )  # fmt: skip
 
 
 def rule_rows() -> list[dict[str, str]]:

@@ -18,9 +18,6 @@ class RunRow:
     labels: dict[str, Any]
     source: str | None
 
-    def as_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
-
 
 class Counts(NamedTuple):
     """Current trials of a run (or of one repo of it): graded = judged; resolved = graded, reward >= 1.0."""
@@ -116,6 +113,3 @@ class TrialRow:
     finished_at: str | None
     extra: dict[str, Any] | None
     superseded_by: int | None
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(vars(self))

@@ -241,10 +241,6 @@ class Ledger:
             stack=loads(row.stack) or {}, labels=loads(row.labels) or {}, source=row.source,
         )  # fmt: skip
 
-    def run(self, name: str) -> dict[str, Any]:
-        """`get_run` as a dict, for callers not yet moved to the typed row."""
-        return self.get_run(name).as_dict()
-
     def run_names(self) -> list[str]:
         with self.engine.connect() as conn:
             return list(conn.execute(select(runs.c.name).order_by(runs.c.id)).scalars())
@@ -263,10 +259,6 @@ class Ledger:
                 out["tests"] = loads(out["tests"])
                 out["extra"] = loads(out["extra"])
                 yield TrialRow(**out)
-
-    def trials(self, run_id: int, current_only: bool = True) -> Iterator[dict[str, Any]]:
-        """`trial_rows` as dicts, for callers not yet moved to the typed row."""
-        return (row.as_dict() for row in self.trial_rows(run_id, current_only))
 
     def artifact(self, trial_id: int, name: str) -> str | None:
         q = select(artifacts.c.content).where(artifacts.c.trial_id == trial_id, artifacts.c.name == name)

@@ -222,8 +222,8 @@ def run_by_name(ledger: Ledger, name: str) -> RunListing:
 def run_overview(ledger: Ledger, name: str) -> RunOverview:
     """Outcomes, tags, per-repo counts of a run's current trials: the stored summary (ledger/summary.py)
     when fresh, else one grouped pass over the run's trials (their JSON columns are not read)."""
-    meta = ledger.run(name)
-    run = RunListing(meta["id"], meta["name"], meta["kind"], meta["created"], meta["source"])
+    meta = ledger.get_run(name)
+    run = RunListing(meta.id, meta.name, meta.kind, meta.created, meta.source)
     mine = trials.c.run_id == run.id
     outcomes: Counter[str] = Counter()
     tags: Counter[str] = Counter()
@@ -259,7 +259,7 @@ def run_overview(ledger: Ledger, name: str) -> RunOverview:
             judged_all += n if graded else 0
             resolved_all += resolved
     return RunOverview(
-        run=run, config=meta["config"], stack=meta["stack"], labels=meta["labels"],
+        run=run, config=meta.config, stack=meta.stack, labels=meta.labels,
         counts=TrialCounts(n_all, judged_all, resolved_all), tasks=int(n_tasks), superseded=int(superseded),
         outcomes=dict(outcomes.most_common()), tags=dict(tags.most_common()),
         by_repo=dict(sorted(by_repo.items())),

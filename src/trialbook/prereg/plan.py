@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from trialbook.errors import UserError
 from trialbook.ledger import plans as ledger_plans
 from trialbook.ledger.store import Ledger
 from trialbook.stats.compare import compare
+from trialbook.stats.comparison import PreregCheck
 from trialbook.stats.scores import TaskScores, check_metric, load_scores
 from trialbook.stats.selection import read_task_list
 
@@ -160,7 +162,7 @@ def registered(ledger: Ledger, path: Path, plan: dict[str, Any]) -> ledger_plans
     return row
 
 
-def check_plan(ledger: Ledger, path: Path, base: str, cands: list[str]) -> dict[str, Any]:
+def check_plan(ledger: Ledger, path: Path, base: str, cands: list[str]) -> PreregCheck:
     plan = load_plan(path)
     row = registered(ledger, path, plan)
     if len(set(cands)) != len(cands) or base in cands:
@@ -177,15 +179,13 @@ def check_plan(ledger: Ledger, path: Path, base: str, cands: list[str]) -> dict[
         _coverage(s, holdout, int(plan["holdout_repeats"]), rule)
     kw: dict[str, Any] = {"min_diff": float(plan["min_diff_pp"]), "picked_from": m, "metric": metric}
     held = compare(ledger, base, cands, runs=_restrict(runs, holdout), **kw)
+    sens = held.sensitivity
     if rule != "dropped":  # the preregistered rule decides; the sensitivity block still shows all three
         counted = {n: s.with_ungraded("failure") for n, s in _restrict(runs, holdout).items()}
-        sens = held.get("sensitivity")
         held = compare(ledger, base, cands, runs=counted, sensitivity=False, **kw)
-        held["sensitivity"] = sens
-    if held.get("sensitivity"):
-        held["sensitivity"]["preregistered"] = rule
+    warnings = list(held.warnings)
     if len(seen) > int(plan["max_candidates"]):
-        held["warnings"].append(
+        warnings.append(
             f"{len(seen)} distinct candidates have been checked against this plan ({', '.join(seen)}), more than"
             f" the {plan['max_candidates']} preregistered: the adjustment counts all {len(seen)}"
         )
@@ -193,30 +193,22 @@ def check_plan(ledger: Ledger, path: Path, base: str, cands: list[str]) -> dict[
     in_pool = None
     if train.size and all(np.isin(train, s.task_ids).any() for s in runs.values()):
         try:
-            in_pool = compare(ledger, base, cands, runs=_restrict(runs, train), **kw)
-            in_pool["label"] = "secondary: in-pool (train) tasks, not the preregistered test"
+            in_pool = replace(compare(ledger, base, cands, runs=_restrict(runs, train), **kw),
+                              label="secondary: in-pool (train) tasks, not the preregistered test")  # fmt: skip
         except UserError:
             in_pool = None
     early = [n for n, s in runs.items() if s.created < row.registered]
     if early:
-        held["warnings"].append(
+        warnings.append(
             f"run(s) {', '.join(early)} were created before the plan was registered ({row.registered}):"
             " check they were not peeked at"
         )
-    verdict = {r["candidate"]: r["claim"] for r in held["comparisons"] if r["subset"] == "all"}
+    held = replace(held, warnings=warnings, sensitivity=sens and replace(sens, preregistered=rule))
+    verdict = {r.candidate: r.claim for r in held.comparisons if r.subset == "all"}
     ledger_plans.log_check(ledger, plan["hash"], base, list(cands), {"verdict": verdict, "candidates_considered": m})
-    return {
-        "plan": str(path),
-        "hash": plan["hash"],
-        "registered": row.registered,
-        "holdout_tasks": int(holdout.size),
-        "holdout_repeats": int(plan["holdout_repeats"]),
-        "min_diff_pp": float(plan["min_diff_pp"]),
-        "metric": metric,
-        "ungraded": rule,
-        "candidates_checked": seen,
-        "checks_before": len(earlier),
-        "verdict": verdict,
-        "holdout": held,
-        "in_pool": in_pool,
-    }
+    return PreregCheck(
+        plan=str(path), hash=plan["hash"], registered=row.registered, holdout_tasks=int(holdout.size),
+        holdout_repeats=int(plan["holdout_repeats"]), min_diff_pp=float(plan["min_diff_pp"]), metric=metric,
+        ungraded=rule, candidates_checked=seen, checks_before=len(earlier), verdict=verdict, holdout=held,
+        in_pool=in_pool,
+    )  # fmt: skip

@@ -1,20 +1,24 @@
-"""Human and Markdown output for `compare`, `plan` and `prereg check` (JSON is the dict itself)."""
+"""Human and Markdown output for `compare`, `plan` and `prereg check` (JSON: the results' `to_json()`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
 from trialbook.report import layout
+from trialbook.stats.comparison import CI, CompareResult, Comparison, PreregCheck, RepoComparison
+
+if TYPE_CHECKING:  # stats.power imports numpy: `plan` loads it when it runs, not when the CLI starts
+    from trialbook.stats.power import PowerPlan
 
 
 def _n(x: float | None, fmt: str = "{:+.2f}") -> str:
     return "-" if x is None else fmt.format(x)
 
 
-def _ci(ci: list[float | None]) -> str:
-    return "-" if ci[0] is None else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]"
+def _ci(ci: CI | None) -> str:
+    return "-" if ci is None or ci[0] is None else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]"
 
 
 def _p(p: float | None) -> str:
@@ -23,185 +27,183 @@ def _p(p: float | None) -> str:
     return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
 
 
-def _with_subset(res: dict[str, Any]) -> bool:
-    return any(r["subset"] != "all" for r in res["comparisons"])
+def _with_subset(res: CompareResult) -> bool:
+    return any(r.subset != "all" for r in res.comparisons)
 
 
-def _cells(r: dict[str, Any], subset: bool = True) -> list[str]:
-    few = " few tasks" if r.get("few_tasks") else ""
+def _cells(r: Comparison, subset: bool = True) -> list[str]:
+    few = " few tasks" if r.few_tasks else ""
     cells = [
-        r["candidate"], r["subset"], str(r["tasks_paired"]), _n(r["base_pct"], "{:.1f}%"),
-        _n(r["cand_pct"], "{:.1f}%"), _n(r["diff_pp"]), _ci(r["ci_adjusted_pp"]) + few,
-        f"{r['wins']}/{r['losses']}/{r['ties']}", _p(r["p_adjusted"]), "YES" if r["claim"] else "no",
+        r.candidate, r.subset, str(r.tasks_paired), _n(r.base_pct, "{:.1f}%"),
+        _n(r.cand_pct, "{:.1f}%"), _n(r.diff_pp), _ci(r.ci_adjusted_pp) + few,
+        f"{r.wins}/{r.losses}/{r.ties}", _p(r.p_adjusted), "YES" if r.claim else "no",
     ]  # fmt: skip
     return cells if subset else cells[:1] + cells[2:]
 
 
-def _headers(res: dict[str, Any]) -> list[str]:
-    several = res["candidates_considered"] > 1
-    level = res["comparisons"][0]["ci_level"] if res["comparisons"] else 0.95
+def _headers(res: CompareResult) -> list[str]:
+    several = res.candidates_considered > 1
+    level = res.comparisons[0].ci_level if res.comparisons else 0.95
     ci = f"{100 * level:.1f}% CI (adj.)" if several else "95% CI"
     p = "p (Holm)" if several else "p"
-    unit = "" if res.get("metric", "resolved") == "resolved" else " reward"
+    unit = "" if res.metric == "resolved" else " reward"
     cols = ["candidate", "subset", "tasks", f"base{unit}", f"cand{unit}", "diff pp", ci, "W/L/T", p, "claim"]
     return cols if _with_subset(res) else cols[:1] + cols[2:]
 
 
-def _subset_label(r: dict[str, Any]) -> str:
-    return "" if r["subset"] == "all" else f" [{r['subset']}]"
+def _subset_label(r: Comparison) -> str:
+    return "" if r.subset == "all" else f" [{r.subset}]"
 
 
-def _details(r: dict[str, Any], several: bool) -> str:
-    extra = f"95% CI unadjusted {_ci(r['ci_pp'])}, p unadjusted {_p(r['p_value'])}, " if several else ""
-    corr = "-" if r["correlation"] is None else f"{r['correlation']:.2f}"
-    boot = f", bootstrap 95% CI {_ci(r['bootstrap_ci_pp'])}" if r.get("bootstrap_ci_pp") else ""
-    unpaired = {k: v for k, v in (r.get("unpaired") or {}).items() if v}
+def _details(r: Comparison, several: bool) -> str:
+    extra = f"95% CI unadjusted {_ci(r.ci_pp)}, p unadjusted {_p(r.p_value)}, " if several else ""
+    corr = "-" if r.correlation is None else f"{r.correlation:.2f}"
+    boot = f", bootstrap 95% CI {_ci(r.bootstrap_ci_pp)}" if r.bootstrap_ci_pp else ""
+    unpaired = {k: v for k, v in (r.unpaired or {}).items() if v}
     if unpaired:
         boot += "; not paired: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in unpaired.items())
     return (
-        f"{r['candidate']}{_subset_label(r)}: SE {_n(r['se_pp'], '{:.2f}')} pp, {extra}"
-        f"sign test p {_p(r['sign_p'])},"
+        f"{r.candidate}{_subset_label(r)}: SE {_n(r.se_pp, '{:.2f}')} pp, {extra}"
+        f"sign test p {_p(r.sign_p)},"
         f" task-score correlation {corr}{boot}"
     )
 
 
-def sensitivity_lines(res: dict[str, Any]) -> list[str]:
+def sensitivity_lines(res: CompareResult) -> list[str]:
     """One line per candidate: the verdict with ungraded trials dropped / as failures / as successes."""
-    sens = res.get("sensitivity")
+    sens = res.sensitivity
     if not sens:
         return []
-    n = ", ".join(f"{run} {k}" for run, k in sens["ungraded_trials"].items() if k)
+    n = ", ".join(f"{run} {k}" for run, k in sens.ungraded_trials.items() if k)
     out = [f"sensitivity to ungraded trials ({n}):"]
-    pre = sens.get("preregistered")
-    for cand, verdicts in sens["verdicts"].items():
+    for cand, verdicts in sens.verdicts.items():
         parts = []
         for name, v in verdicts.items():
-            mark = " [preregistered]" if name == pre else ""
-            claim = "claim" if v["claim"] else "no claim"
-            parts.append(f"{name.replace('_', ' ')}{mark} {_n(v['diff_pp'])} {_ci(v['ci_adjusted_pp'])} {claim}")
+            mark = " [preregistered]" if name == sens.preregistered else ""
+            claim = "claim" if v.claim else "no claim"
+            parts.append(f"{name.replace('_', ' ')}{mark} {_n(v.diff_pp)} {_ci(v.ci_adjusted_pp)} {claim}")
         out.append(f"  {cand}: " + "; ".join(parts))
     return out
 
 
-def _listed(res: dict[str, Any]) -> list[str]:
-    which = res.get("list")
+def _listed(res: CompareResult) -> list[str]:
+    which = res.listed
     if not which:
         return []
     out = []
-    for r in res["comparisons"]:
-        if r["subset"] == "all":
-            ids = r["tasks_won" if which == "wins" else "tasks_lost"]
-            out += [f"# {which} of {r['candidate']} over {res['baseline']}: {len(ids)} tasks", *ids]
+    for r in res.comparisons:
+        if r.subset == "all":
+            ids = r.tasks_won if which == "wins" else r.tasks_lost
+            out += [f"# {which} of {r.candidate} over {res.baseline}: {len(ids)} tasks", *ids]
     return out
 
 
-def print_compare(res: dict[str, Any]) -> None:
-    several = res["candidates_considered"] > 1
-    if res.get("list"):  # the task ids alone, ready for --exclude-tasks / --split
+def print_compare(res: CompareResult) -> None:
+    several = res.candidates_considered > 1
+    if res.listed:  # the task ids alone, ready for --exclude-tasks / --split
         print("\n".join(_listed(res)))
         return
-    metric = " (mean reward)" if res.get("metric") == "reward" else ""
-    rows = [_cells(r, _with_subset(res)) for r in res["comparisons"]]
-    layout.table(_headers(res), rows, title=f"baseline: {res['baseline']}{metric}")
-    for r in res["comparisons"]:
+    metric = " (mean reward)" if res.metric == "reward" else ""
+    rows = [_cells(r, _with_subset(res)) for r in res.comparisons]
+    layout.table(_headers(res), rows, title=f"baseline: {res.baseline}{metric}")
+    for r in res.comparisons:
         layout.line(_details(r, several), markup=False)
-        for k, v in (r.get("pass_at_k") or {}).items():
+        for k, v in (r.pass_at_k or {}).items():
             layout.line(
-                f"  {k}: {_n(v['base_pct'], '{:.1f}%')} -> {_n(v['cand_pct'], '{:.1f}%')},"
-                f" diff {_n(v['diff_pp'])} pp, 95% CI {_ci(v['ci_pp'])} ({v['tasks']} tasks)",
+                f"  {k}: {_n(v.base_pct, '{:.1f}%')} -> {_n(v.cand_pct, '{:.1f}%')},"
+                f" diff {_n(v.diff_pp)} pp, 95% CI {_ci(v.ci_pp)} ({v.tasks} tasks)",
                 markup=False,
             )
     layout.line(
-        f"claim = diff >= {res['min_diff_pp']:g} pp and the lower CI bound > 0"
-        + (f" (CIs Bonferroni-widened for {res['candidates_considered']} candidates)" if several else ""),
+        f"claim = diff >= {res.min_diff_pp:g} pp and the lower CI bound > 0"
+        + (f" (CIs Bonferroni-widened for {res.candidates_considered} candidates)" if several else ""),
         markup=False,
     )
-    for gap in res.get("split", {}).get("gaps", []):
+    for gap in res.split.gaps if res.split else []:
         layout.line(
-            f"{gap['candidate']}: in-minus-out gap {gap['gap_pp']:+.2f} pp (SE {gap['se_pp']:.2f},"
-            f" 95% CI {_ci(gap['ci_pp'])})",
+            f"{gap.candidate}: in-minus-out gap {gap.gap_pp:+.2f} pp (SE {gap.se_pp:.2f},"
+            f" 95% CI {_ci(gap.ci_pp)})",
             markup=False,
         )
-    for cand, rows in res.get("by_repo", {}).items():
-        layout.table(REPO_HEADERS, [_repo_cells(r) for r in rows], title=f"by repo: {cand}")
+    for cand, repo_rows in (res.by_repo or {}).items():
+        layout.table(REPO_HEADERS, [_repo_cells(r) for r in repo_rows], title=f"by repo: {cand}")
     for line in sensitivity_lines(res):
         layout.line(line, markup=False)
-    for w in res["warnings"]:
+    for w in res.warnings:
         layout.line(f"[yellow]warning:[/yellow] {escape(w)}")
 
 
 REPO_HEADERS = ["repo", "tasks", "base", "cand", "diff pp", "95% CI", "W/L/T"]
 
 
-def _repo_cells(r: dict[str, Any]) -> list[str]:
+def _repo_cells(r: RepoComparison) -> list[str]:
     return [
-        r["repo"], str(r["tasks"]), _n(r["base_pct"], "{:.1f}%"), _n(r["cand_pct"], "{:.1f}%"),
-        _n(r["diff_pp"]), _ci(r["ci_pp"]), f"{r['wins']}/{r['losses']}/{r['ties']}",
+        r.repo, str(r.tasks), _n(r.base_pct, "{:.1f}%"), _n(r.cand_pct, "{:.1f}%"),
+        _n(r.diff_pp), _ci(r.ci_pp), f"{r.wins}/{r.losses}/{r.ties}",
     ]  # fmt: skip
 
 
-def markdown_compare(res: dict[str, Any]) -> str:
-    several = res["candidates_considered"] > 1
+def markdown_compare(res: CompareResult) -> str:
+    several = res.candidates_considered > 1
     head = _headers(res)
-    lines = [f"**Baseline:** `{res['baseline']}`", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in res["comparisons"]:
+    lines = [f"**Baseline:** `{res.baseline}`", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in res.comparisons:
         lines.append("| " + " | ".join(_cells(r, _with_subset(res))) + " |")
-    lines += [""] + [f"- {_details(r, several)}" for r in res["comparisons"]]
-    lines += ["", f"Claim rule: diff >= {res['min_diff_pp']:g} pp and lower CI bound > 0."]
-    for gap in res.get("split", {}).get("gaps", []):
-        lines.append(f"- `{gap['candidate']}` in-minus-out gap {gap['gap_pp']:+.2f} pp, 95% CI {_ci(gap['ci_pp'])}")
-    for cand, rows in res.get("by_repo", {}).items():
+    lines += [""] + [f"- {_details(r, several)}" for r in res.comparisons]
+    lines += ["", f"Claim rule: diff >= {res.min_diff_pp:g} pp and lower CI bound > 0."]
+    for gap in res.split.gaps if res.split else []:
+        lines.append(f"- `{gap.candidate}` in-minus-out gap {gap.gap_pp:+.2f} pp, 95% CI {_ci(gap.ci_pp)}")
+    for cand, rows in (res.by_repo or {}).items():
         lines += ["", f"**By repo: `{cand}`**", "", "| " + " | ".join(REPO_HEADERS) + " |", "|" + "---|" * 7]
         lines += ["| " + " | ".join(_repo_cells(r)) + " |" for r in rows]
     sens = sensitivity_lines(res)
     if sens:
         lines += ["", sens[0]] + [f"- {line.strip()}" for line in sens[1:]]
-    if res["warnings"]:
-        lines += ["", "**Warnings**", ""] + [f"- {w}" for w in res["warnings"]]
+    if res.warnings:
+        lines += ["", "**Warnings**", ""] + [f"- {w}" for w in res.warnings]
     return "\n".join(lines) + "\n"
 
 
-def print_plan(res: dict[str, Any]) -> None:
-    src = res["source"]
-    layout.line(f"variance from {src['kind']}: {src['detail']}", markup=False)
-    v = res["variance"]
+def print_plan(res: PowerPlan) -> None:
+    layout.line(f"variance from {res.source.kind}: {res.source.detail}", markup=False)
+    v = res.variance
     layout.line(
-        f"Var(d_i) per task at K=1: {v['var_d_k1']:.4f} = true per-task differences {v['omega2']:.4f}"
-        f" + sampling {v['sampling_k1']:.4f}; at K={res['repeats']} sampling is"
-        f" {100 * v['sampling_share']:.0f}% of Var(d)",
+        f"Var(d_i) per task at K=1: {v.var_d_k1:.4f} = true per-task differences {v.omega2:.4f}"
+        f" + sampling {v.sampling_k1:.4f}; at K={res.repeats} sampling is"
+        f" {100 * v.sampling_share:.0f}% of Var(d)",
         markup=False,
     )
     layout.table(
-        ["K", "95% half-width (pp)", "MDE 80% (pp)", f"tasks for {res['effect_pp']:g} pp"],
-        [[k + (" *" if int(k) == res["repeats"] else ""), f"{res['half_width_pp'][k]:.2f}", f"{res['mde_pp'][k]:.2f}",
-          str(res["tasks_needed"][k])] for k in res["half_width_pp"]],
-        title=f"{res['tasks']} tasks",
+        ["K", "95% half-width (pp)", "MDE 80% (pp)", f"tasks for {res.effect_pp:g} pp"],
+        [[k + (" *" if int(k) == res.repeats else ""), f"{res.half_width_pp[k]:.2f}", f"{res.mde_pp[k]:.2f}",
+          str(res.tasks_needed[k])] for k in res.half_width_pp],
+        title=f"{res.tasks} tasks",
     )  # fmt: skip
     layout.line(
-        f"at {res['tasks']} tasks x K={res['repeats']}: power {100 * res['power']:.0f}% to detect"
-        f" +{res['effect_pp']:g} pp (CI excludes 0); {100 * res['claim_power']:.0f}% that the claim rule"
-        f" (diff >= {res['min_diff_pp']:g} and CI lo > 0) fires",
+        f"at {res.tasks} tasks x K={res.repeats}: power {100 * res.power:.0f}% to detect"
+        f" +{res.effect_pp:g} pp (CI excludes 0); {100 * res.claim_power:.0f}% that the claim rule"
+        f" (diff >= {res.min_diff_pp:g} and CI lo > 0) fires",
         markup=False,
     )
-    for note in res["notes"]:
+    for note in res.notes:
         layout.line(f"[yellow]note:[/yellow] {escape(note)}")
 
 
-def print_prereg_check(res: dict[str, Any]) -> None:
-    short = res["hash"].removeprefix("sha256:")[:12]
+def print_prereg_check(res: PreregCheck) -> None:
+    short = res.hash.removeprefix("sha256:")[:12]
     layout.line(
-        f"plan {res['plan']} (hash {short} registered in the ledger {res.get('registered', '?')}): held-out"
-        f" {res['holdout_tasks']} tasks x {res['holdout_repeats']} attempt(s), min diff {res['min_diff_pp']:g} pp,"
-        f" metric {res.get('metric', 'resolved')}, ungraded trials {res.get('ungraded', 'dropped').replace('_', ' ')}"
-        f" (preregistered); check {res.get('checks_before', 0) + 1} of this plan,"
-        f" candidates so far: {', '.join(res.get('candidates_checked', []))}",
+        f"plan {res.plan} (hash {short} registered in the ledger {res.registered}): held-out"
+        f" {res.holdout_tasks} tasks x {res.holdout_repeats} attempt(s), min diff {res.min_diff_pp:g} pp,"
+        f" metric {res.metric}, ungraded trials {res.ungraded.replace('_', ' ')}"
+        f" (preregistered); check {res.checks_before + 1} of this plan,"
+        f" candidates so far: {', '.join(res.candidates_checked)}",
         markup=False,
     )
     layout.line("[bold]preregistered verdict (held-out tasks only)[/bold]")
-    print_compare(res["holdout"])
-    for r in res["holdout"]["comparisons"]:
-        verdict = "CLAIM HOLDS" if r["claim"] else "no claim"
-        layout.line(f"[bold]{escape(r['candidate'])}: {verdict}[/bold]")
-    if res.get("in_pool"):
+    print_compare(res.holdout)
+    for r in res.holdout.comparisons:
+        verdict = "CLAIM HOLDS" if r.claim else "no claim"
+        layout.line(f"[bold]{escape(r.candidate)}: {verdict}[/bold]")
+    if res.in_pool:
         layout.line("[dim]secondary, not the preregistered test: train (in-pool) tasks[/dim]")
-        print_compare(res["in_pool"])
+        print_compare(res.in_pool)

@@ -169,13 +169,13 @@ class Rollouts:
 
     def _open(self, serving: dict[str, Any] | None) -> int:
         try:
-            existing = self.ledger.run(self.run)
+            existing = self.ledger.get_run(self.run)
         except UserError:
             existing = None
         if existing is not None:
-            if existing["kind"] != "train":
+            if existing.kind != "train":
                 raise UserError(f"run '{self.run}' exists and is not a train run")
-            return int(existing["id"])
+            return existing.id
         stack = {"harness": "trialbook", "harness_version": trialbook.__version__, "engine": "docker",
                  "engine_version": self.executor.version()}  # fmt: skip
         config = {**self.config.model_dump(), "rewards": self.rewards.record()}

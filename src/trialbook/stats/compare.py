@@ -1,12 +1,13 @@
 """`trialbook compare`: one baseline against one or more candidates, paired over tasks.
 
-Returns a JSON-ready dict: {"baseline", "comparisons": [ROW, ...], ...} (the README documents ROW).
+Returns a `stats.comparison.CompareResult` (its JSON form: the README documents ROW = one Comparison).
 Percent and percentage points throughout the output; fractions inside.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,17 @@ import numpy as np
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
 from trialbook.stats import caveats
+from trialbook.stats.comparison import (
+    Attempts,
+    CompareResult,
+    Comparison,
+    Gap,
+    PassAtK,
+    RepoComparison,
+    SensitivityReport,
+    Split,
+    Verdict,
+)
 from trialbook.stats.kernel import clip_ci, t_interval, win_loss
 from trialbook.stats.multiple import bonferroni_confidence, holm
 from trialbook.stats.paired import Paired, bootstrap_ci, paired
@@ -60,61 +72,30 @@ def align(base: TaskScores, cand: TaskScores) -> tuple[np.ndarray, np.ndarray, n
     return common[both], ib[both], ic[both], unpaired
 
 
-def _row(cand: str, subset: str, r: Paired, excluded: list[str]) -> dict[str, Any]:
-    return {
-        "candidate": cand,
-        "subset": subset,
-        "tasks_paired": r.n,
-        "base_pct": pp(r.base_mean),
-        "cand_pct": pp(r.cand_mean),
-        "diff_pp": pp(r.diff),
-        "se_pp": pp(r.se),
-        "ci_pp": [pp(r.ci[0]), pp(r.ci[1])],
-        "wins": r.wins,
-        "losses": r.losses,
-        "ties": r.ties,
-        "p_value": r.p_value,
-        "sign_p": r.sign_p,
-        "correlation": None if r.correlation is None else round(r.correlation, 4),
-        "few_tasks": r.few_tasks,
-        "excluded_repos": excluded,
-    }
-
-
-def _adjust(rows: list[dict[str, Any]], diffs: list[np.ndarray], m: int, min_diff: float) -> None:
+def _adjust(rows: list[Comparison], diffs: list[np.ndarray], m: int, min_diff: float) -> list[Comparison]:
     """Holm p (Bonferroni when candidates were picked among more than given), widened CIs, claim."""
     level = bonferroni_confidence(m, LEVEL)
-    ps = [r["p_value"] for r in rows]
+    ps = [np.nan if r.p_value is None else r.p_value for r in rows]
     adjusted = holm(ps) if m == len(rows) else [min(1.0, p * m) for p in ps]
+    out = []
     for row, d, p_adj in zip(rows, diffs, adjusted, strict=True):
         _, _, lo, hi = t_interval(d, level)
         lo, hi, _ = clip_ci(lo, hi, d.size)
-        row["p_adjusted"] = None if np.isnan(p_adj) else p_adj
-        if np.isnan(row["p_value"]):  # fewer than 2 tasks: no test (JSON has no NaN)
-            row["p_value"] = None
-        row["ci_level"] = round(level, 6)
-        row["ci_adjusted_pp"] = [pp(lo), pp(hi)]
-        row["claim"] = bool(row["diff_pp"] is not None and row["diff_pp"] >= min_diff and np.isfinite(lo) and lo > 0)
+        claim = bool(row.diff_pp is not None and row.diff_pp >= min_diff and np.isfinite(lo) and lo > 0)
+        out.append(replace(row, p_adjusted=None if np.isnan(p_adj) else p_adj, ci_level=round(level, 6),
+                           ci_adjusted_pp=[pp(lo), pp(hi)], claim=claim))  # fmt: skip
+    return out
 
 
-def _by_repo(repos: np.ndarray, b: np.ndarray, c: np.ndarray) -> list[dict[str, Any]]:
+def _by_repo(repos: np.ndarray, b: np.ndarray, c: np.ndarray) -> list[RepoComparison]:
     out = []
     for repo in np.unique(repos):
         m = repos == repo
         r = paired(b[m], c[m])
-        out.append(
-            {
-                "repo": str(repo),
-                "tasks": r.n,
-                "base_pct": pp(r.base_mean),
-                "cand_pct": pp(r.cand_mean),
-                "diff_pp": pp(r.diff),
-                "ci_pp": [pp(r.ci[0]), pp(r.ci[1])],
-                "wins": r.wins,
-                "losses": r.losses,
-                "ties": r.ties,
-            }
-        )
+        out.append(RepoComparison(
+            repo=str(repo), tasks=r.n, base_pct=pp(r.base_mean), cand_pct=pp(r.cand_mean), diff_pp=pp(r.diff),
+            ci_pp=[pp(r.ci[0]), pp(r.ci[1])], wins=r.wins, losses=r.losses, ties=r.ties,
+        ))  # fmt: skip
     return out
 
 
@@ -133,26 +114,34 @@ def _check_names(base: str, candidates: Sequence[str], min_diff: float, picked_f
 
 
 def _subset_row(base: TaskScores, cand: TaskScores, ib: np.ndarray, ic: np.ndarray, mask: np.ndarray,
-                subset: str, excluded: list[str], bootstrap: bool) -> tuple[dict[str, Any], Paired]:  # fmt: skip
+                subset: str, excluded: list[str], bootstrap: bool,
+                unpaired: dict[str, int] | None) -> tuple[Comparison, Paired]:  # fmt: skip
     """One ROW (before multiplicity adjustment) for the paired tasks selected by mask."""
     b, c = base.score[ib][mask], cand.score[ic][mask]
     r = paired(b, c)
-    row = _row(cand.run, subset, r, excluded)
-    row["attempts"] = {"base": caveats.typical_attempts(base), "cand": caveats.typical_attempts(cand)}
+    boot = None
     if bootstrap:
         lo, hi = bootstrap_ci(c - b, LEVEL)
-        row["bootstrap_ci_pp"] = [pp(lo), pp(hi)]
+        boot = [pp(lo), pp(hi)]
     pk = paired_pass_at_k(base.graded[ib][mask], base.resolved[ib][mask],
                           cand.graded[ic][mask], cand.resolved[ic][mask])  # fmt: skip
-    if pk:
-        row["pass_at_k"] = {
-            k: {"tasks": v["tasks"], "base_pct": pp(v["base"]), "cand_pct": pp(v["cand"]),
-                "diff_pp": pp(v["diff"]), "ci_pp": [pp(v["ci"][0]), pp(v["ci"][1])]}
-            for k, v in pk.items()
-        }  # fmt: skip
+    pass_at_k = {
+        k: PassAtK(tasks=v["tasks"], base_pct=pp(v["base"]), cand_pct=pp(v["cand"]), diff_pp=pp(v["diff"]),
+                   ci_pp=[pp(v["ci"][0]), pp(v["ci"][1])])
+        for k, v in pk.items()
+    }  # fmt: skip
     won, lost = win_loss(c - b)
     ids = base.task_ids[ib][mask]
-    row["tasks_won"], row["tasks_lost"] = [str(t) for t in ids[won]], [str(t) for t in ids[lost]]
+    row = Comparison(
+        candidate=cand.run, subset=subset, tasks_paired=r.n, base_pct=pp(r.base_mean), cand_pct=pp(r.cand_mean),
+        diff_pp=pp(r.diff), se_pp=pp(r.se), ci_pp=[pp(r.ci[0]), pp(r.ci[1])], wins=r.wins, losses=r.losses,
+        ties=r.ties, p_value=None if np.isnan(r.p_value) else r.p_value,  # fewer than 2 tasks: no test
+        sign_p=r.sign_p, correlation=None if r.correlation is None else round(r.correlation, 4),
+        few_tasks=r.few_tasks, excluded_repos=excluded,
+        attempts=Attempts(base=caveats.typical_attempts(base), cand=caveats.typical_attempts(cand)),
+        bootstrap_ci_pp=boot, pass_at_k=pass_at_k or None,
+        tasks_won=[str(t) for t in ids[won]], tasks_lost=[str(t) for t in ids[lost]], unpaired=unpaired,
+    )  # fmt: skip
     return row, r
 
 
@@ -163,7 +152,7 @@ def _candidate(
     excluded: list[str],
     bootstrap: bool,
     warnings: list[str],
-) -> tuple[dict[str, tuple[dict[str, Any], np.ndarray]], dict[str, Any] | None, np.ndarray, np.ndarray]:
+) -> tuple[dict[str, tuple[Comparison, np.ndarray]], Gap | None, np.ndarray, np.ndarray]:
     """Rows by subset (with their task differences), the in-out gap, and the paired indices."""
     ids, ib, ic, unpaired = align(base, cand)
     if ids.size < 2:
@@ -178,14 +167,14 @@ def _candidate(
     if split_ids is not None:
         masks["in"] = np.isin(ids, split_ids)
         masks["out"] = ~masks["in"]
-    rows: dict[str, tuple[dict[str, Any], np.ndarray]] = {}
+    rows: dict[str, tuple[Comparison, np.ndarray]] = {}
     results: dict[str, Paired] = {}
     for subset, mask in masks.items():
         if mask.sum() < 2:
             warnings.append(f"'{cand.run}': subset '{subset}' has {int(mask.sum())} paired tasks, no row")
             continue
-        row, results[subset] = _subset_row(base, cand, ib, ic, mask, subset, excluded, bootstrap)
-        row["unpaired"] = unpaired if subset == "all" else None
+        row, results[subset] = _subset_row(base, cand, ib, ic, mask, subset, excluded, bootstrap,
+                                           unpaired if subset == "all" else None)  # fmt: skip
         rows[subset] = (row, cand.score[ic][mask] - base.score[ib][mask])
     gap = _gap(cand.run, results["in"], results["out"]) if "in" in results and "out" in results else None
     return rows, gap, ib, ic
@@ -213,30 +202,29 @@ def partial_caveat(runs: Sequence[TaskScores]) -> str | None:
     )
 
 
-VERDICT_KEYS = ("tasks_paired", "diff_pp", "ci_adjusted_pp", "claim")
 SENSITIVITY = {"dropped": None, "as_failures": "failure", "as_successes": "success"}
 
 
 def _sensitivity(ledger: Ledger, base_name: str, candidates: Sequence[str], runs: dict[str, TaskScores],
-                 kw: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any] | None:  # fmt: skip
+                 kw: dict[str, Any], rows: list[Comparison]) -> SensitivityReport | None:  # fmt: skip
     """The verdict with ungraded trials dropped (the rows above), counted as failures, as successes."""
     ungraded = {n: int(s.trials.sum() - s.graded.sum()) for n, s in runs.items()}
     if not any(ungraded.values()):
         return None
-    verdicts: dict[str, dict[str, Any]] = {r["candidate"]: {} for r in rows if r["subset"] == "all"}
+    verdicts: dict[str, dict[str, Verdict]] = {r.candidate: {} for r in rows if r.subset == "all"}
     for name, counted_as in SENSITIVITY.items():
         if counted_as is None:
-            found = [r for r in rows if r["subset"] == "all"]
+            found = [r for r in rows if r.subset == "all"]
         else:
             other = {n: s.with_ungraded(counted_as) for n, s in runs.items()}  # type: ignore[arg-type]
             try:
-                found = compare(ledger, base_name, candidates, runs=other, sensitivity=False, **kw)["comparisons"]
+                found = compare(ledger, base_name, candidates, runs=other, sensitivity=False, **kw).comparisons
             except UserError:
                 found = []
         for r in found:
-            if r["subset"] == "all" and r["candidate"] in verdicts:
-                verdicts[r["candidate"]][name] = {k: r[k] for k in VERDICT_KEYS}
-    return {"ungraded_trials": ungraded, "verdicts": verdicts, "preregistered": None}
+            if r.subset == "all" and r.candidate in verdicts:
+                verdicts[r.candidate][name] = Verdict(r.tasks_paired, r.diff_pp, r.ci_adjusted_pp, r.claim)
+    return SensitivityReport(ungraded_trials=ungraded, verdicts=verdicts)
 
 
 def compare(
@@ -253,12 +241,12 @@ def compare(
     metric: str = "resolved",
     exclude_task_file: Path | None = None,
     sensitivity: bool = True,
-) -> dict[str, Any]:
+) -> CompareResult:
     """The full comparison. `runs` lets callers (prereg) pass preloaded, pre-filtered scores.
 
     `metric`: task means of resolved (reward 1.0) or of rewards (stats.scores). With `sensitivity`,
     when any run has ungraded trials the verdict is also given with them counted as failures and as
-    successes (`result["sensitivity"]`).
+    successes (`result.sensitivity`).
     """
     _check_names(base_name, candidates, min_diff, picked_from)
     metric = check_metric(metric)
@@ -280,7 +268,7 @@ def compare(
             warnings.append(f"{split}: {unknown} of its {split_ids.size} tasks are in neither run")
     subsets = ["all"] if split_ids is None else ["all", "in", "out"]
     m = max(len(cands), picked_from or 0)
-    family: dict[str, list[tuple[dict[str, Any], np.ndarray]]] = {s: [] for s in subsets}
+    family: dict[str, list[tuple[Comparison, np.ndarray]]] = {s: [] for s in subsets}
     gaps, repo_tables = [], {}
     for cand in cands:
         rows, gap, ib, ic = _candidate(base, cand, split_ids, list(dropped), bootstrap, warnings)
@@ -290,34 +278,26 @@ def compare(
             gaps.append(gap)
         if by_repo:
             repo_tables[cand.run] = _by_repo(base.repos[ib], base.score[ib], cand.score[ic])
-    out_rows: list[dict[str, Any]] = []
+    out_rows: list[Comparison] = []
     for subset in subsets:  # each subset is its own family of m comparisons
         if family[subset]:
             rows, diffs = zip(*family[subset], strict=True)
-            _adjust(list(rows), list(diffs), m, min_diff)
-            out_rows += rows
-    out_rows.sort(key=lambda r: (list(candidates).index(r["candidate"]), subsets.index(r["subset"])))
+            out_rows += _adjust(list(rows), list(diffs), m, min_diff)
+    out_rows.sort(key=lambda r: (list(candidates).index(r.candidate), subsets.index(r.subset)))
     w = caveats.multiplicity_caveat(m, len(cands), bonferroni_confidence(m, LEVEL))
     if w:
         warnings.append(w)
-    result: dict[str, Any] = {
-        "baseline": base_name,
-        "metric": metric,
-        "comparisons": out_rows,
-        "min_diff_pp": min_diff,
-        "candidates_considered": m,
-        "excluded": dropped,
-        "warnings": warnings,
-    }
-    if split_ids is not None:
-        result["split"] = {"file": str(split), "tasks": int(split_ids.size), "gaps": gaps}
-    if by_repo:
-        result["by_repo"] = repo_tables
+    sens = None
     if sensitivity:
         kw = {"exclude": exclude, "min_diff": min_diff, "picked_from": picked_from, "metric": metric,
               "exclude_task_file": exclude_task_file}  # fmt: skip
-        result["sensitivity"] = _sensitivity(ledger, base_name, candidates, runs, kw, out_rows)
-    return result
+        sens = _sensitivity(ledger, base_name, candidates, runs, kw, out_rows)
+    return CompareResult(
+        baseline=base_name, metric=metric, comparisons=out_rows, min_diff_pp=min_diff, candidates_considered=m,
+        excluded=dropped, warnings=warnings,
+        split=None if split_ids is None else Split(file=str(split), tasks=int(split_ids.size), gaps=gaps),
+        by_repo=repo_tables if by_repo else None, sensitivity=sens,
+    )  # fmt: skip
 
 
 def _split_ids(path: Path, runs: Sequence[TaskScores]) -> tuple[np.ndarray, int]:
@@ -329,12 +309,7 @@ def _split_ids(path: Path, runs: Sequence[TaskScores]) -> tuple[np.ndarray, int]
     return ids, int((~hit).sum())
 
 
-def _gap(cand: str, inside: Paired, outside: Paired) -> dict[str, Any]:
+def _gap(cand: str, inside: Paired, outside: Paired) -> Gap:
     gap = inside.diff - outside.diff
     se = float(np.hypot(inside.se, outside.se))
-    return {
-        "candidate": cand,
-        "gap_pp": pp(gap),
-        "se_pp": pp(se),
-        "ci_pp": [pp(gap - Z95 * se), pp(gap + Z95 * se)],
-    }
+    return Gap(candidate=cand, gap_pp=pp(gap), se_pp=pp(se), ci_pp=[pp(gap - Z95 * se), pp(gap + Z95 * se)])

@@ -9,12 +9,13 @@ mean of per-task sample variances over tasks with >= 2 graded attempts.
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
+from trialbook.results import Result
 from trialbook.stats import dist
 from trialbook.stats.compare import align
 from trialbook.stats.scores import TaskScores, load_scores
@@ -23,6 +24,39 @@ KS: tuple[int, ...] = (1, 2, 4, 8, 16)
 ALPHA, POWER = 0.05, 0.80
 Z_A = float(dist.norm_ppf(1 - ALPHA / 2))
 Z_B = float(dist.norm_ppf(POWER))
+
+
+@dataclass(frozen=True)
+class VarianceSource(Result):
+    kind: str  # runs or assumption
+    detail: str
+
+
+@dataclass(frozen=True)
+class Variance(Result):
+    omega2: float  # variance of the true per-task differences
+    sampling_k1: float  # sampling variance of one attempt in each run
+    var_d_k1: float
+    sampling_share: float  # of Var(d) at the planned K
+
+
+@dataclass(frozen=True, kw_only=True)
+class PowerPlan(Result):
+    """`plan`: half-width, MDE and tasks needed per K (keys: K as text), power at the planned design."""
+
+    tasks: int
+    repeats: int
+    effect_pp: float
+    min_diff_pp: float
+    metric: str
+    source: VarianceSource
+    variance: Variance
+    half_width_pp: dict[str, float]
+    mde_pp: dict[str, float]
+    tasks_needed: dict[str, int]
+    power: float
+    claim_power: float
+    notes: list[str]
 
 
 def within_variance(s: TaskScores) -> float | None:
@@ -35,7 +69,7 @@ def within_variance(s: TaskScores) -> float | None:
     return float(np.mean(np.maximum(sq[m] - c[m] ** 2 / k[m], 0.0) / (k[m] - 1)))
 
 
-def _one_run(s: TaskScores) -> tuple[float, float, dict[str, Any], list[str]]:
+def _one_run(s: TaskScores) -> tuple[float, float, VarianceSource, list[str]]:
     sigma2 = within_variance(s)
     scored = s.score[s.scored]
     if sigma2 is None:
@@ -62,7 +96,7 @@ def _one_run(s: TaskScores) -> tuple[float, float, dict[str, Any], list[str]]:
     )
 
 
-def _two_runs(a: TaskScores, b: TaskScores) -> tuple[float, float, dict[str, Any], list[str]]:
+def _two_runs(a: TaskScores, b: TaskScores) -> tuple[float, float, VarianceSource, list[str]]:
     _, ia, ib, _ = align(a, b)
     if ia.size < 3:
         raise UserError(f"runs '{a.run}' and '{b.run}' share fewer than 3 graded tasks")
@@ -94,8 +128,8 @@ def _two_runs(a: TaskScores, b: TaskScores) -> tuple[float, float, dict[str, Any
     return omega2, sa + sb, _src("runs", detail), notes
 
 
-def _src(kind: str, detail: str) -> dict[str, str]:
-    return {"kind": kind, "detail": detail}
+def _src(kind: str, detail: str) -> VarianceSource:
+    return VarianceSource(kind, detail)
 
 
 def _check(tasks: int, repeats: int, effect: float, base_rate: float, from_run: str | None, vs: str | None) -> None:
@@ -123,7 +157,7 @@ def plan(
     base_rate: float = 50.0,
     min_diff: float = 4.0,
     metric: str = "resolved",
-) -> dict[str, Any]:
+) -> PowerPlan:
     _check(tasks, repeats, effect, base_rate, from_run, vs)
     if from_run is not None and ledger is not None:
         a = load_scores(ledger, from_run, metric)
@@ -144,26 +178,15 @@ def plan(
         need[str(k)] = max(2, math.ceil((Z_A + Z_B) ** 2 * var_d / delta**2)) if var_d > 0 else 2
     se = math.sqrt((omega2 + sampling / repeats) / tasks)
     var_k = omega2 + sampling / repeats
-    return {
-        "tasks": tasks,
-        "repeats": repeats,
-        "effect_pp": effect,
-        "min_diff_pp": min_diff,
-        "metric": metric,
-        "source": source,
-        "variance": {
-            "omega2": round(omega2, 6),
-            "sampling_k1": round(sampling, 6),
-            "var_d_k1": round(omega2 + sampling, 6),
-            "sampling_share": round((sampling / repeats) / var_k, 4) if var_k > 0 else 0.0,
-        },
-        "half_width_pp": half,
-        "mde_pp": mde,
-        "tasks_needed": need,
-        "power": round(_power(delta, se), 4),
-        "claim_power": round(_claim_power(delta, se, min_diff / 100), 4),
-        "notes": notes,
-    }
+    variance = Variance(
+        omega2=round(omega2, 6), sampling_k1=round(sampling, 6), var_d_k1=round(omega2 + sampling, 6),
+        sampling_share=round((sampling / repeats) / var_k, 4) if var_k > 0 else 0.0,
+    )  # fmt: skip
+    return PowerPlan(
+        tasks=tasks, repeats=repeats, effect_pp=effect, min_diff_pp=min_diff, metric=metric, source=source,
+        variance=variance, half_width_pp=half, mde_pp=mde, tasks_needed=need, power=round(_power(delta, se), 4),
+        claim_power=round(_claim_power(delta, se, min_diff / 100), 4), notes=notes,
+    )  # fmt: skip
 
 
 def _power(delta: float, se: float) -> float:

@@ -6,66 +6,116 @@ reward is 1.0 (outcomes.is_resolved), whatever its outcome.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from trialbook.ledger import queries
 from trialbook.ledger.rows import Counts
 from trialbook.ledger.store import Ledger
+from trialbook.results import Result, optional
 
 
 def pct(part: int, whole: int) -> float | None:
     return round(100.0 * part / whole, 2) if whole else None
 
 
-def _counts(c: Counts) -> dict[str, Any]:
-    return {
-        "tasks": c.tasks,
-        "trials": c.trials,
-        "judged": c.judged,
-        "resolved": c.resolved,
-        "resolved_pct": pct(c.resolved, c.judged),
-        "mean_reward": round(c.reward_sum / c.judged, 4) if c.judged and c.reward_sum is not None else None,
-    }
+def _mean_reward(c: Counts) -> float | None:
+    return round(c.reward_sum / c.judged, 4) if c.judged and c.reward_sum is not None else None
 
 
-def runs_summary(ledger: Ledger) -> list[dict[str, Any]]:
-    rows = queries.runs_with_counts(ledger)
-    return [{"name": r.name, "kind": r.kind, "created": r.created, **_counts(r.counts)} for r in rows]
+@dataclass(frozen=True)
+class RunListing(Result):
+    """One line of `runs`."""
+
+    name: str
+    kind: str
+    created: str
+    tasks: int
+    trials: int
+    judged: int
+    resolved: int
+    resolved_pct: float | None
+    mean_reward: float | None
 
 
-def run_summary(ledger: Ledger, name: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Sensitivity(Result):
+    """The resolved rate with the ungraded trials dropped / counted as failures / as successes."""
+
+    dropped: float | None
+    as_failures: float | None
+    as_successes: float | None
+
+
+@dataclass(frozen=True)
+class RepoSummary(Result):
+    trials: int
+    judged: int
+    resolved: int
+    resolved_pct: float | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSummary(Result):
+    """What `show` reports about one run."""
+
+    name: str
+    kind: str
+    created: str
+    tasks: int
+    trials: int
+    judged: int
+    resolved: int
+    resolved_pct: float | None
+    mean_reward: float | None
+    attempts_per_task: int | None
+    pass_at_k: dict[str, float] | None = optional()  # runs with >= 2 attempts per task
+    sensitivity: Sensitivity | None = optional()  # runs with ungraded trials
+    outcomes: dict[str, int]
+    by_repo: dict[str, RepoSummary]
+    tags: dict[str, int]
+    superseded: int
+    stack: dict[str, Any]
+    labels: dict[str, Any]
+    source: str | None
+
+
+def runs_summary(ledger: Ledger) -> list[RunListing]:
+    return [
+        RunListing(
+            name=r.name, kind=r.kind, created=r.created, tasks=r.counts.tasks, trials=r.counts.trials,
+            judged=r.counts.judged, resolved=r.counts.resolved, resolved_pct=pct(r.counts.resolved, r.counts.judged),
+            mean_reward=_mean_reward(r.counts),
+        )  # fmt: skip
+        for r in queries.runs_with_counts(ledger)
+    ]
+
+
+def run_summary(ledger: Ledger, name: str) -> RunSummary:
     run = ledger.get_run(name)
     b = queries.run_breakdown(ledger, run.id)
-    out: dict[str, Any] = {"name": run.name, "kind": run.kind, "created": run.created}
-    out.update(_counts(b.counts))
-    out["attempts_per_task"] = None if b.max_attempt is None else b.max_attempt + 1
-    if out["attempts_per_task"] and out["attempts_per_task"] >= 2:
+    c = b.counts
+    attempts = None if b.max_attempt is None else b.max_attempt + 1
+    pass_at_k = None
+    if attempts and attempts >= 2:
         from trialbook.stats.passk import run_pass_at_k
         from trialbook.stats.scores import load_scores
 
-        pass_at_k = run_pass_at_k(load_scores(ledger, name))
-        if pass_at_k:
-            out["pass_at_k"] = pass_at_k
-    c = b.counts
+        pass_at_k = run_pass_at_k(load_scores(ledger, name)) or None
+    sensitivity = None
     if c.trials > c.judged:  # the rate's bounds when the ungraded trials count as failures / successes
-        out["sensitivity"] = {
-            "dropped": pct(c.resolved, c.judged),
-            "as_failures": pct(c.resolved, c.trials),
-            "as_successes": pct(c.resolved + c.trials - c.judged, c.trials),
-        }
-    out["outcomes"] = b.outcomes
-    out["by_repo"] = {
-        (r.repo or "unknown"): {
-            "trials": r.trials,
-            "judged": r.judged,
-            "resolved": r.resolved,
-            "resolved_pct": pct(r.resolved, r.judged),
-        }
-        for r in b.by_repo
-    }
-    out["tags"] = b.exceptions
-    out["superseded"] = b.superseded
-    out["stack"] = run.stack
-    out["labels"] = run.labels
-    out["source"] = run.source
-    return out
+        sensitivity = Sensitivity(
+            dropped=pct(c.resolved, c.judged),
+            as_failures=pct(c.resolved, c.trials),
+            as_successes=pct(c.resolved + c.trials - c.judged, c.trials),
+        )
+    return RunSummary(
+        name=run.name, kind=run.kind, created=run.created, tasks=c.tasks, trials=c.trials, judged=c.judged,
+        resolved=c.resolved, resolved_pct=pct(c.resolved, c.judged), mean_reward=_mean_reward(c),
+        attempts_per_task=attempts, pass_at_k=pass_at_k, sensitivity=sensitivity, outcomes=b.outcomes,
+        by_repo={
+            (r.repo or "unknown"): RepoSummary(r.trials, r.judged, r.resolved, pct(r.resolved, r.judged))
+            for r in b.by_repo
+        },
+        tags=b.exceptions, superseded=b.superseded, stack=run.stack, labels=run.labels, source=run.source,
+    )  # fmt: skip

@@ -23,6 +23,7 @@ from trialbook.stats.summary import pct
 from trialbook.training.encounters import encounter_table
 from trialbook.training.ingest import load_steps
 from trialbook.training.load import TrainData, load_trajectories
+from trialbook.training.results import TrainReport
 from trialbook.training.stalls import stall_report
 
 # Failure shares reported per bucket (percent of the bucket's trajectories); agent_timeout is shown as CBF.
@@ -138,18 +139,18 @@ def train_report(
     gpus: int | None = None,
     eval_set: str | None = None,
     metric: str = "resolved",
-) -> dict[str, Any]:
+) -> TrainReport:
     metric = check_metric(metric)
     if bucket < 1:
         raise UserError(f"--bucket must be at least 1, got {bucket}")
     if gpus is not None and gpus < 1:
         raise UserError(f"--gpus must be at least 1, got {gpus}")
-    run = ledger.run(run_name)
-    everything = load_trajectories(ledger, run["id"], metric)
+    run = ledger.get_run(run_name)
+    everything = load_trajectories(ledger, run.id, metric)
     if not everything.trajectories or not (everything.wv >= 0).any():
         raise UserError(f"run '{run_name}' has no training trajectories with 'wv' (import with --kind train)")
     eval_ids = eval_tasks(eval_set, ledger) if eval_set else None
-    steps = load_steps(ledger, run["id"])
+    steps = load_steps(ledger, run.id)
     data, dropped = _exclude(everything, exclude_repos or [])
     encounters, last = encounter_table(data)
     warnings = []
@@ -174,9 +175,9 @@ def train_report(
         for b in buckets:
             b["pass_pct_all_repos"] = with_all.get(b["wv_from"])
     judged = data.count(data.graded)
-    return {
+    return TrainReport.from_json({
         "run": run_name,
-        "kind": run["kind"],
+        "kind": run.kind,
         "metric": metric,
         "trajectories": data.trajectories,
         "judged": judged,
@@ -192,4 +193,4 @@ def train_report(
         "stalls": stall_report(everything, steps, gpus),
         "eval_overlap": overlap,
         "warnings": warnings,
-    }
+    })

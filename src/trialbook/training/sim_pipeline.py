@@ -23,6 +23,7 @@ import numpy as np
 import simpy
 
 from trialbook.errors import UserError
+from trialbook.training.results import PipelineResult
 
 # A boundary step is a stall when it waited more than this many times the median step interval.
 STALL_FACTOR = 2.0
@@ -166,7 +167,7 @@ def _boundaries(steps: list[dict[str, Any]], median_interval: float) -> list[dic
     return out
 
 
-def simulate(cfg: PipelineConfig, sample: DurationSampler) -> dict[str, Any]:
+def simulate(cfg: PipelineConfig, sample: DurationSampler) -> PipelineResult:
     cfg.check()
     sim = _Pipeline(cfg, sample)
     sim.run()
@@ -176,7 +177,7 @@ def simulate(cfg: PipelineConfig, sample: DurationSampler) -> dict[str, Any]:
     boundaries = _boundaries(steps, float(np.median(intervals)))
     idle = sum(s["wait_s"] for s in steps)
     versions = range(min(sim.wv_groups), max(sim.wv_groups) + 1)  # inside the run, not after its last admission
-    return {
+    return PipelineResult.from_json({
         "config": vars(cfg),
         "steps": len(steps),
         "total_s": round(total, 1),
@@ -188,4 +189,4 @@ def simulate(cfg: PipelineConfig, sample: DurationSampler) -> dict[str, Any]:
         "empty_wv": [v for v in versions if v not in sim.wv_groups],
         "trajectories_by_wv": {str(v): n * cfg.group for v, n in sorted(sim.wv_groups.items())},
         "step_log": [{**s, "wait_s": round(s["wait_s"], 1), "finished_s": round(s["finished_s"], 1)} for s in steps],
-    }
+    })

@@ -21,6 +21,7 @@ import numpy as np
 import orjson
 
 from trialbook.errors import UserError
+from trialbook.training.results import RolloutTruth
 
 # SWE-bench Verified's repos with roughly their task shares.
 REPOS = (
@@ -141,7 +142,7 @@ def write_steps(cfg: RolloutConfig, rng: np.random.Generator, path: Path, reward
             t = end
 
 
-def generate(cfg: RolloutConfig, out: Path, steps_out: Path | None = None) -> dict[str, Any]:
+def generate(cfg: RolloutConfig, out: Path, steps_out: Path | None = None) -> RolloutTruth:
     """Write the trajectories JSONL (and the steps JSONL); return the ground truth."""
     cfg.check()
     rng = np.random.default_rng(cfg.seed)
@@ -184,4 +185,4 @@ def generate(cfg: RolloutConfig, out: Path, steps_out: Path | None = None) -> di
     truth["trajectories"] = len(p) + cfg.incomplete
     truth["out"] = str(out)
     truth["steps_out"] = None if steps_out is None else str(steps_out)
-    return truth
+    return RolloutTruth.from_json(truth)

@@ -166,14 +166,14 @@ def training_page(ledger: Ledger, name: str, bucket: int) -> dict[str, Any]:
     from trialbook.training.stalls import step_waits
 
     report = train_report(ledger, name, bucket=bucket)
-    waits = step_waits(load_steps(ledger, ledger.run(name)["id"]))
-    st = report["stalls"]
+    waits = step_waits(load_steps(ledger, ledger.get_run(name).id))
+    st = report.stalls
     return {
         "r": report,
         "pass_plot": plots.pass_rate(report),
         "share_plot": plots.outcome_shares(report, SHARE_LABELS),
-        "enc_plot": plots.encounters(report) if report["encounters"] else None,
-        "step_plot": plots.step_timing(waits, st["slow_steps"], st["median_step_s"]) if waits else None,
+        "enc_plot": plots.encounters(report) if report.encounters else None,
+        "step_plot": plots.step_timing(waits, st.slow_steps, st.median_step_s) if waits else None,
         "labels": SHARE_LABELS,
         "summary": summary_paragraph(report),
     }

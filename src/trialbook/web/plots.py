@@ -7,9 +7,14 @@ audit) and only draws them; nothing here computes a statistic.
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
+
+if TYPE_CHECKING:
+    from trialbook.audit.audit import AuditResult
+    from trialbook.stats.comparison import CompareResult
+    from trialbook.training.results import SlowStep, TrainReport
 
 matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402 - after the backend is chosen
@@ -35,82 +40,82 @@ def _svg(fig: Any, title: str) -> str:
     return text[text.index("<svg") :]
 
 
-def forest(res: dict[str, Any]) -> str:
+def forest(res: CompareResult) -> str:
     """Paired differences (pp) with their adjusted CIs, one row per candidate and subset; claim line."""
-    rows = res["comparisons"]
+    rows = res.comparisons
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.2))
     labels = []
     for i, r in enumerate(rows):
         y = len(rows) - 1 - i
-        labels.append(r["candidate"] + ("" if r["subset"] == "all" else f" [{r['subset']}]"))
-        lo, hi = r["ci_adjusted_pp"]
-        if r["diff_pp"] is None or lo is None:
+        labels.append(r.candidate + ("" if r.subset == "all" else f" [{r.subset}]"))
+        lo, hi = r.ci_adjusted_pp or (None, None)
+        if r.diff_pp is None or lo is None or hi is None:
             continue
-        color = GREEN if r["claim"] else (BLUE if r["subset"] == "all" else GREY)
+        color = GREEN if r.claim else (BLUE if r.subset == "all" else GREY)
         ax.plot([lo, hi], [y, y], color=color, lw=2)
-        ax.plot([r["diff_pp"]], [y], "o", color=color)
-        ax.annotate(f"{r['wins']}/{r['losses']}/{r['ties']}", (hi, y), xytext=(4, -3), textcoords="offset points",
+        ax.plot([r.diff_pp], [y], "o", color=color)
+        ax.annotate(f"{r.wins}/{r.losses}/{r.ties}", (hi, y), xytext=(4, -3), textcoords="offset points",
                     fontsize=7, color=GREY)  # fmt: skip
     ax.axvline(0, color="black", lw=0.8)
-    ax.axvline(res["min_diff_pp"], color=ORANGE, lw=1, ls="--", label=f"claim line +{res['min_diff_pp']:g} pp")
+    ax.axvline(res.min_diff_pp, color=ORANGE, lw=1, ls="--", label=f"claim line +{res.min_diff_pp:g} pp")
     ax.set_yticks(range(len(rows)), labels[::-1])
     ax.set_ylim(-0.7, len(rows) - 0.3)
-    level = rows[0]["ci_level"] if rows else 0.95
+    level = rows[0].ci_level if rows else 0.95
     ax.set_xlabel(f"candidate - baseline (pp), {100 * level:.1f}% CI; W/L/T at right")
     ax.legend(loc="lower right", fontsize=7, frameon=False)
     return _svg(fig, "forest plot")
 
 
-def pass_rate(report: dict[str, Any]) -> str:
+def pass_rate(report: TrainReport) -> str:
     """Pass rate per weight-version bucket with its 95% task-cluster CI band."""
-    b = [x for x in report["buckets"] if x["pass_pct"] is not None]
+    b = [x for x in report.buckets if x.pass_pct is not None]
     fig, ax = plt.subplots(figsize=(7, 3))
-    x = [(r["wv_from"] + r["wv_to"]) / 2 for r in b]
-    ax.plot(x, [r["pass_pct"] for r in b], "o-", color=BLUE, ms=3, label="pass %")
-    band = [(xi, r["ci_pct"]) for xi, r in zip(x, b, strict=True) if r["ci_pct"]]
+    x = [(r.wv_from + r.wv_to) / 2 for r in b]
+    ax.plot(x, [r.pass_pct for r in b], "o-", color=BLUE, ms=3, label="pass %")
+    band = [(xi, r.ci_pct) for xi, r in zip(x, b, strict=True) if r.ci_pct]
     if band:
         ax.fill_between([p[0] for p in band], [p[1][0] for p in band], [p[1][1] for p in band], color=BLUE,
                         alpha=0.2, lw=0, label="95% CI")  # fmt: skip
-    ax.set_xlabel(f"weight version (buckets of {report['bucket']})")
+    ax.set_xlabel(f"weight version (buckets of {report.bucket})")
     ax.set_ylabel("pass rate (%)")
     ax.legend(fontsize=7, frameon=False)
     return _svg(fig, "pass rate by weight version")
 
 
-def outcome_shares(report: dict[str, Any], labels: dict[str, str]) -> str:
-    b = report["buckets"]
+def outcome_shares(report: TrainReport, labels: dict[str, str]) -> str:
+    b = report.buckets
     fig, ax = plt.subplots(figsize=(7, 3))
-    x = [(r["wv_from"] + r["wv_to"]) / 2 for r in b]
+    x = [(r.wv_from + r.wv_to) / 2 for r in b]
     for key, label in labels.items():
-        ax.plot(x, [r["outcome_pct"][key] or 0.0 for r in b], "-", lw=1.5, label=label)
+        ax.plot(x, [r.outcome_pct[key] or 0.0 for r in b], "-", lw=1.5, label=label)
     ax.set_xlabel("weight version")
     ax.set_ylabel("% of trajectories")
     ax.legend(fontsize=7, frameon=False, ncol=len(labels))
     return _svg(fig, "outcome shares by weight version")
 
 
-def encounters(report: dict[str, Any]) -> str:
-    rows = [e for e in report["encounters"] if e["diff_pp"] is not None]
+def encounters(report: TrainReport) -> str:
+    rows = [e for e in report.encounters if e.diff_pp is not None]
     fig, ax = plt.subplots(figsize=(7, 3))
     for e in rows:
-        if e["ci_pp"]:
-            ax.plot([e["k"], e["k"]], e["ci_pp"], color=BLUE, lw=2)
-    ax.plot([e["k"] for e in rows], [e["diff_pp"] for e in rows], "o", color=BLUE)
+        if e.ci_pp:
+            ax.plot([e.k, e.k], e.ci_pp, color=BLUE, lw=2)
+    ax.plot([e.k for e in rows], [e.diff_pp for e in rows], "o", color=BLUE)
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xlabel("k-th encounter of the same task")
     ax.set_ylabel("k-th - 1st (pp), 95% CI")
     return _svg(fig, "gain by encounter")
 
 
-def step_timing(waits: dict[int, float], slow: list[dict[str, Any]], median: float | None) -> str:
+def step_timing(waits: dict[int, float], slow: list[SlowStep], median: float | None) -> str:
     """Each optimizer step's wait (s); slow steps marked, epoch-boundary stalls in red."""
     fig, ax = plt.subplots(figsize=(7, 3))
     steps = sorted(waits)
     ax.plot(steps, [waits[s] for s in steps], "-", color=GREY, lw=1, label="step wait")
     for on_boundary, color, label in ((True, RED, "stall at epoch boundary"), (False, ORANGE, "slow step")):
-        pts = [s for s in slow if s["epoch_boundary"] == on_boundary]
+        pts = [s for s in slow if s.epoch_boundary == on_boundary]
         if pts:
-            ax.plot([p["step"] for p in pts], [p["wait_s"] for p in pts], "v", color=color, label=label)
+            ax.plot([p.step for p in pts], [p.wait_s for p in pts], "v", color=color, label=label)
     if median:
         ax.axhline(median, color=BLUE, lw=0.8, ls="--", label=f"median {median:.0f} s")
     ax.set_xlabel("optimizer step")
@@ -119,13 +124,13 @@ def step_timing(waits: dict[int, float], slow: list[dict[str, Any]], median: flo
     return _svg(fig, "step timing")
 
 
-def signatures(audit: dict[str, Any]) -> str:
+def signatures(audit: AuditResult) -> str:
     """Trials per log signature, and the part of them that are P2P penalties."""
-    items = list(audit["by_signature"].items())
+    items = list(audit.by_signature.items())
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(items) + 1))
     y = list(range(len(items)))[::-1]
-    ax.barh(y, [s["trials"] for _, s in items], color=BLUE, alpha=0.4, label="trials")
-    ax.barh(y, [s["p2p_penalties"] for _, s in items], color=RED, label="P2P penalties")
+    ax.barh(y, [s.trials for _, s in items], color=BLUE, alpha=0.4, label="trials")
+    ax.barh(y, [s.p2p_penalties for _, s in items], color=RED, label="P2P penalties")
     ax.set_yticks(y, [name for name, _ in items])
     ax.set_xlabel("trials")
     ax.legend(fontsize=7, frameon=False)

@@ -18,6 +18,7 @@ import inspect
 import json
 import re
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from swebench.harness.utils import get_modified_files
 
 from trialbook.errors import UserError
 from trialbook.files import json_lines
+from trialbook.results import Result
 from trialbook.tasks.swebench.versions import VERSIONS
 
 REPO_DIR = "/testbed"
@@ -388,7 +390,20 @@ def write_task(inst: dict[str, Any], version: str | None, folder: Path, built_im
             path.chmod(0o755)
 
 
-def write_tasks(instances: Path, out: Path, ids: list[str] | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Skipped(Result):
+    task_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class TasksWritten(Result):
+    out: str
+    written: list[str]  # task ids
+    skipped: list[Skipped]
+
+
+def write_tasks(instances: Path, out: Path, ids: list[str] | None = None) -> TasksWritten:
     rows = read_instances(instances)
     if ids:
         known = {r["instance_id"] for r in rows}
@@ -397,17 +412,18 @@ def write_tasks(instances: Path, out: Path, ids: list[str] | None = None) -> dic
             raise UserError(f"{len(unknown)} --ids not in {instances} (first: {unknown[0]})")
         rows = [r for r in rows if r["instance_id"] in set(ids)]
     out.mkdir(parents=True, exist_ok=True)
-    written, skipped = [], []
+    written: list[str] = []
+    skipped: list[Skipped] = []
     for inst in rows:
         version = inst.get("version") or VERSIONS.get(inst["instance_id"])
         reason = skip_reason(inst, version)
         if reason is not None:
-            skipped.append({"task_id": inst["instance_id"], "reason": reason})
+            skipped.append(Skipped(inst["instance_id"], reason))
             continue
         try:
             write_task(inst, version, out / inst["instance_id"])
         except (ValueError, KeyError) as exc:  # an instance swebench's script builder cannot handle
-            skipped.append({"task_id": inst["instance_id"], "reason": f"cannot build its verifier: {exc}"})
+            skipped.append(Skipped(inst["instance_id"], f"cannot build its verifier: {exc}"))
             continue
         written.append(inst["instance_id"])
-    return {"out": str(out), "written": written, "skipped": skipped}
+    return TasksWritten(out=str(out), written=written, skipped=skipped)

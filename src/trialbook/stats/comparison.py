@@ -1,0 +1,145 @@
+"""Typed results of `compare` (stats.compare) and `prereg check` (prereg.plan): what the printers take.
+
+Their `to_json()` is the documented JSON of `compare --json`: percent and percentage points, the keys in
+the order declared here. A CI is `[lo, hi]` (None bounds when undefined).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trialbook.results import Result, optional
+
+CI = list[float | None]
+
+
+@dataclass(frozen=True)
+class PassAtK(Result):
+    tasks: int
+    base_pct: float | None
+    cand_pct: float | None
+    diff_pp: float | None
+    ci_pp: CI
+
+
+@dataclass(frozen=True)
+class Attempts(Result):
+    """The most common number of current trials per task in each run."""
+
+    base: int
+    cand: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Comparison(Result):
+    """One candidate against the baseline over one subset of the paired tasks (a ROW of the README)."""
+
+    candidate: str
+    subset: str  # all, in or out (--split)
+    tasks_paired: int
+    base_pct: float | None
+    cand_pct: float | None
+    diff_pp: float | None
+    se_pp: float | None
+    ci_pp: CI
+    wins: int
+    losses: int
+    ties: int
+    p_value: float | None
+    sign_p: float
+    correlation: float | None
+    few_tasks: bool
+    excluded_repos: list[str]
+    attempts: Attempts
+    bootstrap_ci_pp: CI | None = optional()
+    pass_at_k: dict[str, PassAtK] | None = optional()
+    tasks_won: list[str]
+    tasks_lost: list[str]
+    unpaired: dict[str, int] | None = None  # why tasks were not paired (subset "all" only)
+    # set by the multiplicity adjustment over the candidates
+    p_adjusted: float | None = None
+    ci_level: float = 0.95
+    ci_adjusted_pp: CI | None = None
+    claim: bool = False
+
+
+@dataclass(frozen=True)
+class RepoComparison(Result):
+    repo: str
+    tasks: int
+    base_pct: float | None
+    cand_pct: float | None
+    diff_pp: float | None
+    ci_pp: CI
+    wins: int
+    losses: int
+    ties: int
+
+
+@dataclass(frozen=True)
+class Gap(Result):
+    """In-minus-out difference of a candidate's gain (--split)."""
+
+    candidate: str
+    gap_pp: float | None
+    se_pp: float | None
+    ci_pp: CI
+
+
+@dataclass(frozen=True)
+class Split(Result):
+    file: str
+    tasks: int
+    gaps: list[Gap]
+
+
+@dataclass(frozen=True)
+class Verdict(Result):
+    tasks_paired: int
+    diff_pp: float | None
+    ci_adjusted_pp: CI | None
+    claim: bool
+
+
+@dataclass(frozen=True)
+class SensitivityReport(Result):
+    """The verdict per candidate with ungraded trials dropped / as failures / as successes."""
+
+    ungraded_trials: dict[str, int]
+    verdicts: dict[str, dict[str, Verdict]]  # candidate -> rule -> verdict
+    preregistered: str | None = None  # the rule a prereg plan fixed
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompareResult(Result):
+    baseline: str
+    metric: str
+    comparisons: list[Comparison]
+    min_diff_pp: float
+    candidates_considered: int
+    excluded: dict[str, int]  # repo -> tasks dropped (--exclude-repo)
+    warnings: list[str]
+    split: Split | None = optional()
+    by_repo: dict[str, list[RepoComparison]] | None = optional()
+    sensitivity: SensitivityReport | None = None
+    label: str | None = optional()  # prereg: what this secondary result is
+    listed: str | None = optional(key="list")  # --list wins|losses: print those task ids only
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreregCheck(Result):
+    """`prereg check`: the preregistered verdict on the held-out tasks, and the in-pool result."""
+
+    plan: str
+    hash: str
+    registered: str
+    holdout_tasks: int
+    holdout_repeats: int
+    min_diff_pp: float
+    metric: str
+    ungraded: str
+    candidates_checked: list[str]
+    checks_before: int
+    verdict: dict[str, bool]
+    holdout: CompareResult
+    in_pool: CompareResult | None
