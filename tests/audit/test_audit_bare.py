@@ -33,7 +33,7 @@ def test_bare_trials_counted_in_sql_match_one_by_one(cli, db: str, tmp_path: Pat
     _import(cli, tmp_path, "mixed", ROWS)
     _import(cli, tmp_path, "rich", [{**r, "note": 1} for r in ROWS])  # an extra key: no trial is bare
     ledger = Ledger(db)
-    fast, slow = audit_run(ledger, "mixed", jobs=1), audit_run(ledger, "rich", jobs=1)
+    fast, slow = audit_run(ledger, "mixed", jobs=1).to_json(), audit_run(ledger, "rich", jobs=1).to_json()
     assert {**fast, "run": "rich"} == slow
 
     assert (fast["trials"], fast["graded"], fast["with_log"]) == (8, 5, 0)  # agent_timeout is graded (a failure)
@@ -49,7 +49,7 @@ def test_bare_trials_counted_in_sql_match_one_by_one(cli, db: str, tmp_path: Pat
     ]
     assert fast["artifact_tasks"] == ["o__a-1", "p__f-1"]
     assert fast["explained_by_artifacts"]["of_unresolved"] == 4
-    counts_only = audit_run(ledger, "mixed", jobs=1, per_trial=False)  # the web page's: no bare trial listed
+    counts_only = audit_run(ledger, "mixed", jobs=1, per_trial=False).to_json()  # the web page's: no bare trial listed
     assert counts_only == {**fast, "signature_trials": counts_only["signature_trials"],
                            "artifact_tasks": counts_only["artifact_tasks"]}  # fmt: skip
     assert [s["task_id"] for s in counts_only["signature_trials"]] == ["o__d-1"]

@@ -388,6 +388,7 @@ def test_clean_removes_a_runs_leftovers_with_one_task_on_every_node(cluster, eng
 
 def test_an_unreachable_cluster_is_one_line_and_exit_2(tmp_path):
     db = str(tmp_path / "ledger.db")
+    Ledger(db)  # resume reads a ledger that exists (a missing one is its own error, tested elsewhere)
     with socket.create_server(("127.0.0.1", 0)) as other:  # a port where something that is not Ray listens
         cases = (
             ("127.0.0.1:1", "cannot reach the Ray cluster at 127.0.0.1:1"),
