@@ -195,6 +195,8 @@ def _print_quickstart(data: QuickstartResult) -> None:
             f"paired {cand} - nop over {row.tasks_paired} tasks graded in both: {row.diff_pp:+.1f} pp"
             f" (95% CI {lo:+.1f} to {hi:+.1f}), W/L/T {row.wins}/{row.losses}/{row.ties}"
         )
+    else:
+        console.print(f"no paired comparison: fewer than 2 tasks were graded in both {cand} and nop")
     console.print(f"next: `{data.next}` for the full paired comparison and its caveats")
 
 

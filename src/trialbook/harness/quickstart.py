@@ -103,9 +103,11 @@ def quickstart(
         with LlamaServer() as server:
             return quickstart(ledger, tasks_dir, attempts, concurrency, prefix, agent, [server.url], executor)
     tasks_dir = tasks_dir or EXAMPLES
+    specs, _ = load_tasks(tasks_dir)
+    if len(specs) < 2:  # a paired comparison needs two tasks: refuse before running any trial
+        raise UserError(f"quickstart compares two agents task by task and needs 2+ tasks; {tasks_dir} has {len(specs)}")
     if executor is None or executor.name == "local":  # a cluster's nodes bring their own base image
         ensure_base_image()
-    specs, _ = load_tasks(tasks_dir)
     expected = {s.task_id: s.metadata.get("expected_oracle", "resolved") for s in specs}
     per_task: dict[str, dict[str, AgentTally]] = defaultdict(dict)
     runs: dict[str, RunBrief] = {}
@@ -142,10 +144,14 @@ def quickstart(
 
 
 def _paired(ledger: Ledger, base: str, cand: str) -> Comparison | None:
-    """The paired comparison row from the stats area (None where that module is not installed)."""
+    """The paired comparison row from the stats area (None where that module is not installed, or where
+    fewer than 2 tasks were graded in both runs)."""
     try:
         from trialbook.stats.compare import compare
     except ImportError:
         return None
-    rows = compare(ledger, base, [cand]).comparisons
+    try:
+        rows = compare(ledger, base, [cand]).comparisons
+    except UserError:  # fewer than 2 tasks graded in both runs: the per-task table still stands
+        return None
     return rows[0] if rows else None
