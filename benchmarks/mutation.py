@@ -45,7 +45,9 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     "encounters": (["src/trialbook/training/encounters.py"],
                    ["tests/training/test_training_report.py", "tests/training/test_new_task_rate.py",
                     "tests/training/test_encounter_edges.py", "tests/stats/test_stats_kernel_rules.py"]),
-    "training": (["src/trialbook/training/analysis.py"], ["tests/training"]),
+    "training": (["src/trialbook/training/analysis.py"],
+                 ["tests/training/test_training_report.py", "tests/training/test_analysis_edges.py",
+                  "tests/stats/test_stats_kernel_rules.py::test_train_report_takes_short_repo_names_like_compare"]),
     "grading": (["src/trialbook/verify/grading.py"], ["tests/verify"]),
 }  # fmt: skip
 STATUS = {"killed", "survived", "no tests", "timeout", "suspicious", "skipped", "segfault", "not checked"}

@@ -23,7 +23,9 @@ ROWS = [
     ("B", 0, 0, None),  # B: first encounter ungraded
     ("B", 1, 2, 1.0), ("B", 2, 4, 0.0), ("B", 3, 6, 1.0),
     ("C", 1, 3, 0.0),  # C: new in epoch 1 (weight version 3), 0.0
-    ("C", 2, 5, 1.0), ("C", 2, 5, 1.0),  # 1.0
+    ("C", 2, 5, 1.0), ("C", 2, 5, 1.0), ("C", 2, 5, 0.0),  # 2/3
+    ("D", 0, 0, 0.0), ("D", 1, 2, 1.0), ("D", 2, 4, None), ("D", 3, 6, 1.0),
+    ("D", 4, 8, None),  # D: its last encounter is ungraded
 ]  # fmt: skip
 
 
@@ -51,30 +53,37 @@ def test_encounter_table_by_hand():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # ungraded encounters are expected, not 0/0 warnings
         rows, last = encounter_table(_data(ROWS))
-    assert [r["k"] for r in rows] == [2, 4]  # k = 3 has no task graded at its 1st and 3rd encounter
+    # k = 3 has no task graded at its 1st and 3rd encounter, k = 5 only D's ungraded 5th
+    assert [r["k"] for r in rows] == [2, 4]
     two, four = rows
-    # k = 2: A 1.0 - 0.5, C 1.0 - 0.0 (B's first is ungraded)
-    ci = stats.ttest_1samp([0.5, 1.0], 0.0).confidence_interval(0.95)
-    assert two == {"k": 2, "tasks": 2, "diff_pp": 75.0, "ci_pp": [round(100 * ci.low, 2), round(100 * ci.high, 2)],
-                   "first_pct": 25.0, "kth_pct": 100.0,
+    # k = 2: A 1.0 - 0.5, C 2/3 - 0, D 1 - 0 (B's first is ungraded)
+    ci = stats.ttest_1samp([0.5, 2 / 3, 1.0], 0.0).confidence_interval(0.95)
+    assert two == {"k": 2, "tasks": 3, "diff_pp": 72.22, "ci_pp": [round(100 * ci.low, 2), round(100 * ci.high, 2)],
+                   "first_pct": 16.67, "kth_pct": 88.89,
                    # 2nd encounters at weight versions 2..5; first seen there and graded: C at 0%
                    "new_tasks": 1, "new_task_pct": 0.0}  # fmt: skip
-    # k = 4: A 0.0 - 0.5 only; its weight version 6 saw no new task
-    assert four == {"k": 4, "tasks": 1, "diff_pp": -50.0, "ci_pp": None, "first_pct": 50.0, "kth_pct": 0.0,
+    # k = 4: A 0.0 - 0.5, D 1 - 0; their weight version 6 saw no new task
+    ci = stats.ttest_1samp([-0.5, 1.0], 0.0).confidence_interval(0.95)
+    four_ci = [round(100 * ci.low, 2), round(100 * ci.high, 2)]
+    assert four == {"k": 4, "tasks": 2, "diff_pp": 25.0, "ci_pp": four_ci, "first_pct": 25.0, "kth_pct": 50.0,
                     "new_tasks": 0, "new_task_pct": None}  # fmt: skip
-    # A and B have 3 graded encounters; B's first is ungraded, so only A: 0.0 - 0.5
-    assert last == {"min_graded_encounters": 3, "tasks": 1, "diff_pp": -50.0, "ci_pp": None}
+    # A, B and D have 3 graded encounters; B's first is ungraded; D's last graded one is its 4th
+    assert last == {"min_graded_encounters": 3, "tasks": 2, "diff_pp": 25.0, "ci_pp": four_ci}
 
 
 def test_encounter_groups_by_hand():
     g = encounter_groups(_data(ROWS))
-    assert g.task.tolist() == [0] * 4 + [1] * 4 + [2] * 2
-    assert g.rank.tolist() == [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]
-    assert g.wv.tolist() == [0, 2, 4, 6, 0, 2, 4, 6, 3, 5]  # the earliest weight version of each encounter
-    assert g.first.tolist() == [0] * 4 + [4] * 4 + [8] * 2
-    assert g.count.tolist() == [4] * 8 + [2] * 2
-    assert g.score[[0, 1, 3, 5, 6, 7, 8, 9]].tolist() == [0.5, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
-    assert np.isnan(g.score[[2, 4]]).all()
+    assert g.task.tolist() == [0] * 4 + [1] * 4 + [2] * 2 + [3] * 5
+    assert g.rank.tolist() == [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 0, 1, 2, 3, 4]
+    # the earliest weight version of each encounter
+    assert g.wv.tolist() == [0, 2, 4, 6, 0, 2, 4, 6, 3, 5, 0, 2, 4, 6, 8]
+    assert g.first.tolist() == [0] * 4 + [4] * 4 + [8] * 2 + [10] * 5
+    assert g.count.tolist() == [4] * 8 + [2] * 2 + [5] * 5
+    graded = [0, 1, 3, 5, 6, 7, 8, 9, 10, 11, 13]
+    assert g.score[graded].tolist() == pytest.approx([0.5, 1, 0, 1, 0, 1, 0, 2 / 3, 0, 1, 1])
+    assert np.isnan(g.score[[2, 4, 12, 14]]).all()
+    empty = encounter_groups(_data([]))
+    assert [len(x) for x in vars(empty).values()] == [0] * 6
 
 
 def test_without_epochs_an_encounter_is_a_weight_version():
@@ -96,4 +105,4 @@ def test_no_trajectories_no_table():
 def test_epochs_need_not_start_at_zero(shift):
     rows = [(t, e + shift, w, r) for t, e, w, r in ROWS]
     table, last = encounter_table(_data(rows))
-    assert [r["k"] for r in table] == [2, 4] and table[0]["diff_pp"] == 75.0 and last["diff_pp"] == -50.0
+    assert [r["k"] for r in table] == [2, 4] and table[0]["diff_pp"] == 72.22 and last["diff_pp"] == 25.0
