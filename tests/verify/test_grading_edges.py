@@ -45,8 +45,9 @@ def test_xfail_counts_as_pass_and_failing_lists_the_rest():
 def test_fail_only_repo_counts_unseen_tests_as_passed():
     # Chart.js logs list failures only: a test the parser did not see passed (swebench's FAIL_ONLY rule)
     log = "Chrome 120.0.0 (Linux x86_64) spec keeps FAILED\n"
-    grade = grade_test_log(log, "chartjs/Chart.js", ["spec fixes"], ["spec keeps "])
-    assert grade.tests == {"FAIL_TO_PASS": {"spec fixes": "pass"}, "PASS_TO_PASS": {"spec keeps ": "fail"}}
+    grade = grade_test_log(log, "chartjs/Chart.js", ["spec fixes"], ["spec keeps ", "spec unseen"])
+    assert grade.tests == {"FAIL_TO_PASS": {"spec fixes": "pass"},
+                           "PASS_TO_PASS": {"spec keeps ": "fail", "spec unseen": "pass"}}  # fmt: skip
     assert not grade.resolved and grade.p2p_regression
     ok = grade_test_log("Chrome 120.0.0 (Linux x86_64) other FAILED\n", "chartjs/Chart.js", ["spec fixes"], [])
     assert ok.resolved and ok.tests["FAIL_TO_PASS"] == {"spec fixes": "pass"}
@@ -74,3 +75,14 @@ def test_v2_prefilter_keeps_lines_behind_any_control_character():
     for repo in ("sphinx-doc/sphinx", None):
         assert parse_status_map(log, repo) == (want, None)
         assert parse_status_map(log, repo, fast=False) == (want, None)
+
+
+def test_the_task_id_reaches_a_parser_that_reads_it():
+    # swebench's immutable-js parser picks jest's log format from the instance id's PR number
+    log = "  ✓ keeps order (3 ms)\n  ✕ merges deeply\n"
+    grade = grade_test_log(log, "immutable-js/immutable-js", ["merges deeply"], ["keeps order"],
+                           task_id="immutable-js__immutable-js-2006")  # fmt: skip
+    assert grade.tests == {"FAIL_TO_PASS": {"merges deeply": "fail"}, "PASS_TO_PASS": {"keeps order": "pass"}}
+    assert parse_status_map(log, "immutable-js/immutable-js", "immutable-js__immutable-js-2006") == (
+        {"keeps order": "PASSED", "merges deeply": "FAILED"}, None
+    )  # fmt: skip
