@@ -3,7 +3,9 @@ outcome shares, the clipped and rounded cluster interval, metric ranges over a b
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
@@ -41,10 +43,10 @@ def _data() -> TrainData:
     )
 
 
-STEPS = [
-    {"step": 0, "metrics": {"kl": 0.1}},
+STEPS = [  # out of order: the running minimum must not start from the running maximum
     {"step": 4, "metrics": {"kl": 0.3, "loss": 1.23457}},
     {"step": 2, "metrics": {"kl": 0.05}},
+    {"step": 0, "metrics": {"kl": 0.1}},
     {"step": 5, "metrics": {"kl": 0.2}},
     {"step": 10, "metrics": {"kl": 9.0}},
 ]
@@ -95,3 +97,38 @@ def test_pass_table_by_hand():
         {"pass": 0, "tasks": 2, "trajectories": 4, "judged": 3, "pass_pct": 66.67},
         {"pass": 1, "tasks": 2, "trajectories": 5, "judged": 4, "pass_pct": 75.0},
     ]
+
+
+def _import(cli, path: Path, run: str, rows: list[dict], *extra: str) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = cli("import", "jsonl", str(path), "--run", run, *extra)
+    assert res.exit_code == 0, res.stderr
+
+
+def test_train_report_fields_eval_overlap_and_exclusions(cli, tmp_path: Path):
+    def row(task: str, repo: str, wv: int, reward: float) -> dict:
+        return {"task_id": task, "repo": repo, "step": wv + 1, "wv": wv, "epoch": 0, "reward": reward}
+
+    rows = [row("a__x-1", "a/x", 0, 1.0), row("a__x-1", "a/x", 1, 0.0), row("b__y-2", "b/y", 2, 1.0),
+            row("c__z-3", "c/z", 3, 0.0), row("c__z-3", "c/z", 7, 1.0)]  # fmt: skip
+    _import(cli, tmp_path / "rl.jsonl", "rl", rows, "--kind", "train")
+    _import(cli, tmp_path / "ev.jsonl", "ev", [{"task_id": "a__x-1", "resolved": True},
+                                               {"task_id": "q__q-9", "resolved": False}])  # fmt: skip
+    report = json.loads(cli("train", "report", "rl", "--eval-set", "ev", "--json").stdout)
+    assert (report["kind"], report["trajectories"], report["judged"], report["pass_pct"], report["tasks"]) == (
+        "train", 5, 5, 60.0, 3
+    )  # fmt: skip
+    assert [(b["wv_from"], b["wv_to"]) for b in report["buckets"]] == [(0, 4), (5, 9)]  # the default bucket is 5
+    assert report["eval_overlap"] == {"eval_set": "ev", "pool_tasks": 3, "overlap": 1}
+    assert report["warnings"] == [
+        "1 of the 3 training tasks are in the evaluation set ev: gains on them are confounded with memorisation;"
+        " judge the run on held-out tasks"
+    ]
+    two = json.loads(cli("train", "report", "rl", "--exclude-repo", "a/x", "--exclude-repo", "b/y", "--json").stdout)
+    assert two["excluded_repos"] == {"a/x": 2, "b/y": 1} and (two["trajectories"], two["tasks"]) == (2, 1)
+    res = cli("train", "report", "rl", "--exclude-repo", "no/such", "--json")
+    message = "--exclude-repo no/such: no trajectories of that repo in this run (repos: a/x, b/y, c/z)"
+    assert res.stderr == f"error: {message}\n"
+    one = cli("train", "report", "rl", "--bucket", "1", "--gpus", "1", "--json")  # the smallest allowed
+    assert one.exit_code == 0, one.stderr
+    assert [b["wv_from"] for b in json.loads(one.stdout)["buckets"]] == [0, 1, 2, 3, 7]
