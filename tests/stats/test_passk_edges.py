@@ -4,6 +4,7 @@ the CI level, exact rounding. Expected values are worked out by hand in the comm
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from trialbook.stats.passk import paired_pass_at_k, pass_at_k
+from trialbook.stats.passk import ESTIMATORS, paired_pass_at_k, pass_at_k
 from trialbook.stats.synthetic import write_jsonl
 
 
@@ -78,3 +79,16 @@ def test_paired_pass_at_k_interval_at_the_requested_level() -> None:
     assert row["ci"] == pytest.approx([ci.low, ci.high], abs=1e-12)
     assert row["se"] == pytest.approx(np.std(c - b, ddof=1) / np.sqrt(40), abs=1e-12)
     assert row["diff"] == pytest.approx(float(np.mean(c - b)), abs=1e-12)
+
+
+@pytest.mark.parametrize("name", ["pass@", "pass^"])
+def test_estimators_refuse_k_outside_1_to_n_with_their_own_message(name: str) -> None:
+    est = ESTIMATORS[name]
+    message = rf"^{re.escape(name)}k needs 1 <= k <= n for every task$"
+    with pytest.raises(ValueError, match=message):
+        est(np.array([2, 3]), np.array([1, 1]), 0)
+    with pytest.raises(ValueError, match=message):
+        est(np.array([2, 3]), np.array([1, 1]), 3)  # the first task has 2 attempts
+    # k = 1 and k = n are fine: pass^1 is the success rate, pass^n all n attempts succeeding
+    assert est(np.array([2, 4]), np.array([1, 4]), 1) == pytest.approx([0.5, 1.0])
+    assert est(np.array([2, 2]), np.array([1, 2]), 2) == pytest.approx([1.0 if name == "pass@" else 0.0, 1.0])
