@@ -36,6 +36,8 @@ def _data() -> TrainData:
         outcome=np.array([OUTCOME_LIST.index(r[3]) for r in ROWS], dtype=np.int8),
         graded=np.array([r[4] for r in ROWS]),
         resolved=np.array([r[3] == "resolved" for r in ROWS]),
+        partial=np.zeros(len(ROWS), dtype=bool),
+        wins=np.array([r[5] * (r[3] == "resolved") for r in ROWS], dtype=np.float64),  # resolved metric
         p2p=np.array([r[6] for r in ROWS]),
         step=np.array([r[1] for r in ROWS], dtype=np.int64),
         wv=np.array([r[1] for r in ROWS], dtype=np.int64),

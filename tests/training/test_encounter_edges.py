@@ -42,6 +42,8 @@ def _data(rows: list[tuple[str, int, int, float | None]]) -> TrainData:
         outcome=np.zeros(size, dtype=np.int8),
         graded=graded,
         resolved=np.array([r[3] == 1.0 for r in rows]),
+        partial=np.zeros(size, dtype=bool),
+        wins=np.array([float(r[3] == 1.0) for r in rows]),  # the resolved metric: n = 1 per row
         p2p=np.zeros(size, dtype=bool),
         step=np.array([r[2] for r in rows], dtype=np.int64),
         wv=np.array([r[2] for r in rows], dtype=np.int64),

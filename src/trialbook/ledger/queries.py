@@ -125,7 +125,7 @@ def task_scores(ledger: Ledger, run_id: int) -> list[TaskScoreRow]:
 
 def task_ids(ledger: Ledger, run_id: int) -> set[str]:
     """The task ids of a run's current trials."""
-    q = select(distinct(trials.c.task_id)).where(trials.c.run_id == run_id, _current)
+    q = select(trials.c.task_id).distinct().where(trials.c.run_id == run_id, _current)
     with ledger.engine.connect() as conn:
         return set(conn.execute(q).scalars())
 
