@@ -81,6 +81,12 @@ def test_replies_without_an_action_end_as_format_error(engine, cli, db: str, tmp
     _ended(trial, info, "format_error", "FormatError", "RepeatedFormatError")
     assert trial["turns"] == 3  # max_format_errors in a row
     _graded_unresolved(trial)
+    # what the model said is kept beside each format-error prompt (mini-swe-agent itself drops it)
+    ledger = Ledger(db)
+    traj = json.loads(ledger.artifact(trial["id"], "trajectory.json"))
+    replies = [m["extra"]["model_reply"] for m in traj["messages"] if "model_reply" in (m.get("extra") or {})]
+    assert replies == ["I would look at stats.py first."] * 3
+    assert ledger.artifact(trial["id"], "agent.log").count("I would look at stats.py first.") == 3
 
 
 def test_a_context_refusal_ends_as_context_overflow(engine, cli, db: str, tmp_path: Path) -> None:

@@ -181,8 +181,8 @@ class ChatModel:
                 format_error_template=FORMAT_ERROR_TEMPLATE,
                 template_kwargs={"finish_reason": choice.get("finish_reason")},
             )
-        except MiniFormatError as exc:
-            exc.messages[0]["extra"].update(extra)
+        except MiniFormatError as exc:  # mini-swe-agent keeps only its error prompt: keep what the model said too
+            exc.messages[0]["extra"].update(extra, model_reply=content)
             raise
         return {"role": "assistant", "content": content, "extra": {"actions": actions, **extra}}
 
@@ -218,6 +218,9 @@ def transcript(messages: list[dict]) -> str:
     """The readable agent log: every message, role first."""
     parts = []
     for m in messages:
+        reply = (m.get("extra") or {}).get("model_reply")
+        if reply is not None:  # a reply with no parseable action, answered by the format-error prompt below
+            parts.append(f"--- assistant (no parseable action)\n{reply}")
         parts.append(f"--- {m.get('role')}\n{m.get('content') or ''}")
     return "\n".join(parts) + "\n"
 
