@@ -288,7 +288,7 @@ def test_rerun_runs_on_the_cluster_and_supersedes(cluster, engine, tmp_path):
     res = cli(cluster, db, "rerun", run, "--where", "agent_timeout", "--timeout-multiplier", "4", "--executor", "ray")
     assert res.returncode == 0, res.stderr
     ledger = Ledger(db)
-    current = list(ledger.trials(ledger.run(run)["id"]))
+    current = trial_dicts(ledger, run)
     assert sorted((t["attempt"], t["outcome"]) for t in current) == [(0, "resolved"), (1, "resolved")]
     assert len(trials(db, run)) == 4  # the timed-out ones are kept, superseded
     assert {t["extra"]["executor"] for t in trials(db, run)} == {"ray"}

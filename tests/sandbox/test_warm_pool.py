@@ -135,7 +135,7 @@ def test_kill_9_with_a_warm_pool_then_resume_leaves_no_container(engine, tmp_pat
     try:
         assert res.returncode == 0, res.stderr
         assert containers(engine, run) == []  # ... and resume removed it, and its own pool too
-        assert len(list(Ledger(db).trials(Ledger(db).run(run)["id"]))) == 6
+        assert len(list(Ledger(db).trial_rows(Ledger(db).get_run(run).id))) == 6
     finally:
         for c in containers(engine, run):
             c.remove(force=True)
