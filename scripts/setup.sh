@@ -14,7 +14,7 @@ cd "$ROOT"
 check_python
 want_docker_debs
 install_debs
-install_project "" "trialbook and its runtime dependencies (README: Why each dependency)"
+install_project swebench "trialbook, its runtime dependencies and the swebench extra (the example tasks are graded per test by swebench's log parsers; README: Why each dependency)"
 
 if ! docker info >/dev/null 2>&1 && [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null 2>&1; then
   die "no Docker daemon answers, and root or sudo is needed to start one (or add this user to the docker group)"

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from paths import INSTANCES
+from paths import EXAMPLES, INSTANCES
 from trialbook.extras import EXTRAS
 
 # every module an extra brings that trialbook or the extra's own packages import at top level
@@ -166,3 +166,17 @@ def test_regrading_logs_without_the_swebench_extra(tmp_path: Path) -> None:
         assert res.returncode == 2, (command, res.stderr)
         assert res.stderr == ("error: grading test logs with swebench's parsers needs the swebench extra: "
                               "pip install 'trialbook[swebench]'\n"), command
+
+
+def test_running_tasks_with_test_lists_without_the_swebench_extra(tmp_path: Path) -> None:
+    """The example tasks list FAIL_TO_PASS / PASS_TO_PASS: without the grader, refused before any trial runs
+    (not 12 infra_error trials). Found by running scripts/setup.sh in a fresh Debian container."""
+    db = str(tmp_path / "l.db")
+    runs = ["--runs-dir", str(tmp_path / "runs")]
+    for args in (["run", str(EXAMPLES), "--agent", "oracle", "--run", "r", *runs], ["quickstart"]):
+        res = cli_blocked(["swebench"], *args, "--db", db)
+        assert res.returncode == 2, res.stderr
+        assert res.stderr == ("error: grading tasks that list FAIL_TO_PASS / PASS_TO_PASS (the example tasks do) "
+                              "needs the swebench extra: pip install 'trialbook[swebench]'\n"), args
+    assert not (tmp_path / "runs").exists()
+

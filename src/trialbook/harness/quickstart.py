@@ -11,7 +11,7 @@ from typing import Any
 from trialbook.errors import TrialbookError, UserError
 from trialbook.harness.config import RunConfig
 from trialbook.harness.executors import Executor
-from trialbook.harness.runner import start_run
+from trialbook.harness.runner import check_grader, start_run
 from trialbook.harness.stack import connect
 from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
@@ -106,6 +106,7 @@ def quickstart(
     specs, _ = load_tasks(tasks_dir)
     if len(specs) < 2:  # a paired comparison needs two tasks: refuse before running any trial
         raise UserError(f"quickstart compares two agents task by task and needs 2+ tasks; {tasks_dir} has {len(specs)}")
+    check_grader(specs, local=executor is None or executor.name == "local")
     if executor is None or executor.name == "local":  # a cluster's nodes bring their own base image
         ensure_base_image()
     expected = {s.task_id: s.metadata.get("expected_oracle", "resolved") for s in specs}

@@ -15,6 +15,7 @@ from pathlib import Path
 from trialbook.agents import get_agent
 from trialbook.agents.base import agent_stack, with_agent_stack
 from trialbook.errors import TrialbookError, UserError
+from trialbook.extras import require
 from trialbook.harness.config import Plan, RunConfig, Tally
 from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.lock import run_lock
@@ -32,6 +33,7 @@ def start_run(
     agent = get_agent(config.agent, config.agent_options)
     specs, errors = config.load_tasks()
     engine = executor or LocalExecutor()
+    check_grader(specs, local=engine.name == "local")
     tasks: list[TaskSpec | TaskError] = sorted([*specs, *errors], key=lambda t: t.task_id)
     frozen = {  # absolute paths, and the plan itself: a task folder added later is not part of this run
         "tasks_dir": str(Path(config.tasks_dir).resolve()),
@@ -50,6 +52,14 @@ def start_run(
     with run_lock(config, name, ledger):  # before --replace can delete a run another process is executing
         run_id = open_run(ledger, run, config, specs, replace)
         return execute(ledger, engine, run_id, name, config, plans), errors
+
+
+def check_grader(specs: list[TaskSpec], local: bool) -> None:
+    """Tasks that list FAIL_TO_PASS / PASS_TO_PASS are graded per test by swebench's parsers: without the
+    extra, refuse before any trial runs (else each would end infra_error, GraderUnavailableError). A Ray
+    node grades with its own packages."""
+    if local and any(s.fail_to_pass is not None or s.pass_to_pass is not None for s in specs):
+        require("swebench", "grading tasks that list FAIL_TO_PASS / PASS_TO_PASS (the example tasks do)")
 
 
 def open_run(ledger: Ledger, run: Run, config: RunConfig, specs: list[TaskSpec], replace: bool) -> int:
