@@ -58,7 +58,7 @@ def check_grader(specs: list[TaskSpec], local: bool) -> None:
     """Tasks that list FAIL_TO_PASS / PASS_TO_PASS are graded per test by swebench's parsers: without the
     extra, refuse before any trial runs (else each would end infra_error, GraderUnavailableError). A Ray
     node grades with its own packages."""
-    if local and any(s.fail_to_pass is not None or s.pass_to_pass is not None for s in specs):
+    if local and any(s.lists_tests for s in specs):
         require("swebench", "grading tasks that list FAIL_TO_PASS / PASS_TO_PASS (the example tasks do)")
 
 

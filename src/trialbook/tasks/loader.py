@@ -87,6 +87,11 @@ class TaskSpec(BaseModel):
     environment_hash: str
 
     @property
+    def lists_tests(self) -> bool:
+        """FAIL_TO_PASS / PASS_TO_PASS given: the verifier grades the test log per test (swebench's parsers)."""
+        return self.fail_to_pass is not None or self.pass_to_pass is not None
+
+    @property
     def tests_dir(self) -> Path:
         return self.path / "tests"
 

@@ -124,7 +124,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
     if res.timed_out:
         raise VerifierTimeoutError(f"tests/test.sh ran past its {timeout:g} s limit", log)
     file_reward = parse_reward(files)
-    has_lists = task.fail_to_pass is not None or task.pass_to_pass is not None
+    has_lists = task.lists_tests
     if has_lists:
         graded = _grader()(log, task.repo, task.fail_to_pass or [], task.pass_to_pass or [], task.task_id)
         return Verdict(
