@@ -56,18 +56,9 @@ class RepoSummary(Result):
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunSummary(Result):
-    """What `show` reports about one run."""
+class RunSummary(RunListing):
+    """What `show` reports about one run: its `runs` line, then the rest."""
 
-    name: str
-    kind: str
-    created: str
-    tasks: int
-    trials: int
-    judged: int
-    resolved: int
-    resolved_pct: float | None
-    mean_reward: float | None
     attempts_per_task: int | None
     pass_at_k: dict[str, float] | None = optional()  # runs with >= 2 attempts per task
     sensitivity: Sensitivity | None = optional()  # runs with ungraded trials
