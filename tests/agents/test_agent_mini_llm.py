@@ -163,7 +163,7 @@ def test_run_examples_over_two_endpoints(cli, db: str, llama: LlamaServer, tmp_p
         extra = json.loads(t["extra"]) if isinstance(t["extra"], str) else t["extra"]
         assert extra["agent_info"]["exit_status"] == status and extra["files"] == ["agent/trajectory.json"]
         assert (tmp_path / "runs" / "m1" / extra["trial_name"] / "agent" / "trajectory.json").is_file()
-    left = docker.from_env().containers.list(all=True, filters={"label": "trialbook.run=m1"})
+    left = docker.from_env().containers.list(all=True, sparse=True, filters={"label": "trialbook.run=m1"})
     assert left == []
 
 

@@ -44,7 +44,23 @@ def trials(db: str, run: str, current_only: bool = True) -> list[dict]:
 
 
 def leftovers(client, run: str) -> list:
-    return client.containers.list(all=True, filters={"label": f"trialbook.run={run}"})
+    # sparse: a full list inspects each container and fails on one the daemon removes meanwhile
+    return client.containers.list(all=True, sparse=True, filters={"label": f"trialbook.run={run}"})
+
+
+def settled_leftovers(client, run: str, timeout: float = 60) -> list:
+    """The run's containers once the daemon has finished what a killed client asked of it (a create or
+    remove already sent still completes): the same ids twice, half a second apart, none being removed."""
+    end = time.monotonic() + timeout
+    seen = None
+    while True:
+        now = leftovers(client, run)
+        state = sorted((c.id, c.attrs.get("State")) for c in now)
+        if state == seen and all(s != "removing" for _, s in state):
+            return now
+        assert time.monotonic() < end, f"containers of {run} never settled: {state}"
+        seen = state
+        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +232,7 @@ def test_kill_9_then_resume_runs_every_trial_exactly_once(engine, tmp_path, db):
         if proc.poll() is None:
             proc.kill()
     before = {(t["task_id"], t["attempt"]) for t in trials(db, "crash")}
-    left = leftovers(engine, "crash")
+    left = settled_leftovers(engine, "crash")
     assert left, "no container outlived the killed run: resume's clean-up would go unchecked"
     code, _, err = run_cli(db, "resume", "crash")
     assert code == 0, err

@@ -74,7 +74,7 @@ def test_two_steps_of_groups_are_train_trials_with_step_and_wv(cli, db: str, lla
     assert report.exit_code == 0, report.stderr
     data = json.loads(report.stdout)
     assert data["kind"] == "train" and data["trajectories"] == 4 and data["judged"] == 4
-    assert docker.from_env().containers.list(all=True, filters={"label": "trialbook.run=grpo-live"}) == []
+    assert docker.from_env().containers.list(all=True, sparse=True, filters={"label": "trialbook.run=grpo-live"}) == []
 
 
 def test_rollouts_refuse_an_unknown_task_and_a_non_train_run(db: str, llama: LlamaServer, tmp_path: Path) -> None:

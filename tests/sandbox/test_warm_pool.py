@@ -50,7 +50,7 @@ def make_task(root: Path, name: str = "warm", extra: str = "true") -> Path:
 
 
 def containers(engine, run: str) -> list:
-    return engine.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run}"})
+    return engine.containers.list(all=True, sparse=True, filters={"label": f"{LABEL_RUN}={run}"})
 
 
 def test_a_pooled_container_never_serves_two_trials(engine, tmp_path):
@@ -109,7 +109,7 @@ def test_pooled_containers_keep_limits_and_network_none(engine, tmp_path):
 
 
 def containers_with_pool_label(engine, run: str) -> list:
-    return engine.containers.list(filters={"label": [f"{LABEL_RUN}={run}", LABEL_POOL]})
+    return engine.containers.list(sparse=True, filters={"label": [f"{LABEL_RUN}={run}", LABEL_POOL]})
 
 
 def test_kill_9_with_a_warm_pool_then_resume_leaves_no_container(engine, tmp_path, db):
