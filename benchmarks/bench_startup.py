@@ -1,9 +1,13 @@
-"""Start-up time of the data commands (run by hand: `python benchmarks/bench_startup.py [N]`).
+"""Start-up time of the data commands (run by hand: `python benchmarks/bench_startup.py [N] [--before SRC]`).
 
 `trialbook runs`, `show RUN` and `compare --help` on a small ledger, each started N times (default 10)
 as a fresh process, against `python -c pass` as the floor. Reports the median wall time and the
 median CPU time (user + system of the child): on a loaded machine the wall time mostly measures the
 queue for a core, the CPU time what the command itself costs. Target (issue 18): <= 0.3 s.
+
+`--before SRC` (e.g. the `src` folder of an older checkout: `git archive HEAD~3 src | tar -x -C /tmp/old`)
+also times every command with that code first on PYTHONPATH, alternating the two runs by run so that
+both see the same load: a side-by-side before/after.
 """
 
 from __future__ import annotations
@@ -20,18 +24,29 @@ import time
 from pathlib import Path
 
 
-def timed(cmd: list[str], n: int, env: dict[str, str]) -> dict[str, float]:
-    walls, cpus = [], []
+def timed(cmd: list[str], n: int, envs: dict[str, dict[str, str]]) -> dict[str, dict[str, float]]:
+    """Median wall and CPU time of `cmd` under each env, the envs taking turns run by run."""
+    walls: dict[str, list[float]] = {label: [] for label in envs}
+    cpus: dict[str, list[float]] = {label: [] for label in envs}
+    outputs: dict[str, bytes] = {}
     for _ in range(n):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, env=env)
-        walls.append(time.perf_counter() - t)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        if proc.returncode != 0:
-            sys.exit(f"{' '.join(cmd)} failed: {proc.stderr.decode()[-500:]}")
-    return {"wall_median_s": round(statistics.median(walls), 3), "cpu_median_s": round(statistics.median(cpus), 3)}
+        for label, env in envs.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t = time.perf_counter()
+            proc = subprocess.run(cmd, capture_output=True, env=env)
+            walls[label].append(time.perf_counter() - t)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus[label].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+            if proc.returncode != 0:
+                sys.exit(f"{' '.join(cmd)} failed: {proc.stderr.decode()[-500:]}")
+            outputs.setdefault(label, proc.stdout)
+    if len(set(outputs.values())) > 1:  # before and after must print the same bytes
+        sys.exit(f"{' '.join(cmd)}: the outputs differ between {', '.join(outputs)}")
+    return {
+        label: {"wall_median_s": round(statistics.median(walls[label]), 3),
+                "cpu_median_s": round(statistics.median(cpus[label]), 3)}
+        for label in envs
+    }  # fmt: skip
 
 
 def make_ledger(db: Path, env: dict[str, str]) -> None:
@@ -51,8 +66,18 @@ def trialbook() -> list[str]:
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    args = sys.argv[1:]
+    old_src = None
+    if "--before" in args:
+        at = args.index("--before")
+        old_src = str(Path(args[at + 1]).resolve())
+        del args[at : at + 2]
+    n = int(args[0]) if args else 10
     env = dict(os.environ)
+    envs = {"after": env}
+    if old_src:
+        envs = {"before": {**env, "PYTHONPATH": os.pathsep.join([old_src, env.get("PYTHONPATH", "")])}, "after": env}
+    load_before = [round(x, 2) for x in os.getloadavg()]
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
         make_ledger(db, env)
@@ -62,11 +87,15 @@ def main() -> None:
             "trialbook show base": [*trialbook(), "show", "base", "--db", str(db)],
             "trialbook compare --help": [*trialbook(), "compare", "--help"],
         }
-        out = {name: timed(cmd, n, env) for name, cmd in commands.items()}
+        out: dict[str, object] = {}
+        for name, cmd in commands.items():
+            rows = timed(cmd, n, envs if name != "python -c pass (floor)" else {"after": env})
+            out[name] = rows["after"] if len(rows) == 1 else rows
     floor = out["python -c pass (floor)"]
     for row in out.values():
-        row["wall_over_floor_s"] = round(row["wall_median_s"] - floor["wall_median_s"], 3)
-    out["load_average"] = [round(x, 2) for x in os.getloadavg()]  # type: ignore[assignment]
+        for one in row.values() if "after" in row else [row]:  # type: ignore[union-attr]
+            one["wall_over_floor_s"] = round(one["wall_median_s"] - floor["wall_median_s"], 3)  # type: ignore
+    out["load_average_before_after"] = [load_before, [round(x, 2) for x in os.getloadavg()]]
     print(json.dumps(out, indent=2))
 
 

@@ -75,6 +75,13 @@ def done(msg: str) -> None:
     typer.echo(msg, err=True)
 
 
+def summary_reading(db: str | None) -> Any:
+    """The ledger for `runs` / `show`: a SQLite file is read without SQLAlchemy (ledger/lite.py)."""
+    from trialbook.ledger.lite import open_reads
+
+    return open_reads(db)
+
+
 def reading(db: str | None) -> Any:
     """The ledger for a command that only reads it: a missing SQLite file is an error, never created."""
     from trialbook.ledger.store import Ledger

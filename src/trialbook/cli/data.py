@@ -19,6 +19,7 @@ from trialbook.cli.common import (
     done,
     emit,
     reading,
+    summary_reading,
     valid_run,
 )  # fmt: skip
 from trialbook.errors import UserError
@@ -118,7 +119,7 @@ def runs_cmd(
     from trialbook.stats.summary import runs_summary
 
     if ctx.invoked_subcommand is None:
-        emit(runs_summary(reading(db)), as_json, tables.print_runs, markdown, as_csv)
+        emit(runs_summary(summary_reading(db)), as_json, tables.print_runs, markdown, as_csv)
 
 
 @runs_app.command("delete")
@@ -168,7 +169,7 @@ def show_cmd(
     from trialbook.report import tables
     from trialbook.stats.summary import run_summary
 
-    emit(run_summary(reading(db), run), as_json, tables.print_show, markdown, as_csv)
+    emit(run_summary(summary_reading(db), run), as_json, tables.print_show, markdown, as_csv)
 
 
 @app.command("export")

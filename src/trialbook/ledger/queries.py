@@ -1,4 +1,5 @@
 """The ledger's read queries for reports, audits and statistics, each returning typed rows (ledger.rows).
+(Those of `runs` and `show`, which also run without SQLAlchemy, are in ledger/statements.py and reads.py.)
 
 Everything is computed in SQL (GROUP BY, not a Python loop over trials) so reports stay fast on
 million-trial runs; "current" trials are those not superseded by a rerun.
@@ -11,116 +12,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, Integer, Select, and_, case, cast, distinct, func, literal_column, select
+from sqlalchemy import Connection, Select, case, func, literal_column, select
 
-from trialbook.ledger.rows import (
-    Counts,
-    RepoCounts,
-    RunBreakdown,
-    RunCounts,
-    StepRow,
-    TaskLists,
-    TaskScoreRow,
-    TrajectoryGroup,
-)
-from trialbook.ledger.schema import artifacts, runs, steps, tasks, trials
+from trialbook.ledger import statements
+from trialbook.ledger.rows import StepRow, TaskLists, TrajectoryGroup
+from trialbook.ledger.schema import artifacts, steps, tasks, trials
 from trialbook.ledger.store import Ledger, loads
-from trialbook.outcomes import FAIL_TO_PASS, GRADED, NOT_PASSING, PASS_TO_PASS, Outcome
+from trialbook.outcomes import FAIL_TO_PASS, NOT_PASSING, PASS_TO_PASS, Outcome
 
-_current = trials.c.superseded_by.is_(None)
-_graded = trials.c.outcome.in_(sorted(GRADED))
-_resolved = and_(_graded, trials.c.reward >= 1.0)
-
-
-def _sum_if(cond: Any) -> Any:
-    return func.coalesce(func.sum(cast(case((cond, 1), else_=0), Integer)), 0)
-
-
-def _counts() -> list[Any]:
-    return [
-        func.count(distinct(trials.c.task_id)).label("tasks"),
-        func.count(trials.c.id).label("trials"),
-        _sum_if(_graded).label("judged"),
-        _sum_if(_resolved).label("resolved"),
-        func.sum(case((_graded, func.coalesce(trials.c.reward, 0.0)), else_=None)).label("reward_sum"),
-    ]
-
-
-def _as_counts(row: Any) -> Counts:
-    tasks_, n, judged, resolved, reward_sum = row
-    return Counts(int(tasks_), int(n), int(judged), int(resolved), None if reward_sum is None else float(reward_sum))
-
-
-def runs_with_counts(ledger: Ledger) -> list[RunCounts]:
-    """Every run (in creation order) with the counts of its current trials."""
-    q = (
-        select(runs.c.name, runs.c.kind, runs.c.created, *_counts())
-        .select_from(runs.outerjoin(trials, and_(trials.c.run_id == runs.c.id, _current)))
-        .group_by(runs.c.id, runs.c.name, runs.c.kind, runs.c.created)
-        .order_by(runs.c.id)
-    )
-    with ledger.engine.connect() as conn:
-        return [RunCounts(r[0], r[1], r[2], _as_counts(r[3:])) for r in conn.execute(q)]
-
-
-def run_breakdown(ledger: Ledger, run_id: int) -> RunBreakdown:
-    mine = and_(trials.c.run_id == run_id, _current)
-    with ledger.engine.connect() as conn:
-        counts = _as_counts(conn.execute(select(*_counts()).where(mine)).one())
-        outcomes = conn.execute(select(trials.c.outcome, func.count()).where(mine).group_by(trials.c.outcome)).all()
-        repo_rows = conn.execute(
-            select(trials.c.repo, func.count(), _sum_if(_graded), _sum_if(_resolved))
-            .where(mine)
-            .group_by(trials.c.repo)
-            .order_by(trials.c.repo)
-        ).all()
-        exceptions = conn.execute(
-            select(trials.c.exception, func.count())
-            .where(mine, trials.c.exception.is_not(None))
-            .group_by(trials.c.exception)
-            .order_by(func.count().desc())
-        ).all()
-        superseded = conn.execute(
-            select(func.count()).where(trials.c.run_id == run_id, trials.c.superseded_by.is_not(None))
-        ).scalar_one()
-        max_attempt = conn.execute(select(func.max(trials.c.attempt)).where(mine)).scalar()
-    return RunBreakdown(
-        counts=counts,
-        outcomes={k: int(v) for k, v in sorted(outcomes, key=lambda kv: -kv[1])},
-        by_repo=[RepoCounts(repo, int(n), int(j), int(r)) for repo, n, j, r in repo_rows],
-        exceptions={k: int(v) for k, v in exceptions},
-        superseded=int(superseded),
-        max_attempt=None if max_attempt is None else int(max_attempt),
-    )
-
-
-def task_scores(ledger: Ledger, run_id: int) -> list[TaskScoreRow]:
-    """Per task (sorted by id): current trials, graded attempts, resolved graded attempts, the sum of
-    graded rewards, the count of graded partial rewards (0 < reward < 1) and the sum of squared rewards."""
-    reward = func.coalesce(func.sum(case((_graded, func.coalesce(trials.c.reward, 0.0)), else_=0.0)), 0.0)
-    partial = _sum_if(and_(_graded, trials.c.reward > 0.0, trials.c.reward < 1.0))
-    r0 = func.coalesce(trials.c.reward, 0.0)
-    reward_sq = func.coalesce(func.sum(case((_graded, r0 * r0), else_=0.0)), 0.0)
-    q = (
-        select(
-            trials.c.task_id,
-            func.max(trials.c.repo),
-            func.count(),
-            _sum_if(_graded),
-            _sum_if(_resolved),
-            reward,
-            partial,
-            reward_sq,
-        )  # fmt: skip
-        .where(trials.c.run_id == run_id, _current)
-        .group_by(trials.c.task_id)
-        .order_by(trials.c.task_id)
-    )
-    with ledger.engine.connect() as conn:
-        return [
-            TaskScoreRow(t, repo, int(n), int(g), int(r), float(rs), int(p), float(sq))
-            for t, repo, n, g, r, rs, p, sq in conn.execute(q)
-        ]
+_current = statements.current
 
 
 def task_ids(ledger: Ledger, run_id: int) -> set[str]:

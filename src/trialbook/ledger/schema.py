@@ -195,10 +195,13 @@ MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_identity, _v3_
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+VERSION_QUERY = select(meta.c.value).where(meta.c.key == "schema_version")
+
+
 def current_version(conn: Connection) -> int:
     if not inspect(conn).has_table("meta"):
         return 0
-    row = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version")).first()
+    row = conn.execute(VERSION_QUERY).first()
     return int(row[0]) if row else 0
 
 

@@ -7,7 +7,6 @@ so a failed import leaves the ledger exactly as it was.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -19,30 +18,15 @@ from sqlalchemy import Connection, Engine, create_engine, event, func, select, t
 from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
 from trialbook.errors import TrialbookError, UserError
-from trialbook.extras import require
-from trialbook.ledger import locks, schema, summary
+from trialbook.ledger import locks, reads, schema, statements, summary
+from trialbook.ledger.reads import loads
 from trialbook.ledger.rows import RunRow, TrialRow
 from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
+from trialbook.ledger.url import resolve_db
 from trialbook.names import check_run_name
 
 if TYPE_CHECKING:  # annotations only: `runs`/`show` must not import pydantic at start-up
     from trialbook.records import Run, Task, Trial
-
-DEFAULT_DB = "trialbook.db"
-
-
-def resolve_db(db: str | None) -> str:
-    """`--db`, else $TRIALBOOK_DB, else ./trialbook.db; returns an SQLAlchemy URL."""
-    target = db or os.environ.get("TRIALBOOK_DB") or DEFAULT_DB
-    if "://" in target:
-        scheme = target.split("://", 1)[0]
-        if scheme == "postgresql":
-            require("postgres", "a postgresql:// ledger")
-            return "postgresql+psycopg://" + target[len("postgresql://") :]
-        if scheme in ("postgresql+psycopg", "sqlite"):
-            return target
-        raise UserError(f"--db: unsupported database '{scheme}://' (use a SQLite file path or a postgresql:// URL)")
-    return f"sqlite:///{Path(target).expanduser()}"
 
 
 def masked(url: str, text: str | None = None) -> str:
@@ -80,10 +64,6 @@ def trial_row(run_id: int, t: Trial) -> tuple[Any, ...]:
         t.exception, t.exception_message, t.duration_s, t.tokens, t.turns, dumps(t.tests),
         t.started_at, t.finished_at, dumps(t.extra), None,
     )  # fmt: skip
-
-
-def loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
 
 
 class Ledger:
@@ -231,15 +211,13 @@ class Ledger:
         return {(t, a): i for t, a, i in conn.execute(q)}
 
     # ---- reads --------------------------------------------------------------------------
-    def get_run(self, name: str) -> RunRow:
+    def rows(self, statement: str, /, **params: Any) -> list[Any]:
+        """The rows of the named read statement (ledger/statements.py) with its runtime `params`."""
         with self.engine.connect() as conn:
-            row = conn.execute(select(runs).where(runs.c.name == name)).first()
-        if row is None:
-            raise UserError(f"no run named '{name}' (see `trialbook runs`)")
-        return RunRow(
-            id=row.id, name=row.name, kind=row.kind, created=row.created, config=loads(row.config) or {},
-            stack=loads(row.stack) or {}, labels=loads(row.labels) or {}, source=row.source,
-        )  # fmt: skip
+            return list(conn.execute(statements.STATEMENTS[statement], params))
+
+    def get_run(self, name: str) -> RunRow:
+        return reads.get_run(self, name)
 
     def run_names(self) -> list[str]:
         with self.engine.connect() as conn:

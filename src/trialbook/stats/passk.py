@@ -1,43 +1,61 @@
 """pass@k with the unbiased estimator of Chen et al. 2021: 1 - C(n-c, k) / C(n, k) per task, and
 pass^k (all k attempts succeed; Yao et al. 2024, tau-bench) with its unbiased estimator C(c, k) / C(n, k).
 
-Uses the stable product forms 1 - prod_{i=n-c+1}^{n} (1 - k/i) and prod_{i=0}^{k-1} (c-i)/(n-i),
-vectorised over tasks.
+Uses the stable product forms 1 - prod_{i=n-c+1}^{n} (1 - k/i) and prod_{i=0}^{k-1} (c-i)/(n-i), per
+task in plain Python (the array forms apply them task by task: a few thousand tasks take milliseconds).
 """
 
 from __future__ import annotations
 
-import numpy as np
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from trialbook.stats.kernel import clip_ci, t_interval
-from trialbook.stats.scores import TaskScores
+if TYPE_CHECKING:  # `show` computes pass@k without importing numpy (start-up time, issue 18)
+    import numpy as np
+
+
+def pass_at_k_task(n: int, c: int, k: int) -> float:
+    """One task's unbiased pass@k for n attempts with c successes (n >= k)."""
+    if n - c < k:  # every k-subset contains a success
+        return 1.0
+    miss = 1.0
+    for i in range(n - c + 1, n + 1):
+        miss *= 1.0 - k / i
+    return 1.0 - miss
+
+
+def pass_hat_k_task(n: int, c: int, k: int) -> float:
+    """One task's unbiased pass^k: the chance that k attempts drawn without replacement all succeed."""
+    out = 1.0
+    for i in range(k):
+        out *= min(max((c - i) / (n - i), 0.0), 1.0)
+    return out
+
+
+TASK_ESTIMATORS: dict[str, Callable[[int, int, int], float]] = {"pass@": pass_at_k_task, "pass^": pass_hat_k_task}
+
+
+def _per_task(name: str, n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
+    import numpy as np
+
+    n = np.asarray(n, dtype=np.int64)
+    c = np.asarray(c, dtype=np.int64)
+    if k < 1 or (n < k).any():
+        raise ValueError(f"{name}k needs 1 <= k <= n for every task")
+    task = TASK_ESTIMATORS[name]
+    return np.fromiter((task(int(a), int(b), k) for a, b in zip(n, c, strict=True)), dtype=float, count=n.size)
 
 
 def pass_at_k(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     """Per-task unbiased pass@k for n attempts with c successes (requires n >= k)."""
-    n = np.asarray(n, dtype=np.int64)
-    c = np.asarray(c, dtype=np.int64)
-    if k < 1 or (n < k).any():
-        raise ValueError("pass@k needs 1 <= k <= n for every task")
-    out = np.ones(n.shape, dtype=float)
-    sure = n - c < k  # every k-subset contains a success
-    top = int(n.max()) if n.size else 0
-    i = np.arange(1, top + 1, dtype=float)
-    # factor (1 - k/i) for i in (n-c, n], 1 elsewhere; product along i
-    use = (i[None, :] > (n - c)[:, None]) & (i[None, :] <= n[:, None])
-    factors = np.where(use, 1.0 - k / i[None, :], 1.0)
-    out[~sure] = 1.0 - np.prod(factors[~sure], axis=1)
-    return out
+    return _per_task("pass@", n, c, k)
 
 
 def pass_hat_k(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     """Per-task unbiased pass^k: the chance that k attempts drawn without replacement all succeed."""
-    n = np.asarray(n, dtype=float)
-    c = np.asarray(c, dtype=float)
-    if k < 1 or (n < k).any():
-        raise ValueError("pass^k needs 1 <= k <= n for every task")
-    i = np.arange(k, dtype=float)[None, :]
-    return np.prod(np.clip((c[:, None] - i) / (n[:, None] - i), 0.0, 1.0), axis=1)
+    return _per_task("pass^", n, c, k)
 
 
 ESTIMATORS = {"pass@": pass_at_k, "pass^": pass_hat_k}
@@ -54,21 +72,21 @@ def ks_for(max_attempts: int) -> list[int]:
     return ks
 
 
-def run_pass_at_k(s: TaskScores) -> dict[str, float]:
-    """{"pass@1": pct, "pass@2": ...} averaged over tasks with >= k graded attempts; {} below 2 attempts."""
-    graded = s.graded[s.scored]
-    resolved = s.resolved[s.scored]
-    if graded.size == 0 or int(np.median(graded)) < 2:
+def run_pass_at_k(graded: Sequence[int], resolved: Sequence[int]) -> dict[str, float]:
+    """{"pass@1": pct, "pass@2": ...} over the tasks with >= 1 graded attempt (graded / resolved attempts
+    per task), each k averaged over the tasks with >= k graded attempts; {} below 2 typical attempts."""
+    tasks = [(n, c) for n, c in zip(graded, resolved, strict=True) if n > 0]
+    if not tasks or int(statistics.median(n for n, _ in tasks)) < 2:
         return {}
     out = {}
-    for k in ks_for(int(graded.max())):
-        m = graded >= k
-        if m.sum() == 0:
+    for k in ks_for(max(n for n, _ in tasks)):
+        reach = [(n, c) for n, c in tasks if n >= k]
+        if not reach:
             continue
-        for name, est in ESTIMATORS.items():
+        for name, est in TASK_ESTIMATORS.items():
             if name == "pass^" and k == 1:
                 continue  # pass^1 = pass@1
-            out[f"{name}{k}"] = round(100.0 * float(est(graded[m], resolved[m], k).mean()), 2)
+            out[f"{name}{k}"] = round(100.0 * math.fsum(est(n, c, k) for n, c in reach) / len(reach), 2)
     return out
 
 
@@ -80,6 +98,10 @@ def paired_pass_at_k(
     k runs over 2, 4, ... up to the smaller typical attempt count; each k uses the tasks graded at
     least k times in both runs.
     """
+    import numpy as np
+
+    from trialbook.stats.kernel import clip_ci, t_interval
+
     typical = min(int(np.median(base_n)), int(np.median(cand_n))) if base_n.size else 0
     out: dict[str, dict[str, float | int | list[float]]] = {}
     for k in ks_for(typical)[1:]:

@@ -15,8 +15,8 @@ from typing import Literal
 import numpy as np
 
 from trialbook.errors import UserError
-from trialbook.ledger import queries
-from trialbook.ledger.store import Ledger
+from trialbook.ledger import reads
+from trialbook.ledger.reads import RowSource
 
 Metric = Literal["resolved", "reward"]
 METRICS: tuple[str, ...] = ("resolved", "reward")
@@ -99,9 +99,9 @@ class TaskScores:
         )  # fmt: skip
 
 
-def load_scores(ledger: Ledger, run_name: str, metric: str = "resolved") -> TaskScores:
-    run = ledger.get_run(run_name)
-    rows = queries.task_scores(ledger, run.id)
+def load_scores(ledger: RowSource, run_name: str, metric: str = "resolved") -> TaskScores:
+    run = reads.get_run(ledger, run_name)
+    rows = reads.task_scores(ledger, run.id)
     if not rows:
         raise UserError(f"run '{run_name}' has no trials")
     ids, repos, n, g, r, rs, p, sq = zip(*rows, strict=True)

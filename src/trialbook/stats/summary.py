@@ -1,7 +1,9 @@
 """Run summaries for `runs` and `show`, computed in SQL so they stay fast on million-trial runs.
 
 Rates count the current (not superseded) graded trials; a graded trial is resolved when its
-reward is 1.0 (outcomes.is_resolved), whatever its outcome.
+reward is 1.0 (outcomes.is_resolved), whatever its outcome. `ledger` is a `store.Ledger` or, for the
+`runs`/`show` commands on a SQLite ledger, a `lite.LiteLedger`: neither SQLAlchemy nor numpy is
+imported on that path (start-up time, issue 18).
 """
 
 from __future__ import annotations
@@ -9,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trialbook.ledger import queries
+from trialbook.ledger import reads
+from trialbook.ledger.reads import RowSource
 from trialbook.ledger.rows import Counts
-from trialbook.ledger.store import Ledger
 from trialbook.results import Result, optional
 
 
@@ -71,28 +73,28 @@ class RunSummary(RunListing):
     source: str | None
 
 
-def runs_summary(ledger: Ledger) -> list[RunListing]:
+def runs_summary(ledger: RowSource) -> list[RunListing]:
     return [
         RunListing(
             name=r.name, kind=r.kind, created=r.created, tasks=r.counts.tasks, trials=r.counts.trials,
             judged=r.counts.judged, resolved=r.counts.resolved, resolved_pct=pct(r.counts.resolved, r.counts.judged),
             mean_reward=_mean_reward(r.counts),
         )  # fmt: skip
-        for r in queries.runs_with_counts(ledger)
+        for r in reads.runs_with_counts(ledger)
     ]
 
 
-def run_summary(ledger: Ledger, name: str) -> RunSummary:
-    run = ledger.get_run(name)
-    b = queries.run_breakdown(ledger, run.id)
+def run_summary(ledger: RowSource, name: str) -> RunSummary:
+    run = reads.get_run(ledger, name)
+    b = reads.run_breakdown(ledger, run.id)
     c = b.counts
     attempts = None if b.max_attempt is None else b.max_attempt + 1
     pass_at_k = None
     if attempts and attempts >= 2:
         from trialbook.stats.passk import run_pass_at_k
-        from trialbook.stats.scores import load_scores
 
-        pass_at_k = run_pass_at_k(load_scores(ledger, name)) or None
+        scores = reads.task_scores(ledger, run.id)
+        pass_at_k = run_pass_at_k([t.graded for t in scores], [t.resolved for t in scores]) or None
     sensitivity = None
     if c.trials > c.judged:  # the rate's bounds when the ungraded trials count as failures / successes
         sensitivity = Sensitivity(

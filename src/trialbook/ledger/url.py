@@ -1,0 +1,25 @@
+"""Which ledger `--db` names (no SQLAlchemy import: `runs`/`show` resolve it before choosing a reader)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from trialbook.errors import UserError
+from trialbook.extras import require
+
+DEFAULT_DB = "trialbook.db"
+
+
+def resolve_db(db: str | None) -> str:
+    """`--db`, else $TRIALBOOK_DB, else ./trialbook.db; returns an SQLAlchemy URL."""
+    target = db or os.environ.get("TRIALBOOK_DB") or DEFAULT_DB
+    if "://" in target:
+        scheme = target.split("://", 1)[0]
+        if scheme == "postgresql":
+            require("postgres", "a postgresql:// ledger")
+            return "postgresql+psycopg://" + target[len("postgresql://") :]
+        if scheme in ("postgresql+psycopg", "sqlite"):
+            return target
+        raise UserError(f"--db: unsupported database '{scheme}://' (use a SQLite file path or a postgresql:// URL)")
+    return f"sqlite:///{Path(target).expanduser()}"
