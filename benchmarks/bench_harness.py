@@ -12,6 +12,12 @@ Each concurrency runs `--rounds` rounds, the ways interleaved (bare, trialbook, 
 all see the same machine load; a figure is the median wall time per trial over the rounds, the ratio
 is trialbook / bare. The 1-minute load average at the end of each concurrency's rounds is printed
 beside it: on a shared machine it matters. `--json` prints the rows as JSON instead of the table.
+
+`--cpu` (a local daemon on Linux) also gives the CPU seconds per trial of each way, by whom: dockerd,
+containerd, and "shims" (the containerd shims with everything they ran: runc, the containers' and the
+execs' processes; counted when a removed container's shim exits and PID 1 reaps it, so each block
+waits 2 s for them), and this process (trialbook's Python) or the `docker` CLI (bare). With two cores
+saturated (concurrency >= 2) the CPU per trial decides the wall time, so the ratio follows it.
 """
 
 from __future__ import annotations
@@ -19,10 +25,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -58,6 +66,45 @@ def make_task(root: Path) -> Path:
     return task
 
 
+def _proc_cpu(pid: int, children: bool = False) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = sum(int(x) for x in (fields[13:15] if children else fields[11:13]))
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _pid(comm: str) -> int:
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if (p / "comm").read_text().strip() == comm:
+                    return int(p.name)
+            except OSError:
+                continue
+    raise SystemExit(f"--cpu: no {comm} process on this machine (the daemon must be local)")
+
+
+def cpu_now() -> dict[str, float]:
+    """Cumulative CPU seconds: dockerd, containerd, the reaped shims (PID 1's children), this process + its children."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {
+        "dockerd": _proc_cpu(_pid("dockerd")),
+        "containerd": _proc_cpu(_pid("containerd")),
+        "shims": _proc_cpu(1, children=True),
+        "client": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime,
+    }
+
+
+def measured(block: Callable[[], float], n: int, cpu: list[dict[str, float]] | None) -> float:
+    """Run `block` (its wall time per trial); with `cpu`, append its CPU seconds per trial by whom."""
+    before = cpu_now() if cpu is not None else {}
+    wall = block() / n
+    if cpu is not None:
+        time.sleep(2.0)  # the removed containers' shims exit and are reaped
+        after = cpu_now()
+        cpu.append({k: (after[k] - before[k]) / n for k in after})
+    return wall
+
+
 def bare_block(image: str, n: int, c: int) -> float:
     script = f"{SOLVE}; {TEST}; cat /logs/verifier/reward.txt"
     cmd = ["docker", "run", "--rm", "--network", "none", image, "sh", "-c", script]
@@ -88,14 +135,20 @@ def trialbook_block(
     return wall
 
 
-def table(rows: list[dict[str, float]], cold: bool) -> str:
+def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False) -> str:
     head = ["concurrency", "bare s/trial", "trialbook s/trial", "ratio"]
     head += ["--no-warm-pool s/trial", "ratio"] if cold else []
+    who = ("dockerd", "containerd", "shims", "client")
+    head += [f"CPU {w} bare/tb" for w in who] + ["CPU s/trial bare/tb", "ratio"] if cpu else []
     head += ["load avg (1 min)"]
     lines = [head]
     for r in rows:
         line = [f"{r['concurrency']:.0f}", f"{r['bare_s']:.3f}", f"{r['trialbook_s']:.3f}", f"{r['ratio']:.2f}"]
         line += [f"{r['cold_s']:.3f}", f"{r['cold_ratio']:.2f}"] if cold else []
+        if cpu:
+            line += [f"{r[f'cpu_bare_{w}_s']:.3f}/{r[f'cpu_trialbook_{w}_s']:.3f}" for w in who]
+            bare, tb = r["cpu_bare_s"], r["cpu_trialbook_s"]
+            line += [f"{bare:.3f}/{tb:.3f}", f"{tb / bare:.2f}"]
         lines.append([*line, f"{r['load_1min']:.1f}"])
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)) for line in lines)
@@ -108,6 +161,7 @@ def main() -> None:
     ap.add_argument("--concurrency", default="1,2,4")
     ap.add_argument("--no-cold", action="store_true", help="skip trialbook without the warm pool")
     ap.add_argument("--json", action="store_true", help="rows as JSON instead of the table")
+    ap.add_argument("--cpu", action="store_true", help="also CPU s per trial by process (a local daemon only)")
     args = ap.parse_args()
     levels = [int(x) for x in args.concurrency.split(",")]
     cold = not args.no_cold
@@ -123,17 +177,27 @@ def main() -> None:
         try:
             bare_block(image, 2, 1)  # warm-up: image layers in the page cache, imports done
             trialbook_block(ledger, engine, spec, root, 2, 1, True, "warmup")
+            n = args.trials
             for c in levels:
                 bare, tb, tb_cold = [], [], []
+                cpu_bare: list[dict[str, float]] | None = [] if args.cpu else None
+                cpu_tb: list[dict[str, float]] | None = [] if args.cpu else None
                 for r in range(args.rounds):
-                    bare.append(bare_block(image, args.trials, c) / args.trials)
-                    tb.append(trialbook_block(ledger, engine, spec, root, args.trials, c, True, f"c{c}-r{r}"))
+                    bare.append(measured(lambda: bare_block(image, n, c), n, cpu_bare))  # noqa: B023
+                    tb.append(measured(
+                        lambda: trialbook_block(ledger, engine, spec, root, n, c, True, f"c{c}-r{r}"), n, cpu_tb  # noqa: B023
+                    ))  # fmt: skip
                     if cold:
                         wall = trialbook_block(ledger, engine, spec, root, args.trials, c, False, f"c{c}-r{r}-cold")
                         tb_cold.append(wall)
                 b = statistics.median(bare)
                 row = {"concurrency": c, "trials": args.trials, "rounds": args.rounds, "bare_s": round(b, 3)}
-                row["trialbook_s"] = round(statistics.median(tb) / args.trials, 3)
+                row["trialbook_s"] = round(statistics.median(tb), 3)
+                for way, samples in (("bare", cpu_bare), ("trialbook", cpu_tb)):
+                    for who in samples[0] if samples else ():
+                        row[f"cpu_{way}_{who}_s"] = round(statistics.median(x[who] for x in samples), 4)
+                    if samples:
+                        row[f"cpu_{way}_s"] = round(statistics.median(sum(x.values()) for x in samples), 4)
                 row["ratio"] = round(row["trialbook_s"] / b, 3)
                 if cold:
                     row["cold_s"] = round(statistics.median(tb_cold) / args.trials, 3)
@@ -146,7 +210,7 @@ def main() -> None:
         print(json.dumps(rows, indent=2))
     else:
         print(f"{args.trials} trials x {args.rounds} rounds per figure (median of the rounds)")
-        print(table(rows, cold))
+        print(table(rows, cold, args.cpu))
 
 
 if __name__ == "__main__":

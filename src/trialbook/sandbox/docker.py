@@ -316,15 +316,21 @@ class DockerEngine:
         self._locks_lock = threading.Lock()
         self.warm: WarmPool | None = None
         self.pool_stats: dict[str, int] = {}  # the last closed pool's counts (taken, cold, created, ...)
+        self.prepare_ahead = True  # open_pool: whether warm containers run their `prepare` step (see there)
         self._image_ids: dict[str, str] = {}  # built tags seen this run: no image inspect per trial
         self._workdirs: dict[str, str | None] = {}
 
     def open_pool(self, concurrency: int) -> WarmPool:
         """Start keeping containers warm (sandbox/warm.py) until close_pool()."""
         try:
-            host_mb = int(self.client.info().get("MemTotal", 0)) // 2**20 or None
+            info = self.client.info()
         except (APIError, DockerException):
-            host_mb = None
+            info = {}
+        host_mb = int(info.get("MemTotal", 0)) // 2**20 or None
+        # A warm container's preparation is one more exec (~0.06-0.09 s of the daemon host's CPU, mostly runc's,
+        # benchmarks/bench_harness.py --cpu); with a core to spare it is off the trials' path, but when the trials
+        # keep every core busy it competes with them, and the trial's own exec does the same work without it.
+        self.prepare_ahead = concurrency < int(info.get("NCPU") or 0)
         self.warm = WarmPool(
             create=lambda spec, name: self._create(spec, name, {**dict(spec.labels), LABEL_POOL: "1"}),
             remove=lambda cid: self.client.api.remove_container(cid, force=True),
@@ -425,7 +431,8 @@ class DockerEngine:
         so every non-interactive `bash` (agent commands, test.sh) starts in the task's environment.
         With a warm pool open, a waiting container of the same spec is taken when there is one;
         `prepare` = (what, fn): warm containers of this kind are a spec apart, and fn(box) ran on each
-        while it waited (its result is box.prepared; a cold container is not prepared)."""
+        while it waited (its result is box.prepared; a cold container, or any container while
+        `prepare_ahead` is off, is not prepared: box.prepared is None)."""
         spec = self._spec(image, labels, cpus, memory_mb, pids_limit, network, env, workdir, shell_setup, prepare)
         got = self.warm.take(spec, self._hook(prepare)) if self.warm is not None else None
         if got is not None:
@@ -465,7 +472,7 @@ class DockerEngine:
         )  # fmt: skip
 
     def _hook(self, prepare: tuple[str, Callable[[Sandbox], Any]] | None) -> Callable[[str, str], Any] | None:
-        if prepare is None:
+        if prepare is None or not self.prepare_ahead:  # then the spec's containers wait unprepared
             return None
         fn = prepare[1]
         return lambda cid, name: fn(self._box(cid, name))

@@ -96,10 +96,11 @@ class WarmPool:
     # ---- the engine's hooks ------------------------------------------------------------
     def take(self, spec: Spec, prepare: Callable[[str, str], Any] | None = None) -> Warm | None:
         """A started container of `spec`, or None (the caller starts one itself); refills behind it.
-        `prepare(id, name)` runs on each new warm container of a spec with `prepare` set: a container
-        it fails on (None or an exception) is removed, never handed out."""
+        `prepare(id, name)` runs on each new warm container of a spec with `prepare` set (None: such
+        containers wait unprepared): a container it fails on (None or an exception) is removed, never
+        handed out."""
         with self._lock:
-            if spec.prepare and prepare is not None:
+            if spec.prepare:
                 self._prepare[spec] = prepare
             self._demand[spec.role] = max(self._demand.get(spec.role, 0) - 1, 0)
             got = self._pop(spec)
@@ -124,10 +125,9 @@ class WarmPool:
     def expect(self, spec: Spec, prepare: Callable[[str, str], Any] | None = None) -> None:
         """Warm containers of `spec` now, within its role's demand: take() will ask for them later."""
         with self._lock:
-            if spec.prepare and prepare is not None:
+            if spec.prepare:
                 self._prepare[spec] = prepare
-            if not spec.prepare or spec in self._prepare:
-                self._fill(spec)
+            self._fill(spec)
 
     def discard(self, container_id: str) -> None:
         """Remove a finished container in the background (the trial does not wait for the daemon)."""
@@ -181,9 +181,10 @@ class WarmPool:
             self._created(spec, None)
             return
         prepared = None
-        if spec.prepare:
+        hook = self._prepare.get(spec)
+        if hook is not None:
             with contextlib.suppress(Exception):
-                prepared = self._prepare[spec](cid, name)
+                prepared = hook(cid, name)
             if prepared is None:  # never handed out half-prepared
                 self._remove_one(cid)
                 self._created(spec, None)
