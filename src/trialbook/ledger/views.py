@@ -2,7 +2,7 @@
 
 The web pages need less per row than `rows.RunRow` / `rows.TrialRow` (no JSON columns decoded for a
 listing) and a run's counts from its stored summary (ledger/summary.py; one grouped scan when that is
-stale, where `queries.run_breakdown` makes five); hence these rows of their own.
+stale, where `reads.run_breakdown` makes six); hence these rows of their own.
 
 Every list is paged by id (`WHERE id > after ORDER BY id LIMIT n`), so a page costs the same on the
 millionth trial as on the first. `open_readonly` never migrates or writes: SQLite is opened with
