@@ -73,3 +73,28 @@ def test_validate_oracle_resolves_nop_does_not(built, tmp_path):
         assert row["details"]["oracle"]["resolved"] == 2 and row["details"]["nop"]["resolved"] == 0
     trial = json.loads(next(Path(tmp_path / "runs").glob(f"*/*{IDS[1]}-0-*/result.json")).read_text())
     assert len(trial["tests"]["PASS_TO_PASS"]) == 59 and set(trial["tests"]["PASS_TO_PASS"].values()) == {"pass"}
+
+
+def test_old_requests_suite_runs_against_the_local_httpbin_without_a_network(tmp_path):
+    """requests-1921's test file reads HTTPBIN_URL: the verifier (fresh container, --network none)
+    starts the image's httpbin on 127.0.0.1 and every listed test passes but the two that need TLS."""
+    instance_id = "psf__requests-1921"
+    out = tmp_path / "tasks"
+    args = ["tasks", "from-swebench", str(INSTANCES), "--out", str(out), "--build", "--repos", str(REPOS)]
+    res = CliRunner().invoke(app, [*args, "--ids", instance_id, "--json"])
+    assert res.exit_code == 0, (res.stdout, res.exception)
+    assert "HTTPBIN_URL=http://127.0.0.1:8765/" in (out / instance_id / "tests" / "test.sh").read_text()
+    args = ["validate", str(out), "--repeats", "1", "--runs-dir", str(tmp_path / "runs"), "--json"]
+    res = CliRunner().invoke(app, [*args, "--db", str(tmp_path / "l.db")])
+    assert res.exit_code == 0, res.stdout
+    (row,) = json.loads(res.stdout)["tasks"]
+    assert row["verdict"] == "oracle_fails"  # https://httpbin.org and an https URL on httpbin's host
+    not_passing = {}
+    for path in Path(tmp_path / "runs").glob("*/*/result.json"):
+        trial = json.loads(path.read_text())
+        tests = {t: s for group in trial["tests"].values() for t, s in group.items()}
+        assert len(tests) == 113
+        not_passing[trial["agent_info"]["name"]] = {t.split("::")[-1] for t, s in tests.items() if s != "pass"}
+    tls = {"test_mixed_case_scheme_acceptable", "test_pyopenssl_redirect"}
+    assert not_passing["oracle"] == tls  # was 43 of 113 with httpbin.org unreachable
+    assert not_passing["nop"] == tls | {"test_headers_on_session_with_None_are_not_sent"}  # the F2P the fix makes pass

@@ -90,3 +90,37 @@ def test_pyproject_only_project_pinning_old_setuptools_installs_editable_with_pi
     install = inst_dockerfile(plan).splitlines()[-2]
     assert install.endswith("&& python -m pip install -e .") and "uv pip install" in install
     assert not plan_for("pylint-dev__pylint-8898").extra.get("legacy_editable")  # setuptools~=66.1 has it
+
+
+def test_local_httpbin_only_for_requests_test_files_that_read_httpbin_url(tmp_path):
+    with_knob = ("psf__requests-1724", "psf__requests-1766", "psf__requests-1921", "psf__requests-2317")
+    for instance_id in with_knob:
+        plan = plan_for(instance_id)
+        assert plan.extra.get("httpbin") is True, instance_id
+        dockerfile = inst_dockerfile(plan).splitlines()
+        # its own venv of the system Python, resolved as of the build date, before the per-instance layers
+        assert dockerfile[1].startswith("RUN /usr/bin/python3 -m venv /opt/httpbin && uv pip install")
+        assert "--exclude-newer 2024-07-25 httpbin" in dockerfile[1]
+        assert "/opt/venv" not in dockerfile[1]  # the repo's environment is not touched
+        script = build_test_sh(plan.inst, plan.version, venv=True, httpbin=True)
+        lines = [ln.strip() for ln in script.splitlines()]
+        start = lines.index(": '>>>>> Start Test Output'")
+        assert lines[start - 3].startswith("/opt/httpbin/bin/python -m httpbin.core --host 127.0.0.1 --port 8765")
+        assert "/dev/tcp/127.0.0.1/8765" in lines[start - 1]  # waits until the server accepts connections
+        assert (
+            lines[start + 1].startswith("env -u http_proxy")
+            and " HTTPBIN_URL=http://127.0.0.1:8765/ " in lines[start + 1]
+        )
+        assert lines[start + 1].endswith("pytest -rA test_requests.py")
+        assert lines[start + 2] == ": '>>>>> End Test Output'" and lines[start + 3] == 'kill "$HTTPBIN_PID"'
+        assert script.count("HTTPBIN_URL") == 1  # the test line only
+        path = tmp_path / f"{instance_id}.sh"
+        path.write_text(script)
+        done = subprocess.run([SHELLCHECK, str(path)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout
+    # newer requests test suites use the pytest-httpbin fixture, other repos have no such variable
+    for instance_id in ("psf__requests-2931", "psf__requests-5414", "psf__requests-6028", "pallets__flask-5014"):
+        plan = plan_for(instance_id)
+        assert "httpbin" not in plan.extra, instance_id
+        assert "/opt/httpbin" not in inst_dockerfile(plan)
+        assert "HTTPBIN" not in build_test_sh(plan.inst, plan.version, venv=True)

@@ -158,7 +158,13 @@ def build_tasks(
         for r in results:
             if r["status"] == "built":
                 plan = by_id[r["task_id"]]
-                write_task(plan.inst, plan.version, tmp / plan.instance_id, built_image=plan.inst_tag)
+                write_task(
+                    plan.inst,
+                    plan.version,
+                    tmp / plan.instance_id,
+                    built_image=plan.inst_tag,
+                    httpbin=bool(plan.extra.get("httpbin")),
+                )
         lines = results + lines
         (tmp / REPORT).write_text(json.dumps(_merged_report(out, lines, exclude_newer), indent=1) + "\n")
         _move_in(tmp, out)

@@ -28,6 +28,7 @@ from docker.errors import APIError, DockerException, ImageNotFound
 from packaging.requirements import InvalidRequirement, Requirement
 
 from trialbook.tasks.swebench.build_plan import CONDA_EXCLUDE_NEWER, Plan, env_recipe, git
+from trialbook.tasks.swebench.generate import HTTPBIN_VENV
 
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 IMAGE_CA = "/usr/local/share/trialbook/host-ca.crt"
@@ -142,8 +143,16 @@ def inst_dockerfile(plan: Plan) -> str:
         steps.append(f"{uv_install('--upgrade pip', plan)} && {plan.specs['install']}")
     elif plan.specs.get("install"):
         steps.append(pip_to_uv(plan.specs["install"], plan))
-    lines = [
-        f"FROM {plan.env_tag}",
+    lines = [f"FROM {plan.env_tag}"]
+    if plan.extra.get("httpbin"):
+        # A local httpbin for the test files that read HTTPBIN_URL (test.sh starts it on 127.0.0.1):
+        # its own venv of the system Python, so the repo's environment is unchanged; resolved as of the
+        # same date (httpbin 0.10.2). Before the per-instance LABEL, so instances share the layer.
+        lines.append(
+            f"RUN /usr/bin/python3 -m venv {HTTPBIN_VENV} && uv pip install --python {HTTPBIN_VENV}/bin/python"
+            f" --exclude-newer {plan.exclude_newer} httpbin && {HTTPBIN_VENV}/bin/python -c 'import httpbin.core'"
+        )
+    lines += [
         f"LABEL {LABEL}=instance {LABEL}.instance={plan.instance_id} {LABEL}.base_commit={plan.inst['base_commit']}",
         f"ENV {scm_env(plan)}",
         f"COPY testbed {REPO_DIR}",

@@ -18,6 +18,7 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from swebench.harness.constants import MAP_REPO_TO_REQS_PATHS, MAP_REPO_VERSION_TO_SPECS
 from swebench.harness.test_spec.python import clean_requirements
+from swebench.harness.utils import get_modified_files
 
 from trialbook.errors import UserError
 
@@ -32,6 +33,8 @@ DEFAULT_EXCLUDE_NEWER = "2024-07-25"
 # 7.4.4 (the published requests images' logs), PyPI's latest on this date.
 CONDA_EXCLUDE_NEWER = "2024-01-15"
 UPSTREAM = "https://github.com/{repo}.git"
+# Old psf/requests test files take httpbin's address from this variable (default http://httpbin.org/).
+HTTPBIN_KNOB = re.compile(r"""environ\.get\(\s*['"]HTTPBIN_URL['"]""")
 GIT_TIMEOUT = 300
 
 
@@ -188,6 +191,15 @@ def legacy_editable(source: Path, commit: str) -> bool:
     return any(not any(r.specifier.contains(v) for v in modern) for r in pinned)
 
 
+def reads_httpbin_url(source: Path, inst: dict[str, Any]) -> bool:
+    """Whether a test file the test patch touches reads HTTPBIN_URL at base_commit (old requests)."""
+    for path in get_modified_files(inst["test_patch"]):
+        done = git(["-C", str(source), "show", f"{inst['base_commit']}:{path}"])
+        if done.returncode == 0 and HTTPBIN_KNOB.search(done.stdout):
+            return True
+    return False
+
+
 def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: str) -> Plan:
     """The plan without its image keys (`build_images.key_plan` names the images from their recipes)."""
     specs = MAP_REPO_VERSION_TO_SPECS[inst["repo"]][version]
@@ -199,4 +211,6 @@ def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: s
         plan.extra["tox_python"] = tox.returncode == 0 and "-m pytest" in tox.stdout
     if " -e " in f" {specs.get('install', '')} " and legacy_editable(source, inst["base_commit"]):
         plan.extra["legacy_editable"] = True
+    if reads_httpbin_url(source, inst):
+        plan.extra["httpbin"] = True
     return plan

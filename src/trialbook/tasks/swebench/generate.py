@@ -145,6 +145,11 @@ def _official_commands(inst: dict[str, Any], version: str | None) -> tuple[list[
 
 
 VENV = "/opt/venv"
+# A local httpbin (images built with `--build` for test files that read HTTPBIN_URL): test.sh starts it
+# inside the verifier's container, which keeps --network none; only the test line gets HTTPBIN_URL.
+HTTPBIN_VENV = "/opt/httpbin"
+HTTPBIN_PORT = 8765
+HTTPBIN_URL = f"http://127.0.0.1:{HTTPBIN_PORT}/"
 VENV_NOTE = " in a virtualenv"
 OFFLINE_PIP = "python -m pip install --no-build-isolation --no-deps --no-index"
 
@@ -164,7 +169,17 @@ def venv_commands(cmds: list[str]) -> list[str]:
     return out
 
 
-def build_test_sh(inst: dict[str, Any], version: str | None, venv: bool = False) -> str:
+def httpbin_start() -> list[str]:
+    """Start the image's httpbin on 127.0.0.1 and wait (up to 2 min) until it accepts connections."""
+    return [
+        f"{HTTPBIN_VENV}/bin/python -m httpbin.core --host 127.0.0.1 --port {HTTPBIN_PORT}"
+        " > /logs/verifier/httpbin.log 2>&1 &",
+        "HTTPBIN_PID=$!",
+        f"for _ in $(seq 240); do (exec 3<>/dev/tcp/127.0.0.1/{HTTPBIN_PORT}) 2>/dev/null && break; sleep 0.5; done",
+    ]
+
+
+def build_test_sh(inst: dict[str, Any], version: str | None, venv: bool = False, httpbin: bool = False) -> str:
     cmds, test_line, pre_install = _official_commands(inst, version)
     if venv:
         cmds = venv_commands(cmds)
@@ -172,7 +187,10 @@ def build_test_sh(inst: dict[str, Any], version: str | None, venv: bool = False)
     if cmds[start + 1] != test_line:
         raise ValueError("unexpected swebench eval script layout")
     unset = " ".join(f"-u {v}" for v in PROXY_VARS)
-    cmds[start + 1] = f"env {unset} {test_line}"
+    cmds[start + 1] = f"env {unset} {f'HTTPBIN_URL={HTTPBIN_URL} ' if httpbin else ''}{test_line}"
+    if httpbin:
+        cmds[start + 3 : start + 3] = ['kill "$HTTPBIN_PID"']  # after the end marker
+        cmds[start:start] = httpbin_start()
     first_reset = next(i for i, c in enumerate(cmds) if c.startswith(f"git checkout {inst['base_commit']}"))
     cmds[first_reset:first_reset] = reapply_block(pre_install)
     cmds = [f"{c} || exit 1" if c.startswith("cd ") and "\n" not in c else c for c in cmds]
@@ -359,7 +377,9 @@ def skip_reason(inst: dict[str, Any], version: str | None) -> str | None:
     return None
 
 
-def task_files(inst: dict[str, Any], version: str | None, built_image: str | None = None) -> dict[str, str]:
+def task_files(
+    inst: dict[str, Any], version: str | None, built_image: str | None = None, httpbin: bool = False
+) -> dict[str, str]:
     """Every file of the task folder, by relative path (built before anything is written)."""
     config = {
         "instance_id": inst["instance_id"],
@@ -374,13 +394,16 @@ def task_files(inst: dict[str, Any], version: str | None, built_image: str | Non
         "task.toml": build_task_toml(inst, version, built_image),
         "tests/config.json": json.dumps(config, indent=1) + "\n",
         "tests/grade.py": build_grade_py(inst["repo"]),
-        "tests/test.sh": build_test_sh(inst, version, venv=built_image is not None),
+        "tests/test.sh": build_test_sh(inst, version, venv=built_image is not None, httpbin=httpbin),
         "solution/solve.sh": build_solve_sh(inst.get("patch") or ""),
     }
 
 
-def write_task(inst: dict[str, Any], version: str | None, folder: Path, built_image: str | None = None) -> None:
-    files = task_files(inst, version, built_image)
+def write_task(
+    inst: dict[str, Any], version: str | None, folder: Path, built_image: str | None = None, httpbin: bool = False
+) -> None:
+    """`httpbin`: the image has a local httpbin (`--build`, test files that read HTTPBIN_URL)."""
+    files = task_files(inst, version, built_image, httpbin)
     (folder / "environment").mkdir(parents=True, exist_ok=True)  # the image is prebuilt: no Dockerfile
     for rel, text in files.items():
         path = folder / rel
