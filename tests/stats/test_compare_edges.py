@@ -1,0 +1,115 @@
+"""`compare` on two hand-built six-task runs, every figure worked out in the comments: the per-repo table,
+the --split gap and its unknown tasks, the Bonferroni cap at 1 under --picked-from, and `pp` on what is
+not a number. Preloaded scores (`runs=`), so no ledger is read."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from trialbook.stats.compare import compare, pp
+from trialbook.stats.scores import TaskScores
+
+IDS = ["o__a-1", "o__a-2", "o__a-3", "o__b-1", "o__b-2", "o__b-3"]
+BASE = [1, 0, 0, 1, 1, 0]
+CAND = [1, 1, 1, 0, 1, 1]  # differences: repo o/a 0, 1, 1; repo o/b -1, 0, 1
+
+
+def _scores(run: str, resolved: list[int]) -> TaskScores:
+    one = np.ones(len(IDS), dtype=np.int64)
+    return TaskScores(run=run, task_ids=np.array(IDS), repos=np.array(["o/a"] * 3 + ["o/b"] * 3), trials=one,
+                      graded=one, resolved=np.array(resolved), stack={}, labels={}, created="2026-01-01")  # fmt: skip
+
+
+def _compare(**kw):
+    runs = {"base": _scores("base", BASE), "cand": _scores("cand", CAND)}
+    return compare(None, "base", ["cand"], runs=runs, **kw)  # type: ignore[arg-type]  # no ledger read
+
+
+def _t_ci(d: list[int]) -> list[float]:
+    """The paired 95% t interval in points, clipped to [-100, 100] (fewer than 30 tasks)."""
+    d_ = np.array(d, dtype=float)
+    half = stats.t.ppf(0.975, d_.size - 1) * d_.std(ddof=1) / math.sqrt(d_.size)
+    return [round(100 * max(-1.0, d_.mean() - half), 4), round(100 * min(1.0, d_.mean() + half), 4)]
+
+
+def test_by_repo_rows_by_hand() -> None:
+    a, b = _compare(by_repo=True).by_repo["cand"]
+    # o/a: base 1/3, candidate 3/3, +66.67 points, 2 wins, 1 tie; d = 0, 1, 1 -> [-76.76, 100] after the clip
+    assert (a.repo, a.tasks, a.base_pct, a.cand_pct, a.diff_pp) == ("o/a", 3, 33.3333, 100.0, 66.6667)
+    assert (a.wins, a.losses, a.ties) == (2, 0, 1)
+    assert a.ci_pp == _t_ci([0, 1, 1]) and a.ci_pp[0] == pytest.approx(-76.7551, abs=1e-4) and a.ci_pp[1] == 100.0
+    # o/b: 2/3 both, d = -1, 0, 1: one win, one loss, one tie, the interval clipped on both sides
+    assert (b.repo, b.tasks, b.base_pct, b.cand_pct, b.diff_pp) == ("o/b", 3, 66.6667, 66.6667, 0.0)
+    assert (b.wins, b.losses, b.ties) == (1, 1, 1) and b.ci_pp == [-100.0, 100.0]
+
+
+def test_split_gap_and_unknown_tasks_by_hand(tmp_path: Path) -> None:
+    split = tmp_path / "in.txt"
+    split.write_text("o__a-1\no__a-2\no__a-3\nzz__unknown-1\n")
+    res = _compare(split=split)
+    assert f"{split}: 1 of its 4 tasks are in neither run" in res.warnings
+    assert res.split is not None and (res.split.file, res.split.tasks) == (str(split), 4)
+    (gap,) = res.split.gaps
+    # in (o/a): diff 2/3, se 1/3; out (o/b): diff 0, se sqrt(1/3); gap 2/3, se sqrt(1/9 + 1/3) = 2/3
+    z = stats.norm.ppf(0.975)
+    assert (gap.candidate, gap.gap_pp, gap.se_pp) == ("cand", 66.6667, 66.6667)
+    assert gap.ci_pp == [round(100 * (2 / 3 - z * 2 / 3), 4), round(100 * (2 / 3 + z * 2 / 3), 4)]
+    assert gap.ci_pp == pytest.approx([-63.9976, 197.3309], abs=1e-4)
+    assert [r.subset for r in res.comparisons] == ["all", "in", "out"]
+
+
+def test_bonferroni_adjusted_p_is_capped_at_1() -> None:
+    # all six: d mean 1/3, se 1/3, t = 1 with 5 df: p = 0.3632; picked from 3: 3 x p = 1.09 -> 1
+    (row,) = _compare(picked_from=3).comparisons
+    assert row.p_value == pytest.approx(2 * stats.t.sf(1.0, 5), abs=1e-12) and row.p_value > 1 / 3
+    assert row.p_adjusted == 1.0 and row.ci_level == round(1 - 0.05 / 3, 6)
+    (row,) = _compare().comparisons  # one candidate, not picked: Holm of one p is the p itself
+    assert row.p_adjusted == pytest.approx(row.p_value, abs=1e-12) and row.ci_level == 0.95
+
+
+@pytest.mark.parametrize("x", [None, float("nan"), float("inf"), float("-inf")])
+def test_pp_of_no_number_is_none(x: float | None) -> None:
+    assert pp(x) is None  # type: ignore[arg-type]
+
+
+def test_pp_rounds_to_four_decimals() -> None:
+    assert pp(0.123456789) == 12.3457 and pp(-0.5) == -50.0 and pp(0.0) == 0.0
+
+
+def _run(run: str, graded: dict[str, int], repo: str = "o/r") -> TaskScores:
+    ids = sorted(graded)
+    g = np.array([graded[t] for t in ids], dtype=np.int64)
+    return TaskScores(run=run, task_ids=np.array(ids), repos=np.array([repo] * len(ids)), trials=np.maximum(g, 1),
+                      graded=g, resolved=g, stack={}, labels={}, created="2026-01-01")  # fmt: skip
+
+
+def test_align_counts_every_reason_a_task_is_not_paired() -> None:
+    from trialbook.stats.compare import align
+
+    # 2 only in base, 1 only in the candidate, 1 ungraded in base only, 2 in the candidate only, 3 in both
+    base = _run("b", {"a0": 1, "a1": 1, "c1": 0, "d1": 1, "d2": 1, "e1": 0, "e2": 0, "e3": 0, "p1": 1, "p2": 1})
+    cand = _run("c", {"c1": 1, "d1": 0, "d2": 0, "e1": 0, "e2": 0, "e3": 0, "f1": 1, "p1": 1, "p2": 1})
+    ids, ib, ic, unpaired = align(base, cand)
+    assert ids.tolist() == ["p1", "p2"] and base.task_ids[ib].tolist() == cand.task_ids[ic].tolist() == ["p1", "p2"]
+    assert unpaired == {"only_in_base": 2, "only_in_candidate": 1, "ungraded_in_base": 1,
+                        "ungraded_in_candidate": 2, "ungraded_in_both": 3}  # fmt: skip
+
+
+def test_excluded_repos_and_task_list_are_counted(tmp_path: Path) -> None:
+    from trialbook.stats.compare import exclude_repos, exclude_tasks
+
+    runs = [_run("b", {"x1": 1, "x2": 1}, "o/x"), _run("c", {"x2": 1, "x3": 1}, "o/x"), _run("d", {"y1": 1}, "o/y")]
+    out, dropped = exclude_repos(runs, ["x"])  # short name; 3 distinct tasks over the runs
+    assert dropped == {"o/x": 3} and [s.task_ids.size for s in out] == [0, 0, 1]
+    assert exclude_repos(runs, []) == (runs, {})
+    listed = tmp_path / "drop.txt"
+    listed.write_text("x1\nx3\nnope\n")
+    out, note = exclude_tasks(runs, listed)
+    assert note == f"excluded before pairing: 2 tasks listed in {listed} (3 listed)"
+    assert [s.task_ids.tolist() for s in out] == [["x2"], ["x2"], ["y1"]]
+    assert exclude_tasks(runs, None) == (runs, None)
