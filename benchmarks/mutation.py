@@ -121,7 +121,7 @@ def main() -> None:
     ap.add_argument("--list", action="store_true", help="show the targets and exit")
     ap.add_argument("--tests", nargs="+", help="run these tests instead of the target's own")
     ap.add_argument("--mutants", nargs="+", metavar="GLOB",
-                    help="only these mutants (mutmut names, e.g. '*x_align*'); the others count as not checked")  # fmt: skip
+                    help="only these mutants (mutmut names: '*x_align*'); the rest count as not checked")  # fmt: skip
     ap.add_argument("--resume", action="store_true",
                     help="keep the target's scratch copy from an earlier run: judge only what is left")  # fmt: skip
     args = ap.parse_args()
