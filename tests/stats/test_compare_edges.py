@@ -113,3 +113,34 @@ def test_excluded_repos_and_task_list_are_counted(tmp_path: Path) -> None:
     assert note == f"excluded before pairing: 2 tasks listed in {listed} (3 listed)"
     assert [s.task_ids.tolist() for s in out] == [["x2"], ["x2"], ["y1"]]
     assert exclude_tasks(runs, None) == (runs, None)
+
+
+def test_row_with_two_attempts_per_task_by_hand() -> None:
+    ids, two = np.array(["o__r-1", "o__r-2", "o__r-3", "o__r-4"]), np.full(4, 2)
+
+    def run(name: str, resolved: list[int]) -> TaskScores:
+        return TaskScores(run=name, task_ids=ids, repos=np.array(["o/r"] * 4), trials=two, graded=two,
+                          resolved=np.array(resolved), stack={}, labels={}, created="2026-01-01")  # fmt: skip
+
+    # resolved of 2: base 1, 0, 2, 0 (scores .5, 0, 1, 0); candidate 2, 1, 2, 0 (1, .5, 1, 0)
+    (row,) = compare(None, "base", ["cand"], runs={"base": run("base", [1, 0, 2, 0]),  # type: ignore[arg-type]
+                                                  "cand": run("cand", [2, 1, 2, 0])}).comparisons  # fmt: skip
+    # pass@2 (some of 2 resolved): 1, 0, 1, 0 -> 50% against 1, 1, 1, 0 -> 75%;
+    # pass^2 (both resolved): 0, 0, 1, 0 -> 25% against 1, 0, 1, 0 -> 50%
+    assert sorted(row.pass_at_k) == ["pass@2", "pass^2"]
+    assert (row.pass_at_k["pass@2"].base_pct, row.pass_at_k["pass@2"].cand_pct) == (50.0, 75.0)
+    assert (row.pass_at_k["pass^2"].base_pct, row.pass_at_k["pass^2"].cand_pct) == (25.0, 50.0)
+    assert row.pass_at_k["pass@2"].diff_pp == row.pass_at_k["pass^2"].diff_pp == 25.0
+    assert row.correlation == round(float(np.corrcoef([0.5, 0, 1, 0], [1, 0.5, 1, 0])[0, 1]), 4) == 0.8182
+    assert (row.tasks_won, row.tasks_lost) == (["o__r-1", "o__r-2"], [])
+    assert row.bootstrap_ci_pp is None  # asked for with bootstrap=True only
+
+
+def test_no_claim_when_the_lower_bound_is_exactly_zero() -> None:
+    # identical runs, --min-diff 0: the difference (0) reaches min-diff, but the interval is [0, 0]: 0 is not > 0
+    runs = {"base": _scores("base", BASE), "cand": _scores("cand", BASE)}
+    (row,) = compare(None, "base", ["cand"], runs=runs, min_diff=0.0).comparisons  # type: ignore[arg-type]
+    assert (row.diff_pp, row.ci_adjusted_pp, row.claim) == (0.0, [0.0, 0.0], False)
+    (row,) = _compare(bootstrap=True).comparisons
+    assert row.bootstrap_ci_pp is not None and len(row.bootstrap_ci_pp) == 2
+    assert row.bootstrap_ci_pp[0] < row.diff_pp < row.bootstrap_ci_pp[1]
