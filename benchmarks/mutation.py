@@ -114,7 +114,7 @@ def run_target(name: str, children: int, tests_override: list[str] | None = None
         module = key.split(".x_")[0].split(".xǁ")[0]
         counts = modules.setdefault(module, dict.fromkeys(sorted(STATUS), 0))
         counts[status] += 1
-        if status != "killed":
+        if status not in ("killed", "not checked", "skipped"):
             survivors.append({"mutant": key, "status": status, "diff": _mutmut(work, "show", key).strip()})
     if not modules:
         raise SystemExit(f"mutmut ran no mutant for '{name}':\n{log[-3000:]}")
