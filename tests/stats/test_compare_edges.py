@@ -5,12 +5,15 @@ not a number. Preloaded scores (`runs=`), so no ledger is read."""
 from __future__ import annotations
 
 import math
+import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from trialbook.errors import UserError
 from trialbook.stats.compare import compare, pp
 from trialbook.stats.scores import TaskScores
 
@@ -144,3 +147,117 @@ def test_no_claim_when_the_lower_bound_is_exactly_zero() -> None:
     (row,) = _compare(bootstrap=True).comparisons
     assert row.bootstrap_ci_pp is not None and len(row.bootstrap_ci_pp) == 2
     assert row.bootstrap_ci_pp[0] < row.diff_pp < row.bootstrap_ci_pp[1]
+
+
+def _with_ungraded(run: str, resolved: list[int], ungraded: str) -> TaskScores:
+    """A six-task run whose task `ungraded` has its one trial ungraded."""
+    s = _scores(run, resolved)
+    graded = np.where(s.task_ids == ungraded, 0, 1)
+    return TaskScores(run=run, task_ids=s.task_ids, repos=s.repos, trials=s.trials, graded=graded,
+                      resolved=s.resolved * graded, stack={}, labels={}, created=s.created)  # fmt: skip
+
+
+def test_sensitivity_keeps_the_options_and_reads_the_all_rows(tmp_path: Path) -> None:
+    # o/a only (o/b excluded): base 1, 0, 0; candidate 1, 1, ungraded. Dropped: d = 0, 1 (+50 points);
+    # the ungraded trial as a failure: 0, 1, 0 (+33.33); as a success: 0, 1, 1 (+66.67): 3 tasks, not 6
+    runs = {"base": _scores("base", BASE), "cand": _with_ungraded("cand", CAND, "o__a-3")}
+    res = compare(None, "base", ["cand"], runs=runs, exclude=["o/b"], min_diff=10.0)  # type: ignore[arg-type]
+    assert res.sensitivity is not None and res.sensitivity.ungraded_trials == {"base": 0, "cand": 1}
+    got = {k: (v.tasks_paired, v.diff_pp) for k, v in res.sensitivity.verdicts["cand"].items()}
+    assert got == {"dropped": (2, 50.0), "as_failures": (3, 33.3333), "as_successes": (3, 66.6667)}
+    (row,) = res.comparisons
+    assert res.sensitivity.verdicts["cand"]["dropped"].ci_adjusted_pp == row.ci_adjusted_pp
+    assert all(v.ci_adjusted_pp is not None for v in res.sensitivity.verdicts["cand"].values())
+    # with --split the in and out rows stay out of the verdict: all six tasks, the ungraded one a failure:
+    # d = 0, 1, 0, -1, 0, 1 -> +16.67 (the out rows alone would say 0)
+    split = tmp_path / "in.txt"
+    split.write_text("o__a-1\no__a-2\no__a-3\n")
+    res = compare(None, "base", ["cand"], runs=runs, split=split)  # type: ignore[arg-type]
+    assert res.sensitivity is not None
+    assert res.sensitivity.verdicts["cand"]["as_failures"].diff_pp == 16.6667
+    assert compare(None, "base", ["cand"], runs=runs, sensitivity=False).sensitivity is None  # type: ignore[arg-type]
+
+
+def test_defaults_and_warnings_word_for_word(tmp_path: Path) -> None:
+    res = _compare()
+    assert (res.min_diff_pp, res.by_repo, res.split, res.candidates_considered) == (4.0, None, None, 1)
+    (row,) = res.comparisons
+    assert row.unpaired is not None and row.bootstrap_ci_pp is None
+    assert res.warnings == [
+        "only 6 tasks paired for 'cand' (few tasks): the t interval is rough at this size;"
+        " CIs are clipped to [-100, +100] pp"
+    ]
+    res = _compare(picked_from=3)
+    assert res.warnings[-1] == (
+        "each candidate is picked among 3 against one baseline: p-values adjusted (Holm, Bonferroni for unseen"
+        " ones), CIs widened to 98.3% (Bonferroni); the best of several is biased upward, confirm it on fresh"
+        " tasks/seeds (`trialbook prereg init`)"
+    )
+    listed = tmp_path / "drop.txt"
+    listed.write_text("o__b-3\n")
+    res = _compare(exclude_task_file=listed)
+    assert res.warnings[0] == f"excluded before pairing: 1 tasks listed in {listed} (1 listed)"
+
+
+def test_excluded_repos_warning_names_each_repo() -> None:
+    repos = np.array(["o/a", "o/a", "o/a", "o/b", "o/b", "o/c"])
+    runs = {n: replace(_scores(n, r), repos=repos) for n, r in (("base", BASE), ("cand", CAND))}
+    res = compare(None, "base", ["cand"], runs=runs, exclude=["o/b", "o/c"])  # type: ignore[arg-type]
+    assert res.warnings[0] == "excluded before pairing: o/b (2 tasks), o/c (1 tasks)"
+    assert res.excluded == {"o/b": 2, "o/c": 1} and res.comparisons[0].excluded_repos == ["o/b", "o/c"]
+
+
+def test_partial_rewards_caveat_names_each_run() -> None:
+    runs = {n: replace(_scores(n, r), partial=np.array(p))
+            for n, r, p in (("base", BASE, [1, 0, 0, 0, 0, 0]), ("cand", CAND, [0, 1, 1, 0, 0, 0]))}  # fmt: skip
+    res = compare(None, "base", ["cand"], runs=runs)  # type: ignore[arg-type]
+    assert (
+        "partial rewards (0 < reward < 1) count as unresolved under --metric resolved: 'base' 1, 'cand' 2 graded"
+        " trial(s); `--metric reward` compares mean reward"
+    ) in res.warnings
+
+
+def test_a_split_subset_with_one_task_gets_no_row(tmp_path: Path) -> None:
+    split = tmp_path / "in.txt"
+    split.write_text("o__a-1\n")
+    res = _compare(split=split)
+    # in: 1 task, no row (and no gap); out: the other 5 still get theirs
+    assert "'cand': subset 'in' has 1 paired tasks, no row" in res.warnings
+    assert [(r.subset, r.tasks_paired) for r in res.comparisons] == [("all", 6), ("out", 5)]
+    assert res.split is not None and res.split.gaps == []
+    assert [r.unpaired is None for r in res.comparisons] == [False, True]  # the unpaired counts: on "all" only
+
+
+def test_unpaired_and_few_tasks_warnings_name_the_candidate() -> None:
+    base = _run("base", {t: 1 for t in ("t1", "t2", "t3", "t4")})
+    cand = _run("cand", {"t1": 1, "t2": 1, "t5": 1})
+    res = compare(None, "base", ["cand"], runs={"base": base, "cand": cand})  # type: ignore[arg-type]
+    assert "3 of 5 tasks not paired for 'cand' (only in base 2, only in candidate 1): the comparison covers only" \
+        " the rest" in res.warnings  # fmt: skip
+    assert any(w.startswith("only 2 tasks paired for 'cand' (few tasks)") for w in res.warnings)
+
+
+@pytest.mark.parametrize(("cands", "picked", "message"), [
+    ([], None, "give at least one candidate run after the baseline"),
+    (["cand", "cand"], None, "a candidate run is named twice"),
+    (["cand"], 0, "--picked-from 0 is fewer than the 1 candidates given"),
+])  # fmt: skip
+def test_bad_names_word_for_word(cands: list[str], picked: int | None, message: str) -> None:
+    runs = {"base": _scores("base", BASE), "cand": _scores("cand", CAND)}
+    with pytest.raises(UserError, match=rf"^{re.escape(message)}$"):
+        compare(None, "base", cands, runs=runs, picked_from=picked)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("cand", "message"), [
+    ({"x1": 1}, "runs 'base' and 'cand' have no graded task in common"),
+    ({"t1": 1}, "runs 'base' and 'cand' have only 1 graded task in common (need 2+)"),
+])  # fmt: skip
+def test_too_few_paired_tasks_word_for_word(cand: dict[str, int], message: str) -> None:
+    runs = {"base": _run("base", {"t1": 1, "t2": 1}), "cand": _run("cand", cand)}
+    with pytest.raises(UserError, match=rf"^{re.escape(message)}$"):
+        compare(None, "base", ["cand"], runs=runs)  # type: ignore[arg-type]
+
+
+def test_min_diff_zero_is_allowed() -> None:
+    assert _compare(min_diff=0.0).min_diff_pp == 0.0
+    assert _compare(min_diff=0.5).min_diff_pp == 0.5
