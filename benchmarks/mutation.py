@@ -36,12 +36,23 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     "multiple": (["src/trialbook/stats/multiple.py"],
                  ["tests/stats/test_stats_paired.py::test_holm_matches_statsmodels",
                   "tests/stats/test_multiple_edges.py"]),
-    "power": (["src/trialbook/stats/power.py"], ["tests/stats"]),
+    "power": (["src/trialbook/stats/power.py"],
+              ["tests/stats/test_stats_power.py", "tests/stats/test_power_by_hand.py",
+               "tests/stats/test_power_edges.py", "tests/stats/test_superseded_not_counted.py",
+               "tests/stats/test_claim_rule_boundary.py"]),
     "kernel": (["src/trialbook/stats/kernel.py", "src/trialbook/stats/paired.py"],
                ["tests/stats/test_stats_kernel_rules.py", "tests/stats/test_stats_paired.py",
-                "tests/stats/test_kernel_edges.py"]),
-    "compare": (["src/trialbook/stats/compare.py"], ["tests/stats"]),
-    "stalls": (["src/trialbook/training/stalls.py"], ["tests/training"]),
+                "tests/stats/test_kernel_edges.py", "tests/stats/test_bootstrap_every_resample.py"]),
+    "compare": (["src/trialbook/stats/compare.py"],
+                ["tests/stats/test_compare_edges.py", "tests/stats/test_claim_rule_boundary.py",
+                 "tests/stats/test_stats_compare_cli.py", "tests/stats/test_stats_honest_compare.py",
+                 "tests/stats/test_superseded_not_counted.py",
+                 "tests/stats/test_stats_passk.py::test_compare_reports_paired_pass_at_k",
+                 "tests/stats/test_stats_paired.py::test_a_a_runs_do_not_claim",
+                 "tests/stats/test_stats_paired.py::test_anchor_dataset_reproduces_the_seed"]),
+    "stalls": (["src/trialbook/training/stalls.py"],
+               ["tests/training/test_stall_median_truth.py", "tests/training/test_stall_edges.py",
+                "tests/training/test_training_report.py"]),
     "encounters": (["src/trialbook/training/encounters.py"],
                    ["tests/training/test_training_report.py", "tests/training/test_new_task_rate.py",
                     "tests/training/test_encounter_edges.py", "tests/stats/test_stats_kernel_rules.py"]),
@@ -53,8 +64,10 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
 STATUS = {"killed", "survived", "no tests", "timeout", "suspicious", "skipped", "segfault", "not checked"}
 
 
-def _scratch(name: str, mutate: list[str], tests: list[str]) -> Path:
+def _scratch(name: str, mutate: list[str], tests: list[str], resume: bool) -> Path:
     work = SCRATCH / name
+    if resume and (work / "mutants").is_dir():
+        return work  # mutmut skips the mutants judged already (a changed test or source is judged again)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     shutil.copytree(ROOT / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__"))
@@ -80,15 +93,16 @@ def _mutmut(work: Path, *args: str) -> str:
     return proc.stdout + proc.stderr
 
 
-def run_target(name: str, children: int, tests_override: list[str] | None = None) -> dict:
+def run_target(name: str, children: int, tests_override: list[str] | None = None,
+               only: list[str] | None = None, resume: bool = False) -> dict:  # fmt: skip
     mutate, tests = TARGETS[name]
     tests = tests_override or tests
     missing = [p for p in [*mutate, *tests] if not (ROOT / p.split("::")[0]).exists()]  # a test id: file::name
     if missing:
         raise SystemExit(f"target '{name}': no such file or folder: {', '.join(missing)}")
-    work = _scratch(name, mutate, tests)
+    work = _scratch(name, mutate, tests, resume)
     started = time.monotonic()
-    log = _mutmut(work, "run", "--max-children", str(children))
+    log = _mutmut(work, "run", "--max-children", str(children), *(only or []))
     elapsed = time.monotonic() - started
     listing = _mutmut(work, "results", "--all", "true")
     modules: dict[str, dict[str, int]] = {}
@@ -100,7 +114,7 @@ def run_target(name: str, children: int, tests_override: list[str] | None = None
         module = key.split(".x_")[0].split(".xǁ")[0]
         counts = modules.setdefault(module, dict.fromkeys(sorted(STATUS), 0))
         counts[status] += 1
-        if status != "killed":
+        if status not in ("killed", "not checked", "skipped"):
             survivors.append({"mutant": key, "status": status, "diff": _mutmut(work, "show", key).strip()})
     if not modules:
         raise SystemExit(f"mutmut ran no mutant for '{name}':\n{log[-3000:]}")
@@ -117,6 +131,10 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--list", action="store_true", help="show the targets and exit")
     ap.add_argument("--tests", nargs="+", help="run these tests instead of the target's own")
+    ap.add_argument("--mutants", nargs="+", metavar="GLOB",
+                    help="only these mutants (mutmut names: '*x_align*'); the rest count as not checked")  # fmt: skip
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the target's scratch copy from an earlier run: judge only what is left")  # fmt: skip
     args = ap.parse_args()
     if args.list or not args.targets:
         for name, (mutate, tests) in TARGETS.items():
@@ -128,12 +146,12 @@ def main() -> None:
         raise SystemExit(f"unknown target(s): {', '.join(unknown)} (see --list)")
     results = []
     for name in names:
-        res = run_target(name, args.children, args.tests)
+        res = run_target(name, args.children, args.tests, args.mutants, args.resume)
         results.append(res)
         print(f"== {name} ({res['seconds']} s)")
         for module, c in res["modules"].items():
             print(f"  {module}: {c['killed']} killed, {c['survived']} survived, {c['no tests']} no tests,"
-                  f" {c['timeout']} timeout -> {c['score_pct']}% killed")  # fmt: skip
+                  f" {c['timeout']} timeout, {c['not checked']} not checked -> {c['score_pct']}% killed")  # fmt: skip
         for s in res["survivors"]:
             print(f"-- {s['mutant']} ({s['status']})\n{s['diff']}")
     if args.json:
