@@ -32,7 +32,8 @@ MUTMUT = str(Path(sys.executable).with_name("mutmut"))
 TARGETS: dict[str, tuple[list[str], list[str]]] = {
     "policy": (["src/trialbook/outcomes.py"], ["tests/harness/test_policy_classify_table.py",
                                                "tests/ledger/test_outcome_rules.py"]),
-    "passk": (["src/trialbook/stats/passk.py"], ["tests/stats/test_stats_passk.py", "tests/stats/test_passk_edges.py"]),
+    "passk": (["src/trialbook/stats/passk.py"], ["tests/stats/test_stats_passk.py", "tests/stats/test_passk_edges.py",
+                                               "tests/stats/test_passk_per_task.py"]),
     "multiple": (["src/trialbook/stats/multiple.py"],
                  ["tests/stats/test_stats_paired.py::test_holm_matches_statsmodels",
                   "tests/stats/test_multiple_edges.py"]),
