@@ -14,11 +14,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Integer, case, cast, func, select, text
+from sqlalchemy import Connection, func, select, text
 
 from trialbook.ledger.schema import run_stats, run_summary, runs, trials
-
-_current = trials.c.superseded_by.is_(None)
+from trialbook.ledger.statements import current as _current
+from trialbook.ledger.statements import sum_if
 
 
 def live_fingerprint(run_id: Any) -> tuple[Any, Any]:
@@ -55,7 +55,7 @@ def refresh(conn: Connection) -> int:
     for run_id, top, superseded in stale:
         conn.execute(run_summary.delete().where(run_summary.c.run_id == run_id))
         conn.execute(run_stats.delete().where(run_stats.c.run_id == run_id))
-        resolved = func.coalesce(func.sum(cast(case((trials.c.reward >= 1.0, 1), else_=0), Integer)), 0)
+        resolved = sum_if(trials.c.reward >= 1.0)
         key = (trials.c.task_id, trials.c.outcome, trials.c.repo, trials.c.exception)
         # one pass, grouped by task too (a few thousand rows): the distinct tasks come from the same rows
         q = select(*key, func.count(), resolved).where(trials.c.run_id == run_id, _current).group_by(*key)

@@ -16,18 +16,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Integer, and_, case, cast, create_engine, event, func, select
+from sqlalchemy import and_, case, create_engine, event, func, select
 from sqlalchemy.engine import make_url
 
 from trialbook.errors import UserError
 from trialbook.ledger import schema, summary
 from trialbook.ledger.schema import artifacts, run_stats, run_summary, runs, tasks, trials
+from trialbook.ledger.statements import current as _current
+from trialbook.ledger.statements import graded as _graded
+from trialbook.ledger.statements import resolved as _resolved
+from trialbook.ledger.statements import sum_if
 from trialbook.ledger.store import Ledger, loads, resolve_db
 from trialbook.outcomes import GRADED
-
-_current = trials.c.superseded_by.is_(None)
-_graded = trials.c.outcome.in_(sorted(GRADED))
-_resolved = and_(_graded, trials.c.reward >= 1.0)
 
 
 def _shown(url: str) -> str:
@@ -199,8 +199,8 @@ def run_counts(ledger: Ledger, run_ids: list[int]) -> dict[int, TrialCounts]:
             select(
                 trials.c.run_id,
                 func.count(),
-                func.coalesce(func.sum(cast(case((_graded, 1), else_=0), Integer)), 0),
-                func.coalesce(func.sum(cast(case((_resolved, 1), else_=0), Integer)), 0),
+                sum_if(_graded),
+                sum_if(_resolved),
             )
             .where(trials.c.run_id.in_([r for r in run_ids if r not in fresh]), _current)
             .group_by(trials.c.run_id)
@@ -238,7 +238,7 @@ def run_overview(ledger: Ledger, name: str) -> RunOverview:
                 select(run_stats.c.superseded, run_stats.c.tasks).where(run_stats.c.run_id == run.id)
             ).one()
         else:  # written by an older trialbook, or by a writer still at work: count live
-            reward_one = func.coalesce(func.sum(cast(case((trials.c.reward >= 1.0, 1), else_=0), Integer)), 0)
+            reward_one = sum_if(trials.c.reward >= 1.0)
             key = (trials.c.outcome, trials.c.repo, trials.c.exception)
             groups = conn.execute(select(*key, func.count(), reward_one).where(mine, _current).group_by(*key)).all()
             sup = select(func.count()).where(mine, trials.c.superseded_by.is_not(None))
