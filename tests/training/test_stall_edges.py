@@ -3,10 +3,9 @@ a row with an epoch but no step, a step with no epoch), every number worked out 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 import numpy as np
 
+from steplog import timed_steps
 from trialbook.training.load import TrainData
 from trialbook.training.stalls import boundary_steps, stall_report
 
@@ -24,18 +23,10 @@ def _data(rows: list[tuple[int, int]]) -> TrainData:
     )  # fmt: skip
 
 
-def _steps(waits: list[float]) -> list[dict]:
-    t, out = datetime(2026, 1, 1, tzinfo=UTC), []
-    for i, w in enumerate(waits, start=1):
-        out.append({"step": i, "started_at": t, "finished_at": t + timedelta(seconds=w)})
-        t += timedelta(seconds=w)
-    return out
-
-
 def test_fractional_waits_are_rounded_to_a_tenth_and_lost_hours_to_a_hundredth() -> None:
     # median of the five waits: 2.38 s, shown 2.4; 23.46 > 5 x 2.38, shown 23.5; lost GPU hours:
     # 100 GPUs x (23.5 - 2.38) s / 3600 = 0.58667 -> 0.59 (the shown wait minus the unrounded median)
-    report = stall_report(_data([(s, 0) for s in range(1, 6)]), _steps([2.34, 2.36, 2.38, 2.42, 23.46]), 100)
+    report = stall_report(_data([(s, 0) for s in range(1, 6)]), timed_steps([2.34, 2.36, 2.38, 2.42, 23.46]), 100)
     assert report == {
         "empty_wv": [],
         "slow_steps": [{"step": 5, "wait_s": 23.5, "epoch_boundary": False}],
@@ -43,7 +34,7 @@ def test_fractional_waits_are_rounded_to_a_tenth_and_lost_hours_to_a_hundredth()
         "lost_gpu_hours": 0.59,
     }
     # 0.26 s median (0.3 shown), 1.34 s > 1.3 is slow (1.3 shown); 36 GPUs x (1.3 - 0.26) / 3600 = 0.0104 -> 0.01
-    report = stall_report(_data([(1, 0)]), _steps([0.25, 0.26, 0.26, 0.27, 1.34]), 36)
+    report = stall_report(_data([(1, 0)]), timed_steps([0.25, 0.26, 0.26, 0.27, 1.34]), 36)
     assert report["median_step_s"] == 0.3 and report["lost_gpu_hours"] == 0.01
     assert report["slow_steps"] == [{"step": 5, "wait_s": 1.3, "epoch_boundary": False}]
 
@@ -59,14 +50,14 @@ def test_boundary_steps_at_the_edges() -> None:
     assert boundary_steps(_data([(1, 1), (0, 0)])) == {1}  # rows in any order: by step, not by row
     assert boundary_steps(_data([(-1, 0), (2, -1)])) == set()  # nothing usable
     # a slow step on the boundary is flagged so
-    report = stall_report(_data([(1, 0), (2, 0), (3, 0), (4, 1)]), _steps([10, 10, 10, 60]), None)
+    report = stall_report(_data([(1, 0), (2, 0), (3, 0), (4, 1)]), timed_steps([10, 10, 10, 60]), None)
     assert report["slow_steps"] == [{"step": 4, "wait_s": 60.0, "epoch_boundary": True}]
     assert report["lost_gpu_hours"] is None
 
 
 def test_lost_gpu_hours_divide_by_3600_exactly() -> None:
     # 1000 GPUs x (139.6 - 10) s = 129600 GPU-seconds = 36.0 GPU-hours (35.99 by 3601, 36.01 by 3599)
-    report = stall_report(_data([(1, 0)]), _steps([10, 10, 10, 10, 139.6]), 1000)
+    report = stall_report(_data([(1, 0)]), timed_steps([10, 10, 10, 10, 139.6]), 1000)
     assert report["lost_gpu_hours"] == 36.0 and report["median_step_s"] == 10.0
 
 

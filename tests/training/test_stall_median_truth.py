@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from steplog import timed_steps
 from trialbook.training.stalls import SLOW_FACTOR, step_waits
 
 STEP_S, STALL_S, GPUS = 600.0, 4500.0, 16
@@ -31,20 +32,12 @@ def test_median_step_time_is_the_generators_step_time(cli, tmp_path: Path) -> No
     assert stalls["lost_gpu_hours"] == pytest.approx(GPUS * 3 * (STALL_S - STEP_S) / 3600, rel=0.02)
 
 
-def _steps(waits: list[float]) -> list[dict]:
-    t, out = datetime(2026, 1, 1, tzinfo=UTC), []
-    for i, w in enumerate(waits, start=1):
-        out.append({"step": i, "started_at": t, "finished_at": t + timedelta(seconds=w)})
-        t += timedelta(seconds=w)
-    return out
-
-
 def _report(cli, tmp_path: Path, waits: list[float], *gpus: str) -> dict:
     """`train report` on a one-task run whose steps took `waits` seconds."""
     run = f"w{len(list(tmp_path.glob('*.jsonl')))}"
     traj = [{"task_id": "a__b-1", "step": s, "wv": s - 1, "epoch": 0, "reward": 0.0} for s in range(1, len(waits) + 1)]
     steps = [{**s, "started_at": s["started_at"].isoformat(), "finished_at": s["finished_at"].isoformat()}
-             for s in _steps(waits)]  # fmt: skip
+             for s in timed_steps(waits)]  # fmt: skip
     for name, rows in ((f"{run}.jsonl", traj), (f"{run}.steps.jsonl", steps)):
         (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert cli("import", "jsonl", str(tmp_path / f"{run}.jsonl"), "--run", run, "--kind", "train").exit_code == 0
@@ -65,7 +58,7 @@ def test_one_long_step_among_short_ones_is_slow_by_the_median(cli, tmp_path: Pat
 
 
 def test_a_wait_runs_from_the_previous_finish_or_the_own_start() -> None:
-    steps = _steps([10, 20, 30])
+    steps = timed_steps([10, 20, 30])
     steps[1]["started_at"] = steps[1]["finished_at"] - timedelta(seconds=5)  # logged late: waited 20, not 5
     steps[2]["step"] = 4  # step 3 missing: step 4's wait is its own 30 s
     assert step_waits(steps) == {1: 10.0, 2: 20.0, 4: 30.0}
