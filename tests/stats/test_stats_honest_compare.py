@@ -157,5 +157,8 @@ def test_plan_metric_reward_uses_the_reward_variance(cli, tmp_path):
     assert reward["metric"] == "reward"
     # one run: sampling Var(d) at K=1 is twice the mean within-task variance of the rewards
     assert reward["variance"]["sampling_k1"] == pytest.approx(2 * rewards.var(axis=1, ddof=1).mean(), abs=1e-5)
+    assert not any("partial rewards" in n for n in reward["notes"])
     resolved = json.loads(cli(*args).stdout)
     assert resolved["variance"]["sampling_k1"] == 0.0  # no reward is 1.0: every attempt unresolved
+    partial = int(((rewards > 0) & (rewards < 1)).sum())
+    assert any(f"count as unresolved under --metric resolved: 'r' {partial} graded" in n for n in resolved["notes"])

@@ -17,7 +17,7 @@ from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
 from trialbook.results import Result
 from trialbook.stats import dist
-from trialbook.stats.compare import align
+from trialbook.stats.compare import align, partial_caveat
 from trialbook.stats.scores import TaskScores, load_scores
 
 KS: tuple[int, ...] = (1, 2, 4, 8, 16)
@@ -160,8 +160,10 @@ def plan(
 ) -> PowerPlan:
     _check(tasks, repeats, effect, base_rate, from_run, vs)
     if from_run is not None and ledger is not None:
-        a = load_scores(ledger, from_run, metric)
-        omega2, sampling, source, notes = _two_runs(a, load_scores(ledger, vs, metric)) if vs else _one_run(a)
+        runs = [load_scores(ledger, name, metric) for name in (from_run, vs) if name is not None]
+        omega2, sampling, source, notes = _two_runs(*runs) if vs else _one_run(runs[0])
+        if caveat := partial_caveat(runs):  # they count 0 here: the variance is of resolved, not of reward
+            notes = [*notes, caveat]
     else:
         p = base_rate / 100
         omega2, sampling = 0.0, 2 * p * (1 - p)
