@@ -123,8 +123,11 @@ def test_logs_of_another_system_refused_unless_forced(cli):
     assert "--force" in r.stderr
     forced = cli("import", "swebench", str(other), "--instances", str(INSTANCES), "--logs", str(LOGS), "--force")
     assert forced.exit_code == 0
+    assert "warning: --logs" in forced.stderr and "on 8 of 47 instances" in forced.stderr  # forced, still counted
+    assert "attached anyway" in forced.stderr
     own = RESULTS / "20240620_sweagent_claude3.5sonnet.json"
-    assert cli("import", "swebench", str(own), "--instances", str(INSTANCES), "--logs", str(LOGS)).exit_code == 0
+    mine = cli("import", "swebench", str(own), "--instances", str(INSTANCES), "--logs", str(LOGS))
+    assert mine.exit_code == 0 and "warning" not in mine.stderr
 
 
 def test_export_of_a_training_run_keeps_its_steps(cli, tmp_path):

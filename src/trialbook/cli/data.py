@@ -88,8 +88,13 @@ def import_swebench_cmd(
     from trialbook.importers.swebench import import_swebench
     from trialbook.ledger.store import Ledger
 
-    name, n = import_swebench(Ledger(db), results, instances, run_name=run, logs=logs, replace=replace, force=force)
+    warnings: list[str] = []
+    name, n = import_swebench(
+        Ledger(db), results, instances, run_name=run, logs=logs, replace=replace, force=force, warnings=warnings
+    )
     done(f"imported {n} trials into run '{name}'")
+    for warning in warnings:
+        done(f"warning: {warning}")
 
 
 @import_app.command("harbor")

@@ -111,7 +111,9 @@ def import_swebench(
     logs: Path | None = None,
     replace: bool = False,
     force: bool = False,
+    warnings: list[str] | None = None,
 ) -> tuple[str, int]:
+    """Import the results file as a run; says in `warnings` when attached --logs disagree with it."""
     results = _read_json(results_path)
     if not isinstance(results, dict) or not isinstance(results.get("resolved"), list):
         raise UserError(f"{results_path}: not a SWE-bench results file (needs a 'resolved' list)")
@@ -129,11 +131,16 @@ def import_swebench(
             )
     if logs is not None:
         differ, checked = disagreements(logs, resolved, [t.task_id for t in instances])
-        if len(differ) > MAX_DISAGREE and not force:
-            raise UserError(
-                f"--logs {logs}: report.json verdicts disagree with {results_path} on {len(differ)} of {checked}"
-                f" instances (first: {differ[0]}); are they another system's logs? --force attaches them anyway"
-            )
+        if differ:
+            said = f"report.json verdicts disagree with {results_path} on {len(differ)} of {checked} instances"
+            if len(differ) > MAX_DISAGREE and not force:
+                raise UserError(
+                    f"--logs {logs}: {said} (first: {differ[0]}); are they another system's logs? --force attaches"
+                    " them anyway"
+                )
+            if warnings is not None:
+                first = ", ".join(differ[:3]) + (", ..." if len(differ) > 3 else "")
+                warnings.append(f"--logs {logs}: {said} ({first}); attached anyway, the results file decides outcomes")
     name = run_name or safe_name(str(results.get("system") or results_path.stem))
     files_by_task: dict[str, dict[str, str]] = {}
 
