@@ -69,6 +69,14 @@ def test_audit_without_verifier_logs_says_so(cli, tmp_path):
     assert r.exit_code == 0 and "no verifier logs: nothing audited" in r.stdout
     data = json.loads(cli("audit", "plain", "--json").stdout)
     assert data["status"] == "no_verifier_logs" and data["with_log"] == 0
+    # the list it writes (no task) still feeds `compare --exclude-tasks`: nothing left out
+    _jsonl(cli, tmp_path, "other", seed=3)
+    out = tmp_path / "none.txt"
+    assert cli("audit", "plain", "--write-tasks", str(out)).exit_code == 0
+    assert [x for x in out.read_text().splitlines() if not x.startswith("#")] == []
+    res = json.loads(cli("compare", "plain", "other", "--exclude-tasks", str(out), "--json").stdout)
+    assert res["comparisons"][0]["tasks_paired"] == 40
+    assert f"excluded before pairing: 0 tasks listed in {out} (0 listed)" in res["warnings"]
 
 
 def test_audit_write_tasks_feeds_exclude_tasks(cli, tmp_path):

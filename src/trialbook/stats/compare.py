@@ -184,7 +184,7 @@ def exclude_tasks(runs: Sequence[TaskScores], path: Path | None) -> tuple[list[T
     """Drop the tasks listed in a task-list file from every run before pairing."""
     if path is None:
         return list(runs), None
-    ids = np.array(read_task_list(path), dtype=str)
+    ids = np.array(read_task_list(path, allow_empty=True), dtype=str)
     hit = int(np.isin(ids, np.concatenate([s.task_ids for s in runs])).sum())
     out = [s.subset(~np.isin(s.task_ids, ids)) for s in runs]
     return out, f"excluded before pairing: {hit} tasks listed in {path} ({ids.size} listed)"

@@ -35,8 +35,9 @@ def _jsonl_id(path: Path, number: int, line: str) -> str:
     return value
 
 
-def read_task_list(path: Path) -> list[str]:
-    """Task ids of a task-list file, in file order without repeats (formats: see the module docstring)."""
+def read_task_list(path: Path, allow_empty: bool = False) -> list[str]:
+    """Task ids of a task-list file, in file order without repeats (formats: see the module docstring).
+    `allow_empty` for a list of tasks to leave out: `audit --write-tasks` of a clean run writes none."""
     if not path.is_file():
         raise UserError(f"no such task list: {path}")
     text = path.read_text()
@@ -59,7 +60,7 @@ def read_task_list(path: Path) -> list[str]:
                 line = line[2:].strip().strip("'\"")
             if line:
                 ids.append(line)
-    if not ids:
+    if not ids and not allow_empty:
         raise UserError(f"{path}: no task ids")
     return list(dict.fromkeys(ids))
 
