@@ -122,3 +122,26 @@ def test_metric_reward_is_preregistered_and_used(cli, tmp_path):
     assert res["holdout"]["metric"] == "reward"
     assert row["diff_pp"] == pytest.approx(100 * (rewards["cand"] - rewards["base"]).mean(), abs=1e-3)
     assert not any("partial rewards" in w for w in res["holdout"]["warnings"])
+
+
+def test_plans_checks_and_run_admin_on_postgres(cli, pg, tmp_path):
+    def pgcli(*args: str):
+        return cli(*args, "--db", pg, use_db=False)
+
+    plan = _setup(pgcli, tmp_path)
+    edited = {**plan, "max_candidates": 5}
+    edited["hash"] = content_hash(edited)
+    (tmp_path / "edited.yaml").write_text(yaml.safe_dump(edited, sort_keys=False))
+    r = _check(pgcli, tmp_path, "c1", plan="edited.yaml")
+    assert r.exit_code == 2 and "is not registered in this ledger" in r.stderr
+    for cand in ("c1", "c2"):
+        assert _check(pgcli, tmp_path, cand).exit_code == 0
+    third = json.loads(_check(pgcli, tmp_path, "c4").stdout)
+    assert third["holdout"]["candidates_considered"] == 3 and third["holdout"]["comparisons"][0]["ci_level"] == 0.983333
+    r = pgcli("runs", "delete", "c2")
+    assert r.exit_code == 2 and "preregistration check" in r.stderr
+    assert pgcli("runs", "rename", "c2", "c2b", "--force").exit_code == 0
+    assert pgcli("runs", "delete", "c3").exit_code == 0  # never checked
+    log = plans.checks(Ledger(pg), plan["hash"])
+    assert [c.candidates for c in log] == [["c1"], ["c2b"], ["c4"]]
+    assert sorted(r["name"] for r in json.loads(pgcli("runs", "--json").stdout)) == ["base", "c1", "c2b", "c4"]
