@@ -200,16 +200,25 @@ def reward_problem(reward: float, reward_range: tuple[float, float] = REWARD_RAN
     return None
 
 
-def contradiction(outcome: str | None, resolved: bool | None, reward: float | None) -> str | None:
+def scaled_reward(reward: float, reward_range: tuple[float, float] = REWARD_RANGE) -> float:
+    """A reward of a declared range as the fraction of it the ledger stores, (reward - lo) / (hi - lo):
+    every reader then takes 1.0 as full marks (resolved) and a mean reward as a fraction of the range."""
+    lo, hi = reward_range
+    return reward if (lo, hi) == REWARD_RANGE else (reward - lo) / (hi - lo)
+
+
+def contradiction(
+    outcome: str | None, resolved: bool | None, reward: float | None, full: float = REWARD_RANGE[1]
+) -> str | None:
     """How the fields a trial gives of its result disagree (naming both), or None.
 
-    A trial counts as resolved when it is graded and its reward is 1.0 (`is_resolved`), so:
-    `resolved` true needs reward >= 1.0 and false needs reward < 1.0; outcome `resolved` needs
-    reward >= 1.0 and `resolved` not false; outcome `unresolved` needs reward < 1.0 and `resolved`
-    not true; an ungraded outcome cannot be `resolved` true. Partial rewards (0 < reward < 1) are
-    not resolved, and agree with `resolved: false` and outcome `unresolved`.
+    A trial counts as resolved when it is graded and its reward is full marks (`full`: 1.0, or the top
+    of a declared range; `is_resolved`), so: `resolved` true needs reward >= full and false needs
+    reward < full; outcome `resolved` needs reward >= full and `resolved` not false; outcome
+    `unresolved` needs reward < full and `resolved` not true; an ungraded outcome cannot be `resolved`
+    true. Partial rewards are not resolved, and agree with `resolved: false` and outcome `unresolved`.
     """
-    if resolved is not None and reward is not None and resolved != (reward >= 1.0):
+    if resolved is not None and reward is not None and resolved != (reward >= full):
         return f"'resolved' {str(resolved).lower()} contradicts 'reward' {reward:g}"
     if outcome is None:
         return None
@@ -219,9 +228,9 @@ def contradiction(outcome: str | None, resolved: bool | None, reward: float | No
         if resolved and outcome not in GRADED:
             return f"'outcome' {outcome} (ungraded) contradicts 'resolved' true"
     if reward is not None:
-        if outcome == Outcome.RESOLVED and reward < 1.0:
+        if outcome == Outcome.RESOLVED and reward < full:
             return f"'outcome' resolved contradicts 'reward' {reward:g}"
-        if outcome == Outcome.UNRESOLVED and reward >= 1.0:
+        if outcome == Outcome.UNRESOLVED and reward >= full:
             return f"'outcome' unresolved contradicts 'reward' {reward:g}"
     return None
 

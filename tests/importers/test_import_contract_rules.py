@@ -57,10 +57,21 @@ def test_agreeing_fields_and_partial_rewards_are_accepted(cli, tmp_path):
 
 
 def test_declared_reward_range(cli, tmp_path):
-    rows = [{"task_id": "a", "reward": 7.5}, {"task_id": "b", "reward": 0}]
+    rows = [{"task_id": "a", "reward": 7.5}, {"task_id": "b", "reward": 0}, {"task_id": "c", "reward": 10},
+            {"task_id": "d", "reward": 1, "resolved": False}]  # fmt: skip
     assert imp(cli, tmp_path, rows).exit_code == 2
     assert imp(cli, tmp_path, rows, "--reward-range", "0,10").exit_code == 0
-    assert json.loads(cli("show", "r", "--json").stdout)["mean_reward"] == pytest.approx(3.75)
+    show = json.loads(cli("show", "r", "--json").stdout)
+    # stored as the fraction of the range: full marks (10) is the one resolved, 1 of 10 is not
+    assert show["mean_reward"] == pytest.approx((0.75 + 0 + 1 + 0.1) / 4) and show["resolved"] == 1
+    out = tmp_path / "out.jsonl"
+    assert cli("export", "r", "--jsonl", str(out)).exit_code == 0
+    assert [json.loads(x)["reward"] for x in out.read_text().splitlines()] == [0.75, 0.0, 1.0, 0.1]
+    r = imp(cli, tmp_path, [{"task_id": "a", "reward": 1, "resolved": True}], "--reward-range", "0,10", "--replace")
+    assert r.exit_code == 2 and "line 1: 'resolved' true contradicts 'reward' 1" in r.stderr  # 1 of 10 is partial
+    assert imp(cli, tmp_path, [{"task_id": "a", "reward": -1, "resolved": False}], "--reward-range", "-1,1",
+               "--replace").exit_code == 0  # fmt: skip
+    assert json.loads(cli("show", "r", "--json").stdout)["mean_reward"] == 0.0
     assert imp(cli, tmp_path, rows, "--reward-range", "5,1", "--replace").exit_code == 2
 
 
@@ -88,6 +99,10 @@ def test_harbor_reward_out_of_range_names_the_file(cli, tmp_path):
     r = cli("import", "harbor", str(job))
     assert r.exit_code == 2 and f"{result}: reward 1.5 is outside [0, 1]" in r.stderr
     assert cli("import", "harbor", str(job), "--reward-range", "0,2").exit_code == 0
+    out = tmp_path / "out.jsonl"
+    assert cli("export", "job", "--jsonl", str(out)).exit_code == 0
+    rewards = {t["task_id"]: t["reward"] for t in map(json.loads, out.read_text().splitlines())}
+    assert rewards == {"full-stack": 0.75, "tier0-smoke-test": pytest.approx(0.9667 / 2)}  # fractions of [0, 2]
 
 
 def test_harbor_times_follow_the_one_timestamp_rule(cli, tmp_path):

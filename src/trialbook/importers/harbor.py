@@ -19,7 +19,7 @@ from trialbook.errors import UserError
 from trialbook.importers.common import import_run
 from trialbook.ledger.store import Ledger, trial_row
 from trialbook.names import safe_name
-from trialbook.outcomes import REWARD_RANGE, Outcome, classify, is_graded, pick_reward, reward_problem
+from trialbook.outcomes import REWARD_RANGE, Outcome, classify, is_graded, pick_reward, reward_problem, scaled_reward
 from trialbook.records import Run, Trial, iso_time, parse_time, repo_from_task_id
 
 PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
@@ -70,6 +70,8 @@ def trial_from_result(result: dict[str, Any], reward_range: tuple[float, float] 
         raise UserError(f"trial {result.get('trial_name')!r}: reward {reward} is not a finite number")
     if reward is not None and (problem := reward_problem(reward, reward_range)):
         raise ValueError(problem)
+    if reward is not None:
+        reward = scaled_reward(reward, reward_range)
     exc = result.get("exception_info") or {}
     outcome = classify(exc.get("exception_type"), reward)
     agent = result.get("agent_result") or {}

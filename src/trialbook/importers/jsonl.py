@@ -27,7 +27,7 @@ from trialbook.importers.blocks import block_lines, checked_blocks
 from trialbook.importers.common import Batch, import_run, narrow
 from trialbook.ledger import queries
 from trialbook.ledger.store import Ledger, dumps
-from trialbook.outcomes import REWARD_RANGE, contradiction, reward_problem
+from trialbook.outcomes import REWARD_RANGE, contradiction, reward_problem, scaled_reward
 from trialbook.records import GRADED, Outcome, Run, iso_time, repo_from_task_id
 from trialbook.training.ingest import step_row
 
@@ -107,8 +107,10 @@ def _outcome_and_reward(
         raise LineError(n, problem)
     # two or more result fields given: they must agree (the hot path, outcome alone, skips the call)
     given = (outcome is not None) + (resolved is not None) + (reward is not None)
-    if given > 1 and (problem := contradiction(outcome, resolved, reward)):
+    if given > 1 and (problem := contradiction(outcome, resolved, reward, full=reward_range[1])):
         raise LineError(n, problem)
+    if reward is not None:
+        reward = scaled_reward(reward, reward_range)
     if outcome is not None:
         if reward is None and outcome in GRADED:
             reward = 1.0 if outcome == "resolved" or resolved else 0.0
