@@ -162,3 +162,29 @@ def test_plan_metric_reward_uses_the_reward_variance(cli, tmp_path):
     assert resolved["variance"]["sampling_k1"] == 0.0  # no reward is 1.0: every attempt unresolved
     partial = int(((rewards > 0) & (rewards < 1)).sum())
     assert any(f"count as unresolved under --metric resolved: 'r' {partial} graded" in n for n in resolved["notes"])
+
+
+def test_reward_metric_keeps_the_adjustment_and_claim_rule(cli, tmp_path):
+    rng = np.random.default_rng(11)
+    base = rng.uniform(0, 0.8, 40).round(3)
+    cands = {"c1": np.clip(base + rng.normal(0.10, 0.1, 40), 0, 1).round(3),
+             "c2": np.clip(base + rng.normal(0.01, 0.1, 40), 0, 1).round(3)}  # fmt: skip
+    for name, rewards in (("b", base), *cands.items()):
+        rows = [{"task_id": f"t{i:02d}", "reward": float(r)} for i, r in enumerate(rewards)]
+        assert cli("import", "jsonl", str(write(tmp_path / f"{name}.jsonl", rows)), "--run", name).exit_code == 0
+    res = jcompare(cli, "b", "c1", "c2", "--metric", "reward")
+    rows = {r["candidate"]: r for r in res["comparisons"]}
+    ps = {}
+    for name, rewards in cands.items():
+        d = rewards - base
+        row = rows[name]
+        assert row["diff_pp"] == pytest.approx(100 * d.mean(), abs=1e-3) and row["ci_level"] == 0.975
+        t = stats.ttest_1samp(d, 0)
+        ps[name] = t.pvalue
+        wide = t.confidence_interval(0.975)  # Bonferroni for 2 candidates
+        assert row["ci_adjusted_pp"] == pytest.approx([100 * wide.low, 100 * wide.high], abs=1e-3)
+        assert row["claim"] == (row["diff_pp"] >= 4 and row["ci_adjusted_pp"][0] > 0)
+    lo, hi = sorted(ps, key=ps.get)
+    assert rows[lo]["p_adjusted"] == pytest.approx(min(1, 2 * ps[lo]), abs=1e-4)  # Holm
+    assert rows[hi]["p_adjusted"] == pytest.approx(max(min(1, 2 * ps[lo]), ps[hi]), abs=1e-4)
+    assert rows["c1"]["claim"] and not rows["c2"]["claim"]
