@@ -90,3 +90,22 @@ def test_markdown_and_csv(cli, ledger: Path) -> None:
     assert "**change by transition**" in attr and "| unresolved | resolved |" in attr
     both = cli("runs", "--csv", "--markdown")
     assert both.exit_code == 2 and "at most one of --markdown and --csv" in both.stderr
+
+
+def test_plan_and_prereg_check_as_csv(cli, ledger: Path, tmp_path: Path) -> None:
+    """Their output holds tables, so they take --csv like the other reporting commands."""
+    plan = list(csv.reader(io.StringIO(cli("plan", "--tasks", "500", "--repeats", "4", "--effect", "5", "--csv",
+                                           use_db=False).stdout)))  # fmt: skip
+    assert plan[0] == ["K", "95% half-width (pp)", "MDE 80% (pp)", "tasks for 5 pp"]
+    assert [r[0] for r in plan[1:]] == ["1", "2", "4 *", "8", "16"]
+    out = tmp_path / "plan.yaml"
+    res = cli("prereg", "init", "--pool", str(ledger), "--train", "100", "--holdout", "150", "--seed", "1",
+              "--out", str(out))  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    check = cli("prereg", "check", str(out), "--base", BASE, "--cand", CANDS[2], "--csv")
+    assert check.exit_code == 0, check.stderr
+    rows = list(csv.reader(io.StringIO(check.stdout)))
+    assert rows[0][0] == "candidate" and rows[0][-1] == "claim"
+    held_out = rows[1]
+    assert held_out[0] == CANDS[2] and held_out[1] == "150" and held_out[-1] == "YES"
+    assert "preregistered verdict" in check.stderr and f"{CANDS[2]}: CLAIM HOLDS" in check.stderr
