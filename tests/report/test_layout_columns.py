@@ -109,3 +109,30 @@ def test_plan_and_prereg_check_as_csv(cli, ledger: Path, tmp_path: Path) -> None
     held_out = rows[1]
     assert held_out[0] == CANDS[2] and held_out[1] == "150" and held_out[-1] == "YES"
     assert "preregistered verdict" in check.stderr and f"{CANDS[2]}: CLAIM HOLDS" in check.stderr
+
+
+def test_quickstart_table_keeps_task_names_and_outcomes_whole(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """The first command a user runs: at 80 columns rich's own table cut `uncommitted-…` and `verifier_tim…`."""
+    from trialbook.cli.harness import _print_quickstart
+    from trialbook.harness.quickstart import AgentTally, QuickstartResult, QuickTask, RunBrief
+
+    hung, ok = {"verifier_timeout": 2}, {"resolved": 2}
+    tasks = [
+        QuickTask("uncommitted-test-config", "resolved",
+                  {"nop": AgentTally(0, 2, 2, {"unresolved": 2}), "oracle": AgentTally(2, 2, 2, ok)}),
+        QuickTask("hung-verifier", "verifier_timeout",
+                  {"nop": AgentTally(0, 0, 2, hung), "oracle": AgentTally(0, 0, 2, hung)}),
+    ]  # fmt: skip
+    runs = {
+        "nop": RunBrief("quickstart-nop", 4, 2, 0, 0.0, {}),
+        "oracle": RunBrief("quickstart-oracle", 4, 2, 2, 100.0, ok),
+    }
+    monkeypatch.setenv("COLUMNS", "80")
+    _print_quickstart(
+        QuickstartResult("oracle", runs, tasks, None, "trialbook compare quickstart-nop quickstart-oracle")
+    )
+    out = capsys.readouterr().out
+    _fits(out)
+    lines = out.splitlines()
+    assert "uncommitted-test-config" in lines and "hung-verifier" in lines  # stacked: each name on its own line
+    assert out.count("verifier_timeout") == 2 and "outcomes: verifier_timeout 2" in out
