@@ -116,6 +116,12 @@ def test_compare_page_forest_plot_and_per_task_links(client: TestClient) -> None
     assert redirect.status_code == 303 and redirect.headers["location"].startswith("/trials/")
     split = client.get("/compare", params={"base": base, "cand": list(cands), "split": HOSTILE_RUN}).text
     assert "<td>out</td>" in split and "subset &#39;in&#39; has 1 paired tasks" in split  # in = that run's 1 task
+    by_repo = client.get("/compare", params={"base": base, "cand": list(cands), "by_repo": "1"}).text
+    assert all(f"<h3>by repo: {c}</h3>" in by_repo for c in cands) and "<td>django/django</td>" in by_repo
+    base_link = re.search(r'class="base-trial" href="([^"]+)"', page)
+    assert base_link is not None
+    to_base = client.get(base_link.group(1).replace("&amp;", "&"), follow_redirects=True)
+    assert to_base.status_code == 200 and f">{base}</a>" in to_base.text  # the baseline's trial of that task
     bad = client.get("/compare", params={"base": base, "cand": base}).text
     assert "is the baseline itself" in bad
 
