@@ -136,3 +136,19 @@ def test_quickstart_table_keeps_task_names_and_outcomes_whole(monkeypatch: pytes
     lines = out.splitlines()
     assert "uncommitted-test-config" in lines and "hung-verifier" in lines  # stacked: each name on its own line
     assert out.count("verifier_timeout") == 2 and "outcomes: verifier_timeout 2" in out
+
+
+def test_from_swebench_build_table_keeps_instance_and_image_whole(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """`tasks from-swebench --build`'s table of built images (rich's own table cut them at 80 columns)."""
+    from trialbook.report.audit import print_build
+
+    task = "scikit-learn__scikit-learn-10297"
+    image = f"trialbook-swe-{task}:0123456789abcdef"
+    built = {"task_id": task, "status": "built", "image": image, "seconds": 81.4, "image_mb": 650.2}
+    skipped = {"task_id": "django__django-10097", "status": "skipped", "reason": "no FAIL_TO_PASS tests"}
+    monkeypatch.setenv("COLUMNS", "80")
+    print_build({"out": "tasks", "written": [task], "skipped": [skipped], "instances": [built, skipped]})
+    out = capsys.readouterr().out
+    _fits(out)
+    assert task in out.splitlines() and f"image: {image}" in out and "build s: 81" in out
+    assert "skipped: django__django-10097: no FAIL_TO_PASS tests" in out

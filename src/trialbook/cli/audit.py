@@ -99,9 +99,9 @@ def from_swebench_cmd(
     """Task folders for SWE-bench Verified instances: on the official sweb.eval images, or built here (--build)."""
     require("swebench", "tasks from-swebench")
     if build:
-        from trialbook.tasks.swebench.build import build_tasks, print_build
+        from trialbook.tasks.swebench.build import build_tasks
 
-        emit(build_tasks(instances, out, comma_list(ids), repos, jobs), as_json, print_build)
+        emit(build_tasks(instances, out, comma_list(ids), repos, jobs), as_json, render.print_build)
         return
     if repos is not None:
         raise UserError("--repos is used only with --build")
