@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
@@ -112,14 +112,3 @@ def print_from_swebench(r: TasksWritten) -> None:
         table(["instance", "reason"], [[s.task_id, s.reason] for s in r.skipped],
               title=f"skipped ({len(r.skipped)})")  # fmt: skip
 
-
-def print_build(r: dict[str, Any]) -> None:
-    """`tasks from-swebench --build`: the folders written, what was skipped and why, the images built."""
-    line(f"built and wrote {len(r['written'])} task folders to {r['out']}", markup=False)
-    for s in r["skipped"]:
-        line(f"{s['status']}: {s['task_id']}: {s['reason']}", markup=False)
-    built = [x for x in r["instances"] if x["status"] == "built"]
-    if built:
-        table(["instance", "image", "build s", "image MB"],
-              [[x["task_id"], x["image"], f"{x['seconds']:.0f}", f"{x['image_mb']:.0f}"] for x in built],
-              title="built")  # fmt: skip
