@@ -51,6 +51,8 @@ def test_every_name_and_verdict_whole_at_80_columns(cli, ledger: Path, monkeypat
     assert len(verdicts) == 9 and all(v.split()[0] in ("YES", "no") for v in verdicts)  # 3 candidates x all/in/out
     for cand in CANDS:
         assert res.stdout.splitlines().count(cand) == 3  # each row's name on a line of its own, whole
+    for text in res.stdout.splitlines():  # prose wraps too, but never inside a CI such as "[+7.16, +15.24]"
+        assert text.count("[") == text.count("]"), text
 
     policy = cli("policy", use_db=False)
     _fits(policy.stdout)
@@ -140,14 +142,14 @@ def test_quickstart_table_keeps_task_names_and_outcomes_whole(monkeypatch: pytes
 
 def test_from_swebench_build_table_keeps_instance_and_image_whole(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     """`tasks from-swebench --build`'s table of built images (rich's own table cut them at 80 columns)."""
-    from trialbook.report.audit import print_build
+    from trialbook.cli.audit import _print_build
 
     task = "scikit-learn__scikit-learn-10297"
     image = f"trialbook-swe-{task}:0123456789abcdef"
     built = {"task_id": task, "status": "built", "image": image, "seconds": 81.4, "image_mb": 650.2}
     skipped = {"task_id": "django__django-10097", "status": "skipped", "reason": "no FAIL_TO_PASS tests"}
     monkeypatch.setenv("COLUMNS", "80")
-    print_build({"out": "tasks", "written": [task], "skipped": [skipped], "instances": [built, skipped]})
+    _print_build({"out": "tasks", "written": [task], "skipped": [skipped], "instances": [built, skipped]})
     out = capsys.readouterr().out
     _fits(out)
     assert task in out.splitlines() and f"image: {image}" in out and "build s: 81" in out
