@@ -62,6 +62,8 @@ def test_run_page_and_keyset_pagination(client: TestClient) -> None:
     page = client.get(f"/runs/{LOGGED}").text
     assert "resolved 168/500 judged = 33.6%" in page
     assert "django/django" in page  # by-repo table
+    assert "<h2>Exceptions / tags</h2>" in page and "<td>no_generation</td>" in page
+    assert "<h2>Stack</h2>" in page and "<dt>harness</dt><dd>swebench</dd>" in page
     first = _trial_ids(page)
     assert len(first) == 50
     nxt = re.search(r'id="next" href="([^"]+)"', page)
