@@ -51,6 +51,8 @@ def test_every_name_and_verdict_whole_at_80_columns(cli, ledger: Path, monkeypat
     assert len(verdicts) == 9 and all(v.split()[0] in ("YES", "no") for v in verdicts)  # 3 candidates x all/in/out
     for cand in CANDS:
         assert res.stdout.splitlines().count(cand) == 3  # each row's name on a line of its own, whole
+    for text in res.stdout.splitlines():  # prose wraps too, but never inside a CI such as "[+7.16, +15.24]"
+        assert text.count("[") == text.count("]"), text
 
     policy = cli("policy", use_db=False)
     _fits(policy.stdout)
@@ -90,3 +92,65 @@ def test_markdown_and_csv(cli, ledger: Path) -> None:
     assert "**change by transition**" in attr and "| unresolved | resolved |" in attr
     both = cli("runs", "--csv", "--markdown")
     assert both.exit_code == 2 and "at most one of --markdown and --csv" in both.stderr
+
+
+def test_plan_and_prereg_check_as_csv(cli, ledger: Path, tmp_path: Path) -> None:
+    """Their output holds tables, so they take --csv like the other reporting commands."""
+    plan = list(csv.reader(io.StringIO(cli("plan", "--tasks", "500", "--repeats", "4", "--effect", "5", "--csv",
+                                           use_db=False).stdout)))  # fmt: skip
+    assert plan[0] == ["K", "95% half-width (pp)", "MDE 80% (pp)", "tasks for 5 pp"]
+    assert [r[0] for r in plan[1:]] == ["1", "2", "4 *", "8", "16"]
+    out = tmp_path / "plan.yaml"
+    res = cli("prereg", "init", "--pool", str(ledger), "--train", "100", "--holdout", "150", "--seed", "1",
+              "--out", str(out))  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    check = cli("prereg", "check", str(out), "--base", BASE, "--cand", CANDS[2], "--csv")
+    assert check.exit_code == 0, check.stderr
+    rows = list(csv.reader(io.StringIO(check.stdout)))
+    assert rows[0][0] == "candidate" and rows[0][-1] == "claim"
+    held_out = rows[1]
+    assert held_out[0] == CANDS[2] and held_out[1] == "150" and held_out[-1] == "YES"
+    assert "preregistered verdict" in check.stderr and f"{CANDS[2]}: CLAIM HOLDS" in check.stderr
+
+
+def test_quickstart_table_keeps_task_names_and_outcomes_whole(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """The first command a user runs: at 80 columns rich's own table cut `uncommitted-…` and `verifier_tim…`."""
+    from trialbook.cli.harness import _print_quickstart
+    from trialbook.harness.quickstart import AgentTally, QuickstartResult, QuickTask, RunBrief
+
+    hung, ok = {"verifier_timeout": 2}, {"resolved": 2}
+    tasks = [
+        QuickTask("uncommitted-test-config", "resolved",
+                  {"nop": AgentTally(0, 2, 2, {"unresolved": 2}), "oracle": AgentTally(2, 2, 2, ok)}),
+        QuickTask("hung-verifier", "verifier_timeout",
+                  {"nop": AgentTally(0, 0, 2, hung), "oracle": AgentTally(0, 0, 2, hung)}),
+    ]  # fmt: skip
+    runs = {
+        "nop": RunBrief("quickstart-nop", 4, 2, 0, 0.0, {}),
+        "oracle": RunBrief("quickstart-oracle", 4, 2, 2, 100.0, ok),
+    }
+    monkeypatch.setenv("COLUMNS", "80")
+    _print_quickstart(
+        QuickstartResult("oracle", runs, tasks, None, "trialbook compare quickstart-nop quickstart-oracle")
+    )
+    out = capsys.readouterr().out
+    _fits(out)
+    lines = out.splitlines()
+    assert "uncommitted-test-config" in lines and "hung-verifier" in lines  # stacked: each name on its own line
+    assert out.count("verifier_timeout") == 2 and "outcomes: verifier_timeout 2" in out
+
+
+def test_from_swebench_build_table_keeps_instance_and_image_whole(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """`tasks from-swebench --build`'s table of built images (rich's own table cut them at 80 columns)."""
+    from trialbook.cli.audit import _print_build
+
+    task = "scikit-learn__scikit-learn-10297"
+    image = f"trialbook-swe-{task}:0123456789abcdef"
+    built = {"task_id": task, "status": "built", "image": image, "seconds": 81.4, "image_mb": 650.2}
+    skipped = {"task_id": "django__django-10097", "status": "skipped", "reason": "no FAIL_TO_PASS tests"}
+    monkeypatch.setenv("COLUMNS", "80")
+    _print_build({"out": "tasks", "written": [task], "skipped": [skipped], "instances": [built, skipped]})
+    out = capsys.readouterr().out
+    _fits(out)
+    assert task in out.splitlines() and f"image: {image}" in out and "build s: 81" in out
+    assert "skipped: django__django-10097: no FAIL_TO_PASS tests" in out

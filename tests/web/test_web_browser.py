@@ -1,11 +1,13 @@
 """A real browser (Debian's chromium through Playwright) against `trialbook serve` on a real ledger: imported
 SWE-bench and Harbor runs, a simulated training run, and a harness run whose trials ran in Docker with a
 trajectory. Every page loads with no console error, every plot is drawn, run -> trial -> compare works.
-Screenshots go to .ci/artifacts/web/ (CI keeps them)."""
+Screenshots go to .ci/artifacts/web/ (CI keeps them). With TRIALBOOK_DOCS_SHOTS=1 the run also rewrites the
+README's screenshots (docs/web-*.png) from the same pages."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import subprocess
 import sys
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import webledger
-from webledger import EVAL_RUNS, LOGGED, TRAIN_RUN
+from webledger import EVAL_RUNS, HOSTILE_RUN, LOGGED, TRAIN_RUN
 
 from paths import EXAMPLES
 
@@ -24,6 +26,10 @@ CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]  # fmt: skip
 SHOTS = Path(__file__).resolve().parents[2] / ".ci" / "artifacts" / "web"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOC_SHOTS = {"runs": "web-runs", "run": "web-run", "trajectory": "web-trial", "compare": "web-compare",
+             "training": "web-training", "audit": "web-audit"}  # fmt: skip
+VIEWPORT = {"width": 1280, "height": 900}
 AGENT_RUN = "docker-agent"
 # agent output as hostile as it gets: a script tag, HTML and colour codes, printed inside the sandbox
 COMPLETION = (
@@ -46,10 +52,16 @@ def _harness_run(db: Path, runs_dir: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("browser")
     db = webledger.build(folder)
     _harness_run(db, folder / "runs")
+    return db
+
+
+@pytest.fixture(scope="module")
+def server(ledger: Path) -> Iterator[str]:
+    db = ledger
     proc = subprocess.Popen(
         [sys.executable, "-c", "from trialbook.cli import main; main()", "serve", "--db", str(db), "--port", "0"],
         stderr=subprocess.PIPE, text=True,
@@ -71,7 +83,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     profile = tmp_path_factory.mktemp("chromium-profile")  # a fresh profile every session
     with sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS, viewport={"width": 1280, "height": 900}
+            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS, viewport=VIEWPORT
         )
         yield context
         context.close()
@@ -96,6 +108,10 @@ class Page:
     def check(self, shot: str) -> None:
         SHOTS.mkdir(parents=True, exist_ok=True)
         self.page.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=False)
+        if os.environ.get("TRIALBOOK_DOCS_SHOTS") and shot in DOC_SHOTS:
+            self.page.set_viewport_size({"width": 1100, "height": 760})
+            self.page.screenshot(path=str(DOCS / f"{DOC_SHOTS[shot]}.png"), full_page=False)
+            self.page.set_viewport_size(VIEWPORT)
         assert self.errors == [], (self.page.url, self.errors)
 
     def plot(self, selector: str) -> None:
@@ -110,14 +126,15 @@ def test_every_page_loads_without_console_errors_and_plots_render(server: str, b
     page = tab.open(server + "/", "runs")
     assert page.locator("#runs tr").count() >= len(EVAL_RUNS) + 3  # header + every run
     tab.open(f"{server}/runs/{LOGGED}", "run")
-    page = tab.open(f"{server}/training?run={TRAIN_RUN}", "training")
+    page = tab.open(f"{server}/training?run={TRAIN_RUN}&bucket=2", "training")  # 5 buckets of its 9 weight versions
     for plot in ("#pass-plot", "#share-plot", "#enc-plot", "#step-plot"):
         tab.plot(plot)
     tab.open(f"{server}/audit?run={LOGGED}", "audit")
     tab.plot("#sig-plot")
-    page = tab.open(f"{server}/compare?base={EVAL_RUNS[1]}&cand={EVAL_RUNS[2]}&cand={EVAL_RUNS[3]}", "compare")
+    cands = "&".join(f"cand={c}" for c in (EVAL_RUNS[0], *EVAL_RUNS[2:]))
+    page = tab.open(f"{server}/compare?base={EVAL_RUNS[1]}&{cands}", "compare")
     tab.plot("#forest-plot")
-    assert page.locator("#comparisons tr").count() == 3
+    assert page.locator("#comparisons tr").count() == 4  # header + 3 candidates
 
 
 def test_navigation_run_trial_compare(server: str, browser: object) -> None:
@@ -161,3 +178,33 @@ def test_docker_trajectory_turn_by_turn_and_hostile_output_stays_text(server: st
     tab.check("trajectory-next")
     assert page.locator("#outcome").inner_text() == "resolved"
     assert page.locator("#tests").count() == 1 or page.locator("#verifier-log").count() == 1
+
+
+def test_hostile_verifier_log_stays_text_in_the_browser(server: str, browser: object) -> None:
+    """The imported log's <script>, <img onerror> and <b> show as characters; nothing runs, nothing is bold."""
+    tab = Page(browser)
+    page = tab.open(f"{server}/runs/{HOSTILE_RUN}", "hostile-run")
+    page.locator("#trials a").first.click()
+    page.wait_for_url("**/trials/*")
+    tab.check("hostile-trial")
+    log = page.locator("#verifier-log")
+    text = log.inner_text()
+    assert "<script>document.title='pwned'; window.pwned = 1;</script>" in text
+    assert '<img src=x onerror="window.pwned=2"> <b>not bold</b> &amp; raw' in text
+    assert "FAILED tests/test_x.py::test_y - AssertionError" in text and "\x1b" not in text and "[31m" not in text
+    assert log.locator("*").count() == 0  # no element was made from the log: it is one text node
+    assert page.evaluate("window.pwned") is None and page.title() != "pwned"
+
+
+def test_html_report_opens_offline_with_every_plot(ledger: Path, browser: object, tmp_path: Path) -> None:
+    """`report --html` in the browser from a file: nothing but the file itself is requested, every plot is drawn."""
+    out = tmp_path / "report.html"
+    webledger.tb("report", "--html", str(out), "--compare", ",".join(EVAL_RUNS[1:]), "--train", TRAIN_RUN,
+                 "--audit", LOGGED, "--db", str(ledger))  # fmt: skip
+    tab = Page(browser)
+    requests: list[str] = []
+    tab.page.on("request", lambda req: requests.append(req.url))
+    tab.open(out.as_uri(), "html-report")
+    assert requests == [out.as_uri()]
+    for plot in ("#forest-plot", "#pass-plot", "#share-plot", "#enc-plot", "#step-plot", "#sig-plot"):
+        tab.plot(plot)

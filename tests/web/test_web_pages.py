@@ -62,6 +62,8 @@ def test_run_page_and_keyset_pagination(client: TestClient) -> None:
     page = client.get(f"/runs/{LOGGED}").text
     assert "resolved 168/500 judged = 33.6%" in page
     assert "django/django" in page  # by-repo table
+    assert "<h2>Exceptions / tags</h2>" in page and "<td>no_generation</td>" in page
+    assert "<h2>Stack</h2>" in page and "<dt>harness</dt><dd>swebench</dd>" in page
     first = _trial_ids(page)
     assert len(first) == 50
     nxt = re.search(r'id="next" href="([^"]+)"', page)
@@ -116,6 +118,12 @@ def test_compare_page_forest_plot_and_per_task_links(client: TestClient) -> None
     assert redirect.status_code == 303 and redirect.headers["location"].startswith("/trials/")
     split = client.get("/compare", params={"base": base, "cand": list(cands), "split": HOSTILE_RUN}).text
     assert "<td>out</td>" in split and "subset &#39;in&#39; has 1 paired tasks" in split  # in = that run's 1 task
+    by_repo = client.get("/compare", params={"base": base, "cand": list(cands), "by_repo": "1"}).text
+    assert all(f"<h3>by repo: {c}</h3>" in by_repo for c in cands) and "<td>django/django</td>" in by_repo
+    base_link = re.search(r'class="base-trial" href="([^"]+)"', page)
+    assert base_link is not None
+    to_base = client.get(base_link.group(1).replace("&amp;", "&"), follow_redirects=True)
+    assert to_base.status_code == 200 and f">{base}</a>" in to_base.text  # the baseline's trial of that task
     bad = client.get("/compare", params={"base": base, "cand": base}).text
     assert "is the baseline itself" in bad
 

@@ -7,8 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from trialbook.agents.base import agent_options
 from trialbook.cli.common import Csv, Db, Json, Markdown, Replace, RunArg, app, comma_list, done, emit, valid_run
@@ -168,36 +166,33 @@ def policy_cmd(as_json: Json = False, markdown: Markdown = False, as_csv: Csv = 
 
 def _print_quickstart(data: QuickstartResult) -> None:
     cand = data.agent
-    table = Table(
-        "task", "expected (oracle)", "nop resolved", f"{cand} resolved", f"{cand} outcomes", title="quickstart"
-    )
     none = AgentTally(0, 0, 0, {})
+    rows = []
     for t in data.tasks:
         nop, oracle = t.agents.get("nop", none), t.agents.get(cand, none)
-        table.add_row(
-            t.task_id,
-            str(t.expected_oracle),
-            f"{nop.resolved}/{nop.attempts}",
-            f"{oracle.resolved}/{oracle.attempts}",
+        rows.append([
+            t.task_id, str(t.expected_oracle), f"{nop.resolved}/{nop.attempts}", f"{oracle.resolved}/{oracle.attempts}",
             ", ".join(f"{k} {v}" for k, v in oracle.outcomes.items()),
-        )
-    console = Console()
-    console.print(table)
+        ])  # fmt: skip
+    headers = ["task", "expected (oracle)", "nop resolved", f"{cand} resolved", f"{cand} outcomes"]
+    layout.table(headers, rows, title="quickstart")  # stacked, never cut, on a narrow terminal
     for agent, r in data.runs.items():
-        console.print(
+        layout.line(
             f"{agent:>6}: resolved {r.resolved}/{r.judged} judged = {tables.fmt_pct(r.resolved_pct)}"
-            f"  (judged {r.judged}/{r.trials})"
+            f"  (judged {r.judged}/{r.trials})",
+            markup=False,
         )
     row = data.comparison
     if row:
         lo, hi = row.ci_pp
-        console.print(
+        layout.line(
             f"paired {cand} - nop over {row.tasks_paired} tasks graded in both: {row.diff_pp:+.1f} pp"
-            f" (95% CI {lo:+.1f} to {hi:+.1f}), W/L/T {row.wins}/{row.losses}/{row.ties}"
+            f" (95% CI {lo:+.1f} to {hi:+.1f}), W/L/T {row.wins}/{row.losses}/{row.ties}",
+            markup=False,
         )
     else:
-        console.print(f"no paired comparison: fewer than 2 tasks were graded in both {cand} and nop")
-    console.print(f"next: `{data.next}` for the full paired comparison and its caveats")
+        layout.line(f"no paired comparison: fewer than 2 tasks were graded in both {cand} and nop", markup=False)
+    layout.line(f"next: `{data.next}` for the full paired comparison and its caveats", markup=False)
 
 
 @app.command("quickstart")

@@ -76,6 +76,7 @@ def plan_cmd(
     min_diff: MinDiff = 4.0,
     metric: Metric = "resolved",
     markdown: Markdown = False,
+    as_csv: Csv = False,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -85,7 +86,7 @@ def plan_cmd(
 
     ledger = reading(db) if from_run else None
     res = plan(ledger, tasks, repeats, effect, from_run, vs, base_rate, min_diff, metric)
-    emit(res, as_json, render.print_plan, markdown)
+    emit(res, as_json, render.print_plan, markdown, as_csv)
 
 
 prereg_app = typer.Typer(help="Preregister a held-out confirmation and check runs against it.", no_args_is_help=True)
@@ -124,10 +125,11 @@ def prereg_check_cmd(
     cand: Annotated[list[str], typer.Option("--cand", help="Candidate run (repeatable).")],
     as_json: Json = False,
     markdown: Markdown = False,
+    as_csv: Csv = False,
     db: Db = None,
 ) -> None:
     """The preregistered verdict on held-out tasks (the in-pool result is shown as secondary)."""
     from trialbook.prereg.plan import check_plan
     from trialbook.report import compare as render
 
-    emit(check_plan(reading(db), plan_file, base, cand), as_json, render.print_prereg_check, markdown)
+    emit(check_plan(reading(db), plan_file, base, cand), as_json, render.print_prereg_check, markdown, as_csv)

@@ -111,3 +111,4 @@ def print_from_swebench(r: TasksWritten) -> None:
     if r.skipped:
         table(["instance", "reason"], [[s.task_id, s.reason] for s in r.skipped],
               title=f"skipped ({len(r.skipped)})")  # fmt: skip
+

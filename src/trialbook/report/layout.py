@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -52,11 +53,34 @@ def current() -> str:
     return _format[-1]
 
 
+# a word for wrapping prose: a bracketed group such as a CI "[+7.16, +15.24]," stays whole
+_WORD = re.compile(r"(?:\[[^\]\n]*\]|[^\s\[])+|\S")
+
+
+def _wrapped(text: Text, w: int) -> list[Text]:
+    """Greedy word wrap at `w` columns that breaks only at spaces outside brackets (a word longer than the
+    line stays whole); styles are kept."""
+    out: list[Text] = []
+    for para in text.split("\n", allow_blank=True):
+        s = para.plain
+        breaks, start = [], 0
+        for m in _WORD.finditer(s):
+            if m.start() > start and cell_len(s[start : m.end()]) > w:
+                breaks.append(m.start())
+                start = m.start()
+        for piece in para.divide(breaks):
+            piece.rstrip()
+            out.append(piece)
+    return out
+
+
 def line(text: str = "", markup: bool = True) -> None:
     """A line of prose (rich markup allowed). CSV output keeps stdout to the tables: prose goes to stderr."""
     fmt = current()
     if fmt == "rich":
-        console().print(text, markup=markup)
+        out = console()
+        for piece in _wrapped(Text.from_markup(text) if markup else Text(text), out.width):
+            out.print(piece, overflow="ignore", crop=False, no_wrap=True)
         return
     plain = Text.from_markup(text).plain if markup else text
     if fmt == "markdown":

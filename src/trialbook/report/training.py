@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from rich.console import Console
 from rich.markup import escape
 
 from trialbook.report.layout import line, table
 from trialbook.results import Absent
 from trialbook.training.results import Bucket, PipelineResult, RolloutTruth, TrainReport
 
-console = Console()
 SHARE_LABELS = {
     "agent_timeout": "CBF",
     "p2p_regression": "P2P",
@@ -185,11 +183,15 @@ def print_pipeline(r: PipelineResult) -> None:
 
 def print_truth(t: RolloutTruth) -> None:
     steps = f", steps to {t.steps_out}" if t.steps_out else ""
-    console.print(f"wrote {t.trajectories} trajectories to {t.out}{steps}")
+    line(f"wrote {t.trajectories} trajectories to {t.out}{steps}", markup=False)
     gains = ", ".join(f"{k}: {v:+.2f}" for k, v in t.encounter_gain_pp.items())
-    console.print(f"ground truth: {t.tasks} tasks, {t.steps} steps, first-encounter pass {t.first_encounter_pct:.1f}%")
-    console.print(f"  encounter gain vs 1st (pp): {gains}")
-    console.print(
-        f"  stall steps: {t.stall_steps} ({t.stall_s:.0f} s); empty weight versions: {_ranges(t.empty_wv) or 'none'}"
+    line(
+        f"ground truth: {t.tasks} tasks, {t.steps} steps, first-encounter pass {t.first_encounter_pct:.1f}%",
+        markup=False,
     )
-    console.print(f"  incomplete (cut-off) trajectories: {t.incomplete}")
+    line(f"  encounter gain vs 1st (pp): {gains}", markup=False)
+    line(
+        f"  stall steps: {t.stall_steps} ({t.stall_s:.0f} s); empty weight versions: {_ranges(t.empty_wv) or 'none'}",
+        markup=False,
+    )
+    line(f"  incomplete (cut-off) trajectories: {t.incomplete}", markup=False)

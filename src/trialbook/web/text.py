@@ -52,6 +52,14 @@ def _atif_step(step: dict[str, Any]) -> list[tuple[str, str]]:
     return parts
 
 
+def _commands(message: dict[str, Any]) -> list[str]:
+    """The commands mini-swe-agent parsed from a reply (`extra.actions`): a tool-calling model's reply
+    text does not hold them, a text-based one's does (then they are not repeated)."""
+    extra = message.get("extra")
+    actions = extra.get("actions") if isinstance(extra, dict) else None
+    return [str(a["command"]) for a in actions or [] if isinstance(a, dict) and a.get("command")]
+
+
 def trajectory_turns(raw: str) -> list[Turn] | None:
     """Turns of a trajectory JSON (mini-swe-agent `messages`, Harbor ATIF `steps`); None if unreadable."""
     try:
@@ -60,9 +68,11 @@ def trajectory_turns(raw: str) -> list[Turn] | None:
         return None
     pairs: list[tuple[str, str]] = []
     if isinstance(doc, dict) and isinstance(doc.get("messages"), list):
-        pairs = [
-            (str(m.get("role", "?")), _content(m.get("content", ""))) for m in doc["messages"] if isinstance(m, dict)
-        ]
+        for m in doc["messages"]:
+            if isinstance(m, dict):
+                text = _content(m.get("content") or "")
+                pairs.append((str(m.get("role", "?")), text))
+                pairs += [("command", c) for c in _commands(m) if c not in text]
         pairs += [("action", _content(a)) for a in doc.get("actions") or []]
     elif isinstance(doc, dict) and isinstance(doc.get("steps"), list):
         pairs = [p for s in doc["steps"] if isinstance(s, dict) for p in _atif_step(s)]

@@ -18,9 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from trialbook.errors import UserError
 from trialbook.tasks.swebench.build_images import Builder, BuildFailed, key_plan
 from trialbook.tasks.swebench.build_plan import (
@@ -177,16 +174,3 @@ def build_tasks(
         "skipped": [r for r in lines if r["status"] != "built"],
         "instances": lines,
     }
-
-
-def print_build(r: dict[str, Any]) -> None:
-    console = Console()
-    console.print(f"built and wrote {len(r['written'])} task folders to {r['out']}")
-    for line in r["skipped"]:
-        console.print(f"{line['status']}: {line['task_id']}: {line['reason']}", markup=False, highlight=False)
-    built = [x for x in r["instances"] if x["status"] == "built"]
-    if built:
-        table = Table("instance", "image", "build s", "image MB", title="built")
-        for x in built:
-            table.add_row(x["task_id"], x["image"], f"{x['seconds']:.0f}", f"{x['image_mb']:.0f}")
-        console.print(table)
