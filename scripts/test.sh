@@ -3,7 +3,7 @@
 #   bash scripts/test.sh [PYTEST ARGS]
 # installs what the tests need, then runs `ruff check src tests` and `python -m pytest [ARGS]` (in two parts:
 # the tests that need no service run while the services are prepared, then the docker/postgres/llm ones):
-#   apt: venv support, Docker Engine + debootstrap, PostgreSQL, git, curl, a C++ compiler, chromium;
+#   apt: venv support, Docker Engine + debootstrap, docker-registry, PostgreSQL, git, curl, a C++ compiler, chromium;
 #   pip: the project with its dev extra into .venv;
 #   the real services, prepared side by side (each scripts/ci-setup-*.sh is idempotent and works alone):
 #   Docker + the trialbook-base:bookworm image, a PostgreSQL server on 127.0.0.1, the model server's
@@ -21,6 +21,8 @@ want_docker_debs
 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 ||
   want_deb postgresql "the shared-ledger tests run on a real PostgreSQL server"
 command -v git >/dev/null 2>&1 || want_deb git "tests check out real SWE-bench repositories and task folders"
+command -v docker-registry >/dev/null 2>&1 ||
+  want_deb docker-registry "a local Docker registry: the test that a Ray node pulls the image a task names"
 command -v curl >/dev/null 2>&1 || want_deb curl "scripts/model-up.sh polls the model server with it"
 command -v c++ >/dev/null 2>&1 || want_deb g++ "llama-cpp-python (the test model server) is built from source"
 command -v chromium >/dev/null 2>&1 || want_deb chromium "the browser tests drive trialbook serve's pages through Playwright"

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -72,6 +73,9 @@ def sweep():
             for cid in leftovers_api(api, run):
                 with contextlib.suppress(docker.errors.NotFound):
                     api.remove_container(cid, force=True)
+            for image in api.images(filters={"label": f"trialbook.run={run}"}):
+                with contextlib.suppress(docker.errors.APIError):
+                    api.remove_image(image["Id"], force=True)
         MADE.clear()
 
 
@@ -403,3 +407,110 @@ def test_an_unreachable_cluster_is_one_line_and_exit_2(tmp_path):
             )  # fmt: skip
             assert res.returncode == 2, res.stderr
             assert res.stderr.count("\n") == 1 and says in res.stderr, res.stderr
+
+
+def test_concurrency_caps_the_trials_in_flight_across_the_cluster(cluster, engine, tmp_path):
+    db, run = str(tmp_path / "ledger.db"), unique("ray-cap")
+    tasks_dir, tasks = gated_tasks(tmp_path, 2)
+    api, most = engine.api, [0]
+    done = threading.Event()
+
+    def in_flight() -> int:  # a trial's containers (agent, verifier) all carry its name
+        boxes = api.containers(all=True, filters={"label": f"trialbook.run={run}"})
+        return len({c["Labels"].get("trialbook.trial") for c in boxes})
+
+    def watch() -> None:
+        while not done.wait(0.2):
+            with contextlib.suppress(docker.errors.APIError):
+                most[0] = max(most[0], in_flight())
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    with Gate(engine, run) as gate:  # 2 workers x 2 `docker` slots: room for 4, the cap says 3
+        proc = cli(cluster, db, *run_args(run, tmp_path, tasks, 2, 3, "ray", tasks_dir), background=True)
+        try:
+            assert wait_until(lambda: len(gate.held()) >= 3, timeout=240), "three trials were never held at once"
+            assert stable(lambda: len(gate.held()), quiet=5.0) == 3  # the fourth waits in the driver, not on a node
+            gate.allow = math.inf
+            assert proc.wait(300) == 0
+        finally:
+            done.set()
+            if proc.poll() is None:
+                proc.kill()
+    watcher.join()
+    assert most[0] == 3
+    assert sorted((t["task_id"], t["attempt"]) for t in trials(db, run)) == [(t, a) for t in tasks for a in range(2)]
+    assert leftovers(engine, run) == []
+
+
+@contextlib.contextmanager
+def registry(tmp_path: Path):
+    """A real Docker registry (distribution's, Debian's docker-registry) on a free port of 127.0.0.1, which the
+    daemon pulls from over plain HTTP (loopback registries are insecure-allowed by default)."""
+    binary = shutil.which("docker-registry") or shutil.which("registry")
+    assert binary, "a Docker registry binary is needed (scripts/docker-up.sh installs Debian's docker-registry)"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = tmp_path / "registry.yml"
+    config.write_text(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {tmp_path / 'registry'}\n"
+                      f"http:\n  addr: 127.0.0.1:{port}\n")  # fmt: skip
+    proc = subprocess.Popen([binary, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}/v2/"
+        assert wait_until(lambda: urllib.request.urlopen(url, timeout=2).status == 200, timeout=30), "no registry"
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def image_task(root: Path, name: str, image: str) -> None:
+    """A task on a named image (no Dockerfile): the oracle writes the answer the verifier looks for."""
+    (root / name / "tests").mkdir(parents=True)
+    (root / name / "solution").mkdir()
+    (root / name / "task.toml").write_text(
+        f'[environment]\ndocker_image = "{image}"\n[verifier]\nisolation = "container"\n'
+    )
+    (root / name / "solution" / "solve.sh").write_text("echo 42 > /root/answer\n")
+    (root / name / "tests" / "test.sh").write_text(
+        "mkdir -p /logs/verifier\nif grep -qx 42 /root/answer; then s=1; else s=0; fi\n"
+        "echo $s > /logs/verifier/reward.txt\n"
+    )
+
+
+def test_a_node_builds_a_task_image_on_first_use_and_pulls_an_image_the_task_names(cluster, engine, tmp_path):
+    db, run, nonce = str(tmp_path / "ledger.db"), unique("ray-images"), uuid.uuid4().hex[:8]
+    root = tmp_path / "tasks"
+    shutil.copytree(EXAMPLES / "plain-bugfix", root / "built")
+    dockerfile = root / "built" / "environment" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + f"LABEL trialbook.test.nonce={nonce}\n")  # a hash no daemon has
+    with registry(tmp_path) as host:
+        pulled, absent = f"{host}/trialbook-pulled:{nonce}", f"{host}/trialbook-absent:{nonce}"
+        engine.images.get("trialbook-base:bookworm").tag(pulled)
+        try:
+            pushed = engine.images.push(pulled)
+            assert '"error"' not in pushed, pushed
+            engine.images.remove(pulled)  # only the registry has it now: the node must pull it
+            image_task(root, "pulled", pulled)
+            image_task(root, "unpullable", absent)
+            args = run_args(run, tmp_path, ["built", "pulled", "unpullable"], 1, 3, "ray", root)
+            res = cli(cluster, db, *args, "--retries", "0")
+            assert res.returncode == 0, res.stderr
+            rows = {t["task_id"]: t for t in trials(db, run)}
+            assert engine.images.get(pulled).id == engine.images.get("trialbook-base:bookworm").id
+        finally:
+            with contextlib.suppress(docker.errors.ImageNotFound):
+                engine.images.remove(pulled)
+    assert rows["pulled"]["outcome"] == "resolved" and rows["pulled"]["extra"]["image"] == pulled
+    assert rows["built"]["outcome"] == "resolved"
+    built = engine.images.get(rows["built"]["extra"]["image"])  # built by the node, labelled with this run
+    assert built.labels["trialbook.run"] == run and built.labels["trialbook.test.nonce"] == nonce
+    missing = rows["unpullable"]
+    assert (missing["outcome"], missing["exception"]) == ("infra_error", "ImageBuildError")
+    assert f"image {absent} is not on the daemon and could not be pulled" in missing["exception_message"]
+    assert all(t["extra"]["node_id"] for t in rows.values())
+    res = cli(cluster, db, "clean", "--run", run, "--executor", "ray")  # the run's built image goes from its node
+    assert res.returncode == 0, res.stderr
+    assert f"removed 0 container(s) and 1 image(s) of run '{run}'" in res.stdout + res.stderr
+    assert engine.api.images(filters={"label": f"trialbook.run={run}"}) == []

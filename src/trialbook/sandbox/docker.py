@@ -371,6 +371,20 @@ class DockerEngine:
         except (APIError, DockerException) as exc:
             raise DaemonError(f"image lookup {ref} failed: {exc}") from None
 
+    def _lock_for(self, ref: str) -> threading.Lock:
+        """One build or pull of `ref` at a time: the trials that need it meanwhile wait for it."""
+        with self._locks_lock:
+            return self._build_locks.setdefault(ref, threading.Lock())
+
+    def _pull(self, image: str) -> str:
+        try:
+            return str(self.client.images.pull(image).id)
+        except (APIError, DockerException) as exc:
+            why = str(getattr(exc, "explanation", None) or exc).strip().splitlines()
+            raise ImageBuildError(
+                f"image {image} is not on the daemon and could not be pulled: {why[0] if why else type(exc).__name__}"
+            ) from None
+
     def ensure_image(
         self,
         key: str,
@@ -381,16 +395,13 @@ class DockerEngine:
         network: bool,
         labels: dict[str, str] | None = None,
     ) -> tuple[str, str]:
-        """(reference, image id) of a task's image: a named image must exist; else build the Dockerfile once."""
+        """(reference, image id) of a task's image: a named image as the daemon has it, else pulled once; else
+        the Dockerfile built once (a content-hash tag)."""
         if image is not None:
-            found = self.image_id(image)
-            if found is None:
-                raise ImageBuildError(f"image {image} is not present on the daemon (no registry is reachable)")
-            return image, found
+            with self._lock_for(image):
+                return image, self.image_id(image) or self._pull(image)
         tag = f"tb-{slug(key).lower()}:{env_hash[:12]}"
-        with self._locks_lock:
-            lock = self._build_locks.setdefault(tag, threading.Lock())
-        with lock:
+        with self._lock_for(tag):
             found = self._image_ids.get(tag) or self.image_id(tag)
             if found is not None:
                 self._image_ids[tag] = found
@@ -528,8 +539,10 @@ class DockerEngine:
         removed meanwhile by its own trial would turn into NotFound)."""
         return [c["Id"] for c in self.client.api.containers(all=True, filters=self._filters(run, ledger))]
 
-    def images(self, run: str | None = None, ledger: str | None = None) -> list[Any]:
-        return list(self.client.images.list(filters=self._filters(run, ledger)))
+    def images(self, run: str | None = None, ledger: str | None = None) -> list[str]:
+        """Ids of the labelled images (the low-level list, as for containers: an image removed meanwhile by
+        another cleaner, such as another Ray node on the same daemon, is no inspect failing with NotFound)."""
+        return [i["Id"] for i in self.client.api.images(filters=self._filters(run, ledger))]
 
     def clean(self, run: str | None = None, images: bool = True, ledger: str | None = None) -> tuple[int, int]:
         """Remove every labelled container (and image) of `run`, or of all runs; with `ledger`, only the
@@ -548,11 +561,11 @@ class DockerEngine:
         if images:
             for img in self.images(run, ledger):
                 try:
-                    self.client.images.remove(img.id, force=True)
+                    self.client.api.remove_image(img, force=True)
                     n_images += 1
                 except (NotFound, ImageNotFound):
                     pass
                 except APIError as exc:
                     if exc.status_code != 409:  # 409: a container (of another ledger or run) still uses it
-                        raise DaemonError(f"cannot remove image {img.id[:19]}: {exc}") from None
+                        raise DaemonError(f"cannot remove image {img[:19]}: {exc}") from None
         return n_containers, n_images
