@@ -1,6 +1,6 @@
 """Run the README's ```console blocks in a fresh copy of the repository and write their real output back.
 
-    python scripts/readme_transcripts.py [--group offline|docker|llm ...] [--check] [--readme README.md]
+    python scripts/readme_transcripts.py [--group offline|docker|llm|ray ...] [--check] [--readme README.md]
 
 The convention (also stated in the README): a block fenced with ```console is an example that runs. Its
 lines starting with `$ ` are commands (a line ending in `\\` continues on the next); every other line is
@@ -9,8 +9,9 @@ non-zero. Any other fence (```, ```python, ```text, ...) is not run. An HTML com
 above the fence, `<!-- console: WORD ... -->`, tells how to run it:
   docker  needs the Docker daemon (run with the `docker` group);
   llm     needs the model server and its packages (scripts/ci-setup-model.sh) as well as Docker;
+  ray     starts a multi-node Ray cluster on this machine (the `ray` extra) and runs trials on it with Docker;
   varies  the output changes from run to run (times, flaky tasks): --check compares exit statuses only.
-Blocks without docker/llm form the `offline` group. Each group runs in order in its own fresh copy
+Blocks without docker/llm/ray form the `offline` group. Each group runs in order in its own fresh copy
 (the files `git ls-files` lists, uncommitted changes included) with one bash process, so a block may use
 files, variables and ledger runs made by earlier blocks of its group, never of another group.
 --check writes nothing and exits 1 when any command's output (times, hashes and ids masked) or exit
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-GROUPS = ("offline", "docker", "llm")
+GROUPS = ("offline", "docker", "llm", "ray")
 OPTION = re.compile(r"^<!--\s*console:\s*(?P<words>[\w\s-]*?)\s*-->\s*$")
 EXIT = re.compile(r"^\(exit (\d+)\)$")
 MARK = "\x1etrialbook-readme"
@@ -61,7 +62,7 @@ class Block:
 
     @property
     def group(self) -> str:
-        return "llm" if "llm" in self.options else "docker" if "docker" in self.options else "offline"
+        return next((g for g in ("llm", "ray", "docker") if g in self.options), "offline")
 
 
 def parse(lines: list[str]) -> list[Block]:
@@ -78,7 +79,7 @@ def parse(lines: list[str]) -> list[Block]:
         if fence == "```console":
             match = OPTION.match(lines[i - 1]) if i else None
             options = set(match["words"].split()) if match else set()
-            unknown = options - {"docker", "llm", "varies"}
+            unknown = options - {"docker", "llm", "ray", "varies"}
             if unknown:
                 raise SystemExit(f"README line {i}: unknown console option(s) {sorted(unknown)}")
             blocks.append(Block(i, end, options, _commands(lines[i + 1 : end], i + 2)))

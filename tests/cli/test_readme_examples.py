@@ -49,6 +49,13 @@ def test_readme_llm_examples_run_as_written(engine, tmp_path):
     check("llm", tmp_path)
 
 
+@pytest.mark.ray
+def test_readme_cluster_example_runs_as_written(engine, tmp_path):
+    """Starts a head and two worker nodes with `ray start`, runs trials on them, stops them (`ray stop`)."""
+    assert len(blocks("ray")) >= 1  # the cluster transcript under "Running on a cluster"
+    check("ray", tmp_path)
+
+
 def test_convention_parses_commands_outputs_and_exit_statuses():
     lines = [
         "text", "<!-- console: docker varies -->", "```console", "$ echo a \\", "    b", "a b",
