@@ -114,6 +114,13 @@ class Page:
             self.page.set_viewport_size(VIEWPORT)
         assert self.errors == [], (self.page.url, self.errors)
 
+    def first_trial(self, shot: str) -> object:
+        """From a run page, click its first trial and check the trial page."""
+        self.page.locator("#trials a").first.click()
+        self.page.wait_for_url("**/trials/*")
+        self.check(shot)
+        return self.page
+
     def plot(self, selector: str) -> None:
         svg = self.page.locator(f"{selector} svg")
         box = svg.bounding_box()
@@ -142,9 +149,7 @@ def test_navigation_run_trial_compare(server: str, browser: object) -> None:
     page = tab.open(server + "/", "nav-runs")
     page.click(f"#runs a:text-is('{EVAL_RUNS[1]}')")
     page.wait_for_url(f"**/runs/{EVAL_RUNS[1]}")
-    page.locator("#trials a").first.click()
-    page.wait_for_url("**/trials/*")
-    tab.check("nav-trial")
+    tab.first_trial("nav-trial")
     assert page.locator("#outcome").inner_text() in ("resolved", "unresolved")
     page.click("#run-link")
     page.wait_for_url(f"**/runs/{EVAL_RUNS[1]}")
@@ -161,10 +166,8 @@ def test_navigation_run_trial_compare(server: str, browser: object) -> None:
 
 def test_docker_trajectory_turn_by_turn_and_hostile_output_stays_text(server: str, browser: object) -> None:
     tab = Page(browser)
-    page = tab.open(f"{server}/runs/{AGENT_RUN}", "agent-run")
-    page.locator("#trials a").first.click()
-    page.wait_for_url("**/trials/*")
-    tab.check("trajectory")
+    tab.open(f"{server}/runs/{AGENT_RUN}", "agent-run")
+    page = tab.first_trial("trajectory")
     turns = page.locator("#trajectory .turn")
     assert turns.count() >= 2  # the assistant message and its action
     assert "<script>window.pwned=1</script>" in page.locator("#trajectory").inner_text()
@@ -183,10 +186,8 @@ def test_docker_trajectory_turn_by_turn_and_hostile_output_stays_text(server: st
 def test_hostile_verifier_log_stays_text_in_the_browser(server: str, browser: object) -> None:
     """The imported log's <script>, <img onerror> and <b> show as characters; nothing runs, nothing is bold."""
     tab = Page(browser)
-    page = tab.open(f"{server}/runs/{HOSTILE_RUN}", "hostile-run")
-    page.locator("#trials a").first.click()
-    page.wait_for_url("**/trials/*")
-    tab.check("hostile-trial")
+    tab.open(f"{server}/runs/{HOSTILE_RUN}", "hostile-run")
+    page = tab.first_trial("hostile-trial")
     log = page.locator("#verifier-log")
     text = log.inner_text()
     assert "<script>document.title='pwned'; window.pwned = 1;</script>" in text
