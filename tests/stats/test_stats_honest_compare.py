@@ -89,6 +89,13 @@ def test_few_tasks_clip_and_label_only_below_30(cli, tmp_path):
     assert row["ci_pp"][0] >= -100 and row["ci_pp"][1] <= 100
     assert row["ci_adjusted_pp"][0] >= -100 and row["ci_adjusted_pp"][1] <= 100
     assert "pass^2" in row["pass_at_k"] and "pass@2" in row["pass_at_k"]
+    for k, v in row["pass_at_k"].items():  # the pass@k / pass^k differences are clipped and labelled alike
+        assert v["few_tasks"] and -100 <= v["ci_pp"][0] <= v["ci_pp"][1] <= 100, k
+    shown = cli("compare", "b", "c", "--exclude-tasks", str(keep)).stdout
+    lines = [ln for ln in shown.splitlines() if ln.lstrip().startswith("pass")]
+    assert len(lines) >= 2 and all("] few tasks" in ln for ln in lines), shown
+    wide = jcompare(cli, "b", "c", "--exclude-tasks", str(few))["comparisons"][0]["pass_at_k"]
+    assert not any(v["few_tasks"] for v in wide.values())
 
 
 def test_sensitivity_line_gives_the_bounds(cli, tmp_path):

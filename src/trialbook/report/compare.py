@@ -109,9 +109,10 @@ def print_compare(res: CompareResult) -> None:
     for r in res.comparisons:
         layout.line(_details(r, several), markup=False)
         for k, v in (r.pass_at_k or {}).items():
+            few = " few tasks" if v.few_tasks else ""
             layout.line(
                 f"  {k}: {_n(v.base_pct, '{:.1f}%')} -> {_n(v.cand_pct, '{:.1f}%')},"
-                f" diff {_n(v.diff_pp)} pp, 95% CI {_ci(v.ci_pp)} ({v.tasks} tasks)",
+                f" diff {_n(v.diff_pp)} pp, 95% CI {_ci(v.ci_pp)}{few} ({v.tasks} tasks)",
                 markup=False,
             )
     layout.line(

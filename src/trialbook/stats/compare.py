@@ -127,7 +127,7 @@ def _subset_row(base: TaskScores, cand: TaskScores, ib: np.ndarray, ic: np.ndarr
                           cand.graded[ic][mask], cand.resolved[ic][mask])  # fmt: skip
     pass_at_k = {
         k: PassAtK(tasks=v["tasks"], base_pct=pp(v["base"]), cand_pct=pp(v["cand"]), diff_pp=pp(v["diff"]),
-                   ci_pp=[pp(v["ci"][0]), pp(v["ci"][1])])
+                   ci_pp=[pp(v["ci"][0]), pp(v["ci"][1])], few_tasks=v["few_tasks"])
         for k, v in pk.items()
     }  # fmt: skip
     won, lost = win_loss(c - b)

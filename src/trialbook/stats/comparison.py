@@ -20,6 +20,7 @@ class PassAtK(Result):
     cand_pct: float | None
     diff_pp: float | None
     ci_pp: CI
+    few_tasks: bool  # fewer than kernel.FEW_TASKS tasks: `ci_pp` clipped to [-100, +100]
 
 
 @dataclass(frozen=True)

@@ -92,8 +92,9 @@ def run_pass_at_k(graded: Sequence[int], resolved: Sequence[int]) -> dict[str, f
 
 def paired_pass_at_k(
     base_n: np.ndarray, base_c: np.ndarray, cand_n: np.ndarray, cand_c: np.ndarray, level: float = 0.95
-) -> dict[str, dict[str, float | int | list[float]]]:
-    """pass@k and pass^k of two runs on aligned tasks, with the paired t CI of the difference (fractions).
+) -> dict[str, dict[str, float | int | bool | list[float]]]:
+    """pass@k and pass^k of two runs on aligned tasks, with the paired t CI of the difference (fractions;
+    clipped and flagged `few_tasks` below kernel.FEW_TASKS tasks, as the main difference's).
 
     k runs over 2, 4, ... up to the smaller typical attempt count; each k uses the tasks graded at
     least k times in both runs.
@@ -103,7 +104,7 @@ def paired_pass_at_k(
     from trialbook.stats.kernel import clip_ci, t_interval
 
     typical = min(int(np.median(base_n)), int(np.median(cand_n))) if base_n.size else 0
-    out: dict[str, dict[str, float | int | list[float]]] = {}
+    out: dict[str, dict[str, float | int | bool | list[float]]] = {}
     for k in ks_for(typical)[1:]:
         m = (base_n >= k) & (cand_n >= k)
         if m.sum() < 2:
@@ -112,7 +113,7 @@ def paired_pass_at_k(
             b = est(base_n[m], base_c[m], k)
             c = est(cand_n[m], cand_c[m], k)
             diff, se, lo, hi = t_interval(c - b, level)
-            lo, hi, _ = clip_ci(lo, hi, int(m.sum()))
+            lo, hi, few = clip_ci(lo, hi, int(m.sum()))
             out[f"{name}{k}"] = {"tasks": int(m.sum()), "base": float(b.mean()), "cand": float(c.mean()),
-                                 "diff": diff, "se": se, "ci": [lo, hi]}  # fmt: skip
+                                 "diff": diff, "se": se, "ci": [lo, hi], "few_tasks": few}  # fmt: skip
     return out
