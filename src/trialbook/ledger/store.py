@@ -22,7 +22,7 @@ from trialbook.ledger import locks, reads, schema, statements, summary
 from trialbook.ledger.reads import loads
 from trialbook.ledger.rows import RunRow, TrialRow
 from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
-from trialbook.ledger.url import resolve_db
+from trialbook.ledger.url import missing_ledger, resolve_db
 from trialbook.names import check_run_name
 
 if TYPE_CHECKING:  # annotations only: `runs`/`show` must not import pydantic at start-up
@@ -75,7 +75,7 @@ class Ledger:
         if self.is_sqlite:
             path = Path(self.url.removeprefix("sqlite:///"))
             if not create and str(path) not in ("", ":memory:") and not path.is_file():
-                raise UserError(f"no ledger at {path} (check --db / $TRIALBOOK_DB; `import` or `run` create one)")
+                raise missing_ledger(path)
             if not path.parent.is_dir():
                 raise UserError(f"ledger directory does not exist: {path.parent}")
         try:

@@ -11,6 +11,11 @@ from trialbook.extras import require
 DEFAULT_DB = "trialbook.db"
 
 
+def missing_ledger(path: Path) -> UserError:
+    """The one line for a reading command (or `serve`) given a SQLite ledger that does not exist."""
+    return UserError(f"no ledger at {path} (check --db / $TRIALBOOK_DB; `import` or `run` create one)")
+
+
 def resolve_db(db: str | None) -> str:
     """`--db`, else $TRIALBOOK_DB, else ./trialbook.db; returns an SQLAlchemy URL."""
     target = db or os.environ.get("TRIALBOOK_DB") or DEFAULT_DB

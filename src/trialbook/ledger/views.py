@@ -27,6 +27,7 @@ from trialbook.ledger.statements import graded as _graded
 from trialbook.ledger.statements import resolved as _resolved
 from trialbook.ledger.statements import sum_if
 from trialbook.ledger.store import Ledger, loads, resolve_db
+from trialbook.ledger.url import missing_ledger
 from trialbook.outcomes import GRADED
 
 
@@ -43,7 +44,7 @@ class ReadOnlyLedger(Ledger):
         if self.is_sqlite:
             path = Path(self.url.removeprefix("sqlite:///"))
             if not path.is_file():
-                raise UserError(f"no ledger at {path}")
+                raise missing_ledger(path)
             self.engine = create_engine(f"sqlite:///file:{path}?mode=ro&uri=true")
 
             def _pragmas(dbapi_conn: Any, _record: Any) -> None:
