@@ -4,6 +4,7 @@ exactly two clusters, the default levels. Expected values are typed in by hand o
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
@@ -32,7 +33,8 @@ def test_clip_applies_below_thirty_tasks_only():
 
 def test_t_p_value_edges():
     assert t_p_value(0.0, 0.0, 5) == 1.0  # every difference 0
-    assert t_p_value(0.2, 0.0, 5) == 0.0  # every difference 0.2
+    assert t_p_value(0.2, 0.0, 5) == 2 * 0.5**5  # every difference 0.2: the sign test's p, not t's 0
+    assert t_p_value(-0.2, 0.0, 12) == 2 * 0.5**12
     assert math.isnan(t_p_value(0.1, float("nan"), 5))
     assert math.isnan(t_p_value(0.1, 0.05, 1))
     assert t_p_value(0.1, 0.05, 2) == pytest.approx(2 * stats.t.sf(2.0, 1), rel=1e-10)  # t = 2 on 1 df
@@ -105,3 +107,32 @@ def test_bootstrap_fills_every_resample_when_chunks_do_not_divide_them():
     # one task: every resample's mean is that task's difference, whatever the chunking
     assert bootstrap_ci(np.array([0.5]), n_resamples=3, chunk=2) == (0.5, 0.5)
     assert bootstrap_ci(np.array([-0.25]), n_resamples=5, chunk=2) == (-0.25, -0.25)
+
+
+@pytest.mark.parametrize(
+    ("n", "level", "whole_range"),
+    [(3, 0.95, True), (5, 0.95, True), (6, 0.95, False), (6, 0.975, True), (7, 0.975, False), (40, 0.99, False)],
+)
+def test_every_difference_equal_gives_the_sign_tests_interval(n, level, whole_range):
+    """All n differences +0.5: the t interval would be the point 0.5 with p 0 even at n = 3. The exact sign
+    test's interval is the point only where n of n one way is significant (2 * 0.5^n <= 1 - level)."""
+    d = np.full(n, 0.5)
+    mean, se, lo, hi = t_interval(d, level)
+    assert (mean, se) == (0.5, 0.0)
+    assert (lo, hi) == ((-1.0, 1.0) if whole_range else (0.5, 0.5))
+    assert whole_range == (stats.binomtest(n, n, 0.5).pvalue > 1 - level)
+    assert t_p_value(mean, se, n) == pytest.approx(stats.binomtest(n, n, 0.5).pvalue, rel=1e-12)
+    zero = t_interval(np.zeros(n), level)  # every difference 0: the point 0 (p 1), at any n
+    assert zero[2:] == (0.0, 0.0) and t_p_value(0.0, 0.0, n) == 1.0
+
+
+def test_three_tasks_all_won_is_no_claim(cli, tmp_path):
+    """The case that claimed: 3 tasks, candidate resolves all, baseline none -> p was 0.0 and claim YES."""
+    for run, outcome in (("b", "unresolved"), ("c", "resolved")):
+        f = tmp_path / f"{run}.jsonl"
+        f.write_text("".join(f'{{"task_id": "t{i}", "attempt": 0, "outcome": "{outcome}"}}\n' for i in range(3)))
+        assert cli("import", "jsonl", str(f), "--run", run).exit_code == 0
+    r = cli("compare", "b", "c", "--json")
+    row = json.loads(r.stdout)["comparisons"][0]
+    assert row["diff_pp"] == 100.0 and row["wins"] == 3
+    assert row["p_value"] == 0.25 and row["ci_adjusted_pp"] == [-100.0, 100.0] and row["claim"] is False

@@ -2,7 +2,12 @@
 
 - `t_interval`: the one-sample t interval for the mean of paired differences d_i, the unit being
   the task (Miller 2024, "Adding Error Bars to Evals", sec. 2-3: attempts of a task are one cluster,
-  never independent samples). Equal to scipy.stats.ttest_rel(...).confidence_interval().
+  never independent samples). Equal to scipy.stats.ttest_rel(...).confidence_interval(), except
+  where every difference is the same non-zero value: the sample variance is 0 and the t interval
+  collapses to a point with p = 0 whatever n is. There the interval and p are the exact sign test's
+  with its order-statistic CI of the median (Conover 1999, "Practical Nonparametric Statistics",
+  ch. 3): the point when n tasks all one way can reject at the level, else the whole range
+  [-1, 1] of a difference of fractions; p = 2 * 0.5^n.
 - `cluster_ratio_ci`: a ratio sum(y)/sum(n) per group with the cluster-robust (CR1) standard error,
   clusters being tasks, and a t quantile on C-1 degrees of freedom (Cameron & Miller 2015, "A
   Practitioner's Guide to Cluster-Robust Inference", sec. II.B and VI.B); the SE equals statsmodels'
@@ -37,22 +42,26 @@ def clip_ci(lo: float, hi: float, n: int) -> tuple[float, float, bool]:
 
 
 def t_interval(d: np.ndarray, level: float = 0.95) -> tuple[float, float, float, float]:
-    """(mean, se, lo, hi) of the t interval for the mean of d; se, lo, hi are nan when n < 2 (mean nan when n = 0)."""
+    """(mean, se, lo, hi) of the t interval for the mean of d; se, lo, hi are nan when n < 2 (mean nan when n = 0).
+    Every difference the same non-zero value: the sign test's interval (module docstring)."""
     n = d.size
     mean = float(d.mean()) if n else float("nan")
     if n < 2:
         return mean, float("nan"), float("nan"), float("nan")
     se = float(d.std(ddof=1) / np.sqrt(n))
+    if se == 0 and mean != 0 and dist.sign_test_p(n, 0) > 1 - level:
+        return mean, se, -1.0, 1.0  # too few tasks for n-of-n to be significant: nothing is excluded
     half = dist.t_ppf(0.5 + level / 2, n - 1) * se
     return mean, se, mean - half, mean + half
 
 
 def t_p_value(mean: float, se: float, n: int) -> float:
-    """Two-sided p of the paired t test (1.0 when every difference is 0)."""
+    """Two-sided p of the paired t test (1.0 when every difference is 0; the sign test's 2 * 0.5^n when
+    every difference is the same non-zero value, where t would say 0 for any n)."""
     if n < 2 or not np.isfinite(se):
         return float("nan")
     if se == 0:
-        return 1.0 if mean == 0 else 0.0
+        return 1.0 if mean == 0 else dist.sign_test_p(n, 0)
     return dist.t_two_sided_p(mean / se, n - 1)
 
 
