@@ -142,14 +142,15 @@ def test_quickstart_table_keeps_task_names_and_outcomes_whole(monkeypatch: pytes
 
 def test_from_swebench_build_table_keeps_instance_and_image_whole(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     """`tasks from-swebench --build`'s table of built images (rich's own table cut them at 80 columns)."""
-    from trialbook.cli.audit import _print_build
+    from trialbook.report.audit import print_build
+    from trialbook.tasks.swebench.build import BuildLine, TasksBuilt
 
     task = "scikit-learn__scikit-learn-10297"
     image = f"trialbook-swe-{task}:0123456789abcdef"
-    built = {"task_id": task, "status": "built", "image": image, "seconds": 81.4, "image_mb": 650.2}
-    skipped = {"task_id": "django__django-10097", "status": "skipped", "reason": "no FAIL_TO_PASS tests"}
+    built = BuildLine(task, "built", image=image, seconds=81.4, image_mb=650.2)
+    skipped = BuildLine("django__django-10097", "skipped", "no FAIL_TO_PASS tests")
     monkeypatch.setenv("COLUMNS", "80")
-    _print_build({"out": "tasks", "written": [task], "skipped": [skipped], "instances": [built, skipped]})
+    print_build(TasksBuilt(out="tasks", written=[task], skipped=[skipped], instances=[built, skipped]))
     out = capsys.readouterr().out
     _fits(out)
     assert task in out.splitlines() and f"image: {image}" in out and "build s: 81" in out

@@ -24,7 +24,7 @@ RESULT_MODULES = [
     "trialbook.stats.summary", "trialbook.stats.comparison", "trialbook.stats.power", "trialbook.audit.audit",
     "trialbook.audit.regrade", "trialbook.audit.attribute", "trialbook.training.results",
     "trialbook.harness.validate", "trialbook.harness.quickstart", "trialbook.outcomes",
-    "trialbook.tasks.swebench.generate",
+    "trialbook.tasks.swebench.generate", "trialbook.tasks.swebench.build",
 ]  # fmt: skip
 PRINTERS = ("print_", "_print_", "markdown_", "summary_paragraph", "sensitivity_lines")
 

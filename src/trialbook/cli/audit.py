@@ -7,7 +7,7 @@ commands, not when the CLI starts.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -15,7 +15,6 @@ from trialbook.cli.common import Csv, Db, Json, Markdown, RunArg, app, comma_lis
 from trialbook.errors import UserError
 from trialbook.extras import require
 from trialbook.report import audit as render
-from trialbook.report import layout
 
 
 def _tasks_group() -> typer.Typer:
@@ -102,22 +101,10 @@ def from_swebench_cmd(
     if build:
         from trialbook.tasks.swebench.build import build_tasks
 
-        emit(build_tasks(instances, out, comma_list(ids), repos, jobs), as_json, _print_build)
+        emit(build_tasks(instances, out, comma_list(ids), repos, jobs), as_json, render.print_build)
         return
     if repos is not None:
         raise UserError("--repos is used only with --build")
     from trialbook.tasks.swebench.generate import write_tasks
 
     emit(write_tasks(instances, out, comma_list(ids)), as_json, render.print_from_swebench)
-
-
-def _print_build(r: dict[str, Any]) -> None:
-    """`tasks from-swebench --build`: the folders written, what was skipped and why, the images built."""
-    layout.line(f"built and wrote {len(r['written'])} task folders to {r['out']}", markup=False)
-    for s in r["skipped"]:
-        layout.line(f"{s['status']}: {s['task_id']}: {s['reason']}", markup=False)
-    built = [x for x in r["instances"] if x["status"] == "built"]
-    if built:
-        layout.table(["instance", "image", "build s", "image MB"],
-                     [[x["task_id"], x["image"], f"{x['seconds']:.0f}", f"{x['image_mb']:.0f}"] for x in built],
-                     title="built")  # fmt: skip

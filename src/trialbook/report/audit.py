@@ -11,7 +11,8 @@ from trialbook.audit.audit import AuditResult
 from trialbook.audit.regrade import RegradeResult
 from trialbook.report.layout import line, table
 
-if TYPE_CHECKING:  # the module imports swebench (seconds): only `tasks from-swebench` loads it
+if TYPE_CHECKING:  # the modules import swebench (seconds): only `tasks from-swebench` loads them
+    from trialbook.tasks.swebench.build import TasksBuilt
     from trialbook.tasks.swebench.generate import TasksWritten
 
 TOP = 15  # rows shown in long per-test tables (the JSON has them all)
@@ -112,3 +113,14 @@ def print_from_swebench(r: TasksWritten) -> None:
         table(["instance", "reason"], [[s.task_id, s.reason] for s in r.skipped],
               title=f"skipped ({len(r.skipped)})")  # fmt: skip
 
+
+def print_build(r: TasksBuilt) -> None:
+    """`tasks from-swebench --build`: the folders written, what was not built and why, the images built."""
+    line(f"built and wrote {len(r.written)} task folders to {r.out}", markup=False)
+    for s in r.skipped:
+        line(f"{s.status}: {s.task_id}: {s.reason}", markup=False)
+    built = [x for x in r.instances if x.status == "built"]
+    if built:
+        table(["instance", "image", "build s", "image MB"],
+              [[x.task_id, str(x.image), f"{x.seconds:.0f}", f"{x.image_mb:.0f}"] for x in built],
+              title="built")  # fmt: skip

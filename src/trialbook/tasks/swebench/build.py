@@ -15,10 +15,12 @@ import shutil
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trialbook.errors import UserError
+from trialbook.results import Result, optional, to_json
 from trialbook.tasks.swebench.build_images import Builder, BuildFailed, key_plan
 from trialbook.tasks.swebench.build_plan import (
     DEFAULT_EXCLUDE_NEWER,
@@ -32,6 +34,33 @@ from trialbook.tasks.swebench.generate import read_instances, skip_reason, write
 from trialbook.tasks.swebench.versions import VERSIONS
 
 REPORT = "swebench-build.json"
+
+
+@dataclass(frozen=True)
+class BuildLine(Result):
+    """One instance of a build: `built` with its images, sizes (MB) and build times (s), or `skipped`,
+    `refused` or `infra_error` with the reason."""
+
+    task_id: str
+    status: str
+    reason: str | None = optional()
+    repo: str | None = optional()
+    version: str | None = optional()
+    image: str | None = optional()
+    env_image: str | None = optional()
+    seconds: float | None = optional()
+    env_build_s: float | None = optional()
+    instance_build_s: float | None = optional()
+    env_mb: float | None = optional()
+    image_mb: float | None = optional()
+
+
+@dataclass(frozen=True)
+class TasksBuilt(Result):
+    out: str
+    written: list[str]  # task ids
+    skipped: list[BuildLine]  # every line not built
+    instances: list[BuildLine]
 
 
 def upstream_cache() -> Path:
@@ -50,9 +79,7 @@ def _select(rows: list[dict[str, Any]], ids: list[str] | None, source: Path) -> 
     return [r for r in rows if r["instance_id"] in wanted]
 
 
-def plan_all(
-    rows: list[dict[str, Any]], repos: Path | None, exclude_newer: str
-) -> tuple[list[Plan], list[dict[str, str]]]:
+def plan_all(rows: list[dict[str, Any]], repos: Path | None, exclude_newer: str) -> tuple[list[Plan], list[BuildLine]]:
     """Plans for the buildable instances, and one skipped/refused line for each other one."""
     if repos is not None and not repos.is_dir():
         raise UserError(f"--repos {repos} is not a folder")
@@ -61,46 +88,46 @@ def plan_all(
         version = inst.get("version") or VERSIONS.get(inst["instance_id"])
         reason = skip_reason(inst, version)
         if reason is not None:
-            lines.append({"task_id": inst["instance_id"], "status": "skipped", "reason": reason})
+            lines.append(BuildLine(inst["instance_id"], "skipped", reason))
             continue
         refused = refusal(inst, version)
         if refused is not None:
-            lines.append({"task_id": inst["instance_id"], "status": "refused", "reason": refused})
+            lines.append(BuildLine(inst["instance_id"], "refused", refused))
             continue
         assert version is not None  # skip_reason/refusal rule out an unknown version
         source = local_source(repos, inst) if repos is not None else upstream_source(upstream_cache(), inst)
         try:
             plan = make_plan(inst, version, source, exclude_newer)
         except ValueError as exc:  # e.g. the spec's requirements file is not in the repository
-            lines.append({"task_id": inst["instance_id"], "status": "infra_error", "reason": str(exc)})
+            lines.append(BuildLine(inst["instance_id"], "infra_error", str(exc)))
             continue
         key_plan(plan)
         plans.append(plan)
     return plans, lines
 
 
-def _build_one(builder: Builder, plan: Plan) -> dict[str, Any]:
+def _build_one(builder: Builder, plan: Plan) -> BuildLine:
     t0 = time.monotonic()
     try:
         builder.ensure_instance(plan)
     except BuildFailed as exc:
-        return {"task_id": plan.instance_id, "status": "infra_error", "reason": f"image build failed: {exc}"}
-    return {
-        "task_id": plan.instance_id,
-        "status": "built",
-        "repo": plan.inst["repo"],
-        "version": plan.version,
-        "image": plan.inst_tag,
-        "env_image": plan.env_tag,
-        "seconds": round(time.monotonic() - t0, 1),
-        "env_build_s": round(builder.built.get(plan.env_tag, 0.0), 1),
-        "instance_build_s": round(builder.built.get(plan.inst_tag, 0.0), 1),
-        "env_mb": builder.size_mb(plan.env_tag),
-        "image_mb": builder.size_mb(plan.inst_tag),
-    }
+        return BuildLine(plan.instance_id, "infra_error", f"image build failed: {exc}")
+    return BuildLine(
+        task_id=plan.instance_id,
+        status="built",
+        repo=plan.inst["repo"],
+        version=plan.version,
+        image=plan.inst_tag,
+        env_image=plan.env_tag,
+        seconds=round(time.monotonic() - t0, 1),
+        env_build_s=round(builder.built.get(plan.env_tag, 0.0), 1),
+        instance_build_s=round(builder.built.get(plan.inst_tag, 0.0), 1),
+        env_mb=builder.size_mb(plan.env_tag),
+        image_mb=builder.size_mb(plan.inst_tag),
+    )
 
 
-def _merged_report(out: Path, lines: list[dict[str, Any]], exclude_newer: str) -> dict[str, Any]:
+def _merged_report(out: Path, lines: list[BuildLine], exclude_newer: str) -> dict[str, Any]:
     """The report of `out`: earlier builds' lines, replaced by this build's for the same instances."""
     earlier: list[dict[str, Any]] = []
     if (out / REPORT).is_file():
@@ -108,8 +135,8 @@ def _merged_report(out: Path, lines: list[dict[str, Any]], exclude_newer: str) -
             earlier = json.loads((out / REPORT).read_text()).get("instances", [])
         except (ValueError, AttributeError):
             earlier = []
-    ids = {x["task_id"] for x in lines}
-    merged = [x for x in earlier if x.get("task_id") not in ids] + lines
+    ids = {x.task_id for x in lines}
+    merged = [x for x in earlier if x.get("task_id") not in ids] + to_json(lines)
     return {"exclude_newer": exclude_newer, "instances": sorted(merged, key=lambda x: x["task_id"])}
 
 
@@ -135,7 +162,7 @@ def build_tasks(
     repos: Path | None = None,
     jobs: int = 1,
     exclude_newer: str = DEFAULT_EXCLUDE_NEWER,
-) -> dict[str, Any]:
+) -> TasksBuilt:
     rows = _select(read_instances(instances), ids, instances)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} exists and is not a folder")
@@ -144,7 +171,7 @@ def build_tasks(
         builder = Builder() if plans else None
     except BuildFailed as exc:
         raise UserError(str(exc)) from None
-    results: list[dict[str, Any]] = []
+    results: list[BuildLine] = []
     if builder is not None:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             results = list(pool.map(lambda p: _build_one(builder, p), plans))
@@ -153,8 +180,8 @@ def build_tasks(
     try:
         by_id = {p.instance_id: p for p in plans}
         for r in results:
-            if r["status"] == "built":
-                plan = by_id[r["task_id"]]
+            if r.status == "built":
+                plan = by_id[r.task_id]
                 write_task(
                     plan.inst,
                     plan.version,
@@ -168,9 +195,9 @@ def build_tasks(
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    return {
-        "out": str(out),
-        "written": [r["task_id"] for r in lines if r["status"] == "built"],
-        "skipped": [r for r in lines if r["status"] != "built"],
-        "instances": lines,
-    }
+    return TasksBuilt(
+        out=str(out),
+        written=[r.task_id for r in lines if r.status == "built"],
+        skipped=[r for r in lines if r.status != "built"],
+        instances=lines,
+    )
