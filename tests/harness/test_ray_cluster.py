@@ -28,6 +28,7 @@ import pytest
 
 from ledgerdicts import trial_dicts
 from paths import EXAMPLES
+from trialbook.agents.llama import free_port
 from trialbook.ledger.store import Ledger
 from trialbook.tasks import load_tasks
 
@@ -448,10 +449,8 @@ def registry(tmp_path: Path):
     """A real Docker registry (distribution's, Debian's docker-registry) on a free port of 127.0.0.1, which the
     daemon pulls from over plain HTTP (loopback registries are insecure-allowed by default)."""
     binary = shutil.which("docker-registry") or shutil.which("registry")
-    assert binary, "a Docker registry binary is needed (scripts/docker-up.sh installs Debian's docker-registry)"
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    assert binary, "a Docker registry binary is needed (scripts/test.sh installs Debian's docker-registry)"
+    port = free_port()
     config = tmp_path / "registry.yml"
     config.write_text(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {tmp_path / 'registry'}\n"
                       f"http:\n  addr: 127.0.0.1:{port}\n")  # fmt: skip
