@@ -552,10 +552,8 @@ class DockerEngine:
             try:
                 self.client.api.remove_container(cid, force=True)
                 n_containers += 1
-            except NotFound:
-                pass
             except APIError as exc:
-                if exc.status_code != 409:  # 409: its removal is already in progress
+                if not _gone_or_going(exc):
                     raise DaemonError(f"cannot remove {cid[:12]}: {exc}") from None
         n_images = 0
         if images:
@@ -563,9 +561,21 @@ class DockerEngine:
                 try:
                     self.client.api.remove_image(img, force=True)
                     n_images += 1
-                except (NotFound, ImageNotFound):
-                    pass
                 except APIError as exc:
-                    if exc.status_code != 409:  # 409: a container (of another ledger or run) still uses it
+                    # 409 for an image: a container (of another ledger or run) still uses it
+                    if not _gone_or_going(exc):
                         raise DaemonError(f"cannot remove image {img[:19]}: {exc}") from None
         return n_containers, n_images
+
+
+# What the daemon answers when another cleaner (a second Ray node on the same daemon, a trial removing its
+# own container) got there first: 404, 409 (removal in progress), or a 500 naming the vanished object,
+# which dockerd returns when two removals of one image race (seen in CI: "unrecognized image ID").
+_GONE_MESSAGES = ("unrecognized image id", "no such image", "no such container", "is already in progress")
+
+
+def _gone_or_going(exc: APIError) -> bool:
+    if isinstance(exc, NotFound) or exc.status_code in (404, 409):
+        return True
+    text = f"{exc.explanation or ''} {exc}".lower()
+    return exc.status_code == 500 and any(m in text for m in _GONE_MESSAGES)
