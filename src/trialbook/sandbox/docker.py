@@ -9,9 +9,11 @@ for the next phase. Containers and built images carry `trialbook.*` labels so `c
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import io
 import re
 import tarfile
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -546,7 +548,20 @@ class DockerEngine:
 
     def clean(self, run: str | None = None, images: bool = True, ledger: str | None = None) -> tuple[int, int]:
         """Remove every labelled container (and image) of `run`, or of all runs; with `ledger`, only the
-        ones that ledger's runs started (label trialbook.ledger). Returns the counts."""
+        ones that ledger's runs started (label trialbook.ledger). Returns the counts.
+
+        Cleaners of one daemon on this host take turns (a file lock named by the daemon's id): Ray nodes on
+        one machine share its daemon, and two removals of one image race in dockerd itself."""
+        try:
+            daemon = str(self.client.info().get("ID") or "unknown").replace(":", "-").replace("/", "-")
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"cannot reach the Docker daemon: {exc}") from None
+        lock = Path(tempfile.gettempdir()) / f"trialbook-clean-{daemon}.lock"
+        with lock.open("a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            return self._clean(run, images, ledger)
+
+    def _clean(self, run: str | None, images: bool, ledger: str | None) -> tuple[int, int]:
         n_containers = 0
         for cid in self.containers(run, ledger):
             try:
