@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from trialbook.errors import TrialbookError
-from trialbook.ledger.url import resolve_db
+from trialbook.ledger.url import resolve_db, sqlite_file
 
 
 class LiteLedger:
@@ -59,7 +59,7 @@ def open_reads(db: str | None) -> Any:
     """A reads.RowSource for a command that only reads: a LiteLedger when it can, else `store.Ledger`."""
     url = resolve_db(db)
     if url.startswith("sqlite:///") and "?" not in url:
-        lite = LiteLedger.open(Path(url.removeprefix("sqlite:///")))
+        lite = LiteLedger.open(sqlite_file(url))
         if lite is not None:
             return lite
     from trialbook.ledger.store import Ledger

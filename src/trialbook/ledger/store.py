@@ -11,7 +11,6 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, func, select, text
@@ -22,7 +21,7 @@ from trialbook.ledger import locks, reads, schema, statements, summary
 from trialbook.ledger.reads import loads
 from trialbook.ledger.rows import RunRow, TrialRow
 from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
-from trialbook.ledger.url import missing_ledger, resolve_db
+from trialbook.ledger.url import missing_ledger, resolve_db, sqlite_file
 from trialbook.names import check_run_name
 
 if TYPE_CHECKING:  # annotations only: `runs`/`show` must not import pydantic at start-up
@@ -73,7 +72,7 @@ class Ledger:
         self.url = resolve_db(db)
         self.is_sqlite = self.url.startswith("sqlite")
         if self.is_sqlite:
-            path = Path(self.url.removeprefix("sqlite:///"))
+            path = sqlite_file(self.url)
             if not create and str(path) not in ("", ":memory:") and not path.is_file():
                 raise missing_ledger(path)
             if not path.parent.is_dir():

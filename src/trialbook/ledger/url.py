@@ -28,3 +28,8 @@ def resolve_db(db: str | None) -> str:
             return target
         raise UserError(f"--db: unsupported database '{scheme}://' (use a SQLite file path or a postgresql:// URL)")
     return f"sqlite:///{Path(target).expanduser()}"
+
+
+def sqlite_file(url: str) -> Path:
+    """The file a `sqlite:///PATH` URL (as resolve_db returns) names."""
+    return Path(url.removeprefix("sqlite:///"))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import and_, case, create_engine, event, func, select
@@ -27,7 +26,7 @@ from trialbook.ledger.statements import graded as _graded
 from trialbook.ledger.statements import resolved as _resolved
 from trialbook.ledger.statements import sum_if
 from trialbook.ledger.store import Ledger, loads, resolve_db
-from trialbook.ledger.url import missing_ledger
+from trialbook.ledger.url import missing_ledger, sqlite_file
 from trialbook.outcomes import GRADED
 
 
@@ -42,7 +41,7 @@ class ReadOnlyLedger(Ledger):
         self.url = resolve_db(db)
         self.is_sqlite = self.url.startswith("sqlite")
         if self.is_sqlite:
-            path = Path(self.url.removeprefix("sqlite:///"))
+            path = sqlite_file(self.url)
             if not path.is_file():
                 raise missing_ledger(path)
             self.engine = create_engine(f"sqlite:///file:{path}?mode=ro&uri=true")
