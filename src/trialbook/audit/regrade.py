@@ -24,7 +24,7 @@ from trialbook.outcomes import NOT_PASSING, is_graded, is_resolved
 from trialbook.results import Result
 
 if TYPE_CHECKING:
-    from trialbook.verify.grading import GradeResult
+    from trialbook.verify.grading import GradeResult, ParsedLog
 
 # Artifact names that hold a verifier's test output, most specific first
 # (`import swebench --logs` stores test_output.txt; Harbor-style verifiers write test-stdout.txt).
@@ -75,10 +75,10 @@ def _first(files: dict[str, str], names: tuple[str, ...]) -> str | None:
     return next((files[n] for n in names if n in files), None)
 
 
-def _parse(args: tuple[str, str | None, str]) -> tuple[dict[str, str], str | None]:
-    from trialbook.verify.grading import parse_status_map
+def _parse(args: tuple[str, str | None, str]) -> ParsedLog:
+    from trialbook.verify.grading import parse_log
 
-    return parse_status_map(*args)
+    return parse_log(*args)
 
 
 @contextmanager
@@ -125,8 +125,8 @@ def evidence(ledger: Ledger, run_id: int, jobs: int = 1, skip_bare: bool = False
             for trial, lists, log, side, repo in rows:
                 grade, status_map = None, {}
                 if log is not None and lists is not None:
-                    status_map, marker = next(parsed)
-                    grade = grade_parsed(status_map, marker, repo, lists.fail_to_pass, lists.pass_to_pass)
+                    status_map, marker, conflicts = next(parsed)
+                    grade = grade_parsed(status_map, marker, repo, lists.fail_to_pass, lists.pass_to_pass, conflicts)
                 yield Evidence(trial, lists, log, side, grade, status_map)
 
 

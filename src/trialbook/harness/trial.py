@@ -147,6 +147,10 @@ def run_trial(
     outcome, reward = _classify(exc_type, verdict)
     tags = ["p2p_regression"] if verdict is not None and verdict.p2p_regression else []
     tags += state.get("tags", [])
+    if verdict is not None and verdict.conflicts:
+        tags.append("conflicting_test_reports")
+    if verdict is not None and verdict.outlived:
+        tags.append("test_processes_outlived")
     if exc_type is None and "p2p_regression" in tags:
         exc_type, exc_msg = "p2p_regression", "FAIL_TO_PASS passed but a PASS_TO_PASS test failed"
     extra = {
@@ -172,6 +176,8 @@ def run_trial(
         extra.update({"files": sorted(f"agent/{n}" for n in agent_result.files)} if agent_result.files else {})
     if verdict is not None:
         extra.update(graded_by=verdict.graded_by, file_reward=verdict.file_reward, test_exit_code=verdict.exit_code)
+        extra.update({"conflicting_tests": verdict.conflicts} if verdict.conflicts else {})
+        extra.update({"outlived_processes": verdict.outlived} if verdict.outlived else {})
     trial = Trial(
         task_id=task.task_id,
         attempt=attempt,
@@ -285,9 +291,7 @@ def _attempt(
             change.tree.close()
 
 
-def _verifier_prep(
-    engine: DockerEngine, task: TaskSpec, state: dict[str, Any]
-) -> tuple[str, Callable[[Sandbox], Any]]:
+def _verifier_prep(engine: DockerEngine, task: TaskSpec, state: dict[str, Any]) -> tuple[str, Callable[[Sandbox], Any]]:
     """What a warm verifier container computes while it waits: the image's side of the agent's diff."""
     return "verifier", base_preparer(workdir_of(engine, task, state["image"][0]), task.verifier_timeout)
 

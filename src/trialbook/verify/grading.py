@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -61,6 +61,9 @@ BAD_MARKERS: dict[str, str] = {
 # Parser status -> trialbook per-test status (records.TestStatus; "skipped" counts neither way).
 STATUS: dict[str, str] = {"PASSED": "pass", "XFAIL": "pass", "FAILED": "fail", "ERROR": "error", "SKIPPED": "skipped"}
 
+PASSING = frozenset(("PASSED", "XFAIL"))
+FAILING = frozenset(("FAILED", "ERROR"))
+
 # Repos swebench does not know (e.g. local example tasks) are read as pytest -rA output.
 DEFAULT_PARSER = parse_log_pytest_v2
 
@@ -97,35 +100,71 @@ class GradeResult(BaseModel):
     p2p_regression: bool  # outcomes.p2p_regression: every F2P test passes, some P2P test does not
     parsed: int  # per-test result lines the parser saw
     marker: str | None = None  # a BAD_MARKERS name when the harness reported no valid test run
+    conflicts: list[str] = []  # tests the log reports both passing and failing (graded by the failing report)
 
     def failing(self, group: str) -> list[str]:
         return [t for t, s in self.tests.get(group, {}).items() if s in NOT_PASSING]
 
 
-def parse_status_map(
-    log_text: str, repo: str | None, task_id: str = "", fast: bool = True
-) -> tuple[dict[str, str], str | None]:
-    """The parser's {test: PASSED|FAILED|...} map for a log, and the bad marker found (if any).
+class ParsedLog(NamedTuple):
+    status_map: dict[str, str]  # test -> PASSED|FAILED|... (a test reported both ways: its failing status)
+    marker: str | None  # a BAD_MARKERS name when the harness reported no valid test run
+    conflicts: list[str]  # tests reported both passing and failing
 
-    `fast=False` hands the parser the whole log (the prefilter's equivalence is tested that way).
+
+def parse_log(log_text: str, repo: str | None, task_id: str = "", fast: bool = True) -> ParsedLog:
+    """The parser's {test: PASSED|FAILED|...} map for a log, the bad marker found (if any), and the tests
+    the log reports both passing and failing.
+
+    swebench's parsers keep a test's last report. The change under test runs inside the test process, so
+    it can print `PASSED <test>` after pytest's own `FAILED <test>` (from an atexit hook, say), and the
+    last report would grade it. For the parsers that judge each line on its own (the pytest family,
+    `PREFILTERS`) every report is read: a test reported both passing and failing is graded by its failing
+    report and named in `conflicts` (no official Verified log in the shared data has one). `fast=False`
+    hands the parser the whole log (the prefilter's equivalence is tested that way).
     """
     for text, name in BAD_MARKERS.items():
         if text in log_text:
-            return {}, name
+            return ParsedLog({}, name, [])
     official = MAP_REPO_TO_PARSER.get(repo or "", DEFAULT_PARSER)
-    prefilter = PREFILTERS.get(official) if fast else None
+    prefilter = PREFILTERS.get(official)
     # Parsers take a TestSpec; the Python ones ignore it, two non-Python ones read instance_id.
     spec: Any = SimpleNamespace(instance_id=task_id, repo=repo)
 
     def parser(text: str) -> dict[str, str]:
-        return official(prefilter(text) if prefilter else text, spec)
+        return official(prefilter(text) if prefilter and fast else text, spec)
 
+    text = log_text
     if START_TEST_OUTPUT in log_text and END_TEST_OUTPUT in log_text:
-        section = log_text.split(START_TEST_OUTPUT)[1].split(END_TEST_OUTPUT)[0]
-        status_map = parser(section) or parser(log_text)
+        text = log_text.split(START_TEST_OUTPUT)[1].split(END_TEST_OUTPUT)[0]
+        status_map = parser(text)
+        if not status_map:
+            text, status_map = log_text, parser(log_text)
     else:
         status_map = parser(log_text)
-    return status_map, None
+    failing = _reported_both_ways(prefilter(text), official, spec) if prefilter else {}
+    status_map.update(failing)
+    return ParsedLog(status_map, None, sorted(failing))
+
+
+def _reported_both_ways(lines: str, official: Callable[..., dict[str, str]], spec: Any) -> dict[str, str]:
+    """Tests that one line reports passing and another failing: test -> its (first) failing status."""
+    passing, failing = set(), {}
+    for line in lines.split("\n"):
+        for test, status in official(line, spec).items():
+            if status in PASSING:
+                passing.add(test)
+            elif status in FAILING:
+                failing.setdefault(test, status)
+    return {t: s for t, s in failing.items() if t in passing}
+
+
+def parse_status_map(
+    log_text: str, repo: str | None, task_id: str = "", fast: bool = True
+) -> tuple[dict[str, str], str | None]:
+    """`parse_log` without the conflicts: the status map and the bad marker."""
+    parsed = parse_log(log_text, repo, task_id, fast)
+    return parsed.status_map, parsed.marker
 
 
 def _status(test: str, status_map: dict[str, str], fail_only: bool) -> str:
@@ -157,8 +196,9 @@ def grade_parsed(
     repo: str | None,
     fail_to_pass: list[str],
     pass_to_pass: list[str],
+    conflicts: list[str] | None = None,
 ) -> GradeResult:
-    """The grade of an already parsed log (see `parse_status_map`)."""
+    """The grade of an already parsed log (see `parse_log`)."""
     resolved, tests = grade_status_map(status_map, repo, fail_to_pass, pass_to_pass)
     if marker is not None:
         resolved = False  # the official harness reports an unapplied/errored run as unresolved
@@ -168,6 +208,7 @@ def grade_parsed(
         p2p_regression=p2p_regression(tests),
         parsed=len(status_map),
         marker=marker,
+        conflicts=conflicts or [],
     )
 
 
@@ -175,5 +216,5 @@ def grade_test_log(
     log_text: str, repo: str | None, fail_to_pass: list[str], pass_to_pass: list[str], task_id: str = ""
 ) -> GradeResult:
     """Grade one verifier log: resolved iff every F2P and P2P test passes (official semantics)."""
-    status_map, marker = parse_status_map(log_text, repo, task_id)
-    return grade_parsed(status_map, marker, repo, fail_to_pass, pass_to_pass)
+    status_map, marker, conflicts = parse_log(log_text, repo, task_id)
+    return grade_parsed(status_map, marker, repo, fail_to_pass, pass_to_pass, conflicts)

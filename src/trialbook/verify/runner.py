@@ -51,6 +51,8 @@ class Verdict(BaseModel):
     graded_by: str  # "test_log" or "reward_file"
     tests: dict[str, dict[str, str]] | None = None
     p2p_regression: bool = False
+    conflicts: list[str] = []  # tests the log reports both passing and failing (verify/grading.parse_log)
+    outlived: int = 0  # processes still running when test.sh exited (killed before the rewards were read)
     file_reward: float | None = None
     exit_code: int | None = None
     log: str = ""
@@ -84,15 +86,28 @@ def _inline_tests(task: TaskSpec, stage: str) -> str | None:
 
 
 def _script(stage: str, mark: str) -> str:
-    """Fresh /tests and /logs/verifier, run test.sh, then print the reward files after a marker.
+    """Fresh /tests and /logs/verifier, run test.sh, count and kill what outlived it, then print the reward
+    files after a marker.
 
-    One exec instead of prepare + run + copy-out: each exec or copy costs ~0.1 s of daemon time.
+    One exec instead of prepare + run + copy-out: each exec or copy costs ~0.1 s of daemon time. The code
+    under test runs as test.sh's user and can read this script (so the marker) from /proc; a process it
+    left running could print after test.sh. So every process but PID 1 and this shell is killed first
+    (live ones counted; zombies, which PID 1 `sleep` never reaps, are not), and `_split` reads the files
+    only after the last `end` marker, which nothing alive can print after.
     """
     return (
         f"rm -rf {TESTS_DIR} {LOG_DIR}; {{ [ -d /logs ] && [ ! -L /logs ]; }} || rm -rf /logs\n"
         f"mkdir -p {LOG_DIR} && mv {stage}/tests {TESTS_DIR} && rm -rf {stage}"
         f" || {{ echo 'trialbook: could not stage the tests' >&2; exit 97; }}\n"
         f"bash {TESTS_DIR}/test.sh\nrc=$?\n"
+        "left=0\n"
+        "for p in /proc/[0-9]*; do\n"
+        '  p=${p#/proc/}; [ "$p" = 1 ] || [ "$p" = "$$" ] && continue\n'
+        '  st=""; read -r st 2>/dev/null < "/proc/$p/stat"; st=${st##*) }\n'
+        '  [ -n "$st" ] && [ "${st%% *}" != Z ] && left=$((left + 1))\n'
+        "done\n"
+        '[ "$left" -gt 0 ] && kill -9 -1 2>/dev/null\n'
+        f"printf '\\n{mark}end %s\\n' $left\n"
         f"for f in reward.txt reward.json; do\n"
         f"  [ -f {LOG_DIR}/$f ] && {{ printf '\\n{mark}%s\\n' $f; cat {LOG_DIR}/$f; }}\n"
         "done\n"
@@ -100,13 +115,19 @@ def _script(stage: str, mark: str) -> str:
     )
 
 
-def _split(output: str, mark: str) -> tuple[str, dict[str, str]]:
-    log, *parts = output.split(f"\n{mark}")
+def _split(output: str, mark: str) -> tuple[str, dict[str, str], int]:
+    """The test log, the reward files and the count of processes that outlived test.sh: everything after
+    the last `end` marker is the harness's (a marker printed earlier by the code under test stays in the
+    log); no `end` marker (test.sh cut short) means no files."""
+    log, found, rest = output.rpartition(f"\n{mark}end ")
+    if not found:
+        return output, {}, 0
+    count, *parts = rest.split(f"\n{mark}")
     files = {}
     for part in parts:
         name, _, content = part.partition("\n")
         files[name] = content
-    return log, files
+    return log, files, int(n) if (n := count.strip()).isdigit() else 0
 
 
 def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
@@ -120,7 +141,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
     if res is None or res.exit_code == NO_TOOLS:  # no base64/tar in the image, or too big: copy in
         sandbox.put_dir(task.tests_dir, f"{stage}/tests")
         res = sandbox.exec(["bash", "-c", script], timeout=timeout)
-    log, files = _split(res.output, mark)
+    log, files, outlived = _split(res.output, mark)
     if res.timed_out:
         raise VerifierTimeoutError(f"tests/test.sh ran past its {timeout:g} s limit", log)
     file_reward = parse_reward(files)
@@ -132,6 +153,8 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
             graded_by="test_log",
             tests=graded.tests,
             p2p_regression=bool(graded.p2p_regression),
+            conflicts=graded.conflicts,
+            outlived=outlived,
             file_reward=file_reward,
             exit_code=res.exit_code,
             log=log,
@@ -144,6 +167,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
     return Verdict(
         reward=file_reward,
         graded_by="reward_file",
+        outlived=outlived,
         file_reward=file_reward,
         exit_code=res.exit_code,
         log=log,
