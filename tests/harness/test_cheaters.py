@@ -33,7 +33,7 @@ IN_CONTAINER = [
 REWARD_FILE = ["cat_wrapper", "fake_passed_at_exit", "logs_replaced_by_file", "reward_preseeded", "fork_700"]
 TEST_INFRA = {"conftest_force_pass", "pytest_ini_plugin", "reward_preseeded"}
 # the change's own code forging the log from inside the test process (verify/grading.parse_log, runner._split)
-CONFLICTING = {"atexit_passed_lines", "forged_marker"}
+CONFLICTING = {"atexit_passed_lines", "forged_marker", "flood_then_passed"}
 OUTLIVED = {"lingering_rewriter"}  # a process of the test run still alive when test.sh exits
 HONEST_INFRA = "\necho '# a harmless conftest.py next to a real fix' > /testbed/conftest.py\n"
 

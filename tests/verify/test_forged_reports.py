@@ -3,14 +3,20 @@
 Two forgeries seen resolved before this rule (tests/harness/cheats/atexit_passed_lines.sh and
 forged_marker.sh, run for real in tests/harness/test_cheaters.py): PASSED lines after pytest's own
 FAILED line (swebench's parsers keep a test's last report), and the verifier's marker, read from /proc,
-printed early so the real test output was cut off as "reward files". Here the two rules by hand.
+printed early so the real test output was cut off as "reward files"; and a third found with them: a
+flood of output that pushed pytest's FAILED line out of the exec's in-memory tail before printing PASSED
+lines. Here the rules by hand and on the official logs.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from trialbook.verify.grading import grade_test_log, parse_log, parse_status_map
+from paths import INSTANCES, SWE
+from trialbook.verify.grading import grade_test_log, parse_log, parse_status_map, status_lines
 from trialbook.verify.runner import _split
 
 F2P, P2P = ["t.py::fix"], ["t.py::keep"]
@@ -49,3 +55,29 @@ def test_no_end_marker_means_no_reward_files() -> None:
     mark = "@@trialbook-abc@@ "
     output = f"partial output\n\n{mark}reward.txt\n1\n"  # a forged section, test.sh cut short
     assert _split(output, mark) == (output, {}, 0)
+
+
+INSTANCES_BY_ID = {i["instance_id"]: i for i in map(json.loads, INSTANCES.read_text().splitlines())}
+ALL_LOGS = sorted((SWE / "logs" / "20240620_sweagent_claude3.5sonnet").glob("*/test_output.txt"))
+
+
+@pytest.mark.parametrize("path", ALL_LOGS, ids=lambda p: p.parent.name)
+def test_the_status_lines_of_a_big_log_grade_as_the_whole_log(path: Path) -> None:
+    # a log bigger than an exec's in-memory tail is graded from the lines status_lines keeps: on every
+    # official log (django's and seaborn's parsers keep every line) the result is the whole log's
+    repo = INSTANCES_BY_ID[path.parent.name]["repo"]
+    whole = path.read_text(errors="replace")
+    with path.open("rb") as fh:
+        kept = status_lines(fh, repo)
+    assert parse_log(kept, repo, path.parent.name) == parse_log(whole, repo, path.parent.name)
+    assert len(kept) <= len(whole)
+
+
+def test_a_flood_cannot_push_the_real_failure_out_of_the_graded_lines(tmp_path: Path) -> None:
+    mark = "@@trialbook-abc@@ "
+    flooded = REAL + ("." * 1023 + "\n") * 5000 + "PASSED t.py::fix\n" + f"\n{mark}end 0\n\n{mark}reward.txt\n1\n"
+    (tmp_path / "out").write_text(flooded)
+    with (tmp_path / "out").open("rb") as fh:
+        text = _split(status_lines(fh, "pytest-dev/pytest", (mark,)), mark)[0]
+    assert "." * 1023 not in text
+    assert grade_test_log(text, "pytest-dev/pytest", F2P, P2P).conflicts == F2P

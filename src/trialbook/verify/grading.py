@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -157,6 +157,21 @@ def _reported_both_ways(lines: str, official: Callable[..., dict[str, str]], spe
             elif status in FAILING:
                 failing.setdefault(test, status)
     return {t: s for t, s in failing.items() if t in passing}
+
+
+def status_lines(stream: IO[bytes], repo: str | None, keep: tuple[str, ...] = ()) -> str:
+    """The lines of a log (a binary stream, read once) that `parse_log` can use, for a log too big to hold:
+    `parse_log` of the result equals `parse_log` of the whole log. For the parsers that judge each line on
+    its own that is the lines `PREFILTERS` keeps, the harness's markers and lines holding `keep`; for the
+    others it is every line (the whole log is then held, as the official harness holds it)."""
+    prefilter = PREFILTERS.get(MAP_REPO_TO_PARSER.get(repo or "", DEFAULT_PARSER))
+    always = (*BAD_MARKERS, START_TEST_OUTPUT, END_TEST_OUTPUT, *keep)
+    out = []
+    for raw in stream:
+        line = raw.decode("utf-8", "replace").removesuffix("\n")
+        if prefilter is None or prefilter(line) or any(m in line for m in always):
+            out.append(line)
+    return "\n".join(out)
 
 
 def parse_status_map(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import secrets
+import tempfile
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -18,7 +19,7 @@ from pydantic import BaseModel
 
 from trialbook.outcomes import parse_reward
 from trialbook.sandbox import Sandbox
-from trialbook.sandbox.docker import tar_bytes
+from trialbook.sandbox.docker import OUTPUT_TAIL, tar_bytes
 from trialbook.tasks import TaskSpec
 
 if TYPE_CHECKING:
@@ -72,6 +73,14 @@ def _grader() -> Callable[..., GradeResult]:
     except (ImportError, MissingExtraError) as exc:
         raise GraderUnavailableError(f"per-test grading needs swebench, which failed to import: {exc}") from None
     return grade_test_log
+
+
+def _status_lines() -> Callable[..., str]:
+    """`grading.status_lines`, imported only when a big log is graded (as `_grader`)."""
+    _grader()  # the same one-line error when swebench cannot be imported
+    from trialbook.verify.grading import status_lines
+
+    return status_lines
 
 
 def _inline_tests(task: TaskSpec, stage: str) -> str | None:
@@ -135,19 +144,28 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
     stage, mark = f"/.trialbook-{token}", f"@@trialbook-{token}@@ "
     script = _script(stage, mark)
     unpack = _inline_tests(task, stage)
-    res = None
-    if unpack is not None:  # saves a copy into the container (~0.1 s a trial)
-        res = sandbox.exec(["bash", "-c", unpack + script], timeout=timeout)
-    if res is None or res.exit_code == NO_TOOLS:  # no base64/tar in the image, or too big: copy in
-        sandbox.put_dir(task.tests_dir, f"{stage}/tests")
-        res = sandbox.exec(["bash", "-c", script], timeout=timeout)
-    log, files, outlived = _split(res.output, mark)
-    if res.timed_out:
-        raise VerifierTimeoutError(f"tests/test.sh ran past its {timeout:g} s limit", log)
+    with tempfile.TemporaryFile() as full:  # the whole output, on disk: memory holds only its tail
+        res = None
+        if unpack is not None:  # saves a copy into the container (~0.1 s a trial)
+            res = sandbox.exec(["bash", "-c", unpack + script], timeout=timeout, sink=full)
+        if res is None or res.exit_code == NO_TOOLS:  # no base64/tar in the image, or too big: copy in
+            full.seek(0)
+            full.truncate()
+            sandbox.put_dir(task.tests_dir, f"{stage}/tests")
+            res = sandbox.exec(["bash", "-c", script], timeout=timeout, sink=full)
+        log, files, outlived = _split(res.output, mark)
+        if res.timed_out:
+            raise VerifierTimeoutError(f"tests/test.sh ran past its {timeout:g} s limit", log)
+        text = log
+        if task.lists_tests and full.tell() > OUTPUT_TAIL:
+            # The tail lost the head of the log, where a FAILED line may be that a flood of output pushed
+            # out: grade every line of the whole output that can carry a status.
+            full.seek(0)
+            text = _split(_status_lines()(full, task.repo, (mark,)), mark)[0]
     file_reward = parse_reward(files)
     has_lists = task.lists_tests
     if has_lists:
-        graded = _grader()(log, task.repo, task.fail_to_pass or [], task.pass_to_pass or [], task.task_id)
+        graded = _grader()(text, task.repo, task.fail_to_pass or [], task.pass_to_pass or [], task.task_id)
         return Verdict(
             reward=1.0 if graded.resolved else 0.0,
             graded_by="test_log",
