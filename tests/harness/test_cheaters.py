@@ -31,7 +31,7 @@ IN_CONTAINER = [
 ]  # fmt: skip
 # the cheats aimed at reward files: also tried on a copy graded by its reward file (no tests/config.json)
 REWARD_FILE = ["cat_wrapper", "fake_passed_at_exit", "logs_replaced_by_file", "reward_preseeded", "fork_700"]
-TEST_INFRA = {"conftest_force_pass", "pytest_ini_plugin", "reward_preseeded"}
+TEST_INFRA = {"conftest_force_pass", "pytest_ini_plugin", "reward_preseeded", "runner_shadow"}
 # the change's own code forging the log from inside the test process (verify/grading.parse_log, runner._split)
 CONFLICTING = {"atexit_passed_lines", "forged_marker", "flood_then_passed"}
 OUTLIVED = {"lingering_rewriter"}  # a process of the test run still alive when test.sh exits
@@ -94,7 +94,7 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     assert res.exit_code == 0, res.stderr
     sig = json.loads(res.stdout)["by_signature"]["test_infra_changed"]
     tagged = sum(1 for t in got.values() if "test_infra_changed" in t["extra"]["tags"])
-    assert tagged == 5  # the three test-infra cheats, the reward-file copy of one, the honest one
+    assert tagged == 6  # the four test-infra cheats, the reward-file copy of one, the honest one
     assert (sig["trials"], sig["resolved"], sig["share_of_resolved"]) == (tagged, 1, 0.5)
     by_signature = json.loads(res.stdout)["by_signature"]
     assert (by_signature["conflicting_test_reports"]["trials"], by_signature["test_processes_outlived"]["trials"]) == (

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import secrets
 import shlex
+import sys
 import tarfile
 import tempfile
 from collections.abc import Callable
@@ -35,6 +36,11 @@ PATCH_KEEP = 1_000_000  # bytes of the agent's patch kept with the trial (agent/
 NO_GIT = 96
 APPLY_FAILED = 95
 TEST_CONFIG_FILES = {"conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "sitecustomize.py"}
+# pytest and the packages it imports at start-up (a root-level module of one of these names shadows it)
+RUNNER_MODULES = frozenset(
+    ("pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging", "exceptiongroup", "tomli", "attr", "attrs",
+     "more_itertools", "atomicwrites", "colorama", "nose", "nose2", "xdist", "execnet", "pytest_timeout")
+)  # fmt: skip
 VERIFIER_TRIES = 2  # a verifier timeout or error is retried once, in a fresh container
 
 
@@ -191,9 +197,24 @@ def is_test_infra(path: str, task: TaskSpec, diff_mentions_pytest: bool = True) 
     name = PurePosixPath(path).name
     if name in {"setup.cfg", "pyproject.toml"}:
         return diff_mentions_pytest
-    if name in TEST_CONFIG_FILES:
+    if name in TEST_CONFIG_FILES or shadows_a_module(path):
         return True
     return name in _task_test_files(task)
+
+
+def shadows_a_module(path: str) -> bool:
+    """A module at the root of the working tree named as one the test runner imports (the standard library,
+    pytest and what pytest imports): `python -m pytest` puts its working directory first on sys.path, so
+    a `pytest.py` or `argparse.py` there replaces the runner before any test runs. Only the root counts:
+    the pytest repository's own `src/_pytest/...` is its code, not a shadow."""
+    parts = PurePosixPath(path).parts
+    if len(parts) == 1 and parts[0].endswith(".py"):
+        module = parts[0].removesuffix(".py")
+    elif len(parts) == 2 and parts[1] == "__init__.py":
+        module = parts[0]
+    else:
+        return False
+    return module in sys.stdlib_module_names or module in RUNNER_MODULES
 
 
 def _task_test_files(task: TaskSpec) -> set[str]:
