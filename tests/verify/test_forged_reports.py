@@ -73,11 +73,14 @@ def test_the_status_lines_of_a_big_log_grade_as_the_whole_log(path: Path) -> Non
     assert len(kept) <= len(whole)
 
 
-def test_a_flood_cannot_push_the_real_failure_out_of_the_graded_lines(tmp_path: Path) -> None:
+@pytest.mark.parametrize("repo", ["pytest-dev/pytest", "example/local", None])
+def test_a_flood_cannot_push_the_real_failure_out_of_the_graded_lines(tmp_path: Path, repo: str | None) -> None:
     mark = "@@trialbook-abc@@ "
     flooded = REAL + ("." * 1023 + "\n") * 5000 + "PASSED t.py::fix\n" + f"\n{mark}end 0\n\n{mark}reward.txt\n1\n"
-    (tmp_path / "out").write_text(flooded)
+    (tmp_path / "out").write_bytes(b"\xff\xfe not utf-8\n" + flooded.encode())
     with (tmp_path / "out").open("rb") as fh:
-        text = _split(status_lines(fh, "pytest-dev/pytest", (mark,)), mark)[0]
-    assert "." * 1023 not in text
-    assert grade_test_log(text, "pytest-dev/pytest", F2P, P2P).conflicts == F2P
+        text = _split(status_lines(fh, repo, (mark,)), mark)[0]
+    assert text == REAL.replace("t.py .F\n", "").replace("==== 1 failed, 1 passed in 0.01s ====\n", "") + (
+        "PASSED t.py::fix"
+    )  # the status lines only: no flood, no undecodable line, no summary
+    assert grade_test_log(text, repo, F2P, P2P).conflicts == F2P
