@@ -6,7 +6,8 @@ raises the one-line MissingExtraError, so the callers that grade logs import it 
 The per-repo log parser (`MAP_REPO_TO_PARSER`) and the resolution rule (`get_eval_tests_report` +
 `get_resolution_status`) are swebench's own, so a trialbook grade means what the official harness's
 grade means: a test counts as passed when the parser saw PASSED/XFAIL for it and as failed when it
-saw FAILED/ERROR *or did not see it at all*; SKIPPED counts neither way.
+saw FAILED/ERROR *or did not see it at all*; SKIPPED counts neither way. One rule is stricter than
+theirs: a test the log reports both passing and failing is graded by its failing report (`parse_log`).
 
 Two log layouts exist in the wild: swebench >= 3 wraps the test output in `>>>>> Start/End Test
 Output` markers (parse between them, falling back to the whole log as swebench 4 does); older
