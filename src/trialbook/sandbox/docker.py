@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import io
+import os
 import re
 import tarfile
 import tempfile
@@ -557,9 +558,15 @@ class DockerEngine:
         except (APIError, DockerException) as exc:
             raise DaemonError(f"cannot reach the Docker daemon: {exc}") from None
         lock = Path(tempfile.gettempdir()) / f"trialbook-clean-{daemon}.lock"
-        with lock.open("a") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:  # read-only: another user's lock file serves as well (flock needs no write access)
+            fd = os.open(lock, os.O_RDONLY | os.O_CREAT, 0o666)
+        except OSError:  # no lock to be had here: a lost race is then absorbed by _gone_or_going
             return self._clean(run, images, ledger)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return self._clean(run, images, ledger)
+        finally:
+            os.close(fd)
 
     def _clean(self, run: str | None, images: bool, ledger: str | None) -> tuple[int, int]:
         n_containers = 0
