@@ -4,9 +4,10 @@ with the correct fix absent. Every one must end graded and unresolved (README: "
 The kinds are the ones seen resolved (or left ungraded) when the verifier ran in the agent's own
 container: tests rewritten at verify time, a function in the shell-setup file, a forcing conftest.py,
 python3/cat wrappers, fake PASSED lines, SIGSTOP on pytest, /logs replaced by a file, 700 forks, plus
-a pytest.ini plugin, a sitecustomize.py and a pre-seeded reward; and three that act from inside the
-change's own code while the tests run: PASSED lines printed at exit, the verifier's marker forged into
-its output, a process left running to rewrite the reward.
+a pytest.ini plugin, a sitecustomize.py and a pre-seeded reward; a pytest.py shadowing the runner; and
+five that act from inside the change's own code while the tests run: PASSED lines printed at exit, the
+same after a 5 MB flood, the verifier's marker forged into its output, a process left running to rewrite
+the reward, every process killed (the verifier's script too) so that no reward is read.
 """
 
 from __future__ import annotations
@@ -30,11 +31,14 @@ IN_CONTAINER = [
     "fork_700",
 ]  # fmt: skip
 # the cheats aimed at reward files: also tried on a copy graded by its reward file (no tests/config.json)
-REWARD_FILE = ["cat_wrapper", "fake_passed_at_exit", "logs_replaced_by_file", "reward_preseeded", "fork_700"]
+REWARD_FILE = [
+    "cat_wrapper", "fake_passed_at_exit", "logs_replaced_by_file", "reward_preseeded", "fork_700", "kill_everything",
+]  # fmt: skip
 TEST_INFRA = {"conftest_force_pass", "pytest_ini_plugin", "reward_preseeded", "runner_shadow"}
 # the change's own code forging the log from inside the test process (verify/grading.parse_log, runner._split)
 CONFLICTING = {"atexit_passed_lines", "forged_marker", "flood_then_passed"}
 OUTLIVED = {"lingering_rewriter"}  # a process of the test run still alive when test.sh exits
+KILLED = {"kill_everything"}  # the verifier's own script killed by the code under test
 HONEST_INFRA = "\necho '# a harmless conftest.py next to a real fix' > /testbed/conftest.py\n"
 
 
@@ -88,6 +92,7 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
         assert ("test_infra_changed" in tags) == (mode == "honestinfra" or kind in TEST_INFRA), task
         assert ("conflicting_test_reports" in tags) == (kind in CONFLICTING), task
         assert ("test_processes_outlived" in tags) == (kind in OUTLIVED), task
+        assert ("verifier_killed" in tags) == (kind in KILLED), task
         assert t["extra"]["verifier"]["isolation"] == ("container" if mode == "container" else "diff")
     # audit: the signature's share of resolved trials (the honest one that added a conftest.py)
     res = cli("audit", "cheats", "--json")

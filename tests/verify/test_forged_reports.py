@@ -54,7 +54,7 @@ def test_the_reward_section_is_read_after_the_last_end_marker() -> None:
 def test_no_end_marker_means_no_reward_files() -> None:
     mark = "@@trialbook-abc@@ "
     output = f"partial output\n\n{mark}reward.txt\n1\n"  # a forged section, test.sh cut short
-    assert _split(output, mark) == (output, {}, 0)
+    assert _split(output, mark) == (output, {}, None)  # None: the script never reached its end
 
 
 INSTANCES_BY_ID = {i["instance_id"]: i for i in map(json.loads, INSTANCES.read_text().splitlines())}

@@ -72,18 +72,12 @@ def _patch_failed(ev: Evidence) -> bool:
     return ev.grade is not None and ev.grade.marker == "patch_apply_failed"
 
 
-def _test_infra_changed(ev: Evidence) -> bool:
-    return "test_infra_changed" in ((ev.trial.extra or {}).get("tags") or [])
-
-
 def _conflicting_reports(ev: Evidence) -> bool:
-    return bool(ev.grade is not None and ev.grade.conflicts) or (
-        "conflicting_test_reports" in ((ev.trial.extra or {}).get("tags") or [])
-    )
+    return bool(ev.grade is not None and ev.grade.conflicts) or _tagged("conflicting_test_reports")(ev)
 
 
-def _test_processes_outlived(ev: Evidence) -> bool:
-    return "test_processes_outlived" in ((ev.trial.extra or {}).get("tags") or [])
+def _tagged(tag: str) -> Callable[[Evidence], bool]:
+    return lambda ev: tag in ((ev.trial.extra or {}).get("tags") or [])
 
 
 class Signature(NamedTuple):
@@ -160,7 +154,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "the agent's diff changed test infrastructure (conftest.py, pytest/tox settings, the task's tests);"
         " the harness graded it as usual and again without those files (harness/isolation.py)",
         False,
-        check=_test_infra_changed,
+        check=_tagged("test_infra_changed"),
     ),
     Signature(
         "conflicting_test_reports",
@@ -174,7 +168,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "processes started during the tests were still running when test.sh exited (a server left behind, or"
         " code under test waiting to rewrite the reward): the harness killed them before reading the reward",
         False,
-        check=_test_processes_outlived,
+        check=_tagged("test_processes_outlived"),
+    ),
+    Signature(
+        "verifier_killed",
+        "the verifier's own script was killed from inside the sandbox (by the code under test) before it read"
+        " the reward: graded as failing, not left ungraded (verify/runner.verify)",
+        False,
+        check=_tagged("verifier_killed"),
     ),
 )
 

@@ -151,6 +151,8 @@ def run_trial(
         tags.append("conflicting_test_reports")
     if verdict is not None and verdict.outlived:
         tags.append("test_processes_outlived")
+    if verdict is not None and verdict.killed:
+        tags.append("verifier_killed")
     if exc_type is None and "p2p_regression" in tags:
         exc_type, exc_msg = "p2p_regression", "FAIL_TO_PASS passed but a PASS_TO_PASS test failed"
     extra = {

@@ -174,6 +174,15 @@ class Sandbox:
         with contextlib.suppress(APIError, DockerException):
             self.container.exec_run(["sh", "-c", "kill -9 -1"], detach=False)
 
+    def running(self) -> bool:
+        """Whether the container's PID 1 still runs (one inspect)."""
+        try:
+            return bool(self.engine.client.api.inspect_container(self.id)["State"].get("Running"))
+        except NotFound:
+            return False
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"cannot inspect {self.name}: {exc}") from None
+
     def kill(self) -> None:
         """SIGKILL the container's PID 1: every process in it dies at once (its files stay readable)."""
         try:

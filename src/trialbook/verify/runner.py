@@ -54,6 +54,7 @@ class Verdict(BaseModel):
     p2p_regression: bool = False
     conflicts: list[str] = []  # tests the log reports both passing and failing (verify/grading.parse_log)
     outlived: int = 0  # processes still running when test.sh exited (killed before the rewards were read)
+    killed: bool = False  # the verifier's script was killed from inside the sandbox (graded as failing)
     file_reward: float | None = None
     exit_code: int | None = None
     log: str = ""
@@ -124,13 +125,13 @@ def _script(stage: str, mark: str) -> str:
     )
 
 
-def _split(output: str, mark: str) -> tuple[str, dict[str, str], int]:
+def _split(output: str, mark: str) -> tuple[str, dict[str, str], int | None]:
     """The test log, the reward files and the count of processes that outlived test.sh: everything after
     the last `end` marker is the harness's (a marker printed earlier by the code under test stays in the
-    log); no `end` marker (test.sh cut short) means no files."""
+    log); no `end` marker (the script cut short) means no files and a count of None."""
     log, found, rest = output.rpartition(f"\n{mark}end ")
     if not found:
-        return output, {}, 0
+        return output, {}, None
     count, *parts = rest.split(f"\n{mark}")
     files = {}
     for part in parts:
@@ -156,6 +157,10 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
         log, files, outlived = _split(res.output, mark)
         if res.timed_out:
             raise VerifierTimeoutError(f"tests/test.sh ran past its {timeout:g} s limit", log)
+        # The script died of a signal before its end marker while the container still runs: only a process in the
+        # sandbox can have killed it (the harness kills only on a timeout, a memory or pids limit is read from
+        # the cgroup by `grade`), that is the code under test. Its failure is graded, never a free "no grade".
+        killed = outlived is None and (res.exit_code or 0) > 128 and sandbox.running()
         text = log
         if task.lists_tests and full.tell() > OUTPUT_TAIL:
             # The tail lost the head of the log, where a FAILED line may be that a flood of output pushed
@@ -172,12 +177,16 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
             tests=graded.tests,
             p2p_regression=bool(graded.p2p_regression),
             conflicts=graded.conflicts,
-            outlived=outlived,
+            outlived=outlived or 0,
+            killed=killed,
             file_reward=file_reward,
             exit_code=res.exit_code,
             log=log,
             duration_s=res.duration_s,
         )
+    if killed:
+        return Verdict(reward=0.0, graded_by="reward_file", killed=True, exit_code=res.exit_code, log=log,
+                       duration_s=res.duration_s)  # fmt: skip
     if file_reward is None:
         raise RewardFileNotFoundError(
             f"tests/test.sh exited {res.exit_code} without writing {LOG_DIR}/reward.txt or reward.json", log
@@ -185,7 +194,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
     return Verdict(
         reward=file_reward,
         graded_by="reward_file",
-        outlived=outlived,
+        outlived=outlived or 0,
         file_reward=file_reward,
         exit_code=res.exit_code,
         log=log,
