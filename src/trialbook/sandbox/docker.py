@@ -25,6 +25,7 @@ from typing import IO, Any
 import docker
 from docker.errors import APIError, BuildError, DockerException, ImageNotFound, NotFound
 
+from trialbook.sandbox.cgroup import cgroup_counters
 from trialbook.sandbox.warm import LABEL_POOL, Spec, WarmPool
 
 LABEL_RUN = "trialbook.run"
@@ -225,7 +226,7 @@ class Sandbox:
     def limit_hits(self) -> dict[str, int]:
         """How often the container hit its memory limit (OOM kills) and its pids limit, from its cgroup;
         Docker's own OOMKilled flag counts too (all a remote daemon's host shows)."""
-        hits, read = _cgroup_counters(self.id, Path("/sys/fs/cgroup"))
+        hits, read = cgroup_counters(self.id)
         if "oom_kills" not in read:  # no cgroup to read: ask the daemon (a round trip on the trial's path)
             with contextlib.suppress(APIError, DockerException):
                 if self.engine.client.api.inspect_container(self.id)["State"].get("OOMKilled"):
@@ -273,46 +274,6 @@ class Sandbox:
         except (APIError, DockerException) as exc:
             raise DaemonError(f"cannot remove {self.name}: {exc}") from None
         self.removed = True
-
-
-_CGROUP_FILES = {  # (counter, file, field) for cgroup v1 (cgroupfs driver) and v2 (systemd or cgroupfs)
-    "oom_kills": [
-        ("memory/docker/{id}/memory.oom_control", "oom_kill"),
-        ("system.slice/docker-{id}.scope/memory.events", "oom_kill"),
-        ("docker/{id}/memory.events", "oom_kill"),
-    ],
-    "pids_limit_hits": [
-        ("pids/docker/{id}/pids.events", "max"),
-        ("system.slice/docker-{id}.scope/pids.events", "max"),
-        ("docker/{id}/pids.events", "max"),
-    ],
-}
-
-
-def limit_hits(container_id: str, root: Path = Path("/sys/fs/cgroup")) -> dict[str, int]:
-    """Counters of a container's cgroup read on the daemon's host; {} where they cannot be read
-    (a remote daemon): then only Docker's own OOMKilled flag is seen (Sandbox.limit_hits)."""
-    return _cgroup_counters(container_id, root)[0]
-
-
-def _cgroup_counters(container_id: str, root: Path) -> tuple[dict[str, int], set[str]]:
-    """The non-zero counters, and which counters could be read at all."""
-    hits: dict[str, int] = {}
-    read: set[str] = set()
-    for counter, places in _CGROUP_FILES.items():
-        for rel, field in places:
-            try:
-                text = (root / rel.format(id=container_id)).read_text()
-            except OSError:
-                continue
-            for line in text.splitlines():
-                key, _, value = line.partition(" ")
-                if key == field and value.strip().isdigit():
-                    read.add(counter)  # a kernel without the field leaves it unread: the daemon is asked
-                    if int(value):
-                        hits[counter] = int(value)
-            break
-    return hits, read
 
 
 class DockerEngine:
