@@ -132,18 +132,19 @@ def parse_log(log_text: str, repo: str | None, task_id: str = "", fast: bool = T
     # Parsers take a TestSpec; the Python ones ignore it, two non-Python ones read instance_id.
     spec: Any = SimpleNamespace(instance_id=task_id, repo=repo)
 
-    def parser(text: str) -> dict[str, str]:
-        return official(prefilter(text) if prefilter and fast else text, spec)
+    def parsed(text: str) -> tuple[dict[str, str], str | None]:
+        """The status map of `text`, and its status lines (None for a parser without a prefilter): one
+        prefilter pass serves both the map and the conflicts."""
+        lines = prefilter(text) if prefilter else None
+        return official(lines if lines is not None and fast else text, spec), lines
 
-    text = log_text
     if START_TEST_OUTPUT in log_text and END_TEST_OUTPUT in log_text:
-        text = log_text.split(START_TEST_OUTPUT)[1].split(END_TEST_OUTPUT)[0]
-        status_map = parser(text)
+        status_map, lines = parsed(log_text.split(START_TEST_OUTPUT)[1].split(END_TEST_OUTPUT)[0])
         if not status_map:
-            text, status_map = log_text, parser(log_text)
+            status_map, lines = parsed(log_text)
     else:
-        status_map = parser(log_text)
-    failing = _reported_both_ways(prefilter(text), official, spec) if prefilter else {}
+        status_map, lines = parsed(log_text)
+    failing = _reported_both_ways(lines, official, spec) if lines is not None else {}
     status_map.update(failing)
     return ParsedLog(status_map, None, sorted(failing))
 

@@ -161,14 +161,13 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
         # sandbox can have killed it (the harness kills only on a timeout, a memory or pids limit is read from
         # the cgroup by `grade`), that is the code under test. Its failure is graded, never a free "no grade".
         killed = outlived is None and (res.exit_code or 0) > 128 and sandbox.running()
-        text = log
-        if task.lists_tests and full.tell() > OUTPUT_TAIL:
+        text, has_lists = log, task.lists_tests
+        if has_lists and full.tell() > OUTPUT_TAIL:
             # The tail lost the head of the log, where a FAILED line may be that a flood of output pushed
             # out: grade every line of the whole output that can carry a status.
             full.seek(0)
             text = _split(_status_lines()(full, task.repo, (mark,)), mark)[0]
     file_reward = parse_reward(files)
-    has_lists = task.lists_tests
     if has_lists:
         graded = _grader()(text, task.repo, task.fail_to_pass or [], task.pass_to_pass or [], task.task_id)
         return Verdict(
