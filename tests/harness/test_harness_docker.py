@@ -355,6 +355,22 @@ def test_large_test_folders_are_copied_in_and_agents_cannot_plant_tests(engine, 
     assert rows["planted"]["outcome"] == "unresolved" and rows["planted"]["extra"]["file_reward"] == 0.0
 
 
+LOOPBACK_CHECK = """
+import socket
+for host in ("localhost", "::1"):
+    srv = socket.create_server((host, 0), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    cli = socket.create_connection((host, srv.getsockname()[1]), timeout=5)
+    con, _ = srv.accept()
+    cli.sendall(b"ok")
+    print(host + "-" + con.recv(2).decode())
+try:
+    socket.create_connection(("1.1.1.1", 80), timeout=5)
+    print("reachable")
+except OSError:
+    print("unreachable")
+"""
+
+
 def test_sandboxes_have_labels_limits_and_no_network(engine):
     from trialbook.sandbox import DockerEngine
 
@@ -368,6 +384,11 @@ def test_sandboxes_have_labels_limits_and_no_network(engine):
         assert info["Config"]["Labels"]["trialbook.run"] == "limits"
         res = box.exec(["sh", "-c", "ls /sys/class/net"], timeout=10)
         assert res.output.split() == ["lo"]
+        # no network stack from Docker at all (NetworkDisabled), yet localhost resolves and loopback works,
+        # as tests that start a local server need
+        assert info["Config"].get("NetworkDisabled") is True
+        res = box.exec(["python3", "-c", LOOPBACK_CHECK], timeout=30)
+        assert res.output.split() == ["localhost-ok", "::1-ok", "unreachable"], res.output
         res = box.exec(["sh", "-c", "sleep 30"], timeout=1)
         assert res.timed_out and res.duration_s < 1 + GRACE_S
     finally:

@@ -137,7 +137,8 @@ def test_warm_containers_are_prepared_only_with_a_core_to_spare(engine, tmp_path
 
 
 def containers_with_pool_label(engine, run: str) -> list:
-    return engine.containers.list(sparse=True, filters={"label": [f"{LABEL_RUN}={run}", LABEL_POOL]})
+    """Running or not: a pooled container whose run died stops (its channel's server reads the end of its stdin)."""
+    return engine.containers.list(all=True, sparse=True, filters={"label": [f"{LABEL_RUN}={run}", LABEL_POOL]})
 
 
 def test_kill_9_with_a_warm_pool_then_resume_leaves_no_container(engine, tmp_path, db):

@@ -1,7 +1,7 @@
 """Verifier isolation: what of the agent's work the verifier sees, and in which container.
 
-Default (`[verifier] isolation = "diff"`): the agent's container is killed (every process in it
-dies with its PID 1), its working tree is copied out (without `.git`), and in a FRESH container
+Default (`[verifier] isolation = "diff"`): every process of the agent's container is killed, its working
+tree is copied out (without `.git`; the archive re-packed member by member), and in a FRESH container
 from the task image the change is computed with the image's own git (the image's tree against the
 agent's, new and binary files included) and applied with `git apply`. Nothing else of the agent's
 container reaches the verifier: no process, no shell-setup file, no /logs, no /tests, no wrapper
@@ -85,29 +85,48 @@ def workdir_of(engine: DockerEngine, task: TaskSpec, image: str) -> str:
 
 
 def capture(box: Sandbox, workdir: str) -> Change:
-    """Kill the agent's container and copy its working tree out, without `.git`, into a temp file."""
-    box.kill()
+    """Stop every process of the agent's container and copy its working tree out, without `.git`, into a temp
+    file: through the container's channel (no kill, no archive copy through the daemon) and, when that fails
+    or its archive does not read, by killing the container and exporting the tree through the daemon."""
     tree = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the trial when grading is done
     stage = _stage()
     with tempfile.TemporaryFile() as raw:
-        _filter(box, workdir, raw, tree, stage)
+        if box.snapshot(workdir, raw):
+            try:
+                _filter(raw, tree, stage)
+                return Change(workdir, tree, stage=stage)
+            except IsolationError:  # the container's own tar wrote no archive: ask the daemon
+                for f in (raw, tree):
+                    f.seek(0)
+                    f.truncate()
+        box.kill()
+        box.export(workdir, raw)
+        _filter(raw, tree, stage)
     return Change(workdir, tree, stage=stage)
 
 
-def _filter(box: Sandbox, workdir: str, raw: IO[bytes], tree: IO[bytes], stage: str) -> None:
+def _filter(raw: IO[bytes], tree: IO[bytes], stage: str) -> None:
+    """Re-pack the agent's tree (a tar whose top folder is the working tree) below `<stage>/tree`: only
+    files, folders and links, nothing outside the tree, nothing below a symlink of the archive (which an
+    extraction could follow out of the tree), no `.git`. The archive is the agent's to shape (the
+    container's own tar wrote it, or its files did), so nothing else of it is kept."""
     try:
-        box.export(workdir, raw)
         raw.seek(0)
+        links: set[str] = set()
         with tarfile.open(fileobj=raw, mode="r|") as src, tarfile.open(fileobj=tree, mode="w|") as dst:
             top = tarfile.TarInfo(stage)  # the stage folder itself, root-only: no exec needed to make it
             top.type, top.mode = tarfile.DIRTYPE, 0o700
             dst.addfile(top)
             for member in src:
                 rest = _below_top(member.name)
-                if rest is None or rest == ".git" or rest.startswith(".git/"):
+                if rest is None or rest == ".git" or rest.startswith(".git/") or (rest == "" and not member.isdir()):
                     continue
                 if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
                     continue
+                if any("/".join(rest.split("/")[:i]) in links for i in range(1, rest.count("/") + 1)):
+                    continue
+                if member.issym():
+                    links.add(rest)
                 member.name = f"{stage}/tree/{rest}" if rest else f"{stage}/tree"
                 if member.islnk():
                     target = _below_top(member.linkname)
@@ -115,7 +134,7 @@ def _filter(box: Sandbox, workdir: str, raw: IO[bytes], tree: IO[bytes], stage: 
                         continue
                     member.linkname = f"{stage}/tree/{target}"
                 dst.addfile(member, src.extractfile(member) if member.isfile() else None)
-    except tarfile.TarError as exc:
+    except (tarfile.TarError, EOFError) as exc:
         raise IsolationError(f"the agent's working tree could not be read: {exc}") from None
 
 

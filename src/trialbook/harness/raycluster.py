@@ -38,7 +38,8 @@ from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_tri
 from trialbook.outcomes import classify
 from trialbook.records import Trial
 from trialbook.sandbox import DockerEngine
-from trialbook.sandbox.docker import LABEL_LEDGER, tar_bytes
+from trialbook.sandbox.box import tar_bytes
+from trialbook.sandbox.docker import LABEL_LEDGER
 from trialbook.tasks import TaskError, TaskSpec
 
 DOCKER = "docker"  # the custom resource a node offers per trial it may run at once: ray start --resources

@@ -1,15 +1,14 @@
 """Sandboxes: one Docker container per trial, with labels, limits and timed execs."""
 
-from trialbook.sandbox.docker import (
+from trialbook.sandbox.box import (
     ContainerStartError,
     DaemonError,
-    DockerEngine,
     ExecResult,
     ImageBuildError,
     Sandbox,
     SandboxError,
-    docker_help,
 )
+from trialbook.sandbox.docker import DockerEngine, docker_help
 
 __all__ = [
     "ContainerStartError",

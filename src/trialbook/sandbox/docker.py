@@ -1,8 +1,9 @@
-"""Trial sandboxes on a real Docker Engine through the docker SDK.
+"""Trial sandboxes on a real Docker Engine through the docker SDK: images, the container lifecycle, `clean`.
 
-Every container runs `sleep infinity` as PID 1 and the agent and verifier run as execs, so a
-timed-out exec can be stopped with `kill -9 -1` (everything but PID 1) and the container kept
-for the next phase. Containers and built images carry `trialbook.*` labels so `clean` and
+Every container's PID 1 is the command channel's server (sandbox/channel.py), or `sleep infinity` when the
+client cannot attach; the agent's commands and the harness's run through the channel, the verifier's run
+as an exec, so a timed-out command can be stopped with `kill -9 -1` (everything but PID 1) and the
+container kept for the next phase. Containers and built images carry `trialbook.*` labels so `clean` and
 `resume` find every leftover.
 """
 
@@ -10,22 +11,27 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import io
 import os
 import re
-import tarfile
 import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import docker
 from docker.errors import APIError, BuildError, DockerException, ImageNotFound, NotFound
 
-from trialbook.sandbox.cgroup import cgroup_counters
+from trialbook.sandbox.box import (
+    SHELL_SETUP_PATH,
+    ContainerStartError,
+    DaemonError,
+    ImageBuildError,
+    Sandbox,
+    tar_files,
+)
+from trialbook.sandbox.channel import SERVER, Channel, ChannelBroken, write_files
 from trialbook.sandbox.warm import LABEL_POOL, Spec, WarmPool
 
 LABEL_RUN = "trialbook.run"
@@ -33,28 +39,11 @@ LABEL_TRIAL = "trialbook.trial"
 LABEL_TASK = "trialbook.task"
 LABEL_LEDGER = "trialbook.ledger"  # the ledger's id: runs of the same name in two ledgers never meet
 LABEL_RUN_ID = "trialbook.run_id"
-KILL_GRACE_S = 5.0
-POLL_S = 0.2
-OUTPUT_TAIL = 4_000_000  # bytes of an exec's output held in memory (the rest is streamed to its sink)
-SHELL_SETUP_PATH = "/etc/trialbook-shell-setup.sh"
-
-
-class SandboxError(Exception):
-    """An infrastructure failure (the trial says nothing about the agent)."""
-
-    kind = "DaemonError"
-
-
-class DaemonError(SandboxError):
-    kind = "DaemonError"
-
-
-class ImageBuildError(SandboxError):
-    kind = "ImageBuildError"
-
-
-class ContainerStartError(SandboxError):
-    kind = "ContainerStartError"
+# A container without network gets no network stack from Docker at all (NetworkDisabled: no libnetwork
+# sandbox, no prestart hook re-executing dockerd; ~45% of a container's start-to-removal CPU,
+# benchmarks/bench_harness.py --cpu), just the empty namespace runc makes with its loopback up; Docker then
+# writes no /etc/hosts, so this one (what Docker writes for --network none) is copied in before start.
+LOOPBACK_HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 
 
 def docker_help() -> str:
@@ -74,208 +63,6 @@ def slug(text: str, limit: int = 40) -> str:
     return clean[:limit]
 
 
-def tar_bytes(local: Path, arcname: str, gzip: bool = False) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz" if gzip else "w") as tar:
-        tar.add(str(local), arcname=arcname)
-    return buf.getvalue()
-
-
-def tar_text(arcname: str, text: str) -> bytes:
-    """A one-file tar archive holding `text` at `arcname` (relative to the extraction root)."""
-    data = text.encode()
-    info = tarfile.TarInfo(arcname)
-    info.size, info.mode = len(data), 0o644
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
-@dataclass
-class ExecResult:
-    exit_code: int | None
-    output: str
-    timed_out: bool
-    duration_s: float
-
-
-class Sandbox:
-    """One running container."""
-
-    def __init__(self, engine: DockerEngine, container: Any, stop: threading.Event | None = None) -> None:
-        self.engine = engine
-        self.container = container
-        self.name: str = container.name
-        self.id: str = container.id
-        # set from outside (deadline, interrupt): a running exec is killed and reported timed out
-        self.stop = stop or threading.Event()
-        # a phase budget (monotonic time) no exec may run past, whatever timeout the caller asks for
-        self.until: float | None = None
-        self.removed = False
-        self.prepared: Any = None  # what start(prepare=...) returned for a warm container (None: cold)
-
-    def exec(
-        self,
-        cmd: list[str],
-        timeout: float,
-        env: dict[str, str] | None = None,
-        workdir: str | None = None,
-        user: str = "",
-        sink: IO[bytes] | None = None,
-    ) -> ExecResult:
-        """Run `cmd`; past `timeout` seconds every process but PID 1 is killed and timed_out is set.
-
-        The output is streamed: all of it goes to `sink` when given, and only its last
-        OUTPUT_TAIL bytes are held in memory (a 100 MB test log costs 100 MB of disk, not memory)."""
-        api = self.engine.client.api
-        start = time.monotonic()
-        try:
-            exec_id = api.exec_create(self.container.id, cmd, environment=env, workdir=workdir, user=user)["Id"]
-        except (APIError, DockerException) as exc:
-            raise DaemonError(f"exec in {self.name} failed: {exc}") from None
-        box: dict[str, Any] = {}
-        tail = bytearray()  # read here too when the exec is cut short: its output so far
-
-        def target() -> None:
-            try:
-                for chunk in api.exec_start(exec_id, stream=True):
-                    if sink is not None:
-                        sink.write(chunk)
-                    tail.extend(chunk)
-                    if len(tail) > 2 * OUTPUT_TAIL:
-                        del tail[: len(tail) - OUTPUT_TAIL]
-            except Exception as exc:  # surfaced below, in the caller's thread
-                box["err"] = exc
-
-        worker = threading.Thread(target=target, daemon=True)
-        worker.start()
-        end = start + max(timeout, 0.0)
-        if self.until is not None:
-            end = min(end, self.until)
-        while worker.is_alive() and not self.stop.is_set() and time.monotonic() < end:
-            worker.join(min(POLL_S, max(end - time.monotonic(), 0.0)))
-        timed_out = worker.is_alive()
-        if timed_out:
-            self.kill_processes()
-            worker.join(KILL_GRACE_S)
-        if "err" in box and not timed_out:
-            raise DaemonError(f"exec in {self.name} failed: {box['err']}")
-        exit_code = None
-        if not timed_out:
-            try:
-                exit_code = api.exec_inspect(exec_id).get("ExitCode")
-            except (APIError, DockerException) as exc:
-                raise DaemonError(f"exec inspect in {self.name} failed: {exc}") from None
-        output = bytes(tail[-OUTPUT_TAIL:]).decode("utf-8", "replace")
-        return ExecResult(exit_code, output, timed_out, round(time.monotonic() - start, 3))
-
-    def kill_processes(self) -> None:
-        """SIGKILL every process in the container except PID 1 (kill(-1) spares init and the caller)."""
-        with contextlib.suppress(APIError, DockerException):
-            self.container.exec_run(["sh", "-c", "kill -9 -1"], detach=False)
-
-    def running(self) -> bool:
-        """Whether the container's PID 1 still runs (one inspect)."""
-        try:
-            return bool(self.engine.client.api.inspect_container(self.id)["State"].get("Running"))
-        except NotFound:
-            return False
-        except (APIError, DockerException) as exc:
-            raise DaemonError(f"cannot inspect {self.name}: {exc}") from None
-
-    def kill(self) -> None:
-        """SIGKILL the container's PID 1: every process in it dies at once (its files stay readable)."""
-        try:
-            self.container.kill()
-        except NotFound:
-            pass
-        except APIError as exc:
-            if exc.status_code != 409:  # 409: not running (already stopped)
-                raise DaemonError(f"cannot kill {self.name}: {exc}") from None
-        except DockerException as exc:
-            raise DaemonError(f"cannot kill {self.name}: {exc}") from None
-
-    def restart(self) -> None:
-        """Kill every process (PID 1 included) and start the container again, its files kept."""
-        self.kill()
-        try:
-            self.container.start()
-        except (APIError, DockerException) as exc:
-            raise DaemonError(f"cannot restart {self.name}: {exc}") from None
-
-    def export(self, path: str, sink: IO[bytes]) -> None:
-        """Stream `path` out of the container (running or stopped) as a tar archive into `sink`."""
-        try:
-            stream, _ = self.container.get_archive(path, chunk_size=1 << 20)
-            for chunk in stream:
-                sink.write(chunk)
-        except NotFound:
-            raise DaemonError(f"{path} does not exist in {self.name}") from None
-        except (APIError, DockerException) as exc:
-            raise DaemonError(f"copy of {path} out of {self.name} failed: {exc}") from None
-
-    def put_tar(self, dest: str, archive: IO[bytes] | bytes) -> None:
-        """Extract a tar archive (bytes or an open file, streamed) at `dest` in the container."""
-        try:
-            if not self.container.put_archive(dest, archive):
-                raise DaemonError(f"copy into {self.name}:{dest} failed")
-        except (APIError, DockerException) as exc:
-            raise DaemonError(f"copy into {self.name}:{dest} failed: {exc}") from None
-
-    def limit_hits(self) -> dict[str, int]:
-        """How often the container hit its memory limit (OOM kills) and its pids limit, from its cgroup;
-        Docker's own OOMKilled flag counts too (all a remote daemon's host shows)."""
-        hits, read = cgroup_counters(self.id)
-        if "oom_kills" not in read:  # no cgroup to read: ask the daemon (a round trip on the trial's path)
-            with contextlib.suppress(APIError, DockerException):
-                if self.engine.client.api.inspect_container(self.id)["State"].get("OOMKilled"):
-                    hits["oom_kills"] = 1
-        return hits
-
-    def write_shell_setup(self, text: str) -> None:
-        self.put_tar("/", tar_text(SHELL_SETUP_PATH.lstrip("/"), text + "\n"))
-
-    def put_dir(self, local: Path, dest: str) -> None:
-        """Copy a local folder's contents to `dest` in the container (created if missing)."""
-        try:
-            if not self.container.put_archive("/", tar_bytes(local, dest.strip("/"))):
-                raise DaemonError(f"copy of {local} into {self.name} failed")
-        except (APIError, DockerException) as exc:
-            raise DaemonError(f"copy of {local} into {self.name} failed: {exc}") from None
-
-    def read_file(self, path: str) -> bytes | None:
-        """A file's bytes from the container, None when it does not exist."""
-        try:
-            stream, _ = self.container.get_archive(path)
-        except NotFound:
-            return None
-        except (APIError, DockerException) as exc:
-            raise DaemonError(f"copy of {path} out of {self.name} failed: {exc}") from None
-        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-            member = tar.next()
-            if member is None or not member.isfile():
-                return None
-            f = tar.extractfile(member)
-            return f.read() if f else None
-
-    def remove(self) -> None:
-        """Remove the container (once: a trial's cleanup may ask again)."""
-        if self.removed:
-            return
-        if self.engine.warm is not None:  # off the trial's critical path; `clean` finds a failed one
-            self.engine.warm.discard(self.id)
-            self.removed = True
-            return
-        try:
-            self.container.remove(force=True)
-        except NotFound:
-            pass
-        except (APIError, DockerException) as exc:
-            raise DaemonError(f"cannot remove {self.name}: {exc}") from None
-        self.removed = True
-
-
 class DockerEngine:
     """The daemon connection, image builds and container lifecycle."""
 
@@ -291,7 +78,9 @@ class DockerEngine:
         self.pool_stats: dict[str, int] = {}  # the last closed pool's counts (taken, cold, created, ...)
         self.prepare_ahead = True  # open_pool: whether warm containers run their `prepare` step (see there)
         self._image_ids: dict[str, str] = {}  # built tags seen this run: no image inspect per trial
-        self._workdirs: dict[str, str | None] = {}
+        self._configs: dict[str, tuple[str | None, bool]] = {}
+        self._channels: dict[str, Channel] = {}  # container id -> its command channel
+        self.channels = True  # whether new containers get one (benchmarks compare without)
 
     def open_pool(self, concurrency: int) -> WarmPool:
         """Start keeping containers warm (sandbox/warm.py) until close_pool()."""
@@ -306,7 +95,7 @@ class DockerEngine:
         self.prepare_ahead = concurrency < int(info.get("NCPU") or 0)
         self.warm = WarmPool(
             create=lambda spec, name: self._create(spec, name, {**dict(spec.labels), LABEL_POOL: "1"}),
-            remove=lambda cid: self.client.api.remove_container(cid, force=True),
+            remove=self._remove_container,
             depth=concurrency + 1,  # per spec: the agent's and the verifier's are specs apart
             limit=2 * concurrency + 2,
             memory_mb=host_mb,
@@ -315,6 +104,10 @@ class DockerEngine:
             workers=concurrency + 1,
         )
         return self.warm
+
+    def _remove_container(self, container_id: str) -> None:
+        self.forget(container_id)
+        self.client.api.remove_container(container_id, force=True)
 
     def close_pool(self) -> None:
         warm, self.warm = self.warm, None
@@ -327,14 +120,18 @@ class DockerEngine:
 
     def image_workdir(self, ref: str) -> str | None:
         """The image's WORKDIR (None when it has none)."""
-        if ref in self._workdirs:
-            return self._workdirs[ref]
-        try:
-            workdir = self.client.api.inspect_image(ref).get("Config", {}).get("WorkingDir") or None
-        except (APIError, DockerException) as exc:
-            raise DaemonError(f"image inspect {ref} failed: {exc}") from None
-        self._workdirs[ref] = workdir
-        return workdir
+        return self._image_config(ref)[0]
+
+    def _image_config(self, ref: str) -> tuple[str | None, bool]:
+        """(WORKDIR or None, whether its containers run as root), one inspect per image and run."""
+        if ref not in self._configs:
+            try:
+                config = self.client.api.inspect_image(ref).get("Config") or {}
+            except (APIError, DockerException) as exc:
+                raise DaemonError(f"image inspect {ref} failed: {exc}") from None
+            user = str(config.get("User") or "").split(":")[0]
+            self._configs[ref] = (config.get("WorkingDir") or None, user in ("", "root", "0"))
+        return self._configs[ref]
 
     def image_id(self, ref: str) -> str | None:
         try:
@@ -462,10 +259,18 @@ class DockerEngine:
         return lambda cid, name: fn(self._box(cid, name))
 
     def _box(self, cid: str, name: str, stop: threading.Event | None = None) -> Sandbox:
-        return Sandbox(self, self.client.containers.prepare_model({"Id": cid, "Name": name}), stop)
+        box = Sandbox(self, self.client.containers.prepare_model({"Id": cid, "Name": name}), stop)
+        box.channel = self._channels.get(cid)
+        return box
+
+    def forget(self, container_id: str) -> None:
+        """Close a container's channel (it is being killed or removed)."""
+        channel = self._channels.pop(container_id, None)
+        if channel is not None:
+            channel.close()
 
     def _create(self, spec: Spec, name: str, labels: dict[str, str]) -> str:
-        """Create and start a container of `spec`; its id."""
+        """Create and start a container of `spec` (with its command channel when this client can attach); its id."""
         api = self.client.api
         env = dict(spec.env)
         if spec.shell_setup:
@@ -476,25 +281,48 @@ class DockerEngine:
             mem_limit=f"{spec.memory_mb}m",
             pids_limit=spec.pids_limit,
         )
+        files = {} if spec.network else {"etc/hosts": LOOPBACK_HOSTS}
+        if spec.shell_setup:
+            files[SHELL_SETUP_PATH.lstrip("/")] = spec.shell_setup + "\n"
+        root = self._image_config(spec.image)[1]
+        channel = None
         try:  # the low-level calls save the SDK's extra inspect per container
             created = api.create_container(
                 spec.image,
-                entrypoint=["sleep", "infinity"],
+                entrypoint=["/bin/sh", "-c", SERVER] if self.channels else ["sleep", "infinity"],
                 command=[],
                 name=name,
                 labels=labels,
                 host_config=host,
+                network_disabled=not spec.network,
                 environment=env or None,
                 working_dir=spec.workdir,
+                stdin_open=self.channels,
             )
-            api.start(created["Id"])
-            if spec.shell_setup:
-                api.put_archive(created["Id"], "/", tar_text(SHELL_SETUP_PATH.lstrip("/"), spec.shell_setup + "\n"))
-        except (APIError, DockerException) as exc:
+            cid = str(created["Id"])
+            channel = Channel.attach(api, cid) if self.channels else None
+            if channel is not None:
+                channel.root = root
+            if files and (channel is None or not root):  # before start: there for the first process
+                api.put_archive(cid, "/", tar_files(files))
+            api.start(cid)
+            if files and channel is not None and root:  # no copy (~0.05 CPU s): the channel writes them
+                try:
+                    code, out, _ = channel.run(write_files(files), time.monotonic() + 60, lambda: False,
+                                               lambda: None, None, 2000, 0)  # fmt: skip
+                except ChannelBroken as exc:
+                    code, out = None, str(exc).encode()
+                if code != 0:
+                    raise DaemonError(f"could not write the harness's files: {out.decode(errors='replace')[-300:]}")
+        except (APIError, DockerException, DaemonError) as exc:
+            if channel is not None:
+                channel.close()
             self._remove_by_name(name)
             self._image_ids = {t: i for t, i in self._image_ids.items() if t != spec.image}
             raise ContainerStartError(f"container {name} did not start: {exc}") from None
-        return str(created["Id"])
+        if channel is not None:
+            self._channels[cid] = channel
+        return cid
 
     def _remove_by_name(self, name: str) -> None:
         with contextlib.suppress(APIError, DockerException):

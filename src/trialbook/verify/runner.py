@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from trialbook.outcomes import parse_reward
 from trialbook.sandbox import Sandbox
-from trialbook.sandbox.docker import OUTPUT_TAIL, tar_bytes
+from trialbook.sandbox.box import OUTPUT_TAIL, tar_bytes
 from trialbook.tasks import TaskSpec
 
 if TYPE_CHECKING:
@@ -148,12 +148,12 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
     with tempfile.TemporaryFile() as full:  # the whole output, on disk: memory holds only its tail
         res = None
         if unpack is not None:  # saves a copy into the container (~0.1 s a trial)
-            res = sandbox.exec(["bash", "-c", unpack + script], timeout=timeout, sink=full)
+            res = sandbox.exec(["bash", "-c", unpack + script], timeout=timeout, sink=full, trusted=True)
         if res is None or res.exit_code == NO_TOOLS:  # no base64/tar in the image, or too big: copy in
             full.seek(0)
             full.truncate()
             sandbox.put_dir(task.tests_dir, f"{stage}/tests")
-            res = sandbox.exec(["bash", "-c", script], timeout=timeout, sink=full)
+            res = sandbox.exec(["bash", "-c", script], timeout=timeout, sink=full, trusted=True)
         log, files, outlived = _split(res.output, mark)
         if res.timed_out:
             raise VerifierTimeoutError(f"tests/test.sh ran past its {timeout:g} s limit", log)

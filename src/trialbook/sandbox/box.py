@@ -1,0 +1,346 @@
+"""One trial's container: timed execs (through its command channel when it has one), copies in and out,
+kill and removal. The daemon connection, images and the container lifecycle are sandbox/docker.py's."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import gzip
+import io
+import shlex
+import tarfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import IO, Any, Protocol
+
+from docker.errors import APIError, DockerException, NotFound
+
+from trialbook.sandbox.cgroup import cgroup_counters
+from trialbook.sandbox.channel import Channel, ChannelBroken, ChannelBusy, command
+
+
+class Engine(Protocol):
+    """What a sandbox needs of sandbox/docker.py's DockerEngine."""
+
+    client: Any  # docker.DockerClient
+    warm: Any  # sandbox/warm.py's WarmPool while a pool is open, else None
+
+    def forget(self, container_id: str) -> None: ...
+
+KILL_GRACE_S = 5.0
+POLL_S = 0.2
+OUTPUT_TAIL = 4_000_000  # bytes of an exec's output held in memory (the rest is streamed to its sink)
+SHELL_SETUP_PATH = "/etc/trialbook-shell-setup.sh"
+# bytes of a tar extracted through the channel, inline (the server reads a request byte by byte, ~0.4 ms per
+# KB of base64; an archive copy costs ~0.05 CPU s of dockerd re-executing itself)
+INLINE_TAR = 64_000
+NO_TOOLS = 98
+
+
+class SandboxError(Exception):
+    """An infrastructure failure (the trial says nothing about the agent)."""
+
+    kind = "DaemonError"
+
+
+class DaemonError(SandboxError):
+    kind = "DaemonError"
+
+
+class ImageBuildError(SandboxError):
+    kind = "ImageBuildError"
+
+
+class ContainerStartError(SandboxError):
+    kind = "ContainerStartError"
+
+
+def tar_bytes(local: Path, arcname: str, gzip: bool = False) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz" if gzip else "w") as tar:
+        tar.add(str(local), arcname=arcname)
+    return buf.getvalue()
+
+
+def tar_files(files: dict[str, str]) -> bytes:
+    """A tar archive holding each text at its name (relative to the extraction root)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for arcname, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(arcname)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def tar_text(arcname: str, text: str) -> bytes:
+    """A one-file tar archive holding `text` at `arcname` (relative to the extraction root)."""
+    return tar_files({arcname: text})
+
+
+def _small(archive: IO[bytes] | bytes) -> bytes | None:
+    """The archive's bytes when it is at most INLINE_TAR long (a file is read from its current position)."""
+    if isinstance(archive, bytes):
+        return archive if len(archive) <= INLINE_TAR else None
+    here = archive.tell()
+    data = archive.read(INLINE_TAR + 1)
+    archive.seek(here)
+    return data if len(data) <= INLINE_TAR else None
+
+
+@dataclass
+class ExecResult:
+    exit_code: int | None
+    output: str
+    timed_out: bool
+    duration_s: float
+
+
+class Sandbox:
+    """One running container."""
+
+    def __init__(self, engine: Engine, container: Any, stop: threading.Event | None = None) -> None:
+        self.engine = engine
+        self.container = container
+        self.name: str = container.name
+        self.id: str = container.id
+        # set from outside (deadline, interrupt): a running exec is killed and reported timed out
+        self.stop = stop or threading.Event()
+        # a phase budget (monotonic time) no exec may run past, whatever timeout the caller asks for
+        self.until: float | None = None
+        self.removed = False
+        self.prepared: Any = None  # what start(prepare=...) returned for a warm container (None: cold)
+        self.channel: Channel | None = None  # the container's command channel (sandbox/channel.py), if any
+
+    def exec(
+        self,
+        cmd: list[str],
+        timeout: float,
+        env: dict[str, str] | None = None,
+        workdir: str | None = None,
+        user: str = "",
+        sink: IO[bytes] | None = None,
+        trusted: bool = False,
+    ) -> ExecResult:
+        """Run `cmd`; past `timeout` seconds every process but PID 1 is killed and timed_out is set.
+
+        Through the container's channel when it can (`user` "" or, in a container running as root, "root"),
+        else as a `docker exec`; `trusted`: always an exec, whose end only the daemon reports (the verifier's
+        run: the code under test can forge anything the channel's server could print).
+        The output is streamed: all of it goes to `sink` when given, and only its last
+        OUTPUT_TAIL bytes are held in memory (a 100 MB test log costs 100 MB of disk, not memory)."""
+        start = time.monotonic()
+        end = start + max(timeout, 0.0)
+        if self.until is not None:
+            end = min(end, self.until)
+        channel = self.channel
+        text = command(cmd, env, workdir) if channel is not None and channel.alive and not trusted else None
+        if channel is not None and text is not None and (user == "" or (user == "root" and channel.root)):
+            try:
+                code, out, timed_out = channel.run(
+                    text, end, self.stop.is_set, self.kill_processes, sink, OUTPUT_TAIL, KILL_GRACE_S
+                )
+            except ChannelBusy:  # another thread's command: this one runs as an exec
+                return self._exec(cmd, start, end, env, workdir, user, sink)
+            except ChannelBroken as exc:
+                raise DaemonError(f"command in {self.name} failed: {exc}") from None
+            output = out.decode("utf-8", "replace")
+            return ExecResult(code, output, timed_out, round(time.monotonic() - start, 3))
+        return self._exec(cmd, start, end, env, workdir, user, sink)
+
+    def _exec(
+        self,
+        cmd: list[str],
+        start: float,
+        end: float,
+        env: dict[str, str] | None,
+        workdir: str | None,
+        user: str,
+        sink: IO[bytes] | None,
+    ) -> ExecResult:
+        api = self.engine.client.api
+        try:
+            exec_id = api.exec_create(self.container.id, cmd, environment=env, workdir=workdir, user=user)["Id"]
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"exec in {self.name} failed: {exc}") from None
+        box: dict[str, Any] = {}
+        tail = bytearray()  # read here too when the exec is cut short: its output so far
+
+        def target() -> None:
+            try:
+                for chunk in api.exec_start(exec_id, stream=True):
+                    if sink is not None:
+                        sink.write(chunk)
+                    tail.extend(chunk)
+                    if len(tail) > 2 * OUTPUT_TAIL:
+                        del tail[: len(tail) - OUTPUT_TAIL]
+            except Exception as exc:  # surfaced below, in the caller's thread
+                box["err"] = exc
+
+        worker = threading.Thread(target=target, daemon=True)
+        worker.start()
+        while worker.is_alive() and not self.stop.is_set() and time.monotonic() < end:
+            worker.join(min(POLL_S, max(end - time.monotonic(), 0.0)))
+        timed_out = worker.is_alive()
+        if timed_out:
+            self.kill_processes()
+            worker.join(KILL_GRACE_S)
+        if "err" in box and not timed_out:
+            raise DaemonError(f"exec in {self.name} failed: {box['err']}")
+        exit_code = None
+        if not timed_out:
+            try:
+                exit_code = api.exec_inspect(exec_id).get("ExitCode")
+            except (APIError, DockerException) as exc:
+                raise DaemonError(f"exec inspect in {self.name} failed: {exc}") from None
+        output = bytes(tail[-OUTPUT_TAIL:]).decode("utf-8", "replace")
+        return ExecResult(exit_code, output, timed_out, round(time.monotonic() - start, 3))
+
+    def kill_processes(self) -> None:
+        """SIGKILL every process in the container except PID 1 (kill(-1) spares init and the caller)."""
+        with contextlib.suppress(APIError, DockerException):
+            self.container.exec_run(["sh", "-c", "kill -9 -1"], detach=False)
+
+    def running(self) -> bool:
+        """Whether the container's PID 1 still runs (one inspect)."""
+        try:
+            return bool(self.engine.client.api.inspect_container(self.id)["State"].get("Running"))
+        except NotFound:
+            return False
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"cannot inspect {self.name}: {exc}") from None
+
+    def kill(self) -> None:
+        """SIGKILL the container's PID 1: every process in it dies at once (its files stay readable)."""
+        self.engine.forget(self.id)
+        self.channel = None
+        try:
+            self.container.kill()
+        except NotFound:
+            pass
+        except APIError as exc:
+            if exc.status_code != 409:  # 409: not running (already stopped)
+                raise DaemonError(f"cannot kill {self.name}: {exc}") from None
+        except DockerException as exc:
+            raise DaemonError(f"cannot kill {self.name}: {exc}") from None
+
+    def restart(self) -> None:
+        """Kill every process (PID 1 included) and start the container again, its files kept."""
+        self.kill()
+        try:
+            self.container.start()
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"cannot restart {self.name}: {exc}") from None
+
+    def export(self, path: str, sink: IO[bytes]) -> None:
+        """Stream `path` out of the container (running or stopped) as a tar archive into `sink`."""
+        try:
+            stream, _ = self.container.get_archive(path, chunk_size=1 << 20)
+            for chunk in stream:
+                sink.write(chunk)
+        except NotFound:
+            raise DaemonError(f"{path} does not exist in {self.name}") from None
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"copy of {path} out of {self.name} failed: {exc}") from None
+
+    def put_tar(self, dest: str, archive: IO[bytes] | bytes) -> None:
+        """Extract a tar archive (bytes or an open file, streamed) at `dest` in the container: a small one
+        through a root channel (gzip + base64 in the command's text: no archive copy through the daemon),
+        else, or when the image lacks base64, gzip or tar, through the daemon."""
+        small = _small(archive)
+        if small is not None and self.channel is not None and self.channel.alive and self.channel.root:
+            payload = base64.b64encode(gzip.compress(small, mtime=0)).decode()
+            q = shlex.quote(dest)
+            text = (
+                f"for t in base64 gzip tar; do command -v $t >/dev/null || exit {NO_TOOLS}; done\n"
+                f"mkdir -p {q} && echo {payload} | base64 -d | tar -xzf - -C {q}\n"
+            )
+            if self.exec(["sh", "-c", text], timeout=120, user="root").exit_code == 0:
+                return
+            if not isinstance(archive, bytes):  # a failed extraction is redone in full through the daemon
+                archive.seek(0)
+        try:
+            if not self.container.put_archive(dest, archive):
+                raise DaemonError(f"copy into {self.name}:{dest} failed")
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"copy into {self.name}:{dest} failed: {exc}") from None
+
+    def snapshot(self, path: str, sink: IO[bytes], timeout: float = 600.0) -> bool:
+        """Kill every process but PID 1 and stream `path` as a tar (its top folder named as `path`'s last part,
+        as `export` gives it) into `sink`, through a root channel: True when that worked. False without one,
+        or when the container's own `tar` failed: the caller then kills the container and exports.
+
+        What the container's tar writes is only as trustworthy as the container: the caller treats it as
+        data (harness/isolation.py re-packs it member by member)."""
+        channel = self.channel
+        if channel is None or not channel.alive or not channel.root:
+            return False
+        where = PurePosixPath(path)
+        text = (
+            "kill -9 -1 2>/dev/null; kill -9 -1 2>/dev/null\n"
+            f"cd {shlex.quote(str(where.parent))} && exec tar -cf - {shlex.quote(where.name)} 2>/dev/null\n"
+        )
+        try:
+            code, _, timed_out = channel.run(
+                text, time.monotonic() + timeout, self.stop.is_set, self.kill_processes, sink, 0, KILL_GRACE_S
+            )
+        except ChannelBroken:
+            return False
+        return code == 0 and not timed_out
+
+    def limit_hits(self) -> dict[str, int]:
+        """How often the container hit its memory limit (OOM kills) and its pids limit, from its cgroup;
+        Docker's own OOMKilled flag counts too (all a remote daemon's host shows)."""
+        hits, read = cgroup_counters(self.id)
+        if "oom_kills" not in read:  # no cgroup to read: ask the daemon (a round trip on the trial's path)
+            with contextlib.suppress(APIError, DockerException):
+                if self.engine.client.api.inspect_container(self.id)["State"].get("OOMKilled"):
+                    hits["oom_kills"] = 1
+        return hits
+
+    def write_shell_setup(self, text: str) -> None:
+        self.put_tar("/", tar_text(SHELL_SETUP_PATH.lstrip("/"), text + "\n"))
+
+    def put_dir(self, local: Path, dest: str) -> None:
+        """Copy a local folder's contents to `dest` in the container (created if missing)."""
+        try:
+            if not self.container.put_archive("/", tar_bytes(local, dest.strip("/"))):
+                raise DaemonError(f"copy of {local} into {self.name} failed")
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"copy of {local} into {self.name} failed: {exc}") from None
+
+    def read_file(self, path: str) -> bytes | None:
+        """A file's bytes from the container, None when it does not exist."""
+        try:
+            stream, _ = self.container.get_archive(path)
+        except NotFound:
+            return None
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"copy of {path} out of {self.name} failed: {exc}") from None
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            member = tar.next()
+            if member is None or not member.isfile():
+                return None
+            f = tar.extractfile(member)
+            return f.read() if f else None
+
+    def remove(self) -> None:
+        """Remove the container (once: a trial's cleanup may ask again)."""
+        if self.removed:
+            return
+        self.engine.forget(self.id)
+        self.channel = None
+        if self.engine.warm is not None:  # off the trial's critical path; `clean` finds a failed one
+            self.engine.warm.discard(self.id)
+            self.removed = True
+            return
+        try:
+            self.container.remove(force=True)
+        except NotFound:
+            pass
+        except (APIError, DockerException) as exc:
+            raise DaemonError(f"cannot remove {self.name}: {exc}") from None
+        self.removed = True

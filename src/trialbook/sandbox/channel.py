@@ -1,0 +1,196 @@
+"""A command channel into a container: its PID 1 is a small POSIX-sh loop that runs what it reads on stdin.
+
+Why: a `docker exec` costs the daemon's host ~0.06 CPU s (the containerd shim starts runc for it) and an
+archive copy in or out ~0.05 (dockerd re-executes itself to pack or unpack in the container's root), while a
+line written to an attached stdin costs next to nothing. A trivial trial made 3 execs, 2 copies and a kill
+besides its 2 container lifecycles, which is why it cost ~3x a bare `docker run`
+(benchmarks/bench_harness.py --cpu).
+
+The protocol is strictly one request at a time, the harness waiting for each answer before it sends
+the next, so nothing but a request is ever left unread on the server's stdin:
+
+    x NONCE\\n<shell text, any number of lines>\\nNONCE\\n   ->   <its output, stderr merged>\\nNONCE RC\\n
+
+NONCE is fresh for every request. The text runs in a subshell with stdin from /dev/null; a command cut
+short by the harness (`kill -9 -1` from a `docker exec`, which spares PID 1) still ends with its line.
+
+What may use it: every process in the container can write to the channel's stdout and, as root, read the
+server's memory, so an answer is only as trustworthy as the container. The agent's container is the
+agent's anyway (what its commands print is what it sees; its working tree is carried out as data and
+re-checked by `harness/isolation.py`), and a fresh verifier container has run nothing of the agent's
+before its tests start; so the verifier's own run, whose completion must not be forgeable by the code
+under test, stays a `docker exec` (sandbox/docker.py: `Sandbox.exec(..., trusted=True)`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import secrets
+import shlex
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+SERVER = r"""while IFS= read -r req; do
+  n=${req#x }
+  [ "$n" = "$req" ] && continue
+  s=
+  while IFS= read -r l; do [ "$l" = "$n" ] && break; s="$s$l
+"; done
+  ( eval "$s" ) </dev/null 2>&1
+  printf '\n%s %d\n' "$n" "$?"
+done
+"""
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class ChannelBroken(Exception):
+    """The channel no longer answers as it should (the caller falls back to the daemon's own calls)."""
+
+
+class ChannelBusy(ChannelBroken):
+    """Another thread's request is running (the caller uses the daemon's exec instead)."""
+
+
+class Channel:
+    """One attached container's stdin/stdout (the daemon's multiplexed stream, no TTY)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.alive = True
+        self.root = False  # whether the server runs as root (then the harness's root commands may use it)
+        self.lock = threading.Lock()  # one request at a time
+        self._raw = bytearray()  # bytes of the multiplexed stream not yet parsed into frames
+
+    @classmethod
+    def attach(cls, api: Any, container_id: str) -> Channel | None:
+        """Attach to a created container's stdin and stdout; None when this client cannot (a remote daemon
+        behind a proxy, an SDK without raw sockets): the sandbox then uses the daemon's calls only."""
+        try:
+            raw = api.attach_socket(container_id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            sock = getattr(raw, "_sock", raw)
+            if not isinstance(sock, socket.socket):
+                return None
+            return cls(sock)
+        except Exception:  # noqa: BLE001 - any failure only means: no channel
+            return None
+
+    def close(self) -> None:
+        self.alive = False
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+    def run(
+        self,
+        text: str,
+        end: float,
+        stopped: Callable[[], bool],
+        on_timeout: Callable[[], None],
+        sink: IO[bytes] | None,
+        keep: int,
+        grace: float,
+    ) -> tuple[int | None, bytes, bool]:
+        """Run shell `text`; (exit code or None when cut short, the output's last `keep` bytes, timed out).
+
+        Past `end` (monotonic) or once `stopped()`, `on_timeout()` kills the command and its answer is
+        awaited `grace` seconds more. Raises ChannelBroken when the server does not answer as it should."""
+        if not self.alive:
+            raise ChannelBroken("the channel is closed")
+        if not self.lock.acquire(blocking=False):
+            raise ChannelBusy("the channel is busy")
+        try:
+            return self._run(text, end, stopped, on_timeout, sink, keep, grace)
+        except (OSError, ChannelBroken) as exc:
+            self.close()
+            raise ChannelBroken(str(exc)) from None
+        finally:
+            self.lock.release()
+
+    def _run(
+        self,
+        text: str,
+        end: float,
+        stopped: Callable[[], bool],
+        on_timeout: Callable[[], None],
+        sink: IO[bytes] | None,
+        keep: int,
+        grace: float,
+    ) -> tuple[int | None, bytes, bool]:
+        while self._read(0.0):  # what a process left running printed since the last answer: nobody's output
+            pass
+        nonce = secrets.token_hex(8)
+        self.sock.sendall(f"x {nonce}\n{text}\n{nonce}\n".encode())
+        marker = re.compile(rb"\n" + nonce.encode() + rb" (\d+)\n")
+        hold = len(nonce) + 16  # bytes held back: a marker may straddle two reads
+        pending, tail = bytearray(), bytearray()
+        timed_out = False
+        while True:
+            now = time.monotonic()
+            if not timed_out and (now >= end or stopped()):
+                timed_out = True
+                on_timeout()
+                end = now + grace
+            elif timed_out and now >= end:  # killed but no answer: the server is gone with its container
+                self.close()
+                return None, bytes(tail[-keep:]) if keep else b"", True
+            chunk = self._read(min(0.2, max(end - now, 0.01)))
+            if chunk is None:
+                raise ChannelBroken("the container's stdout closed")
+            pending.extend(chunk)
+            found = marker.search(pending)
+            flush = found.start() if found is not None else max(len(pending) - hold, 0)
+            if flush:
+                if sink is not None:
+                    sink.write(pending[:flush])
+                tail.extend(pending[:flush])
+                if len(tail) > 2 * keep:
+                    del tail[: len(tail) - keep]
+            if found is not None:  # anything after the marker is a leftover process's: dropped
+                code = None if timed_out else int(found.group(1))
+                return code, bytes(tail[-keep:]) if keep else b"", timed_out
+            del pending[:flush]
+
+    def _read(self, wait: float) -> bytes | None:
+        """The payload of the stream's next frames that arrive within `wait` seconds (b"" when none did);
+        None once the stream ended."""
+        self.sock.settimeout(wait)  # 0: non-blocking
+        try:
+            data = self.sock.recv(1 << 16)
+        except (TimeoutError, BlockingIOError):
+            data = b""
+        else:
+            if not data:
+                return None
+        self._raw.extend(data)
+        out = bytearray()
+        while len(self._raw) >= 8:
+            kind, size = struct.unpack(">BxxxL", self._raw[:8])
+            if len(self._raw) < 8 + size:
+                break
+            if kind == 1:  # stdout; the commands' stderr is merged into it, the server's own ("Killed") is not
+                out.extend(self._raw[8 : 8 + size])
+            del self._raw[: 8 + size]
+        return bytes(out)
+
+
+def command(argv: list[str], env: dict[str, str] | None, workdir: str | None) -> str | None:
+    """Shell text that runs `argv` as `docker exec` would (extra environment, working directory); None
+    when an environment name is not a shell name (the caller then uses the daemon's exec)."""
+    parts = []
+    if workdir:
+        parts.append(f"cd {shlex.quote(workdir)}")
+    for key, value in (env or {}).items():
+        if not _NAME.match(key):
+            return None
+        parts.append(f"export {key}={shlex.quote(value)}")
+    parts.append("exec " + " ".join(shlex.quote(a) for a in argv))
+    return " && ".join(parts)
+
+
+def write_files(files: dict[str, str]) -> str:
+    """Shell text that writes each text to its path (relative to /)."""
+    return " && ".join(f"printf %s {shlex.quote(text)} > {shlex.quote('/' + path)}" for path, text in files.items())

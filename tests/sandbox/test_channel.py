@@ -1,0 +1,206 @@
+"""The command channel (sandbox/channel.py) on the real daemon: commands run through a container's PID 1
+instead of `docker exec`, the verifier's run stays an exec, and what a hostile agent does to the
+container's own tools (tar, base64) can only cost it the fast path, never let anything past the
+re-packing of its working tree (harness/isolation.py)."""
+
+from __future__ import annotations
+
+import io
+import secrets
+import tarfile
+import tempfile
+
+import pytest
+
+from trialbook.harness.isolation import capture
+from trialbook.sandbox import DaemonError, DockerEngine
+from trialbook.sandbox.docker import LABEL_RUN
+
+pytestmark = pytest.mark.docker
+
+IMAGE = "trialbook-base:bookworm"
+
+
+@pytest.fixture()
+def tb(engine):
+    run = f"channel-{secrets.token_hex(3)}"
+    eng = DockerEngine()
+    eng.test_run = run  # type: ignore[attr-defined]
+    yield eng
+    eng.clean(run, images=True)
+    assert engine.containers.list(all=True, sparse=True, filters={"label": f"{LABEL_RUN}={run}"}) == []
+
+
+def start(tb: DockerEngine, image: str = IMAGE, **kw):
+    name = f"tb-{tb.test_run}-{secrets.token_hex(3)}"  # type: ignore[attr-defined]
+    return tb.start(image, name, {LABEL_RUN: tb.test_run}, 1.0, 256, 128, False, **kw)  # type: ignore[attr-defined]
+
+
+class ExecCounter:
+    """Counts the daemon's exec creations (wraps the client's low-level call)."""
+
+    def __init__(self, tb: DockerEngine) -> None:
+        self.n = 0
+        api = tb.client.api
+        real = api.exec_create
+
+        def counted(*a, **k):
+            self.n += 1
+            return real(*a, **k)
+
+        api.exec_create = counted
+
+
+def test_commands_run_through_pid_1_and_keep_env_workdir_and_exit_code(tb):
+    box = start(tb, workdir="/tmp", shell_setup="export FROM_SETUP=yes")
+    execs = ExecCounter(tb)
+    assert box.channel is not None and box.channel.root
+    res = box.exec(["bash", "-c", 'echo "$PPID $(pwd) $X $FROM_SETUP"; echo err >&2; exit 7'], timeout=30,
+                   env={"X": "it's"}, workdir="/etc")  # fmt: skip
+    # the parent is the container's PID 1 (an exec's parent is outside the container: PPID 0)
+    assert (res.exit_code, res.output, res.timed_out) == (7, "1 /etc it's yes\nerr\n", False)
+    assert box.exec(["printf", "no newline"], timeout=30).output == "no newline"
+    assert box.exec(["cat"], timeout=30).output == ""  # stdin is /dev/null, not the channel
+    big = box.exec(["sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' x"], timeout=60)
+    assert len(big.output) == 3_000_000 and set(big.output) == {"x"}
+    assert execs.n == 0
+    # the verifier's run is an exec: its end is the daemon's word, not a line the code under test can print
+    res = box.exec(["sh", "-c", 'echo "$PPID"'], timeout=30, trusted=True)
+    assert (res.output.strip(), execs.n) == ("0", 1)
+    box.remove()
+
+
+def test_a_timed_out_command_is_killed_and_the_channel_still_answers(tb):
+    box = start(tb)
+    res = box.exec(["sh", "-c", "echo started; sleep 60 & sleep 60"], timeout=1)
+    assert res.timed_out and res.exit_code is None and res.output == "started\n" and res.duration_s < 10
+    res = box.exec(["sh", "-c", "cat /proc/[0-9]*/comm 2>/dev/null | grep -c '^sleep$' || true"], timeout=30)
+    assert res.output.strip() == "0"  # both sleeps were killed with the command
+    assert box.exec(["echo", "again"], timeout=30).output == "again\n"
+    # what a process left running prints between two commands is nobody's output
+    box.exec(["sh", "-c", "(sleep 0.3; echo stray) &"], timeout=30)
+    box.exec(["sleep", "1"], timeout=30)
+    assert box.exec(["echo", "next"], timeout=30).output == "next\n"
+    box.remove()
+
+
+def test_a_killed_container_fails_its_command_as_infrastructure(tb):
+    box = start(tb)
+    tb.client.api.kill(box.id)  # from outside, as a daemon or host failure would
+    with pytest.raises(DaemonError):
+        box.exec(["echo", "hi"], timeout=10)
+    box.remove()
+
+
+def tree_of(change) -> dict[str, str]:
+    change.tree.seek(0)
+    with tarfile.open(fileobj=change.tree) as tar:
+        out = {}
+        for m in tar.getmembers():
+            name = m.name.split("/tree", 1)[1].lstrip("/") if "/tree" in m.name else m.name
+            if m.isfile():
+                out[name] = tar.extractfile(m).read().decode()
+            elif m.issym():
+                out[name] = f"-> {m.linkname}"
+        return out
+
+
+def test_the_snapshot_kills_the_agents_processes_and_carries_the_tree(tb):
+    box = start(tb, workdir="/work")
+    setup = "mkdir -p /work/sub /work/.git && echo a > /work/sub/a.txt && echo g > /work/.git/HEAD"
+    ticker = "(while true; do date +%s%N > /work/ticker; sleep 0.05; done) >/dev/null 2>&1 &"
+    box.exec(["sh", "-c", f"{setup}; {ticker}"], timeout=30)
+    execs = ExecCounter(tb)
+    change = capture(box, "/work")
+    assert execs.n == 0  # no kill, no copy through the daemon: the channel did it
+    files = tree_of(change)
+    assert files["sub/a.txt"] == "a\n" and "ticker" in files and ".git/HEAD" not in files
+    assert box.running()  # PID 1 still runs; every other process is gone
+    tick = 'echo "[$(cat /work/ticker)]"'
+    res = box.exec(["sh", "-c", f"{tick}; sleep 0.5; {tick}; ls /proc | grep -c '^[0-9]'"], timeout=30, trusted=True)
+    first, second, count = res.output.split()
+    assert first == second and int(count) <= 4, res.output  # PID 1, the exec's shell, its ls and its grep
+    change.tree.close()
+    box.remove()
+
+
+HOSTILE_TAR = r"""
+import io, sys, tarfile
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w") as t:
+    def add(name, data=b"", kind=tarfile.REGTYPE, link=""):
+        i = tarfile.TarInfo(name); i.type = kind; i.linkname = link; i.size = len(data)
+        t.addfile(i, io.BytesIO(data) if data else None)
+    add("work", kind=tarfile.DIRTYPE)
+    add("work/ok.txt", b"ok\n")
+    add("work/../../etc/escape", b"x")
+    add("work/out", kind=tarfile.SYMTYPE, link="/etc")
+    add("work/out/passwd", b"through the link")
+    add("work/dev", kind=tarfile.CHRTYPE)
+sys.stdout.buffer.write(buf.getvalue())
+"""
+
+
+def test_a_forged_archive_from_the_agents_own_tar_is_repacked_safely(tb):
+    box = start(tb, workdir="/work")
+    box.exec(["sh", "-c", "mkdir -p /work && echo real > /work/real.txt && cat > /usr/local/bin/forge.py"
+              f" <<'PY'\n{HOSTILE_TAR}\nPY\nprintf '#!/bin/sh\\nexec python3 /usr/local/bin/forge.py\\n'"
+              " > /bin/tar && chmod +x /bin/tar"], timeout=30)  # fmt: skip
+    files = tree_of(capture(box, "/work"))
+    # the forged archive is the agent's tree (its to shape, as its files are), minus what leaves the tree,
+    # goes through a link of its own or is not a file, folder or link
+    assert files == {"ok.txt": "ok\n", "out": "-> /etc"}
+    box.remove()
+
+
+def test_a_broken_tar_in_the_agents_container_falls_back_to_the_daemons_copy(tb):
+    box = start(tb, workdir="/work")
+    box.exec(["sh", "-c", "mkdir -p /work && echo real > /work/real.txt"
+              " && printf '#!/bin/sh\\necho garbage\\n' > /bin/tar && chmod +x /bin/tar"], timeout=30)  # fmt: skip
+    files = tree_of(capture(box, "/work"))
+    assert files == {"real.txt": "real\n"}  # killed and exported through the daemon, as without a channel
+    assert not box.running()
+    box.remove()
+
+
+def one_file(name: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo(name)
+        info.size = 3
+        tar.addfile(info, io.BytesIO(b"hi\n"))
+    return buf.getvalue()
+
+
+def test_small_archives_go_in_through_the_channel_and_others_through_the_daemon(tb):
+    box = start(tb)
+    execs = ExecCounter(tb)
+    box.put_tar("/", one_file("in/hello.txt"))
+    with tempfile.TemporaryFile() as big:
+        with tarfile.open(fileobj=big, mode="w") as tar:
+            data = secrets.token_bytes(200_000)  # incompressible, over INLINE_TAR
+            info = tarfile.TarInfo("in/big.bin")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        big.seek(0)
+        box.put_tar("/", big)
+    res = box.exec(["sh", "-c", "cat /in/hello.txt; wc -c < /in/big.bin"], timeout=30)
+    assert res.output.split() == ["hi", "200000"] and execs.n == 0
+    # an image without base64: the small archive goes through the daemon too
+    box.exec(["sh", "-c", "rm -f $(command -v base64)"], timeout=30)
+    box.put_tar("/", one_file("in/again.txt"))
+    assert box.exec(["cat", "/in/again.txt"], timeout=30).output == "hi\n"
+    box.remove()
+
+
+def test_an_image_with_a_non_root_user_keeps_root_commands_on_execs(tb, tmp_path):
+    (tmp_path / "Dockerfile").write_text(f"FROM {IMAGE}\nUSER nobody\nWORKDIR /tmp\n")
+    image, _ = tb.ensure_image("nonroot", None, tmp_path, secrets.token_hex(6), tb.test_run, False)  # type: ignore[attr-defined]
+    box = start(tb, image=image, shell_setup="export FROM_SETUP=yes")
+    execs = ExecCounter(tb)
+    assert box.channel is not None and not box.channel.root
+    res = box.exec(["bash", "-c", 'echo "$(id -un) $PPID $FROM_SETUP"; cat /etc/hosts'], timeout=30)
+    assert res.output.split()[:3] == ["nobody", "1", "yes"] and "127.0.0.1" in res.output and execs.n == 0
+    res = box.exec(["sh", "-c", 'echo "$(id -un) $PPID"'], timeout=30, user="root")
+    assert (res.output.split(), execs.n) == (["root", "0"], 1)
+    box.remove()
