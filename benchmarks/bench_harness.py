@@ -13,11 +13,13 @@ all see the same machine load; a figure is the median wall time per trial over t
 is trialbook / bare. The 1-minute load average at the end of each concurrency's rounds is printed
 beside it: on a shared machine it matters. `--json` prints the rows as JSON instead of the table.
 
-`--cpu` (a local daemon on Linux) also gives the CPU seconds per trial of each way, by whom: dockerd,
-containerd, and "shims" (the containerd shims with everything they ran: runc, the containers' and the
-execs' processes; counted when a removed container's shim exits and PID 1 reaps it, so each block
-waits 2 s for them), and this process (trialbook's Python) or the `docker` CLI (bare). With two cores
-saturated (concurrency >= 2) the CPU per trial decides the wall time, so the ratio follows it.
+`--cpu` (a local daemon on Linux) also gives the CPU seconds per trial of each way, by whom: dockerd (with
+the processes it re-executes itself as: archive copies, the network hook), containerd, and "shims" (the
+containerd shims with everything they ran: runc, the containers' and the execs' processes; counted when a
+removed container's shim exits and PID 1 reaps it, so each block waits 2 s for them), and this process
+(trialbook's Python) or the `docker` CLI (bare). With two cores saturated (concurrency >= 2) the CPU per
+trial decides the wall time, so the ratio follows it. `--no-channel`: trialbook as before the containers'
+command channel (sandbox/channel.py), every command a `docker exec`, every copy through the daemon.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ def cpu_now() -> dict[str, float]:
     """Cumulative CPU seconds: dockerd, containerd, the reaped shims (PID 1's children), this process + its children."""
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return {
-        "dockerd": _proc_cpu(_pid("dockerd")),
+        "dockerd": _proc_cpu(_pid("dockerd")) + _proc_cpu(_pid("dockerd"), children=True),  # with its re-executions
         "containerd": _proc_cpu(_pid("containerd")),
         "shims": _proc_cpu(1, children=True),
         "client": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime,
@@ -162,6 +164,11 @@ def main() -> None:
     ap.add_argument("--no-cold", action="store_true", help="skip trialbook without the warm pool")
     ap.add_argument("--json", action="store_true", help="rows as JSON instead of the table")
     ap.add_argument("--cpu", action="store_true", help="also CPU s per trial by process (a local daemon only)")
+    ap.add_argument(
+        "--no-channel",
+        action="store_true",
+        help="trialbook without the containers' command channel (every command an exec, as before it)",
+    )
     args = ap.parse_args()
     levels = [int(x) for x in args.concurrency.split(",")]
     cold = not args.no_cold
@@ -170,6 +177,7 @@ def main() -> None:
         root = Path(tmp)
         spec = load_task(make_task(root))
         engine = connect()
+        engine.channels = not args.no_channel
         image, _ = engine.ensure_image(
             spec.task_id, None, spec.dockerfile.parent, spec.environment_hash, "bench", False
         )

@@ -29,6 +29,7 @@ class Engine(Protocol):
 
     def forget(self, container_id: str) -> None: ...
 
+
 KILL_GRACE_S = 5.0
 POLL_S = 0.2
 OUTPUT_TAIL = 4_000_000  # bytes of an exec's output held in memory (the rest is streamed to its sink)

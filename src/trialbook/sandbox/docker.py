@@ -43,6 +43,7 @@ LABEL_RUN_ID = "trialbook.run_id"
 # sandbox, no prestart hook re-executing dockerd; ~45% of a container's start-to-removal CPU,
 # benchmarks/bench_harness.py --cpu), just the empty namespace runc makes with its loopback up; Docker then
 # writes no /etc/hosts, so this one (what Docker writes for --network none) is copied in before start.
+CHANNEL_MIN_PIDS = 8
 LOOPBACK_HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 
 
@@ -285,11 +286,14 @@ class DockerEngine:
         if spec.shell_setup:
             files[SHELL_SETUP_PATH.lstrip("/")] = spec.shell_setup + "\n"
         root = self._image_config(spec.image)[1]
+        # a shell that cannot fork dies (its container with it): with room for hardly any process, PID 1 sleeps
+        # and every command is an exec, which then fails alone
+        with_channel = self.channels and spec.pids_limit >= CHANNEL_MIN_PIDS
         channel = None
         try:  # the low-level calls save the SDK's extra inspect per container
             created = api.create_container(
                 spec.image,
-                entrypoint=["/bin/sh", "-c", SERVER] if self.channels else ["sleep", "infinity"],
+                entrypoint=["/bin/sh", "-c", SERVER] if with_channel else ["sleep", "infinity"],
                 command=[],
                 name=name,
                 labels=labels,
@@ -297,10 +301,10 @@ class DockerEngine:
                 network_disabled=not spec.network,
                 environment=env or None,
                 working_dir=spec.workdir,
-                stdin_open=self.channels,
+                stdin_open=with_channel,
             )
             cid = str(created["Id"])
-            channel = Channel.attach(api, cid) if self.channels else None
+            channel = Channel.attach(api, cid) if with_channel else None
             if channel is not None:
                 channel.root = root
             if files and (channel is None or not root):  # before start: there for the first process
@@ -308,13 +312,13 @@ class DockerEngine:
             api.start(cid)
             if files and channel is not None and root:  # no copy (~0.05 CPU s): the channel writes them
                 try:
-                    code, out, _ = channel.run(write_files(files), time.monotonic() + 60, lambda: False,
+                    code, _, _ = channel.run(write_files(files), time.monotonic() + 60, lambda: False,
                                                lambda: None, None, 2000, 0)  # fmt: skip
-                except ChannelBroken as exc:
-                    code, out = None, str(exc).encode()
-                if code != 0:
-                    raise DaemonError(f"could not write the harness's files: {out.decode(errors='replace')[-300:]}")
-        except (APIError, DockerException, DaemonError) as exc:
+                except ChannelBroken:
+                    code = None
+                if code != 0:  # no process to be had (pids_limit = 1): the daemon copies them in
+                    api.put_archive(cid, "/", tar_files(files))
+        except (APIError, DockerException) as exc:
             if channel is not None:
                 channel.close()
             self._remove_by_name(name)
