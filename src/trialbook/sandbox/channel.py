@@ -13,13 +13,16 @@ the next, so nothing but a request is ever left unread on the server's stdin:
 
 NONCE is fresh for every request. The text runs in a subshell with stdin from /dev/null; a command cut
 short by the harness (`kill -9 -1` from a `docker exec`, which spares PID 1) still ends with its line.
+When the harness's process goes, so does the attached stdin: the server reads its end and the container
+stops (`resume` and `clean` remove it, running or not).
 
 What may use it: every process in the container can write to the channel's stdout and, as root, read the
 server's memory, so an answer is only as trustworthy as the container. The agent's container is the
 agent's anyway (what its commands print is what it sees; its working tree is carried out as data and
 re-checked by `harness/isolation.py`), and a fresh verifier container has run nothing of the agent's
 before its tests start; so the verifier's own run, whose completion must not be forgeable by the code
-under test, stays a `docker exec` (sandbox/docker.py: `Sandbox.exec(..., trusted=True)`).
+under test, stays a `docker exec` (sandbox/box.py: `Sandbox.exec(..., trusted=True)`). A shell that cannot
+fork dies, and its container with it: sandbox/docker.py gives none to a container allowed fewer than 8 processes.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 SERVER = r"""while IFS= read -r req; do
@@ -84,6 +87,21 @@ class Channel:
         with contextlib.suppress(OSError):
             self.sock.close()
 
+    @contextlib.contextmanager
+    def _turn(self) -> Iterator[None]:
+        """This thread's request, alone: ChannelBusy while another runs; any failure closes the channel."""
+        if not self.alive:
+            raise ChannelBroken("the channel is closed")
+        if not self.lock.acquire(blocking=False):
+            raise ChannelBusy("the channel is busy")
+        try:
+            yield
+        except (OSError, ChannelBroken) as exc:
+            self.close()
+            raise ChannelBroken(str(exc)) from None
+        finally:
+            self.lock.release()
+
     def run(
         self,
         text: str,
@@ -98,61 +116,40 @@ class Channel:
 
         Past `end` (monotonic) or once `stopped()`, `on_timeout()` kills the command and its answer is
         awaited `grace` seconds more. Raises ChannelBroken when the server does not answer as it should."""
-        if not self.alive:
-            raise ChannelBroken("the channel is closed")
-        if not self.lock.acquire(blocking=False):
-            raise ChannelBusy("the channel is busy")
-        try:
-            return self._run(text, end, stopped, on_timeout, sink, keep, grace)
-        except (OSError, ChannelBroken) as exc:
-            self.close()
-            raise ChannelBroken(str(exc)) from None
-        finally:
-            self.lock.release()
-
-    def _run(
-        self,
-        text: str,
-        end: float,
-        stopped: Callable[[], bool],
-        on_timeout: Callable[[], None],
-        sink: IO[bytes] | None,
-        keep: int,
-        grace: float,
-    ) -> tuple[int | None, bytes, bool]:
-        while self._read(0.0):  # what a process left running printed since the last answer: nobody's output
-            pass
-        nonce = secrets.token_hex(8)
-        self.sock.sendall(f"x {nonce}\n{text}\n{nonce}\n".encode())
-        marker = re.compile(rb"\n" + nonce.encode() + rb" (\d+)\n")
-        hold = len(nonce) + 16  # bytes held back: a marker may straddle two reads
-        pending, tail = bytearray(), bytearray()
-        timed_out = False
-        while True:
-            now = time.monotonic()
-            if not timed_out and (now >= end or stopped()):
-                timed_out = True
-                on_timeout()
-                end = now + grace
-            elif timed_out and now >= end:  # killed but no answer: the server is gone with its container
-                self.close()
-                return None, bytes(tail[-keep:]) if keep else b"", True
-            chunk = self._read(min(0.2, max(end - now, 0.01)))
-            if chunk is None:
-                raise ChannelBroken("the container's stdout closed")
-            pending.extend(chunk)
-            found = marker.search(pending)
-            flush = found.start() if found is not None else max(len(pending) - hold, 0)
-            if flush:
-                if sink is not None:
-                    sink.write(pending[:flush])
-                tail.extend(pending[:flush])
-                if len(tail) > 2 * keep:
-                    del tail[: len(tail) - keep]
-            if found is not None:  # anything after the marker is a leftover process's: dropped
-                code = None if timed_out else int(found.group(1))
-                return code, bytes(tail[-keep:]) if keep else b"", timed_out
-            del pending[:flush]
+        with self._turn():
+            while self._read(0.0):  # what a process left running printed since the last answer: nobody's output
+                pass
+            nonce = secrets.token_hex(8)
+            self.sock.sendall(f"x {nonce}\n{text}\n{nonce}\n".encode())
+            marker = re.compile(rb"\n" + nonce.encode() + rb" (\d+)\n")
+            hold = len(nonce) + 16  # bytes held back: a marker may straddle two reads
+            pending, tail = bytearray(), bytearray()
+            timed_out = False
+            while True:
+                now = time.monotonic()
+                if not timed_out and (now >= end or stopped()):
+                    timed_out = True
+                    on_timeout()
+                    end = now + grace
+                elif timed_out and now >= end:  # killed but no answer: the server is gone with its container
+                    self.close()
+                    return None, bytes(tail[-keep:]) if keep else b"", True
+                chunk = self._read(min(0.2, max(end - now, 0.01)))
+                if chunk is None:
+                    raise ChannelBroken("the container's stdout closed")
+                pending.extend(chunk)
+                found = marker.search(pending)
+                flush = found.start() if found is not None else max(len(pending) - hold, 0)
+                if flush:
+                    if sink is not None:
+                        sink.write(pending[:flush])
+                    tail.extend(pending[:flush])
+                    if len(tail) > 2 * keep:
+                        del tail[: len(tail) - keep]
+                if found is not None:  # anything after the marker is a leftover process's: dropped
+                    code = None if timed_out else int(found.group(1))
+                    return code, bytes(tail[-keep:]) if keep else b"", timed_out
+                del pending[:flush]
 
     def _read(self, wait: float) -> bytes | None:
         """The payload of the stream's next frames that arrive within `wait` seconds (b"" when none did);

@@ -90,9 +90,9 @@ class DockerEngine:
         except (APIError, DockerException):
             info = {}
         host_mb = int(info.get("MemTotal", 0)) // 2**20 or None
-        # A warm container's preparation is one more exec (~0.06-0.09 s of the daemon host's CPU, mostly runc's,
-        # benchmarks/bench_harness.py --cpu); with a core to spare it is off the trials' path, but when the trials
-        # keep every core busy it competes with them, and the trial's own exec does the same work without it.
+        # A warm container's preparation is one more command (its git work; without a channel also an exec, ~0.06
+        # CPU s, benchmarks/bench_harness.py --cpu); with a core to spare it is off the trials' path, but when the
+        # trials keep every core busy it competes with them, and the trial's own apply does the same work.
         self.prepare_ahead = concurrency < int(info.get("NCPU") or 0)
         self.warm = WarmPool(
             create=lambda spec, name: self._create(spec, name, {**dict(spec.labels), LABEL_POOL: "1"}),
@@ -373,6 +373,7 @@ class DockerEngine:
     def _clean(self, run: str | None, images: bool, ledger: str | None) -> tuple[int, int]:
         n_containers = 0
         for cid in self.containers(run, ledger):
+            self.forget(cid)
             try:
                 self.client.api.remove_container(cid, force=True)
                 n_containers += 1
