@@ -172,6 +172,18 @@ def one_file(name: str) -> bytes:
     return buf.getvalue()
 
 
+def test_an_endless_archive_is_cut_and_the_daemons_copy_decides(tb, monkeypatch):
+    import trialbook.sandbox.box as box_module
+
+    monkeypatch.setattr(box_module, "SNAPSHOT_LIMIT", 1_000_000)
+    box = start(tb, workdir="/work")
+    endless = "printf '#!/bin/sh\\nexec cat /dev/zero\\n' > /bin/tar && chmod +x /bin/tar"
+    box.exec(["sh", "-c", f"mkdir -p /work && echo real > /work/real.txt && {endless}"], timeout=30)
+    files = tree_of(capture(box, "/work"))
+    assert files == {"real.txt": "real\n"} and not box.running()
+    box.remove()
+
+
 def test_small_archives_go_in_through_the_channel_and_others_through_the_daemon(tb):
     box = start(tb)
     execs = ExecCounter(tb)

@@ -96,9 +96,10 @@ def capture(box: Sandbox, workdir: str) -> Change:
                 _filter(raw, tree, stage)
                 return Change(workdir, tree, stage=stage)
             except IsolationError:  # the container's own tar wrote no archive: ask the daemon
-                for f in (raw, tree):
-                    f.seek(0)
-                    f.truncate()
+                pass
+        for f in (raw, tree):  # whatever a failed snapshot left
+            f.seek(0)
+            f.truncate()
         box.kill()
         box.export(workdir, raw)
         _filter(raw, tree, stage)

@@ -38,6 +38,7 @@ SHELL_SETUP_PATH = "/etc/trialbook-shell-setup.sh"
 # KB of base64; an archive copy costs ~0.05 CPU s of dockerd re-executing itself)
 INLINE_TAR = 64_000
 NO_TOOLS = 98
+SNAPSHOT_LIMIT = 4 << 30  # bytes of a working tree written by the container's own tar (Sandbox.snapshot)
 
 
 class SandboxError(Exception):
@@ -90,6 +91,20 @@ def _small(archive: IO[bytes] | bytes) -> bytes | None:
     data = archive.read(INLINE_TAR + 1)
     archive.seek(here)
     return data if len(data) <= INLINE_TAR else None
+
+
+class _Capped:
+    """A sink that keeps at most SNAPSHOT_LIMIT bytes and then drops the rest (`over`): a forged `tar` could
+    stream without end, with no file behind it, onto the harness's disk."""
+
+    def __init__(self, sink: IO[bytes]) -> None:
+        self.sink, self.left, self.over = sink, SNAPSHOT_LIMIT, False
+
+    def write(self, data: bytearray, /) -> None:
+        self.left -= len(data)
+        self.over = self.over or self.left < 0
+        if not self.over:
+            self.sink.write(data)
 
 
 @dataclass
@@ -284,10 +299,12 @@ class Sandbox:
             "kill -9 -1 2>/dev/null; kill -9 -1 2>/dev/null\n"
             f"cd {shlex.quote(str(where.parent))} && exec tar -cf - {shlex.quote(where.name)} 2>/dev/null\n"
         )
-        try:
+        capped = _Capped(sink)
+        try:  # past SNAPSHOT_LIMIT the tar is killed as on a timeout (the channel stays in step): False
             code, _, timed_out = channel.run(
-                text, time.monotonic() + timeout, self.stop.is_set, self.kill_processes, sink, 0, KILL_GRACE_S
-            )
+                text, time.monotonic() + timeout, lambda: self.stop.is_set() or capped.over, self.kill_processes,
+                capped, 0, KILL_GRACE_S,
+            )  # fmt: skip
         except ChannelBroken:
             return False
         return code == 0 and not timed_out

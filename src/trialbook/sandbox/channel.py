@@ -36,7 +36,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import IO, Any
+from typing import Any, Protocol
 
 SERVER = r"""while IFS= read -r req; do
   n=${req#x }
@@ -49,6 +49,12 @@ SERVER = r"""while IFS= read -r req; do
 done
 """
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class Sink(Protocol):
+    """Where a command's whole output goes (a file, or a wrapper that caps it)."""
+
+    def write(self, data: bytearray, /) -> Any: ...
 
 
 class ChannelBroken(Exception):
@@ -108,7 +114,7 @@ class Channel:
         end: float,
         stopped: Callable[[], bool],
         on_timeout: Callable[[], None],
-        sink: IO[bytes] | None,
+        sink: Sink | None,
         keep: int,
         grace: float,
     ) -> tuple[int | None, bytes, bool]:

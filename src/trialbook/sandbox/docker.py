@@ -281,6 +281,9 @@ class DockerEngine:
             nano_cpus=int(spec.cpus * 1e9),
             mem_limit=f"{spec.memory_mb}m",
             pids_limit=spec.pids_limit,
+            # no log file: what goes through the channel (commands' output, a tree's archive) is read once, by
+            # the harness; Docker's json-file driver would write all of it to disk again
+            log_config={"type": "none"},
         )
         files = {} if spec.network else {"etc/hosts": LOOPBACK_HOSTS}
         if spec.shell_setup:
