@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import io
 import secrets
+import socket
 import tarfile
 import tempfile
+import time
 
 import pytest
 
@@ -215,4 +217,16 @@ def test_an_image_with_a_non_root_user_keeps_root_commands_on_execs(tb, tmp_path
     assert res.output.split()[:3] == ["nobody", "1", "yes"] and "127.0.0.1" in res.output and execs.n == 0
     res = box.exec(["sh", "-c", 'echo "$(id -un) $PPID"'], timeout=30, user="root")
     assert (res.output.split(), execs.n) == (["root", "0"], 1)
+    box.remove()
+
+
+def test_a_request_cut_short_by_the_harnesss_end_is_never_run(tb):
+    box = start(tb)
+    box.channel.sock.sendall(b"x n0nce\ntouch /tmp/half-sent\n")  # no terminating NONCE line: the harness died
+    box.channel.sock.shutdown(socket.SHUT_WR)
+    deadline = time.monotonic() + 30
+    while box.running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not box.running()  # the server read the end of its stdin and stopped, its container with it
+    assert box.read_file("/tmp/half-sent") is None
     box.remove()

@@ -11,7 +11,8 @@ the next, so nothing but a request is ever left unread on the server's stdin:
 
     x NONCE\\n<shell text, any number of lines>\\nNONCE\\n   ->   <its output, stderr merged>\\nNONCE RC\\n
 
-NONCE is fresh for every request. The text runs in a subshell with stdin from /dev/null; a command cut
+NONCE is fresh for every request. The text runs in a subshell with stdin from /dev/null, and only once its
+NONCE line came (a request cut short by the harness's end is never run); a command cut
 short by the harness (`kill -9 -1` from a `docker exec`, which spares PID 1) still ends with its line.
 When the harness's process goes, so does the attached stdin: the server reads its end and the container
 stops (`resume` and `clean` remove it, running or not).
@@ -41,9 +42,10 @@ from typing import Any, Protocol
 SERVER = r"""while IFS= read -r req; do
   n=${req#x }
   [ "$n" = "$req" ] && continue
-  s=
-  while IFS= read -r l; do [ "$l" = "$n" ] && break; s="$s$l
+  s= ok=
+  while IFS= read -r l; do [ "$l" = "$n" ] && ok=1 && break; s="$s$l
 "; done
+  [ -n "$ok" ] || exit 0
   ( eval "$s" ) </dev/null 2>&1
   printf '\n%s %d\n' "$n" "$?"
 done

@@ -1,10 +1,10 @@
 """Trial sandboxes on a real Docker Engine through the docker SDK: images, the container lifecycle, `clean`.
 
-Every container's PID 1 is the command channel's server (sandbox/channel.py), or `sleep infinity` when the
-client cannot attach; the agent's commands and the harness's run through the channel, the verifier's run
-as an exec, so a timed-out command can be stopped with `kill -9 -1` (everything but PID 1) and the
-container kept for the next phase. Containers and built images carry `trialbook.*` labels so `clean` and
-`resume` find every leftover.
+Every container's PID 1 is the command channel's server (sandbox/channel.py), or `sleep infinity` in a
+container allowed fewer than CHANNEL_MIN_PIDS processes; the agent's commands and the harness's run through
+the channel (as execs when this client could not attach to it), the verifier's run as an exec, so a timed-out
+command can be stopped with `kill -9 -1` (everything but PID 1) and the container kept for the next phase.
+Containers and built images carry `trialbook.*` labels so `clean` and `resume` find every leftover.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ LABEL_RUN_ID = "trialbook.run_id"
 # A container without network gets no network stack from Docker at all (NetworkDisabled: no libnetwork
 # sandbox, no prestart hook re-executing dockerd; ~45% of a container's start-to-removal CPU,
 # benchmarks/bench_harness.py --cpu), just the empty namespace runc makes with its loopback up; Docker then
-# writes no /etc/hosts, so this one (what Docker writes for --network none) is copied in before start.
+# writes no /etc/hosts, so the harness writes this one (what Docker writes for --network none).
 CHANNEL_MIN_PIDS = 8
 LOOPBACK_HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 
