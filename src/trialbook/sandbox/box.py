@@ -83,6 +83,16 @@ def tar_text(arcname: str, text: str) -> bytes:
     return tar_files({arcname: text})
 
 
+def unpack_inline(payload: str, dest: str) -> str:
+    """Shell that unpacks a tar.gz carried base64-encoded in the text itself at `dest` (saves a copy through the
+    daemon); it exits NO_TOOLS when the image lacks base64, gzip or tar, or the unpacking fails."""
+    q = shlex.quote(dest)
+    return (
+        f"for t in base64 gzip tar; do command -v $t >/dev/null || exit {NO_TOOLS}; done\n"
+        f"mkdir -p {q} && echo {payload} | base64 -d | tar -xzf - -C {q} || exit {NO_TOOLS}\n"
+    )
+
+
 def _small(archive: IO[bytes] | bytes) -> bytes | None:
     """The archive's bytes when it is at most INLINE_TAR long (a file is read from its current position)."""
     if isinstance(archive, bytes):
@@ -152,9 +162,9 @@ class Sandbox:
         end = start + max(timeout, 0.0)
         if self.until is not None:
             end = min(end, self.until)
-        channel = self.channel
-        text = command(cmd, env, workdir) if channel is not None and channel.alive and not trusted else None
-        if channel is not None and text is not None and (user == "" or (user == "root" and channel.root)):
+        channel = None if trusted else self._channel_for(user)
+        text = command(cmd, env, workdir) if channel is not None else None
+        if channel is not None and text is not None:
             try:
                 code, out, timed_out = channel.run(
                     text, end, self.stop.is_set, self.kill_processes, sink, OUTPUT_TAIL, KILL_GRACE_S
@@ -166,6 +176,14 @@ class Sandbox:
             output = out.decode("utf-8", "replace")
             return ExecResult(code, output, timed_out, round(time.monotonic() - start, 3))
         return self._exec(cmd, start, end, env, workdir, user, sink)
+
+    def _channel_for(self, user: str) -> Channel | None:
+        """The channel, when it is alive and runs commands as `user` ("" or, in a container running as root,
+        "root"); else None (the daemon's calls then serve)."""
+        channel = self.channel
+        if channel is None or not channel.alive or user not in ("", "root") or (user == "root" and not channel.root):
+            return None
+        return channel
 
     def _exec(
         self,
@@ -267,13 +285,8 @@ class Sandbox:
         through a root channel (gzip + base64 in the command's text: no archive copy through the daemon),
         else, or when the image lacks base64, gzip or tar, through the daemon."""
         small = _small(archive)
-        if small is not None and self.channel is not None and self.channel.alive and self.channel.root:
-            payload = base64.b64encode(gzip.compress(small, mtime=0)).decode()
-            q = shlex.quote(dest)
-            text = (
-                f"for t in base64 gzip tar; do command -v $t >/dev/null || exit {NO_TOOLS}; done\n"
-                f"mkdir -p {q} && echo {payload} | base64 -d | tar -xzf - -C {q}\n"
-            )
+        if small is not None and self._channel_for("root") is not None:
+            text = unpack_inline(base64.b64encode(gzip.compress(small, mtime=0)).decode(), dest)
             if self.exec(["sh", "-c", text], timeout=120, user="root").exit_code == 0:
                 return
             if not isinstance(archive, bytes):  # a failed extraction is redone in full through the daemon
@@ -291,8 +304,8 @@ class Sandbox:
 
         What the container's tar writes is only as trustworthy as the container: the caller treats it as
         data (harness/isolation.py re-packs it member by member)."""
-        channel = self.channel
-        if channel is None or not channel.alive or not channel.root:
+        channel = self._channel_for("root")
+        if channel is None:
             return False
         where = PurePosixPath(path)
         text = (

@@ -70,15 +70,15 @@ class ChannelBusy(ChannelBroken):
 class Channel:
     """One attached container's stdin/stdout (the daemon's multiplexed stream, no TTY)."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, root: bool) -> None:
         self.sock = sock
         self.alive = True
-        self.root = False  # whether the server runs as root (then the harness's root commands may use it)
+        self.root = root  # whether the server runs as root (then the harness's root commands may use it)
         self.lock = threading.Lock()  # one request at a time
         self._raw = bytearray()  # bytes of the multiplexed stream not yet parsed into frames
 
     @classmethod
-    def attach(cls, api: Any, container_id: str) -> Channel | None:
+    def attach(cls, api: Any, container_id: str, root: bool) -> Channel | None:
         """Attach to a created container's stdin and stdout; None when this client cannot (a remote daemon
         behind a proxy, an SDK without raw sockets): the sandbox then uses the daemon's calls only."""
         try:
@@ -86,7 +86,7 @@ class Channel:
             sock = getattr(raw, "_sock", raw)
             if not isinstance(sock, socket.socket):
                 return None
-            return cls(sock)
+            return cls(sock, root)
         except Exception:  # noqa: BLE001 - any failure only means: no channel
             return None
 

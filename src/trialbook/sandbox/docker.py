@@ -307,20 +307,10 @@ class DockerEngine:
                 stdin_open=with_channel,
             )
             cid = str(created["Id"])
-            channel = Channel.attach(api, cid) if with_channel else None
-            if channel is not None:
-                channel.root = root
-            if files and (channel is None or not root):  # before start: there for the first process
-                api.put_archive(cid, "/", tar_files(files))
+            channel = Channel.attach(api, cid, root) if with_channel else None
             api.start(cid)
-            if files and channel is not None and root:  # no copy (~0.05 CPU s): the channel writes them
-                try:
-                    code, _, _ = channel.run(write_files(files), time.monotonic() + 60, lambda: False,
-                                               lambda: None, None, 2000, 0)  # fmt: skip
-                except ChannelBroken:
-                    code = None
-                if code != 0:  # no process to be had (pids_limit = 1): the daemon copies them in
-                    api.put_archive(cid, "/", tar_files(files))
+            if files and not (channel is not None and root and _written(channel, files)):
+                api.put_archive(cid, "/", tar_files(files))  # ~0.05 CPU s of dockerd that the channel saves
         except (APIError, DockerException) as exc:
             if channel is not None:
                 channel.close()
@@ -394,6 +384,15 @@ class DockerEngine:
                     if not _gone_or_going(exc):
                         raise DaemonError(f"cannot remove image {img[:19]}: {exc}") from None
         return n_containers, n_images
+
+
+def _written(channel: Channel, files: dict[str, str]) -> bool:
+    """Whether the channel wrote the harness's files (not when its shell could not fork, say)."""
+    try:
+        code, _, _ = channel.run(write_files(files), time.monotonic() + 60, lambda: False, lambda: None, None, 2000, 0)
+    except ChannelBroken:
+        return False
+    return code == 0
 
 
 # What the daemon answers when another cleaner (a second Ray node on the same daemon, a trial removing its

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from trialbook.outcomes import parse_reward
 from trialbook.sandbox import Sandbox
-from trialbook.sandbox.box import OUTPUT_TAIL, tar_bytes
+from trialbook.sandbox.box import NO_TOOLS, OUTPUT_TAIL, tar_bytes, unpack_inline
 from trialbook.tasks import TaskSpec
 
 if TYPE_CHECKING:
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 TESTS_DIR = "/tests"
 LOG_DIR = "/logs/verifier"
 INLINE_LIMIT = 96_000  # base64 characters; one argv string may hold at most 128 KiB on Linux
-NO_TOOLS = 98
 
 
 class VerifierTimeoutError(Exception):
@@ -87,12 +86,7 @@ def _status_lines() -> Callable[..., str]:
 def _inline_tests(task: TaskSpec, stage: str) -> str | None:
     """Shell that unpacks the tests from an inline base64 tar.gz, or None when they are too big."""
     payload = base64.b64encode(tar_bytes(task.tests_dir, "tests", gzip=True)).decode()
-    if len(payload) > INLINE_LIMIT:
-        return None
-    return (
-        f"command -v base64 >/dev/null && command -v tar >/dev/null || exit {NO_TOOLS}\n"
-        f"mkdir -p {stage} && echo {payload} | base64 -d | tar -xz -C {stage} || exit {NO_TOOLS}\n"
-    )
+    return unpack_inline(payload, stage) if len(payload) <= INLINE_LIMIT else None
 
 
 def _script(stage: str, mark: str) -> str:
