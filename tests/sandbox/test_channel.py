@@ -230,3 +230,14 @@ def test_a_request_cut_short_by_the_harnesss_end_is_never_run(tb):
     assert not box.running()  # the server read the end of its stdin and stopped, its container with it
     assert box.read_file("/tmp/half-sent") is None
     box.remove()
+
+
+def test_a_container_whose_channel_ends_stops_by_itself(tb):
+    box = start(tb)
+    assert box.exec(["true"], timeout=30).exit_code == 0
+    api = tb.client.api
+    tb.forget(box.id)  # what removing it does first: the server reads the end of its stdin and exits
+    # PID 1 ended by itself, with success (closing the socket alone left it running: the SDK still holds it)
+    assert api.wait(box.id, timeout=30)["StatusCode"] == 0
+    tb._remove_container(box.id)  # the warm pool's removal finds it stopped: nothing to kill
+    assert api.containers(all=True, filters={"id": box.id}) == []

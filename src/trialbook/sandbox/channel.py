@@ -91,7 +91,12 @@ class Channel:
             return None
 
     def close(self) -> None:
+        """Stop using the channel: the server reads the end of its stdin and exits, PID 1 with it, so the container
+        stops by itself (a removal then has nothing to kill: ~0.015 CPU s less of the daemon's host, see
+        DockerEngine._remove_container). Closing the socket alone is not enough: the SDK's response still holds it."""
         self.alive = False
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_WR)
         with contextlib.suppress(OSError):
             self.sock.close()
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import docker
 from docker.errors import APIError, BuildError, DockerException, ImageNotFound, NotFound
+from requests.exceptions import RequestException
 
 from trialbook.sandbox.box import (
     SHELL_SETUP_PATH,
@@ -44,6 +45,7 @@ LABEL_RUN_ID = "trialbook.run_id"
 # benchmarks/bench_harness.py --cpu), just the empty namespace runc makes with its loopback up; Docker then
 # writes no /etc/hosts, so the harness writes this one (what Docker writes for --network none).
 CHANNEL_MIN_PIDS = 8
+EXIT_WAIT_S = 2.0  # how long a removal waits for a container whose channel ended to stop by itself
 LOOPBACK_HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 
 
@@ -107,7 +109,13 @@ class DockerEngine:
         return self.warm
 
     def _remove_container(self, container_id: str) -> None:
+        """The warm pool's removal (off the trials' path): a container whose channel ends stops by itself, and is
+        removed once stopped; a kill is left for one that did not stop within EXIT_WAIT_S."""
+        channel = self._channels.get(container_id)
         self.forget(container_id)
+        if channel is not None:
+            with contextlib.suppress(APIError, DockerException, RequestException):
+                self.client.api.wait(container_id, timeout=EXIT_WAIT_S)
         self.client.api.remove_container(container_id, force=True)
 
     def close_pool(self) -> None:
