@@ -20,6 +20,11 @@ removed container's shim exits and PID 1 reaps it, so each block waits 2 s for t
 (trialbook's Python) or the `docker` CLI (bare). With two cores saturated (concurrency >= 2) the CPU per
 trial decides the wall time, so the ratio follows it. `--no-channel`: trialbook as before the containers'
 command channel (sandbox/channel.py), every command a `docker exec`, every copy through the daemon.
+
+`--floor` also times, interleaved with the others, the least any trial with verifier isolation can cost: two
+containers per trial created as the harness creates them (no network stack, limits, no log), each running
+`true` and removed once it exited, nothing else. `--isolation container` runs the task with `[verifier]
+isolation = "container"` (graded in the agent's own container: one container a trial, as the bare run).
 """
 
 from __future__ import annotations
@@ -56,11 +61,12 @@ RUN git init -q && git -c user.name=tb -c user.email=tb@example.invalid commit -
 """
 
 
-def make_task(root: Path) -> Path:
+def make_task(root: Path, isolation: str = "diff") -> Path:
     task = root / "tasks" / "trivial"
     for sub in ("environment", "tests", "solution"):
         (task / sub).mkdir(parents=True)
-    (task / "task.toml").write_text("[agent]\ntimeout_sec = 60\n[verifier]\ntimeout_sec = 60\n")
+    toml = f'[agent]\ntimeout_sec = 60\n[verifier]\ntimeout_sec = 60\nisolation = "{isolation}"\n'
+    (task / "task.toml").write_text(toml)
     (task / "instruction.md").write_text("Write 'fixed' to /testbed/answer.txt.\n")
     (task / "environment" / "Dockerfile").write_text(DOCKERFILE)
     (task / "solution" / "solve.sh").write_text(f"#!/bin/bash\n{SOLVE}\n")
@@ -121,6 +127,26 @@ def bare_block(image: str, n: int, c: int) -> float:
     return time.perf_counter() - t
 
 
+def floor_block(engine: DockerEngine, image: str, n: int, c: int) -> float:
+    """The floor of any trial with verifier isolation: two containers created as the harness creates them (no
+    network stack, limits, no log), each running `true` and removed once it exited, with nothing else done."""
+    api = engine.client.api
+    host = api.create_host_config(network_mode="none", nano_cpus=10**9, mem_limit="2048m", pids_limit=1024,
+                                  log_config={"type": "none"})  # fmt: skip
+
+    def one(_: int) -> None:
+        for _container in range(2):
+            cid = api.create_container(image, command=["true"], host_config=host, network_disabled=True)["Id"]
+            api.start(cid)
+            api.wait(cid)
+            api.remove_container(cid)
+
+    t = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=c) as pool:
+        list(pool.map(one, range(n)))
+    return time.perf_counter() - t
+
+
 def trialbook_block(
     ledger: Ledger, engine: DockerEngine, spec: TaskSpec, root: Path, n: int, c: int, warm: bool, tag: str
 ) -> float:
@@ -137,9 +163,10 @@ def trialbook_block(
     return wall
 
 
-def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False) -> str:
+def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False, floor: bool = False) -> str:
     head = ["concurrency", "bare s/trial", "trialbook s/trial", "ratio"]
     head += ["--no-warm-pool s/trial", "ratio"] if cold else []
+    head += ["floor s/trial", "ratio"] if floor else []
     who = ("dockerd", "containerd", "shims", "client")
     head += [f"CPU {w} bare/tb" for w in who] + ["CPU s/trial bare/tb", "ratio"] if cpu else []
     head += ["load avg (1 min)"]
@@ -147,6 +174,7 @@ def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False) -> str:
     for r in rows:
         line = [f"{r['concurrency']:.0f}", f"{r['bare_s']:.3f}", f"{r['trialbook_s']:.3f}", f"{r['ratio']:.2f}"]
         line += [f"{r['cold_s']:.3f}", f"{r['cold_ratio']:.2f}"] if cold else []
+        line += [f"{r['floor_s']:.3f}", f"{r['floor_ratio']:.2f}"] if floor else []
         if cpu:
             line += [f"{r[f'cpu_bare_{w}_s']:.3f}/{r[f'cpu_trialbook_{w}_s']:.3f}" for w in who]
             bare, tb = r["cpu_bare_s"], r["cpu_trialbook_s"]
@@ -169,13 +197,24 @@ def main() -> None:
         action="store_true",
         help="trialbook without the containers' command channel (every command an exec, as before it)",
     )
+    ap.add_argument(
+        "--floor",
+        action="store_true",
+        help="also two bare API container lifecycles per trial (the floor of verifier isolation), interleaved",
+    )
+    ap.add_argument(
+        "--isolation",
+        choices=("diff", "container"),
+        default="diff",
+        help="the task's [verifier] isolation: \"container\" grades the agent's own container (one container a trial)",
+    )
     args = ap.parse_args()
     levels = [int(x) for x in args.concurrency.split(",")]
     cold = not args.no_cold
     rows: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        spec = load_task(make_task(root))
+        spec = load_task(make_task(root, args.isolation))
         engine = connect()
         engine.channels = not args.no_channel
         image, _ = engine.ensure_image(
@@ -187,7 +226,7 @@ def main() -> None:
             trialbook_block(ledger, engine, spec, root, 2, 1, True, "warmup")
             n = args.trials
             for c in levels:
-                bare, tb, tb_cold = [], [], []
+                bare, tb, tb_cold, floor = [], [], [], []
                 cpu_bare: list[dict[str, float]] | None = [] if args.cpu else None
                 cpu_tb: list[dict[str, float]] | None = [] if args.cpu else None
                 for r in range(args.rounds):
@@ -198,6 +237,10 @@ def main() -> None:
                     if cold:
                         wall = trialbook_block(ledger, engine, spec, root, args.trials, c, False, f"c{c}-r{r}-cold")
                         tb_cold.append(wall)
+                    if args.floor:
+                        floor.append(floor_block(engine, image, n, c))
+                        if args.cpu:
+                            time.sleep(2.0)  # its shims are reaped before the next block's CPU is counted
                 b = statistics.median(bare)
                 row = {"concurrency": c, "trials": args.trials, "rounds": args.rounds, "bare_s": round(b, 3)}
                 row["trialbook_s"] = round(statistics.median(tb), 3)
@@ -210,6 +253,9 @@ def main() -> None:
                 if cold:
                     row["cold_s"] = round(statistics.median(tb_cold) / args.trials, 3)
                     row["cold_ratio"] = round(row["cold_s"] / b, 3)
+                if args.floor:
+                    row["floor_s"] = round(statistics.median(floor) / n, 3)
+                    row["floor_ratio"] = round(row["floor_s"] / b, 3)
                 row["load_1min"] = round(os.getloadavg()[0], 1)
                 rows.append(row)
         finally:
@@ -218,7 +264,7 @@ def main() -> None:
         print(json.dumps(rows, indent=2))
     else:
         print(f"{args.trials} trials x {args.rounds} rounds per figure (median of the rounds)")
-        print(table(rows, cold, args.cpu))
+        print(table(rows, cold, args.cpu, args.floor))
 
 
 if __name__ == "__main__":
