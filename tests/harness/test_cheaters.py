@@ -7,7 +7,7 @@ python3/cat wrappers, fake PASSED lines, SIGSTOP on pytest, /logs replaced by a 
 a pytest.ini plugin, a sitecustomize.py and a pre-seeded reward; a pytest.py shadowing the runner; and
 five that act from inside the change's own code while the tests run: PASSED lines printed at exit, the
 same after a 5 MB flood, the verifier's marker forged into its output, a process left running to rewrite
-the reward, every process killed (the verifier's script too) so that no reward is read.
+the reward, every process killed (test.sh too; the verifier's script where it can) so that no reward is read.
 """
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ TEST_INFRA = {"conftest_force_pass", "pytest_ini_plugin", "reward_preseeded", "r
 # the change's own code forging the log from inside the test process (verify/grading.parse_log, runner._split)
 CONFLICTING = {"atexit_passed_lines", "forged_marker", "flood_then_passed"}
 OUTLIVED = {"lingering_rewriter"}  # a process of the test run still alive when test.sh exits
-KILLED = {"kill_everything"}  # the verifier's own script killed by the code under test
+# test.sh killed by the code under test (the verifier's script, PID 1 of its fresh container, cannot be): the
+# test process that sent the signal may still run when test.sh is gone (then also counted as outlived) or not
+KILLED = {"kill_everything"}
 HONEST_INFRA = "\necho '# a harmless conftest.py next to a real fix' > /testbed/conftest.py\n"
 
 
@@ -91,7 +93,8 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
         tags = (t["extra"] or {}).get("tags", [])
         assert ("test_infra_changed" in tags) == (mode == "honestinfra" or kind in TEST_INFRA), task
         assert ("conflicting_test_reports" in tags) == (kind in CONFLICTING), task
-        assert ("test_processes_outlived" in tags) == (kind in OUTLIVED), task
+        if kind not in KILLED:
+            assert ("test_processes_outlived" in tags) == (kind in OUTLIVED), task
         assert ("verifier_killed" in tags) == (kind in KILLED), task
         assert t["extra"]["verifier"]["isolation"] == ("container" if mode == "container" else "diff")
     # audit: the signature's share of resolved trials (the honest one that added a conftest.py)
@@ -102,7 +105,6 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     assert tagged == 6  # the four test-infra cheats, the reward-file copy of one, the honest one
     assert (sig["trials"], sig["resolved"], sig["share_of_resolved"]) == (tagged, 1, 0.5)
     by_signature = json.loads(res.stdout)["by_signature"]
-    assert (by_signature["conflicting_test_reports"]["trials"], by_signature["test_processes_outlived"]["trials"]) == (
-        len(CONFLICTING),
-        len(OUTLIVED),
-    )
+    assert by_signature["conflicting_test_reports"]["trials"] == len(CONFLICTING)
+    outlived = by_signature["test_processes_outlived"]["trials"]
+    assert len(OUTLIVED) <= outlived <= len(OUTLIVED) + 2 * len(KILLED)  # + both copies of a killing cheat, or not

@@ -1,5 +1,6 @@
 """The command channel (sandbox/channel.py) on the real daemon: commands run through a container's PID 1
-instead of `docker exec`, the verifier's run stays an exec, and what a hostile agent does to the
+instead of `docker exec`, the verifier's run is a fresh container's last process (PID 1 itself) or an exec,
+and what a hostile agent does to the
 container's own tools (tar, base64) can only cost it the fast path, never let anything past the
 re-packing of its working tree (harness/isolation.py)."""
 
@@ -66,7 +67,7 @@ def test_commands_run_through_pid_1_and_keep_env_workdir_and_exit_code(tb):
     big = box.exec(["sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' x"], timeout=60)
     assert len(big.output) == 3_000_000 and set(big.output) == {"x"}
     assert execs.n == 0
-    # the verifier's run is an exec: its end is the daemon's word, not a line the code under test can print
+    # a trusted run (the verifier's, where the container is not fresh) is an exec: its end is the daemon's word
     res = box.exec(["sh", "-c", 'echo "$PPID"'], timeout=30, trusted=True)
     assert (res.output.strip(), execs.n) == ("0", 1)
     box.remove()
@@ -241,3 +242,41 @@ def test_a_container_whose_channel_ends_stops_by_itself(tb):
     assert api.wait(box.id, timeout=30)["StatusCode"] == 0
     tb._remove_container(box.id)  # the warm pool's removal finds it stopped: nothing to kill
     assert api.containers(all=True, filters={"id": box.id}) == []
+
+
+def test_the_last_process_is_pid_1_unkillable_from_inside_and_its_exit_code_is_the_daemons(tb):
+    box = start(tb)
+    execs = ExecCounter(tb)
+    with tempfile.TemporaryFile() as sink:
+        script = "echo pid $$; sh -c 'kill -9 1; kill -TERM 1'; sleep 0.3; echo alive; exit 3"  # a child kills
+        res = box.finish(["bash", "-c", script], timeout=30, sink=sink)
+        sink.seek(0)
+        assert sink.read().decode() == res.output
+    # the script was PID 1, survived every signal sent from inside, and its exit code is the container's
+    assert (res.output, res.exit_code, res.timed_out) == ("pid 1\nalive\n", 3, False)
+    assert tb.client.api.inspect_container(box.id)["State"]["ExitCode"] == 3
+    assert not box.running() and box.channel is None and execs.n == 0
+    box.remove()
+
+
+def test_a_last_process_past_its_timeout_stops_with_its_container(tb):
+    box = start(tb)
+    t = time.monotonic()
+    res = box.finish(["sh", "-c", "echo started; sleep 120"], timeout=1)
+    assert res.timed_out and res.exit_code is None and res.output == "started\n"
+    assert time.monotonic() - t < 20 and not box.running()
+    box.remove()
+
+
+def test_the_limit_counters_a_last_process_reports_are_read_after_its_container_is_gone(tb):
+    from trialbook.sandbox.cgroup import report_script
+
+    box = start(tb)  # pids_limit 128: a child's 200 sleeps hit it (its shell gives up at the first failed fork)
+    bomb = "sh -c 'i=0; while [ $i -lt 200 ]; do sleep 30 & i=$((i+1)); done' 2>/dev/null"
+    script = f"{bomb}; kill -9 -1; wait; " + report_script()
+    res = box.finish(["bash", "-c", script], timeout=60)
+    assert res.exit_code == 0 and "pids_limit_hits" in res.output
+    box.report_limits(res.output)
+    assert not box.running()
+    assert box.limit_hits().get("pids_limit_hits", 0) > 0
+    box.remove()

@@ -16,8 +16,9 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any, Protocol
 
 from docker.errors import APIError, DockerException, NotFound
+from requests.exceptions import RequestException
 
-from trialbook.sandbox.cgroup import cgroup_counters
+from trialbook.sandbox.cgroup import cgroup_counters, parse_report
 from trialbook.sandbox.channel import Channel, ChannelBroken, ChannelBusy, command
 
 
@@ -140,6 +141,8 @@ class Sandbox:
         self.removed = False
         self.prepared: Any = None  # what start(prepare=...) returned for a warm container (None: cold)
         self.channel: Channel | None = None  # the container's command channel (sandbox/channel.py), if any
+        self.finished = False  # its last process (Sandbox.finish) has ended, and the container with it
+        self.reported: tuple[dict[str, int], set[str]] | None = None  # its limit counters, as that process read them
 
     def exec(
         self,
@@ -176,6 +179,47 @@ class Sandbox:
             output = out.decode("utf-8", "replace")
             return ExecResult(code, output, timed_out, round(time.monotonic() - start, 3))
         return self._exec(cmd, start, end, env, workdir, user, sink)
+
+    def finish(self, cmd: list[str], timeout: float, sink: IO[bytes] | None = None) -> ExecResult | None:
+        """Run `cmd` as the container's last process, through the channel: PID 1 becomes it, so no process in
+        the container can kill it (a namespace's init ignores their signals) or print after it (the output is
+        read until the container stops), and its exit code is the daemon's word. Past `timeout` the container
+        is killed (timed_out). None when the container has no channel (the caller then uses `exec`).
+        After it the container is stopped: its cgroup is gone, and `limit_hits` reads what `report_limits`
+        was given (cgroup.report_script's output, printed by `cmd` at its end)."""
+        channel = self._channel_for("")
+        text = command(cmd, None, None) if channel is not None else None
+        if channel is None or text is None:
+            return None
+        start = time.monotonic()
+        end = start + max(timeout, 0.0)
+        if self.until is not None:
+            end = min(end, self.until)
+        try:
+            out, timed_out = channel.finish(text, end, self.stop.is_set, self._kill_pid_1, sink, OUTPUT_TAIL,
+                                            KILL_GRACE_S)  # fmt: skip
+        except ChannelBusy:
+            return None
+        except ChannelBroken as exc:
+            raise DaemonError(f"command in {self.name} failed: {exc}") from None
+        finally:
+            self.channel = None
+            self.engine.forget(self.id)
+        self.finished = True
+        try:
+            status = self.engine.client.api.wait(self.id, timeout=KILL_GRACE_S + 30)["StatusCode"]
+        except (APIError, DockerException, RequestException) as exc:
+            raise DaemonError(f"cannot read how {self.name} ended: {exc}") from None
+        output = out.decode("utf-8", "replace")
+        return ExecResult(None if timed_out else int(status), output, timed_out, round(time.monotonic() - start, 3))
+
+    def _kill_pid_1(self) -> None:
+        with contextlib.suppress(APIError, DockerException):
+            self.container.kill()
+
+    def report_limits(self, text: str) -> None:
+        """The limit counters the container's last process read from inside (cgroup.report_script's lines)."""
+        self.reported = parse_report(text)
 
     def _channel_for(self, user: str) -> Channel | None:
         """The channel, when it is alive and runs commands as `user` ("" or, in a container running as root,
@@ -326,6 +370,8 @@ class Sandbox:
         """How often the container hit its memory limit (OOM kills) and its pids limit, from its cgroup;
         Docker's own OOMKilled flag counts too (all a remote daemon's host shows)."""
         hits, read = cgroup_counters(self.id)
+        if self.finished and self.reported is not None and not read:  # its cgroup went with it
+            hits, read = dict(self.reported[0]), set(self.reported[1])
         if "oom_kills" not in read:  # no cgroup to read: ask the daemon (a round trip on the trial's path)
             with contextlib.suppress(APIError, DockerException):
                 if self.engine.client.api.inspect_container(self.id)["State"].get("OOMKilled"):
@@ -336,12 +382,8 @@ class Sandbox:
         self.put_tar("/", tar_text(SHELL_SETUP_PATH.lstrip("/"), text + "\n"))
 
     def put_dir(self, local: Path, dest: str) -> None:
-        """Copy a local folder's contents to `dest` in the container (created if missing)."""
-        try:
-            if not self.container.put_archive("/", tar_bytes(local, dest.strip("/"))):
-                raise DaemonError(f"copy of {local} into {self.name} failed")
-        except (APIError, DockerException) as exc:
-            raise DaemonError(f"copy of {local} into {self.name} failed: {exc}") from None
+        """Copy a local folder's contents to `dest` in the container (created if missing), as `put_tar` does."""
+        self.put_tar("/", tar_bytes(local, dest.strip("/")))
 
     def read_file(self, path: str) -> bytes | None:
         """A file's bytes from the container, None when it does not exist."""

@@ -1,4 +1,5 @@
-"""What a container's cgroup says about the limits it hit (read on the daemon's host, no daemon call)."""
+"""What a container's cgroup says about the limits it hit: read on the daemon's host (no daemon call), or by the
+container's last process from inside, where its own cgroup is mounted (the cgroup goes with the container)."""
 
 from __future__ import annotations
 
@@ -36,4 +37,41 @@ def cgroup_counters(container_id: str, root: Path = Path("/sys/fs/cgroup")) -> t
                     if int(value):
                         hits[counter] = int(value)
             break
+    return hits, read
+
+
+_INSIDE_FILES = {  # the same counters from inside the container: cgroup v1, then v2 (a private cgroup namespace)
+    "oom_kills": [
+        ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill"),
+        ("/sys/fs/cgroup/memory.events", "oom_kill"),
+    ],
+    "pids_limit_hits": [("/sys/fs/cgroup/pids/pids.events", "max"), ("/sys/fs/cgroup/pids.events", "max")],
+}
+
+
+def report_script() -> str:
+    """Shell (builtins only: no tool the code under test could have replaced, no fork) that prints a line
+    `COUNTER VALUE` for each limit counter it can read from inside the container."""
+    parts = []
+    for counter, places in _INSIDE_FILES.items():
+        files = " ".join(path for path, _ in places)
+        field = places[0][1]
+        parts.append(
+            f'for f in {files}; do [ -r "$f" ] || continue\n'
+            f'  while read -r k v; do [ "$k" = {field} ] && printf \'{counter} %s\\n\' "$v"; done < "$f"; break\n'
+            "done\n"
+        )
+    return "".join(parts)
+
+
+def parse_report(text: str) -> tuple[dict[str, int], set[str]]:
+    """What report_script printed, as cgroup_counters returns it: the non-zero counters, and those read."""
+    hits: dict[str, int] = {}
+    read: set[str] = set()
+    for line in text.splitlines():
+        counter, _, value = line.partition(" ")
+        if counter in _INSIDE_FILES and value.strip().isdigit():
+            read.add(counter)
+            if int(value):
+                hits[counter] = int(value)
     return hits, read

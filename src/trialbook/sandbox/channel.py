@@ -14,6 +14,8 @@ the next, so nothing but a request is ever left unread on the server's stdin:
 NONCE is fresh for every request. The text runs in a subshell with stdin from /dev/null, and only once its
 NONCE line came (a request cut short by the harness's end is never run); a command cut
 short by the harness (`kill -9 -1` from a `docker exec`, which spares PID 1) still ends with its line.
+A last request, `e NONCE` instead of `x NONCE` (`Channel.finish`), is run by PID 1 itself: its `exec` makes the
+command the container's PID 1, whose end is the container's, its exit code the daemon's word.
 When the harness's process goes, so does the attached stdin: the server reads its end and the container
 stops (`resume` and `clean` remove it, running or not).
 
@@ -21,9 +23,12 @@ What may use it: every process in the container can write to the channel's stdou
 server's memory, so an answer is only as trustworthy as the container. The agent's container is the
 agent's anyway (what its commands print is what it sees; its working tree is carried out as data and
 re-checked by `harness/isolation.py`), and a fresh verifier container has run nothing of the agent's
-before its tests start; so the verifier's own run, whose completion must not be forgeable by the code
-under test, stays a `docker exec` (sandbox/box.py: `Sandbox.exec(..., trusted=True)`). A shell that cannot
-fork dies, and its container with it: sandbox/docker.py gives none to a container allowed fewer than 8 processes.
+before its tests start. The verifier's own run, whose completion must not be forgeable by the code under
+test, is therefore never an `x` request: in a fresh container it is the `e` request (PID 1 cannot be killed
+from inside its namespace, and nothing in the container speaks after it: the harness reads to the end of the
+stream and takes the exit code from the daemon), elsewhere a `docker exec` (`Sandbox.exec(..., trusted=True)`).
+A shell that cannot fork dies, and its container with it: sandbox/docker.py gives none to a container allowed
+fewer than 8 processes.
 """
 
 from __future__ import annotations
@@ -40,12 +45,13 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 SERVER = r"""while IFS= read -r req; do
-  n=${req#x }
+  n=${req#[xe] }
   [ "$n" = "$req" ] && continue
   s= ok=
   while IFS= read -r l; do [ "$l" = "$n" ] && ok=1 && break; s="$s$l
 "; done
   [ -n "$ok" ] || exit 0
+  if [ "${req%% *}" = e ]; then exec </dev/null 2>&1; eval "$s"; exit $?; fi
   ( eval "$s" ) </dev/null 2>&1
   printf '\n%s %d\n' "$n" "$?"
 done
@@ -163,6 +169,47 @@ class Channel:
                     code = None if timed_out else int(found.group(1))
                     return code, bytes(tail[-keep:]) if keep else b"", timed_out
                 del pending[:flush]
+
+    def finish(
+        self,
+        text: str,
+        end: float,
+        stopped: Callable[[], bool],
+        on_timeout: Callable[[], None],
+        sink: Sink | None,
+        keep: int,
+        grace: float,
+    ) -> tuple[bytes, bool]:
+        """Run shell `text` as the container's last process (PID 1 `exec`s it) and read its output to the end of
+        the stream, that is until the container stops; (the output's last `keep` bytes, timed out). Past `end`
+        or once `stopped()`, `on_timeout()` (which must stop the container) is called and the end awaited `grace`
+        seconds more. The channel is closed after. Raises ChannelBroken when the server could not be asked."""
+        with self._turn():
+            while self._read(0.0):  # what a process left running printed since the last answer: nobody's output
+                pass
+            nonce = secrets.token_hex(8)
+            self.sock.sendall(f"e {nonce}\n{text}\n{nonce}\n".encode())
+            tail = bytearray()
+            timed_out = False
+            while True:
+                now = time.monotonic()
+                if not timed_out and (now >= end or stopped()):
+                    timed_out = True
+                    on_timeout()
+                    end = now + grace
+                elif timed_out and now >= end:
+                    break
+                chunk = self._read(min(0.2, max(end - now, 0.01)))
+                if chunk is None:
+                    break
+                if chunk:
+                    if sink is not None:
+                        sink.write(bytearray(chunk))
+                    tail.extend(chunk)
+                    if len(tail) > 2 * keep:
+                        del tail[: len(tail) - keep]
+        self.close()
+        return bytes(tail[-keep:]) if keep else b"", timed_out
 
     def _read(self, wait: float) -> bytes | None:
         """The payload of the stream's next frames that arrive within `wait` seconds (b"" when none did);

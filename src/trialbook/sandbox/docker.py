@@ -2,8 +2,9 @@
 
 Every container's PID 1 is the command channel's server (sandbox/channel.py), or `sleep infinity` in a
 container allowed fewer than CHANNEL_MIN_PIDS processes; the agent's commands and the harness's run through
-the channel (as execs when this client could not attach to it), the verifier's run as an exec, so a timed-out
-command can be stopped with `kill -9 -1` (everything but PID 1) and the container kept for the next phase.
+the channel (as execs when this client could not attach to it), so a timed-out command can be stopped with
+`kill -9 -1` (everything but PID 1) and the container kept for the next phase. The verifier's run in a fresh
+container is its last process (PID 1 itself, Sandbox.finish), elsewhere an exec.
 Containers and built images carry `trialbook.*` labels so `clean` and `resume` find every leftover.
 """
 

@@ -13,13 +13,14 @@ import base64
 import secrets
 import tempfile
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from trialbook.outcomes import parse_reward
 from trialbook.sandbox import Sandbox
-from trialbook.sandbox.box import NO_TOOLS, OUTPUT_TAIL, tar_bytes, unpack_inline
+from trialbook.sandbox.box import NO_TOOLS, OUTPUT_TAIL, ExecResult, tar_bytes, unpack_inline
+from trialbook.sandbox.cgroup import report_script
 from trialbook.tasks import TaskSpec
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 TESTS_DIR = "/tests"
 LOG_DIR = "/logs/verifier"
+CGROUP = "cgroup"  # the section of the script's output with the limit counters
 INLINE_LIMIT = 96_000  # base64 characters; one argv string may hold at most 128 KiB on Linux
 
 
@@ -91,13 +93,13 @@ def _inline_tests(task: TaskSpec, stage: str) -> str | None:
 
 def _script(stage: str, mark: str) -> str:
     """Fresh /tests and /logs/verifier, run test.sh, count and kill what outlived it, then print the reward
-    files after a marker.
+    files and the container's limit counters (read from inside: its cgroup goes with it) after a marker.
 
-    One exec instead of prepare + run + copy-out: each exec or copy costs ~0.1 s of daemon time. The code
-    under test runs as test.sh's user and can read this script (so the marker) from /proc; a process it
-    left running could print after test.sh. So every process but PID 1 and this shell is killed first
-    (live ones counted; zombies, which PID 1 `sleep` never reaps, are not), and `_split` reads the files
-    only after the last `end` marker, which nothing alive can print after.
+    One command instead of prepare + run + copy-out. The code under test runs as test.sh's user and can read
+    this script (so the marker) from /proc; a process it left running could print after test.sh. So every
+    process but PID 1 and this shell is killed first (live ones counted; zombies, which PID 1 may never
+    reap, are not), and `_split` reads the files only after the last `end` marker, which nothing alive can
+    print after.
     """
     return (
         f"rm -rf {TESTS_DIR} {LOG_DIR}; {{ [ -d /logs ] && [ ! -L /logs ]; }} || rm -rf /logs\n"
@@ -115,7 +117,7 @@ def _script(stage: str, mark: str) -> str:
         f"for f in reward.txt reward.json; do\n"
         f"  [ -f {LOG_DIR}/$f ] && {{ printf '\\n{mark}%s\\n' $f; cat {LOG_DIR}/$f; }}\n"
         "done\n"
-        "exit $rc\n"
+        f"printf '\\n{mark}{CGROUP}\\n'\n" + report_script() + "exit $rc\n"
     )
 
 
@@ -134,27 +136,47 @@ def _split(output: str, mark: str) -> tuple[str, dict[str, str], int | None]:
     return log, files, int(n) if (n := count.strip()).isdigit() else 0
 
 
+def _run_last(
+    sandbox: Sandbox, task: TaskSpec, stage: str, script: str, timeout: float, full: IO[bytes]
+) -> ExecResult | None:
+    """The tests put in a fresh container through its channel, then the script run as its last process
+    (Sandbox.finish: PID 1 itself, which nothing in the container can kill or speak after; no `docker exec`,
+    ~0.05 CPU s of the daemon's host); None when it has no channel."""
+    if sandbox.channel is None:
+        return None
+    sandbox.put_dir(task.tests_dir, f"{stage}/tests")
+    return sandbox.finish(["bash", "-c", script], timeout=timeout, sink=full)
+
+
 def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
     token = secrets.token_hex(6)
     stage, mark = f"/.trialbook-{token}", f"@@trialbook-{token}@@ "
     script = _script(stage, mark)
-    unpack = _inline_tests(task, stage)
     with tempfile.TemporaryFile() as full:  # the whole output, on disk: memory holds only its tail
-        res = None
-        if unpack is not None:  # saves a copy into the container (~0.1 s a trial)
+        res = _run_last(sandbox, task, stage, script, timeout, full) if task.isolation == "diff" else None
+        last = res is not None
+        if res is None and (unpack := _inline_tests(task, stage)) is not None:  # saves a copy into the container
             res = sandbox.exec(["bash", "-c", unpack + script], timeout=timeout, sink=full, trusted=True)
-        if res is None or res.exit_code == NO_TOOLS:  # no base64/tar in the image, or too big: copy in
+        if res is None or (not last and res.exit_code == NO_TOOLS):  # no base64/tar in the image, or too big
             full.seek(0)
             full.truncate()
             sandbox.put_dir(task.tests_dir, f"{stage}/tests")
             res = sandbox.exec(["bash", "-c", script], timeout=timeout, sink=full, trusted=True)
         log, files, outlived = _split(res.output, mark)
+        counters = files.pop(CGROUP, None)
+        if last and counters is not None:
+            sandbox.report_limits(counters)
         if res.timed_out:
             raise VerifierTimeoutError(f"tests/test.sh ran past its {timeout:g} s limit", log)
-        # The script died of a signal before its end marker while the container still runs: only a process in the
-        # sandbox can have killed it (the harness kills only on a timeout, a memory or pids limit is read from
-        # the cgroup by `grade`), that is the code under test. Its failure is graded, never a free "no grade".
-        killed = outlived is None and (res.exit_code or 0) > 128 and sandbox.running()
+        # Killed from inside the sandbox (the harness kills only on a timeout; a memory or pids limit is read from
+        # the cgroup by `grade`), that is by the code under test, whose failure is graded, never a free "no grade":
+        # as the container's last process the script cannot be killed, so test.sh died of a signal (it exited
+        # above 128) without a reward; as an exec, the script died of a signal before its end marker while the
+        # container still runs.
+        if last:
+            killed = outlived is not None and (res.exit_code or 0) > 128 and parse_reward(files) is None
+        else:
+            killed = outlived is None and (res.exit_code or 0) > 128 and sandbox.running()
         text, has_lists = log, task.lists_tests
         if has_lists and full.tell() > OUTPUT_TAIL:
             # The tail lost the head of the log, where a FAILED line may be that a flood of output pushed
