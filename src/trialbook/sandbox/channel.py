@@ -136,39 +136,24 @@ class Channel:
         Past `end` (monotonic) or once `stopped()`, `on_timeout()` kills the command and its answer is
         awaited `grace` seconds more. Raises ChannelBroken when the server does not answer as it should."""
         with self._turn():
-            while self._read(0.0):  # what a process left running printed since the last answer: nobody's output
-                pass
-            nonce = secrets.token_hex(8)
-            self.sock.sendall(f"x {nonce}\n{text}\n{nonce}\n".encode())
+            nonce = self._send("x", text)
             marker = re.compile(rb"\n" + nonce.encode() + rb" (\d+)\n")
             hold = len(nonce) + 16  # bytes held back: a marker may straddle two reads
-            pending, tail = bytearray(), bytearray()
-            timed_out = False
-            while True:
-                now = time.monotonic()
-                if not timed_out and (now >= end or stopped()):
-                    timed_out = True
-                    on_timeout()
-                    end = now + grace
-                elif timed_out and now >= end:  # killed but no answer: the server is gone with its container
-                    self.close()
-                    return None, bytes(tail[-keep:]) if keep else b"", True
-                chunk = self._read(min(0.2, max(end - now, 0.01)))
+            pending, tail = bytearray(), _Tail(keep, sink)
+            stream = _Stream(end, grace)
+            for chunk in stream.chunks(self, stopped, on_timeout):
                 if chunk is None:
                     raise ChannelBroken("the container's stdout closed")
                 pending.extend(chunk)
                 found = marker.search(pending)
                 flush = found.start() if found is not None else max(len(pending) - hold, 0)
-                if flush:
-                    if sink is not None:
-                        sink.write(pending[:flush])
-                    tail.extend(pending[:flush])
-                    if len(tail) > 2 * keep:
-                        del tail[: len(tail) - keep]
+                tail.add(pending[:flush])
                 if found is not None:  # anything after the marker is a leftover process's: dropped
-                    code = None if timed_out else int(found.group(1))
-                    return code, bytes(tail[-keep:]) if keep else b"", timed_out
+                    code = None if stream.timed_out else int(found.group(1))
+                    return code, tail.last(), stream.timed_out
                 del pending[:flush]
+            self.close()  # killed but no answer: the server is gone with its container
+            return None, tail.last(), True
 
     def finish(
         self,
@@ -185,31 +170,23 @@ class Channel:
         or once `stopped()`, `on_timeout()` (which must stop the container) is called and the end awaited `grace`
         seconds more. The channel is closed after. Raises ChannelBroken when the server could not be asked."""
         with self._turn():
-            while self._read(0.0):  # what a process left running printed since the last answer: nobody's output
-                pass
-            nonce = secrets.token_hex(8)
-            self.sock.sendall(f"e {nonce}\n{text}\n{nonce}\n".encode())
-            tail = bytearray()
-            timed_out = False
-            while True:
-                now = time.monotonic()
-                if not timed_out and (now >= end or stopped()):
-                    timed_out = True
-                    on_timeout()
-                    end = now + grace
-                elif timed_out and now >= end:
-                    break
-                chunk = self._read(min(0.2, max(end - now, 0.01)))
+            self._send("e", text)
+            tail = _Tail(keep, sink)
+            stream = _Stream(end, grace)
+            for chunk in stream.chunks(self, stopped, on_timeout):
                 if chunk is None:
                     break
-                if chunk:
-                    if sink is not None:
-                        sink.write(bytearray(chunk))
-                    tail.extend(chunk)
-                    if len(tail) > 2 * keep:
-                        del tail[: len(tail) - keep]
+                tail.add(chunk)
         self.close()
-        return bytes(tail[-keep:]) if keep else b"", timed_out
+        return tail.last(), stream.timed_out
+
+    def _send(self, kind: str, text: str) -> str:
+        """Send a request of `kind` ("x" or "e"); its fresh NONCE."""
+        while self._read(0.0):  # what a process left running printed since the last answer: nobody's output
+            pass
+        nonce = secrets.token_hex(8)
+        self.sock.sendall(f"{kind} {nonce}\n{text}\n{nonce}\n".encode())
+        return nonce
 
     def _read(self, wait: float) -> bytes | None:
         """The payload of the stream's next frames that arrive within `wait` seconds (b"" when none did);
@@ -232,6 +209,51 @@ class Channel:
                 out.extend(self._raw[8 : 8 + size])
             del self._raw[: 8 + size]
         return bytes(out)
+
+
+class _Stream:
+    """A request's wait for its output: past `end` (monotonic) or once stopped, the timeout is called once and the
+    output awaited `grace` seconds more."""
+
+    def __init__(self, end: float, grace: float) -> None:
+        self.end, self.grace, self.timed_out = end, grace, False
+
+    def chunks(
+        self, channel: Channel, stopped: Callable[[], bool], on_timeout: Callable[[], None]
+    ) -> Iterator[bytes | None]:
+        """The output as it arrives (b"" when none came for a while; None once the stream ended, then no more);
+        ends without None when the grace after a timeout ran out."""
+        while True:
+            now = time.monotonic()
+            if not self.timed_out and (now >= self.end or stopped()):
+                self.timed_out = True
+                on_timeout()
+                self.end = now + self.grace
+            elif self.timed_out and now >= self.end:
+                return
+            chunk = channel._read(min(0.2, max(self.end - now, 0.01)))
+            yield chunk
+            if chunk is None:
+                return
+
+
+class _Tail:
+    """A command's output: all of it to `sink`, its last `keep` bytes held."""
+
+    def __init__(self, keep: int, sink: Sink | None) -> None:
+        self.keep, self.sink, self.data = keep, sink, bytearray()
+
+    def add(self, chunk: bytes | bytearray) -> None:
+        if not chunk:
+            return
+        if self.sink is not None:
+            self.sink.write(bytearray(chunk))
+        self.data.extend(chunk)
+        if len(self.data) > 2 * self.keep:
+            del self.data[: len(self.data) - self.keep]
+
+    def last(self) -> bytes:
+        return bytes(self.data[-self.keep :]) if self.keep else b""
 
 
 def command(argv: list[str], env: dict[str, str] | None, workdir: str | None) -> str | None:

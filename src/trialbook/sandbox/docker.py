@@ -73,6 +73,10 @@ class DockerEngine:
     def __init__(self, pool: int = 10) -> None:
         try:
             self.client = docker.from_env(timeout=120, max_pool_size=pool)
+            if self.client.api.base_url.startswith("http+docker://"):
+                # no proxy on a local socket: else requests reads the environment's proxy variables on every
+                # call to the daemon (~1.5 ms of CPU each, ~18 calls a trial; benchmarks/bench_harness.py --cpu)
+                self.client.api.trust_env = False
             self.client.ping()
         except DockerException as exc:
             raise DaemonError(f"no Docker daemon: {exc}") from None
