@@ -111,7 +111,7 @@ class _Capped:
     def __init__(self, sink: IO[bytes]) -> None:
         self.sink, self.left, self.over = sink, SNAPSHOT_LIMIT, False
 
-    def write(self, data: bytearray, /) -> None:
+    def write(self, data: bytes | bytearray, /) -> None:
         self.left -= len(data)
         self.over = self.over or self.left < 0
         if not self.over:
@@ -141,8 +141,8 @@ class Sandbox:
         self.removed = False
         self.prepared: Any = None  # what start(prepare=...) returned for a warm container (None: cold)
         self.channel: Channel | None = None  # the container's command channel (sandbox/channel.py), if any
-        self.finished = False  # its last process (Sandbox.finish) has ended, and the container with it
-        self.reported: tuple[dict[str, int], set[str]] | None = None  # its limit counters, as that process read them
+        # the limit counters its last process (Sandbox.finish) read from inside, once that ended with the container
+        self.reported: tuple[dict[str, int], set[str]] | None = None
 
     def exec(
         self,
@@ -162,9 +162,7 @@ class Sandbox:
         The output is streamed: all of it goes to `sink` when given, and only its last
         OUTPUT_TAIL bytes are held in memory (a 100 MB test log costs 100 MB of disk, not memory)."""
         start = time.monotonic()
-        end = start + max(timeout, 0.0)
-        if self.until is not None:
-            end = min(end, self.until)
+        end = self._end(start, timeout)
         channel = None if trusted else self._channel_for(user)
         text = command(cmd, env, workdir) if channel is not None else None
         if channel is not None and text is not None:
@@ -192,9 +190,7 @@ class Sandbox:
         if channel is None or text is None:
             return None
         start = time.monotonic()
-        end = start + max(timeout, 0.0)
-        if self.until is not None:
-            end = min(end, self.until)
+        end = self._end(start, timeout)
         try:
             out, timed_out = channel.finish(text, end, self.stop.is_set, self._kill_pid_1, sink, OUTPUT_TAIL,
                                             KILL_GRACE_S)  # fmt: skip
@@ -205,13 +201,17 @@ class Sandbox:
         finally:
             self.channel = None
             self.engine.forget(self.id)
-        self.finished = True
         try:
             status = self.engine.client.api.wait(self.id, timeout=KILL_GRACE_S + 30)["StatusCode"]
         except (APIError, DockerException, RequestException) as exc:
             raise DaemonError(f"cannot read how {self.name} ended: {exc}") from None
         output = out.decode("utf-8", "replace")
         return ExecResult(None if timed_out else int(status), output, timed_out, round(time.monotonic() - start, 3))
+
+    def _end(self, start: float, timeout: float) -> float:
+        """When a command started at `start` (monotonic) must end: after `timeout`, within the phase's budget."""
+        end = start + max(timeout, 0.0)
+        return end if self.until is None else min(end, self.until)
 
     def _kill_pid_1(self) -> None:
         with contextlib.suppress(APIError, DockerException):
@@ -370,7 +370,7 @@ class Sandbox:
         """How often the container hit its memory limit (OOM kills) and its pids limit, from its cgroup;
         Docker's own OOMKilled flag counts too (all a remote daemon's host shows)."""
         hits, read = cgroup_counters(self.id)
-        if self.finished and self.reported is not None and not read:  # its cgroup went with it
+        if self.reported is not None and not read:  # its cgroup went with it
             hits, read = dict(self.reported[0]), set(self.reported[1])
         if "oom_kills" not in read:  # no cgroup to read: ask the daemon (a round trip on the trial's path)
             with contextlib.suppress(APIError, DockerException):

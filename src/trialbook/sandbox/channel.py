@@ -62,7 +62,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 class Sink(Protocol):
     """Where a command's whole output goes (a file, or a wrapper that caps it)."""
 
-    def write(self, data: bytearray, /) -> Any: ...
+    def write(self, data: bytes | bytearray, /) -> Any: ...
 
 
 class ChannelBroken(Exception):
@@ -247,7 +247,7 @@ class _Tail:
         if not chunk:
             return
         if self.sink is not None:
-            self.sink.write(bytearray(chunk))
+            self.sink.write(chunk)
         self.data.extend(chunk)
         if len(self.data) > 2 * self.keep:
             del self.data[: len(self.data) - self.keep]

@@ -173,8 +173,9 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
         # as the container's last process the script cannot be killed, so test.sh died of a signal (it exited
         # above 128) without a reward; as an exec, the script died of a signal before its end marker while the
         # container still runs.
+        file_reward = parse_reward(files)
         if last:
-            killed = outlived is not None and (res.exit_code or 0) > 128 and parse_reward(files) is None
+            killed = outlived is not None and (res.exit_code or 0) > 128 and file_reward is None
         else:
             killed = outlived is None and (res.exit_code or 0) > 128 and sandbox.running()
         text, has_lists = log, task.lists_tests
@@ -183,7 +184,6 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
             # out: grade every line of the whole output that can carry a status.
             full.seek(0)
             text = _split(_status_lines()(full, task.repo, (mark,)), mark)[0]
-    file_reward = parse_reward(files)
     if has_lists:
         graded = _grader()(text, task.repo, task.fail_to_pass or [], task.pass_to_pass or [], task.task_id)
         return Verdict(
