@@ -208,6 +208,27 @@ def test_small_archives_go_in_through_the_channel_and_others_through_the_daemon(
     box.remove()
 
 
+def test_the_start_up_request_finds_the_tools_an_inline_archive_needs(tb, tmp_path):
+    box = start(tb)
+    execs = ExecCounter(tb)
+    assert box.channel is not None and box.channel.tools
+    unpack = box.inline_unpack(one_file("in/hello.txt"))
+    assert unpack is not None
+    res = box.run_script(unpack + "cat /in/hello.txt; echo $PPID", timeout=30)
+    # the harness's script ran in PID 1's own subshell ($PPID is PID 1's parent, outside the namespace: 0), no exec
+    assert (res.exit_code, res.output.split(), execs.n) == (0, ["hi", "0"], 0)
+    box.remove()
+    # without base64 in the image nothing is unpacked inline in a request that cannot fall back (the verifier's
+    # last process): the caller copies the archive first, through put_tar
+    (tmp_path / "Dockerfile").write_text(f"FROM {IMAGE}\nRUN rm -f /usr/bin/base64\n")
+    image, _ = tb.ensure_image("nob64", None, tmp_path, secrets.token_hex(6), tb.test_run, False)  # type: ignore[attr-defined]
+    box = start(tb, image=image)
+    assert box.channel is not None and not box.channel.tools and box.inline_unpack(one_file("in/x.txt")) is None
+    box.put_tar("/", one_file("in/x.txt"))
+    assert box.run_script("cat /in/x.txt", timeout=30).output == "hi\n"
+    box.remove()
+
+
 def test_an_image_with_a_non_root_user_keeps_root_commands_on_execs(tb, tmp_path):
     (tmp_path / "Dockerfile").write_text(f"FROM {IMAGE}\nUSER nobody\nWORKDIR /tmp\n")
     image, _ = tb.ensure_image("nonroot", None, tmp_path, secrets.token_hex(6), tb.test_run, False)  # type: ignore[attr-defined]
@@ -249,7 +270,7 @@ def test_the_last_process_is_pid_1_unkillable_from_inside_and_its_exit_code_is_t
     execs = ExecCounter(tb)
     with tempfile.TemporaryFile() as sink:
         script = "echo pid $$; sh -c 'kill -9 1; kill -TERM 1'; sleep 0.3; echo alive; exit 3"  # a child kills
-        res = box.finish(["bash", "-c", script], timeout=30, sink=sink)
+        res = box.finish(script, timeout=30, sink=sink)
         sink.seek(0)
         assert sink.read().decode() == res.output
     # the script was PID 1, survived every signal sent from inside, and its exit code is the container's
@@ -262,7 +283,7 @@ def test_the_last_process_is_pid_1_unkillable_from_inside_and_its_exit_code_is_t
 def test_a_last_process_past_its_timeout_stops_with_its_container(tb):
     box = start(tb)
     t = time.monotonic()
-    res = box.finish(["sh", "-c", "echo started; sleep 120"], timeout=1)
+    res = box.finish("echo started; sleep 120", timeout=1)
     assert res.timed_out and res.exit_code is None and res.output == "started\n"
     assert time.monotonic() - t < 20 and not box.running()
     box.remove()
@@ -274,7 +295,7 @@ def test_the_limit_counters_a_last_process_reports_are_read_after_its_container_
     box = start(tb)  # pids_limit 128: a child's 200 sleeps hit it (its shell gives up at the first failed fork)
     bomb = "sh -c 'i=0; while [ $i -lt 200 ]; do sleep 30 & i=$((i+1)); done' 2>/dev/null"
     script = f"{bomb}; kill -9 -1; wait; " + report_script()
-    res = box.finish(["bash", "-c", script], timeout=60)
+    res = box.finish(script, timeout=60)
     assert res.exit_code == 0 and "pids_limit_hits" in res.output
     box.report_limits(res.output)
     assert not box.running()

@@ -147,12 +147,14 @@ def _below_top(name: str) -> str | None:
     return "/".join(parts[1:])
 
 
-def _git(stage: str) -> str:
+def _git(stage: str, workdir: str) -> str:
+    """The harness's git, on the git dir at /<stage>/git, with the image repository's own excludes."""
+    excludes = shlex.quote(f"core.excludesFile={workdir}/.git/info/exclude")
     return (
         f"export HOME=/{stage} GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null\n"
         f"command -v git >/dev/null || {{ echo 'trialbook: no git in the task image' >&2; exit {NO_GIT}; }}\n"
         f"g() {{ git -c safe.directory='*' -c core.autocrlf=false -c core.fileMode=true -c core.quotePath=false"
-        f' --git-dir=/{stage}/git "$@"; }}\n'
+        f' -c {excludes} --git-dir=/{stage}/git "$@"; }}\n'
     )
 
 
@@ -160,44 +162,40 @@ def _base_script(stage: str, workdir: str) -> str:
     """A git dir at /<stage>/git holding the image's working tree; its tree id in /<stage>/base.
 
     The image's side of the diff: a warm verifier container computes it before a trial needs it
-    (base_preparer), a cold one as the first part of apply_change's exec."""
+    (base_preparer), a cold one as the first part of apply_change's exec. The git dir is the least git
+    accepts (HEAD, objects, refs: one mkdir, where `git init` writes ~20 files, ~8 ms), borrowing the
+    image repository's objects when there is one."""
     w, s = shlex.quote(workdir), f"/{stage}"
     return (
         "set -e\n"
-        f"mkdir -p -m 700 {s}\n"
-        f"git init -q --bare {s}/git\n"
-        f"mkdir -p {s}/git/objects/info {s}/git/info\n"
-        f"if [ -d {w}/.git/objects ]; then echo {w}/.git/objects > {s}/git/objects/info/alternates;"
-        f" cp {w}/.git/info/exclude {s}/git/info/exclude 2>/dev/null || true; fi\n"
-        f"(cd {w} && GIT_INDEX_FILE={s}/base.index g --work-tree={w} add -A . >/dev/null"
-        f" && GIT_INDEX_FILE={s}/base.index g write-tree > {s}/base)\n"
+        f"mkdir -p -m 700 {s} {s}/git {s}/git/objects {s}/git/objects/info {s}/git/refs\n"
+        f"echo 'ref: refs/heads/trialbook' > {s}/git/HEAD\n"
+        f"if [ -d {w}/.git/objects ]; then echo {w}/.git/objects > {s}/git/objects/info/alternates; fi\n"
+        f"cd {w}\n"
+        f"GIT_INDEX_FILE={s}/base.index g --work-tree={w} add -A . >/dev/null\n"
+        f"GIT_INDEX_FILE={s}/base.index g write-tree > {s}/base\n"
     )
 
 
-def _trees_script(stage: str, tree_stage: str) -> str:
-    """Tree ids of the image's working tree and the agent's (in /<tree_stage>/tree), then the changed paths
-    (NUL-separated)."""
-    s, t = f"/{stage}", f"/{tree_stage}"
+def _apply_script(stage: str, tree_stage: str, workdir: str, exclude: list[str], mark: str) -> str:
+    """The agent's tree (in /<tree_stage>/tree) indexed, the paths it changes against the image's tree
+    (NUL-separated), `mark`, then its diff (minus `exclude`) applied to the working tree and printed."""
+    w, s, t = shlex.quote(workdir), f"/{stage}", f"/{tree_stage}"
+    spec = " ".join(shlex.quote(f":(exclude,literal){p}") for p in exclude)
     return (
         "set -e\n"
         f"read base < {s}/base\n"
-        f"mkdir -p {t}/tree\n"
-        f"new=$(cd {t}/tree && GIT_INDEX_FILE={s}/new.index g --work-tree={t}/tree add -A . >/dev/null"
-        f" && GIT_INDEX_FILE={s}/new.index g write-tree)\n"
-        f"echo $base $new > {s}/trees\n"
-        "g diff --name-only -z --no-renames $base $new\n"
-    )
-
-
-def _apply_script(stage: str, tree_stage: str, workdir: str, exclude: list[str]) -> str:
-    w, s = shlex.quote(workdir), f"/{stage}"
-    spec = " ".join(shlex.quote(f":(exclude,literal){p}") for p in exclude)
-    return (
-        f"read base new < {s}/trees\n"
-        f"g diff --binary --full-index --no-renames $base $new -- . {spec} > {s}/patch.diff || exit {APPLY_FAILED}\n"
+        f"[ -d {t}/tree ] || mkdir -p {t}/tree\n"
+        f"cd {t}/tree\n"
+        f"export GIT_INDEX_FILE={s}/new.index\n"
+        f"g --work-tree={t}/tree add -A . >/dev/null\n"
+        "g diff --cached --name-only -z --no-renames $base\n"
+        f"printf '\\n{mark}\\n'\n"
+        f"g diff --cached --binary --full-index --no-renames $base -- . {spec} > {s}/patch.diff"
+        f" || exit {APPLY_FAILED}\n"
         f"if [ -s {s}/patch.diff ]; then (cd {w} && g --work-tree={w} apply --binary {s}/patch.diff)"
         f" || exit {APPLY_FAILED}; fi\n"
-        f"head -c {PATCH_KEEP} {s}/patch.diff; rm -rf {s} /{tree_stage}\n"
+        f"head -c {PATCH_KEEP} {s}/patch.diff; rm -rf {s} {t}\n"
     )
 
 
@@ -207,7 +205,7 @@ def base_preparer(workdir: str, timeout: float) -> Callable[[Sandbox], str | Non
 
     def prepare(box: Sandbox) -> str | None:
         stage = _stage()
-        code, _ = _harness_exec(box, _git(stage) + _base_script(stage, workdir), timeout)
+        code, _ = _harness_exec(box, _git(stage, workdir) + _base_script(stage, workdir), timeout)
         return stage if code == 0 else None
 
     return prepare
@@ -242,8 +240,7 @@ def _task_test_files(task: TaskSpec) -> set[str]:
 
 
 def _harness_exec(box: Sandbox, script: str, timeout: float) -> tuple[int | None, str]:
-    res = box.exec(["bash", "--noprofile", "--norc", "-c", script], timeout=timeout, user="root",
-                   env={"BASH_ENV": ""})  # fmt: skip
+    res = box.run_script(script, timeout)
     if res.timed_out:
         raise IsolationError(f"carrying the agent's change into {box.name} took over {timeout:g} s")
     return res.exit_code, res.output
@@ -252,17 +249,18 @@ def _harness_exec(box: Sandbox, script: str, timeout: float) -> tuple[int | None
 def apply_change(box: Sandbox, change: Change, task: TaskSpec, exclude: list[str], timeout: float) -> None:
     """Put the agent's tree next to the image's in `box` and apply its diff (minus `exclude`) there.
 
-    One copy and one exec (diff, then apply after a marker): each round trip to the daemon is on
-    the trial's critical path."""
+    One request: the tree comes in from the request's own text when it is small (else through `put_tar`
+    first), then the diff and its application; each round trip is on the trial's critical path."""
     mark = f"@@trialbook-{secrets.token_hex(6)}@@"
     stage = box.prepared if isinstance(box.prepared, str) else None  # the image's side, computed while warm
     change.tree.seek(0)
-    box.put_tar("/", change.tree)
-    script = _git(stage or change.stage) + (
-        ("" if stage else _base_script(change.stage, change.workdir))
-        + _trees_script(stage or change.stage, change.stage)
-        + f"printf '\\n{mark}\\n'\n"
-        + _apply_script(stage or change.stage, change.stage, change.workdir, exclude)
+    unpack = box.inline_unpack(change.tree)
+    if unpack is None:
+        box.put_tar("/", change.tree)
+    script = _git(stage or change.stage, change.workdir) + (
+        (f"( {unpack}) || exit {APPLY_FAILED}\n" if unpack else "")
+        + ("" if stage else _base_script(change.stage, change.workdir))
+        + _apply_script(stage or change.stage, change.stage, change.workdir, exclude, mark)
     )
     code, out = _harness_exec(box, script, 2 * timeout)  # the budget of the two execs it replaces
     names, marked, patch = out.partition(f"\n{mark}\n")

@@ -19,7 +19,7 @@ from docker.errors import APIError, DockerException, NotFound
 from requests.exceptions import RequestException
 
 from trialbook.sandbox.cgroup import cgroup_counters, parse_report
-from trialbook.sandbox.channel import Channel, ChannelBroken, ChannelBusy, command
+from trialbook.sandbox.channel import TOOLS, Channel, ChannelBroken, ChannelBusy, command
 
 
 class Engine(Protocol):
@@ -89,8 +89,8 @@ def unpack_inline(payload: str, dest: str) -> str:
     daemon); it exits NO_TOOLS when the image lacks base64, gzip or tar, or the unpacking fails."""
     q = shlex.quote(dest)
     return (
-        f"for t in base64 gzip tar; do command -v $t >/dev/null || exit {NO_TOOLS}; done\n"
-        f"mkdir -p {q} && echo {payload} | base64 -d | tar -xzf - -C {q} || exit {NO_TOOLS}\n"
+        f"for t in {TOOLS}; do command -v $t >/dev/null || exit {NO_TOOLS}; done\n"
+        f"{{ [ -d {q} ] || mkdir -p {q}; }} && echo {payload} | base64 -d | tar -xzf - -C {q} || exit {NO_TOOLS}\n"
     )
 
 
@@ -102,6 +102,10 @@ def _small(archive: IO[bytes] | bytes) -> bytes | None:
     data = archive.read(INLINE_TAR + 1)
     archive.seek(here)
     return data if len(data) <= INLINE_TAR else None
+
+
+def _payload(data: bytes) -> str:
+    return base64.b64encode(gzip.compress(data, mtime=0)).decode()
 
 
 class _Capped:
@@ -166,33 +170,48 @@ class Sandbox:
         channel = None if trusted else self._channel_for(user)
         text = command(cmd, env, workdir) if channel is not None else None
         if channel is not None and text is not None:
-            try:
-                code, out, timed_out = channel.run(
-                    text, end, self.stop.is_set, self.kill_processes, sink, OUTPUT_TAIL, KILL_GRACE_S
-                )
-            except ChannelBusy:  # another thread's command: this one runs as an exec
-                return self._exec(cmd, start, end, env, workdir, user, sink)
-            except ChannelBroken as exc:
-                raise DaemonError(f"command in {self.name} failed: {exc}") from None
-            output = out.decode("utf-8", "replace")
-            return ExecResult(code, output, timed_out, round(time.monotonic() - start, 3))
+            res = self._run(channel, text, start, end, sink)
+            if res is not None:
+                return res
         return self._exec(cmd, start, end, env, workdir, user, sink)
 
-    def finish(self, cmd: list[str], timeout: float, sink: IO[bytes] | None = None) -> ExecResult | None:
-        """Run `cmd` as the container's last process, through the channel: PID 1 becomes it, so no process in
-        the container can kill it (a namespace's init ignores their signals) or print after it (the output is
-        read until the container stops), and its exit code is the daemon's word. Past `timeout` the container
-        is killed (timed_out). None when the container has no channel (the caller then uses `exec`).
+    def run_script(self, script: str, timeout: float) -> ExecResult:
+        """Run the harness's own POSIX-sh `script` as root: in the channel's subshell itself (no process started
+        for the shell), else as `sh -c` through the daemon."""
+        start = time.monotonic()
+        end = self._end(start, timeout)
+        channel = self._channel_for("root")
+        res = self._run(channel, script, start, end, None) if channel is not None else None
+        if res is not None:
+            return res
+        return self._exec(["sh", "-c", script], start, end, None, None, "root", None)
+
+    def _run(self, channel: Channel, text: str, start: float, end: float, sink: IO[bytes] | None) -> ExecResult | None:
+        """Shell `text` through the channel; None when another thread's request holds it (then an exec serves)."""
+        try:
+            code, out, timed_out = channel.run(text, end, self.stop.is_set, self.kill_processes, sink, OUTPUT_TAIL,
+                                               KILL_GRACE_S)  # fmt: skip
+        except ChannelBusy:
+            return None
+        except ChannelBroken as exc:
+            raise DaemonError(f"command in {self.name} failed: {exc}") from None
+        output = out.decode("utf-8", "replace")
+        return ExecResult(code, output, timed_out, round(time.monotonic() - start, 3))
+
+    def finish(self, script: str, timeout: float, sink: IO[bytes] | None = None) -> ExecResult | None:
+        """Run POSIX-sh `script` as the container's last process, through the channel: PID 1's own shell runs it,
+        so no process in the container can kill it (a namespace's init ignores their signals) or print after it
+        (the output is read until the container stops), and its exit code is the daemon's word. Past `timeout`
+        the container is killed (timed_out). None when the container has no channel (the caller then uses `exec`).
         After it the container is stopped: its cgroup is gone, and `limit_hits` reads what `report_limits`
         was given (cgroup.report_script's output, printed by `cmd` at its end)."""
         channel = self._channel_for("")
-        text = command(cmd, None, None) if channel is not None else None
-        if channel is None or text is None:
+        if channel is None:
             return None
         start = time.monotonic()
         end = self._end(start, timeout)
         try:
-            out, timed_out = channel.finish(text, end, self.stop.is_set, self._kill_pid_1, sink, OUTPUT_TAIL,
+            out, timed_out = channel.finish(script, end, self.stop.is_set, self._kill_pid_1, sink, OUTPUT_TAIL,
                                             KILL_GRACE_S)  # fmt: skip
         except ChannelBusy:
             return None
@@ -330,7 +349,7 @@ class Sandbox:
         else, or when the image lacks base64, gzip or tar, through the daemon."""
         small = _small(archive)
         if small is not None and self._channel_for("root") is not None:
-            text = unpack_inline(base64.b64encode(gzip.compress(small, mtime=0)).decode(), dest)
+            text = unpack_inline(_payload(small), dest)
             if self.exec(["sh", "-c", text], timeout=120, user="root").exit_code == 0:
                 return
             if not isinstance(archive, bytes):  # a failed extraction is redone in full through the daemon
@@ -340,6 +359,14 @@ class Sandbox:
                 raise DaemonError(f"copy into {self.name}:{dest} failed")
         except (APIError, DockerException) as exc:
             raise DaemonError(f"copy into {self.name}:{dest} failed: {exc}") from None
+
+    def inline_unpack(self, archive: IO[bytes] | bytes, dest: str = "/") -> str | None:
+        """Shell text that extracts `archive` at `dest` from the text itself, for a request of the harness's own that
+        must not fail for want of a tool: only when the archive is small and the image was found at start to have
+        base64, gzip and tar (Channel.tools); None otherwise (the caller then uses `put_tar`)."""
+        channel = self._channel_for("root")
+        small = _small(archive) if channel is not None and channel.tools else None
+        return None if small is None else unpack_inline(_payload(small), dest)
 
     def snapshot(self, path: str, sink: IO[bytes], timeout: float = 600.0) -> bool:
         """Kill every process but PID 1 and stream `path` as a tar (its top folder named as `path`'s last part,

@@ -80,6 +80,9 @@ class Channel:
         self.sock = sock
         self.alive = True
         self.root = root  # whether the server runs as root (then the harness's root commands may use it)
+        # whether the image has base64, gzip and tar (found by the start-up request, sandbox/docker.py): then an
+        # archive may be unpacked inline in a request that must not fail for want of them (Sandbox.inline_unpack)
+        self.tools = False
         self.lock = threading.Lock()  # one request at a time
         self._raw = bytearray()  # bytes of the multiplexed stream not yet parsed into frames
 
@@ -273,3 +276,14 @@ def command(argv: list[str], env: dict[str, str] | None, workdir: str | None) ->
 def write_files(files: dict[str, str]) -> str:
     """Shell text that writes each text to its path (relative to /)."""
     return " && ".join(f"printf %s {shlex.quote(text)} > {shlex.quote('/' + path)}" for path, text in files.items())
+
+
+TOOLS = "base64 gzip tar"  # what an inline archive needs (sandbox/box.py unpack_inline)
+TOOLS_FOUND = "trialbook-tools"
+
+
+def start_up(files: dict[str, str]) -> str:
+    """Shell text for a container's first request: write the harness's files, and print TOOLS_FOUND when the image
+    has every one of TOOLS (shell builtins only: no process but the request's subshell)."""
+    probe = " && ".join(f"command -v {t} >/dev/null" for t in TOOLS.split()) + f" && echo {TOOLS_FOUND}"
+    return f"{{ {probe}; }}; {write_files(files) or ':'}"

@@ -33,7 +33,7 @@ from trialbook.sandbox.box import (
     Sandbox,
     tar_files,
 )
-from trialbook.sandbox.channel import SERVER, Channel, ChannelBroken, write_files
+from trialbook.sandbox.channel import SERVER, TOOLS_FOUND, Channel, ChannelBroken, start_up
 from trialbook.sandbox.warm import LABEL_POOL, Spec, WarmPool
 
 LABEL_RUN = "trialbook.run"
@@ -322,7 +322,7 @@ class DockerEngine:
             cid = str(created["Id"])
             channel = Channel.attach(api, cid, root) if with_channel else None
             api.start(cid)
-            if files and not (channel is not None and root and _written(channel, files)):
+            if (channel is None or not root or not _start_up(channel, files)) and files:
                 api.put_archive(cid, "/", tar_files(files))  # ~0.05 CPU s of dockerd that the channel saves
         except (APIError, DockerException) as exc:
             if channel is not None:
@@ -399,12 +399,14 @@ class DockerEngine:
         return n_containers, n_images
 
 
-def _written(channel: Channel, files: dict[str, str]) -> bool:
-    """Whether the channel wrote the harness's files (not when its shell could not fork, say)."""
+def _start_up(channel: Channel, files: dict[str, str]) -> bool:
+    """A root channel's first request: whether it wrote the harness's files (not when its shell could not fork, say);
+    it also finds whether the image has what an inline archive needs (Channel.tools)."""
     try:
-        code, _, _ = channel.run(write_files(files), time.monotonic() + 60, lambda: False, lambda: None, None, 2000, 0)
+        code, out, _ = channel.run(start_up(files), time.monotonic() + 60, lambda: False, lambda: None, None, 2000, 0)
     except ChannelBroken:
         return False
+    channel.tools = code == 0 and TOOLS_FOUND in out.decode(errors="replace")
     return code == 0
 
 

@@ -10,7 +10,9 @@ reward.json.
 from __future__ import annotations
 
 import base64
+import io
 import secrets
+import tarfile
 import tempfile
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
@@ -91,20 +93,33 @@ def _inline_tests(task: TaskSpec, stage: str) -> str | None:
     return unpack_inline(payload, stage) if len(payload) <= INLINE_LIMIT else None
 
 
-def _script(stage: str, mark: str) -> str:
+def _tests_archive(task: TaskSpec) -> bytes:
+    """The tests at `tests/` and an empty `logs/verifier/`, to extract at / (after the script removed both)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(str(task.tests_dir), arcname=TESTS_DIR.strip("/"))
+        for name in ("logs", LOG_DIR.strip("/")):
+            info = tarfile.TarInfo(name)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
+    return buf.getvalue()
+
+
+def _script(stage: str, mark: str, unpack: str | None = None) -> str:
     """Fresh /tests and /logs/verifier, run test.sh, count and kill what outlived it, then print the reward
     files and the container's limit counters (read from inside: its cgroup goes with it) after a marker.
 
-    One command instead of prepare + run + copy-out. The code under test runs as test.sh's user and can read
-    this script (so the marker) from /proc; a process it left running could print after test.sh. So every
-    process but PID 1 and this shell is killed first (live ones counted; zombies, which PID 1 may never
-    reap, are not), and `_split` reads the files only after the last `end` marker, which nothing alive can
-    print after.
+    One command instead of prepare + run + copy-out; `unpack` (Sandbox.inline_unpack of `_tests_archive`) puts
+    the tests in from the script's own text, else they were put at `<stage>/tests` before. The code under test
+    runs as test.sh's user and can read this script (so the marker) from /proc; a process it left running could
+    print after test.sh. So every process but PID 1 and this shell is killed first (live ones counted; zombies,
+    which PID 1 may never reap, are not), and `_split` reads the files only after the last `end` marker, which
+    nothing alive can print after.
     """
+    staged = f"( {unpack})" if unpack else f"mkdir -p {LOG_DIR} && mv {stage}/tests {TESTS_DIR} && rm -rf {stage}"
     return (
         f"rm -rf {TESTS_DIR} {LOG_DIR}; {{ [ -d /logs ] && [ ! -L /logs ]; }} || rm -rf /logs\n"
-        f"mkdir -p {LOG_DIR} && mv {stage}/tests {TESTS_DIR} && rm -rf {stage}"
-        f" || {{ echo 'trialbook: could not stage the tests' >&2; exit 97; }}\n"
+        f"{staged} || {{ echo 'trialbook: could not stage the tests' >&2; exit 97; }}\n"
         f"bash {TESTS_DIR}/test.sh\nrc=$?\n"
         "left=0\n"
         "for p in /proc/[0-9]*; do\n"
@@ -137,15 +152,17 @@ def _split(output: str, mark: str) -> tuple[str, dict[str, str], int | None]:
 
 
 def _run_last(
-    sandbox: Sandbox, task: TaskSpec, stage: str, script: str, timeout: float, full: IO[bytes]
+    sandbox: Sandbox, task: TaskSpec, stage: str, mark: str, timeout: float, full: IO[bytes]
 ) -> ExecResult | None:
-    """The tests put in a fresh container through its channel, then the script run as its last process
+    """The tests put in a fresh container (inline in the script when they are small), the script run as its last process
     (Sandbox.finish: PID 1 itself, which nothing in the container can kill or speak after; no `docker exec`,
     ~0.05 CPU s of the daemon's host); None when it has no channel."""
     if sandbox.channel is None:
         return None
-    sandbox.put_dir(task.tests_dir, f"{stage}/tests")
-    return sandbox.finish(["bash", "-c", script], timeout=timeout, sink=full)
+    unpack = sandbox.inline_unpack(_tests_archive(task))
+    if unpack is None:
+        sandbox.put_dir(task.tests_dir, f"{stage}/tests")
+    return sandbox.finish(_script(stage, mark, unpack), timeout=timeout, sink=full)
 
 
 def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
@@ -153,7 +170,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
     stage, mark = f"/.trialbook-{token}", f"@@trialbook-{token}@@ "
     script = _script(stage, mark)
     with tempfile.TemporaryFile() as full:  # the whole output, on disk: memory holds only its tail
-        res = _run_last(sandbox, task, stage, script, timeout, full) if task.isolation == "diff" else None
+        res = _run_last(sandbox, task, stage, mark, timeout, full) if task.isolation == "diff" else None
         last = res is not None
         if res is None and (unpack := _inline_tests(task, stage)) is not None:  # saves a copy into the container
             res = sandbox.exec(["bash", "-c", unpack + script], timeout=timeout, sink=full, trusted=True)
