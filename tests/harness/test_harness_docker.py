@@ -248,8 +248,10 @@ def test_kill_9_then_resume_runs_every_trial_exactly_once(engine, tmp_path, db):
     assert Ledger(db).get_run("crash").config["tasks"] == sorted(tasks)  # the plan was frozen at the start
 
 
-def _start_run_process(db: str, tmp_path: Path, run: str, tasks: list[str], attempts: int) -> subprocess.Popen:
-    args = ["run", str(EXAMPLES), "--agent", "oracle", "--run", run, "--tasks", ",".join(tasks),
+def _start_run_process(
+    db: str, tmp_path: Path, run: str, tasks: list[str], attempts: int, tasks_dir: Path = EXAMPLES
+) -> subprocess.Popen:
+    args = ["run", str(tasks_dir), "--agent", "oracle", "--run", run, "--tasks", ",".join(tasks),
             "--attempts", str(attempts), "--runs-dir", str(tmp_path / "runs"), "--db", db]  # fmt: skip
     return subprocess.Popen(
         [sys.executable, "-c", "from trialbook.cli import main; main()", *args],
@@ -280,7 +282,17 @@ def _wait_for_trials(db: str, run: str, at_least: int, timeout: float = 90) -> i
 
 def test_ctrl_c_stops_cleanly_and_a_live_run_cannot_be_resumed_twice(engine, tmp_path, db):
     tasks = ["plain-bugfix", "slow-solution"]
-    proc = _start_run_process(db, tmp_path, "intr", tasks, 2)
+    # the slow task made slower than the examples' (4.5 s against a 3 s budget), so that its trials are still
+    # running when the signal comes however fast the plain ones end
+    tasks_dir = tmp_path / "tasks"
+    for task in tasks:
+        shutil.copytree(EXAMPLES / task, tasks_dir / task)
+    slow = tasks_dir / "slow-solution"
+    solve = slow / "solution" / "solve.sh"
+    solve.write_text(solve.read_text().replace("sleep 4.5", "sleep 15"))
+    toml = slow / "task.toml"
+    toml.write_text(toml.read_text().replace("timeout_sec = 3\n", "timeout_sec = 30\n"))
+    proc = _start_run_process(db, tmp_path, "intr", tasks, 2, tasks_dir)
     try:
         assert _wait_for_trials(db, "intr", 1) >= 1
         code, _, err = run_cli(db, "resume", "intr")  # the run is alive: refused, nothing touched

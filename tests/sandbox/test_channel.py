@@ -218,14 +218,22 @@ def test_the_start_up_request_finds_the_tools_an_inline_archive_needs(tb, tmp_pa
     # the harness's script ran in PID 1's own subshell ($PPID is PID 1's parent, outside the namespace: 0), no exec
     assert (res.exit_code, res.output.split(), execs.n) == (0, ["hi", "0"], 0)
     box.remove()
-    # without base64 in the image nothing is unpacked inline in a request that cannot fall back (the verifier's
-    # last process): the caller copies the archive first, through put_tar
+    # without base64 in the image, plain files are still written by the shell's builtins, but nothing else is
+    # unpacked inline in a request that cannot fall back (the verifier's last process): the caller copies it first
     (tmp_path / "Dockerfile").write_text(f"FROM {IMAGE}\nRUN rm -f /usr/bin/base64\n")
     image, _ = tb.ensure_image("nob64", None, tmp_path, secrets.token_hex(6), tb.test_run, False)  # type: ignore[attr-defined]
     box = start(tb, image=image)
-    assert box.channel is not None and not box.channel.tools and box.inline_unpack(one_file("in/x.txt")) is None
-    box.put_tar("/", one_file("in/x.txt"))
-    assert box.run_script("cat /in/x.txt", timeout=30).output == "hi\n"
+    assert box.channel is not None and not box.channel.tools
+    res = box.run_script(str(box.inline_unpack(one_file("in/x.txt"))) + "cat /in/x.txt", timeout=30)
+    assert (res.exit_code, res.output) == (0, "hi\n")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("in/link")
+        info.type, info.linkname = tarfile.SYMTYPE, "x.txt"
+        tar.addfile(info)
+    assert box.inline_unpack(buf.getvalue()) is None
+    box.put_tar("/", buf.getvalue())
+    assert box.run_script("cat /in/link", timeout=30).output == "hi\n"
     box.remove()
 
 

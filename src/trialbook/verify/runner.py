@@ -118,7 +118,9 @@ def _script(stage: str, mark: str, unpack: str | None = None) -> str:
     """
     staged = f"( {unpack})" if unpack else f"mkdir -p {LOG_DIR} && mv {stage}/tests {TESTS_DIR} && rm -rf {stage}"
     return (
-        f"rm -rf {TESTS_DIR} {LOG_DIR}; {{ [ -d /logs ] && [ ! -L /logs ]; }} || rm -rf /logs\n"
+        # (tests with the shell's builtins first: in a fresh container there is mostly nothing to remove)
+        f"for p in {TESTS_DIR} {LOG_DIR}; do {{ [ -e $p ] || [ -L $p ]; }} && rm -rf $p; done\n"
+        "{ [ -e /logs ] || [ -L /logs ]; } && { [ ! -d /logs ] || [ -L /logs ]; } && rm -rf /logs\n"
         f"{staged} || {{ echo 'trialbook: could not stage the tests' >&2; exit 97; }}\n"
         f"bash {TESTS_DIR}/test.sh\nrc=$?\n"
         "left=0\n"
