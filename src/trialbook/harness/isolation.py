@@ -107,16 +107,21 @@ def capture(box: Sandbox, workdir: str) -> Change:
 
 
 def _filter(raw: IO[bytes], tree: IO[bytes], stage: str) -> None:
-    """Re-pack the agent's tree (a tar whose top folder is the working tree) below `<stage>/tree`: only
-    files, folders and links, nothing outside the tree, nothing below a symlink of the archive (which an
-    extraction could follow out of the tree), no `.git`. The archive is the agent's to shape (the
-    container's own tar wrote it, or its files did), so nothing else of it is kept."""
+    """Re-pack the agent's tree (a tar whose top folder is the working tree) below `<stage>/tree` as an archive
+    that extracts without an error: only files, folders and links, nothing outside the tree, no `.git`, each
+    name once (the first), nothing below a file or a link of the archive (an extraction could follow a link out
+    of the tree, and cannot write below a file), no file where a folder was, hard links only to files it keeps
+    (a folder's entry after what it holds is dropped too: only its mode is lost). The archive is the agent's to
+    shape (the container's own tar wrote it, or its files did), and one that could not be applied would leave
+    the trial ungraded, its failure uncounted (tests/harness/cheats/tar_conflicts.sh)."""
     try:
         raw.seek(0)
-        links: set[str] = set()
+        kept: set[str] = set()  # names written, and the folders they imply
+        leaves: set[str] = set()  # names written that are not folders
+        files: set[str] = set()  # of them, what a hard link may name
         with tarfile.open(fileobj=raw, mode="r|") as src, tarfile.open(fileobj=tree, mode="w|") as dst:
-            top = tarfile.TarInfo(stage)  # the stage folder itself, root-only: no exec needed to make it
-            top.type, top.mode = tarfile.DIRTYPE, 0o700
+            top = tarfile.TarInfo(stage)  # the stage folder itself: no exec needed to make it
+            top.type, top.mode = tarfile.DIRTYPE, 0o755
             dst.addfile(top)
             for member in src:
                 rest = _below_top(member.name)
@@ -124,15 +129,19 @@ def _filter(raw: IO[bytes], tree: IO[bytes], stage: str) -> None:
                     continue
                 if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
                     continue
-                if any("/".join(rest.split("/")[:i]) in links for i in range(1, rest.count("/") + 1)):
+                parents = ["/".join(rest.split("/")[:i]) for i in range(1, rest.count("/") + 1)]
+                if rest in kept or any(p in leaves for p in parents):
                     continue
-                if member.issym():
-                    links.add(rest)
+                target = _below_top(member.linkname) if member.islnk() else None
+                if member.islnk() and target not in files:
+                    continue
+                kept.update(parents, (rest,))
+                if not member.isdir():
+                    leaves.add(rest)
+                if member.isfile() or member.islnk():
+                    files.add(rest)
                 member.name = f"{stage}/tree/{rest}" if rest else f"{stage}/tree"
                 if member.islnk():
-                    target = _below_top(member.linkname)
-                    if target is None:
-                        continue
                     member.linkname = f"{stage}/tree/{target}"
                 dst.addfile(member, src.extractfile(member) if member.isfile() else None)
     except (tarfile.TarError, EOFError) as exc:

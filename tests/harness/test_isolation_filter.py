@@ -1,0 +1,90 @@
+"""The agent's tree as the verifier receives it (harness/isolation._filter): whatever archive the agent's own
+`tar` forged, the re-packed one extracts without an error, by GNU tar and by the shell's builtins (a change that
+could not be applied would leave the trial ungraded: tests/harness/cheats/tar_conflicts.sh runs it for real)."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+from trialbook.harness.isolation import _filter
+from trialbook.sandbox.box import write_inline
+
+
+def forged() -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+
+        def add(name: str, kind: bytes = tarfile.REGTYPE, link: str = "", data: bytes = b"x\n") -> None:
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname, info.mode = kind, link, 0o755 if kind == tarfile.DIRTYPE else 0o644
+            info.size = len(data) if kind == tarfile.REGTYPE else 0
+            tar.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
+
+        add("testbed", tarfile.DIRTYPE)
+        add("testbed/real.py", data=b"fixed\n")
+        add("testbed/real.py", data=b"second copy\n")  # a name twice: the first stands
+        add("testbed/clash", tarfile.DIRTYPE)
+        add("testbed/clash")  # a file where a folder is
+        add("testbed/plain")
+        add("testbed/plain/below")  # a file below a file
+        add("testbed/deep/er/file")  # folders implied by a file...
+        add("testbed/deep")  # ...then a file of the folder's name
+        add("testbed/link", tarfile.SYMTYPE, "/etc")
+        add("testbed/link/passwd")  # below a link
+        add("testbed/hard", tarfile.LNKTYPE, "testbed/nothing")  # a hard link to nothing
+        add("testbed/hard2", tarfile.LNKTYPE, "testbed/real.py")  # a hard link to a kept file
+        add("testbed/.git/config")
+    return buf.getvalue()
+
+
+def repacked() -> bytes:
+    with tempfile.TemporaryFile() as raw, tempfile.TemporaryFile() as tree:
+        raw.write(forged())
+        _filter(raw, tree, "stage")
+        tree.seek(0)
+        return tree.read()
+
+
+def contents(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): ("-> " + str(p.readlink())) if p.is_symlink() else p.read_text()
+        for p in sorted(root.rglob("*"))
+        if p.is_symlink() or p.is_file()
+    }
+
+
+WANT = {"real.py": "fixed\n", "plain": "x\n", "deep/er/file": "x\n", "link": "-> /etc", "hard2": "fixed\n"}
+
+
+def test_a_forged_archive_repacks_to_one_that_tar_extracts_without_an_error(tmp_path):
+    data = repacked()
+    res = subprocess.run(["tar", "-x", "-C", str(tmp_path)], input=data, capture_output=True)
+    assert (res.returncode, res.stderr) == (0, b"")
+    tree = tmp_path / "stage" / "tree"
+    assert (tree / "clash").is_dir() and contents(tree) == WANT
+
+
+def test_each_name_is_written_once_and_nothing_below_a_leaf():
+    with tarfile.open(fileobj=io.BytesIO(repacked())) as tar:
+        names = [m.name.removeprefix("stage/tree/") for m in tar]
+    assert len(names) == len(set(names))
+    assert sorted(names) == sorted(["stage", "stage/tree", *WANT, "clash"])
+
+
+def test_the_shells_builtins_write_what_tar_writes_or_leave_it_to_tar(tmp_path):
+    data = repacked()
+    text = write_inline(data, str(tmp_path / "sh"))
+    assert text is None  # it holds links: left to tar
+    plain = io.BytesIO()
+    with tarfile.open(fileobj=io.BytesIO(data)) as src, tarfile.open(fileobj=plain, mode="w") as dst:
+        for m in src:
+            if m.isfile() or m.isdir():
+                dst.addfile(m, src.extractfile(m) if m.isfile() else None)
+    text = write_inline(plain.getvalue(), str(tmp_path / "sh"))
+    assert text is not None
+    subprocess.run(["sh", "-c", text], check=True)
+    assert contents(tmp_path / "sh" / "stage" / "tree") == {k: v for k, v in WANT.items() if k not in ("link", "hard2")}
