@@ -12,6 +12,7 @@ import socket
 import tarfile
 import tempfile
 import time
+from pathlib import PurePosixPath
 
 import pytest
 
@@ -123,6 +124,15 @@ def test_the_snapshot_kills_the_agents_processes_and_carries_the_tree(tb):
     res = box.exec(["sh", "-c", f"{tick}; sleep 0.5; {tick}; ls /proc | grep -c '^[0-9]'"], timeout=30, trusted=True)
     first, second, count = res.output.split()
     assert first == second and int(count) <= 4, res.output  # PID 1, the exec's shell, its ls and its grep
+    # the container's own tar leaves out the top .git (a real repository's is most of its tree), a nested one not
+    box.exec(["sh", "-c", "mkdir -p /work/sub/.git && echo n > /work/sub/.git/HEAD"], timeout=30)
+    raw = io.BytesIO()
+    assert box.snapshot("/work", raw)
+    raw.seek(0)
+    with tarfile.open(fileobj=raw) as tar:
+        names = {PurePosixPath(m.name).as_posix() for m in tar}
+    assert "work/sub/a.txt" in names and "work/sub/.git/HEAD" in names
+    assert not any(n == "work/.git" or n.startswith("work/.git/") for n in names), names
     change.tree.close()
     box.remove()
 

@@ -423,8 +423,9 @@ class Sandbox:
 
     def snapshot(self, path: str, sink: IO[bytes], timeout: float = 600.0) -> bool:
         """Kill every process but PID 1 and stream `path` as a tar (its top folder named as `path`'s last part,
-        as `export` gives it) into `sink`, through a root channel: True when that worked. False without one,
-        or when the container's own `tar` failed: the caller then kills the container and exports.
+        as `export` gives it, but for a leading `./`; the top `.git` left out) into `sink`, through a root channel:
+        True when that worked. False without one, or when the container's own `tar` failed: the caller then kills
+        the container and exports.
 
         What the container's tar writes is only as trustworthy as the container: the caller treats it as
         data (harness/isolation.py re-packs it member by member)."""
@@ -432,9 +433,10 @@ class Sandbox:
         if channel is None:
             return False
         where = PurePosixPath(path)
-        text = (
+        top = shlex.quote(f"./{where.name}")
+        text = (  # without the top `.git`, which the caller drops anyway (a real repository's is most of its tree)
             "kill -9 -1 2>/dev/null; kill -9 -1 2>/dev/null\n"
-            f"cd {shlex.quote(str(where.parent))} && exec tar -cf - {shlex.quote(where.name)} 2>/dev/null\n"
+            f"cd {shlex.quote(str(where.parent))} && exec tar -cf - --exclude={top}/.git {top} 2>/dev/null\n"
         )
         capped = _Capped(sink)
         try:  # past SNAPSHOT_LIMIT the tar is killed as on a timeout (the channel stays in step): False
