@@ -62,3 +62,93 @@ def test_a_stale_summary_is_never_shown(cli, db: str, tmp_path: Path) -> None:
     o = views.run_overview(ro, "a")
     assert (o.tasks, o.superseded, o.outcomes) == (2, 1, {"resolved": 2})
     assert _stats(db)[run.id] == (2, 0, 2)  # still the old one: the server never writes
+
+
+# ---- the incremental path (summary.catch_up) against a recount, over random histories ----------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from trialbook.ledger import summary  # noqa: E402
+
+OUTCOMES = ["resolved", "unresolved", "agent_timeout", "infra_error"]
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("trial"), st.integers(0, 5), st.sampled_from(OUTCOMES), st.sampled_from([None, "r1", "r2"]),
+                  st.sampled_from([None, "E"]), st.booleans()),  # fmt: skip
+        st.tuples(st.just("rerun"), st.integers(0, 40), st.sampled_from(OUTCOMES)),
+        st.tuples(st.just("import"), st.integers(1, 4), st.booleans()),
+        st.tuples(st.just("run"),),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+def _stored(conn) -> dict[str, list]:
+    """The stored summaries, read through `conn` (a sqlite3 or SQLAlchemy connection)."""
+    run = conn.execute if isinstance(conn, sqlite3.Connection) else conn.exec_driver_sql
+    return {
+        "cells": sorted(run("SELECT run_id, outcome, repo, exception, trials, resolved FROM run_summary").fetchall(),
+                        key=repr),  # fmt: skip
+        "tasks": sorted(run("SELECT run_id, task_id, trials FROM run_tasks").fetchall()),
+        "stats": sorted(run("SELECT run_id, top_id, superseded, tasks FROM run_stats").fetchall()),
+    }
+
+
+def _recounted(ledger: Ledger) -> dict[str, list]:
+    """Every run's summary recomputed from all its rows (summary.recompute), then rolled back."""
+    with ledger.engine.connect() as conn:
+        assert summary.stale_runs(conn) == []
+        for run_id, top, sup in conn.exec_driver_sql(
+            "SELECT runs.id, (SELECT max(id) FROM trials WHERE run_id = runs.id),"
+            " (SELECT count(*) FROM trials WHERE run_id = runs.id AND superseded_by IS NOT NULL) FROM runs"
+        ).all():
+            summary.recompute(conn, run_id, top, int(sup))
+        out = _stored(conn)
+        conn.rollback()
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_the_summary_kept_by_catch_up_equals_a_recount(tmp_path_factory, ops) -> None:
+    db = str(tmp_path_factory.mktemp("sum") / "l.db")
+    ledger = Ledger(db)
+    from trialbook.records import Run
+
+    with ledger.transaction() as conn:
+        run_ids = [ledger.create_run(conn, Run(name="r0", config={}))]
+    for op in ops:
+        with ledger.transaction() as conn:
+            run_id = run_ids[-1]
+            row = dict.fromkeys(TRIAL_COLUMNS)
+            if op[0] == "run":
+                run_ids.append(ledger.create_run(conn, Run(name=f"r{len(run_ids)}", config={})))
+            elif op[0] == "trial":
+                _, task, outcome, repo, exc, resolved = op
+                row.update(run_id=run_id, task_id=f"t{task}", attempt=0, outcome=outcome, repo=repo, exception=exc,
+                           reward=1.0 if resolved else 0.0)  # fmt: skip
+                ledger.record_trial(conn, tuple(row.values()))
+            elif op[0] == "rerun":  # a current trial of the run, superseded by a new one of its task
+                current = conn.exec_driver_sql(
+                    "SELECT id, task_id FROM trials WHERE run_id = ? AND superseded_by IS NULL ORDER BY id", (run_id,)
+                ).all()
+                if current:
+                    old, task = current[op[1] % len(current)]
+                    row.update(run_id=run_id, task_id=task, attempt=1, outcome=op[2], reward=1.0)
+                    ledger.record_trial(conn, tuple(row.values()), supersedes=old)
+            else:  # an import's bulk rows; an older row then marked superseded by the oldest (summary recomputed)
+                _, n, backwards = op
+                rows = []
+                for i in range(n):
+                    row.update(run_id=run_id, task_id=f"t{i}", attempt=2, outcome="resolved", reward=1.0)
+                    rows.append(tuple(row.values()))
+                ledger.insert_trials(conn, rows)
+                if backwards:
+                    conn.exec_driver_sql(
+                        "UPDATE trials SET superseded_by = (SELECT min(id) FROM trials) WHERE id = (SELECT min(id)"
+                        " FROM trials WHERE run_id = ? AND superseded_by IS NULL)", (run_id,)
+                    )  # fmt: skip
+        with sqlite3.connect(db) as conn:
+            kept = _stored(conn)
+        assert kept == _recounted(ledger), op

@@ -164,6 +164,15 @@ run_stats = Table(
     Column("tasks", Integer, nullable=False),  # distinct tasks of its current trials
     Column("computed", String(40), nullable=False),
 )
+# v5: a run's current trials per task, kept by the writer beside run_summary so that a new trial updates the
+# distinct-task count with one key seek (ledger/summary.py), where counting it meant a pass over the run's rows.
+run_tasks = Table(
+    "run_tasks",
+    metadata,
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("task_id", String(255), primary_key=True),
+    Column("trials", Integer, nullable=False),  # current trials of the task (rows with 0 are deleted)
+)
 
 TRIAL_COLUMNS: tuple[str, ...] = tuple(c.name for c in trials.columns if c.name != "id")
 
@@ -191,7 +200,14 @@ def _v4_summaries(conn: Connection) -> None:
     metadata.create_all(conn, tables=[run_summary, run_stats])
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_identity, _v3_plans, _v4_summaries]
+def _v5_run_tasks(conn: Connection) -> None:
+    """v5: run_tasks; every run's summary is dropped, so that Ledger recomputes it (run_tasks too) in the same
+    transaction."""
+    metadata.create_all(conn, tables=[run_tasks])
+    conn.execute(run_stats.delete())
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_identity, _v3_plans, _v4_summaries, _v5_run_tasks]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -150,14 +150,13 @@ class Ledger:
 
     def record_trial(self, conn: Connection, row: Sequence[Any], supersedes: int | None = None) -> int:
         """Insert one trial row (TRIAL_COLUMNS order) and return its id; mark `supersedes` replaced by it."""
-        self.insert_trials(conn, [row])
-        run_id, task_id, attempt = row[0], row[1], row[2]
-        q = select(func.max(trials.c.id)).where(
-            trials.c.run_id == run_id, trials.c.task_id == task_id, trials.c.attempt == attempt
-        )
-        new_id = int(conn.execute(q).scalar_one())
-        if supersedes is not None:
-            conn.execute(trials.update().where(trials.c.id == supersedes).values(superseded_by=new_id))
+        res = conn.execute(trials.insert().values(dict(zip(TRIAL_COLUMNS, row, strict=True))))
+        new_id = int(res.inserted_primary_key[0])  # the driver's last row id (SQLite) or RETURNING (PostgreSQL)
+        if supersedes is not None:  # marked once (ledger/summary.catch_up counts on it)
+            conn.execute(
+                trials.update().where(trials.c.id == supersedes, trials.c.superseded_by.is_(None))
+                .values(superseded_by=new_id)
+            )  # fmt: skip
         return new_id
 
     def add_trial_warning(self, conn: Connection, trial_id: int, warning: str) -> None:
