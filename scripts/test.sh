@@ -61,30 +61,46 @@ for setup in scripts/ci-setup-*.sh; do
   pids+=("$!:$name")
 done
 
-# The fast part of the suite (no daemon, server or model) runs while the set-ups work; the tests that
-# need them run once every set-up is done. Together the two pytest runs are the whole suite.
+# The fast part of the suite (no daemon, server or model) runs while the set-ups work; the tests that need
+# Docker, PostgreSQL or the browser run once those are ready, while the model server's packages still build
+# (llama-cpp-python from source: the longest set-up, ~10-13 min on 2 cores); the model's tests last.
+# Together the three pytest runs are the whole suite.
 say "while they work: ruff check src tests, then python -m pytest -n 2 -m 'not docker and not postgres and not llm and not browser' $*"
 fast=0
 ruff check src tests || fast=$?
 # -n 2: pytest-xdist spreads the fast part over two worker processes (it is CPU-bound; about half the wall time)
 python -m pytest -n 2 -m "not docker and not postgres and not llm and not browser" "$@" || fast=$?
-failed=0
+
+wait_setups() {  # args: the set-ups to wait for (by name); exits when one failed
+  local entry name failed=0
+  for entry in "${pids[@]}"; do
+    name=${entry#*:}
+    case " $* " in *" $name "*) ;; *) continue ;; esac
+    if wait "${entry%%:*}"; then
+      say "$name: $(tail -n 1 "$LOGS/$name.log")"
+    else
+      tail -n 20 "$LOGS/$name.log" >&2
+      echo "$ME: error: $name failed (full log: $LOGS/$name.log)" >&2
+      failed=1
+    fi
+  done
+  [ "$failed" -eq 0 ] || exit 1
+}
+others=()
 for entry in "${pids[@]}"; do
-  name=${entry#*:}
-  if wait "${entry%%:*}"; then
-    say "$name: $(tail -n 1 "$LOGS/$name.log")"
-  else
-    tail -n 20 "$LOGS/$name.log" >&2
-    echo "$ME: error: $name failed (full log: $LOGS/$name.log)" >&2
-    failed=1
-  fi
+  [ "${entry#*:}" = ci-setup-model ] || others+=("${entry#*:}")
 done
-[ "$failed" -eq 0 ] || exit 1
-say "set-up done in $(elapsed); python -m pytest -m 'docker or postgres or llm or browser' $*"
+wait_setups "${others[@]}"
+say "set-up but the model's done in $(elapsed); python -m pytest -m '(docker or postgres or browser) and not llm' $*"
 slow=0
-python -m pytest -m "docker or postgres or llm or browser" "$@" || slow=$?
+python -m pytest -m "(docker or postgres or browser) and not llm" "$@" || slow=$?
+wait_setups ci-setup-model
+say "model set-up done in $(elapsed); python -m pytest -m llm $*"
+model=0
+python -m pytest -m llm "$@" || model=$?
 # pytest exits 5 when a part selects no test (e.g. `scripts/test.sh tests/stats` has no docker test)
 [ "$fast" -eq 5 ] && fast=0
 [ "$slow" -eq 5 ] && slow=0
-say "whole suite done in $(elapsed): fast part exit $fast, docker/postgres/llm part exit $slow"
-[ "$fast" -eq 0 ] && [ "$slow" -eq 0 ]
+[ "$model" -eq 5 ] && model=0
+say "whole suite done in $(elapsed): fast part exit $fast, docker/postgres/browser part exit $slow, llm part exit $model"
+[ "$fast" -eq 0 ] && [ "$slow" -eq 0 ] && [ "$model" -eq 0 ]
