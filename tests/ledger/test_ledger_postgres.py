@@ -33,7 +33,7 @@ def test_import_show_and_rollback_on_postgres(cli, pg, tmp_path):
 
 
 def test_v3_ledger_migrates_to_v4_on_postgres(cli, pg, tmp_path):
-    """The covering indexes of schema v4 arrive in one transaction on PostgreSQL too (issue 16)."""
+    """The covering indexes of schema v4 arrive in one transaction on PostgreSQL too (issue 16), and v5 after."""
     import psycopg
 
     from trialbook.ledger import schema
@@ -55,6 +55,7 @@ def test_v3_ledger_migrates_to_v4_on_postgres(cli, pg, tmp_path):
             conn.execute(f"DROP INDEX {name}")
         conn.execute("DROP TABLE run_summary")
         conn.execute("DROP TABLE run_stats")
+        conn.execute("DROP TABLE run_tasks")
         conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
         conn.execute("CREATE TABLE run_stats (x integer)")
     assert cli("runs", "--db", pg, use_db=False).exit_code != 0
@@ -62,5 +63,5 @@ def test_v3_ledger_migrates_to_v4_on_postgres(cli, pg, tmp_path):
     with psycopg.connect(pg) as conn:
         conn.execute("DROP TABLE run_stats")
     Ledger(pg)
-    assert state() == ("4", new)
+    assert state() == (str(schema.SCHEMA_VERSION), new)
     assert json.loads(cli("show", "old", "--json", "--db", pg, use_db=False).stdout)["trials"] == 9
