@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,7 +68,16 @@ def pg(request: pytest.FixtureRequest) -> str:
     name = "tb_" + request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
     try:
         with psycopg.connect(PG_SERVER, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            for tries_left in reversed(range(20)):
+                try:
+                    conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                    break
+                except psycopg.errors.InsufficientPrivilege:
+                    # an autovacuum worker in the database (after the previous test's writes): FORCE may not end it
+                    # (it has no role the test's user belongs to) but it ends within moments
+                    if not tries_left:
+                        raise
+                    time.sleep(0.5)
             conn.execute(f'CREATE DATABASE "{name}"')
     except psycopg.OperationalError as exc:
         pytest.fail(f"no PostgreSQL at {PG_SERVER}: run scripts/ci-setup-postgres.sh ({str(exc).splitlines()[0]})")
