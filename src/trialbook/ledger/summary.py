@@ -34,13 +34,9 @@ def live_fingerprint(run_id: Any) -> tuple[Any, Any]:
     return top, sup
 
 
-def stale_runs(conn: Connection) -> list[tuple[int, int | None, int]]:
-    """Runs whose stored summary is missing or differs from their live fingerprint: (id, top, superseded)."""
-    return [(run_id, top, sup) for run_id, top, sup, _ in _stale(conn)]
-
-
-def _stale(conn: Connection) -> list[tuple[int, int | None, int, tuple[int | None, int, int] | None]]:
-    """As stale_runs, with the stored (top id, superseded, tasks) of each, None when there is none."""
+def stale_runs(conn: Connection) -> list[tuple[int, int | None, int, tuple[int | None, int, int] | None]]:
+    """Runs whose stored summary is missing or differs from their live fingerprint: (id, top, superseded, the stored
+    (top id, superseded, tasks) or None when there is none)."""
     top, sup = live_fingerprint(runs.c.id)
     q = select(
         runs.c.id, top.label("top"), sup.label("sup"), run_stats.c.top_id, run_stats.c.superseded, run_stats.c.tasks
@@ -61,7 +57,7 @@ def refresh(conn: Connection) -> int:
     import that marked rows superseded by older ones) is recomputed in one grouped pass over its rows."""
     if conn.dialect.name == "postgresql":  # two writers refreshing one run would clash on run_stats' key
         conn.execute(text("SELECT pg_advisory_xact_lock(7355609)"))
-    stale = _stale(conn)
+    stale = stale_runs(conn)
     for run_id, top, superseded, stored in stale:
         if stored is None or not catch_up(conn, run_id, stored, top, superseded):
             recompute(conn, run_id, top, superseded)
