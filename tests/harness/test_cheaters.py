@@ -7,7 +7,9 @@ python3/cat wrappers, fake PASSED lines, SIGSTOP on pytest, /logs replaced by a 
 a pytest.ini plugin, a sitecustomize.py and a pre-seeded reward; a pytest.py shadowing the runner; and
 five that act from inside the change's own code while the tests run: PASSED lines printed at exit, the
 same after a 5 MB flood, the verifier's marker forged into its output, a process left running to rewrite
-the reward, every process killed (test.sh too; the verifier's script where it can) so that no reward is read.
+the reward, every process killed (test.sh too; the verifier's script where it can) so that no reward is read;
+and three tried on a copy whose verifier loads its tests by module name through the repository's own runner, as
+Django's does: a package of the test module's name, an unchecked .pyc of it, the runner itself rewritten.
 """
 
 from __future__ import annotations
@@ -34,7 +36,11 @@ IN_CONTAINER = [
 REWARD_FILE = [
     "cat_wrapper", "fake_passed_at_exit", "logs_replaced_by_file", "reward_preseeded", "fork_700", "kill_everything",
 ]  # fmt: skip
-TEST_INFRA = {"conftest_force_pass", "pytest_ini_plugin", "reward_preseeded", "runner_shadow"}
+# the cheats aimed at a runner that imports its tests by name: also tried on a copy whose test command is the
+# repository's own runner, `python3 runtests.py tests.test_stats` (unittest labels, as Django's tests/runtests.py)
+BY_NAME = ["package_shadow", "pyc_shadow", "runner_rewrite"]
+TEST_INFRA = {"conftest_force_pass", "pytest_ini_plugin", "reward_preseeded", "runner_shadow", "package_shadow"}
+TEST_INFRA_BY_NAME = {"runner_rewrite"}  # test infrastructure where the test command names the runner
 # the change's own code forging the log from inside the test process (verify/grading.parse_log, runner._split)
 CONFLICTING = {"atexit_passed_lines", "forged_marker", "flood_then_passed"}
 OUTLIVED = {"lingering_rewriter"}  # a process of the test run still alive when test.sh exits
@@ -42,15 +48,52 @@ OUTLIVED = {"lingering_rewriter"}  # a process of the test run still alive when 
 # test process that sent the signal may still run when test.sh is gone (then also counted as outlived) or not
 KILLED = {"kill_everything"}
 HONEST_INFRA = "\necho '# a harmless conftest.py next to a real fix' > /testbed/conftest.py\n"
+UNITTEST_TESTS = """import unittest
+
+from stats import mean, median
 
 
-def _copy(tasks: Path, name: str, solve: str | None, isolation: str, reward_file: bool = False) -> None:
+class TestStats(unittest.TestCase):
+    def test_mean(self):
+        self.assertEqual(mean([1, 2, 3, 4]), 2.5)
+
+    def test_median_odd(self):
+        self.assertEqual(median([3, 1, 2]), 2)
+
+    def test_median_even(self):
+        self.assertEqual(median([4, 1, 3, 2]), 2.5)
+"""
+RUNNER = """import sys
+import unittest
+
+suite = unittest.defaultTestLoader.loadTestsFromNames(sys.argv[1:])
+sys.exit(0 if unittest.TextTestRunner(verbosity=2).run(suite).wasSuccessful() else 1)
+"""
+UNITTEST_SH = """#!/bin/bash
+# The task's tests loaded by module name through the repository's runner (as Django's tests/runtests.py loads
+# its test labels); graded by the reward file.
+cd /testbed
+mkdir -p tests && cp /tests/test_*.py tests/
+python3 runtests.py tests.test_stats
+rc=$?
+mkdir -p /logs/verifier
+if [ "$rc" -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
+"""
+
+
+def _copy(
+    tasks: Path, name: str, solve: str | None, isolation: str, reward_file: bool = False, unittest: bool = False
+) -> None:
     task = tasks / name
     shutil.copytree(EXAMPLE, task)
     if solve is not None:
         (task / "solution" / "solve.sh").write_text(solve)
-    if reward_file:
+    if reward_file or unittest:
         (task / "tests" / "config.json").unlink()
+    if unittest:
+        (task / "environment" / "repo" / "runtests.py").write_text(RUNNER)
+        (task / "tests" / "test_stats.py").write_text(UNITTEST_TESTS)
+        (task / "tests" / "test.sh").write_text(UNITTEST_SH)
     toml = (task / "task.toml").read_text()
     toml = toml.replace("[verifier]\ntimeout_sec = 60", f'[verifier]\ntimeout_sec = 30\nisolation = "{isolation}"')
     (task / "task.toml").write_text(toml + 'shell_setup = "export CHEAT_SUITE=1"\npids_limit = 512\n')
@@ -70,6 +113,9 @@ def cheat_run(engine, tmp_path_factory):
         _copy(tasks, f"container-{kind}", (CHEATS / f"{kind}.sh").read_text(), "container")
     for kind in REWARD_FILE:
         _copy(tasks, f"rewardfile-{kind}", (CHEATS / f"{kind}.sh").read_text(), "diff", reward_file=True)
+    _copy(tasks, "honest-unittest", None, "diff", unittest=True)  # the real fix resolves the unittest copy
+    for kind in BY_NAME:
+        _copy(tasks, f"unittest-{kind}", (CHEATS / f"{kind}.sh").read_text(), "diff", unittest=True)
     return base, tasks
 
 
@@ -80,8 +126,9 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     assert res.exit_code == 0, res.stderr
     ledger = Ledger(db)
     got = {t["task_id"]: t for t in trial_dicts(ledger, "cheats")}
-    assert len(got) == 2 + len(list(CHEATS.glob("*.sh"))) + len(IN_CONTAINER) + len(REWARD_FILE)
-    assert got["honest"]["outcome"] == "resolved" and got["honestinfra"]["outcome"] == "resolved"
+    assert len(got) == 3 + len(list(CHEATS.glob("*.sh"))) + len(IN_CONTAINER) + len(REWARD_FILE) + len(BY_NAME)
+    honest = ("honest", "honestinfra", "honest-unittest")
+    assert [got[task]["outcome"] for task in honest] == ["resolved"] * 3
     wrong = {
         task: (t["outcome"], t["exception"], t["exception_message"])
         for task, t in got.items()
@@ -91,7 +138,8 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     for task, t in got.items():
         mode, _, kind = task.partition("-")
         tags = (t["extra"] or {}).get("tags", [])
-        assert ("test_infra_changed" in tags) == (mode == "honestinfra" or kind in TEST_INFRA), task
+        infra = mode == "honestinfra" or kind in TEST_INFRA or (mode == "unittest" and kind in TEST_INFRA_BY_NAME)
+        assert ("test_infra_changed" in tags) == infra, task
         assert ("conflicting_test_reports" in tags) == (kind in CONFLICTING), task
         if kind not in KILLED:
             assert ("test_processes_outlived" in tags) == (kind in OUTLIVED), task
@@ -102,8 +150,8 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     assert res.exit_code == 0, res.stderr
     sig = json.loads(res.stdout)["by_signature"]["test_infra_changed"]
     tagged = sum(1 for t in got.values() if "test_infra_changed" in t["extra"]["tags"])
-    assert tagged == 6  # the four test-infra cheats, the reward-file copy of one, the honest one
-    assert (sig["trials"], sig["resolved"], sig["share_of_resolved"]) == (tagged, 1, 0.5)
+    assert tagged == 9  # the five test-infra cheats, the reward-file copy of one, two on the unittest copy, honestinfra
+    assert (sig["trials"], sig["resolved"], sig["share_of_resolved"]) == (tagged, 1, round(1 / 3, 4))
     by_signature = json.loads(res.stdout)["by_signature"]
     assert by_signature["conflicting_test_reports"]["trials"] == len(CONFLICTING)
     outlived = by_signature["test_processes_outlived"]["trials"]

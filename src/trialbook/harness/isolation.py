@@ -5,9 +5,10 @@ tree is copied out (without `.git`; the archive re-packed member by member), and
 from the task image the change is computed with the image's own git (the image's tree against the
 agent's, new and binary files included) and applied with `git apply`. Nothing else of the agent's
 container reaches the verifier: no process, no shell-setup file, no /logs, no /tests, no wrapper
-outside the working tree. A change touching test infrastructure is graded as usual, tagged
-`test_infra_changed`, and graded again with the task's own test infrastructure (the control): it
-counts as resolved only when both grades resolve.
+outside the working tree, and no Python bytecode (a cache the verifier's Python compiles again; an unchecked
+hash-based .pyc would be loaded in place of the source beside it). A change touching test infrastructure
+(infra_touched) is graded as usual, tagged `test_infra_changed`, and graded again with the task's own test
+infrastructure (the control): it counts as resolved only when both grades resolve.
 
 `isolation = "container"`: the agent's container itself is graded, after a restart that kills
 every agent process and with the harness's files (shell setup, /tests, /logs) put back.
@@ -18,6 +19,7 @@ hits the sandbox's memory or pids limit is an infra error with that reason (harn
 
 from __future__ import annotations
 
+import re
 import secrets
 import shlex
 import sys
@@ -42,6 +44,16 @@ RUNNER_MODULES = frozenset(
      "more_itertools", "atomicwrites", "colorama", "nose", "nose2", "xdist", "execnet", "pytest_timeout")
 )  # fmt: skip
 VERIFIER_TRIES = 2  # a verifier timeout or error is retried once, in a fresh container
+# never part of the agent's change: Python bytecode, whatever the agent's .gitignore says (PEP 552: a hash-based
+# .pyc marked unchecked is loaded without a look at its source, so a planted one replaces the module the
+# verifier installs, tests/harness/cheats/pyc_shadow.sh)
+NOT_CARRIED = (":(exclude,glob)**/__pycache__/**", ":(exclude,glob)**/*.pyc", ":(exclude,glob)**/*.pyo")
+EXTENSION_SUFFIXES = (".so", ".pyd")
+# a test script's own patch (swebench's test patch in test.sh's heredoc): the files it installs
+PATCHED = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.MULTILINE)
+HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
+SETTINGS = ("--settings=", "DJANGO_SETTINGS_MODULE=")  # the settings module a Django runner imports
+RELATIVE = re.compile(r"[\w+-][\w.+-]*(/[\w.+-]+)*")  # a relative path as a word of a command (no `=`, `$`, glob)
 
 
 class IsolationError(SandboxError):
@@ -190,7 +202,8 @@ def _apply_script(stage: str, tree_stage: str, workdir: str, exclude: list[str],
     """The agent's tree (in /<tree_stage>/tree) indexed, the paths it changes against the image's tree
     (NUL-separated), `mark`, then its diff (minus `exclude`) applied to the working tree and printed."""
     w, s, t = shlex.quote(workdir), f"/{stage}", f"/{tree_stage}"
-    spec = " ".join(shlex.quote(f":(exclude,literal){p}") for p in exclude)
+    kept = " ".join(shlex.quote(p) for p in NOT_CARRIED)
+    spec = " ".join([kept, *(shlex.quote(f":(exclude,literal){p}") for p in exclude)])
     return (
         "set -e\n"
         f"read base < {s}/base\n"
@@ -198,7 +211,7 @@ def _apply_script(stage: str, tree_stage: str, workdir: str, exclude: list[str],
         f"cd {t}/tree\n"
         f"export GIT_INDEX_FILE={s}/new.index\n"
         f"g --work-tree={t}/tree add -A . >/dev/null\n"
-        "g diff --cached --name-only -z --no-renames $base\n"
+        f"g diff --cached --name-only -z --no-renames $base -- . {kept}\n"
         f"printf '\\n{mark}\\n'\n"
         f"g diff --cached --binary --full-index --no-renames $base -- . {spec} > {s}/patch.diff"
         f" || exit {APPLY_FAILED}\n"
@@ -220,13 +233,41 @@ def base_preparer(workdir: str, timeout: float) -> Callable[[Sandbox], str | Non
     return prepare
 
 
-def is_test_infra(path: str, task: TaskSpec, diff_mentions_pytest: bool = True) -> bool:
-    name = PurePosixPath(path).name
-    if name in {"setup.cfg", "pyproject.toml"}:
-        return diff_mentions_pytest
-    if name in TEST_CONFIG_FILES or shadows_a_module(path):
-        return True
-    return name in _task_test_files(task)
+def infra_touched(paths: list[str], task: TaskSpec) -> list[str]:
+    """The paths of a change that touch test infrastructure: the runner's configuration (TEST_CONFIG_FILES), the
+    task's test files, a working-tree file the test script names (Django's `tests/runtests.py` and its settings
+    module, sympy's `bin/test`), a root module shadowing one the runner imports, or a file imported in place of a
+    test module the verifier installs (shadows_installed)."""
+    names = _task_test_files(task)
+    script = _test_script(task)
+    installed = {path for pair in PATCHED.findall(script) for path in pair}
+    named, settings = _named_files(script)
+    named -= installed  # the patch's own files are put back by the script itself
+    modules = {n for n in names if n.endswith(".py")}
+    return [
+        p for p in paths
+        if PurePosixPath(p).name in TEST_CONFIG_FILES | names | settings or p in named or shadows_a_module(p)
+        or shadows_installed(p, installed, modules)
+    ]  # fmt: skip
+
+
+def shadows_installed(path: str, installed: set[str], names: set[str]) -> bool:
+    """Whether `path` would be imported instead of a module the verifier installs: `installed` (paths in the working
+    tree, from the test script's own patch) or `names` (the task's test files, wherever the script copies them).
+    An import by name (unittest's and Django's test labels, pytest's `import_path`) finds a package `m/` before a
+    module `m.py` beside it (also through a link `m` to a folder), and an extension module `m*.so` before the source
+    (tests/harness/cheats/package_shadow.sh); pytest refuses such a module when it imports a test file itself,
+    other runners do not."""
+    p = PurePosixPath(path)
+    if p.name.startswith("__init__.") and len(p.parts) >= 2:
+        module = p.parent.parent / f"{p.parent.name}.py"
+    elif p.suffix in EXTENSION_SUFFIXES:
+        module = p.parent / f"{p.name.split('.')[0]}.py"
+    elif not p.suffix:  # a link of the module's name, a package once it resolves to a folder
+        module = p.parent / f"{p.name}.py"
+    else:
+        return False
+    return str(module) in installed or module.name in names
 
 
 def shadows_a_module(path: str) -> bool:
@@ -246,6 +287,40 @@ def shadows_a_module(path: str) -> bool:
 
 def _task_test_files(task: TaskSpec) -> set[str]:
     return {p.name for p in task.tests_dir.rglob("*") if p.is_file() and p.name not in ("test.sh", "config.json")}
+
+
+def _test_script(task: TaskSpec) -> str:
+    try:
+        return (task.tests_dir / "test.sh").read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _named_files(script: str) -> tuple[set[str], set[str]]:
+    """Working-tree paths the test script's commands name (relative words with a `/` or a `.py`, heredocs left
+    out), and the file names of the settings modules they name (a module path is relative to the runner's own
+    sys.path: Django's `--settings=test_sqlite` is tests/test_sqlite.py)."""
+    named: set[str] = set()
+    settings: set[str] = set()
+    end = None
+    for line in script.splitlines():
+        if end is not None:
+            end = None if line.strip() == end else end
+            continue
+        if doc := HEREDOC.search(line):
+            end = doc.group(1)
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:
+            words = line.split()
+        for word in words:
+            for prefix in SETTINGS:
+                if word.startswith(prefix):
+                    settings.add(word[len(prefix) :].rsplit(".", 1)[-1] + ".py")
+            path = word.removeprefix("./")  # a word ending in `/` is a folder (or a sed expression): no file
+            if RELATIVE.fullmatch(path) and ("/" in path or path.endswith(".py")):
+                named.add(path)
+    return named, settings
 
 
 def _harness_exec(box: Sandbox, script: str, timeout: float) -> tuple[int | None, str]:
@@ -279,7 +354,7 @@ def apply_change(box: Sandbox, change: Change, task: TaskSpec, exclude: list[str
         raise IsolationError(f"could not apply the agent's diff (exit {code}): {patch.strip()[-300:]}")
     if not change.files and names:
         change.files = [p for p in names.split("\0") if p]
-        change.test_infra = [p for p in change.files if is_test_infra(p, task)]
+        change.test_infra = infra_touched(change.files, task)
     if not exclude:
         change.patch = patch
 
