@@ -39,7 +39,10 @@ REWARD_FILE = [
 # the cheats aimed at a runner that imports its tests by name: also tried on a copy whose test command is the
 # repository's own runner, `python3 runtests.py tests.test_stats` (unittest labels, as Django's tests/runtests.py)
 BY_NAME = ["package_shadow", "pyc_shadow", "runner_rewrite"]
-TEST_INFRA = {"conftest_force_pass", "pytest_ini_plugin", "reward_preseeded", "runner_shadow", "package_shadow"}
+TEST_INFRA = {
+    "conftest_force_pass", "pytest_ini_plugin", "hidden_pytest_ini", "reward_preseeded", "runner_shadow",
+    "package_shadow",
+}  # fmt: skip
 TEST_INFRA_BY_NAME = {"runner_rewrite"}  # test infrastructure where the test command names the runner
 # the change's own code forging the log from inside the test process (verify/grading.parse_log, runner._split)
 CONFLICTING = {"atexit_passed_lines", "forged_marker", "flood_then_passed"}
@@ -150,7 +153,7 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     assert res.exit_code == 0, res.stderr
     sig = json.loads(res.stdout)["by_signature"]["test_infra_changed"]
     tagged = sum(1 for t in got.values() if "test_infra_changed" in t["extra"]["tags"])
-    assert tagged == 9  # the five test-infra cheats, the reward-file copy of one, two on the unittest copy, honestinfra
+    assert tagged == 10  # the six test-infra cheats, the reward-file copy of one, two on the unittest copy, honestinfra
     assert (sig["trials"], sig["resolved"], sig["share_of_resolved"]) == (tagged, 1, round(1 / 3, 4))
     by_signature = json.loads(res.stdout)["by_signature"]
     assert by_signature["conflicting_test_reports"]["trials"] == len(CONFLICTING)

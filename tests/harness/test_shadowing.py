@@ -116,7 +116,10 @@ def _files(patch: str) -> list[str]:
     return [line.split(" b/", 1)[1] for line in patch.splitlines() if line.startswith("diff --git a/")]
 
 
-RUNNERS = {"django/django": ["tests/runtests.py", "tests/test_sqlite.py"], "sympy/sympy": ["bin/test"]}
+RUNNERS = {
+    "django/django": ["tests/runtests.py", "tests/test_sqlite.py", "setup.py"],
+    "sympy/sympy": ["bin/test", "setup.py"],
+}
 
 
 def test_on_every_verified_instance_the_rules_catch_shadows_and_runners_and_no_real_fix(swebench_tasks: Path) -> None:
@@ -152,9 +155,11 @@ diff --git a/tests/app/tests.py b/tests/app/tests.py
 + ./tests/not_a_command.py
 EOF_1
 sed -i 's/a/b/' setup.cfg
+python -m pip install -e .
 PY=/opt/python ./tests/runtests.py --verbosity 2 --settings=test_sqlite app.tests  # a comment naming x/y.py
 DJANGO_SETTINGS_MODULE=project.settings bin/test -C sympy/core/tests/test_basic.py "$HOME/x.py" /tests/grade.py
 """
     named, settings = _named_files(script)
-    assert named == {"tests/app/tests.py", "tests/runtests.py", "bin/test", "sympy/core/tests/test_basic.py"}
+    assert named == {"tests/app/tests.py", "tests/runtests.py", "bin/test", "sympy/core/tests/test_basic.py",
+                     "setup.py"}  # fmt: skip
     assert settings == {"test_sqlite.py", "settings.py"}

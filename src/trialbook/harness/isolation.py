@@ -37,7 +37,12 @@ from trialbook.verify.runner import RewardFileNotFoundError, Verdict, VerifierTi
 PATCH_KEEP = 1_000_000  # bytes of the agent's patch kept with the trial (agent/patch.diff)
 NO_GIT = 96
 APPLY_FAILED = 95
-TEST_CONFIG_FILES = {"conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "sitecustomize.py"}
+# pytest reads its configuration from the first of these it finds (.pytest.ini since pytest 6, pytest.toml and
+# .pytest.toml since 9: tests/harness/cheats/hidden_pytest_ini.sh), tox from tox.ini, tox.toml, setup.cfg, pyproject
+TEST_CONFIG_FILES = {
+    "conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "tox.toml", "setup.cfg",
+    "pyproject.toml", "sitecustomize.py",
+}  # fmt: skip
 # pytest and the packages it imports at start-up (a root-level module of one of these names shadows it)
 RUNNER_MODULES = frozenset(
     ("pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging", "exceptiongroup", "tomli", "attr", "attrs",
@@ -235,9 +240,9 @@ def base_preparer(workdir: str, timeout: float) -> Callable[[Sandbox], str | Non
 
 def infra_touched(paths: list[str], task: TaskSpec) -> list[str]:
     """The paths of a change that touch test infrastructure: the runner's configuration (TEST_CONFIG_FILES), the
-    task's test files, a working-tree file the test script names (Django's `tests/runtests.py` and its settings
-    module, sympy's `bin/test`), a root module shadowing one the runner imports, or a file imported in place of a
-    test module the verifier installs (shadows_installed)."""
+    task's test files, a working-tree file the test script names or runs (Django's `tests/runtests.py` and its
+    settings module, sympy's `bin/test`, a `setup.py` it installs), a root module shadowing one the runner
+    imports, or a file imported in place of a test module the verifier installs (shadows_installed)."""
     names = _task_test_files(task)
     script = _test_script(task)
     installed = {path for pair in PATCHED.findall(script) for path in pair}
@@ -298,8 +303,9 @@ def _test_script(task: TaskSpec) -> str:
 
 def _named_files(script: str) -> tuple[set[str], set[str]]:
     """Working-tree paths the test script's commands name (relative words with a `/` or a `.py`, heredocs left
-    out), and the file names of the settings modules they name (a module path is relative to the runner's own
-    sys.path: Django's `--settings=test_sqlite` is tests/test_sqlite.py)."""
+    out; `setup.py` when a command pip-installs the tree, as swebench's eval scripts mostly do), and the file names
+    of the settings modules they name (a module path is relative to the runner's own sys.path: Django's
+    `--settings=test_sqlite` is tests/test_sqlite.py)."""
     named: set[str] = set()
     settings: set[str] = set()
     end = None
@@ -313,6 +319,8 @@ def _named_files(script: str) -> tuple[set[str], set[str]]:
             words = shlex.split(line, comments=True)
         except ValueError:
             words = line.split()
+        if "pip" in words and "install" in words:  # the tree installed: its setup.py runs, its entry points load
+            named.add("setup.py")
         for word in words:
             for prefix in SETTINGS:
                 if word.startswith(prefix):
