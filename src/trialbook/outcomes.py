@@ -87,6 +87,7 @@ POLICY: dict[str, Rule] = {
     "FormatError": Rule(Outcome.FORMAT_ERROR, False, True, "model output not parseable"),
     "NonZeroAgentExitCodeError": Rule(None, False, True, "Harbor: agent process failed; its sandbox is graded"),
     "VerifierTimeoutError": Rule(Outcome.VERIFIER_TIMEOUT, False, False, "test.sh past its timeout twice: no grade"),
+    "HungWithChangeError": Rule(None, False, True, "test.sh past its timeout twice, in time without the change: 0"),
     "RewardFileNotFoundError": Rule(Outcome.INFRA_ERROR, False, False, "test.sh wrote no reward and has no test lists"),
     "SandboxLimitError": Rule(Outcome.INFRA_ERROR, False, False, "verifier hit task.toml memory_mb/pids_limit"),
     "IsolationError": Rule(Outcome.INFRA_ERROR, False, False, "agent's diff not carried to the verifier (workdir/git)"),

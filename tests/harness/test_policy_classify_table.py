@@ -24,6 +24,8 @@ TABLE: dict[str | None, tuple[bool, tuple[str, str, str, str]]] = {
     "FormatError": (False, ("infra_error", "format_error", "format_error", "format_error")),
     "NonZeroAgentExitCodeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "VerifierTimeoutError": (False, ("verifier_timeout",) * 4),
+    # hung with the change, in time without it: the harness gives it reward 0 (harness/trial._blame_hang)
+    "HungWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "RewardFileNotFoundError": (False, INFRA),
     "SandboxLimitError": (False, INFRA),
     "IsolationError": (False, INFRA),
@@ -58,7 +60,7 @@ def test_still_graded_means_an_early_stop_is_verified() -> None:
 
     expected = {
         "AgentTimeoutError", "ContextOverflowError", "ContextLengthExceededError", "ContextWindowExceededError",
-        "OutputLengthExceededError", "FormatError", "NonZeroAgentExitCodeError",
+        "OutputLengthExceededError", "FormatError", "NonZeroAgentExitCodeError", "HungWithChangeError",
     }  # fmt: skip
     assert set(STILL_GRADED) == expected
 

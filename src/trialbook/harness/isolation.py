@@ -388,13 +388,18 @@ class Grading:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def grade(task: TaskSpec, open_box: Callable[[int], Sandbox], close_box: Callable[[Sandbox], None]) -> Grading:
-    """Run the verifier in `open_box(try)`; a timeout or error is retried once in a new box.
+def grade(
+    task: TaskSpec,
+    open_box: Callable[[int], Sandbox],
+    close_box: Callable[[Sandbox], None],
+    tries: int = VERIFIER_TRIES,
+) -> Grading:
+    """Run the verifier in `open_box(try)`; a timeout or error is retried once in a new box (`tries` in all).
 
     A box that hit its memory or pids limit while the verifier ran ends grading with
     SandboxLimitError (the sandbox's limits are not the agent's failure)."""
     out = Grading()
-    for k in range(VERIFIER_TRIES):
+    for k in range(tries):
         out.tries = k + 1
         try:
             box = open_box(k)

@@ -285,7 +285,7 @@ def _attempt(
         if grading.error is not None:
             if grading.error[0] == "VerifierTimeoutError":
                 stopper.check()  # a deadline or interrupt cut the verifier: not its own timeout
-            return None, *grading.error
+            return grading.verdict, *grading.error  # a verdict only for a hang the change caused (_blame_hang)
         return grading.verdict, exc_type, exc_msg
     finally:
         _remove(box, state)
@@ -321,12 +321,15 @@ def _grade_diff(
 
     prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout))  # as _verifier_prep
 
-    def opener(suffix: str, exclude: list[str]) -> Callable[[int], Sandbox]:
+    def opener(suffix: str, exclude: list[str] | None) -> Callable[[int], Sandbox]:
+        """Fresh verifier boxes with the change applied minus `exclude` (None: the image as built)."""
+
         def open_box(k: int) -> Sandbox:
             stopper.check()
             vbox = start(f"{name}-{suffix}{k}", prepare)
             try:
-                apply_change(vbox, change, task, exclude, task.verifier_timeout)
+                if exclude is not None:
+                    apply_change(vbox, change, task, exclude, task.verifier_timeout)
             except IsolationError:
                 hits = vbox.limit_hits()
                 _remove(vbox, state)
@@ -342,6 +345,8 @@ def _grade_diff(
 
     grading = grade(task, opener("v", []), lambda b: _remove(b, state))
     state["patch"] = change.patch
+    if grading.error is not None and grading.error[0] == "VerifierTimeoutError" and change.files:
+        _blame_hang(task, opener("b", None), grading, state)
     if not change.test_infra:
         return grading
     state.setdefault("tags", []).append("test_infra_changed")
@@ -354,3 +359,27 @@ def _grade_diff(
             grading.verdict = grading.verdict.model_copy(update={"reward": reward or 0.0, "tests": None})
             grading.extra["control"]["log_tail"] = control.log[-2000:]
     return grading
+
+
+# Per process: how long each task's verifier took on its image as built (None: it timed out there too), keyed
+# by (task, verifier hash, image id); a task's baseline runs once, however many of its trials hang.
+_BASELINES: dict[tuple[str, str, str], float | None] = {}
+
+
+def _blame_hang(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]) -> None:
+    """Both tries of the verifier ran past its timeout with the agent's change: run it once without the change.
+    Finished in time there, the hang is the change's (tests that never end are failing tests, as swebench's
+    harness counts them): graded 0, HungWithChangeError, tagged `hung_with_change`; else the task hangs anyway (the
+    seed's sklearn-14710): verifier_timeout as before, not graded, tagged `hangs_without_change`."""
+    key = (task.task_id, task.verifier_hash, state["image"][1])
+    if key not in _BASELINES:
+        base = grade(task, open_box, lambda b: _remove(b, state), tries=1)
+        _BASELINES[key] = base.verdict.duration_s if base.verdict is not None else None
+    took = _BASELINES[key]
+    grading.extra["without_change"] = {"finished": took is not None, "duration_s": took}
+    state.setdefault("tags", []).append("hung_with_change" if took is not None else "hangs_without_change")
+    if took is not None:
+        limit = f"{task.verifier_timeout:g}"
+        grading.verdict = Verdict(reward=0.0, graded_by="timeout", log=grading.log)
+        grading.error = ("HungWithChangeError", f"test.sh ran past its {limit} s timeout twice with the agent's "
+                         f"change; on the image as built it finished in {took:.1f} s")  # fmt: skip

@@ -7,16 +7,8 @@ mkdir -p tests
 cat > /tmp/forged.py <<'PY'
 import unittest
 
-
-class TestStats(unittest.TestCase):
-    def test_mean(self):
-        pass
-
-    def test_median_odd(self):
-        pass
-
-    def test_median_even(self):
-        pass
+NAMES = ("test_mean", "test_median_odd", "test_median_even")
+TestStats = type("TestStats", (unittest.TestCase,), {name: lambda self: None for name in NAMES})
 PY
 python3 - <<'PY'
 import importlib.util
