@@ -14,12 +14,15 @@ is trialbook / bare. The 1-minute load average at the end of each concurrency's 
 beside it: on a shared machine it matters. `--json` prints the rows as JSON instead of the table.
 
 `--cpu` (a local daemon on Linux) also gives the CPU seconds per trial of each way, by whom: dockerd (with
-the processes it re-executes itself as: archive copies, the network hook), containerd, and "shims" (the
+the processes it re-executes itself as: archive copies, the network hook), containerd (with the shim
+invocations it reaps), and "shims" (the
 containerd shims with everything they ran: runc, the containers' and the execs' processes; counted when a
 removed container's shim exits and PID 1 reaps it, so each block waits 2 s for them), and this process
-(trialbook's Python) or the `docker` CLI (bare). With two cores saturated (concurrency >= 2) the CPU per
-trial decides the wall time, so the ratio follows it. `--no-channel`: trialbook as before the containers'
-command channel (sandbox/channel.py), every command a `docker exec`, every copy through the daemon.
+(trialbook's Python) or the `docker` CLI (bare); then "machine", every core's busy time per trial (what the
+kernel's own threads spend on namespaces and cgroups included; other load on the machine too). With two cores
+saturated (concurrency >= 2) the CPU per trial decides the wall time, so the ratio follows it. `--no-channel`:
+trialbook as before the containers' command channel (sandbox/channel.py), every command a `docker exec`, every copy
+through the daemon.
 
 `--floor` also times, interleaved with the others, the least any trial with verifier isolation can cost: two
 containers per trial created as the harness creates them (no network stack, limits, no log), each running
@@ -92,13 +95,20 @@ def _pid(comm: str) -> int:
 
 
 def cpu_now() -> dict[str, float]:
-    """Cumulative CPU seconds: dockerd, containerd, the reaped shims (PID 1's children), this process + its children."""
+    """Cumulative CPU seconds: dockerd, containerd, the reaped shims (PID 1's children), this process + its children;
+    and `machine`, every core's busy time (/proc/stat: all but idle, iowait and steal), which also holds what no
+    process above is charged with (kernel threads tearing down namespaces and cgroups, interrupts)."""
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    containerd = _pid("containerd")
     return {
         "dockerd": _proc_cpu(_pid("dockerd")) + _proc_cpu(_pid("dockerd"), children=True),  # with its re-executions
-        "containerd": _proc_cpu(_pid("containerd")),
+        # with what it reaped: the shim binary it runs to start each container and, containerd 1.6 here, again to
+        # clean up after each one ("cleaning up dead shim"), with that one's runc
+        "containerd": _proc_cpu(containerd) + _proc_cpu(containerd, children=True),
         "shims": _proc_cpu(1, children=True),
         "client": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime,
+        "machine": (sum(ticks) - ticks[3] - ticks[4] - ticks[7]) / os.sysconf("SC_CLK_TCK"),
     }
 
 
@@ -168,7 +178,8 @@ def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False, floor: bo
     head += ["--no-warm-pool s/trial", "ratio"] if cold else []
     head += ["floor s/trial", "ratio"] if floor else []
     who = ("dockerd", "containerd", "shims", "client")
-    head += [f"CPU {w} bare/tb" for w in who] + ["CPU s/trial bare/tb", "ratio"] if cpu else []
+    if cpu:
+        head += [f"CPU {w} bare/tb" for w in who] + ["CPU s/trial bare/tb", "ratio", "machine bare/tb", "ratio"]
     head += ["load avg (1 min)"]
     lines = [head]
     for r in rows:
@@ -178,6 +189,8 @@ def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False, floor: bo
         if cpu:
             line += [f"{r[f'cpu_bare_{w}_s']:.3f}/{r[f'cpu_trialbook_{w}_s']:.3f}" for w in who]
             bare, tb = r["cpu_bare_s"], r["cpu_trialbook_s"]
+            line += [f"{bare:.3f}/{tb:.3f}", f"{tb / bare:.2f}"]
+            bare, tb = r["cpu_bare_machine_s"], r["cpu_trialbook_machine_s"]
             line += [f"{bare:.3f}/{tb:.3f}", f"{tb / bare:.2f}"]
         lines.append([*line, f"{r['load_1min']:.1f}"])
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
@@ -248,7 +261,8 @@ def main() -> None:
                     for who in samples[0] if samples else ():
                         row[f"cpu_{way}_{who}_s"] = round(statistics.median(x[who] for x in samples), 4)
                     if samples:
-                        row[f"cpu_{way}_s"] = round(statistics.median(sum(x.values()) for x in samples), 4)
+                        by_process = (sum(v for k, v in x.items() if k != "machine") for x in samples)
+                        row[f"cpu_{way}_s"] = round(statistics.median(by_process), 4)
                 row["ratio"] = round(row["trialbook_s"] / b, 3)
                 if cold:
                     row["cold_s"] = round(statistics.median(tb_cold) / args.trials, 3)
