@@ -65,7 +65,7 @@ def test_a_change_that_hangs_the_tests_is_graded_failing_once_the_image_alone_pa
         assert t["exception"] == "HungWithChangeError", t["exception_message"]
         assert "hung_with_change" in t["extra"]["tags"]
         without = t["extra"]["verifier"]["without_change"]
-        assert without["finished"] and without["duration_s"] < TIMEOUT_S
+        assert without["end"] == "finished" and without["duration_s"] < TIMEOUT_S
     assert baselines == ["hangs-with-change"]  # once for the task, not once per trial
     shown = cli("show", "hang")
     assert shown.exit_code == 0 and "judged 2/2" in shown.stdout, shown.stdout

@@ -361,24 +361,34 @@ def _grade_diff(
     return grading
 
 
-# Per process: how long each task's verifier took on its image as built (None: it timed out there too), keyed
-# by (task, verifier hash, image id); a task's baseline runs once, however many of its trials hang.
-_BASELINES: dict[tuple[str, str, str], float | None] = {}
+# Per process: how each task's verifier ended on its image as built, keyed by (task, verifier hash, image id):
+# ("finished", seconds), ("timed_out", None) or (another error's name, None); a task's baseline runs once
+# (its lock: trials of one task that hang together wait for the same run), however many of its trials hang.
+_BASELINES: dict[tuple[str, str, str], tuple[str, float | None]] = {}
+_BASELINE_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
 
 
 def _blame_hang(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]) -> None:
     """Both tries of the verifier ran past its timeout with the agent's change: run it once without the change.
     Finished in time there, the hang is the change's (tests that never end are failing tests, as swebench's
-    harness counts them): graded 0, HungWithChangeError, tagged `hung_with_change`; else the task hangs anyway (the
-    seed's sklearn-14710): verifier_timeout as before, not graded, tagged `hangs_without_change`."""
+    harness counts them): graded 0, HungWithChangeError, tagged `hung_with_change`; timed out there too, the task
+    hangs anyway (the seed's sklearn-14710): verifier_timeout as before, not graded, tagged `hangs_without_change`;
+    any other end of that run proves nothing either way: verifier_timeout, untagged."""
     key = (task.task_id, task.verifier_hash, state["image"][1])
-    if key not in _BASELINES:
-        base = grade(task, open_box, lambda b: _remove(b, state), tries=1)
-        _BASELINES[key] = base.verdict.duration_s if base.verdict is not None else None
-    took = _BASELINES[key]
-    grading.extra["without_change"] = {"finished": took is not None, "duration_s": took}
-    state.setdefault("tags", []).append("hung_with_change" if took is not None else "hangs_without_change")
-    if took is not None:
+    with _BASELINE_LOCKS.setdefault(key, threading.Lock()):
+        if key not in _BASELINES:
+            base = grade(task, open_box, lambda b: _remove(b, state), tries=1)
+            if base.verdict is not None:
+                _BASELINES[key] = ("finished", base.verdict.duration_s)
+            else:
+                _BASELINES[key] = ("timed_out" if base.error and base.error[0] == "VerifierTimeoutError"
+                                   else (base.error or ("unknown",))[0], None)  # fmt: skip
+    end, took = _BASELINES[key]
+    grading.extra["without_change"] = {"end": end, "duration_s": took}
+    if end == "timed_out":
+        state.setdefault("tags", []).append("hangs_without_change")
+    elif end == "finished" and took is not None:
+        state.setdefault("tags", []).append("hung_with_change")
         limit = f"{task.verifier_timeout:g}"
         grading.verdict = Verdict(reward=0.0, graded_by="timeout", log=grading.log)
         grading.error = ("HungWithChangeError", f"test.sh ran past its {limit} s timeout twice with the agent's "

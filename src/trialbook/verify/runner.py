@@ -52,7 +52,7 @@ class GraderUnavailableError(Exception):
 
 class Verdict(BaseModel):
     reward: float
-    graded_by: str  # "test_log" or "reward_file"
+    graded_by: str  # "test_log" or "reward_file" ("timeout": a hang the agent's change caused, harness/trial.py)
     tests: dict[str, dict[str, str]] | None = None
     p2p_regression: bool = False
     conflicts: list[str] = []  # tests the log reports both passing and failing (verify/grading.parse_log)
