@@ -145,6 +145,17 @@ def test_on_every_verified_instance_the_rules_catch_shadows_and_runners_and_no_r
     assert checked > 450
 
 
+def test_a_usercustomize_on_the_path_runs_at_every_python_start(tmp_path: Path) -> None:
+    """Why usercustomize.py is test infrastructure beside sitecustomize.py: outside a virtualenv `site` imports it
+    from sys.path (here PYTHONPATH; in a task image, the working tree an editable install's .pth adds)."""
+    (tmp_path / "usercustomize.py").write_text("print('ran before the program')\n")
+    run = subprocess.run([sys.executable, "-I", "-c", "import site, sys; sys.path.insert(0, sys.argv[1]);"
+                          " site.ENABLE_USER_SITE = True; site.execusercustomize()", str(tmp_path)],
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    assert run.stdout.strip() == "ran before the program"
+    assert "usercustomize.py" in TEST_CONFIG_FILES and "sitecustomize.py" in TEST_CONFIG_FILES
+
+
 def test_the_files_a_test_command_names() -> None:
     script = """#!/bin/bash
 cd /testbed || exit 1

@@ -38,10 +38,12 @@ PATCH_KEEP = 1_000_000  # bytes of the agent's patch kept with the trial (agent/
 NO_GIT = 96
 APPLY_FAILED = 95
 # pytest reads its configuration from the first of these it finds (.pytest.ini since pytest 6, pytest.toml and
-# .pytest.toml since 9: tests/harness/cheats/hidden_pytest_ini.sh), tox from tox.ini, tox.toml, setup.cfg, pyproject
+# .pytest.toml since 9: tests/harness/cheats/hidden_pytest_ini.sh), tox from tox.ini, tox.toml, setup.cfg, pyproject;
+# every Python start imports sitecustomize and (outside a venv) usercustomize from its path, which an editable
+# install's .pth extends with the working tree
 TEST_CONFIG_FILES = {
     "conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "tox.toml", "setup.cfg",
-    "pyproject.toml", "sitecustomize.py",
+    "pyproject.toml", "sitecustomize.py", "usercustomize.py",
 }  # fmt: skip
 # pytest and the packages it imports at start-up (a root-level module of one of these names shadows it)
 RUNNER_MODULES = frozenset(
