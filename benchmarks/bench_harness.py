@@ -100,9 +100,9 @@ def cpu_now() -> dict[str, float]:
     process above is charged with (kernel threads tearing down namespaces and cgroups, interrupts)."""
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    containerd = _pid("containerd")
+    dockerd, containerd = _pid("dockerd"), _pid("containerd")
     return {
-        "dockerd": _proc_cpu(_pid("dockerd")) + _proc_cpu(_pid("dockerd"), children=True),  # with its re-executions
+        "dockerd": _proc_cpu(dockerd) + _proc_cpu(dockerd, children=True),  # with its re-executions
         # with what it reaped: the shim binary it runs to start each container and, containerd 1.6 here, again to
         # clean up after each one ("cleaning up dead shim"), with that one's runc
         "containerd": _proc_cpu(containerd) + _proc_cpu(containerd, children=True),

@@ -251,9 +251,10 @@ def infra_touched(paths: list[str], task: TaskSpec) -> list[str]:
     named, settings = _named_files(script)
     named -= installed  # the patch's own files are put back by the script itself
     modules = {n for n in names if n.endswith(".py")}
+    by_name = TEST_CONFIG_FILES | names | settings
     return [
         p for p in paths
-        if PurePosixPath(p).name in TEST_CONFIG_FILES | names | settings or p in named or shadows_a_module(p)
+        if PurePosixPath(p).name in by_name or p in named or shadows_a_module(p)
         or shadows_installed(p, installed, modules)
     ]  # fmt: skip
 
