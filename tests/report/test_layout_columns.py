@@ -90,8 +90,17 @@ def test_markdown_and_csv(cli, ledger: Path) -> None:
     assert pol[0] == ["exception", "outcome", "retry", "graded", "meaning"] and len(pol) == len(policy_rows()) + 1
     attr = cli("attribute", BASE, CANDS[1], "--markdown").stdout
     assert "**change by transition**" in attr and "| unresolved | resolved |" in attr
-    both = cli("runs", "--csv", "--markdown")
-    assert both.exit_code == 2 and "at most one of --markdown and --csv" in both.stderr
+    for flags in (("--csv", "--markdown"), ("--json", "--csv"), ("--markdown", "--json")):
+        both = cli("runs", *flags)
+        assert both.exit_code == 2 and "give at most one of --json, --markdown and --csv" in both.stderr
+        assert both.stdout == "" and "Traceback" not in both.stderr
+
+
+def test_two_formats_are_refused_before_the_command_writes(cli, ledger: Path, tmp_path: Path) -> None:
+    out = tmp_path / "artifacts.txt"
+    refused = cli("audit", BASE, "--write-tasks", str(out), "--json", "--markdown")
+    assert refused.exit_code == 2 and "at most one of" in refused.stderr and not out.exists()
+    assert cli("audit", BASE, "--write-tasks", str(out), "--json").exit_code == 0 and out.exists()
 
 
 def test_plan_and_prereg_check_as_csv(cli, ledger: Path, tmp_path: Path) -> None:

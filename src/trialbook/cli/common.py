@@ -23,9 +23,23 @@ app = typer.Typer(
 Db = Annotated[
     str | None, typer.Option("--db", help="Ledger: SQLite path or postgresql:// URL [env TRIALBOOK_DB; ./trialbook.db]")
 ]
-Json = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
-Markdown = Annotated[bool, typer.Option("--markdown", help="Markdown on stdout (tables as pipe tables).")]
-Csv = Annotated[bool, typer.Option("--csv", help="The table(s) as CSV on stdout (other lines go to stderr).")]
+
+
+def _one_format(ctx: typer.Context, param: Any, value: bool) -> bool:
+    """Typer callback: --json, --markdown and --csv exclude each other (refused before the command does anything)."""
+    others = {"as_json", "markdown", "as_csv"} - {param.name}
+    if value and any(ctx.params.get(name) for name in others):
+        raise typer.BadParameter("give at most one of --json, --markdown and --csv")
+    return value
+
+
+Json = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.", callback=_one_format)]
+Markdown = Annotated[
+    bool, typer.Option("--markdown", help="Markdown on stdout (tables as pipe tables).", callback=_one_format)
+]
+Csv = Annotated[
+    bool, typer.Option("--csv", help="The table(s) as CSV on stdout (other lines go to stderr).", callback=_one_format)
+]
 Replace = Annotated[bool, typer.Option("--replace", help="Overwrite a run of the same name.")]
 
 
@@ -61,7 +75,7 @@ def emit(data: Any, as_json: bool, human: Any, markdown: bool = False, as_csv: b
     from trialbook.report import layout
     from trialbook.results import to_json
 
-    fmt = layout.formats(markdown, as_csv)
+    fmt = layout.formats(markdown, as_csv, as_json)
     if as_json:
         # strict JSON: a non-finite number (from an older ledger) is null, never `Infinity`
         sys.stdout.write(json.dumps(_finite(to_json(data)), indent=2, default=str, allow_nan=False) + "\n")
