@@ -177,6 +177,20 @@ SIGNATURES: tuple[Signature, ...] = (
         False,
         check=_tagged("verifier_killed"),
     ),
+    Signature(
+        "runner_subverted",
+        "the verifier's canary, a test planted to fail, was reported passing: the runner was made to pass what"
+        " fails (by the code under test or a forcing plugin): graded as failing (verify/canary.py)",
+        False,
+        check=lambda ev: (ev.grade is not None and ev.grade.canary == "passed") or _tagged("runner_subverted")(ev),
+    ),
+    Signature(
+        "canary_missing",
+        "resolved, but the log has no failing report of the verifier's canary (not collected: check the runner's"
+        " settings, or removed by the code under test); the grade stands (verify/canary.py)",
+        False,
+        check=_tagged("canary_missing"),
+    ),
 )
 
 BY_NAME: dict[str, Signature] = {s.name: s for s in SIGNATURES}

@@ -32,6 +32,7 @@ from typing import IO, Any
 
 from trialbook.sandbox import DockerEngine, Sandbox, SandboxError
 from trialbook.tasks import TaskSpec
+from trialbook.tasks.testscript import commands, installed_by_patch, read_script, task_test_files, words
 from trialbook.verify.runner import RewardFileNotFoundError, Verdict, VerifierTimeoutError, verify
 
 PATCH_KEEP = 1_000_000  # bytes of the agent's patch kept with the trial (agent/patch.diff)
@@ -56,9 +57,6 @@ VERIFIER_TRIES = 2  # a verifier timeout or error is retried once, in a fresh co
 # verifier installs, tests/harness/cheats/pyc_shadow.sh)
 NOT_CARRIED = (":(exclude,glob)**/__pycache__/**", ":(exclude,glob)**/*.pyc", ":(exclude,glob)**/*.pyo")
 EXTENSION_SUFFIXES = (".so", ".pyd")
-# a test script's own patch (swebench's test patch in test.sh's heredoc): the files it installs
-PATCHED = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.MULTILINE)
-HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
 SETTINGS = ("--settings=", "DJANGO_SETTINGS_MODULE=")  # the settings module a Django runner imports
 RELATIVE = re.compile(r"[\w+-][\w.+-]*(/[\w.+-]+)*")  # a relative path as a word of a command (no `=`, `$`, glob)
 
@@ -245,9 +243,9 @@ def infra_touched(paths: list[str], task: TaskSpec) -> list[str]:
     task's test files, a working-tree file the test script names or runs (Django's `tests/runtests.py` and its
     settings module, sympy's `bin/test`, a `setup.py` it installs), a root module shadowing one the runner
     imports, or a file imported in place of a test module the verifier installs (shadows_installed)."""
-    names = _task_test_files(task)
-    script = _test_script(task)
-    installed = {path for pair in PATCHED.findall(script) for path in pair}
+    names = task_test_files(task.tests_dir)
+    script = read_script(task.tests_dir)
+    installed = installed_by_patch(script)
     named, settings = _named_files(script)
     named -= installed  # the patch's own files are put back by the script itself
     modules = {n for n in names if n.endswith(".py")}
@@ -293,17 +291,6 @@ def shadows_a_module(path: str) -> bool:
     return module in sys.stdlib_module_names or module in RUNNER_MODULES
 
 
-def _task_test_files(task: TaskSpec) -> set[str]:
-    return {p.name for p in task.tests_dir.rglob("*") if p.is_file() and p.name not in ("test.sh", "config.json")}
-
-
-def _test_script(task: TaskSpec) -> str:
-    try:
-        return (task.tests_dir / "test.sh").read_text(errors="replace")
-    except OSError:
-        return ""
-
-
 def _named_files(script: str) -> tuple[set[str], set[str]]:
     """Working-tree paths the test script's commands name (relative words with a `/` or a `.py`, heredocs left
     out; `setup.py` when a command pip-installs the tree, as swebench's eval scripts mostly do), and the file names
@@ -311,20 +298,11 @@ def _named_files(script: str) -> tuple[set[str], set[str]]:
     `--settings=test_sqlite` is tests/test_sqlite.py)."""
     named: set[str] = set()
     settings: set[str] = set()
-    end = None
-    for line in script.splitlines():
-        if end is not None:
-            end = None if line.strip() == end else end
-            continue
-        if doc := HEREDOC.search(line):
-            end = doc.group(1)
-        try:
-            words = shlex.split(line, comments=True)
-        except ValueError:
-            words = line.split()
-        if "pip" in words and "install" in words:  # the tree installed: its setup.py runs, its entry points load
+    for _, command in commands(script):
+        argv = words(command)
+        if "pip" in argv and "install" in argv:  # the tree installed: its setup.py runs, its entry points load
             named.add("setup.py")
-        for word in words:
+        for word in argv:
             for prefix in SETTINGS:
                 if word.startswith(prefix):
                     settings.add(word[len(prefix) :].rsplit(".", 1)[-1] + ".py")

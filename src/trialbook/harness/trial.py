@@ -153,6 +153,10 @@ def run_trial(
         tags.append("test_processes_outlived")
     if verdict is not None and verdict.killed:
         tags.append("verifier_killed")
+    if verdict is not None and verdict.canary_seen == "passed":
+        tags.append("runner_subverted")  # the test that must fail passed (verify/canary.py): graded as failing
+    elif verdict is not None and verdict.canary_seen in ("missing", "skipped") and outcome == Outcome.RESOLVED:
+        tags.append("canary_missing")
     if exc_type is None and "p2p_regression" in tags:
         exc_type, exc_msg = "p2p_regression", "FAIL_TO_PASS passed but a PASS_TO_PASS test failed"
     extra = {
@@ -180,6 +184,7 @@ def run_trial(
         extra.update(graded_by=verdict.graded_by, file_reward=verdict.file_reward, test_exit_code=verdict.exit_code)
         extra.update({"conflicting_tests": verdict.conflicts} if verdict.conflicts else {})
         extra.update({"outlived_processes": verdict.outlived} if verdict.outlived else {})
+        extra.update({"canary": {"name": verdict.canary, "seen": verdict.canary_seen}} if verdict.canary else {})
     trial = Trial(
         task_id=task.task_id,
         attempt=attempt,

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from trialbook.extras import require
 from trialbook.outcomes import NOT_PASSING, p2p_regression
+from trialbook.verify.canary import reading as canary_reading
 
 require("swebench", "grading test logs with swebench's parsers")
 
@@ -102,6 +103,7 @@ class GradeResult(BaseModel):
     parsed: int  # per-test result lines the parser saw
     marker: str | None = None  # a BAD_MARKERS name when the harness reported no valid test run
     conflicts: list[str] = []  # tests the log reports both passing and failing (graded by the failing report)
+    canary: str | None = None  # what the log says of the verifier's canary (verify/canary.py); None: none planted
 
     def failing(self, group: str) -> list[str]:
         return [t for t, s in self.tests.get(group, {}).items() if s in NOT_PASSING]
@@ -214,10 +216,13 @@ def grade_parsed(
     fail_to_pass: list[str],
     pass_to_pass: list[str],
     conflicts: list[str] | None = None,
+    canary: str | None = None,
 ) -> GradeResult:
-    """The grade of an already parsed log (see `parse_log`)."""
+    """The grade of an already parsed log (see `parse_log`); `canary`: the name of the test that must fail
+    (verify/canary.py), which, reported passing, fails the grade: the runner was made to pass what fails."""
     resolved, tests = grade_status_map(status_map, repo, fail_to_pass, pass_to_pass)
-    if marker is not None:
+    seen = canary_reading(status_map, canary) if canary else None
+    if marker is not None or seen == "passed":
         resolved = False  # the official harness reports an unapplied/errored run as unresolved
     return GradeResult(
         resolved=resolved,
@@ -226,12 +231,19 @@ def grade_parsed(
         parsed=len(status_map),
         marker=marker,
         conflicts=conflicts or [],
+        canary=seen,
     )
 
 
 def grade_test_log(
-    log_text: str, repo: str | None, fail_to_pass: list[str], pass_to_pass: list[str], task_id: str = ""
+    log_text: str,
+    repo: str | None,
+    fail_to_pass: list[str],
+    pass_to_pass: list[str],
+    task_id: str = "",
+    canary: str | None = None,
 ) -> GradeResult:
-    """Grade one verifier log: resolved iff every F2P and P2P test passes (official semantics)."""
+    """Grade one verifier log: resolved iff every F2P and P2P test passes (official semantics) and the canary,
+    if one was planted, was not reported passing."""
     status_map, marker, conflicts = parse_log(log_text, repo, task_id)
-    return grade_parsed(status_map, marker, repo, fail_to_pass, pass_to_pass, conflicts)
+    return grade_parsed(status_map, marker, repo, fail_to_pass, pass_to_pass, conflicts, canary)

@@ -4,7 +4,8 @@ The agent never sees the tests (they are copied in only now, over anything the a
 /tests), and stale reward files are deleted first so an old reward can never be read back.
 When `tests/config.json` lists FAIL_TO_PASS / PASS_TO_PASS, the test log is graded per test
 (`trialbook.verify.grading`); otherwise the reward comes from /logs/verifier/reward.txt or
-reward.json.
+reward.json. A task graded per test also gets a canary, a test that must fail, among its own
+(verify/canary.py): the staged test.sh plants it just before the test command runs.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from pydantic import BaseModel
 
 from trialbook.outcomes import parse_reward
 from trialbook.sandbox import Sandbox
-from trialbook.sandbox.box import NO_TOOLS, OUTPUT_TAIL, ExecResult, tar_bytes, unpack_inline
+from trialbook.sandbox.box import NO_TOOLS, OUTPUT_TAIL, ExecResult, unpack_inline
 from trialbook.sandbox.cgroup import report_script
 from trialbook.tasks import TaskSpec
+from trialbook.tasks.testscript import read_script, task_test_files
+from trialbook.verify.canary import Planted, plant
 
 if TYPE_CHECKING:
     from trialbook.verify.grading import GradeResult
@@ -58,6 +61,8 @@ class Verdict(BaseModel):
     conflicts: list[str] = []  # tests the log reports both passing and failing (verify/grading.parse_log)
     outlived: int = 0  # processes still running when test.sh exited (killed before the rewards were read)
     killed: bool = False  # the verifier's script was killed from inside the sandbox (graded as failing)
+    canary: str | None = None  # the canary test's name (verify/canary.py); None: none planted
+    canary_seen: str | None = None  # what the log said of it: failed, passed (graded as failing), skipped, missing
     file_reward: float | None = None
     exit_code: int | None = None
     log: str = ""
@@ -87,29 +92,47 @@ def _status_lines() -> Callable[..., str]:
     return status_lines
 
 
-def _inline_tests(task: TaskSpec, stage: str) -> str | None:
-    """Shell that unpacks the tests from an inline base64 tar.gz, or None when they are too big."""
-    payload = base64.b64encode(tar_bytes(task.tests_dir, "tests", gzip=True)).decode()
-    return unpack_inline(payload, stage) if len(payload) <= INLINE_LIMIT else None
-
-
-def _tests_archive(task: TaskSpec) -> bytes:
-    """The tests at `tests/` and an empty `logs/verifier/`, to extract at / (after the script removed both)."""
+def _tests_tar(task: TaskSpec, arcname: str, script: str | None, gzip: bool = False, logs: bool = False) -> bytes:
+    """The task's tests/ at `arcname`, its test.sh replaced by `script` when given (the canary planted); with
+    `logs`, also empty `logs/` and `logs/verifier/` (to extract at / after the script removed them)."""
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        tar.add(str(task.tests_dir), arcname=TESTS_DIR.strip("/"))
-        for name in ("logs", LOG_DIR.strip("/")):
+    replaced = f"{arcname}/test.sh" if script is not None else None
+    with tarfile.open(fileobj=buf, mode="w:gz" if gzip else "w") as tar:
+        tar.add(str(task.tests_dir), arcname=arcname, filter=lambda info: None if info.name == replaced else info)
+        if replaced is not None and script is not None:
+            data = script.encode()
+            info = tarfile.TarInfo(replaced)
+            info.size, info.mode = len(data), 0o755
+            tar.addfile(info, io.BytesIO(data))
+        for name in ("logs", LOG_DIR.strip("/")) if logs else ():
             info = tarfile.TarInfo(name)
             info.type, info.mode = tarfile.DIRTYPE, 0o755
             tar.addfile(info)
     return buf.getvalue()
 
 
+def _inline_tests(task: TaskSpec, stage: str, script: str | None) -> str | None:
+    """Shell that unpacks the tests from an inline base64 tar.gz, or None when they are too big."""
+    payload = base64.b64encode(_tests_tar(task, "tests", script, gzip=True)).decode()
+    return unpack_inline(payload, stage) if len(payload) <= INLINE_LIMIT else None
+
+
+def _put_tests(sandbox: Sandbox, task: TaskSpec, stage: str, script: str | None) -> None:
+    sandbox.put_tar("/", _tests_tar(task, f"{stage}/tests".strip("/"), script))
+
+
+def _planted(task: TaskSpec) -> Planted | None:
+    """The task's test.sh with a canary planted, for a task graded per test whose test command was found."""
+    if not task.lists_tests:
+        return None
+    return plant(read_script(task.tests_dir), task_test_files(task.tests_dir), secrets.token_hex(6))
+
+
 def _script(stage: str, mark: str, unpack: str | None = None) -> str:
     """Fresh /tests and /logs/verifier, run test.sh, count and kill what outlived it, then print the reward
     files and the container's limit counters (read from inside: its cgroup goes with it) after a marker.
 
-    One command instead of prepare + run + copy-out; `unpack` (Sandbox.inline_unpack of `_tests_archive`) puts
+    One command instead of prepare + run + copy-out; `unpack` (Sandbox.inline_unpack of `_tests_tar`) puts
     the tests in from the script's own text, else they were put at `<stage>/tests` before. The code under test
     runs as test.sh's user and can read this script (so the marker) from /proc; a process it left running could
     print after test.sh. So every process but PID 1 and this shell is killed first (live ones counted; zombies,
@@ -154,16 +177,16 @@ def _split(output: str, mark: str) -> tuple[str, dict[str, str], int | None]:
 
 
 def _run_last(
-    sandbox: Sandbox, task: TaskSpec, stage: str, mark: str, timeout: float, full: IO[bytes]
+    sandbox: Sandbox, task: TaskSpec, stage: str, mark: str, timeout: float, full: IO[bytes], test_sh: str | None
 ) -> ExecResult | None:
     """The tests put in a fresh container (inline in the script when they are small), the script run as its last process
     (Sandbox.finish: PID 1 itself, which nothing in the container can kill or speak after; no `docker exec`,
     ~0.05 CPU s of the daemon's host); None when it has no channel."""
     if sandbox.channel is None:
         return None
-    unpack = sandbox.inline_unpack(_tests_archive(task))
+    unpack = sandbox.inline_unpack(_tests_tar(task, TESTS_DIR.strip("/"), test_sh, logs=True))
     if unpack is None:
-        sandbox.put_dir(task.tests_dir, f"{stage}/tests")
+        _put_tests(sandbox, task, stage, test_sh)
     return sandbox.finish(_script(stage, mark, unpack), timeout=timeout, sink=full)
 
 
@@ -171,15 +194,18 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
     token = secrets.token_hex(6)
     stage, mark = f"/.trialbook-{token}", f"@@trialbook-{token}@@ "
     script = _script(stage, mark)
+    planted = _planted(task)
+    test_sh = planted.script if planted else None
     with tempfile.TemporaryFile() as full:  # the whole output, on disk: memory holds only its tail
-        res = _run_last(sandbox, task, stage, mark, timeout, full) if task.isolation == "diff" else None
+        res = _run_last(sandbox, task, stage, mark, timeout, full, test_sh) if task.isolation == "diff" else None
         last = res is not None
-        if res is None and (unpack := _inline_tests(task, stage)) is not None:  # saves a copy into the container
+        # inline tests save a copy into the container
+        if res is None and (unpack := _inline_tests(task, stage, test_sh)) is not None:
             res = sandbox.exec(["bash", "-c", unpack + script], timeout=timeout, sink=full, trusted=True)
         if res is None or (not last and res.exit_code == NO_TOOLS):  # no base64/tar in the image, or too big
             full.seek(0)
             full.truncate()
-            sandbox.put_dir(task.tests_dir, f"{stage}/tests")
+            _put_tests(sandbox, task, stage, test_sh)
             res = sandbox.exec(["bash", "-c", script], timeout=timeout, sink=full, trusted=True)
         log, files, outlived = _split(res.output, mark)
         counters = files.pop(CGROUP, None)
@@ -204,13 +230,16 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
             full.seek(0)
             text = _split(_status_lines()(full, task.repo, (mark,)), mark)[0]
     if has_lists:
-        graded = _grader()(text, task.repo, task.fail_to_pass or [], task.pass_to_pass or [], task.task_id)
+        canary = planted.name if planted else None
+        graded = _grader()(text, task.repo, task.fail_to_pass or [], task.pass_to_pass or [], task.task_id, canary)
         return Verdict(
             reward=1.0 if graded.resolved else 0.0,
             graded_by="test_log",
             tests=graded.tests,
             p2p_regression=bool(graded.p2p_regression),
             conflicts=graded.conflicts,
+            canary=canary,
+            canary_seen=graded.canary,
             outlived=outlived or 0,
             killed=killed,
             file_reward=file_reward,

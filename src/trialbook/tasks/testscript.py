@@ -1,0 +1,62 @@
+"""Reading a task's test script (tests/test.sh): its commands outside heredocs, their words, and the files its
+own patch installs (swebench's eval scripts apply the test patch from a heredoc). The verifier's isolation rules
+(harness/isolation.py) and its canary (verify/canary.py) read scripts through these."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+
+HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
+PATCHED = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.MULTILINE)
+
+
+def task_test_files(tests_dir: Path) -> set[str]:
+    """The names of a task's own test files (its tests/ folder but test.sh and config.json)."""
+    return {p.name for p in tests_dir.rglob("*") if p.is_file() and p.name not in ("test.sh", "config.json")}
+
+
+def read_script(tests_dir: Path) -> str:
+    """The task's test.sh ("" when it cannot be read)."""
+    try:
+        return (tests_dir / "test.sh").read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def installed_by_patch(script: str) -> set[str]:
+    """The working-tree paths the script's own patch writes (both sides of each `diff --git` header)."""
+    return {path for pair in PATCHED.findall(script) for path in pair}
+
+
+def commands(script: str) -> Iterator[tuple[int, str]]:
+    """The script's commands outside its heredocs: (index of the command's first line, the logical line with its
+    backslash continuations joined)."""
+    lines = script.split("\n")
+    end: str | None = None
+    start, parts = 0, []
+    for i, line in enumerate(lines):
+        if end is not None:
+            end = None if line.strip() == end else end
+            continue
+        if not parts:
+            start = i
+        if line.endswith("\\") and i + 1 < len(lines):
+            parts.append(line[:-1])
+            continue
+        parts.append(line)
+        text = " ".join(parts)
+        parts = []
+        if doc := HEREDOC.search(text):
+            end = doc.group(1)
+        yield start, text
+
+
+def words(command: str) -> list[str]:
+    """A command's words as the shell splits them (comments dropped); on a quoting error, split on blanks."""
+    try:
+        return shlex.split(command, comments=True)
+    except ValueError:
+        return command.split()
