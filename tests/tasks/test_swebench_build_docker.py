@@ -73,6 +73,10 @@ def test_validate_oracle_resolves_nop_does_not(built, tmp_path):
         assert row["details"]["oracle"]["resolved"] == 2 and row["details"]["nop"]["resolved"] == 0
     trial = json.loads(next(Path(tmp_path / "runs").glob(f"*/*{IDS[1]}-0-*/result.json")).read_text())
     assert len(trial["tests"]["PASS_TO_PASS"]) == 59 and set(trial["tests"]["PASS_TO_PASS"].values()) == {"pass"}
+    # the verifier's canary (verify/canary.py) ran in each real suite and failed, gold patch and empty patch alike
+    results = Path(tmp_path / "runs").glob("*/*/result.json")
+    seen = [json.loads(p.read_text())["extra"]["canary"]["seen"] for p in results]
+    assert seen == ["failed"] * 8
 
 
 def test_old_requests_suite_runs_against_the_local_httpbin_without_a_network(tmp_path):

@@ -64,6 +64,8 @@ def test_reverted_tox_ini_resolved_with_reapplication_missing_without(cli, tmp_p
     assert bad["outcome"] == "unresolved"
     statuses = [s for group in bad["tests"].values() for s in group.values()]
     assert statuses and set(statuses) == {"missing"}
+    # the verifier's canary failed under tox in both: without -rA pytest still prints its FAILED line
+    assert good["extra"]["canary"]["seen"] == bad["extra"]["canary"]["seen"] == "failed"
 
     res = cli("audit", "sphinx", "--json")
     assert res.exit_code == 0, res.stderr
