@@ -101,6 +101,13 @@ POLICY: dict[str, Rule] = {
     "DeadlineExceeded": Rule(Outcome.INCOMPLETE, False, False, "--deadline passed: trial stopped or never started"),
 }
 UNEXPECTED = Rule(Outcome.INFRA_ERROR, False, False, "unexpected harness error / unknown exception type")
+# what the verifier found in a graded trial that raised nothing, kept in its exception column so that `show` counts it:
+# F2P passed but a P2P test failed; the canary, a test that must fail, reported passing (verify/canary.py)
+FINDINGS = {
+    "runner_subverted": "the verifier's canary, a test that must fail, was reported passing: the runner was made to"
+    " pass what fails (graded as failing)",
+    "p2p_regression": "FAIL_TO_PASS passed but a PASS_TO_PASS test failed",
+}
 STILL_GRADED = frozenset(name for name, rule in POLICY.items() if rule.graded)
 RETRYABLE = frozenset(name for name, rule in POLICY.items() if rule.retry)
 
@@ -145,8 +152,8 @@ def policy_rows() -> list[PolicyRow]:
         PolicyRow(name, rule.outcome.value if rule.outcome else by_reward, rule.retry, rule.graded, rule.meaning)
         for name, rule in POLICY.items()
     ]
-    rows.append(PolicyRow("(none)", by_reward, False, True,
-                          "agent finished; the verifier's reward decides (p2p_regression tagged)"))  # fmt: skip
+    finding = "the verifier's reward decides (p2p_regression, runner_subverted)"
+    rows.append(PolicyRow("(none)", by_reward, False, True, finding))
     other = UNEXPECTED.outcome.value if UNEXPECTED.outcome else ""
     rows.append(PolicyRow("(other)", other, UNEXPECTED.retry, False, UNEXPECTED.meaning))
     return rows

@@ -74,7 +74,7 @@ def test_policy_rows_print_every_rule_plus_none_and_other() -> None:
     assert all(set(r) == {"exception", "outcome", "retry", "graded", "meaning"} for r in rows.values())
     assert rows["(none)"] == {
         "exception": "(none)", "outcome": "resolved if reward >= 1.0 else unresolved", "retry": False,
-        "graded": True, "meaning": "agent finished; the verifier's reward decides (p2p_regression tagged)",
+        "graded": True, "meaning": "the verifier's reward decides (p2p_regression, runner_subverted)",
     }  # fmt: skip
     assert rows["(other)"] == {
         "exception": "(other)", "outcome": "infra_error", "retry": False, "graded": False,

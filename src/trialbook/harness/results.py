@@ -10,6 +10,7 @@ from typing import Any
 from trialbook.harness.paths import TrialPaths
 from trialbook.harness.trial import TrialResult
 from trialbook.ledger.store import Ledger, trial_row
+from trialbook.outcomes import FINDINGS
 
 _write_lock = threading.Lock()
 
@@ -41,7 +42,7 @@ def harbor_result(result: TrialResult, run: str) -> dict[str, Any]:
         "agent_info": {"name": extra.get("agent")},
         "verifier_result": None if t.reward is None else {"rewards": {"reward": t.reward}},
         "exception_info": None
-        if t.exception is None or t.exception == "p2p_regression"
+        if t.exception is None or t.exception in FINDINGS
         else {"exception_type": t.exception, "exception_message": t.exception_message},
         "tests": t.tests,
         "phase_seconds": phases,

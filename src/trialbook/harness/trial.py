@@ -30,7 +30,7 @@ from trialbook.harness.isolation import (
     workdir_of,
 )
 from trialbook.harness.paths import TRIAL_PREFIX
-from trialbook.outcomes import POLICY, classify, error_kind, rule_for
+from trialbook.outcomes import FINDINGS, POLICY, classify, error_kind, rule_for
 from trialbook.records import Outcome, Trial, is_graded
 from trialbook.sandbox import DockerEngine, Sandbox, SandboxError
 from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
@@ -157,8 +157,9 @@ def run_trial(
         tags.append("runner_subverted")  # the test that must fail passed (verify/canary.py): graded as failing
     elif verdict is not None and verdict.canary_seen in ("missing", "skipped") and outcome == Outcome.RESOLVED:
         tags.append("canary_missing")
-    if exc_type is None and "p2p_regression" in tags:
-        exc_type, exc_msg = "p2p_regression", "FAIL_TO_PASS passed but a PASS_TO_PASS test failed"
+    if exc_type is None:
+        exc_type = next((finding for finding in FINDINGS if finding in tags), None)
+        exc_msg = FINDINGS.get(exc_type or "")
     extra = {
         "trial_name": name,
         "agent": settings.agent.name,
