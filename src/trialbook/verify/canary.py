@@ -53,7 +53,7 @@ def _named_tests(argv: list[str], installed: set[str], task_files: set[str]) -> 
     found: list[str] = []
     for word in argv:
         path = word.removeprefix("./")
-        if path in installed or (PurePosixPath(path).name in task_files and "/" in path):
+        if path in installed or PurePosixPath(path).name in task_files:
             candidates = [path]
         elif runner_dirs and re.fullmatch(r"\w+(\.\w+)+", word):
             candidates = [f"{d}/{word.replace('.', '/')}.py" for d in runner_dirs]
