@@ -104,8 +104,8 @@ UNEXPECTED = Rule(Outcome.INFRA_ERROR, False, False, "unexpected harness error /
 # what the verifier found in a graded trial that raised nothing, kept in its exception column so that `show` counts it:
 # F2P passed but a P2P test failed; the canary, a test that must fail, reported passing (verify/canary.py)
 FINDINGS = {
-    "runner_subverted": "the verifier's canary, a test that must fail, was reported passing: the runner was made to"
-    " pass what fails (graded as failing)",
+    "runner_subverted": "the verifier's canary, a test that must fail, was reported passing, or not at all while it"
+    " is without the change: the runner was made to pass what fails (graded as failing)",
     "p2p_regression": "FAIL_TO_PASS passed but a PASS_TO_PASS test failed",
 }
 STILL_GRADED = frozenset(name for name, rule in POLICY.items() if rule.graded)

@@ -5,13 +5,14 @@ The kinds are the ones seen resolved (or left ungraded) when the verifier ran in
 container: tests rewritten at verify time, a function in the shell-setup file, a forcing conftest.py,
 python3/cat wrappers, fake PASSED lines, SIGSTOP on pytest, /logs replaced by a file, 700 forks, plus
 a pytest.ini plugin, a sitecustomize.py and a pre-seeded reward; a pytest.py shadowing the runner; and
-seven that act from inside the change's own code while the tests run: PASSED lines printed at exit, the
+eight that act from inside the change's own code while the tests run: PASSED lines printed at exit, the
 same after a 5 MB flood, the verifier's marker forged into its output, a process left running to rewrite
 the reward, every process killed (test.sh too; the verifier's script where it can) so that no reward is read,
 pytest's own test call made a no-op, every report pytest builds forced to "passed" (the verifier's canary,
-a test that must fail, catches these two); and three tried on a copy whose verifier loads its tests by module
-name through the repository's own runner, as Django's does: a package of the test module's name, an unchecked
-.pyc of it, the runner itself rewritten.
+a test that must fail, catches these two), PASSED lines written past pytest's capture and an exit before it reports
+(no canary at all, while there is one without the change); and three tried on a copy whose verifier loads its
+tests by module name through the repository's own runner, as Django's does: a package of the test module's name,
+an unchecked .pyc of it, the runner itself rewritten.
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ KILLED = {"kill_everything"}
 # pytest made to pass what fails, its report consistent: the verifier's canary, a test that must fail, is reported
 # passing (verify/canary.py). By the change's own code, and, a second catch, by the forcing test-infra cheats
 SUBVERTED = {"runner_noop", "report_forced", "conftest_force_pass", "pytest_ini_plugin", "hidden_pytest_ini"}
+# PASSED lines written to the test process's real stdout, then an exit before pytest reports: no canary at all, while
+# the verifier run once without the change reports it failing (harness/trial._blame_missing_canary); also the
+# pytest.py that replaces the runner with PASSED lines (a second catch)
+HIDDEN = {"forged_then_exit", "runner_shadow"}
 HONEST_INFRA = "\necho '# a harmless conftest.py next to a real fix' > /testbed/conftest.py\n"
 UNITTEST_TESTS = """import unittest
 
@@ -152,10 +157,11 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
         if kind not in KILLED:
             assert ("test_processes_outlived" in tags) == (kind in OUTLIVED), task
         assert ("verifier_killed" in tags) == (kind in KILLED), task
-        assert ("runner_subverted" in tags) == (kind in SUBVERTED), task
+        assert ("runner_subverted" in tags) == (kind in SUBVERTED | HIDDEN), task
         assert "canary_missing" not in tags, task
         seen = (t["extra"].get("canary") or {}).get("seen")  # graded per test: a canary was planted
         assert (seen == "passed") == (kind in SUBVERTED), task
+        assert (seen == "hidden") == (kind in HIDDEN), task
         if task in ("honest", "honestinfra") or kind in SUBVERTED:
             assert seen == ("passed" if kind in SUBVERTED else "failed"), task
         assert t["extra"]["verifier"]["isolation"] == ("container" if mode == "container" else "diff")
@@ -171,7 +177,7 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     outlived = by_signature["test_processes_outlived"]["trials"]
     assert len(OUTLIVED) <= outlived <= len(OUTLIVED) + 2 * len(KILLED)  # + both copies of a killing cheat, or not
     subverted = {task for task, t in got.items() if "runner_subverted" in t["extra"]["tags"]}
-    assert by_signature["runner_subverted"]["trials"] == len(subverted) == len(SUBVERTED) + 1  # + the container copy
+    assert by_signature["runner_subverted"]["trials"] == len(subverted) == len(SUBVERTED | HIDDEN) + 1  # + container
     # a re-grade from the stored logs reads the canary by the name recorded with the trial: the same verdicts
     res = cli("regrade", "cheats", "--json")
     assert res.exit_code == 0, res.stderr

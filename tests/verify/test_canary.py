@@ -15,7 +15,7 @@ from paths import EXAMPLES, INSTANCES
 from trialbook.tasks.swebench.generate import write_tasks
 from trialbook.tasks.testscript import installed_by_patch, task_test_files
 from trialbook.verify.canary import TESTCASE, plant, reading
-from trialbook.verify.grading import grade_test_log, parse_log
+from trialbook.verify.grading import grade_parsed, grade_test_log, parse_log
 
 NONCE = "5eed0f0cafe1"
 NAME = f"test_{NONCE}"
@@ -171,8 +171,14 @@ def test_what_a_log_says_of_it(statuses: dict[str, str], seen: str) -> None:
     assert reading(statuses, NAME) == seen
 
 
-def test_a_missing_canary_leaves_the_grade_alone() -> None:
+def test_a_missing_canary_leaves_the_grade_alone_unless_it_is_reported_without_the_change() -> None:
     log = "PASSED tests/test_stats.py::test_mean\nPASSED tests/test_stats.py::test_median_odd\n"
     log += "PASSED tests/test_stats.py::test_median_even\n"
     grade = grade_test_log(log, None, F2P, P2P, canary=NAME)
     assert (grade.resolved, grade.canary) == (True, "missing")
+    status_map, marker, conflicts = parse_log(log, None)
+    hidden = grade_parsed(status_map, marker, None, F2P, P2P, conflicts, NAME, canary_expected=True)
+    assert (hidden.resolved, hidden.canary) == (False, "hidden")
+    reported = grade_parsed({**status_map, f"tests/test_stats.py::{NAME}": "FAILED"}, marker, None, F2P, P2P,
+                            conflicts, NAME, canary_expected=True)  # fmt: skip
+    assert (reported.resolved, reported.canary) == (True, "failed")

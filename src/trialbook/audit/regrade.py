@@ -126,10 +126,11 @@ def evidence(ledger: Ledger, run_id: int, jobs: int = 1, skip_bare: bool = False
                 grade, status_map = None, {}
                 if log is not None and lists is not None:
                     status_map, marker, conflicts = next(parsed)
-                    canary = ((trial.extra or {}).get("canary") or {}).get("name")  # verify/canary.py
+                    canary = (trial.extra or {}).get("canary") or {}  # verify/canary.py
                     grade = grade_parsed(
-                        status_map, marker, repo, lists.fail_to_pass, lists.pass_to_pass, conflicts, canary
-                    )
+                        status_map, marker, repo, lists.fail_to_pass, lists.pass_to_pass, conflicts,
+                        canary.get("name"), canary.get("seen") == "hidden",
+                    )  # fmt: skip
                 yield Evidence(trial, lists, log, side, grade, status_map)
 
 

@@ -153,8 +153,8 @@ def run_trial(
         tags.append("test_processes_outlived")
     if verdict is not None and verdict.killed:
         tags.append("verifier_killed")
-    if verdict is not None and verdict.canary_seen == "passed":
-        tags.append("runner_subverted")  # the test that must fail passed (verify/canary.py): graded as failing
+    if verdict is not None and verdict.canary_seen in ("passed", "hidden"):
+        tags.append("runner_subverted")  # the test that must fail passed, or was hidden (verify/canary.py): failing
     elif verdict is not None and verdict.canary_seen in ("missing", "skipped") and outcome == Outcome.RESOLVED:
         tags.append("canary_missing")
     if exc_type is None:
@@ -353,6 +353,9 @@ def _grade_diff(
     state["patch"] = change.patch
     if grading.error is not None and grading.error[0] == "VerifierTimeoutError" and change.files:
         _blame_hang(task, opener("b", None), grading, state)
+    verdict = grading.verdict
+    if verdict is not None and verdict.reward >= 1.0 and verdict.canary_seen in ("missing", "skipped") and change.files:
+        _blame_missing_canary(task, opener("b", None), grading, state)
     if not change.test_infra:
         return grading
     state.setdefault("tags", []).append("test_infra_changed")
@@ -367,11 +370,33 @@ def _grade_diff(
     return grading
 
 
-# Per process: how each task's verifier ended on its image as built, keyed by (task, verifier hash, image id):
-# ("finished", seconds), ("timed_out", None) or (another error's name, None); a task's baseline runs once
-# (its lock: trials of one task that hang together wait for the same run), however many of its trials hang.
-_BASELINES: dict[tuple[str, str, str], tuple[str, float | None]] = {}
+@dataclass(frozen=True)
+class Baseline:
+    """How a task's verifier ended on its image as built, without any change: "finished" (in `took` seconds, the
+    canary read as `canary`), "timed_out", or another error's name."""
+
+    end: str
+    took: float | None = None
+    canary: str | None = None
+
+
+# Per process, keyed by (task, verifier hash, image id); a task's baseline runs once (its lock: trials of one task
+# that need it together wait for the same run), however many of its trials need it.
+_BASELINES: dict[tuple[str, str, str], Baseline] = {}
 _BASELINE_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
+
+
+def _baseline(task: TaskSpec, open_box: Callable[[int], Sandbox], state: dict[str, Any]) -> Baseline:
+    key = (task.task_id, task.verifier_hash, state["image"][1])
+    with _BASELINE_LOCKS.setdefault(key, threading.Lock()):
+        if key not in _BASELINES:
+            base = grade(task, open_box, lambda b: _remove(b, state), tries=1)
+            if base.verdict is not None:
+                _BASELINES[key] = Baseline("finished", base.verdict.duration_s, base.verdict.canary_seen)
+            else:
+                _BASELINES[key] = Baseline("timed_out" if base.error and base.error[0] == "VerifierTimeoutError"
+                                           else (base.error or ("unknown",))[0])  # fmt: skip
+    return _BASELINES[key]
 
 
 def _blame_hang(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]) -> None:
@@ -380,22 +405,27 @@ def _blame_hang(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Gra
     harness counts them): graded 0, HungWithChangeError, tagged `hung_with_change`; timed out there too, the task
     hangs anyway (the seed's sklearn-14710): verifier_timeout as before, not graded, tagged `hangs_without_change`;
     any other end of that run proves nothing either way: verifier_timeout, untagged."""
-    key = (task.task_id, task.verifier_hash, state["image"][1])
-    with _BASELINE_LOCKS.setdefault(key, threading.Lock()):
-        if key not in _BASELINES:
-            base = grade(task, open_box, lambda b: _remove(b, state), tries=1)
-            if base.verdict is not None:
-                _BASELINES[key] = ("finished", base.verdict.duration_s)
-            else:
-                _BASELINES[key] = ("timed_out" if base.error and base.error[0] == "VerifierTimeoutError"
-                                   else (base.error or ("unknown",))[0], None)  # fmt: skip
-    end, took = _BASELINES[key]
-    grading.extra["without_change"] = {"end": end, "duration_s": took}
-    if end == "timed_out":
+    base = _baseline(task, open_box, state)
+    grading.extra["without_change"] = {"end": base.end, "duration_s": base.took}
+    if base.end == "timed_out":
         state.setdefault("tags", []).append("hangs_without_change")
-    elif end == "finished" and took is not None:
+    elif base.end == "finished" and base.took is not None:
         state.setdefault("tags", []).append("hung_with_change")
         limit = f"{task.verifier_timeout:g}"
         grading.verdict = Verdict(reward=0.0, graded_by="timeout", log=grading.log)
         grading.error = ("HungWithChangeError", f"test.sh ran past its {limit} s timeout twice with the agent's "
-                         f"change; on the image as built it finished in {took:.1f} s")  # fmt: skip
+                         f"change; on the image as built it finished in {base.took:.1f} s")  # fmt: skip
+
+
+def _blame_missing_canary(
+    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
+) -> None:
+    """Resolved with the change while the log has no failing report of the verifier's canary: run it once without
+    the change. There the canary reported failing, so the runner reports it unless the change stops that (PASSED
+    lines written to the test process's real stdout, then an exit before pytest reports): graded as failing, the
+    canary read as "hidden", tagged `runner_subverted`. Otherwise the runner does not report it anyway (its
+    settings): the grade stands, tagged `canary_missing` (verify/canary.py)."""
+    base = _baseline(task, open_box, state)
+    grading.extra["without_change"] = {"end": base.end, "duration_s": base.took, "canary": base.canary}
+    if grading.verdict is not None and base.canary == "failed":
+        grading.verdict = grading.verdict.model_copy(update={"reward": 0.0, "canary_seen": "hidden"})

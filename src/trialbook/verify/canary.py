@@ -8,9 +8,11 @@ the runner's witness: the harness appends one, named afresh for every verifier r
 command names, just before that command runs, and reads its status from the same log as the others. Failed:
 the runner reports truthfully for it. Passed (or xfailed, which swebench counts as passing, so a forced xfail
 would pass the task's tests too): the runner was made to pass what fails, so the trial is graded as failing
-(`grading.grade_parsed`, tag `runner_subverted`). Missing (not collected, a collection error, the run cut short,
-or removed by the code under test): the grade stands and a resolved trial is tagged `canary_missing`, because a
-runner configured not to collect it must not cost an honest fix its grade.
+(`grading.grade_parsed`, tag `runner_subverted`). Missing from a resolved trial's log (not collected, a collection
+error, the run cut short, or the code under test wrote PASSED lines and ended the process before the runner
+reported): the verifier runs once without the change (harness/trial._blame_missing_canary); reported failing there,
+the change hid it: "hidden", graded as failing, tagged `runner_subverted`; not reported there either, the runner's
+own settings do not collect it, and the grade stands, tagged `canary_missing`: they must not cost an honest fix.
 
 Only tasks graded per test get one (a reward file's verifier decides by itself what a failure means), and not
 when the command stops at the first failure (`-x`, `--maxfail`, `--failfast`): the canary would stop it. A

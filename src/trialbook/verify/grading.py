@@ -217,12 +217,17 @@ def grade_parsed(
     pass_to_pass: list[str],
     conflicts: list[str] | None = None,
     canary: str | None = None,
+    canary_expected: bool = False,
 ) -> GradeResult:
     """The grade of an already parsed log (see `parse_log`); `canary`: the name of the test that must fail
-    (verify/canary.py), which, reported passing, fails the grade: the runner was made to pass what fails."""
+    (verify/canary.py), which, reported passing, fails the grade: the runner was made to pass what fails; with
+    `canary_expected` (the runner reported it failing without the change: harness/trial._blame_missing_canary),
+    not reporting it fails the grade too ("hidden")."""
     resolved, tests = grade_status_map(status_map, repo, fail_to_pass, pass_to_pass)
     seen = canary_reading(status_map, canary) if canary else None
-    if marker is not None or seen == "passed":
+    if canary_expected and seen in ("missing", "skipped"):
+        seen = "hidden"
+    if marker is not None or seen in ("passed", "hidden"):
         resolved = False  # the official harness reports an unapplied/errored run as unresolved
     return GradeResult(
         resolved=resolved,

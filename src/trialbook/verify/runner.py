@@ -62,7 +62,7 @@ class Verdict(BaseModel):
     outlived: int = 0  # processes still running when test.sh exited (killed before the rewards were read)
     killed: bool = False  # the verifier's script was killed from inside the sandbox (graded as failing)
     canary: str | None = None  # the canary test's name (verify/canary.py); None: none planted
-    canary_seen: str | None = None  # what the log said of it: failed, passed (graded as failing), skipped, missing
+    canary_seen: str | None = None  # what the log said: failed, passed (graded failing), skipped, missing, hidden
     file_reward: float | None = None
     exit_code: int | None = None
     log: str = ""
