@@ -22,6 +22,7 @@ from trialbook.ledger.rows import TaskLists, TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import NOT_PASSING, is_graded, is_resolved
 from trialbook.results import Result
+from trialbook.verify import canary as canaries
 
 if TYPE_CHECKING:
     from trialbook.verify.grading import GradeResult, ParsedLog
@@ -129,7 +130,7 @@ def evidence(ledger: Ledger, run_id: int, jobs: int = 1, skip_bare: bool = False
                     canary = (trial.extra or {}).get("canary") or {}  # verify/canary.py
                     grade = grade_parsed(
                         status_map, marker, repo, lists.fail_to_pass, lists.pass_to_pass, conflicts,
-                        canary.get("name"), canary.get("seen") == "hidden",
+                        canary.get("name"), canary.get("seen") == canaries.HIDDEN,
                     )  # fmt: skip
                 yield Evidence(trial, lists, log, side, grade, status_map)
 

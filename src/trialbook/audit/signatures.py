@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from trialbook.records import Outcome
+from trialbook.verify import canary as canaries
 
 if TYPE_CHECKING:
     from trialbook.audit.regrade import Evidence
@@ -183,7 +184,7 @@ SIGNATURES: tuple[Signature, ...] = (
         " change): the runner was made to pass what fails (by the code under test or a forcing plugin): graded as"
         " failing (verify/canary.py)",
         False,
-        check=lambda ev: (ev.grade is not None and ev.grade.canary in ("passed", "hidden"))
+        check=lambda ev: (ev.grade is not None and ev.grade.canary in canaries.SUBVERTED)
         or _tagged("runner_subverted")(ev),
     ),
     Signature(

@@ -75,7 +75,7 @@ def emit(data: Any, as_json: bool, human: Any, markdown: bool = False, as_csv: b
     from trialbook.report import layout
     from trialbook.results import to_json
 
-    fmt = layout.formats(markdown, as_csv, as_json)
+    fmt = layout.formats(markdown, as_csv)
     if as_json:
         # strict JSON: a non-finite number (from an older ledger) is null, never `Infinity`
         sys.stdout.write(json.dumps(_finite(to_json(data)), indent=2, default=str, allow_nan=False) + "\n")

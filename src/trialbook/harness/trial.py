@@ -35,6 +35,7 @@ from trialbook.records import Outcome, Trial, is_graded
 from trialbook.sandbox import DockerEngine, Sandbox, SandboxError
 from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
 from trialbook.tasks import TaskError, TaskSpec
+from trialbook.verify import canary as canaries
 from trialbook.verify.runner import Verdict
 
 TRY_STATE = ("agent_result", "verifier_log", "image", "verifier", "patch", "tags", "agent_limit_hits")
@@ -153,9 +154,9 @@ def run_trial(
         tags.append("test_processes_outlived")
     if verdict is not None and verdict.killed:
         tags.append("verifier_killed")
-    if verdict is not None and verdict.canary_seen in ("passed", "hidden"):
+    if verdict is not None and verdict.canary_seen in canaries.SUBVERTED:
         tags.append("runner_subverted")  # the test that must fail passed, or was hidden (verify/canary.py): failing
-    elif verdict is not None and verdict.canary_seen in ("missing", "skipped") and outcome == Outcome.RESOLVED:
+    elif verdict is not None and verdict.canary_seen in canaries.UNSEEN and outcome == Outcome.RESOLVED:
         tags.append("canary_missing")
     if exc_type is None:
         exc_type = next((finding for finding in FINDINGS if finding in tags), None)
@@ -354,7 +355,7 @@ def _grade_diff(
     if grading.error is not None and grading.error[0] == "VerifierTimeoutError" and change.files:
         _blame_hang(task, opener("b", None), grading, state)
     verdict = grading.verdict
-    if verdict is not None and verdict.reward >= 1.0 and verdict.canary_seen in ("missing", "skipped") and change.files:
+    if verdict is not None and verdict.reward >= 1.0 and verdict.canary_seen in canaries.UNSEEN and change.files:
         _blame_missing_canary(task, opener("b", None), grading, state)
     if not change.test_infra:
         return grading
@@ -427,5 +428,5 @@ def _blame_missing_canary(
     settings): the grade stands, tagged `canary_missing` (verify/canary.py)."""
     base = _baseline(task, open_box, state)
     grading.extra["without_change"] = {"end": base.end, "duration_s": base.took, "canary": base.canary}
-    if grading.verdict is not None and base.canary == "failed":
-        grading.verdict = grading.verdict.model_copy(update={"reward": 0.0, "canary_seen": "hidden"})
+    if grading.verdict is not None and base.canary == canaries.FAILED:
+        grading.verdict = grading.verdict.model_copy(update={"reward": 0.0, "canary_seen": canaries.HIDDEN})

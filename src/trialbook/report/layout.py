@@ -146,10 +146,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], title: str | No
     console().print(t)
 
 
-def formats(markdown: bool, as_csv: bool, as_json: bool = False) -> str:
-    """The --markdown / --csv flags as one format name (they and --json are exclusive)."""
-    if markdown + as_csv + as_json > 1:
-        from trialbook.errors import UserError
-
-        raise UserError("give at most one of --json, --markdown and --csv")
+def formats(markdown: bool, as_csv: bool) -> str:
+    """The --markdown / --csv flags as one format name (that they and --json exclude each other is checked once,
+    while the command line is parsed: cli/common._one_format)."""
     return "markdown" if markdown else "csv" if as_csv else "rich"

@@ -34,6 +34,10 @@ STOPS_AT_FIRST_FAILURE = ("-x", "--exitfirst", "--failfast", "--maxfail")
 SELECTS_BY_NAME = "-k"  # pytest's and Django's test-name filter: a canary of another name would not run
 PASSING = ("PASSED", "XFAIL")
 FAILING = ("FAILED", "ERROR")
+# what a verifier run says of its canary (`reading`; HIDDEN: not reported, while it is without the change)
+FAILED, PASSED, SKIPPED, MISSING, HIDDEN = "failed", "passed", "skipped", "missing", "hidden"
+SUBVERTED = (PASSED, HIDDEN)  # the runner was made to pass what fails: graded as failing
+UNSEEN = (MISSING, SKIPPED)  # no failing report: harness/trial._blame_missing_canary asks the image as built
 # the canary's source: a function (pytest, sympy's bin/test) or a unittest class (Django's runner, unittest)
 FUNCTION = '\\n\\ndef %s():\\n    raise AssertionError("trialbook canary: this test must fail")\\n'
 TESTCASE = (
@@ -106,7 +110,7 @@ def reading(status_map: dict[str, str], name: str) -> str:
     pass a failing test), "failed" when every report fails, "skipped", or "missing"."""
     seen = [status for test, status in status_map.items() if re.search(rf"\b{re.escape(name)}\b", test)]
     if any(s in PASSING for s in seen):
-        return "passed"
+        return PASSED
     if seen and all(s in FAILING for s in seen):
-        return "failed"
-    return "skipped" if seen else "missing"
+        return FAILED
+    return SKIPPED if seen else MISSING

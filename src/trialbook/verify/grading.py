@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from trialbook.extras import require
 from trialbook.outcomes import NOT_PASSING, p2p_regression
-from trialbook.verify.canary import reading as canary_reading
+from trialbook.verify import canary as canaries
 
 require("swebench", "grading test logs with swebench's parsers")
 
@@ -224,10 +224,10 @@ def grade_parsed(
     `canary_expected` (the runner reported it failing without the change: harness/trial._blame_missing_canary),
     not reporting it fails the grade too ("hidden")."""
     resolved, tests = grade_status_map(status_map, repo, fail_to_pass, pass_to_pass)
-    seen = canary_reading(status_map, canary) if canary else None
-    if canary_expected and seen in ("missing", "skipped"):
-        seen = "hidden"
-    if marker is not None or seen in ("passed", "hidden"):
+    seen = canaries.reading(status_map, canary) if canary else None
+    if canary_expected and seen in canaries.UNSEEN:
+        seen = canaries.HIDDEN
+    if marker is not None or seen in canaries.SUBVERTED:
         resolved = False  # the official harness reports an unapplied/errored run as unresolved
     return GradeResult(
         resolved=resolved,
