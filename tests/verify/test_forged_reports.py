@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from paths import INSTANCES, SWE
+from paths import INSTANCES, SWE, TEST_DATA
 from trialbook.verify.grading import grade_test_log, parse_log, parse_status_map, status_lines
 from trialbook.verify.runner import _split
 
@@ -84,3 +84,28 @@ def test_a_flood_cannot_push_the_real_failure_out_of_the_graded_lines(tmp_path: 
         "PASSED t.py::fix"
     )  # the status lines only: no flood, no undecodable line, no summary
     assert grade_test_log(text, repo, F2P, P2P).conflicts == F2P
+
+
+REAL_7490 = TEST_DATA / "verifier-logs" / "pytest-dev__pytest-7490.gold.status.txt"
+
+
+def test_a_conflict_of_a_test_no_list_grades_is_not_reported() -> None:
+    # trialbook's own run of the gold patch of a real instance (status lines of its log, made here with
+    # status_lines): pytest's suite runs pytest on generated files and prints those runs' reports, so an inner
+    # `test_this` is reported XFAIL in one and FAILED in another. Graded tests and the canary keep the rule.
+    instance = INSTANCES_BY_ID["pytest-dev__pytest-7490"]
+    f2p, p2p = (json.loads(instance[k]) if isinstance(instance[k], str) else instance[k]
+                for k in ("FAIL_TO_PASS", "PASS_TO_PASS"))  # fmt: skip
+    log = REAL_7490.read_text()
+    inner = "test_xfail_imperative_in_setup_function.py::test_this"
+    assert parse_log(log, instance["repo"]).conflicts == [inner]
+    grade = grade_test_log(log, instance["repo"], f2p, p2p, canary="test_fc2a8ea26b1e")
+    assert (grade.resolved, grade.conflicts, grade.canary) == (True, [], "failed")
+    # the same forgery on a graded test, and on the canary, is still named and graded by its failing report
+    graded = f2p[0]
+    printed = f"PASSED {graded}\nPASSED testing/test_skipping.py::test_fc2a8ea26b1e\n"  # after pytest's report
+    end = "+ : '>>>>> End Test Output'"
+    forged = log.replace(f"PASSED {graded}", f"FAILED {graded}").replace(end, printed + end)
+    grade = grade_test_log(forged, instance["repo"], f2p, p2p, canary="test_fc2a8ea26b1e")
+    assert (grade.resolved, grade.canary) == (False, "failed")  # its real report fails: the runner is intact
+    assert grade.conflicts == sorted([graded, "testing/test_skipping.py::test_fc2a8ea26b1e"])

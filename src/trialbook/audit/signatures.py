@@ -159,7 +159,7 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         "conflicting_test_reports",
-        "the log reports a test both passing and failing (e.g. PASSED lines printed after pytest's own report by"
+        "the log reports a graded test both passing and failing (e.g. PASSED lines printed after pytest's own report by"
         " the code under test): graded by the failing report (verify/grading.parse_log)",
         False,
         check=_conflicting_reports,

@@ -105,10 +105,15 @@ def plant(script: str, task_files: set[str], nonce: str) -> Planted | None:
     return None
 
 
+def names(test: str, name: str) -> bool:
+    """Whether the test id `test` (a parser's key: file, class and function) is the canary `name`."""
+    return re.search(rf"\b{re.escape(name)}\b", test) is not None
+
+
 def reading(status_map: dict[str, str], name: str) -> str:
     """What the log says of the canary `name`: "passed" when any report of it passes (the runner was made to
     pass a failing test), "failed" when every report fails, "skipped", or "missing"."""
-    seen = [status for test, status in status_map.items() if re.search(rf"\b{re.escape(name)}\b", test)]
+    seen = [status for test, status in status_map.items() if names(test, name)]
     if any(s in PASSING for s in seen):
         return PASSED
     if seen and all(s in FAILING for s in seen):

@@ -102,7 +102,7 @@ class GradeResult(BaseModel):
     p2p_regression: bool  # outcomes.p2p_regression: every F2P test passes, some P2P test does not
     parsed: int  # per-test result lines the parser saw
     marker: str | None = None  # a BAD_MARKERS name when the harness reported no valid test run
-    conflicts: list[str] = []  # tests the log reports both passing and failing (graded by the failing report)
+    conflicts: list[str] = []  # graded tests (and the canary) the log reports both passing and failing
     canary: str | None = None  # what the log says of the verifier's canary (verify/canary.py); None: none planted
 
     def failing(self, group: str) -> list[str]:
@@ -123,7 +123,9 @@ def parse_log(log_text: str, repo: str | None, task_id: str = "", fast: bool = T
     it can print `PASSED <test>` after pytest's own `FAILED <test>` (from an atexit hook, say), and the
     last report would grade it. For the parsers that judge each line on its own (the pytest family,
     `PREFILTERS`) every report is read: a test reported both passing and failing is graded by its failing
-    report and named in `conflicts` (no official Verified log in the shared data has one). `fast=False`
+    report and named in `conflicts` (no official Verified log in the shared data has one; pytest's own suite
+    prints the reports of the runs it makes of itself, where one inner test may fail in one run and xfail in
+    another: grade_parsed keeps only the conflicts of the tests it grades). `fast=False`
     hands the parser the whole log (the prefilter's equivalence is tested that way).
     """
     for text, name in BAD_MARKERS.items():
@@ -222,8 +224,10 @@ def grade_parsed(
     """The grade of an already parsed log (see `parse_log`); `canary`: the name of the test that must fail
     (verify/canary.py), which, reported passing, fails the grade: the runner was made to pass what fails; with
     `canary_expected` (the runner reported it failing without the change: harness/trial._blame_missing_canary),
-    not reporting it fails the grade too ("hidden")."""
+    not reporting it fails the grade too ("hidden"). Of `conflicts`, only the tests graded here are kept: a
+    test no list names cannot change the grade whichever way it is read."""
     resolved, tests = grade_status_map(status_map, repo, fail_to_pass, pass_to_pass)
+    graded = {*fail_to_pass, *pass_to_pass}
     seen = canaries.reading(status_map, canary) if canary else None
     if canary_expected and seen in canaries.UNSEEN:
         seen = canaries.HIDDEN
@@ -235,7 +239,7 @@ def grade_parsed(
         p2p_regression=p2p_regression(tests),
         parsed=len(status_map),
         marker=marker,
-        conflicts=conflicts or [],
+        conflicts=[t for t in conflicts or [] if t in graded or (canary and canaries.names(t, canary))],
         canary=seen,
     )
 
