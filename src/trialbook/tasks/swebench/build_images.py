@@ -161,6 +161,17 @@ def inst_dockerfile(plan: Plan) -> str:
     ]
     # One RUN per step, as the official setup script runs them one after the other; edits stay uncommitted.
     lines += [f"RUN {step}" for step in steps]
+    if plan.extra.get("build_requires"):
+        # beside what is installed, pinned as it is (-c; pip may be upgraded): nothing the tests import changes; if
+        # they cannot be,
+        # the eval script's offline re-install fails as it did (its log says so) and the tests run as installed
+        kept = "/tmp/trialbook-installed.txt"
+        wanted = " ".join(shlex.quote(r) for r in plan.extra["build_requires"])
+        lines.append(
+            f"RUN uv pip freeze --python {VENV}/bin/python | grep -v -e '^-e ' -e ' @ ' -e '^pip==' > {kept}"
+            f" && {{ {uv_install(f'-c {kept} {wanted}', plan)}"
+            " || echo 'trialbook: build requirements not installable beside the environment'; } && rm " + kept
+        )
     lines.append("RUN git status --short")
     if plan.extra.get("tox_python"):
         # tox-current-env links .tox/<env>/bin/python to the interpreter, which drops a venv's

@@ -173,19 +173,30 @@ def refusal(inst: dict[str, Any], version: str | None) -> str | None:
     return None
 
 
+def build_system_requires(source: Path, commit: str) -> list[Requirement]:
+    """The project's PEP 518 build requirements at `commit` (none without a readable pyproject.toml), with
+    `wheel` added for setuptools' backend: setuptools before 70.1 asks for it to prepare metadata
+    (`get_requires_for_build_wheel`), which an isolated build installs and `--no-build-isolation` cannot."""
+    done = git(["-C", str(source), "show", f"{commit}:pyproject.toml"])
+    if done.returncode != 0:
+        return []
+    try:
+        system = tomllib.loads(done.stdout).get("build-system", {})
+        requires = [Requirement(r) for r in system.get("requires", [])]
+    except (ValueError, InvalidRequirement, TypeError, AttributeError):
+        return []
+    backend = str(system.get("build-backend", "setuptools.build_meta"))
+    if requires and backend.startswith("setuptools.") and not any(r.name == "wheel" for r in requires):
+        requires.append(Requirement("wheel"))
+    return requires
+
+
 def legacy_editable(source: Path, commit: str) -> bool:
     """pyproject-only project whose pinned setuptools predates PEP 660 (`build_editable`, setuptools 64):
     pip installs it `-e` with `setup.py develop` through its shim, uv cannot."""
     if git(["-C", str(source), "cat-file", "-e", f"{commit}:setup.py"]).returncode == 0:
         return False
-    done = git(["-C", str(source), "show", f"{commit}:pyproject.toml"])
-    if done.returncode != 0:
-        return False
-    try:
-        requires = tomllib.loads(done.stdout).get("build-system", {}).get("requires", [])
-        pins = [Requirement(r) for r in requires]
-    except (ValueError, InvalidRequirement):
-        return False
+    pins = build_system_requires(source, commit)
     modern = [f"{major}.{minor}.0" for major in range(64, 81) for minor in (0, 1, 2, 5)]
     pinned = [r for r in pins if r.name == "setuptools" and r.specifier]
     return any(not any(r.specifier.contains(v) for v in modern) for r in pinned)
@@ -213,4 +224,14 @@ def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: s
         plan.extra["legacy_editable"] = True
     if reads_httpbin_url(source, inst):
         plan.extra["httpbin"] = True
+    # The eval script re-installs the tree offline without build isolation (generate.OFFLINE_PIP), with what the
+    # environment holds: pytest's setup.cfg asks for setuptools-scm and its metadata step for wheel, which the
+    # isolated build at install time had and the environment has not. The environment's own setuptools stays. A
+    # project without setup.py is installed `-e` through PEP 660, which Debian's bundled pip (20.3) does not know.
+    needed = sorted(str(r) for r in build_system_requires(source, inst["base_commit"]) if r.name != "setuptools")
+    no_setup_py = git(["-C", str(source), "cat-file", "-e", f"{inst['base_commit']}:setup.py"]).returncode != 0
+    if needed and no_setup_py:
+        needed.append("pip>=21.3")
+    if needed:
+        plan.extra["build_requires"] = needed
     return plan
