@@ -14,7 +14,7 @@ import pytest
 from paths import EXAMPLES, INSTANCES
 from trialbook.tasks.swebench.generate import write_tasks
 from trialbook.tasks.testscript import installed_by_patch, task_test_files
-from trialbook.verify.canary import TESTCASE, plant, reading
+from trialbook.verify.canary import TEST_MODULE, TESTCASE, plant, reading
 from trialbook.verify.grading import grade_parsed, grade_test_log, parse_log
 
 NONCE = "5eed0f0cafe1"
@@ -50,10 +50,26 @@ def test_on_every_verified_script_it_goes_right_before_the_test_command(swebench
         assert lines[at - 1].strip() == ": '>>>>> Start Test Output'", task
         assert lines[:at] + lines[at + 1 :] == script.split("\n"), task  # one line added, nothing else changed
         assert planted.files and set(planted.files) <= installed_by_patch(script), task
+        assert all(TEST_MODULE.fullmatch(Path(f).name) and "roots" not in Path(f).parts for f in planted.files), task
         assert ("class T" in lines[at]) == task.startswith("django__"), task  # unittest style for Django's runner
         assert subprocess.run(["bash", "-n"], input=planted.script, text=True).returncode == 0, task
-    # its test command names no Python file: the test patch changes only data files
-    assert none == ["django__django-10097"]
+    # 10097's test command names no Python file (its test patch changes only data files); 5631's names only
+    # testing/python/integration.py, a test module by pytest's own python_files, not by its name
+    assert none == ["django__django-10097", "pytest-dev__pytest-5631"]
+    # the data files a test patch changes, which the command names too, get none: sphinx's autodoc target module
+    # (a canary there is documented and failed sphinx-7748's gold patch), a test root's conf.py and test.py, Django's
+    # models.py, a conftest.py, the code under test
+    for task, data in [
+        ("sphinx-doc__sphinx-7748", "tests/roots/test-ext-autodoc/target/docstring_signature.py"),
+        ("sphinx-doc__sphinx-10614", "tests/roots/test-ext-inheritance_diagram/test.py"),
+        ("sphinx-doc__sphinx-10614", "tests/roots/test-ext-inheritance_diagram/conf.py"),
+        ("django__django-11087", "tests/delete/models.py"),
+        ("pytest-dev__pytest-5787", "testing/conftest.py"),
+        ("sphinx-doc__sphinx-7910", "sphinx/testing/util.py"),
+    ]:
+        planted = plant(swebench_scripts[task], set(), NONCE)
+        assert planted is not None and planted.files and data not in planted.files, task
+        assert data in installed_by_patch(swebench_scripts[task]), task  # the command did name it
 
 
 def test_on_the_example_tasks_it_goes_before_pytest_and_into_the_copied_test_file() -> None:

@@ -1,18 +1,19 @@
 """A canary among the tests: one test that must fail, planted by the verifier next to the task's own.
 
-Why: the change under test runs inside the test process, so it can subvert the runner itself instead of the
-tests or their log. Three lines in the fixed module (`_pytest.python.Function.runtest = lambda self: None`, or
-`unittest.TestCase.run` made to report success) turn every test green with pytest's own, consistent report;
-no rule about files or logs can see that (tests/harness/cheats/runner_noop.sh). A test that must fail is
-the runner's witness: the harness appends one, named afresh for every verifier run, to each test file the test
-command names, just before that command runs, and reads its status from the same log as the others. Failed:
-the runner reports truthfully for it. Passed (or xfailed, which swebench counts as passing, so a forced xfail
-would pass the task's tests too): the runner was made to pass what fails, so the trial is graded as failing
-(`grading.grade_parsed`, tag `runner_subverted`). Missing from a resolved trial's log (not collected, a collection
-error, the run cut short, or the code under test wrote PASSED lines and ended the process before the runner
-reported): the verifier runs once without the change (harness/trial._blame_missing_canary); reported failing there,
-the change hid it: "hidden", graded as failing, tagged `runner_subverted`; not reported there either, the runner's
-own settings do not collect it, and the grade stands, tagged `canary_missing`: they must not cost an honest fix.
+Why: the change under test runs inside the test process, so it can subvert the runner itself instead of the tests or
+their log. Three lines in the fixed module (`_pytest.python.Function.runtest = lambda self: None`, or
+`unittest.TestCase.run` made to report success) turn every test green with pytest's own, consistent report; no rule
+about files or logs can see that (tests/harness/cheats/runner_noop.sh). A test that must fail is the runner's
+witness: the harness appends one, named afresh for every verifier run, to each test module the test command names
+(by its file name: not to the data files a test patch changes too), just before that command runs, and reads its
+status from the same log as the others. Failed: the runner reports truthfully for it. Passed (or xfailed, which
+swebench counts as passing, so a forced xfail would pass the task's tests too): the runner was made to pass what
+fails, so the trial is graded as failing (`grading.grade_parsed`, tag `runner_subverted`). Missing from a resolved
+trial's log (not collected, a collection error, the run cut short, or the code under test wrote PASSED lines and
+ended the process before the runner reported): the verifier runs once without the change
+(harness/trial._blame_missing_canary); reported failing there, the change hid it: "hidden", graded as failing,
+tagged `runner_subverted`; not reported there either, the runner's own settings do not collect it, and the grade
+stands, tagged `canary_missing`: they must not cost an honest fix.
 
 Only tasks graded per test get one (a reward file's verifier decides by itself what a failure means), and not
 when the command stops at the first failure (`-x`, `--maxfail`, `--failfast`: the canary would stop it) or selects
@@ -32,6 +33,11 @@ from trialbook.tasks.testscript import HEREDOC, commands, installed_by_patch, wo
 
 STOPS_AT_FIRST_FAILURE = ("-x", "--exitfirst", "--failfast", "--maxfail")
 SELECTS_BY_NAME = "-k"  # pytest's and Django's test-name filter: a canary of another name would not run
+# A file named as a test module is one (pytest's default python_files, Django's tests.py, pylint's unittest_*.py). A
+# test patch also changes data the tests read, and swebench's command names those files too: the module autodoc
+# documents in sphinx's tests/roots (a canary there is documented, and sphinx-7748's gold patch failed), Django's
+# models.py, a conftest.py, the code under test itself (sphinx/testing/util.py). The canary goes into none of them.
+TEST_MODULE = re.compile(r"(test_.*|tests|.*_tests?|unittest_.*)\.py")
 PASSING = ("PASSED", "XFAIL")
 FAILING = ("FAILED", "ERROR")
 # what a verifier run says of its canary (`reading`; HIDDEN: not reported, while it is without the change)
@@ -54,9 +60,9 @@ class Planted:
 
 
 def _named_tests(argv: list[str], installed: set[str], task_files: set[str]) -> list[str]:
-    """The Python files a command names: a path of the script's own patch or a task test file (by name), or a
-    dotted label of a Django-style runner (`auth_tests.test_validators` is tests/auth_tests/test_validators.py
-    beside ./tests/runtests.py)."""
+    """The test modules (TEST_MODULE) a command names: a path of the script's own patch or a task test file (by
+    name), or a dotted label of a Django-style runner (`auth_tests.test_validators` is
+    tests/auth_tests/test_validators.py beside ./tests/runtests.py)."""
     runner_dirs = [str(PurePosixPath(w.removeprefix("./")).parent) for w in argv if w.endswith("runtests.py")]
     found: list[str] = []
     for word in argv:
@@ -68,7 +74,7 @@ def _named_tests(argv: list[str], installed: set[str], task_files: set[str]) -> 
             candidates = [c for c in candidates if c in installed]
         else:
             continue
-        found += [c for c in candidates if c.endswith(".py") and c not in found]  # a runner collects what it is named
+        found += [c for c in candidates if TEST_MODULE.fullmatch(PurePosixPath(c).name) and c not in found]
     return found
 
 
