@@ -6,6 +6,7 @@ machine: two debootstraps and two environments, a few minutes; later runs find t
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import docker
@@ -102,3 +103,33 @@ def test_old_requests_suite_runs_against_the_local_httpbin_without_a_network(tmp
     tls = {"test_mixed_case_scheme_acceptable", "test_pyopenssl_redirect"}
     assert not_passing["oracle"] == tls  # was 43 of 113 with httpbin.org unreachable
     assert not_passing["nop"] == tls | {"test_headers_on_session_with_None_are_not_sent"}  # the F2P the fix makes pass
+
+
+def test_pytest_repository_reinstalls_offline_and_a_runner_made_a_no_op_is_caught(tmp_path):
+    """pytest-dev__pytest-7490, where the code under test is the runner: the eval script's offline re-install
+    succeeds (setuptools-scm and wheel beside the environment), the gold patch resolves with the canary failing
+    and no conflict tag for its inner runs' `test_this`, and a "fix" that makes pytest's own test call a no-op,
+    resolved before the canary (checked on 15e458d), is graded as failing."""
+    instance_id = "pytest-dev__pytest-7490"
+    out = tmp_path / "tasks"
+    args = ["tasks", "from-swebench", str(INSTANCES), "--out", str(out), "--build", "--repos", str(REPOS)]
+    res = CliRunner().invoke(app, [*args, "--ids", instance_id, "--json"])
+    assert res.exit_code == 0, (res.stdout, res.exception)
+    cheat = tmp_path / "cheat"
+    shutil.copytree(out / instance_id, cheat / instance_id)
+    (cheat / instance_id / "solution" / "solve.sh").write_text(
+        "#!/bin/bash\ncd /testbed\nprintf '\\n\\nFunction.runtest = lambda self: None\\n' >> src/_pytest/python.py\n"
+    )
+    trials = {}
+    for name, tasks in (("gold", out), ("noop", cheat)):
+        args = ["run", str(tasks), "--agent", "oracle", "--run", name, "--runs-dir", str(tmp_path / "runs")]
+        res = CliRunner().invoke(app, [*args, "--db", str(tmp_path / "l.db"), "--json"])
+        assert res.exit_code == 0, res.stdout
+        (path,) = Path(tmp_path / "runs" / name).glob("*/result.json")
+        trials[name] = json.loads(path.read_text())
+    gold, noop = trials["gold"], trials["noop"]
+    assert (gold["outcome"], gold["extra"]["canary"]["seen"], gold["extra"]["tags"]) == ("resolved", "failed", [])
+    log = next(Path(tmp_path / "runs" / "gold").glob("*/verifier/test-stdout.txt")).read_text()
+    assert "Successfully installed pytest" in log and "prepare_metadata_for_build_wheel" not in log
+    assert (noop["outcome"], noop["extra"]["canary"]["seen"]) == ("unresolved", "passed")
+    assert "runner_subverted" in noop["extra"]["tags"]
