@@ -180,6 +180,7 @@ def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False, floor: bo
     who = ("dockerd", "containerd", "shims", "client")
     if cpu:
         head += [f"CPU {w} bare/tb" for w in who] + ["CPU s/trial bare/tb", "ratio", "machine bare/tb", "ratio"]
+        head += ["CPU s/trial floor", "machine floor"] if floor else []
     head += ["load avg (1 min)"]
     lines = [head]
     for r in rows:
@@ -192,6 +193,7 @@ def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False, floor: bo
             line += [f"{bare:.3f}/{tb:.3f}", f"{tb / bare:.2f}"]
             bare, tb = r["cpu_bare_machine_s"], r["cpu_trialbook_machine_s"]
             line += [f"{bare:.3f}/{tb:.3f}", f"{tb / bare:.2f}"]
+            line += [f"{r['cpu_floor_s']:.3f}", f"{r['cpu_floor_machine_s']:.3f}"] if floor else []
         lines.append([*line, f"{r['load_1min']:.1f}"])
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)) for line in lines)
