@@ -163,8 +163,8 @@ def inst_dockerfile(plan: Plan) -> str:
     lines += [f"RUN {step}" for step in steps]
     if plan.extra.get("build_requires"):
         # beside what is installed, pinned as it is (-c; pip may be upgraded): nothing the tests import changes; if
-        # they cannot be,
-        # the eval script's offline re-install fails as it did (its log says so) and the tests run as installed
+        # they cannot be, the eval script's offline re-install fails as it did (its log says so), the tests run as
+        # installed
         kept = "/tmp/trialbook-installed.txt"
         wanted = " ".join(shlex.quote(r) for r in plan.extra["build_requires"])
         lines.append(

@@ -191,10 +191,14 @@ def build_system_requires(source: Path, commit: str) -> list[Requirement]:
     return requires
 
 
+def has_setup_py(source: Path, commit: str) -> bool:
+    return git(["-C", str(source), "cat-file", "-e", f"{commit}:setup.py"]).returncode == 0
+
+
 def legacy_editable(source: Path, commit: str) -> bool:
     """pyproject-only project whose pinned setuptools predates PEP 660 (`build_editable`, setuptools 64):
     pip installs it `-e` with `setup.py develop` through its shim, uv cannot."""
-    if git(["-C", str(source), "cat-file", "-e", f"{commit}:setup.py"]).returncode == 0:
+    if has_setup_py(source, commit):
         return False
     pins = build_system_requires(source, commit)
     modern = [f"{major}.{minor}.0" for major in range(64, 81) for minor in (0, 1, 2, 5)]
@@ -229,8 +233,7 @@ def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: s
     # isolated build at install time had and the environment has not. The environment's own setuptools stays. A
     # project without setup.py is installed `-e` through PEP 660, which Debian's bundled pip (20.3) does not know.
     needed = sorted(str(r) for r in build_system_requires(source, inst["base_commit"]) if r.name != "setuptools")
-    no_setup_py = git(["-C", str(source), "cat-file", "-e", f"{inst['base_commit']}:setup.py"]).returncode != 0
-    if needed and no_setup_py:
+    if needed and not has_setup_py(source, inst["base_commit"]):
         needed.append("pip>=21.3")
     if needed:
         plan.extra["build_requires"] = needed
