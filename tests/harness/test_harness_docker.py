@@ -268,6 +268,9 @@ def _start_run_process(
         [sys.executable, "-c", "from trialbook.cli import main; main()", *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        # a suite started in the background of a non-interactive shell (`.ci/run &`) ignores SIGINT, and a child
+        # inherits that: the Ctrl-C test would then time out for its launcher's sake
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
@@ -303,22 +306,23 @@ def test_ctrl_c_stops_cleanly_and_a_live_run_cannot_be_resumed_twice(engine, tmp
     solve.write_text(solve.read_text().replace("sleep 4.5", "sleep 15"))
     toml = slow / "task.toml"
     toml.write_text(toml.read_text().replace("timeout_sec = 3\n", "timeout_sec = 30\n"))
-    proc = _start_run_process(db, tmp_path, "intr", tasks, 2, tasks_dir)
+    run = f"intr-{os.urandom(3).hex()}"  # leftovers are looked up by the run's label: a name no earlier run had
+    proc = _start_run_process(db, tmp_path, run, tasks, 2, tasks_dir)
     try:
-        assert _wait_for_trials(db, "intr", 1) >= 1
-        code, _, err = run_cli(db, "resume", "intr")  # the run is alive: refused, nothing touched
+        assert _wait_for_trials(db, run, 1) >= 1
+        code, _, err = run_cli(db, "resume", run)  # the run is alive: refused, nothing touched
         assert code == 2 and "another process" in err
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 130
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert leftovers(engine, "intr") == []  # in-flight trials stopped and their containers removed
-    n = len(trials(db, "intr"))
+    assert leftovers(engine, run) == []  # in-flight trials stopped and their containers removed
+    n = len(trials(db, run))
     assert n < 4
-    code, _, err = run_cli(db, "resume", "intr", "--json")
+    code, _, err = run_cli(db, "resume", run, "--json")
     assert code == 0, err
-    keys = sorted((t["task_id"], t["attempt"]) for t in trials(db, "intr", current_only=False))
+    keys = sorted((t["task_id"], t["attempt"]) for t in trials(db, run, current_only=False))
     assert keys == sorted((t, a) for t in tasks for a in range(2))
 
 
