@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from trialbook.audit.regrade import Evidence
 
 ANSI = re.compile(r"\x1B(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])")
+# pytest -rA prints what the tests that passed captured in a PASSES section, up to the short test summary: a
+# pattern found only there (pytest-5809's pastebin test catches a failed name lookup and passes) explains no failure
+PASSES = re.compile(r"(?ms)^=+ PASSES =+$.*?(?=^=+ short test summary info =+$|\Z)")
 PASS_STATUSES = frozenset(("PASSED", "XFAIL"))
 # pytest's final summary line, decorated ("==== 1 failed, 2 passed in 0.2s ====") or with -q ("3 passed in 0.04s")
 PASSED_SUMMARY = re.compile(r"(?m)^=*\s*(?:\d+ [a-z]+, )*[1-9]\d* passed(?:, \d+ [a-z]+)* in [\d.]+ ?s")
@@ -204,7 +207,7 @@ _COMPILED: dict[str, tuple[re.Pattern[str], ...]] = {
 
 def matches(ev: Evidence) -> list[str]:
     """Names of the signatures this trial's logs show, in table order."""
-    texts = [ANSI.sub("", t) for t in (ev.log, ev.side_log) if t]
+    texts = [PASSES.sub("", ANSI.sub("", t)) for t in (ev.log, ev.side_log) if t]
     found = []
     for sig in SIGNATURES:
         hit = sig.check is not None and sig.check(ev)
