@@ -17,9 +17,8 @@ stands, tagged `canary_missing`: they must not cost an honest fix.
 
 Only tasks graded per test get one (a reward file's verifier decides by itself what a failure means), and not
 when the command stops at the first failure (`-x`, `--maxfail`, `--failfast`: the canary would stop it) or selects
-tests by name (`-k`: it would not run). A
-cheat written against the canary itself (it is readable in the test file and the staged test.sh) is not what
-it catches: it catches the blanket subversions a policy finds by trying.
+tests by name (`-k`: it would not run). A cheat written against the canary itself (it is readable in the test file
+and the staged test.sh) is not what it catches: it catches the blanket subversions a policy finds by trying.
 """
 
 from __future__ import annotations

@@ -195,14 +195,13 @@ def has_setup_py(source: Path, commit: str) -> bool:
     return git(["-C", str(source), "cat-file", "-e", f"{commit}:setup.py"]).returncode == 0
 
 
-def legacy_editable(source: Path, commit: str) -> bool:
-    """pyproject-only project whose pinned setuptools predates PEP 660 (`build_editable`, setuptools 64):
-    pip installs it `-e` with `setup.py develop` through its shim, uv cannot."""
-    if has_setup_py(source, commit):
+def legacy_editable(requires: list[Requirement], setup_py: bool) -> bool:
+    """pyproject-only project (no `setup_py`) whose pinned setuptools (in its build `requires`) predates PEP 660
+    (`build_editable`, setuptools 64): pip installs it `-e` with `setup.py develop` through its shim, uv cannot."""
+    if setup_py:
         return False
-    pins = build_system_requires(source, commit)
     modern = [f"{major}.{minor}.0" for major in range(64, 81) for minor in (0, 1, 2, 5)]
-    pinned = [r for r in pins if r.name == "setuptools" and r.specifier]
+    pinned = [r for r in requires if r.name == "setuptools" and r.specifier]
     return any(not any(r.specifier.contains(v) for v in modern) for r in pinned)
 
 
@@ -224,7 +223,8 @@ def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: s
     if "--current-env" in specs.get("test_cmd", ""):
         tox = git(["-C", str(source), "show", f"{inst['base_commit']}:tox.ini"])
         plan.extra["tox_python"] = tox.returncode == 0 and "-m pytest" in tox.stdout
-    if " -e " in f" {specs.get('install', '')} " and legacy_editable(source, inst["base_commit"]):
+    requires, setup_py = build_system_requires(source, inst["base_commit"]), has_setup_py(source, inst["base_commit"])
+    if " -e " in f" {specs.get('install', '')} " and legacy_editable(requires, setup_py):
         plan.extra["legacy_editable"] = True
     if reads_httpbin_url(source, inst):
         plan.extra["httpbin"] = True
@@ -232,8 +232,8 @@ def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: s
     # environment holds: pytest's setup.cfg asks for setuptools-scm and its metadata step for wheel, which the
     # isolated build at install time had and the environment has not. The environment's own setuptools stays. A
     # project without setup.py is installed `-e` through PEP 660, which Debian's bundled pip (20.3) does not know.
-    needed = sorted(str(r) for r in build_system_requires(source, inst["base_commit"]) if r.name != "setuptools")
-    if needed and not has_setup_py(source, inst["base_commit"]):
+    needed = sorted(str(r) for r in requires if r.name != "setuptools")
+    if needed and not setup_py:
         needed.append("pip>=21.3")
     if needed:
         plan.extra["build_requires"] = needed
