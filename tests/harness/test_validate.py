@@ -82,6 +82,7 @@ def mixed(engine, tmp_path_factory):
     nop_passes_task(tasks / "nop-passes")
     oracle_fails_task(tasks / "wrong-solution")
     strip_reapply(copy_task("uncommitted-test-config", tasks / "uncommitted-no-reapply"))
+    (copy_task("plain-bugfix", tasks / "broken-toml") / "task.toml").write_text("[agent\n")
     db = str(base / "ledger.db")
     code, out, err = run_cli(
         db, "validate", str(tasks), "--repeats", "2", "--run", "val", "--runs-dir", str(base / "runs"), "--json"
@@ -97,6 +98,16 @@ def test_ok_plain_bugfix(mixed):
     assert row["verdict"] == "ok", row
     assert row["details"]["oracle"] == {"repeats": 2, "resolved": 2, "outcomes": {"resolved": 2}}
     assert row["details"]["nop"]["resolved"] == 0
+
+
+def test_a_broken_task_folder_is_infra_error_never_ok(mixed):
+    """Its trials never ran (InvalidTaskError): they are still each agent's, so the task gets no verdict."""
+    _, rows, _ = mixed
+    row = rows["broken-toml"]
+    assert row["verdict"] == "infra_error", row
+    assert row["details"]["errors"][0].startswith("InvalidTaskError: invalid task.toml"), row
+    assert row["details"]["oracle"]["outcomes"] == {"infra_error": 2}
+    assert row["details"]["nop"]["outcomes"] == {"infra_error": 2}
 
 
 def test_verifier_timeout_hung_verifier(mixed):
@@ -273,6 +284,12 @@ def test_slow_solution_is_ok_at_x2(engine, tmp_path):
     (row,) = json.loads(out)["tasks"]
     assert row["verdict"] == "ok", row
     assert json.loads(out)["timeout_multiplier"] == 2.0
+
+
+def test_a_task_without_trials_of_an_agent_gets_no_verdict():
+    view = TaskView("x", {"oracle": AgentView([_trial("resolved", 1.0, None, "oracle")]), "nop": AgentView()})
+    name, details = verdict(view)
+    assert name == "infra_error" and details["summary"] == "no trial of nop was recorded"
 
 
 def test_empty_image_means_the_tasks_own_environment_and_infra_errors_get_no_verdict():

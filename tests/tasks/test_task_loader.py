@@ -60,6 +60,16 @@ def test_tasks_filter_and_unknown_ids(tmp_path):
         load_tasks(tmp_path / "missing")
 
 
+def test_a_task_folder_or_a_folder_without_tasks_is_a_usage_error(tmp_path):
+    """Not a run of environment/, solution/ and tests/ as three broken tasks: one line naming the fix."""
+    with pytest.raises(UserError, match=r"is a task folder \(it has a task.toml\): pass the folder that holds it, "):
+        load_tasks(EXAMPLES / "plain-bugfix")
+    for name in ("src", "docs"):
+        (tmp_path / "repo" / name).mkdir(parents=True)
+    with pytest.raises(UserError, match=r"no task folders \(none of its 2 folders has a task.toml\)"):
+        load_tasks(tmp_path / "repo")
+
+
 def test_verifier_hash_follows_the_tests_folder(tmp_path):
     task = _copy(tmp_path)
     before = load_task(task).verifier_hash

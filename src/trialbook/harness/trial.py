@@ -99,7 +99,7 @@ def trial_name(run: str, task_id: str, attempt: int) -> str:
     return f"{TRIAL_PREFIX}{slug(run, 30)}-{slug(task_id, 60)}-{attempt}-{secrets.token_hex(4)}"
 
 
-def _invalid(task: TaskError, attempt: int, name: str) -> TrialResult:
+def _invalid(task: TaskError, attempt: int, name: str, agent: str) -> TrialResult:
     now = _now()
     trial = Trial(
         task_id=task.task_id,
@@ -109,7 +109,7 @@ def _invalid(task: TaskError, attempt: int, name: str) -> TrialResult:
         exception_message=task.message,
         started_at=now,
         finished_at=now,
-        extra={"trial_name": name},
+        extra={"trial_name": name, "agent": agent},  # validate counts it as that agent's trial that could not run
     )
     return TrialResult(trial, name)
 
@@ -119,7 +119,7 @@ def run_trial(
 ) -> TrialResult:
     name = trial_name(settings.run, task.task_id, attempt)
     if isinstance(task, TaskError):
-        return _invalid(task, attempt, name)
+        return _invalid(task, attempt, name, settings.agent.name)
     started, t0 = _now(), time.monotonic()
     state: dict[str, Any] = {"phase_s": {}, "retries": 0}
     exc_type: str | None = None

@@ -164,6 +164,10 @@ class TaskView:
 
 def _not_run(v: TaskView) -> dict[str, Any] | None:
     bad = [t for t in v.all_trials() if t.outcome in NOT_RUN]
+    absent = [name for name, a in v.agents.items() if not a.trials]
+    if absent and not bad:  # nothing recorded to judge by: never "ok"
+        summary = f"no trial of {' and '.join(absent)} was recorded"
+        return {"summary": summary, "errors": [f"no {n} trial" for n in absent]}
     if not bad:
         return None
     reasons = sorted({f"{t.exception or t.outcome}: {t.exception_message or ''}".strip() for t in bad})

@@ -197,6 +197,11 @@ def load_tasks(tasks_dir: Path, only: list[str] | None = None) -> tuple[list[Tas
     """Every task folder under `tasks_dir` (sorted by id); broken ones come back as TaskErrors."""
     if not tasks_dir.is_dir():
         raise UserError(f"no such tasks directory: {tasks_dir}")
+    if (tasks_dir / "task.toml").is_file():  # its environment/, tests/, solution/ are no tasks
+        raise UserError(
+            f"{tasks_dir} is a task folder (it has a task.toml): pass the folder that holds it, "
+            f"{tasks_dir.parent} (with --tasks {tasks_dir.name} for this one only)"
+        )
     folders = sorted(p for p in tasks_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
     if only:
         known = {f.name for f in folders}
@@ -206,6 +211,8 @@ def load_tasks(tasks_dir: Path, only: list[str] | None = None) -> tuple[list[Tas
         folders = [f for f in folders if f.name in set(only)]
     if not folders:
         raise UserError(f"{tasks_dir}: no task folders")
+    if not any((f / "task.toml").is_file() for f in folders):  # not a tasks directory at all (a typo, a parent)
+        raise UserError(f"{tasks_dir}: no task folders (none of its {len(folders)} folders has a task.toml)")
     specs: list[TaskSpec] = []
     errors: list[TaskError] = []
     for folder in folders:
