@@ -57,6 +57,10 @@ VERIFIER_TRIES = 2  # a verifier timeout or error is retried once, in a fresh co
 # verifier installs, tests/harness/cheats/pyc_shadow.sh)
 NOT_CARRIED = (":(exclude,glob)**/__pycache__/**", ":(exclude,glob)**/*.pyc", ":(exclude,glob)**/*.pyo")
 EXTENSION_SUFFIXES = (".so", ".pyd")
+# installed-package metadata: pytest loads every plugin an entry point of group pytest11 names, in the metadata of
+# any folder on sys.path, at start-up (`python -m pytest` puts the working tree first; an editable install's .pth,
+# the tree or its src/); a `*.dist-info/entry_points.txt` there adds a plugin (tests/harness/cheats/dist_info_plugin.sh)
+METADATA_SUFFIXES = (".dist-info", ".egg-info")
 SETTINGS = ("--settings=", "DJANGO_SETTINGS_MODULE=")  # the settings module a Django runner imports
 RELATIVE = re.compile(r"[\w+-][\w.+-]*(/[\w.+-]+)*")  # a relative path as a word of a command (no `=`, `$`, glob)
 
@@ -241,8 +245,9 @@ def base_preparer(workdir: str, timeout: float) -> Callable[[Sandbox], str | Non
 def infra_touched(paths: list[str], task: TaskSpec) -> list[str]:
     """The paths of a change that touch test infrastructure: the runner's configuration (TEST_CONFIG_FILES), the
     task's test files, a working-tree file the test script names or runs (Django's `tests/runtests.py` and its
-    settings module, sympy's `bin/test`, a `setup.py` it installs), a root module shadowing one the runner
-    imports, or a file imported in place of a test module the verifier installs (shadows_installed)."""
+    settings module, sympy's `bin/test`, a `setup.py` it installs), package metadata (METADATA_SUFFIXES: its
+    entry points load runner plugins), a root module shadowing one the runner imports, or a file imported in place
+    of a test module the verifier installs (shadows_installed)."""
     names = task_test_files(task.tests_dir)
     script = read_script(task.tests_dir)
     installed = installed_by_patch(script)
@@ -253,6 +258,7 @@ def infra_touched(paths: list[str], task: TaskSpec) -> list[str]:
     return [
         p for p in paths
         if PurePosixPath(p).name in by_name or p in named or shadows_a_module(p)
+        or any(part.endswith(METADATA_SUFFIXES) for part in PurePosixPath(p).parts)
         or shadows_installed(p, installed, modules)
     ]  # fmt: skip
 
