@@ -18,8 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from paths import INSTANCES
-from trialbook.harness.isolation import NOT_CARRIED, TEST_CONFIG_FILES, _named_files, infra_touched, shadows_installed
+from paths import EXAMPLES, INSTANCES
+from trialbook.harness.isolation import (
+    NOT_CARRIED,
+    TEST_CONFIG_FILES,
+    _named_files,
+    in_test_folder,
+    infra_touched,
+    shadows_installed,
+)
 from trialbook.tasks import load_task
 from trialbook.tasks.swebench.generate import write_tasks
 
@@ -143,6 +150,22 @@ def test_on_every_verified_instance_the_rules_catch_shadows_and_runners_and_no_r
         assert [p for p in flagged if Path(p).name not in TEST_CONFIG_FILES] == [], inst["instance_id"]
         checked += 1
     assert checked > 450
+
+
+def test_test_support_and_package_metadata_are_test_infrastructure() -> None:
+    """What the tests import or read besides themselves, and the metadata whose entry points load runner plugins;
+    not the agent's own test modules, nor the library code of django/test, sympy/testing, sphinx/testing."""
+    support = ["tests/__init__.py", "tests/utils.py", "tests/data/expected.txt", "testing/util.py",
+               "lib/matplotlib/tests/baseline_images/test_axes/a.png", "sympy/core/tests/__init__.py",
+               "tests/auth_tests/__init__.py", "test/helpers.py", "foo_test/data.json"]  # fmt: skip
+    other = ["tests/test_repro.py", "sympy/core/tests/test_new.py", "tests/auth_tests/tests.py",
+             "django/test/runner.py", "sympy/testing/pytest.py", "sphinx/testing/util.py", "pkg/test/x.py",
+             "sympy/core/__init__.py", "src/tests.py", "latest/notes.txt"]  # fmt: skip
+    assert [p for p in support if not in_test_folder(p)] == []
+    assert [p for p in other if in_test_folder(p)] == []
+    metadata = ["pytest_speedups-1.0.dist-info/entry_points.txt", "src/pkg.egg-info/entry_points.txt"]
+    task = load_task(EXAMPLES / "plain-bugfix")
+    assert infra_touched(support + other + metadata, task) == support + metadata
 
 
 def test_a_usercustomize_on_the_path_runs_at_every_python_start(tmp_path: Path) -> None:

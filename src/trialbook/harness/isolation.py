@@ -33,6 +33,7 @@ from typing import IO, Any
 from trialbook.sandbox import DockerEngine, Sandbox, SandboxError
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import commands, installed_by_patch, read_script, task_test_files, words
+from trialbook.verify.canary import TEST_MODULE
 from trialbook.verify.runner import RewardFileNotFoundError, Verdict, VerifierTimeoutError, verify
 
 PATCH_KEEP = 1_000_000  # bytes of the agent's patch kept with the trial (agent/patch.diff)
@@ -61,6 +62,11 @@ EXTENSION_SUFFIXES = (".so", ".pyd")
 # any folder on sys.path, at start-up (`python -m pytest` puts the working tree first; an editable install's .pth,
 # the tree or its src/); a `*.dist-info/entry_points.txt` there adds a plugin (tests/harness/cheats/dist_info_plugin.sh)
 METADATA_SUFFIXES = (".dist-info", ".egg-info")
+# test folders: `tests`, `*_tests`, `*_test` anywhere, `test` and `testing` only at the root (django/test,
+# sympy/testing and sphinx/testing are library code the fix may change); no gold patch of the 500 SWE-bench
+# Verified instances changes a file in one (tests/harness/test_shadowing.py)
+TEST_FOLDER = re.compile(r"tests|.+_tests?")
+ROOT_TEST_FOLDERS = ("test", "testing")
 SETTINGS = ("--settings=", "DJANGO_SETTINGS_MODULE=")  # the settings module a Django runner imports
 RELATIVE = re.compile(r"[\w+-][\w.+-]*(/[\w.+-]+)*")  # a relative path as a word of a command (no `=`, `$`, glob)
 
@@ -246,8 +252,8 @@ def infra_touched(paths: list[str], task: TaskSpec) -> list[str]:
     """The paths of a change that touch test infrastructure: the runner's configuration (TEST_CONFIG_FILES), the
     task's test files, a working-tree file the test script names or runs (Django's `tests/runtests.py` and its
     settings module, sympy's `bin/test`, a `setup.py` it installs), package metadata (METADATA_SUFFIXES: its
-    entry points load runner plugins), a root module shadowing one the runner imports, or a file imported in place
-    of a test module the verifier installs (shadows_installed)."""
+    entry points load runner plugins), test support (in_test_folder), a root module shadowing one the runner
+    imports, or a file imported in place of a test module the verifier installs (shadows_installed)."""
     names = task_test_files(task.tests_dir)
     script = read_script(task.tests_dir)
     installed = installed_by_patch(script)
@@ -258,9 +264,20 @@ def infra_touched(paths: list[str], task: TaskSpec) -> list[str]:
     return [
         p for p in paths
         if PurePosixPath(p).name in by_name or p in named or shadows_a_module(p)
-        or any(part.endswith(METADATA_SUFFIXES) for part in PurePosixPath(p).parts)
+        or any(part.endswith(METADATA_SUFFIXES) for part in PurePosixPath(p).parts) or in_test_folder(p)
         or shadows_installed(p, installed, modules)
     ]  # fmt: skip
+
+
+def in_test_folder(path: str) -> bool:
+    """A file in a test folder (TEST_FOLDER) that is not a test module (canary.TEST_MODULE): what the tests import
+    or read besides themselves. A package's `__init__.py`, which the runner imports before a test module in it (and
+    unittest asks for `load_tests`; tests/harness/cheats/test_package_init.sh), helpers, expected outputs, baseline
+    images. A test module of the agent's own is not: the verifier's command names the modules it runs."""
+    *folders, name = PurePosixPath(path).parts
+    if not (any(TEST_FOLDER.fullmatch(f) for f in folders) or (folders and folders[0] in ROOT_TEST_FOLDERS)):
+        return False
+    return not TEST_MODULE.fullmatch(name)
 
 
 def shadows_installed(path: str, installed: set[str], names: set[str]) -> bool:
