@@ -90,6 +90,7 @@ POLICY: dict[str, Rule] = {
     "HungWithChangeError": Rule(None, False, True, "test.sh past its timeout twice, in time without the change: 0"),
     "RewardFileNotFoundError": Rule(Outcome.INFRA_ERROR, False, False, "test.sh wrote no reward and has no test lists"),
     "SandboxLimitError": Rule(Outcome.INFRA_ERROR, False, False, "verifier hit task.toml memory_mb/pids_limit"),
+    "ChangeTooLargeError": Rule(None, False, True, "agent's tree outgrew memory_mb/pids_limit when carried: 0"),
     "IsolationError": Rule(Outcome.INFRA_ERROR, False, False, "agent's diff not carried to the verifier (workdir/git)"),
     "DaemonError": Rule(Outcome.INFRA_ERROR, True, False, "Docker daemon/API error"),
     "ImageBuildError": Rule(Outcome.INFRA_ERROR, True, False, "task image missing or its build failed"),

@@ -5,7 +5,8 @@ The kinds are the ones seen resolved (or left ungraded) when the verifier ran in
 container: tests rewritten at verify time, a function in the shell-setup file, a forcing conftest.py,
 python3/cat wrappers, fake PASSED lines, SIGSTOP on pytest, /logs replaced by a file, 700 forks, plus
 a pytest.ini plugin, a sitecustomize.py and a pre-seeded reward; a pytest.py shadowing the runner; two that spare
-the canary: a plugin that package metadata in the working tree registers, reports forced from a tests/__init__.py; and
+the canary: a plugin that package metadata in the working tree registers, reports forced from a tests/__init__.py;
+a canary-sparing conftest.py followed by 4.5 MB of file names; a 300 MB file, too big to carry in the memory limit; and
 eight that act from inside the change's own code while the tests run: PASSED lines printed at exit, the
 same after a 5 MB flood, the verifier's marker forged into its output, a process left running to rewrite
 the reward, every process killed (test.sh too; the verifier's script where it can) so that no reward is read,
@@ -45,8 +46,10 @@ REWARD_FILE = [
 BY_NAME = ["package_shadow", "pyc_shadow", "runner_rewrite"]
 TEST_INFRA = {
     "conftest_force_pass", "pytest_ini_plugin", "hidden_pytest_ini", "reward_preseeded", "runner_shadow",
-    "package_shadow", "dist_info_plugin", "test_package_init",
+    "package_shadow", "dist_info_plugin", "test_package_init", "names_past_tail",
 }  # fmt: skip
+# the change too big to carry within the task's limits (the image's own tree fits): graded 0, not infra_error
+TOO_LARGE = {"big_file"}
 TEST_INFRA_BY_NAME = {"runner_rewrite"}  # test infrastructure where the test command names the runner
 # the change's own code forging the log from inside the test process (verify/grading.parse_log, runner._split)
 CONFLICTING = {"atexit_passed_lines", "forged_marker", "flood_then_passed"}
@@ -166,12 +169,13 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
         if task in ("honest", "honestinfra") or kind in SUBVERTED:
             assert seen == ("passed" if kind in SUBVERTED else "failed"), task
         assert t["extra"]["verifier"]["isolation"] == ("container" if mode == "container" else "diff")
+        assert (t["exception"] == "ChangeTooLargeError") == (kind in TOO_LARGE), task
     # audit: the signature's share of resolved trials (the honest one that added a conftest.py)
     res = cli("audit", "cheats", "--json")
     assert res.exit_code == 0, res.stderr
     sig = json.loads(res.stdout)["by_signature"]["test_infra_changed"]
     tagged = sum(1 for t in got.values() if "test_infra_changed" in t["extra"]["tags"])
-    assert tagged == 12  # 8 test-infra cheats, the reward-file copy of one, two on the unittest copy, honestinfra
+    assert tagged == 13  # 9 test-infra cheats, the reward-file copy of one, two on the unittest copy, honestinfra
     assert (sig["trials"], sig["resolved"], sig["share_of_resolved"]) == (tagged, 1, round(1 / 3, 4))
     by_signature = json.loads(res.stdout)["by_signature"]
     assert by_signature["conflicting_test_reports"]["trials"] == len(CONFLICTING)

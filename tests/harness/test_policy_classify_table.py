@@ -28,6 +28,8 @@ TABLE: dict[str | None, tuple[bool, tuple[str, str, str, str]]] = {
     "HungWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "RewardFileNotFoundError": (False, INFRA),
     "SandboxLimitError": (False, INFRA),
+    # the agent's tree outgrew the limits when carried, the image's own fit: reward 0 (harness/isolation._outgrown)
+    "ChangeTooLargeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "IsolationError": (False, INFRA),
     "DaemonError": (True, INFRA),
     "ImageBuildError": (True, INFRA),
@@ -61,6 +63,7 @@ def test_still_graded_means_an_early_stop_is_verified() -> None:
     expected = {
         "AgentTimeoutError", "ContextOverflowError", "ContextLengthExceededError", "ContextWindowExceededError",
         "OutputLengthExceededError", "FormatError", "NonZeroAgentExitCodeError", "HungWithChangeError",
+        "ChangeTooLargeError",
     }  # fmt: skip
     assert set(STILL_GRADED) == expected
 

@@ -39,6 +39,7 @@ from trialbook.verify.runner import RewardFileNotFoundError, Verdict, VerifierTi
 PATCH_KEEP = 1_000_000  # bytes of the agent's patch kept with the trial (agent/patch.diff)
 NO_GIT = 96
 APPLY_FAILED = 95
+BASE_DONE = "base-done"  # what the apply script prints once the image's side of the diff is there
 # pytest reads its configuration from the first of these it finds (.pytest.ini since pytest 6, pytest.toml and
 # .pytest.toml since 9: tests/harness/cheats/hidden_pytest_ini.sh), tox from tox.ini, tox.toml, setup.cfg, pyproject;
 # every Python start imports sitecustomize and (outside a venv) usercustomize from its path, which an editable
@@ -72,17 +73,23 @@ RELATIVE = re.compile(r"[\w+-][\w.+-]*(/[\w.+-]+)*")  # a relative path as a wor
 
 
 class IsolationError(SandboxError):
-    """The agent's change could not be carried to the verifier (no workdir, no git in the image)."""
+    """The agent's change could not be carried to the verifier (no workdir, no git in the image). `agent_side`: it
+    failed once the image's side of the diff was done, on the agent's tree."""
 
     kind = "IsolationError"
 
+    def __init__(self, message: str, agent_side: bool = False) -> None:
+        super().__init__(message)
+        self.agent_side = agent_side
+
 
 class LimitHit(Exception):
-    """A box hit its memory or pids limit before the verifier could start in it."""
+    """A box hit its memory or pids limit before the verifier could start in it; `agent_side`: while the harness
+    carried the agent's tree, the image's own side done (then the change outgrew the limits: graded, 0)."""
 
-    def __init__(self, hits: dict[str, int]) -> None:
+    def __init__(self, hits: dict[str, int], agent_side: bool = False) -> None:
         super().__init__(str(hits))
-        self.hits = hits
+        self.hits, self.agent_side = hits, agent_side
 
 
 @dataclass
@@ -214,14 +221,15 @@ def _base_script(stage: str, workdir: str) -> str:
 
 
 def _apply_script(stage: str, tree_stage: str, workdir: str, exclude: list[str], mark: str) -> str:
-    """The agent's tree (in /<tree_stage>/tree) indexed, the paths it changes against the image's tree
-    (NUL-separated), `mark`, then its diff (minus `exclude`) applied to the working tree and printed."""
+    """`mark` + BASE_DONE, the agent's tree (in /<tree_stage>/tree) indexed, the paths it changes against the
+    image's tree (NUL-separated), `mark`, then its diff (minus `exclude`) applied to the working tree and printed."""
     w, s, t = shlex.quote(workdir), f"/{stage}", f"/{tree_stage}"
     kept = " ".join(shlex.quote(p) for p in NOT_CARRIED)
     spec = " ".join([kept, *(shlex.quote(f":(exclude,literal){p}") for p in exclude)])
     return (
         "set -e\n"
         f"read base < {s}/base\n"
+        f"printf '\\n{mark}{BASE_DONE}\\n'\n"
         f"[ -d {t}/tree ] || mkdir -p {t}/tree\n"
         f"cd {t}/tree\n"
         f"export GIT_INDEX_FILE={s}/new.index\n"
@@ -335,11 +343,19 @@ def _named_files(script: str) -> tuple[set[str], set[str]]:
     return named, settings
 
 
-def _harness_exec(box: Sandbox, script: str, timeout: float) -> tuple[int | None, str]:
-    res = box.run_script(script, timeout)
+def _harness_exec(box: Sandbox, script: str, timeout: float, whole: bool = False) -> tuple[int | None, str]:
+    """The script's exit code and output: its tail, or with `whole` all of it (the change's names must not lose
+    their front to a long list: a conftest.py among 45,000 names fell out of the tail and went unseen)."""
+    with tempfile.TemporaryFile() as sink:
+        res = box.run_script(script, timeout, sink if whole else None)
+        if whole:
+            sink.seek(0)
+            output = sink.read().decode("utf-8", "replace")
+        else:
+            output = res.output
     if res.timed_out:
         raise IsolationError(f"carrying the agent's change into {box.name} took over {timeout:g} s")
-    return res.exit_code, res.output
+    return res.exit_code, output
 
 
 def apply_change(box: Sandbox, change: Change, task: TaskSpec, exclude: list[str], timeout: float) -> None:
@@ -358,12 +374,14 @@ def apply_change(box: Sandbox, change: Change, task: TaskSpec, exclude: list[str
         + ("" if stage else _base_script(change.stage, change.workdir))
         + _apply_script(stage or change.stage, change.stage, change.workdir, exclude, mark)
     )
-    code, out = _harness_exec(box, script, 2 * timeout)  # the budget of the two execs it replaces
-    names, marked, patch = out.partition(f"\n{mark}\n")
+    code, out = _harness_exec(box, script, 2 * timeout, whole=True)  # the budget of the two execs it replaces
+    _, based, rest = out.partition(f"\n{mark}{BASE_DONE}\n")
+    names, marked, patch = rest.partition(f"\n{mark}\n")
     if not marked:
-        raise IsolationError(f"could not diff the agent's working tree (exit {code}): {out.strip()[-300:]}")
+        message = f"could not diff the agent's working tree (exit {code}): {out.strip()[-300:]}"
+        raise IsolationError(message, agent_side=bool(based))
     if code != 0:
-        raise IsolationError(f"could not apply the agent's diff (exit {code}): {patch.strip()[-300:]}")
+        raise IsolationError(f"could not apply the agent's diff (exit {code}): {patch.strip()[-300:]}", agent_side=True)
     if not change.files and names:
         change.files = [p for p in names.split("\0") if p]
         change.test_infra = infra_touched(change.files, task)
@@ -408,6 +426,8 @@ def grade(
         try:
             box = open_box(k)
         except LimitHit as hit:
+            if hit.agent_side:
+                return _outgrown(out, task, hit.hits)
             return _limited(out, task, hit.hits, "while the agent's change was applied")
         try:
             before = box.limit_hits()
@@ -432,6 +452,16 @@ def _limited(out: Grading, task: TaskSpec, hits: dict[str, int], when: str) -> G
     out.verdict = None
     out.error = ("SandboxLimitError", f"the sandbox's limits ({limits}) were hit {when}: {what}")
     out.extra["verifier_limit_hits"] = hits
+    return out
+
+
+def _outgrown(out: Grading, task: TaskSpec, hits: dict[str, int]) -> Grading:
+    """The harness's git hit the sandbox's limits on the agent's tree, the image's own tree indexed within them: the
+    change cannot be graded within the task's limits, by the agent's doing (a 300 MB file, say), and counts as
+    failing (ChangeTooLargeError), not as an ungraded infra error that a policy could learn to reach for."""
+    out = _limited(out, task, hits, "while the agent's change was carried (the image's own tree fit)")
+    out.verdict = Verdict(reward=0.0, graded_by="change_too_large", log=out.log)
+    out.error = ("ChangeTooLargeError", out.error[1] if out.error else "")
     return out
 
 

@@ -337,11 +337,11 @@ def _grade_diff(
             try:
                 if exclude is not None:
                     apply_change(vbox, change, task, exclude, task.verifier_timeout)
-            except IsolationError:
+            except IsolationError as exc:
                 hits = vbox.limit_hits()
                 _remove(vbox, state)
-                if hits:  # the task's own limits stopped the harness's git: not the agent's doing
-                    raise LimitHit(hits) from None
+                if hits:  # the task's own limits stopped the harness's git: on the image's tree, not the agent's doing
+                    raise LimitHit(hits, exc.agent_side) from None
                 raise
             except BaseException:
                 _remove(vbox, state)

@@ -225,16 +225,16 @@ class Sandbox:
                 return res
         return self._exec(cmd, start, end, env, workdir, user, sink)
 
-    def run_script(self, script: str, timeout: float) -> ExecResult:
+    def run_script(self, script: str, timeout: float, sink: IO[bytes] | None = None) -> ExecResult:
         """Run the harness's own POSIX-sh `script` as root: in the channel's subshell itself (no process started
-        for the shell), else as `sh -c` through the daemon."""
+        for the shell), else as `sh -c` through the daemon. All of its output goes to `sink` when given."""
         start = time.monotonic()
         end = self._end(start, timeout)
         channel = self._channel_for("root")
-        res = self._run(channel, script, start, end, None) if channel is not None else None
+        res = self._run(channel, script, start, end, sink) if channel is not None else None
         if res is not None:
             return res
-        return self._exec(["sh", "-c", script], start, end, None, None, "root", None)
+        return self._exec(["sh", "-c", script], start, end, None, None, "root", sink)
 
     def _run(self, channel: Channel, text: str, start: float, end: float, sink: IO[bytes] | None) -> ExecResult | None:
         """Shell `text` through the channel; None when another thread's request holds it (then an exec serves)."""
