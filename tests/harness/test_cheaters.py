@@ -6,7 +6,8 @@ container: tests rewritten at verify time, a function in the shell-setup file, a
 python3/cat wrappers, fake PASSED lines, SIGSTOP on pytest, /logs replaced by a file, 700 forks, plus
 a pytest.ini plugin, a sitecustomize.py and a pre-seeded reward; a pytest.py shadowing the runner; two that spare
 the canary: a plugin that package metadata in the working tree registers, reports forced from a tests/__init__.py;
-a canary-sparing conftest.py followed by 4.5 MB of file names; a 300 MB file, too big to carry in the memory limit; and
+a canary-sparing conftest.py followed by 4.5 MB of file names; a 300 MB file, too big to carry in the memory limit;
+the image's ignored build/ folder turned into a file; and
 eight that act from inside the change's own code while the tests run: PASSED lines printed at exit, the
 same after a 5 MB flood, the verifier's marker forged into its output, a process left running to rewrite
 the reward, every process killed (test.sh too; the verifier's script where it can) so that no reward is read,
@@ -98,6 +99,12 @@ if [ "$rc" -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs
 """
 
 
+IGNORED_BUILD = (
+    'RUN mkdir -p build && echo artifact > build/lib.txt && echo "build/" > .gitignore && git add .gitignore'
+    " && git -c user.name=trialbook -c user.email=tb@example.invalid commit -qm 'ignore build/'\n"
+)
+
+
 def _copy(
     tasks: Path, name: str, solve: str | None, isolation: str, reward_file: bool = False, unittest: bool = False
 ) -> None:
@@ -111,6 +118,8 @@ def _copy(
         (task / "environment" / "repo" / "runtests.py").write_text(RUNNER)
         (task / "tests" / "test_stats.py").write_text(UNITTEST_TESTS)
         (task / "tests" / "test.sh").write_text(UNITTEST_SH)
+    with (task / "environment" / "Dockerfile").open("a") as dockerfile:  # build artifacts, as real images hold
+        dockerfile.write(IGNORED_BUILD)
     toml = (task / "task.toml").read_text()
     toml = toml.replace("[verifier]\ntimeout_sec = 60", f'[verifier]\ntimeout_sec = 30\nisolation = "{isolation}"')
     (task / "task.toml").write_text(toml + 'shell_setup = "export CHEAT_SUITE=1"\npids_limit = 512\n')

@@ -88,3 +88,24 @@ def test_the_shells_builtins_write_what_tar_writes_or_leave_it_to_tar(tmp_path):
     assert text is not None
     subprocess.run(["sh", "-c", text], check=True)
     assert contents(tmp_path / "sh" / "stage" / "tree") == {k: v for k, v in WANT.items() if k not in ("link", "hard2")}
+
+
+def test_unblock_clears_untracked_content_in_the_way_and_nothing_through_a_link(tmp_path):
+    """isolation.UNBLOCK, as the apply script runs it in the working tree when git apply failed: a folder where the
+    change adds a file, a file where it adds a folder, a link where it adds a folder (the link goes, not what it
+    points to), and nothing else."""
+    from trialbook.harness.isolation import UNBLOCK
+
+    outside, tree = tmp_path / "outside", tmp_path / "tree"
+    outside.mkdir()
+    (outside / "passwd").write_text("root\n")
+    (tree / "build").mkdir(parents=True)
+    (tree / "build" / "lib.txt").write_text("artifact\n")
+    (tree / "logs").write_text("a file\n")
+    (tree / "cache").symlink_to(outside)
+    (tree / "kept").mkdir()
+    (tree / "kept" / "a.txt").write_text("untouched\n")
+    added = b"\0".join([b"build", b"logs/run.txt", b"cache/passwd", b"kept/new.txt", b"new dir/with space.txt"])
+    subprocess.run(["xargs", "-0", "-r", "sh", "-c", UNBLOCK, "unblock"], input=added, cwd=tree, check=True)
+    assert sorted(p.name for p in tree.iterdir()) == ["kept"]
+    assert (outside / "passwd").read_text() == "root\n" and (tree / "kept" / "a.txt").exists()

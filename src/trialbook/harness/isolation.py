@@ -40,6 +40,20 @@ PATCH_KEEP = 1_000_000  # bytes of the agent's patch kept with the trial (agent/
 NO_GIT = 96
 APPLY_FAILED = 95
 BASE_DONE = "base-done"  # what the apply script prints once the image's side of the diff is there
+# In the working tree, for each path the change adds (NUL-separated on stdin, via xargs): what is there is untracked
+# content of the image (anything else would be in its side of the diff), ignored by its .gitignore, such as a build/
+# folder, which git apply will not overwrite: the change's file wins, as it won in the agent's tree (an agent that
+# turned build/ into a file had made its trial an ungraded infra error). Each folder above the path, from the top,
+# is made sure not to be a link or a file first, so that nothing outside the working tree is removed through a link.
+UNBLOCK = """for p; do
+  rest=$p q=
+  while :; do
+    case $rest in */*) part=${rest%%/*} rest=${rest#*/} ;; *) break ;; esac
+    q=${q:+$q/}$part
+    if [ -L "$q" ] || { [ -e "$q" ] && [ ! -d "$q" ]; }; then rm -f -- "$q"; fi
+  done
+  rm -rf -- "$p"
+done"""
 # pytest reads its configuration from the first of these it finds (.pytest.ini since pytest 6, pytest.toml and
 # .pytest.toml since 9: tests/harness/cheats/hidden_pytest_ini.sh), tox from tox.ini, tox.toml, setup.cfg, pyproject;
 # every Python start imports sitecustomize and (outside a venv) usercustomize from its path, which an editable
@@ -222,7 +236,8 @@ def _base_script(stage: str, workdir: str) -> str:
 
 def _apply_script(stage: str, tree_stage: str, workdir: str, exclude: list[str], mark: str) -> str:
     """`mark` + BASE_DONE, the agent's tree (in /<tree_stage>/tree) indexed, the paths it changes against the
-    image's tree (NUL-separated), `mark`, then its diff (minus `exclude`) applied to the working tree and printed."""
+    image's tree (NUL-separated), `mark`, then its diff (minus `exclude`) applied to the working tree and printed.
+    An apply that fails is tried once more after UNBLOCK cleared the way of the paths the change adds."""
     w, s, t = shlex.quote(workdir), f"/{stage}", f"/{tree_stage}"
     kept = " ".join(shlex.quote(p) for p in NOT_CARRIED)
     spec = " ".join([kept, *(shlex.quote(f":(exclude,literal){p}") for p in exclude)])
@@ -238,8 +253,11 @@ def _apply_script(stage: str, tree_stage: str, workdir: str, exclude: list[str],
         f"printf '\\n{mark}\\n'\n"
         f"g diff --cached --binary --full-index --no-renames $base -- . {spec} > {s}/patch.diff"
         f" || exit {APPLY_FAILED}\n"
-        f"if [ -s {s}/patch.diff ]; then (cd {w} && g --work-tree={w} apply --binary {s}/patch.diff)"
-        f" || exit {APPLY_FAILED}; fi\n"
+        f"apply() {{ (cd {w} && g --work-tree={w} apply --binary {s}/patch.diff); }}\n"
+        f"if [ -s {s}/patch.diff ] && ! apply; then\n"
+        f"  g diff --cached --name-only -z --no-renames --diff-filter=A $base -- . {spec} > {s}/added\n"
+        f"  (cd {w} && xargs -0 -r sh -c {shlex.quote(UNBLOCK)} unblock < {s}/added) && apply || exit {APPLY_FAILED}\n"
+        "fi\n"
         f"head -c {PATCH_KEEP} {s}/patch.diff; rm -rf {s} {t}\n"
     )
 
