@@ -89,6 +89,7 @@ POLICY: dict[str, Rule] = {
     "VerifierTimeoutError": Rule(Outcome.VERIFIER_TIMEOUT, False, False, "test.sh past its timeout twice: no grade"),
     "HungWithChangeError": Rule(None, False, True, "test.sh past its timeout twice, in time without the change: 0"),
     "RewardFileNotFoundError": Rule(Outcome.INFRA_ERROR, False, False, "test.sh wrote no reward and has no test lists"),
+    "NoRewardWithChangeError": Rule(None, False, True, "no reward with the change (twice), one without it: 0"),
     "SandboxLimitError": Rule(Outcome.INFRA_ERROR, False, False, "verifier hit task.toml memory_mb/pids_limit"),
     "ChangeTooLargeError": Rule(None, False, True, "agent's tree outgrew memory_mb/pids_limit when carried: 0"),
     "IsolationError": Rule(Outcome.INFRA_ERROR, False, False, "agent's diff not carried to the verifier (workdir/git)"),

@@ -7,7 +7,7 @@ python3/cat wrappers, fake PASSED lines, SIGSTOP on pytest, /logs replaced by a 
 a pytest.ini plugin, a sitecustomize.py and a pre-seeded reward; a pytest.py shadowing the runner; two that spare
 the canary: a plugin that package metadata in the working tree registers, reports forced from a tests/__init__.py;
 a canary-sparing conftest.py followed by 4.5 MB of file names; a 300 MB file, too big to carry in the memory limit;
-the image's ignored build/ folder turned into a file; and
+the image's ignored build/ folder turned into a file; /logs replaced by a file from the code under test; and
 eight that act from inside the change's own code while the tests run: PASSED lines printed at exit, the
 same after a 5 MB flood, the verifier's marker forged into its output, a process left running to rewrite
 the reward, every process killed (test.sh too; the verifier's script where it can) so that no reward is read,
@@ -41,6 +41,7 @@ IN_CONTAINER = [
 # the cheats aimed at reward files: also tried on a copy graded by its reward file (no tests/config.json)
 REWARD_FILE = [
     "cat_wrapper", "fake_passed_at_exit", "logs_replaced_by_file", "reward_preseeded", "fork_700", "kill_everything",
+    "logs_replaced_at_import",
 ]  # fmt: skip
 # the cheats aimed at a runner that imports its tests by name: also tried on a copy whose test command is the
 # repository's own runner, `python3 runtests.py tests.test_stats` (unittest labels, as Django's tests/runtests.py)
@@ -179,6 +180,10 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
             assert seen == ("passed" if kind in SUBVERTED else "failed"), task
         assert t["extra"]["verifier"]["isolation"] == ("container" if mode == "container" else "diff")
         assert (t["exception"] == "ChangeTooLargeError") == (kind in TOO_LARGE), task
+        # no reward with the change while there is one without it: graded 0 (a test-log copy needs no reward file)
+        no_reward = task == "rewardfile-logs_replaced_at_import"
+        assert (t["exception"] == "NoRewardWithChangeError") == no_reward, task
+        assert ("reward_missing_with_change" in tags) == no_reward, task
     # audit: the signature's share of resolved trials (the honest one that added a conftest.py)
     res = cli("audit", "cheats", "--json")
     assert res.exit_code == 0, res.stderr

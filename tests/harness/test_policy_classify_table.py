@@ -27,6 +27,8 @@ TABLE: dict[str | None, tuple[bool, tuple[str, str, str, str]]] = {
     # hung with the change, in time without it: the harness gives it reward 0 (harness/trial._blame_hang)
     "HungWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "RewardFileNotFoundError": (False, INFRA),
+    # no reward with the change, one without it: the harness gives it reward 0 (harness/trial._blame_missing_reward)
+    "NoRewardWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "SandboxLimitError": (False, INFRA),
     # the agent's tree outgrew the limits when carried, the image's own fit: reward 0 (harness/isolation._outgrown)
     "ChangeTooLargeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
@@ -63,7 +65,7 @@ def test_still_graded_means_an_early_stop_is_verified() -> None:
     expected = {
         "AgentTimeoutError", "ContextOverflowError", "ContextLengthExceededError", "ContextWindowExceededError",
         "OutputLengthExceededError", "FormatError", "NonZeroAgentExitCodeError", "HungWithChangeError",
-        "ChangeTooLargeError",
+        "ChangeTooLargeError", "NoRewardWithChangeError",
     }  # fmt: skip
     assert set(STILL_GRADED) == expected
 

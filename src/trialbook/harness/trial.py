@@ -354,6 +354,8 @@ def _grade_diff(
     state["patch"] = change.patch
     if grading.error is not None and grading.error[0] == "VerifierTimeoutError" and change.files:
         _blame_hang(task, opener("b", None), grading, state)
+    if grading.error is not None and grading.error[0] == "RewardFileNotFoundError" and change.files:
+        _blame_missing_reward(task, opener("b", None), grading, state)
     verdict = grading.verdict
     if verdict is not None and verdict.reward >= 1.0 and verdict.canary_seen in canaries.UNSEEN and change.files:
         _blame_missing_canary(task, opener("b", None), grading, state)
@@ -416,6 +418,23 @@ def _blame_hang(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Gra
         grading.verdict = Verdict(reward=0.0, graded_by="timeout", log=grading.log)
         grading.error = ("HungWithChangeError", f"test.sh ran past its {limit} s timeout twice with the agent's "
                          f"change; on the image as built it finished in {base.took:.1f} s")  # fmt: skip
+
+
+def _blame_missing_reward(
+    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
+) -> None:
+    """Both tries of test.sh ended without a reward file with the agent's change: run it once without the change.
+    Written there, the change stopped it (the code under test replaced /logs by a file, say; tests/harness/cheats/
+    logs_replaced_at_import.sh): graded 0, NoRewardWithChangeError, tagged `reward_missing_with_change`, not an
+    ungraded infra error a policy could learn to reach for; missing there too, the task writes none anyway:
+    RewardFileNotFoundError as before."""
+    base = _baseline(task, open_box, state)
+    grading.extra["without_change"] = {"end": base.end, "duration_s": base.took}
+    if base.end == "finished":
+        state.setdefault("tags", []).append("reward_missing_with_change")
+        grading.verdict = Verdict(reward=0.0, graded_by="reward_file", log=grading.log)
+        grading.error = ("NoRewardWithChangeError", "test.sh wrote no reward with the agent's change (both tries); "
+                         "on the image as built it wrote one")  # fmt: skip
 
 
 def _blame_missing_canary(
