@@ -92,6 +92,7 @@ POLICY: dict[str, Rule] = {
     "NoRewardWithChangeError": Rule(None, False, True, "no reward with the change (twice), one without it: 0"),
     "SandboxLimitError": Rule(Outcome.INFRA_ERROR, False, False, "verifier hit task.toml memory_mb/pids_limit"),
     "ChangeTooLargeError": Rule(None, False, True, "agent's tree outgrew memory_mb/pids_limit when carried: 0"),
+    "LimitsHitWithChangeError": Rule(None, False, True, "tests outgrew memory_mb/pids_limit with the change only: 0"),
     "IsolationError": Rule(Outcome.INFRA_ERROR, False, False, "agent's diff not carried to the verifier (workdir/git)"),
     "DaemonError": Rule(Outcome.INFRA_ERROR, True, False, "Docker daemon/API error"),
     "ImageBuildError": Rule(Outcome.INFRA_ERROR, True, False, "task image missing or its build failed"),

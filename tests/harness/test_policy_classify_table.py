@@ -32,6 +32,8 @@ TABLE: dict[str | None, tuple[bool, tuple[str, str, str, str]]] = {
     "SandboxLimitError": (False, INFRA),
     # the agent's tree outgrew the limits when carried, the image's own fit: reward 0 (harness/isolation._outgrown)
     "ChangeTooLargeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
+    # the tests hit the limits with the change, not without it: reward 0 (harness/trial._blame_limits)
+    "LimitsHitWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "IsolationError": (False, INFRA),
     "DaemonError": (True, INFRA),
     "ImageBuildError": (True, INFRA),
@@ -65,7 +67,7 @@ def test_still_graded_means_an_early_stop_is_verified() -> None:
     expected = {
         "AgentTimeoutError", "ContextOverflowError", "ContextLengthExceededError", "ContextWindowExceededError",
         "OutputLengthExceededError", "FormatError", "NonZeroAgentExitCodeError", "HungWithChangeError",
-        "ChangeTooLargeError", "NoRewardWithChangeError",
+        "ChangeTooLargeError", "NoRewardWithChangeError", "LimitsHitWithChangeError",
     }  # fmt: skip
     assert set(STILL_GRADED) == expected
 

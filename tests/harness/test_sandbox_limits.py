@@ -1,5 +1,7 @@
 """The sandbox's own limits are not the agent's failure: a verifier that hits the task's memory_mb or
-pids_limit ends infra_error (SandboxLimitError, with the counts), never a graded `unresolved`."""
+pids_limit, as it does on the image as built too, ends infra_error (SandboxLimitError, with the counts), never a
+graded `unresolved` (within them without the change, the change is to blame: tests/harness/cheats/
+memory_hog_at_import.sh)."""
 
 from __future__ import annotations
 
@@ -34,3 +36,8 @@ def test_oom_and_pids_limit_are_infra_errors(engine, tmp_path, cli, db):
     assert got["pids"]["exception"] == "SandboxLimitError"
     assert "pids limit hits" in got["pids"]["exception_message"]
     assert "verifier_limit_hits" in got["pids"]["extra"]["verifier"]
+    # the tests hit the memory limit: asked once without the change, they hit it there too (the task's limits are too
+    # tight for its own tests); the harness's git hit the pids limit on the image's own tree: nothing to ask
+    assert got["oom"]["extra"]["verifier"]["without_change"]["end"] == "SandboxLimitError"
+    assert "while the agent's change was applied" in got["pids"]["exception_message"]
+    assert "without_change" not in got["pids"]["extra"]["verifier"]

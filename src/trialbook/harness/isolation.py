@@ -458,7 +458,9 @@ def grade(
         finally:
             close_box(box)
         if hits:
-            return _limited(out, task, hits, "while the verifier ran")
+            out = _limited(out, task, hits, "while the verifier ran")
+            out.extra["limits_hit_in_tests"] = True  # not while the change was carried (harness/trial._blame_limits)
+            return out
         if out.verdict is not None:
             return out
     return out

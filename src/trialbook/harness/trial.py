@@ -356,6 +356,8 @@ def _grade_diff(
         _blame_hang(task, opener("b", None), grading, state)
     if grading.error is not None and grading.error[0] == "RewardFileNotFoundError" and change.files:
         _blame_missing_reward(task, opener("b", None), grading, state)
+    if grading.error is not None and grading.extra.get("limits_hit_in_tests") and change.files:
+        _blame_limits(task, opener("b", None), grading, state)
     verdict = grading.verdict
     if verdict is not None and verdict.reward >= 1.0 and verdict.canary_seen in canaries.UNSEEN and change.files:
         _blame_missing_canary(task, opener("b", None), grading, state)
@@ -435,6 +437,22 @@ def _blame_missing_reward(
         grading.verdict = Verdict(reward=0.0, graded_by="reward_file", log=grading.log)
         grading.error = ("NoRewardWithChangeError", "test.sh wrote no reward with the agent's change (both tries); "
                          "on the image as built it wrote one")  # fmt: skip
+
+
+def _blame_limits(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]) -> None:
+    """The tests hit the sandbox's memory or pids limit with the agent's change: run them once without it. Within the
+    limits there, the change made the tests outgrow them (code under test allocating, forking; cheats/
+    memory_hog_at_import.sh): graded 0, LimitsHitWithChangeError, tagged `limits_hit_with_change`, as a test killed
+    for memory fails in swebench's harness; hit there too, the task's limits are too tight for its own tests:
+    SandboxLimitError, ungraded, as before."""
+    base = _baseline(task, open_box, state)
+    grading.extra["without_change"] = {"end": base.end, "duration_s": base.took}
+    if base.end == "finished":
+        state.setdefault("tags", []).append("limits_hit_with_change")
+        grading.verdict = Verdict(reward=0.0, graded_by="limits", log=grading.log)
+        message = grading.error[1] if grading.error else "the sandbox's limits were hit"
+        grading.error = ("LimitsHitWithChangeError", f"{message} with the agent's change; on the image as built the "
+                         "tests ran within them")  # fmt: skip
 
 
 def _blame_missing_canary(
