@@ -8,7 +8,7 @@ a pytest.ini plugin, a sitecustomize.py and a pre-seeded reward; a pytest.py sha
 the canary: a plugin that package metadata in the working tree registers, reports forced from a tests/__init__.py;
 a canary-sparing conftest.py followed by 4.5 MB of file names; a 300 MB file, too big to carry in the memory limit;
 the image's ignored build/ folder turned into a file; /logs replaced by a file from the code under test, 4 GB
-allocated by it; and
+allocated by it, the rest of the running test.sh rewritten by it; and
 eight that act from inside the change's own code while the tests run: PASSED lines printed at exit, the
 same after a 5 MB flood, the verifier's marker forged into its output, a process left running to rewrite
 the reward, every process killed (test.sh too; the verifier's script where it can) so that no reward is read,
@@ -42,7 +42,7 @@ IN_CONTAINER = [
 # the cheats aimed at reward files: also tried on a copy graded by its reward file (no tests/config.json)
 REWARD_FILE = [
     "cat_wrapper", "fake_passed_at_exit", "logs_replaced_by_file", "reward_preseeded", "fork_700", "kill_everything",
-    "logs_replaced_at_import", "memory_hog_at_import",
+    "logs_replaced_at_import", "memory_hog_at_import", "test_sh_rewritten",
 ]  # fmt: skip
 # the cheats aimed at a runner that imports its tests by name: also tried on a copy whose test command is the
 # repository's own runner, `python3 runtests.py tests.test_stats` (unittest labels, as Django's tests/runtests.py)

@@ -147,7 +147,9 @@ def _script(stage: str, mark: str, unpack: str | None = None) -> str:
         f"for p in {TESTS_DIR} {LOG_DIR}; do {{ [ -e $p ] || [ -L $p ]; }} && rm -rf $p; done\n"
         "{ [ -e /logs ] || [ -L /logs ]; } && { [ ! -d /logs ] || [ -L /logs ]; } && rm -rf /logs\n"
         f"{staged} || {{ echo 'trialbook: could not stage the tests' >&2; exit 97; }}\n"
-        f"bash {TESTS_DIR}/test.sh\nrc=$?\n"
+        # sourced: bash reads all of it before it runs a line (a script it reads as it runs, and the code under
+        # test could rewrite what test.sh does after the tests: tests/harness/cheats/test_sh_rewritten.sh)
+        f"bash -c '. \"$0\"' {TESTS_DIR}/test.sh\nrc=$?\n"
         "left=0\n"
         "for p in /proc/[0-9]*; do\n"
         '  p=${p#/proc/}; [ "$p" = 1 ] || [ "$p" = "$$" ] && continue\n'
