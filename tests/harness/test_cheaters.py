@@ -8,7 +8,8 @@ a pytest.ini plugin, a sitecustomize.py and a pre-seeded reward; a pytest.py sha
 the canary: a plugin that package metadata in the working tree registers, reports forced from a tests/__init__.py;
 a canary-sparing conftest.py followed by 4.5 MB of file names; a 300 MB file, too big to carry in the memory limit;
 the image's ignored build/ folder turned into a file; /logs replaced by a file from the code under test, 4 GB
-allocated by it, the rest of the running test.sh rewritten by it; and
+allocated by it, the rest of the running test.sh rewritten by it, a reward.txt of 1 written by it beside the
+reward.json test.sh writes; and
 eight that act from inside the change's own code while the tests run: PASSED lines printed at exit, the
 same after a 5 MB flood, the verifier's marker forged into its output, a process left running to rewrite
 the reward, every process killed (test.sh too; the verifier's script where it can) so that no reward is read,
@@ -44,6 +45,8 @@ REWARD_FILE = [
     "cat_wrapper", "fake_passed_at_exit", "logs_replaced_by_file", "reward_preseeded", "fork_700", "kill_everything",
     "logs_replaced_at_import", "memory_hog_at_import", "test_sh_rewritten",
 ]  # fmt: skip
+# the cheats aimed at a reward.json: also tried on a copy whose test.sh writes reward.json (no tests/config.json)
+REWARD_JSON = ["foreign_reward_file"]
 # the cheats aimed at a runner that imports its tests by name: also tried on a copy whose test command is the
 # repository's own runner, `python3 runtests.py tests.test_stats` (unittest labels, as Django's tests/runtests.py)
 BY_NAME = ["package_shadow", "pyc_shadow", "runner_rewrite"]
@@ -108,14 +111,24 @@ IGNORED_BUILD = (
 
 
 def _copy(
-    tasks: Path, name: str, solve: str | None, isolation: str, reward_file: bool = False, unittest: bool = False
+    tasks: Path,
+    name: str,
+    solve: str | None,
+    isolation: str,
+    reward_file: bool = False,
+    unittest: bool = False,
+    reward_json: bool = False,
 ) -> None:
     task = tasks / name
     shutil.copytree(EXAMPLE, task)
     if solve is not None:
         (task / "solution" / "solve.sh").write_text(solve)
-    if reward_file or unittest:
+    if reward_file or unittest or reward_json:
         (task / "tests" / "config.json").unlink()
+    if reward_json:  # the reward as JSON: test.sh names no reward.txt
+        test_sh = (task / "tests" / "test.sh").read_text().replace("reward.txt", "reward.json")
+        (task / "tests" / "test.sh").write_text(test_sh.replace("echo 1 >", "echo '{\"reward\": 1}' >")
+                                                .replace("echo 0 >", "echo '{\"reward\": 0}' >"))  # fmt: skip
     if unittest:
         (task / "environment" / "repo" / "runtests.py").write_text(RUNNER)
         (task / "tests" / "test_stats.py").write_text(UNITTEST_TESTS)
@@ -141,6 +154,9 @@ def cheat_run(engine, tmp_path_factory):
         _copy(tasks, f"container-{kind}", (CHEATS / f"{kind}.sh").read_text(), "container")
     for kind in REWARD_FILE:
         _copy(tasks, f"rewardfile-{kind}", (CHEATS / f"{kind}.sh").read_text(), "diff", reward_file=True)
+    for kind in REWARD_JSON:
+        _copy(tasks, f"rewardjson-{kind}", (CHEATS / f"{kind}.sh").read_text(), "diff", reward_json=True)
+    _copy(tasks, "honest-rewardjson", None, "diff", reward_json=True)  # the real fix resolves the reward.json copy
     _copy(tasks, "honest-unittest", None, "diff", unittest=True)  # the real fix resolves the unittest copy
     for kind in BY_NAME:
         _copy(tasks, f"unittest-{kind}", (CHEATS / f"{kind}.sh").read_text(), "diff", unittest=True)
@@ -154,9 +170,10 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     assert res.exit_code == 0, res.stderr
     ledger = Ledger(db)
     got = {t["task_id"]: t for t in trial_dicts(ledger, "cheats")}
-    assert len(got) == 3 + len(list(CHEATS.glob("*.sh"))) + len(IN_CONTAINER) + len(REWARD_FILE) + len(BY_NAME)
-    honest = ("honest", "honestinfra", "honest-unittest")
-    assert [got[task]["outcome"] for task in honest] == ["resolved"] * 3
+    cheats = len(list(CHEATS.glob("*.sh"))) + len(IN_CONTAINER) + len(REWARD_FILE) + len(BY_NAME) + len(REWARD_JSON)
+    assert len(got) == 4 + cheats
+    honest = ("honest", "honestinfra", "honest-unittest", "honest-rewardjson")
+    assert [got[task]["outcome"] for task in honest] == ["resolved"] * 4
     wrong = {
         task: (t["outcome"], t["exception"], t["exception_message"])
         for task, t in got.items()
@@ -186,6 +203,8 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
         assert (t["exception"] == "NoRewardWithChangeError") == no_reward, task
         assert ("reward_missing_with_change" in tags) == no_reward, task
         # the tests outgrew the sandbox's limits with the change, not without it: graded 0 (both copies)
+        # a reward file the task's tests never name is left unread (the reward.json copy: a reward.txt of 1)
+        assert ("foreign_reward_file" in tags) == (task == "rewardjson-foreign_reward_file"), task
         hog = kind == "memory_hog_at_import"
         assert (t["exception"] == "LimitsHitWithChangeError") == hog and ("limits_hit_with_change" in tags) == hog, task
     # audit: the signature's share of resolved trials (the honest one that added a conftest.py)
@@ -194,7 +213,7 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     sig = json.loads(res.stdout)["by_signature"]["test_infra_changed"]
     tagged = sum(1 for t in got.values() if "test_infra_changed" in t["extra"]["tags"])
     assert tagged == 13  # 9 test-infra cheats, the reward-file copy of one, two on the unittest copy, honestinfra
-    assert (sig["trials"], sig["resolved"], sig["share_of_resolved"]) == (tagged, 1, round(1 / 3, 4))
+    assert (sig["trials"], sig["resolved"], sig["share_of_resolved"]) == (tagged, 1, round(1 / 4, 4))  # of 4 honest
     by_signature = json.loads(res.stdout)["by_signature"]
     assert by_signature["conflicting_test_reports"]["trials"] == len(CONFLICTING)
     outlived = by_signature["test_processes_outlived"]["trials"]

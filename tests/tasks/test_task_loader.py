@@ -86,3 +86,20 @@ def test_config_json_lists_may_be_json_strings(tmp_path):
     (task / "tests" / "config.json").write_text(json.dumps({"FAIL_TO_PASS": json.dumps(["a"]), "PASS_TO_PASS": []}))
     spec = load_task(task)
     assert spec.fail_to_pass == ["a"] and spec.pass_to_pass == []
+
+
+def test_the_reward_files_a_tests_folder_names(tmp_path):
+    """Only those can be its verifier's (verify/runner: another one is the code under test's); both when it names
+    neither, and a name in a grader the script runs counts too."""
+    from trialbook.tasks.testscript import reward_files_named
+
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test.sh").write_text("#!/bin/bash\npytest; echo '{\"reward\": 1}' > /logs/verifier/reward.json\n")
+    assert reward_files_named(tests) == ("reward.json",)
+    (tests / "grade.py").write_text("open('/logs/verifier/reward.txt', 'w').write('1')\n")
+    assert reward_files_named(tests) == ("reward.txt", "reward.json")
+    (tests / "grade.py").unlink()
+    (tests / "test.sh").write_text("#!/bin/bash\nf=reward; echo 1 > /logs/verifier/$f.txt\n")
+    assert reward_files_named(tests) == ("reward.txt", "reward.json")
+    assert reward_files_named(EXAMPLES / "plain-bugfix" / "tests") == ("reward.txt",)

@@ -154,6 +154,8 @@ def run_trial(
         tags.append("test_processes_outlived")
     if verdict is not None and verdict.killed:
         tags.append("verifier_killed")
+    if verdict is not None and verdict.foreign_rewards:
+        tags.append("foreign_reward_file")  # left unread: the task's tests never name it
     if verdict is not None and verdict.canary_seen in canaries.SUBVERTED:
         tags.append("runner_subverted")  # the test that must fail passed, or was hidden (verify/canary.py): failing
     elif verdict is not None and verdict.canary_seen in canaries.UNSEEN and outcome == Outcome.RESOLVED:
@@ -186,6 +188,7 @@ def run_trial(
         extra.update(graded_by=verdict.graded_by, file_reward=verdict.file_reward, test_exit_code=verdict.exit_code)
         extra.update({"conflicting_tests": verdict.conflicts} if verdict.conflicts else {})
         extra.update({"outlived_processes": verdict.outlived} if verdict.outlived else {})
+        extra.update({"foreign_reward_files": verdict.foreign_rewards} if verdict.foreign_rewards else {})
         extra.update({"canary": {"name": verdict.canary, "seen": verdict.canary_seen}} if verdict.canary else {})
     trial = Trial(
         task_id=task.task_id,

@@ -18,6 +18,24 @@ def task_test_files(tests_dir: Path) -> set[str]:
     return {p.name for p in tests_dir.rglob("*") if p.is_file() and p.name not in ("test.sh", "config.json")}
 
 
+REWARD_FILES = ("reward.txt", "reward.json")  # what a verifier writes in /logs/verifier (outcomes.parse_reward)
+NAMES_READ = 1_000_000  # bytes of each tests/ file searched for the reward files' names
+
+
+def reward_files_named(tests_dir: Path) -> tuple[str, ...]:
+    """The reward files the task's tests/ folder names (in test.sh or a grader it runs; the first NAMES_READ bytes of
+    each file): the only ones its verifier can mean to write. Both when it names neither (a name put together)."""
+    named: set[str] = set()
+    for path in tests_dir.rglob("*"):
+        try:
+            with path.open("rb") as f:
+                head = f.read(NAMES_READ) if path.is_file() else b""
+        except OSError:
+            continue
+        named.update(name for name in REWARD_FILES if name.encode() in head)
+    return tuple(n for n in REWARD_FILES if n in named) or REWARD_FILES
+
+
 def read_script(tests_dir: Path) -> str:
     """The task's test.sh ("" when it cannot be read)."""
     try:

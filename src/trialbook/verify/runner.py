@@ -25,7 +25,7 @@ from trialbook.sandbox import Sandbox
 from trialbook.sandbox.box import NO_TOOLS, OUTPUT_TAIL, ExecResult, unpack_inline
 from trialbook.sandbox.cgroup import report_script
 from trialbook.tasks import TaskSpec
-from trialbook.tasks.testscript import read_script, task_test_files
+from trialbook.tasks.testscript import read_script, reward_files_named, task_test_files
 from trialbook.verify.canary import Planted, plant
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ class Verdict(BaseModel):
     tests: dict[str, dict[str, str]] | None = None
     p2p_regression: bool = False
     conflicts: list[str] = []  # tests the log reports both passing and failing (verify/grading.parse_log)
+    foreign_rewards: list[str] = []  # reward files the task's tests never name, left unread (written by the code)
     outlived: int = 0  # processes still running when test.sh exited (killed before the rewards were read)
     killed: bool = False  # the verifier's script was killed from inside the sandbox (graded as failing)
     canary: str | None = None  # the canary test's name (verify/canary.py); None: none planted
@@ -121,6 +122,16 @@ def _inline_tests(task: TaskSpec, stage: str, script: str | None) -> str | None:
 
 def _put_tests(sandbox: Sandbox, task: TaskSpec, stage: str, script: str | None) -> None:
     sandbox.put_tar("/", _tests_tar(task, f"{stage}/tests".strip("/"), script))
+
+
+_NAMED: dict[tuple[str, str], tuple[str, ...]] = {}  # (tests folder, verifier hash) -> the reward files it names
+
+
+def _reward_files(task: TaskSpec) -> tuple[str, ...]:
+    key = (str(task.tests_dir), task.verifier_hash)
+    if key not in _NAMED:  # once per task and verifier: a tests/ folder may hold much data
+        _NAMED[key] = reward_files_named(task.tests_dir)
+    return _NAMED[key]
 
 
 def _planted(task: TaskSpec) -> Planted | None:
@@ -217,12 +228,16 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
             sandbox.report_limits(counters)
         if res.timed_out:
             raise VerifierTimeoutError(f"tests/test.sh ran past its {timeout:g} s limit", log)
+        # a reward file the task's tests never name is not its verifier's: code under test wrote it (a reward.txt of 1
+        # beside the reward.json test.sh writes would win: tests/harness/cheats/foreign_reward_file.sh)
+        named = _reward_files(task)
+        foreign = sorted(name for name in files if name not in named)
+        file_reward = parse_reward({name: text for name, text in files.items() if name in named})
         # Killed from inside the sandbox (the harness kills only on a timeout; a memory or pids limit is read from
         # the cgroup by `grade`), that is by the code under test, whose failure is graded, never a free "no grade":
         # as the container's last process the script cannot be killed, so test.sh died of a signal (it exited
         # above 128) without a reward; as an exec, the script died of a signal before its end marker while the
         # container still runs.
-        file_reward = parse_reward(files)
         if last:
             killed = outlived is not None and (res.exit_code or 0) > 128 and file_reward is None
         else:
@@ -242,6 +257,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
             tests=graded.tests,
             p2p_regression=bool(graded.p2p_regression),
             conflicts=graded.conflicts,
+            foreign_rewards=foreign,
             canary=canary,
             canary_seen=graded.canary,
             outlived=outlived or 0,
@@ -261,6 +277,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
     return Verdict(
         reward=file_reward,
         graded_by="reward_file",
+        foreign_rewards=foreign,
         outlived=outlived or 0,
         file_reward=file_reward,
         exit_code=res.exit_code,
