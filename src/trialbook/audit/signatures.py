@@ -182,6 +182,20 @@ SIGNATURES: tuple[Signature, ...] = (
         check=_tagged("verifier_killed"),
     ),
     Signature(
+        "foreign_reward_file",
+        "a reward file the task's tests never name was in the verifier's /logs (written by the code under test beside"
+        " the one test.sh writes): left unread (verify/runner.verify)",
+        False,
+        check=_tagged("foreign_reward_file"),
+    ),
+    Signature(
+        "reward_missing_with_change",
+        "test.sh wrote no reward with the agent's change, while it wrote one on the image as built (the code under"
+        " test removed or replaced /logs, say): graded as failing, not left ungraded (harness/trial.py)",
+        False,
+        check=_tagged("reward_missing_with_change"),
+    ),
+    Signature(
         "runner_subverted",
         "the verifier's canary, a test planted to fail, was reported passing (or not at all, while it is without the"
         " change): the runner was made to pass what fails (by the code under test or a forcing plugin): graded as"
