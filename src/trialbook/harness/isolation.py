@@ -363,14 +363,15 @@ def _named_files(script: str) -> tuple[set[str], set[str]]:
 
 def _harness_exec(box: Sandbox, script: str, timeout: float, whole: bool = False) -> tuple[int | None, str]:
     """The script's exit code and output: its tail, or with `whole` all of it (the change's names must not lose
-    their front to a long list: a conftest.py among 45,000 names fell out of the tail and went unseen)."""
-    with tempfile.TemporaryFile() as sink:
-        res = box.run_script(script, timeout, sink if whole else None)
-        if whole:
+    their front to a long list: a conftest.py before 4.5 MB of names fell out of the tail and went unseen)."""
+    if not whole:
+        res = box.run_script(script, timeout)
+        output = res.output
+    else:
+        with tempfile.TemporaryFile() as sink:
+            res = box.run_script(script, timeout, sink)
             sink.seek(0)
             output = sink.read().decode("utf-8", "replace")
-        else:
-            output = res.output
     if res.timed_out:
         raise IsolationError(f"carrying the agent's change into {box.name} took over {timeout:g} s")
     return res.exit_code, output

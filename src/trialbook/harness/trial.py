@@ -428,34 +428,43 @@ def _blame_hang(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Gra
 def _blame_missing_reward(
     task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
 ) -> None:
-    """Both tries of test.sh ended without a reward file with the agent's change: run it once without the change.
-    Written there, the change stopped it (the code under test replaced /logs by a file, say; tests/harness/cheats/
-    logs_replaced_at_import.sh): graded 0, NoRewardWithChangeError, tagged `reward_missing_with_change`, not an
-    ungraded infra error a policy could learn to reach for; missing there too, the task writes none anyway:
-    RewardFileNotFoundError as before."""
-    base = _baseline(task, open_box, state)
-    grading.extra["without_change"] = {"end": base.end, "duration_s": base.took}
-    if base.end == "finished":
-        state.setdefault("tags", []).append("reward_missing_with_change")
-        grading.verdict = Verdict(reward=0.0, graded_by="reward_file", log=grading.log)
-        grading.error = ("NoRewardWithChangeError", "test.sh wrote no reward with the agent's change (both tries); "
-                         "on the image as built it wrote one")  # fmt: skip
+    """Both tries of test.sh ended without a reward file with the agent's change. Written without the change, the
+    change stopped it (the code under test replaced /logs by a file, say; tests/harness/cheats/
+    logs_replaced_at_import.sh): NoRewardWithChangeError; missing there too, the task writes none anyway."""
+    _charge_the_change(task, open_box, grading, state, "reward_missing_with_change", "reward_file", (
+        "NoRewardWithChangeError", "test.sh wrote no reward with the agent's change (both tries); on the image as "
+        "built it wrote one"))  # fmt: skip
 
 
 def _blame_limits(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]) -> None:
-    """The tests hit the sandbox's memory or pids limit with the agent's change: run them once without it. Within the
-    limits there, the change made the tests outgrow them (code under test allocating, forking; cheats/
-    memory_hog_at_import.sh): graded 0, LimitsHitWithChangeError, tagged `limits_hit_with_change`, as a test killed
-    for memory fails in swebench's harness; hit there too, the task's limits are too tight for its own tests:
-    SandboxLimitError, ungraded, as before."""
+    """The tests hit the sandbox's memory or pids limit with the agent's change. Within them without the change, the
+    change made the tests outgrow them (code under test allocating, forking; tests/harness/cheats/
+    memory_hog_at_import.sh): LimitsHitWithChangeError, as a test killed for memory fails in swebench's harness; hit
+    there too, the task's limits are too tight for its own tests: SandboxLimitError, ungraded."""
+    message = grading.error[1] if grading.error else "the sandbox's limits were hit"
+    _charge_the_change(task, open_box, grading, state, "limits_hit_with_change", "limits", (
+        "LimitsHitWithChangeError", f"{message} with the agent's change; on the image as built the tests ran within "
+        "them"))  # fmt: skip
+
+
+def _charge_the_change(
+    task: TaskSpec,
+    open_box: Callable[[int], Sandbox],
+    grading: Grading,
+    state: dict[str, Any],
+    tag: str,
+    graded_by: str,
+    error: tuple[str, str],
+) -> None:
+    """A failure that would leave the trial ungraded: the verifier once without the change (the task's baseline).
+    Finished there, the failure is the change's: graded 0 with `error`, tagged `tag`, not an ungraded infra error a
+    policy could learn to reach for; any other end there, the failure stands as it was."""
     base = _baseline(task, open_box, state)
     grading.extra["without_change"] = {"end": base.end, "duration_s": base.took}
     if base.end == "finished":
-        state.setdefault("tags", []).append("limits_hit_with_change")
-        grading.verdict = Verdict(reward=0.0, graded_by="limits", log=grading.log)
-        message = grading.error[1] if grading.error else "the sandbox's limits were hit"
-        grading.error = ("LimitsHitWithChangeError", f"{message} with the agent's change; on the image as built the "
-                         "tests ran within them")  # fmt: skip
+        state.setdefault("tags", []).append(tag)
+        grading.verdict = Verdict(reward=0.0, graded_by=graded_by, log=grading.log)
+        grading.error = error
 
 
 def _blame_missing_canary(
