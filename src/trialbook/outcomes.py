@@ -176,6 +176,9 @@ def pick_reward(rewards: dict[str, object] | None) -> float | None:
     return None
 
 
+REWARD_FILES = ("reward.txt", "reward.json")  # what a verifier writes in /logs/verifier, read in this order
+
+
 def parse_reward(files: dict[str, str]) -> float | None:
     """The verifier's reward files: reward.txt (a number) wins over reward.json (`reward`, or its only key)."""
     text = files.get("reward.txt", "").strip()

@@ -467,11 +467,13 @@ def grade(
     return out
 
 
-def _limited(out: Grading, task: TaskSpec, hits: dict[str, int], when: str) -> Grading:
+def _limited(
+    out: Grading, task: TaskSpec, hits: dict[str, int], when: str, error: str = "SandboxLimitError"
+) -> Grading:
     what = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in sorted(hits.items()))
     limits = f"memory_mb = {task.memory_mb}, pids_limit = {task.pids_limit}"
     out.verdict = None
-    out.error = ("SandboxLimitError", f"the sandbox's limits ({limits}) were hit {when}: {what}")
+    out.error = (error, f"the sandbox's limits ({limits}) were hit {when}: {what}")
     out.extra["verifier_limit_hits"] = hits
     return out
 
@@ -480,9 +482,9 @@ def _outgrown(out: Grading, task: TaskSpec, hits: dict[str, int]) -> Grading:
     """The harness's git hit the sandbox's limits on the agent's tree, the image's own tree indexed within them: the
     change cannot be graded within the task's limits, by the agent's doing (a 300 MB file, say), and counts as
     failing (ChangeTooLargeError), not as an ungraded infra error that a policy could learn to reach for."""
-    out = _limited(out, task, hits, "while the agent's change was carried (the image's own tree fit)")
+    when = "while the agent's change was carried (the image's own tree fit)"
+    out = _limited(out, task, hits, when, "ChangeTooLargeError")
     out.verdict = Verdict(reward=0.0, graded_by="change_too_large", log=out.log)
-    out.error = ("ChangeTooLargeError", out.error[1] if out.error else "")
     return out
 
 

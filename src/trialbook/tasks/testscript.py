@@ -9,6 +9,8 @@ import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
+from trialbook.outcomes import REWARD_FILES
+
 HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
 PATCHED = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.MULTILINE)
 
@@ -18,7 +20,6 @@ def task_test_files(tests_dir: Path) -> set[str]:
     return {p.name for p in tests_dir.rglob("*") if p.is_file() and p.name not in ("test.sh", "config.json")}
 
 
-REWARD_FILES = ("reward.txt", "reward.json")  # what a verifier writes in /logs/verifier (outcomes.parse_reward)
 NAMES_READ = 1_000_000  # bytes of each tests/ file searched for the reward files' names
 
 
@@ -27,9 +28,11 @@ def reward_files_named(tests_dir: Path) -> tuple[str, ...]:
     each file): the only ones its verifier can mean to write. Both when it names neither (a name put together)."""
     named: set[str] = set()
     for path in tests_dir.rglob("*"):
+        if not path.is_file():
+            continue
         try:
             with path.open("rb") as f:
-                head = f.read(NAMES_READ) if path.is_file() else b""
+                head = f.read(NAMES_READ)
         except OSError:
             continue
         named.update(name for name in REWARD_FILES if name.encode() in head)

@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from trialbook.outcomes import parse_reward
+from trialbook.outcomes import REWARD_FILES, parse_reward
 from trialbook.sandbox import Sandbox
 from trialbook.sandbox.box import NO_TOOLS, OUTPUT_TAIL, ExecResult, unpack_inline
 from trialbook.sandbox.cgroup import report_script
@@ -169,7 +169,7 @@ def _script(stage: str, mark: str, unpack: str | None = None) -> str:
         "done\n"
         '[ "$left" -gt 0 ] && kill -9 -1 2>/dev/null\n'
         f"printf '\\n{mark}end %s\\n' $left\n"
-        f"for f in reward.txt reward.json; do\n"
+        f"for f in {' '.join(REWARD_FILES)}; do\n"
         f"  [ -f {LOG_DIR}/$f ] && {{ printf '\\n{mark}%s\\n' $f; cat {LOG_DIR}/$f; }}\n"
         "done\n"
         f"printf '\\n{mark}{CGROUP}\\n'\n" + report_script() + "exit $rc\n"
