@@ -25,6 +25,7 @@ import shlex
 import sys
 import tarfile
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -95,6 +96,23 @@ class IsolationError(SandboxError):
     def __init__(self, message: str, agent_side: bool = False) -> None:
         super().__init__(message)
         self.agent_side = agent_side
+
+
+class CarryTimeout(IsolationError):
+    """The harness's carry of the agent's change ran past `budget` seconds; `agent_side` as for IsolationError."""
+
+    def __init__(self, message: str, output: str, budget: float) -> None:
+        super().__init__(message)
+        self.output, self.budget = output, budget
+
+
+class CarryOutgrown(Exception):
+    """The agent's change outgrew what the task's sandbox can carry (its limits, or its time while the image's own
+    tree is carried in a fraction of it): graded 0 as ChangeTooLargeError (grade, _too_large)."""
+
+    def __init__(self, message: str, extra: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.extra = extra or {}
 
 
 class LimitHit(Exception):
@@ -274,6 +292,18 @@ def base_preparer(workdir: str, timeout: float) -> Callable[[Sandbox], str | Non
     return prepare
 
 
+def index_image_tree(box: Sandbox, workdir: str, timeout: float) -> float | None:
+    """Seconds the harness's git takes to index the image's own working tree in `box` (the image's side of any
+    carry); None when it did not within `timeout` or failed."""
+    stage = _stage()
+    t = time.monotonic()
+    try:
+        code, _ = _harness_exec(box, _git(stage, workdir) + _base_script(stage, workdir), timeout)
+    except CarryTimeout:
+        return None
+    return round(time.monotonic() - t, 3) if code == 0 else None
+
+
 def infra_touched(paths: list[str], task: TaskSpec) -> list[str]:
     """The paths of a change that touch test infrastructure: the runner's configuration (TEST_CONFIG_FILES), the
     task's test files, a working-tree file the test script names or runs (Django's `tests/runtests.py` and its
@@ -373,7 +403,7 @@ def _harness_exec(box: Sandbox, script: str, timeout: float, whole: bool = False
             sink.seek(0)
             output = sink.read().decode("utf-8", "replace")
     if res.timed_out:
-        raise IsolationError(f"carrying the agent's change into {box.name} took over {timeout:g} s")
+        raise CarryTimeout(f"carrying the agent's change into {box.name} took over {timeout:g} s", output, timeout)
     return res.exit_code, output
 
 
@@ -393,7 +423,11 @@ def apply_change(box: Sandbox, change: Change, task: TaskSpec, exclude: list[str
         + ("" if stage else _base_script(change.stage, change.workdir))
         + _apply_script(stage or change.stage, change.stage, change.workdir, exclude, mark)
     )
-    code, out = _harness_exec(box, script, 2 * timeout, whole=True)  # the budget of the two execs it replaces
+    try:
+        code, out = _harness_exec(box, script, 2 * timeout, whole=True)  # the budget of the two execs it replaces
+    except CarryTimeout as exc:
+        exc.agent_side = f"\n{mark}{BASE_DONE}\n" in exc.output
+        raise
     _, based, rest = out.partition(f"\n{mark}{BASE_DONE}\n")
     names, marked, patch = rest.partition(f"\n{mark}\n")
     if not marked:
@@ -444,6 +478,9 @@ def grade(
         out.tries = k + 1
         try:
             box = open_box(k)
+        except CarryOutgrown as exc:
+            out.extra.update(exc.extra)
+            return _too_large(out, str(exc))
         except LimitHit as hit:
             if hit.agent_side:
                 return _outgrown(out, task, hit.hits)
@@ -484,6 +521,11 @@ def _outgrown(out: Grading, task: TaskSpec, hits: dict[str, int]) -> Grading:
     failing (ChangeTooLargeError), not as an ungraded infra error that a policy could learn to reach for."""
     when = "while the agent's change was carried (the image's own tree fit)"
     out = _limited(out, task, hits, when, "ChangeTooLargeError")
+    return _too_large(out, out.error[1] if out.error else when)
+
+
+def _too_large(out: Grading, message: str) -> Grading:
+    out.error = ("ChangeTooLargeError", message)
     out.verdict = Verdict(reward=0.0, graded_by="change_too_large", log=out.log)
     return out
 

@@ -18,6 +18,8 @@ from typing import Any
 
 from trialbook.agents.base import Agent, AgentResult, AgentStopped
 from trialbook.harness.isolation import (
+    CarryOutgrown,
+    CarryTimeout,
     Change,
     Grading,
     IsolationError,
@@ -26,6 +28,7 @@ from trialbook.harness.isolation import (
     base_preparer,
     capture,
     grade,
+    index_image_tree,
     restore_container,
     workdir_of,
 )
@@ -345,6 +348,8 @@ def _grade_diff(
                 _remove(vbox, state)
                 if hits:  # the task's own limits stopped the harness's git: on the image's tree, not the agent's doing
                     raise LimitHit(hits, exc.agent_side) from None
+                if isinstance(exc, CarryTimeout) and exc.agent_side:
+                    _blame_slow_carry(exc, lambda: start(f"{name}-i", prepare), change.workdir, state)
                 raise
             except BaseException:
                 _remove(vbox, state)
@@ -376,6 +381,34 @@ def _grade_diff(
             grading.verdict = grading.verdict.model_copy(update={"reward": reward or 0.0, "tests": None})
             grading.extra["control"]["log_tail"] = control.log[-2000:]
     return grading
+
+
+CARRY_MARGIN = 10  # a carry that times out is the change's doing when the image's own tree takes <= 1/10 of its time
+# Per process, keyed by (image id, working tree): seconds the harness's git took to index the image's own tree
+# (None: not within a carry's time), measured once, in a fresh container, the first time a carry timed out
+_IMAGE_TREE_S: dict[tuple[str, str], float | None] = {}
+_IMAGE_TREE_LOCK = threading.Lock()
+
+
+def _blame_slow_carry(exc: CarryTimeout, open_box: Callable[[], Sandbox], workdir: str, state: dict[str, Any]) -> None:
+    """Carrying the agent's change ran past its time once the image's side was done. When the harness indexes the
+    image's own tree in a tenth of that time (or less), the agent's tree is what took it (300,000 files, say:
+    tests/harness/test_carry_timeout.py): CarryOutgrown, graded 0 as ChangeTooLargeError, not an ungraded infra error
+    a policy could learn to reach for; otherwise the IsolationError stands (the sandbox is too slow for the image's own
+    tree), its message saying so."""
+    key = (state["image"][1], workdir)
+    with _IMAGE_TREE_LOCK:
+        if key not in _IMAGE_TREE_S:
+            box = open_box()
+            try:
+                _IMAGE_TREE_S[key] = index_image_tree(box, workdir, exc.budget)
+            finally:
+                _remove(box, state)
+    took = _IMAGE_TREE_S[key]
+    if took is not None and took * CARRY_MARGIN <= exc.budget:
+        raise CarryOutgrown(f"{exc}; the image's own tree took {took:.2f} s", {"image_tree_index_s": took}) from None
+    own = "did not finish in that time either" if took is None else f"took {took:.2f} s of it"
+    raise IsolationError(f"{exc}; the image's own tree {own} (not the change's doing)") from None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,106 @@
+"""A carry that runs past its time: the agent's doing when the image's own tree carries in a tenth of it.
+
+An agent that floods its working tree with files makes carrying its change to the verifier run past its time
+(2 x the verifier's timeout). Left an ungraded IsolationError, that would be a free exit from a failure that a policy
+could learn (300,000 files took 3 minutes and ended `infra_error`); now it is graded 0 as ChangeTooLargeError. The
+same timeout with an image whose own tree takes more than a tenth of the carry's time (the sandbox too slow for the
+task) is not charged to the change: an IsolationError, ungraded, as before, its message saying why.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledgerdicts import trial_dicts
+from trialbook.harness import trial
+from trialbook.harness.isolation import CarryOutgrown, CarryTimeout, IsolationError
+from trialbook.ledger.store import Ledger
+from trialbook.sandbox import DockerEngine, Sandbox
+from trialbook.sandbox.docker import LABEL_RUN
+
+pytestmark = pytest.mark.docker
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "plain-bugfix"
+# no fix; 40,000 files in the working tree, written by the agent
+FLOOD = """#!/bin/bash
+python3 - <<'PY'
+import os
+for d in range(40):
+    os.makedirs(f"/testbed/flood/d{d}")
+    for i in range(1000):
+        with open(f"/testbed/flood/d{d}/f{i}", "w") as f:
+            f.write(str(i))
+PY
+"""
+# an image whose own tree is 40,000 files (untracked, not ignored: the harness's git indexes every one of them)
+BIG_IMAGE = """FROM trialbook-base:bookworm
+WORKDIR /testbed
+RUN python3 -c "import os; [os.makedirs(f'/testbed/data/d{d}') for d in range(40)]; \\
+[open(f'/testbed/data/d{d}/f{i}', 'w').write(str(i)) for d in range(40) for i in range(1000)]"
+"""
+SMALL_IMAGE = "FROM trialbook-base:bookworm\nWORKDIR /testbed\nRUN git init -q && echo x > a.txt\n"
+
+
+def _copy(tasks: Path, name: str, solve: str) -> None:
+    task = tasks / name
+    shutil.copytree(EXAMPLE, task)
+    (task / "solution" / "solve.sh").write_text(solve)
+    toml = (task / "task.toml").read_text()
+    (task / "task.toml").write_text(toml.replace("[verifier]\ntimeout_sec = 60", "[verifier]\ntimeout_sec = 2"))
+
+
+def test_a_flood_of_files_is_graded_0_not_an_infra_error(engine, tmp_path, cli, db):
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    _copy(tasks, "flood", FLOOD)
+    res = cli("run", str(tasks), "--agent", "oracle", "--run", "carry", "--runs-dir", str(tmp_path / "runs"))
+    assert res.exit_code == 0, res.stderr
+    (flood,) = trial_dicts(Ledger(db), "carry")
+    assert (flood["outcome"], flood["reward"], flood["exception"]) == ("unresolved", 0.0, "ChangeTooLargeError")
+    assert "took over 4 s; the image's own tree took" in flood["exception_message"]
+    assert 0 <= flood["extra"]["verifier"]["image_tree_index_s"] <= 0.4
+
+
+@pytest.fixture()
+def tb(engine):
+    eng = DockerEngine()
+    run = f"carry-{secrets.token_hex(3)}"
+    yield eng, run
+    eng.clean(run, images=True)
+
+
+def _blame(tb: tuple[DockerEngine, str], tmp_path: Path, dockerfile: str, budget: float) -> Exception:
+    """_blame_slow_carry on a carry of `budget` s that timed out, with real fresh containers of the image."""
+    eng, run = tb
+    context = tmp_path / secrets.token_hex(3)
+    context.mkdir()
+    (context / "Dockerfile").write_text(dockerfile)
+    image = eng.ensure_image("carry", None, context, secrets.token_hex(6), run, False)
+    state: dict[str, Any] = {"image": image}
+
+    def open_box() -> Sandbox:
+        return eng.start(image[0], f"tb-{run}-{secrets.token_hex(3)}", {LABEL_RUN: run}, 1.0, 512, 256, False)
+
+    timeout = CarryTimeout(f"carrying the agent's change into x took over {budget:g} s", "", budget)
+    trial._IMAGE_TREE_S.clear()
+    with pytest.raises((CarryOutgrown, IsolationError)) as caught:
+        trial._blame_slow_carry(timeout, open_box, "/testbed", state)
+    assert eng.containers(run) == [] and "cleanup_error" not in state
+    return caught.value
+
+
+def test_a_carry_timeout_is_charged_only_when_the_image_tree_is_quick(tb, tmp_path):
+    quick = _blame(tb, tmp_path, SMALL_IMAGE, 4.0)
+    assert isinstance(quick, CarryOutgrown) and quick.extra["image_tree_index_s"] <= 0.4
+    # the image's own 40,000 files take more than a tenth of the carry's time: the sandbox's slowness, not the change's
+    slow = _blame(tb, tmp_path, BIG_IMAGE, 4.0)
+    assert type(slow) is IsolationError and "of it (not the change's doing)" in str(slow)
+    took = float(str(slow).split("the image's own tree took ")[1].split(" s")[0])
+    assert took > 0.4
+    never = _blame(tb, tmp_path, BIG_IMAGE, 0.3)
+    assert type(never) is IsolationError and "did not finish in that time either" in str(never)
