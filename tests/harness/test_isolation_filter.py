@@ -10,7 +10,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from trialbook.harness.isolation import _filter
+from trialbook.harness.isolation import PATH_MAX, _filter
 from trialbook.sandbox.box import write_inline
 
 
@@ -109,3 +109,43 @@ def test_unblock_clears_untracked_content_in_the_way_and_nothing_through_a_link(
     subprocess.run(["xargs", "-0", "-r", "sh", "-c", UNBLOCK, "unblock"], input=added, cwd=tree, check=True)
     assert sorted(p.name for p in tree.iterdir()) == ["kept"]
     assert (outside / "passwd").read_text() == "root\n" and (tree / "kept" / "a.txt").exists()
+
+
+def test_a_path_longer_than_path_max_is_not_carried(tmp_path):
+    room = PATH_MAX - len("/stage/tree/") - 1  # the longest name below the tree the verifier's container can write
+    fits, past = "/".join(["d" * 200] * 21)[:room], "/".join(["e" * 200] * 21)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name in (f"testbed/{fits}", f"testbed/{past}", "testbed/ok.py"):
+            info = tarfile.TarInfo(name)
+            info.size = 2
+            tar.addfile(info, io.BytesIO(b"x\n"))
+    with tempfile.TemporaryFile() as raw, tempfile.TemporaryFile() as tree:
+        raw.write(buf.getvalue())
+        assert _filter(raw, tree, "stage") == 1
+        tree.seek(0)
+        with tarfile.open(fileobj=tree) as tar:
+            names = [m.name.removeprefix("stage/tree/") for m in tar if m.isfile()]
+    assert names == [fits, "ok.py"] and len(f"/stage/tree/{fits}".encode()) == PATH_MAX - 1
+
+
+def test_no_header_of_the_agents_archive_is_copied(tmp_path):
+    """A pax `path` header takes priority over the name: the re-packed member must be where its name says."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        info = tarfile.TarInfo("testbed/notes.txt")
+        info.pax_headers = {"path": "testbed/conftest.py", "SCHILY.xattr.user.x": "y"}
+        info.size, info.uid, info.uname = 2, 1234, "agent"
+        tar.addfile(info, io.BytesIO(b"x\n"))
+    with tempfile.TemporaryFile() as raw, tempfile.TemporaryFile() as tree:
+        raw.write(buf.getvalue())
+        _filter(raw, tree, "stage")
+        tree.seek(0)
+        data = tree.read()
+    res = subprocess.run(["tar", "-x", "-C", str(tmp_path)], input=data, capture_output=True)
+    assert res.returncode == 0, res.stderr
+    assert contents(tmp_path) == {"stage/tree/conftest.py": "x\n"}  # where the agent's own tar had put it
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        assert [(m.name, m.pax_headers, m.uid, m.uname) for m in tar if m.isfile()] == [
+            ("stage/tree/conftest.py", {}, 0, "")
+        ]

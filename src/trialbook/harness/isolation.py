@@ -84,6 +84,10 @@ METADATA_SUFFIXES = (".dist-info", ".egg-info")
 TEST_FOLDER = re.compile(r"tests|.+_tests?")
 ROOT_TEST_FOLDERS = ("test", "testing")
 SETTINGS = ("--settings=", "DJANGO_SETTINGS_MODULE=")  # the settings module a Django runner imports
+# the longest path a system call takes (Linux PATH_MAX, with its NUL): a longer one in the agent's tree, made folder by
+# folder, cannot be written in the verifier's container (the daemon's copy failed, an ungraded infra error) and is
+# not carried (tests/harness/cheats/path_past_path_max.sh)
+PATH_MAX = 4096
 RELATIVE = re.compile(r"[\w+-][\w.+-]*(/[\w.+-]+)*")  # a relative path as a word of a command (no `=`, `$`, glob)
 
 
@@ -134,6 +138,7 @@ class Change:
     files: list[str] = field(default_factory=list)
     test_infra: list[str] = field(default_factory=list)
     patch: str = ""
+    too_long: int = 0  # paths of the agent's tree longer than PATH_MAX allows in the verifier: not carried
 
 
 def _stage() -> str:
@@ -159,8 +164,7 @@ def capture(box: Sandbox, workdir: str) -> Change:
     with tempfile.TemporaryFile() as raw:
         if box.snapshot(workdir, raw):
             try:
-                _filter(raw, tree, stage)
-                return Change(workdir, tree, stage=stage)
+                return Change(workdir, tree, stage=stage, too_long=_filter(raw, tree, stage))
             except IsolationError:  # the container's own tar wrote no archive: ask the daemon
                 pass
         for f in (raw, tree):  # whatever a failed snapshot left
@@ -168,18 +172,21 @@ def capture(box: Sandbox, workdir: str) -> Change:
             f.truncate()
         box.kill()
         box.export(workdir, raw)
-        _filter(raw, tree, stage)
-    return Change(workdir, tree, stage=stage)
+        too_long = _filter(raw, tree, stage)
+    return Change(workdir, tree, stage=stage, too_long=too_long)
 
 
-def _filter(raw: IO[bytes], tree: IO[bytes], stage: str) -> None:
+def _filter(raw: IO[bytes], tree: IO[bytes], stage: str) -> int:
     """Re-pack the agent's tree (a tar whose top folder is the working tree) below `<stage>/tree` as an archive
     that extracts without an error: only files, folders and links, nothing outside the tree, no `.git`, each
     name once (the first), nothing below a file or a link of the archive (an extraction could follow a link out
     of the tree, and cannot write below a file), no file where a folder was, hard links only to files it keeps
-    (a folder's entry after what it holds is dropped too: only its mode is lost). The archive is the agent's to
-    shape (the container's own tar wrote it, or its files did), and one that could not be applied would leave
-    the trial ungraded, its failure uncounted (tests/harness/cheats/tar_conflicts.sh)."""
+    (a folder's entry after what it holds is dropped too: only its mode is lost), no path too long to write (PATH_MAX;
+    how many were dropped is returned), each member's header written afresh (_fresh). The archive is the agent's to
+    shape (the container's own tar wrote it, or its files did), and one that could not be applied would leave the
+    trial ungraded, its failure uncounted (tests/harness/cheats/tar_conflicts.sh)."""
+    too_long = 0
+    room = PATH_MAX - len(f"/{stage}/tree/".encode()) - 1
     try:
         raw.seek(0)
         kept: set[str] = set()  # names written, and the folders they imply
@@ -195,6 +202,9 @@ def _filter(raw: IO[bytes], tree: IO[bytes], stage: str) -> None:
                     continue
                 if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
                     continue
+                if len(rest.encode("utf-8", "surrogateescape")) > room:
+                    too_long += 1
+                    continue
                 parents = ["/".join(rest.split("/")[:i]) for i in range(1, rest.count("/") + 1)]
                 if rest in kept or any(p in leaves for p in parents):
                     continue
@@ -206,12 +216,28 @@ def _filter(raw: IO[bytes], tree: IO[bytes], stage: str) -> None:
                     leaves.add(rest)
                 if member.isfile() or member.islnk():
                     files.add(rest)
-                member.name = f"{stage}/tree/{rest}" if rest else f"{stage}/tree"
-                if member.islnk():
-                    member.linkname = f"{stage}/tree/{target}"
-                dst.addfile(member, src.extractfile(member) if member.isfile() else None)
+                fresh = _fresh(member, f"{stage}/tree/{rest}".rstrip("/"), f"{stage}/tree/{target}")
+                dst.addfile(fresh, src.extractfile(member) if member.isfile() else None)
     except (tarfile.TarError, EOFError) as exc:
         raise IsolationError(f"the agent's working tree could not be read: {exc}") from None
+    return too_long
+
+
+def _fresh(member: tarfile.TarInfo, name: str, link_target: str) -> tarfile.TarInfo:
+    """A new header for a kept member: its type, mode, size and time, nothing else of the agent's archive (a pax
+    `path` header takes priority over the name when written, so a member re-packed with only its name changed was
+    extracted where the agent named it, straight into the verifier's tree: tests/harness/cheats/pax_path_header.sh)."""
+    out = tarfile.TarInfo(name)
+    out.mode, out.mtime = member.mode & 0o7777, member.mtime
+    if member.isfile():
+        out.type, out.size = tarfile.REGTYPE, member.size
+    elif member.isdir():
+        out.type = tarfile.DIRTYPE
+    elif member.issym():
+        out.type, out.linkname = tarfile.SYMTYPE, member.linkname
+    else:
+        out.type, out.linkname = tarfile.LNKTYPE, link_target
+    return out
 
 
 def _below_top(name: str) -> str | None:

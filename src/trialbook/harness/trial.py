@@ -360,6 +360,8 @@ def _grade_diff(
 
     grading = grade(task, opener("v", []), lambda b: _remove(b, state))
     state["patch"] = change.patch
+    if change.too_long:
+        grading.extra["paths_too_long"] = change.too_long
     if grading.error is not None and grading.error[0] == "VerifierTimeoutError" and change.files:
         _blame_hang(task, opener("b", None), grading, state)
     if grading.error is not None and grading.error[0] == "RewardFileNotFoundError" and change.files:
