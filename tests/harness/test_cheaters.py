@@ -8,7 +8,8 @@ a pytest.ini plugin, a sitecustomize.py and a pre-seeded reward; a pytest.py sha
 the canary: a plugin that package metadata in the working tree registers, reports forced from a tests/__init__.py;
 a canary-sparing conftest.py followed by 4.5 MB of file names; a 300 MB file, too big to carry in the memory limit;
 the image's ignored build/ folder turned into a file; a path longer than PATH_MAX; a `tar` of the agent's own whose
-archive names a conftest.py in a pax header; /logs replaced by a file from the code under test, 4 GB
+archive names a conftest.py in a pax header; a .gitattributes asking for an encoding the files do not have; a nested
+repository without a commit; /logs replaced by a file from the code under test, 4 GB
 allocated by it, the rest of the running test.sh rewritten by it, a reward.txt of 1 written by it beside the
 reward.json test.sh writes; and
 eight that act from inside the change's own code while the tests run: PASSED lines printed at exit, the
@@ -72,6 +73,8 @@ SUBVERTED = {"runner_noop", "report_forced", "conftest_force_pass", "pytest_ini_
 # pytest.py that replaces the runner with PASSED lines (a second catch)
 HIDDEN = {"forged_then_exit", "runner_shadow"}
 HONEST_INFRA = "\necho '# a harmless conftest.py next to a real fix' > /testbed/conftest.py\n"
+# a real fix next to a repository without a commit (a test fixture, say): its files are carried, not its .git
+HONEST_NESTED = "\nmkdir -p /testbed/fixture && cd /testbed/fixture && git init -q && echo data > data.txt\n"
 UNITTEST_TESTS = """import unittest
 
 from stats import mean, median
@@ -149,6 +152,7 @@ def cheat_run(engine, tmp_path_factory):
     _copy(tasks, "honest", None, "diff")  # the real fix still resolves
     # a real fix that also adds a conftest.py: tagged, graded as usual and resolved
     _copy(tasks, "honestinfra", (EXAMPLE / "solution" / "solve.sh").read_text() + HONEST_INFRA, "diff")
+    _copy(tasks, "honest-nested", (EXAMPLE / "solution" / "solve.sh").read_text() + HONEST_NESTED, "diff")
     for script in sorted(CHEATS.glob("*.sh")):
         _copy(tasks, f"diff-{script.stem}", script.read_text(), "diff")
     for kind in IN_CONTAINER:
@@ -172,9 +176,9 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     ledger = Ledger(db)
     got = {t["task_id"]: t for t in trial_dicts(ledger, "cheats")}
     cheats = len(list(CHEATS.glob("*.sh"))) + len(IN_CONTAINER) + len(REWARD_FILE) + len(BY_NAME) + len(REWARD_JSON)
-    assert len(got) == 4 + cheats
-    honest = ("honest", "honestinfra", "honest-unittest", "honest-rewardjson")
-    assert [got[task]["outcome"] for task in honest] == ["resolved"] * 4
+    assert len(got) == 5 + cheats
+    honest = ("honest", "honestinfra", "honest-unittest", "honest-rewardjson", "honest-nested")
+    assert [got[task]["outcome"] for task in honest] == ["resolved"] * 5
     wrong = {
         task: (t["outcome"], t["exception"], t["exception_message"])
         for task, t in got.items()
@@ -216,7 +220,7 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     sig = json.loads(res.stdout)["by_signature"]["test_infra_changed"]
     tagged = sum(1 for t in got.values() if "test_infra_changed" in t["extra"]["tags"])
     assert tagged == 14  # 10 test-infra cheats, the reward-file copy of one, two on the unittest copy, honestinfra
-    assert (sig["trials"], sig["resolved"], sig["share_of_resolved"]) == (tagged, 1, round(1 / 4, 4))  # of 4 honest
+    assert (sig["trials"], sig["resolved"], sig["share_of_resolved"]) == (tagged, 1, round(1 / 5, 4))  # of 5 honest
     by_signature = json.loads(res.stdout)["by_signature"]
     assert by_signature["conflicting_test_reports"]["trials"] == len(CONFLICTING)
     outlived = by_signature["test_processes_outlived"]["trials"]

@@ -38,6 +38,8 @@ def forged() -> bytes:
         add("testbed/hard", tarfile.LNKTYPE, "testbed/nothing")  # a hard link to nothing
         add("testbed/hard2", tarfile.LNKTYPE, "testbed/real.py")  # a hard link to a kept file
         add("testbed/.git/config")
+        add("testbed/sub/.git/HEAD", data=b"ref: refs/heads/main\n")  # a nested repository: its files, not its .git
+        add("testbed/sub/f")
     return buf.getvalue()
 
 
@@ -57,7 +59,9 @@ def contents(root: Path) -> dict[str, str]:
     }
 
 
-WANT = {"real.py": "fixed\n", "plain": "x\n", "deep/er/file": "x\n", "link": "-> /etc", "hard2": "fixed\n"}
+WANT = {
+    "real.py": "fixed\n", "plain": "x\n", "deep/er/file": "x\n", "link": "-> /etc", "hard2": "fixed\n", "sub/f": "x\n",
+}  # fmt: skip
 
 
 def test_a_forged_archive_repacks_to_one_that_tar_extracts_without_an_error(tmp_path):

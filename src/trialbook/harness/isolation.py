@@ -84,6 +84,10 @@ METADATA_SUFFIXES = (".dist-info", ".egg-info")
 TEST_FOLDER = re.compile(r"tests|.+_tests?")
 ROOT_TEST_FOLDERS = ("test", "testing")
 SETTINGS = ("--settings=", "DJANGO_SETTINGS_MODULE=")  # the settings module a Django runner imports
+# the harness's git carries bytes: no conversion a .gitattributes of the agent's tree (or the image's) could ask for,
+# such as a working-tree-encoding its files do not have, on which `git add` fails (an ungraded infra error, that
+# would be a free exit from a failure: tests/harness/cheats/gitattributes_encoding.sh)
+NO_CONVERSION = "* -text -filter -ident -working-tree-encoding !eol"
 # the longest path a system call takes (Linux PATH_MAX, with its NUL): a longer one in the agent's tree, made folder by
 # folder, cannot be written in the verifier's container (the daemon's copy failed, an ungraded infra error) and is
 # not carried (tests/harness/cheats/path_past_path_max.sh)
@@ -178,7 +182,8 @@ def capture(box: Sandbox, workdir: str) -> Change:
 
 def _filter(raw: IO[bytes], tree: IO[bytes], stage: str) -> int:
     """Re-pack the agent's tree (a tar whose top folder is the working tree) below `<stage>/tree` as an archive
-    that extracts without an error: only files, folders and links, nothing outside the tree, no `.git`, each
+    that extracts without an error: only files, folders and links, nothing outside the tree, no `.git` (the top one,
+    nor a nested repository's, on which the harness's git would fail or see a gitlink: its files are carried), each
     name once (the first), nothing below a file or a link of the archive (an extraction could follow a link out
     of the tree, and cannot write below a file), no file where a folder was, hard links only to files it keeps
     (a folder's entry after what it holds is dropped too: only its mode is lost), no path too long to write (PATH_MAX;
@@ -198,7 +203,7 @@ def _filter(raw: IO[bytes], tree: IO[bytes], stage: str) -> int:
             dst.addfile(top)
             for member in src:
                 rest = _below_top(member.name)
-                if rest is None or rest == ".git" or rest.startswith(".git/") or (rest == "" and not member.isdir()):
+                if rest is None or ".git" in rest.split("/") or (rest == "" and not member.isdir()):
                     continue
                 if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
                     continue
@@ -265,12 +270,14 @@ def _base_script(stage: str, workdir: str) -> str:
     The image's side of the diff: a warm verifier container computes it before a trial needs it
     (base_preparer), a cold one as the first part of apply_change's exec. The git dir is the least git
     accepts (HEAD, objects, refs: one mkdir, where `git init` writes ~20 files, ~8 ms), borrowing the
-    image repository's objects when there is one."""
+    image repository's objects when there is one. Its info/attributes, which take priority over every
+    .gitattributes of the tree, turn off git's content conversions (NO_CONVERSION)."""
     w, s = shlex.quote(workdir), f"/{stage}"
     return (
         "set -e\n"
-        f"mkdir -p -m 700 {s} {s}/git {s}/git/objects {s}/git/objects/info {s}/git/refs\n"
+        f"mkdir -p -m 700 {s} {s}/git {s}/git/objects {s}/git/objects/info {s}/git/refs {s}/git/info\n"
         f"echo 'ref: refs/heads/trialbook' > {s}/git/HEAD\n"
+        f"echo {shlex.quote(NO_CONVERSION)} > {s}/git/info/attributes\n"
         f"if [ -d {w}/.git/objects ]; then echo {w}/.git/objects > {s}/git/objects/info/alternates; fi\n"
         f"cd {w}\n"
         f"GIT_INDEX_FILE={s}/base.index g --work-tree={w} add -A . >/dev/null\n"
