@@ -9,9 +9,10 @@ the canary: a plugin that package metadata in the working tree registers, report
 a canary-sparing conftest.py followed by 4.5 MB of file names; a 300 MB file, too big to carry in the memory limit;
 the image's ignored build/ folder turned into a file; a path longer than PATH_MAX; a `tar` of the agent's own whose
 archive names a conftest.py in a pax header; a .gitattributes asking for an encoding the files do not have; a nested
-repository without a commit; /logs replaced by a file from the code under test, 4 GB
-allocated by it, the rest of the running test.sh rewritten by it, a reward.txt of 1 written by it beside the
-reward.json test.sh writes; and
+repository without a commit, names git refuses (`.GIT`, `.git.`, `GIT~1`, a `.gitmodules` link); a git warning
+provoked before the list of changed paths; /logs replaced by a file from the code under test, 4 GB allocated by it,
+the rest of the running test.sh rewritten by it, a reward.txt of 1 written by it beside the reward.json test.sh
+writes; and
 eight that act from inside the change's own code while the tests run: PASSED lines printed at exit, the
 same after a 5 MB flood, the verifier's marker forged into its output, a process left running to rewrite
 the reward, every process killed (test.sh too; the verifier's script where it can) so that no reward is read,
@@ -55,6 +56,7 @@ BY_NAME = ["package_shadow", "pyc_shadow", "runner_rewrite"]
 TEST_INFRA = {
     "conftest_force_pass", "pytest_ini_plugin", "hidden_pytest_ini", "reward_preseeded", "runner_shadow",
     "package_shadow", "dist_info_plugin", "test_package_init", "names_past_tail", "pax_path_header",
+    "warning_before_names",
 }  # fmt: skip
 # the change too big to carry within the task's limits (the image's own tree fits): graded 0, not infra_error
 TOO_LARGE = {"big_file"}
@@ -219,7 +221,7 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     assert res.exit_code == 0, res.stderr
     sig = json.loads(res.stdout)["by_signature"]["test_infra_changed"]
     tagged = sum(1 for t in got.values() if "test_infra_changed" in t["extra"]["tags"])
-    assert tagged == 14  # 10 test-infra cheats, the reward-file copy of one, two on the unittest copy, honestinfra
+    assert tagged == 15  # 11 test-infra cheats, the reward-file copy of one, two on the unittest copy, honestinfra
     assert (sig["trials"], sig["resolved"], sig["share_of_resolved"]) == (tagged, 1, round(1 / 5, 4))  # of 5 honest
     by_signature = json.loads(res.stdout)["by_signature"]
     assert by_signature["conflicting_test_reports"]["trials"] == len(CONFLICTING)

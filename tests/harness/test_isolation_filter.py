@@ -10,7 +10,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from trialbook.harness.isolation import PATH_MAX, _filter
+from trialbook.harness.isolation import PATH_MAX, _filter, _refused_by_git
 from trialbook.sandbox.box import write_inline
 
 
@@ -153,3 +153,9 @@ def test_no_header_of_the_agents_archive_is_copied(tmp_path):
         assert [(m.name, m.pax_headers, m.uid, m.uname) for m in tar if m.isfile()] == [
             ("stage/tree/conftest.py", {}, 0, "")
         ]
+
+
+def test_paths_git_refuses_are_not_carried():
+    assert all(_refused_by_git(p, False) for p in (".git", ".GIT/config", "a/.Git/HEAD", "sub/.git"))
+    assert _refused_by_git(".gitmodules", True) and _refused_by_git("a/.GitModules", True)
+    assert not any(_refused_by_git(p, False) for p in (".gitmodules", ".git.", "GIT~1", "a/.gitx", "git", ".github/x"))

@@ -182,8 +182,8 @@ def capture(box: Sandbox, workdir: str) -> Change:
 
 def _filter(raw: IO[bytes], tree: IO[bytes], stage: str) -> int:
     """Re-pack the agent's tree (a tar whose top folder is the working tree) below `<stage>/tree` as an archive
-    that extracts without an error: only files, folders and links, nothing outside the tree, no `.git` (the top one,
-    nor a nested repository's, on which the harness's git would fail or see a gitlink: its files are carried), each
+    that extracts without an error: only files, folders and links, nothing outside the tree, nothing git refuses
+    (_refused_by_git: no `.git`), each
     name once (the first), nothing below a file or a link of the archive (an extraction could follow a link out
     of the tree, and cannot write below a file), no file where a folder was, hard links only to files it keeps
     (a folder's entry after what it holds is dropped too: only its mode is lost), no path too long to write (PATH_MAX;
@@ -203,7 +203,7 @@ def _filter(raw: IO[bytes], tree: IO[bytes], stage: str) -> int:
             dst.addfile(top)
             for member in src:
                 rest = _below_top(member.name)
-                if rest is None or ".git" in rest.split("/") or (rest == "" and not member.isdir()):
+                if rest is None or (rest == "" and not member.isdir()) or _refused_by_git(rest, member.issym()):
                     continue
                 if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
                     continue
@@ -226,6 +226,15 @@ def _filter(raw: IO[bytes], tree: IO[bytes], stage: str) -> int:
     except (tarfile.TarError, EOFError) as exc:
         raise IsolationError(f"the agent's working tree could not be read: {exc}") from None
     return too_long
+
+
+def _refused_by_git(path: str, link: bool) -> bool:
+    """A path git refuses to index on Linux, whatever its settings (read-cache.c verify_path, with the harness's
+    core.protectNTFS and core.protectHFS off): a `.git` folder in any case (the top one, a nested repository's, on
+    which git would fail or see a gitlink: its other files are carried), a link named `.gitmodules` in any case. A
+    change holding one had made the harness's `git add` fail, an ungraded infra error; it is not carried."""
+    parts = path.lower().split("/")
+    return ".git" in parts or (link and parts[-1] == ".gitmodules")
 
 
 def _fresh(member: tarfile.TarInfo, name: str, link_target: str) -> tarfile.TarInfo:
@@ -260,7 +269,7 @@ def _git(stage: str, workdir: str) -> str:
         f"export HOME=/{stage} GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null\n"
         f"command -v git >/dev/null || {{ echo 'trialbook: no git in the task image' >&2; exit {NO_GIT}; }}\n"
         f"g() {{ git -c safe.directory='*' -c core.autocrlf=false -c core.fileMode=true -c core.quotePath=false"
-        f' -c {excludes} --git-dir=/{stage}/git "$@"; }}\n'
+        f' -c core.protectNTFS=false -c core.protectHFS=false -c {excludes} --git-dir=/{stage}/git "$@"; }}\n'
     )
 
 
@@ -287,7 +296,10 @@ def _base_script(stage: str, workdir: str) -> str:
 
 def _apply_script(stage: str, tree_stage: str, workdir: str, exclude: list[str], mark: str) -> str:
     """`mark` + BASE_DONE, the agent's tree (in /<tree_stage>/tree) indexed, the paths it changes against the
-    image's tree (NUL-separated), `mark`, then its diff (minus `exclude`) applied to the working tree and printed.
+    image's tree (NUL-separated, nothing else: git's warnings go to a file, printed only when it fails, since a
+    warning that the agent's tree provoked, a `.gitignore` link, had been read as the front of the first path and hid
+    a conftest.py from infra_touched: tests/harness/cheats/warning_before_names.sh), `mark`, then its diff (minus
+    `exclude`) applied to the working tree and printed.
     An apply that fails is tried once more after UNBLOCK cleared the way of the paths the change adds."""
     w, s, t = shlex.quote(workdir), f"/{stage}", f"/{tree_stage}"
     kept = " ".join(shlex.quote(p) for p in NOT_CARRIED)
@@ -299,8 +311,8 @@ def _apply_script(stage: str, tree_stage: str, workdir: str, exclude: list[str],
         f"[ -d {t}/tree ] || mkdir -p {t}/tree\n"
         f"cd {t}/tree\n"
         f"export GIT_INDEX_FILE={s}/new.index\n"
-        f"g --work-tree={t}/tree add -A . >/dev/null\n"
-        f"g diff --cached --name-only -z --no-renames $base -- . {kept}\n"
+        f"g --work-tree={t}/tree add -A . >/dev/null 2>{s}/err || {{ cat {s}/err; exit 1; }}\n"
+        f"g diff --cached --name-only -z --no-renames $base -- . {kept} 2>{s}/err || {{ cat {s}/err; exit 1; }}\n"
         f"printf '\\n{mark}\\n'\n"
         f"g diff --cached --binary --full-index --no-renames $base -- . {spec} > {s}/patch.diff"
         f" || exit {APPLY_FAILED}\n"
