@@ -4,7 +4,8 @@ An agent that floods its working tree with files makes carrying its change to th
 (2 x the verifier's timeout). Left an ungraded IsolationError, that would be a free exit from a failure that a policy
 could learn (300,000 files took 3 minutes and ended `infra_error`); now it is graded 0 as ChangeTooLargeError. The
 same timeout with an image whose own tree takes more than a tenth of the carry's time (the sandbox too slow for the
-task) is not charged to the change: an IsolationError, ungraded, as before, its message saying why.
+task) is not charged to the change: an IsolationError, ungraded, as before, its message saying why. The same for a
+working tree too big to copy out (a sparse terabyte): graded 0 when the image's own tree is at most half the limit.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from ledgerdicts import trial_dicts
 from trialbook.harness import trial
 from trialbook.harness.isolation import CarryOutgrown, CarryTimeout, IsolationError
 from trialbook.ledger.store import Ledger
-from trialbook.sandbox import DockerEngine, Sandbox
+from trialbook.sandbox import DockerEngine, Sandbox, box
+from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.sandbox.docker import LABEL_RUN
 
 pytestmark = pytest.mark.docker
@@ -87,7 +89,7 @@ def _blame(tb: tuple[DockerEngine, str], tmp_path: Path, dockerfile: str, budget
         return eng.start(image[0], f"tb-{run}-{secrets.token_hex(3)}", {LABEL_RUN: run}, 1.0, 512, 256, False)
 
     timeout = CarryTimeout(f"carrying the agent's change into x took over {budget:g} s", "", budget)
-    trial._IMAGE_TREE_S.clear()
+    trial._IMAGE_TREE.clear()
     with pytest.raises((CarryOutgrown, IsolationError)) as caught:
         trial._blame_slow_carry(timeout, open_box, "/testbed", state)
     assert eng.containers(run) == [] and "cleanup_error" not in state
@@ -104,3 +106,38 @@ def test_a_carry_timeout_is_charged_only_when_the_image_tree_is_quick(tb, tmp_pa
     assert took > 0.4
     never = _blame(tb, tmp_path, BIG_IMAGE, 0.3)
     assert type(never) is IsolationError and "did not finish in that time either" in str(never)
+
+
+SPARSE = """#!/bin/bash
+# no fix; a sparse file of a terabyte, no disk behind it: copied out, a terabyte of zeros
+truncate -s 1T /testbed/big.bin
+"""
+LIMIT = 64 << 20  # the copy's limit for these tests (SNAPSHOT_LIMIT, 4 GiB, would write 4 GiB of zeros to disk first)
+
+
+def test_a_sparse_terabyte_is_graded_0_not_copied_without_end(engine, tmp_path, cli, db, monkeypatch):
+    monkeypatch.setattr(box, "SNAPSHOT_LIMIT", LIMIT)
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    _copy(tasks, "sparse", SPARSE)
+    res = cli("run", str(tasks), "--agent", "oracle", "--run", "sparse", "--runs-dir", str(tmp_path / "runs"))
+    assert res.exit_code == 0, res.stderr
+    (sparse,) = trial_dicts(Ledger(db), "sparse")
+    assert (sparse["outcome"], sparse["reward"], sparse["exception"]) == ("unresolved", 0.0, "ChangeTooLargeError")
+    assert f"is over {LIMIT:,} bytes as an archive; the image's own tree: " in sparse["exception_message"]
+    assert 0 < sparse["extra"]["verifier"]["image_tree_bytes"] <= LIMIT // 2
+
+
+def test_an_image_tree_over_half_the_limit_is_not_charged(tb, tmp_path, monkeypatch):
+    monkeypatch.setattr(box, "SNAPSHOT_LIMIT", LIMIT)
+    eng, run = tb
+    (tmp_path / "Dockerfile").write_text(f"{SMALL_IMAGE}RUN head -c 40000000 /dev/zero > /testbed/data.bin\n")
+    image = eng.ensure_image("bigtree", None, tmp_path, secrets.token_hex(6), run, False)
+
+    def open_box() -> Sandbox:
+        return eng.start(image[0], f"tb-{run}-{secrets.token_hex(3)}", {LABEL_RUN: run}, 1.0, 512, 256, False)
+
+    trial._IMAGE_TREE.clear()
+    with pytest.raises(IsolationError, match="the image's own tree is 40,0[0-9,]+ bytes, over half of it"):
+        trial._blame_big_tree(TreeTooLargeError("/testbed", "x", LIMIT), open_box, "/testbed", {"image": image})
+    assert eng.containers(run) == []

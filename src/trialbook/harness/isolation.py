@@ -116,7 +116,7 @@ class CarryTimeout(IsolationError):
 
 class CarryOutgrown(Exception):
     """The agent's change outgrew what the task's sandbox can carry (its limits, or its time while the image's own
-    tree is carried in a fraction of it): graded 0 as ChangeTooLargeError (grade, _too_large)."""
+    tree is carried in a fraction of it): graded 0 as ChangeTooLargeError (grade, change_too_large)."""
 
     def __init__(self, message: str, extra: dict[str, Any] | None = None) -> None:
         super().__init__(message)
@@ -337,6 +337,30 @@ def base_preparer(workdir: str, timeout: float) -> Callable[[Sandbox], str | Non
     return prepare
 
 
+class _Counter:
+    """A sink that only counts."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def write(self, data: bytes | bytearray, /) -> None:
+        self.n += len(data)
+
+
+def image_tree_bytes(box: Sandbox, workdir: str) -> int | None:
+    """Bytes of the image's own working tree in `box` as the harness copies a tree out (capture); None past
+    SNAPSHOT_LIMIT, or when it cannot be copied."""
+    counter = _Counter()
+    try:
+        if not box.snapshot(workdir, counter):
+            counter.n = 0
+            box.kill()
+            box.export(workdir, counter)
+    except SandboxError:  # TreeTooLargeError among them
+        return None
+    return counter.n
+
+
 def index_image_tree(box: Sandbox, workdir: str, timeout: float) -> float | None:
     """Seconds the harness's git takes to index the image's own working tree in `box` (the image's side of any
     carry); None when it did not within `timeout` or failed."""
@@ -525,7 +549,7 @@ def grade(
             box = open_box(k)
         except CarryOutgrown as exc:
             out.extra.update(exc.extra)
-            return _too_large(out, str(exc))
+            return change_too_large(out, str(exc))
         except LimitHit as hit:
             if hit.agent_side:
                 return _outgrown(out, task, hit.hits)
@@ -566,10 +590,10 @@ def _outgrown(out: Grading, task: TaskSpec, hits: dict[str, int]) -> Grading:
     failing (ChangeTooLargeError), not as an ungraded infra error that a policy could learn to reach for."""
     when = "while the agent's change was carried (the image's own tree fit)"
     out = _limited(out, task, hits, when, "ChangeTooLargeError")
-    return _too_large(out, out.error[1] if out.error else when)
+    return change_too_large(out, out.error[1] if out.error else when)
 
 
-def _too_large(out: Grading, message: str) -> Grading:
+def change_too_large(out: Grading, message: str) -> Grading:
     out.error = ("ChangeTooLargeError", message)
     out.verdict = Verdict(reward=0.0, graded_by="change_too_large", log=out.log)
     return out

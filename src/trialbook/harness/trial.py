@@ -27,7 +27,9 @@ from trialbook.harness.isolation import (
     apply_change,
     base_preparer,
     capture,
+    change_too_large,
     grade,
+    image_tree_bytes,
     index_image_tree,
     restore_container,
     workdir_of,
@@ -36,6 +38,7 @@ from trialbook.harness.paths import TRIAL_PREFIX
 from trialbook.outcomes import FINDINGS, POLICY, classify, error_kind, rule_for
 from trialbook.records import Outcome, Trial, is_graded
 from trialbook.sandbox import DockerEngine, Sandbox, SandboxError
+from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
 from trialbook.tasks import TaskError, TaskSpec
 from trialbook.verify import canary as canaries
@@ -288,9 +291,15 @@ def _attempt(
             if task.isolation == "container":
                 grading = _grade_container(box, task, stopper)
             else:
-                change = capture(box, workdir_of(engine, task, state["image"][0]))
-                _remove(box, state)
-                grading = _grade_diff(start, name, change, task, stopper, state)
+                workdir = workdir_of(engine, task, state["image"][0])
+                try:
+                    change = capture(box, workdir)
+                except TreeTooLargeError as exc:
+                    _remove(box, state)
+                    grading = _blame_big_tree(exc, lambda: start(f"{name}-i"), workdir, state)
+                else:
+                    _remove(box, state)
+                    grading = _grade_diff(start, name, change, task, stopper, state)
         finally:
             phases["verifier"] = round(time.monotonic() - t, 3)
         state["verifier_log"] = grading.log
@@ -386,10 +395,40 @@ def _grade_diff(
 
 
 CARRY_MARGIN = 10  # a carry that times out is the change's doing when the image's own tree takes <= 1/10 of its time
-# Per process, keyed by (image id, working tree): seconds the harness's git took to index the image's own tree
-# (None: not within a carry's time), measured once, in a fresh container, the first time a carry timed out
-_IMAGE_TREE_S: dict[tuple[str, str], float | None] = {}
+# Per process, keyed by (what, image id, working tree): the image's own tree measured once, in a fresh container, the
+# first time a trial needs it: "index_s", seconds the harness's git takes to index it (None: not within a carry's
+# time); "bytes", its size as an archive (None: past SNAPSHOT_LIMIT)
+_IMAGE_TREE: dict[tuple[str, str, str], Any] = {}
 _IMAGE_TREE_LOCK = threading.Lock()
+
+
+def _image_tree(
+    what: str, open_box: Callable[[], Sandbox], workdir: str, state: dict[str, Any], measure: Callable[[Sandbox], Any]
+) -> Any:
+    key = (what, state["image"][1], workdir)
+    with _IMAGE_TREE_LOCK:
+        if key not in _IMAGE_TREE:
+            box = open_box()
+            try:
+                _IMAGE_TREE[key] = measure(box)
+            finally:
+                _remove(box, state)
+    return _IMAGE_TREE[key]
+
+
+def _blame_big_tree(
+    exc: TreeTooLargeError, open_box: Callable[[], Sandbox], workdir: str, state: dict[str, Any]
+) -> Grading:
+    """The agent's working tree ran past the limit of a copy (sandbox/box.SNAPSHOT_LIMIT) as an archive. With the
+    image's own tree at most half of it, the agent's tree is what grew (a sparse file of a terabyte, no disk behind
+    it: tests/harness/test_carry_timeout.py): graded 0 as ChangeTooLargeError, not an ungraded infra error;
+    otherwise the image's own tree is too big to carry: IsolationError."""
+    size = _image_tree("bytes", open_box, workdir, state, lambda box: image_tree_bytes(box, workdir))
+    if size is not None and 2 * size <= exc.limit:
+        message = f"{exc}; the image's own tree: {size:,} bytes"
+        return change_too_large(Grading(extra={"image_tree_bytes": size}), message)
+    own = "over it too" if size is None else f"{size:,} bytes, over half of it"
+    raise IsolationError(f"{exc}; the image's own tree is {own}") from None
 
 
 def _blame_slow_carry(exc: CarryTimeout, open_box: Callable[[], Sandbox], workdir: str, state: dict[str, Any]) -> None:
@@ -398,15 +437,7 @@ def _blame_slow_carry(exc: CarryTimeout, open_box: Callable[[], Sandbox], workdi
     tests/harness/test_carry_timeout.py): CarryOutgrown, graded 0 as ChangeTooLargeError, not an ungraded infra error
     a policy could learn to reach for; otherwise the IsolationError stands (the sandbox is too slow for the image's own
     tree), its message saying so."""
-    key = (state["image"][1], workdir)
-    with _IMAGE_TREE_LOCK:
-        if key not in _IMAGE_TREE_S:
-            box = open_box()
-            try:
-                _IMAGE_TREE_S[key] = index_image_tree(box, workdir, exc.budget)
-            finally:
-                _remove(box, state)
-    took = _IMAGE_TREE_S[key]
+    took = _image_tree("index_s", open_box, workdir, state, lambda box: index_image_tree(box, workdir, exc.budget))
     if took is not None and took * CARRY_MARGIN <= exc.budget:
         raise CarryOutgrown(f"{exc}; the image's own tree took {took:.2f} s", {"image_tree_index_s": took}) from None
     own = "did not finish in that time either" if took is None else f"took {took:.2f} s of it"

@@ -56,6 +56,17 @@ class DaemonError(SandboxError):
     kind = "DaemonError"
 
 
+class TreeTooLargeError(SandboxError):
+    """A working tree copied out of a container ran past SNAPSHOT_LIMIT bytes as an archive (harness/trial.py asks
+    whether the image's own tree fits before it blames the change)."""
+
+    kind = "IsolationError"
+
+    def __init__(self, path: str, name: str, limit: int) -> None:
+        super().__init__(f"{path} in {name} is over {limit:,} bytes as an archive")
+        self.limit = limit
+
+
 class ImageBuildError(SandboxError):
     kind = "ImageBuildError"
 
@@ -163,7 +174,8 @@ class _Capped:
     stream without end, with no file behind it, onto the harness's disk."""
 
     def __init__(self, sink: IO[bytes]) -> None:
-        self.sink, self.left, self.over = sink, SNAPSHOT_LIMIT, False
+        self.sink, self.limit, self.over = sink, SNAPSHOT_LIMIT, False
+        self.left = self.limit
 
     def write(self, data: bytes | bytearray, /) -> None:
         self.left -= len(data)
@@ -383,11 +395,16 @@ class Sandbox:
             raise DaemonError(f"cannot restart {self.name}: {exc}") from None
 
     def export(self, path: str, sink: IO[bytes]) -> None:
-        """Stream `path` out of the container (running or stopped) as a tar archive into `sink`."""
+        """Stream `path` out of the container (running or stopped) as a tar archive into `sink`; past SNAPSHOT_LIMIT
+        bytes, TreeTooLargeError (a sparse file of a terabyte, no disk behind it, streams a terabyte of zeros)."""
+        capped = _Capped(sink)
         try:
             stream, _ = self.container.get_archive(path, chunk_size=1 << 20)
             for chunk in stream:
-                sink.write(chunk)
+                capped.write(chunk)
+                if capped.over:
+                    stream.close()
+                    raise TreeTooLargeError(path, self.name, capped.limit)
         except NotFound:
             raise DaemonError(f"{path} does not exist in {self.name}") from None
         except (APIError, DockerException) as exc:
@@ -425,7 +442,8 @@ class Sandbox:
         """Kill every process but PID 1 and stream `path` as a tar (its top folder named as `path`'s last part,
         as `export` gives it, but for a leading `./`; the top `.git` left out) into `sink`, through a root channel:
         True when that worked. False without one, or when the container's own `tar` failed: the caller then kills
-        the container and exports.
+        the container and exports (past SNAPSHOT_LIMIT bytes too: a forged `tar` may stream without end, and the
+        daemon's copy decides).
 
         What the container's tar writes is only as trustworthy as the container: the caller treats it as
         data (harness/isolation.py re-packs it member by member)."""
@@ -446,7 +464,7 @@ class Sandbox:
             )  # fmt: skip
         except ChannelBroken:
             return False
-        return code == 0 and not timed_out
+        return code == 0 and not timed_out and not capped.over
 
     def limit_hits(self) -> dict[str, int]:
         """How often the container hit its memory limit (OOM kills) and its pids limit, from its cgroup;
