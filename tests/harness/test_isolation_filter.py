@@ -10,7 +10,9 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from trialbook.harness.isolation import PATH_MAX, _filter, _refused_by_git
+import pytest
+
+from trialbook.harness.isolation import HEADER_LIMIT, PATH_MAX, IsolationError, _filter, _refused_by_git
 from trialbook.sandbox.box import write_inline
 
 
@@ -159,3 +161,25 @@ def test_paths_git_refuses_are_not_carried():
     assert all(_refused_by_git(p, False) for p in (".git", ".GIT/config", "a/.Git/HEAD", "sub/.git"))
     assert _refused_by_git(".gitmodules", True) and _refused_by_git("a/.GitModules", True)
     assert not any(_refused_by_git(p, False) for p in (".gitmodules", ".git.", "GIT~1", "a/.gitx", "git", ".github/x"))
+
+
+def _filtered(data: bytes) -> int:
+    with tempfile.TemporaryFile() as raw, tempfile.TemporaryFile() as tree:
+        raw.write(data)
+        return _filter(raw, tree, "stage")
+
+
+def test_a_forged_archive_cannot_take_the_harnesss_memory_or_stack():
+    """A pax header is read whole into memory: past HEADER_LIMIT the archive is refused (the caller then asks the
+    daemon for the tree); so is a chain of pax headers deep enough for a RecursionError in tarfile."""
+    big = tarfile.TarInfo("././@PaxHeader")
+    big.type, big.size = tarfile.XHDTYPE, HEADER_LIMIT + 512
+    record = b"30 comment=" + b"a" * 18 + b"\n"
+    body = record * (big.size // len(record)) + b"\n" * (big.size % len(record))
+    with pytest.raises(IsolationError, match="an extended header of 1,049,088 bytes"):
+        _filtered(big.tobuf(format=tarfile.USTAR_FORMAT) + body + b"\0" * 2048)
+    link = tarfile.TarInfo("././@PaxHeader")
+    link.type, link.size = tarfile.XHDTYPE, len(record)
+    block = link.tobuf(format=tarfile.USTAR_FORMAT) + record + b"\0" * (512 - len(record))
+    with pytest.raises(IsolationError, match="could not be read"):
+        _filtered(block * 5000 + b"\0" * 1024)

@@ -197,11 +197,16 @@ def _filter(raw: IO[bytes], tree: IO[bytes], stage: str) -> int:
         kept: set[str] = set()  # names written, and the folders they imply
         leaves: set[str] = set()  # names written that are not folders
         files: set[str] = set()  # of them, what a hard link may name
-        with tarfile.open(fileobj=raw, mode="r|") as src, tarfile.open(fileobj=tree, mode="w|") as dst:
+        with (
+            tarfile.open(fileobj=raw, mode="r|", tarinfo=_BoundedInfo) as src,
+            tarfile.open(fileobj=tree, mode="w|") as dst,
+        ):
             top = tarfile.TarInfo(stage)  # the stage folder itself: no exec needed to make it
             top.type, top.mode = tarfile.DIRTYPE, 0o755
             dst.addfile(top)
-            for member in src:
+            while (member := src.next()) is not None:
+                src.members.clear()  # both keep every member they saw: a flood of files must not pile up in memory
+                dst.members.clear()
                 rest = _below_top(member.name)
                 if rest is None or (rest == "" and not member.isdir()) or _refused_by_git(rest, member.issym()):
                     continue
@@ -223,9 +228,24 @@ def _filter(raw: IO[bytes], tree: IO[bytes], stage: str) -> int:
                     files.add(rest)
                 fresh = _fresh(member, f"{stage}/tree/{rest}".rstrip("/"), f"{stage}/tree/{target}")
                 dst.addfile(fresh, src.extractfile(member) if member.isfile() else None)
-    except (tarfile.TarError, EOFError) as exc:
-        raise IsolationError(f"the agent's working tree could not be read: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - whatever a forged archive makes tarfile raise (a RecursionError, say)
+        raise IsolationError(f"the agent's working tree could not be read: {type(exc).__name__}: {exc}") from None
     return too_long
+
+
+HEADER_LIMIT = 1 << 20  # bytes of one pax or GNU long-name header of the agent's archive
+
+
+class _BoundedInfo(tarfile.TarInfo):
+    """A member header that refuses an extended header past HEADER_LIMIT: tarfile reads one whole into memory (a forged
+    archive's 300 MB pax header took 650 MB of the harness's; its own headers hold a name of at most PATH_MAX)."""
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        extended = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
+                    tarfile.SOLARIS_XHDTYPE)  # fmt: skip
+        if self.type in extended and self.size > HEADER_LIMIT:
+            raise tarfile.HeaderError(f"an extended header of {self.size:,} bytes")
+        return super()._proc_member(tarfile_)  # type: ignore[attr-defined, no-any-return]
 
 
 def _refused_by_git(path: str, link: bool) -> bool:
