@@ -56,13 +56,19 @@ def _copy(tasks: Path, name: str, solve: str) -> None:
     (task / "task.toml").write_text(toml.replace("[verifier]\ntimeout_sec = 60", "[verifier]\ntimeout_sec = 2"))
 
 
-def test_a_flood_of_files_is_graded_0_not_an_infra_error(engine, tmp_path, cli, db):
+def _run_one(tmp_path: Path, cli: Any, db: str, solve: str) -> dict[str, Any]:
+    """The trial of `solve` on a copy of plain-bugfix (verifier timeout 2 s), run by `trialbook run`."""
     tasks = tmp_path / "tasks"
     tasks.mkdir()
-    _copy(tasks, "flood", FLOOD)
+    _copy(tasks, "cheat", solve)
     res = cli("run", str(tasks), "--agent", "oracle", "--run", "carry", "--runs-dir", str(tmp_path / "runs"))
     assert res.exit_code == 0, res.stderr
-    (flood,) = trial_dicts(Ledger(db), "carry")
+    (got,) = trial_dicts(Ledger(db), "carry")
+    return got
+
+
+def test_a_flood_of_files_is_graded_0_not_an_infra_error(engine, tmp_path, cli, db):
+    flood = _run_one(tmp_path, cli, db, FLOOD)
     assert (flood["outcome"], flood["reward"], flood["exception"]) == ("unresolved", 0.0, "ChangeTooLargeError")
     assert "took over 4 s; the image's own tree took" in flood["exception_message"]
     assert 0 <= flood["extra"]["verifier"]["image_tree_index_s"] <= 0.4
@@ -117,12 +123,7 @@ LIMIT = 64 << 20  # the copy's limit for these tests (SNAPSHOT_LIMIT, 4 GiB, wou
 
 def test_a_sparse_terabyte_is_graded_0_not_copied_without_end(engine, tmp_path, cli, db, monkeypatch):
     monkeypatch.setattr(box, "SNAPSHOT_LIMIT", LIMIT)
-    tasks = tmp_path / "tasks"
-    tasks.mkdir()
-    _copy(tasks, "sparse", SPARSE)
-    res = cli("run", str(tasks), "--agent", "oracle", "--run", "sparse", "--runs-dir", str(tmp_path / "runs"))
-    assert res.exit_code == 0, res.stderr
-    (sparse,) = trial_dicts(Ledger(db), "sparse")
+    sparse = _run_one(tmp_path, cli, db, SPARSE)
     assert (sparse["outcome"], sparse["reward"], sparse["exception"]) == ("unresolved", 0.0, "ChangeTooLargeError")
     assert f"is over {LIMIT:,} bytes as an archive; the image's own tree: " in sparse["exception_message"]
     assert 0 < sparse["extra"]["verifier"]["image_tree_bytes"] <= LIMIT // 2
