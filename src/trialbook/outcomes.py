@@ -91,7 +91,7 @@ POLICY: dict[str, Rule] = {
     "RewardFileNotFoundError": Rule(Outcome.INFRA_ERROR, False, False, "test.sh wrote no reward and has no test lists"),
     "NoRewardWithChangeError": Rule(None, False, True, "no reward with the change (twice), one without it: 0"),
     "SandboxLimitError": Rule(Outcome.INFRA_ERROR, False, False, "verifier hit task.toml memory_mb/pids_limit"),
-    "ChangeTooLargeError": Rule(None, False, True, "agent's tree outgrew the limits or 10x the image's carry time: 0"),
+    "ChangeTooLargeError": Rule(None, False, True, "agent's tree past the limits, time or size the image's fits: 0"),
     "LimitsHitWithChangeError": Rule(None, False, True, "tests outgrew memory_mb/pids_limit with the change only: 0"),
     "IsolationError": Rule(Outcome.INFRA_ERROR, False, False, "agent's diff not carried to the verifier (workdir/git)"),
     "DaemonError": Rule(Outcome.INFRA_ERROR, True, False, "Docker daemon/API error"),

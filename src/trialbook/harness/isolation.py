@@ -183,13 +183,12 @@ def capture(box: Sandbox, workdir: str) -> Change:
 def _filter(raw: IO[bytes], tree: IO[bytes], stage: str) -> int:
     """Re-pack the agent's tree (a tar whose top folder is the working tree) below `<stage>/tree` as an archive
     that extracts without an error: only files, folders and links, nothing outside the tree, nothing git refuses
-    (_refused_by_git: no `.git`), each
-    name once (the first), nothing below a file or a link of the archive (an extraction could follow a link out
-    of the tree, and cannot write below a file), no file where a folder was, hard links only to files it keeps
-    (a folder's entry after what it holds is dropped too: only its mode is lost), no path too long to write (PATH_MAX;
-    how many were dropped is returned), each member's header written afresh (_fresh). The archive is the agent's to
-    shape (the container's own tar wrote it, or its files did), and one that could not be applied would leave the
-    trial ungraded, its failure uncounted (tests/harness/cheats/tar_conflicts.sh)."""
+    (_refused_by_git: no `.git`), each name once (the first), nothing below a file or a link of the archive (an
+    extraction could follow a link out of the tree, and cannot write below a file), no file where a folder was, hard
+    links only to files it keeps (a folder's entry after what it holds is dropped too: only its mode is lost), no path
+    too long to write (PATH_MAX; how many were dropped is returned), each member's header written afresh (_fresh).
+    The archive is the agent's to shape (the container's own tar wrote it, or its files did), and one that could not
+    be applied would leave the trial ungraded, its failure uncounted (tests/harness/cheats/tar_conflicts.sh)."""
     too_long = 0
     room = PATH_MAX - len(f"/{stage}/tree/".encode()) - 1
     try:
