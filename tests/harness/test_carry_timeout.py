@@ -24,6 +24,7 @@ from trialbook.ledger.store import Ledger
 from trialbook.sandbox import DockerEngine, Sandbox, box
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.sandbox.docker import LABEL_RUN
+from trialbook.verify import runner
 
 pytestmark = pytest.mark.docker
 
@@ -142,3 +143,22 @@ def test_an_image_tree_over_half_the_limit_is_not_charged(tb, tmp_path, monkeypa
     with pytest.raises(IsolationError, match="the image's own tree is 40,0[0-9,]+ bytes, over half of it"):
         trial._blame_big_tree(TreeTooLargeError("/testbed", "x", LIMIT), open_box, "/testbed", {"image": image})
     assert eng.containers(run) == []
+
+
+FLOOD_OUTPUT = """#!/bin/bash
+# no fix; at exit (past pytest's capture) the code under test writes 40 MB to stdout
+cat >> /testbed/stats.py <<'PY'
+
+import atexit as _atexit
+import sys as _sys
+
+_atexit.register(lambda: _sys.stdout.write(("." * 1023 + "\\n") * 40_000))
+PY
+"""
+
+
+def test_the_verifiers_output_is_kept_on_disk_only_up_to_its_limit(engine, tmp_path, cli, db, monkeypatch):
+    monkeypatch.setattr(runner, "LOG_DISK_LIMIT", 8 << 20)
+    flood = _run_one(tmp_path, cli, db, FLOOD_OUTPUT)
+    assert (flood["outcome"], flood["reward"]) == ("unresolved", 0.0)
+    assert "verifier_output_cut" in flood["extra"]["tags"], (flood["exception"], flood["exception_message"], flood["extra"])

@@ -162,6 +162,8 @@ def run_trial(
         tags.append("verifier_killed")
     if verdict is not None and verdict.foreign_rewards:
         tags.append("foreign_reward_file")  # left unread: the task's tests never name it
+    if verdict is not None and verdict.output_cut:
+        tags.append("verifier_output_cut")  # past LOG_DISK_LIMIT: graded on its head and tail
     if verdict is not None and verdict.canary_seen in canaries.SUBVERTED:
         tags.append("runner_subverted")  # the test that must fail passed, or was hidden (verify/canary.py): failing
     elif verdict is not None and verdict.canary_seen in canaries.UNSEEN and outcome == Outcome.RESOLVED:

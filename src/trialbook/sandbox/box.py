@@ -169,12 +169,12 @@ def _payload(data: bytes) -> str:
     return base64.b64encode(gzip.compress(data, mtime=0)).decode()
 
 
-class _Capped:
-    """A sink that keeps at most SNAPSHOT_LIMIT bytes and then drops the rest (`over`): a forged `tar` could
-    stream without end, with no file behind it, onto the harness's disk."""
+class CappedSink:
+    """A sink that keeps at most `limit` bytes (SNAPSHOT_LIMIT) and then drops the rest (`over`): a forged `tar`
+    could stream without end, with no file behind it, onto the harness's disk, and so could the code under test."""
 
-    def __init__(self, sink: IO[bytes]) -> None:
-        self.sink, self.limit, self.over = sink, SNAPSHOT_LIMIT, False
+    def __init__(self, sink: IO[bytes], limit: int | None = None) -> None:
+        self.sink, self.limit, self.over = sink, SNAPSHOT_LIMIT if limit is None else limit, False
         self.left = self.limit
 
     def write(self, data: bytes | bytearray, /) -> None:
@@ -397,7 +397,7 @@ class Sandbox:
     def export(self, path: str, sink: IO[bytes]) -> None:
         """Stream `path` out of the container (running or stopped) as a tar archive into `sink`; past SNAPSHOT_LIMIT
         bytes, TreeTooLargeError (a sparse file of a terabyte, no disk behind it, streams a terabyte of zeros)."""
-        capped = _Capped(sink)
+        capped = CappedSink(sink)
         try:
             stream, _ = self.container.get_archive(path, chunk_size=1 << 20)
             for chunk in stream:
@@ -456,7 +456,7 @@ class Sandbox:
             "kill -9 -1 2>/dev/null; kill -9 -1 2>/dev/null\n"
             f"cd {shlex.quote(str(where.parent))} && exec tar -cf - --exclude={top}/.git {top} 2>/dev/null\n"
         )
-        capped = _Capped(sink)
+        capped = CappedSink(sink)
         try:  # past SNAPSHOT_LIMIT the tar is killed as on a timeout (the channel stays in step): False
             code, _, timed_out = channel.run(
                 text, time.monotonic() + timeout, lambda: self.stop.is_set() or capped.over, self.kill_processes,

@@ -16,13 +16,13 @@ import secrets
 import tarfile
 import tempfile
 from collections.abc import Callable
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from trialbook.outcomes import REWARD_FILES, parse_reward
 from trialbook.sandbox import Sandbox
-from trialbook.sandbox.box import NO_TOOLS, OUTPUT_TAIL, ExecResult, unpack_inline
+from trialbook.sandbox.box import NO_TOOLS, OUTPUT_TAIL, CappedSink, ExecResult, unpack_inline
 from trialbook.sandbox.cgroup import report_script
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, reward_files_named, task_test_files
@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 TESTS_DIR = "/tests"
 LOG_DIR = "/logs/verifier"
+# bytes of the verifier's output kept on the harness's disk (its tail, OUTPUT_TAIL, is in memory besides): code under
+# test printing without end had filled that disk (tests/harness/test_carry_timeout.py)
+LOG_DISK_LIMIT = 1 << 30
 CGROUP = "cgroup"  # the section of the script's output with the limit counters
 INLINE_LIMIT = 96_000  # base64 characters; one argv string may hold at most 128 KiB on Linux
 
@@ -62,6 +65,7 @@ class Verdict(BaseModel):
     p2p_regression: bool = False
     conflicts: list[str] = []  # tests the log reports both passing and failing (verify/grading.parse_log)
     foreign_rewards: list[str] = []  # reward files the task's tests never name, left unread (written by the code)
+    output_cut: bool = False  # the output ran past LOG_DISK_LIMIT: graded on its first LOG_DISK_LIMIT bytes and tail
     outlived: int = 0  # processes still running when test.sh exited (killed before the rewards were read)
     killed: bool = False  # the verifier's script was killed from inside the sandbox (graded as failing)
     canary: str | None = None  # the canary test's name (verify/canary.py); None: none planted
@@ -192,7 +196,7 @@ def _split(output: str, mark: str) -> tuple[str, dict[str, str], int | None]:
 
 
 def _run_last(
-    sandbox: Sandbox, task: TaskSpec, stage: str, mark: str, timeout: float, full: IO[bytes], test_sh: str | None
+    sandbox: Sandbox, task: TaskSpec, stage: str, mark: str, timeout: float, full: CappedSink, test_sh: str | None
 ) -> ExecResult | None:
     """The tests put in a fresh container (inline in the script when they are small), the script run as its last process
     (Sandbox.finish: PID 1 itself, which nothing in the container can kill or speak after; no `docker exec`,
@@ -211,17 +215,19 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
     script = _script(stage, mark)
     planted = _planted(task)
     test_sh = planted.script if planted else None
-    with tempfile.TemporaryFile() as full:  # the whole output, on disk: memory holds only its tail
-        res = _run_last(sandbox, task, stage, mark, timeout, full, test_sh) if task.isolation == "diff" else None
+    with tempfile.TemporaryFile() as full:  # the whole output, on disk up to LOG_DISK_LIMIT: memory holds its tail
+        capped = CappedSink(full, LOG_DISK_LIMIT)
+        res = _run_last(sandbox, task, stage, mark, timeout, capped, test_sh) if task.isolation == "diff" else None
         last = res is not None
         # inline tests save a copy into the container
         if res is None and (unpack := _inline_tests(task, stage, test_sh)) is not None:
-            res = sandbox.exec(["bash", "-c", unpack + script], timeout=timeout, sink=full, trusted=True)
+            res = sandbox.exec(["bash", "-c", unpack + script], timeout=timeout, sink=capped, trusted=True)
         if res is None or (not last and res.exit_code == NO_TOOLS):  # no base64/tar in the image, or too big
             full.seek(0)
             full.truncate()
+            capped = CappedSink(full, LOG_DISK_LIMIT)
             _put_tests(sandbox, task, stage, test_sh)
-            res = sandbox.exec(["bash", "-c", script], timeout=timeout, sink=full, trusted=True)
+            res = sandbox.exec(["bash", "-c", script], timeout=timeout, sink=capped, trusted=True)
         log, files, outlived = _split(res.output, mark)
         counters = files.pop(CGROUP, None)
         if last and counters is not None:
@@ -258,6 +264,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
             p2p_regression=bool(graded.p2p_regression),
             conflicts=graded.conflicts,
             foreign_rewards=foreign,
+            output_cut=capped.over,
             canary=canary,
             canary_seen=graded.canary,
             outlived=outlived or 0,
@@ -278,6 +285,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
         reward=file_reward,
         graded_by="reward_file",
         foreign_rewards=foreign,
+        output_cut=capped.over,
         outlived=outlived or 0,
         file_reward=file_reward,
         exit_code=res.exit_code,
