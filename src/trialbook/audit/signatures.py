@@ -189,6 +189,13 @@ SIGNATURES: tuple[Signature, ...] = (
         check=_tagged("foreign_reward_file"),
     ),
     Signature(
+        "verifier_output_cut",
+        "the verifier's output ran past the 1 GiB the harness keeps on disk (code under test printing without end):"
+        " graded on its first 1 GiB and last 4 MB (verify/runner.LOG_DISK_LIMIT)",
+        False,
+        check=_tagged("verifier_output_cut"),
+    ),
+    Signature(
         "reward_missing_with_change",
         "test.sh wrote no reward with the agent's change, while it wrote one on the image as built (the code under"
         " test removed or replaced /logs, say): graded as failing, not left ungraded (harness/trial.py)",
