@@ -183,3 +183,14 @@ def test_a_forged_archive_cannot_take_the_harnesss_memory_or_stack():
     block = link.tobuf(format=tarfile.USTAR_FORMAT) + record + b"\0" * (512 - len(record))
     with pytest.raises(IsolationError, match="could not be read"):
         _filtered(block * 5000 + b"\0" * 1024)
+
+
+def test_a_sparse_member_is_refused():
+    """tarfile reads a sparse member's map without a bound; the harness's own `tar -cf` writes none."""
+    old = tarfile.TarInfo("testbed/a")  # the old GNU form: the map in the header and its extended blocks
+    old.type = tarfile.GNUTYPE_SPARSE
+    new = tarfile.TarInfo("testbed/b")  # the pax form (GNU sparse 1.0): the map in the member's data
+    new.pax_headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.realsize": "10"}
+    for data in (old.tobuf(format=tarfile.GNU_FORMAT), new.tobuf(format=tarfile.PAX_FORMAT)):
+        with pytest.raises(IsolationError, match="a sparse member"):
+            _filtered(data + b"\0" * 2048)
