@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from trialbook.harness.isolation import HEADER_LIMIT, PATH_MAX, IsolationError, _filter, _refused_by_git
+from trialbook.harness.isolation import IsolationError, _filter
+from trialbook.harness.tree import HEADER_LIMIT, PATH_MAX, _refused_by_git
 from trialbook.sandbox.box import write_inline
 
 
