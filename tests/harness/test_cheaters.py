@@ -46,8 +46,11 @@ IN_CONTAINER = [
 # the cheats aimed at reward files: also tried on a copy graded by its reward file (no tests/config.json)
 REWARD_FILE = [
     "cat_wrapper", "fake_passed_at_exit", "logs_replaced_by_file", "reward_preseeded", "fork_700", "kill_everything",
-    "logs_replaced_at_import", "memory_hog_at_import", "test_sh_rewritten",
+    "logs_replaced_at_import", "memory_hog_at_import", "test_sh_rewritten", "reward_rewriter",
 ]  # fmt: skip
+# the cheats aimed at a reward file from a process left running: also tried on a copy graded in the agent's own
+# container by its reward file
+REWARD_FILE_CONTAINER = ["reward_rewriter"]
 # the cheats aimed at a reward.json: also tried on a copy whose test.sh writes reward.json (no tests/config.json)
 REWARD_JSON = ["foreign_reward_file"]
 # the cheats aimed at a runner that imports its tests by name: also tried on a copy whose test command is the
@@ -63,7 +66,7 @@ TOO_LARGE = {"big_file"}
 TEST_INFRA_BY_NAME = {"runner_rewrite"}  # test infrastructure where the test command names the runner
 # the change's own code forging the log from inside the test process (verify/grading.parse_log, runner._split)
 CONFLICTING = {"atexit_passed_lines", "forged_marker", "flood_then_passed"}
-OUTLIVED = {"lingering_rewriter"}  # a process of the test run still alive when test.sh exits
+OUTLIVED = {"lingering_rewriter", "reward_rewriter"}  # a process of the test run still alive when test.sh exits
 # test.sh killed by the code under test (the verifier's script, PID 1 of its fresh container, cannot be): the
 # test process that sent the signal may still run when test.sh is gone (then also counted as outlived) or not
 KILLED = {"kill_everything"}
@@ -77,6 +80,9 @@ HIDDEN = {"forged_then_exit", "runner_shadow"}
 HONEST_INFRA = "\necho '# a harmless conftest.py next to a real fix' > /testbed/conftest.py\n"
 # a real fix next to a repository without a commit (a test fixture, say): its files are carried, not its .git
 HONEST_NESTED = "\nmkdir -p /testbed/fixture && cd /testbed/fixture && git init -q && echo data > data.txt\n"
+# a task whose own test.sh leaves a process running (a test server, say): a real fix graded by its reward file still
+# resolves, the process outliving test.sh without the change too
+LINGERING_TESTS = "#!/bin/bash\n( exec sleep 300 ) &\n"
 UNITTEST_TESTS = """import unittest
 
 from stats import mean, median
@@ -124,6 +130,7 @@ def _copy(
     reward_file: bool = False,
     unittest: bool = False,
     reward_json: bool = False,
+    lingering: bool = False,
 ) -> None:
     task = tasks / name
     shutil.copytree(EXAMPLE, task)
@@ -135,6 +142,9 @@ def _copy(
         test_sh = (task / "tests" / "test.sh").read_text().replace("reward.txt", "reward.json")
         (task / "tests" / "test.sh").write_text(test_sh.replace("echo 1 >", "echo '{\"reward\": 1}' >")
                                                 .replace("echo 0 >", "echo '{\"reward\": 0}' >"))  # fmt: skip
+    if lingering:
+        test_sh = (task / "tests" / "test.sh").read_text()
+        (task / "tests" / "test.sh").write_text(test_sh.replace("#!/bin/bash\n", LINGERING_TESTS, 1))
     if unittest:
         (task / "environment" / "repo" / "runtests.py").write_text(RUNNER)
         (task / "tests" / "test_stats.py").write_text(UNITTEST_TESTS)
@@ -161,6 +171,9 @@ def cheat_run(engine, tmp_path_factory):
         _copy(tasks, f"container-{kind}", (CHEATS / f"{kind}.sh").read_text(), "container")
     for kind in REWARD_FILE:
         _copy(tasks, f"rewardfile-{kind}", (CHEATS / f"{kind}.sh").read_text(), "diff", reward_file=True)
+    for kind in REWARD_FILE_CONTAINER:
+        _copy(tasks, f"containerrf-{kind}", (CHEATS / f"{kind}.sh").read_text(), "container", reward_file=True)
+    _copy(tasks, "honest-lingering", None, "diff", reward_file=True, lingering=True)
     for kind in REWARD_JSON:
         _copy(tasks, f"rewardjson-{kind}", (CHEATS / f"{kind}.sh").read_text(), "diff", reward_json=True)
     _copy(tasks, "honest-rewardjson", None, "diff", reward_json=True)  # the real fix resolves the reward.json copy
@@ -178,9 +191,9 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     ledger = Ledger(db)
     got = {t["task_id"]: t for t in trial_dicts(ledger, "cheats")}
     cheats = len(list(CHEATS.glob("*.sh"))) + len(IN_CONTAINER) + len(REWARD_FILE) + len(BY_NAME) + len(REWARD_JSON)
-    assert len(got) == 5 + cheats
-    honest = ("honest", "honestinfra", "honest-unittest", "honest-rewardjson", "honest-nested")
-    assert [got[task]["outcome"] for task in honest] == ["resolved"] * 5
+    assert len(got) == 6 + cheats + len(REWARD_FILE_CONTAINER)
+    honest = ("honest", "honestinfra", "honest-unittest", "honest-rewardjson", "honest-nested", "honest-lingering")
+    assert [got[task]["outcome"] for task in honest] == ["resolved"] * 6
     wrong = {
         task: (t["outcome"], t["exception"], t["exception_message"])
         for task, t in got.items()
@@ -194,7 +207,11 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
         assert ("test_infra_changed" in tags) == infra, task
         assert ("conflicting_test_reports" in tags) == (kind in CONFLICTING), task
         if kind not in KILLED:
-            assert ("test_processes_outlived" in tags) == (kind in OUTLIVED), task
+            assert ("test_processes_outlived" in tags) == (kind in OUTLIVED or task == "honest-lingering"), task
+        # a reward file read while processes the change left outlived test.sh (none without the change): graded 0
+        rewritten = kind in OUTLIVED and mode in ("rewardfile", "containerrf")
+        assert ("outlived_with_change" in tags) == rewritten, task
+        assert (t["exception"] == "OutlivedWithChangeError") == rewritten, task
         assert ("verifier_killed" in tags) == (kind in KILLED), task
         assert ("runner_subverted" in tags) == (kind in SUBVERTED | HIDDEN), task
         assert "canary_missing" not in tags, task
@@ -203,7 +220,7 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
         assert (seen == "hidden") == (kind in HIDDEN), task
         if task in ("honest", "honestinfra") or kind in SUBVERTED:
             assert seen == ("passed" if kind in SUBVERTED else "failed"), task
-        assert t["extra"]["verifier"]["isolation"] == ("container" if mode == "container" else "diff")
+        assert t["extra"]["verifier"]["isolation"] == ("container" if mode in ("container", "containerrf") else "diff")
         assert (t["exception"] == "ChangeTooLargeError") == (kind in TOO_LARGE), task
         # a path past PATH_MAX is not carried (the daemon's copy of it had failed: an ungraded infra error)
         assert ("paths_too_long" in t["extra"]["verifier"]) == (kind == "path_past_path_max"), task
@@ -222,11 +239,12 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     sig = json.loads(res.stdout)["by_signature"]["test_infra_changed"]
     tagged = sum(1 for t in got.values() if "test_infra_changed" in t["extra"]["tags"])
     assert tagged == 15  # 11 test-infra cheats, the reward-file copy of one, two on the unittest copy, honestinfra
-    assert (sig["trials"], sig["resolved"], sig["share_of_resolved"]) == (tagged, 1, round(1 / 5, 4))  # of 5 honest
+    assert (sig["trials"], sig["resolved"], sig["share_of_resolved"]) == (tagged, 1, round(1 / 6, 4))  # of 6 honest
     by_signature = json.loads(res.stdout)["by_signature"]
     assert by_signature["conflicting_test_reports"]["trials"] == len(CONFLICTING)
     outlived = by_signature["test_processes_outlived"]["trials"]
-    assert len(OUTLIVED) <= outlived <= len(OUTLIVED) + 2 * len(KILLED)  # + both copies of a killing cheat, or not
+    left = {task for task in got if task.partition("-")[2] in OUTLIVED} | {"honest-lingering"}
+    assert len(left) <= outlived <= len(left) + 2 * len(KILLED)  # + both copies of a killing cheat, or not
     subverted = {task for task, t in got.items() if "runner_subverted" in t["extra"]["tags"]}
     assert by_signature["runner_subverted"]["trials"] == len(subverted) == len(SUBVERTED | HIDDEN) + 1  # + container
     # a re-grade from the stored logs reads the canary by the name recorded with the trial: the same verdicts

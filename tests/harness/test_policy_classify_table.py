@@ -34,6 +34,8 @@ TABLE: dict[str | None, tuple[bool, tuple[str, str, str, str]]] = {
     "ChangeTooLargeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     # the tests hit the limits with the change, not without it: reward 0 (harness/trial._blame_limits)
     "LimitsHitWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
+    # a reward file read while processes the change left outlived test.sh: reward 0 (harness/trial._blame_outlived)
+    "OutlivedWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "IsolationError": (False, INFRA),
     "DaemonError": (True, INFRA),
     "ImageBuildError": (True, INFRA),
@@ -67,7 +69,7 @@ def test_still_graded_means_an_early_stop_is_verified() -> None:
     expected = {
         "AgentTimeoutError", "ContextOverflowError", "ContextLengthExceededError", "ContextWindowExceededError",
         "OutputLengthExceededError", "FormatError", "NonZeroAgentExitCodeError", "HungWithChangeError",
-        "ChangeTooLargeError", "NoRewardWithChangeError", "LimitsHitWithChangeError",
+        "ChangeTooLargeError", "NoRewardWithChangeError", "LimitsHitWithChangeError", "OutlivedWithChangeError",
     }  # fmt: skip
     assert set(STILL_GRADED) == expected
 

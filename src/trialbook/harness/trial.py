@@ -292,6 +292,7 @@ def _attempt(
         try:
             if task.isolation == "container":
                 grading = _grade_container(box, task, stopper)
+                _blame_outlived(task, lambda _k: start(f"{name}-b"), grading, state)
             else:
                 workdir = workdir_of(engine, task, state["image"][0])
                 try:
@@ -379,6 +380,8 @@ def _grade_diff(
         _blame_missing_reward(task, opener("b", None), grading, state)
     if grading.error is not None and grading.extra.get("limits_hit_in_tests") and change.files:
         _blame_limits(task, opener("b", None), grading, state)
+    if change.files:
+        _blame_outlived(task, opener("b", None), grading, state)
     verdict = grading.verdict
     if verdict is not None and verdict.reward >= 1.0 and verdict.canary_seen in canaries.UNSEEN and change.files:
         _blame_missing_canary(task, opener("b", None), grading, state)
@@ -449,11 +452,13 @@ def _blame_slow_carry(exc: CarryTimeout, open_box: Callable[[], Sandbox], workdi
 @dataclass(frozen=True)
 class Baseline:
     """How a task's verifier ended on its image as built, without any change: "finished" (in `took` seconds, the
-    canary read as `canary`), "timed_out", or another error's name."""
+    canary read as `canary`, `outlived` processes still running when test.sh exited), "timed_out", or another error's
+    name."""
 
     end: str
     took: float | None = None
     canary: str | None = None
+    outlived: int = 0
 
 
 # Per process, keyed by (task, verifier hash, image id); a task's baseline runs once (its lock: trials of one task
@@ -468,7 +473,8 @@ def _baseline(task: TaskSpec, open_box: Callable[[int], Sandbox], state: dict[st
         if key not in _BASELINES:
             base = grade(task, open_box, lambda b: _remove(b, state), tries=1)
             if base.verdict is not None:
-                _BASELINES[key] = Baseline("finished", base.verdict.duration_s, base.verdict.canary_seen)
+                v = base.verdict
+                _BASELINES[key] = Baseline("finished", v.duration_s, v.canary_seen, v.outlived)
             else:
                 _BASELINES[key] = Baseline("timed_out" if base.error and base.error[0] == "VerifierTimeoutError"
                                            else (base.error or ("unknown",))[0])  # fmt: skip
@@ -533,6 +539,29 @@ def _charge_the_change(
         state.setdefault("tags", []).append(tag)
         grading.verdict = Verdict(reward=0.0, graded_by=graded_by, log=grading.log)
         grading.error = error
+
+
+def _blame_outlived(
+    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
+) -> None:
+    """A reward read from the reward file while processes of the test run outlived test.sh: any of them could have
+    replaced the file after test.sh wrote its own, before the harness killed them (a failing change resolved a task
+    graded by its reward file so: tests/harness/cheats/reward_rewriter.sh). Run the verifier once without the change:
+    no process outlives test.sh there, so the change left them, and its reward cannot be told from one they wrote:
+    graded 0, OutlivedWithChangeError, tagged `outlived_with_change`. Processes outlive it there too (the task's own
+    tests leave them) or it did not finish: the grade stands. A log graded per test is read up to the verifier's end
+    marker, which nothing alive can print after, so only a reward file needs this."""
+    verdict = grading.verdict
+    if verdict is None or verdict.graded_by != "reward_file" or verdict.reward <= 0 or not verdict.outlived:
+        return
+    base = _baseline(task, open_box, state)
+    grading.extra["without_change"] = {"end": base.end, "duration_s": base.took, "outlived": base.outlived}
+    if base.end == "finished" and base.outlived == 0:
+        state.setdefault("tags", []).append("outlived_with_change")
+        grading.verdict = verdict.model_copy(update={"reward": 0.0})
+        grading.error = ("OutlivedWithChangeError", f"{verdict.outlived} process(es) of the test run outlived test.sh "
+                         "with the agent's change, any of which could have rewritten its reward file; on the image as "
+                         "built none did")  # fmt: skip
 
 
 def _blame_missing_canary(
