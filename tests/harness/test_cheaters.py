@@ -46,11 +46,12 @@ IN_CONTAINER = [
 # the cheats aimed at reward files: also tried on a copy graded by its reward file (no tests/config.json)
 REWARD_FILE = [
     "cat_wrapper", "fake_passed_at_exit", "logs_replaced_by_file", "reward_preseeded", "fork_700", "kill_everything",
-    "logs_replaced_at_import", "memory_hog_at_import", "test_sh_rewritten", "reward_rewriter",
+    "logs_replaced_at_import", "memory_hog_at_import", "test_sh_rewritten", "reward_rewriter", "reward_symlink",
+    "reward_then_kill", "runner_noop", "exit0_at_import",
 ]  # fmt: skip
 # the cheats aimed at a reward file from a process left running: also tried on a copy graded in the agent's own
 # container by its reward file
-REWARD_FILE_CONTAINER = ["reward_rewriter"]
+REWARD_FILE_CONTAINER = ["reward_rewriter", "reward_symlink", "reward_then_kill", "exit0_at_import"]
 # the cheats aimed at a reward.json: also tried on a copy whose test.sh writes reward.json (no tests/config.json)
 REWARD_JSON = ["foreign_reward_file"]
 # the cheats aimed at a runner that imports its tests by name: also tried on a copy whose test command is the
@@ -69,7 +70,9 @@ CONFLICTING = {"atexit_passed_lines", "forged_marker", "flood_then_passed"}
 OUTLIVED = {"lingering_rewriter", "reward_rewriter"}  # a process of the test run still alive when test.sh exits
 # test.sh killed by the code under test (the verifier's script, PID 1 of its fresh container, cannot be): the
 # test process that sent the signal may still run when test.sh is gone (then also counted as outlived) or not
-KILLED = {"kill_everything"}
+KILLED = {"kill_everything", "reward_then_kill"}
+# ... after writing a reward of its own: a test log graded per test is not fooled and tells nothing of the kill
+KILLED_AFTER_REWARD = {"reward_then_kill"}
 # pytest made to pass what fails, its report consistent: the verifier's canary, a test that must fail, is reported
 # passing (verify/canary.py). By the change's own code, and, a second catch, by the forcing test-infra cheats
 SUBVERTED = {"runner_noop", "report_forced", "conftest_force_pass", "pytest_ini_plugin", "hidden_pytest_ini"}
@@ -77,6 +80,11 @@ SUBVERTED = {"runner_noop", "report_forced", "conftest_force_pass", "pytest_ini_
 # the verifier run once without the change reports it failing (harness/trial._blame_missing_canary); also the
 # pytest.py that replaces the runner with PASSED lines (a second catch)
 HIDDEN = {"forged_then_exit", "runner_shadow"}
+# a reward file's verifier resolved by a runner made to pass what fails, or a test process that ended with status 0
+# before any test ran: the verifier once more with a canary (harness/trial._blame_unwitnessed_reward), which is
+# reported passing (the first) or not at all, while it is reported failing on the image as built (the second)
+WITNESS_PASSED = {"runner_noop"}
+WITNESS_HIDDEN = {"exit0_at_import"}
 HONEST_INFRA = "\necho '# a harmless conftest.py next to a real fix' > /testbed/conftest.py\n"
 # a real fix next to a repository without a commit (a test fixture, say): its files are carried, not its .git
 HONEST_NESTED = "\nmkdir -p /testbed/fixture && cd /testbed/fixture && git init -q && echo data > data.txt\n"
@@ -194,6 +202,9 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     assert len(got) == 6 + cheats + len(REWARD_FILE_CONTAINER)
     honest = ("honest", "honestinfra", "honest-unittest", "honest-rewardjson", "honest-nested", "honest-lingering")
     assert [got[task]["outcome"] for task in honest] == ["resolved"] * 6
+    # resolved by a reward file: run once more with a canary, whose failure lowered the reward (the grade stands)
+    for task in ("honest-rewardjson", "honest-lingering"):
+        assert got[task]["extra"]["verifier"]["witness"] == {"reward": 0.0, "canary": "failed"}, task
     wrong = {
         task: (t["outcome"], t["exception"], t["exception_message"])
         for task, t in got.items()
@@ -209,15 +220,18 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
         if kind not in KILLED:
             assert ("test_processes_outlived" in tags) == (kind in OUTLIVED or task == "honest-lingering"), task
         # a reward file read while processes the change left outlived test.sh (none without the change): graded 0
-        rewritten = kind in OUTLIVED and mode in ("rewardfile", "containerrf")
+        by_reward = mode in ("rewardfile", "containerrf")
+        rewritten = kind in OUTLIVED and by_reward
         assert ("outlived_with_change" in tags) == rewritten, task
         assert (t["exception"] == "OutlivedWithChangeError") == rewritten, task
-        assert ("verifier_killed" in tags) == (kind in KILLED), task
-        assert ("runner_subverted" in tags) == (kind in SUBVERTED | HIDDEN), task
+        killed = kind in KILLED and (by_reward or kind not in KILLED_AFTER_REWARD)
+        assert ("verifier_killed" in tags) == killed, task
+        witnessed = by_reward and kind in WITNESS_PASSED | WITNESS_HIDDEN
+        assert ("runner_subverted" in tags) == (kind in SUBVERTED | HIDDEN or witnessed), task
         assert "canary_missing" not in tags, task
-        seen = (t["extra"].get("canary") or {}).get("seen")  # graded per test: a canary was planted
+        seen = (t["extra"].get("canary") or {}).get("seen")  # graded per test (or witnessed): a canary was planted
         assert (seen == "passed") == (kind in SUBVERTED), task
-        assert (seen == "hidden") == (kind in HIDDEN), task
+        assert (seen == "hidden") == (kind in HIDDEN or (by_reward and kind in WITNESS_HIDDEN)), task
         if task in ("honest", "honestinfra") or kind in SUBVERTED:
             assert seen == ("passed" if kind in SUBVERTED else "failed"), task
         assert t["extra"]["verifier"]["isolation"] == ("container" if mode in ("container", "containerrf") else "diff")
@@ -225,7 +239,10 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
         # a path past PATH_MAX is not carried (the daemon's copy of it had failed: an ungraded infra error)
         assert ("paths_too_long" in t["extra"]["verifier"]) == (kind == "path_past_path_max"), task
         # no reward with the change while there is one without it: graded 0 (a test-log copy needs no reward file)
-        no_reward = task == "rewardfile-logs_replaced_at_import"
+        # (a reward file linked elsewhere is not read: test.sh's own could not be written through the link)
+        no_reward = task in (
+            "rewardfile-logs_replaced_at_import", "rewardfile-reward_symlink", "containerrf-reward_symlink"
+        )  # fmt: skip
         assert (t["exception"] == "NoRewardWithChangeError") == no_reward, task
         assert ("reward_missing_with_change" in tags) == no_reward, task
         # the tests outgrew the sandbox's limits with the change, not without it: graded 0 (both copies)
@@ -244,9 +261,12 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     assert by_signature["conflicting_test_reports"]["trials"] == len(CONFLICTING)
     outlived = by_signature["test_processes_outlived"]["trials"]
     left = {task for task in got if task.partition("-")[2] in OUTLIVED} | {"honest-lingering"}
-    assert len(left) <= outlived <= len(left) + 2 * len(KILLED)  # + both copies of a killing cheat, or not
+    killers = {task for task in got if task.partition("-")[2] in KILLED}
+    assert len(left) <= outlived <= len(left) + len(killers)  # + the copies of a killing cheat, or not
     subverted = {task for task, t in got.items() if "runner_subverted" in t["extra"]["tags"]}
-    assert by_signature["runner_subverted"]["trials"] == len(subverted) == len(SUBVERTED | HIDDEN) + 1  # + container
+    witnessed = {task for task in subverted if task.startswith(("rewardfile-", "containerrf-"))}
+    assert witnessed == {f"rewardfile-{k}" for k in WITNESS_PASSED | WITNESS_HIDDEN} | {"containerrf-exit0_at_import"}
+    assert by_signature["runner_subverted"]["trials"] == len(subverted) == len(SUBVERTED | HIDDEN) + 1 + len(witnessed)
     # a re-grade from the stored logs reads the canary by the name recorded with the trial: the same verdicts
     res = cli("regrade", "cheats", "--json")
     assert res.exit_code == 0, res.stderr

@@ -34,7 +34,7 @@ TABLE: dict[str | None, tuple[bool, tuple[str, str, str, str]]] = {
     "ChangeTooLargeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     # the tests hit the limits with the change, not without it: reward 0 (harness/trial._blame_limits)
     "LimitsHitWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
-    # a reward file read while processes the change left outlived test.sh: reward 0 (harness/trial._blame_outlived)
+    # a reward file read while processes the change left outlived test.sh: 0 (harness/trial._blame_untrusted_reward)
     "OutlivedWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "IsolationError": (False, INFRA),
     "DaemonError": (True, INFRA),

@@ -464,8 +464,10 @@ def grade(
     open_box: Callable[[int], Sandbox],
     close_box: Callable[[Sandbox], None],
     tries: int = VERIFIER_TRIES,
+    witness: bool = False,
 ) -> Grading:
-    """Run the verifier in `open_box(try)`; a timeout or error is retried once in a new box (`tries` in all).
+    """Run the verifier in `open_box(try)`; a timeout or error is retried once in a new box (`tries` in all);
+    `witness`: with a canary planted in a task graded by its reward file too (verify/runner.verify).
 
     A box that hit its memory or pids limit while the verifier ran ends grading with
     SandboxLimitError (the sandbox's limits are not the agent's failure)."""
@@ -484,7 +486,7 @@ def grade(
         try:
             before = box.limit_hits()
             try:
-                out.verdict, out.error = verify(box, task, task.verifier_timeout), None
+                out.verdict, out.error = verify(box, task, task.verifier_timeout, witness), None
                 out.log = out.verdict.log
             except (VerifierTimeoutError, RewardFileNotFoundError) as exc:
                 out.verdict, out.error, out.log = None, (type(exc).__name__, str(exc)), exc.log

@@ -42,7 +42,7 @@ from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
 from trialbook.tasks import TaskError, TaskSpec
 from trialbook.verify import canary as canaries
-from trialbook.verify.runner import Verdict
+from trialbook.verify.runner import Verdict, witnessable
 
 TRY_STATE = ("agent_result", "verifier_log", "image", "verifier", "patch", "tags", "agent_limit_hits")
 LOG_LIMIT = 200_000  # characters of a log kept in the ledger (the tail)
@@ -291,8 +291,7 @@ def _attempt(
         t = time.monotonic()
         try:
             if task.isolation == "container":
-                grading = _grade_container(box, task, stopper)
-                _blame_outlived(task, lambda _k: start(f"{name}-b"), grading, state)
+                grading = _grade_container(box, task, stopper, lambda _k: start(f"{name}-b"), state)
             else:
                 workdir = workdir_of(engine, task, state["image"][0])
                 try:
@@ -330,13 +329,24 @@ def _remove(box: Sandbox, state: dict[str, Any]) -> None:
         state["cleanup_error"] = str(exc)
 
 
-def _grade_container(box: Sandbox, task: TaskSpec, stopper: Stopper) -> Grading:
+def _grade_container(
+    box: Sandbox, task: TaskSpec, stopper: Stopper, fresh: Callable[[int], Sandbox], state: dict[str, Any]
+) -> Grading:
+    """`isolation = "container"`: graded in the agent's own container, restored before each run; what a reward file
+    says is checked against the verifier in a `fresh` container from the image (without the agent's work), as a
+    diff's grade is."""
+
     def reopen(_k: int) -> Sandbox:
         stopper.check()
         restore_container(box, task)
         return box
 
-    return grade(task, reopen, lambda _b: None)
+    grading = grade(task, reopen, lambda _b: None)
+    if grading.error is not None and grading.error[0] == "RewardFileNotFoundError":
+        _blame_missing_reward(task, fresh, grading, state)
+    _blame_untrusted_reward(task, fresh, grading, state)
+    _blame_unwitnessed_reward(task, reopen, fresh, grading, state, close=lambda _b: None)
+    return grading
 
 
 def _grade_diff(
@@ -381,7 +391,8 @@ def _grade_diff(
     if grading.error is not None and grading.extra.get("limits_hit_in_tests") and change.files:
         _blame_limits(task, opener("b", None), grading, state)
     if change.files:
-        _blame_outlived(task, opener("b", None), grading, state)
+        _blame_untrusted_reward(task, opener("b", None), grading, state)
+        _blame_unwitnessed_reward(task, opener("w", []), opener("b", None), grading, state)
     verdict = grading.verdict
     if verdict is not None and verdict.reward >= 1.0 and verdict.canary_seen in canaries.UNSEEN and change.files:
         _blame_missing_canary(task, opener("b", None), grading, state)
@@ -452,29 +463,33 @@ def _blame_slow_carry(exc: CarryTimeout, open_box: Callable[[], Sandbox], workdi
 @dataclass(frozen=True)
 class Baseline:
     """How a task's verifier ended on its image as built, without any change: "finished" (in `took` seconds, the
-    canary read as `canary`, `outlived` processes still running when test.sh exited), "timed_out", or another error's
-    name."""
+    canary read as `canary`, `outlived` processes still running when test.sh exited, its exit code `exit_code`),
+    "timed_out", or another error's name."""
 
     end: str
     took: float | None = None
     canary: str | None = None
     outlived: int = 0
+    exit_code: int | None = None
 
 
 # Per process, keyed by (task, verifier hash, image id); a task's baseline runs once (its lock: trials of one task
 # that need it together wait for the same run), however many of its trials need it.
-_BASELINES: dict[tuple[str, str, str], Baseline] = {}
-_BASELINE_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
+_BASELINES: dict[tuple[str, str, str, bool], Baseline] = {}
+_BASELINE_LOCKS: dict[tuple[str, str, str, bool], threading.Lock] = {}
 
 
-def _baseline(task: TaskSpec, open_box: Callable[[int], Sandbox], state: dict[str, Any]) -> Baseline:
-    key = (task.task_id, task.verifier_hash, state["image"][1])
+def _baseline(
+    task: TaskSpec, open_box: Callable[[int], Sandbox], state: dict[str, Any], witness: bool = False
+) -> Baseline:
+    """The task's verifier once on its image as built (`witness`: with a canary planted, verify/runner.verify)."""
+    key = (task.task_id, task.verifier_hash, state["image"][1], witness)
     with _BASELINE_LOCKS.setdefault(key, threading.Lock()):
         if key not in _BASELINES:
-            base = grade(task, open_box, lambda b: _remove(b, state), tries=1)
+            base = grade(task, open_box, lambda b: _remove(b, state), tries=1, witness=witness)
             if base.verdict is not None:
                 v = base.verdict
-                _BASELINES[key] = Baseline("finished", v.duration_s, v.canary_seen, v.outlived)
+                _BASELINES[key] = Baseline("finished", v.duration_s, v.canary_seen, v.outlived, v.exit_code)
             else:
                 _BASELINES[key] = Baseline("timed_out" if base.error and base.error[0] == "VerifierTimeoutError"
                                            else (base.error or ("unknown",))[0])  # fmt: skip
@@ -541,27 +556,74 @@ def _charge_the_change(
         grading.error = error
 
 
-def _blame_outlived(
+def _blame_untrusted_reward(
     task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
 ) -> None:
-    """A reward read from the reward file while processes of the test run outlived test.sh: any of them could have
-    replaced the file after test.sh wrote its own, before the harness killed them (a failing change resolved a task
-    graded by its reward file so: tests/harness/cheats/reward_rewriter.sh). Run the verifier once without the change:
-    no process outlives test.sh there, so the change left them, and its reward cannot be told from one they wrote:
-    graded 0, OutlivedWithChangeError, tagged `outlived_with_change`. Processes outlive it there too (the task's own
-    tests leave them) or it did not finish: the grade stands. A log graded per test is read up to the verifier's end
-    marker, which nothing alive can print after, so only a reward file needs this."""
+    """A positive reward read from the reward file that test.sh may not have been the last to write: processes of the
+    test run outlived test.sh (any of them could have replaced the file after test.sh wrote its own, before the
+    harness killed them: tests/harness/cheats/reward_rewriter.sh), or test.sh died of a signal (exit above 128) with
+    a reward file there (the code under test wrote one, then killed test.sh before it could write its own:
+    tests/harness/cheats/reward_then_kill.sh). Run the verifier once without the change. test.sh ends by itself
+    there: graded 0 as a verifier killed from inside (tagged `verifier_killed`; that first, the killer may outlive
+    test.sh); nothing outlives test.sh there: graded 0, OutlivedWithChangeError, tagged `outlived_with_change`.
+    Otherwise (the task's own tests leave processes, its test.sh exits above 128 anyway, or it did not finish) the
+    grade stands. A log graded per test is read up to the verifier's end marker, which nothing alive can print
+    after, so only a reward file needs this."""
     verdict = grading.verdict
-    if verdict is None or verdict.graded_by != "reward_file" or verdict.reward <= 0 or not verdict.outlived:
+    if verdict is None or verdict.graded_by != "reward_file" or verdict.reward <= 0:
+        return
+    signalled = (verdict.exit_code or 0) > 128
+    if not verdict.outlived and not signalled:
         return
     base = _baseline(task, open_box, state)
-    grading.extra["without_change"] = {"end": base.end, "duration_s": base.took, "outlived": base.outlived}
-    if base.end == "finished" and base.outlived == 0:
+    grading.extra["without_change"] = {
+        "end": base.end, "duration_s": base.took, "outlived": base.outlived, "exit_code": base.exit_code,
+    }  # fmt: skip
+    if base.end != "finished":
+        return
+    if signalled and (base.exit_code or 0) <= 128:
+        grading.verdict = verdict.model_copy(update={"reward": 0.0, "killed": True})
+    elif verdict.outlived and base.outlived == 0:
         state.setdefault("tags", []).append("outlived_with_change")
         grading.verdict = verdict.model_copy(update={"reward": 0.0})
         grading.error = ("OutlivedWithChangeError", f"{verdict.outlived} process(es) of the test run outlived test.sh "
                          "with the agent's change, any of which could have rewritten its reward file; on the image as "
                          "built none did")  # fmt: skip
+
+
+def _blame_unwitnessed_reward(
+    task: TaskSpec,
+    with_change: Callable[[int], Sandbox],
+    without_change: Callable[[int], Sandbox],
+    grading: Grading,
+    state: dict[str, Any],
+    close: Callable[[Sandbox], None] | None = None,
+) -> None:
+    """Resolved by a reward file, whose verifier decides by itself what a failure is: no canary rides along (it would
+    fail an honest run too), so the verifier runs once more with the change and one, a test that must fail appended
+    to the test modules its command names (verify/canary.py). The reward drops: the runner reports truthfully and the
+    grade stands. It does not, and the canary is reported passing: the runner was made to pass what fails (pytest's
+    test call made a no-op: tests/harness/cheats/runner_noop.sh); or it is not reported while it is reported failing
+    on the image as built: the change hid it (the test process ended with status 0 before any test ran:
+    tests/harness/cheats/exit0_at_import.sh). Either way graded 0, tagged `runner_subverted`. Reported failing
+    without a lower reward (the task's test.sh ignores failures), not reported there either, or a control that
+    did not finish: the grade stands."""
+    verdict = grading.verdict
+    if verdict is None or verdict.graded_by != "reward_file" or verdict.reward < 1.0 or not witnessable(task):
+        return
+    control = grade(task, with_change, close or (lambda b: _remove(b, state)), tries=1, witness=True)
+    got = control.verdict
+    grading.extra["witness"] = {"reward": got.reward if got else None, "canary": got.canary_seen if got else None}
+    if got is None or got.reward < verdict.reward or got.canary_seen == canaries.FAILED:
+        return
+    seen = got.canary_seen
+    if seen != canaries.PASSED:
+        base = _baseline(task, without_change, state, witness=True)
+        grading.extra["witness"]["without_change"] = base.canary
+        if base.canary != canaries.FAILED:
+            return
+        seen = canaries.HIDDEN
+    grading.verdict = verdict.model_copy(update={"reward": 0.0, "canary": got.canary, "canary_seen": seen})
 
 
 def _blame_missing_canary(

@@ -26,7 +26,7 @@ from trialbook.sandbox.box import NO_TOOLS, OUTPUT_TAIL, CappedSink, ExecResult,
 from trialbook.sandbox.cgroup import report_script
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, reward_files_named, task_test_files
-from trialbook.verify.canary import Planted, plant
+from trialbook.verify.canary import Planted, in_log, plant
 
 if TYPE_CHECKING:
     from trialbook.verify.grading import GradeResult
@@ -138,9 +138,10 @@ def _reward_files(task: TaskSpec) -> tuple[str, ...]:
     return _NAMED[key]
 
 
-def _planted(task: TaskSpec) -> Planted | None:
-    """The task's test.sh with a canary planted, for a task graded per test whose test command was found."""
-    if not task.lists_tests:
+def _planted(task: TaskSpec, witness: bool = False) -> Planted | None:
+    """The task's test.sh with a canary planted, for a task graded per test whose test command was found; with
+    `witness`, for one graded by its reward file too (a run of its own: the canary fails an honest run as well)."""
+    if not task.lists_tests and not witness:
         return None
     return plant(read_script(task.tests_dir), task_test_files(task.tests_dir), secrets.token_hex(6))
 
@@ -174,7 +175,9 @@ def _script(stage: str, mark: str, unpack: str | None = None) -> str:
         '[ "$left" -gt 0 ] && kill -9 -1 2>/dev/null\n'
         f"printf '\\n{mark}end %s\\n' $left\n"
         f"for f in {' '.join(REWARD_FILES)}; do\n"
-        f"  [ -f {LOG_DIR}/$f ] && {{ printf '\\n{mark}%s\\n' $f; cat {LOG_DIR}/$f; }}\n"
+        # a link is not read: a reward.txt linked to a read-only file that reads 1 (/proc/sys/fs/protected_hardlinks)
+        # keeps test.sh's 0 from being written (tests/harness/cheats/reward_symlink.sh); nothing else runs by now
+        f"  [ -f {LOG_DIR}/$f ] && [ ! -L {LOG_DIR}/$f ] && {{ printf '\\n{mark}%s\\n' $f; cat {LOG_DIR}/$f; }}\n"
         "done\n"
         f"printf '\\n{mark}{CGROUP}\\n'\n" + report_script() + "exit $rc\n"
     )
@@ -209,11 +212,18 @@ def _run_last(
     return sandbox.finish(_script(stage, mark, unpack), timeout=timeout, sink=full)
 
 
-def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
+def witnessable(task: TaskSpec) -> bool:
+    """Whether a canary can be planted in a task graded by its reward file (`verify(..., witness=True)`)."""
+    return not task.lists_tests and plant(read_script(task.tests_dir), task_test_files(task.tests_dir), "0") is not None
+
+
+def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = False) -> Verdict:
+    """Run the task's verifier in `sandbox`; `witness`: with a canary planted even when the task is graded by its
+    reward file (its reading is then the verdict's canary_seen, from the log: canary.in_log)."""
     token = secrets.token_hex(6)
     stage, mark = f"/.trialbook-{token}", f"@@trialbook-{token}@@ "
     script = _script(stage, mark)
-    planted = _planted(task)
+    planted = _planted(task, witness)
     test_sh = planted.script if planted else None
     with tempfile.TemporaryFile() as full:  # the whole output, on disk up to LOG_DISK_LIMIT: memory holds its tail
         capped = CappedSink(full, LOG_DISK_LIMIT)
@@ -287,6 +297,8 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float) -> Verdict:
         foreign_rewards=foreign,
         output_cut=capped.over,
         outlived=outlived or 0,
+        canary=planted.name if planted else None,
+        canary_seen=in_log(log, planted.name) if planted else None,
         file_reward=file_reward,
         exit_code=res.exit_code,
         log=log,
