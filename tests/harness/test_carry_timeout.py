@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from ledgerdicts import trial_dicts
-from trialbook.harness import trial
+from trialbook.harness import blame
 from trialbook.harness.isolation import CarryOutgrown, CarryTimeout, IsolationError
 from trialbook.ledger.store import Ledger
 from trialbook.sandbox import DockerEngine, Sandbox, box
@@ -84,7 +84,7 @@ def tb(engine):
 
 
 def _blame(tb: tuple[DockerEngine, str], tmp_path: Path, dockerfile: str, budget: float) -> Exception:
-    """_blame_slow_carry on a carry of `budget` s that timed out, with real fresh containers of the image."""
+    """blame.slow_carry on a carry of `budget` s that timed out, with real fresh containers of the image."""
     eng, run = tb
     context = tmp_path / secrets.token_hex(3)
     context.mkdir()
@@ -96,9 +96,9 @@ def _blame(tb: tuple[DockerEngine, str], tmp_path: Path, dockerfile: str, budget
         return eng.start(image[0], f"tb-{run}-{secrets.token_hex(3)}", {LABEL_RUN: run}, 1.0, 512, 256, False)
 
     timeout = CarryTimeout(f"carrying the agent's change into x took over {budget:g} s", "", budget)
-    trial._IMAGE_TREE.clear()
+    blame._IMAGE_TREE.clear()
     with pytest.raises((CarryOutgrown, IsolationError)) as caught:
-        trial._blame_slow_carry(timeout, open_box, "/testbed", state)
+        blame.slow_carry(timeout, open_box, "/testbed", state)
     assert eng.containers(run) == [] and "cleanup_error" not in state
     return caught.value
 
@@ -139,9 +139,9 @@ def test_an_image_tree_over_half_the_limit_is_not_charged(tb, tmp_path, monkeypa
     def open_box() -> Sandbox:
         return eng.start(image[0], f"tb-{run}-{secrets.token_hex(3)}", {LABEL_RUN: run}, 1.0, 512, 256, False)
 
-    trial._IMAGE_TREE.clear()
+    blame._IMAGE_TREE.clear()
     with pytest.raises(IsolationError, match="the image's own tree is 40,0[0-9,]+ bytes, over half of it"):
-        trial._blame_big_tree(TreeTooLargeError("/testbed", "x", LIMIT), open_box, "/testbed", {"image": image})
+        blame.big_tree(TreeTooLargeError("/testbed", "x", LIMIT), open_box, "/testbed", {"image": image})
     assert eng.containers(run) == []
 
 

@@ -38,17 +38,17 @@ PY
 def test_a_change_that_hangs_the_tests_is_graded_failing_once_the_image_alone_passes_in_time(
     cli, db, tmp_path, monkeypatch
 ):
-    import trialbook.harness.trial as trial
+    import trialbook.harness.blame as blame
 
     baselines: list[str] = []  # the runs without the change (one try each)
-    real = trial.grade
+    real = blame.grade
 
     def counted(spec, *args, **kwargs):
         if kwargs.get("tries") == 1:
             baselines.append(spec.task_id)
         return real(spec, *args, **kwargs)
 
-    monkeypatch.setattr(trial, "grade", counted)
+    monkeypatch.setattr(blame, "grade", counted)
     tasks = tmp_path / "tasks"
     task = tasks / "hangs-with-change"
     shutil.copytree(EXAMPLES / "plain-bugfix", task)

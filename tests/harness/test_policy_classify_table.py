@@ -24,17 +24,17 @@ TABLE: dict[str | None, tuple[bool, tuple[str, str, str, str]]] = {
     "FormatError": (False, ("infra_error", "format_error", "format_error", "format_error")),
     "NonZeroAgentExitCodeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "VerifierTimeoutError": (False, ("verifier_timeout",) * 4),
-    # hung with the change, in time without it: the harness gives it reward 0 (harness/trial._blame_hang)
+    # hung with the change, in time without it: the harness gives it reward 0 (harness/blame.hang)
     "HungWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "RewardFileNotFoundError": (False, INFRA),
-    # no reward with the change, one without it: the harness gives it reward 0 (harness/trial._blame_missing_reward)
+    # no reward with the change, one without it: the harness gives it reward 0 (harness/blame.missing_reward)
     "NoRewardWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "SandboxLimitError": (False, INFRA),
     # the agent's tree outgrew the limits when carried, the image's own fit: reward 0 (harness/isolation._outgrown)
     "ChangeTooLargeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
-    # the tests hit the limits with the change, not without it: reward 0 (harness/trial._blame_limits)
+    # the tests hit the limits with the change, not without it: reward 0 (harness/blame.limits)
     "LimitsHitWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
-    # a reward file read while processes the change left outlived test.sh: 0 (harness/trial._blame_untrusted_reward)
+    # a reward file read while processes the change left outlived test.sh: 0 (harness/blame.untrusted_reward)
     "OutlivedWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "IsolationError": (False, INFRA),
     "DaemonError": (True, INFRA),

@@ -198,7 +198,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "reward_missing_with_change",
         "test.sh wrote no reward with the agent's change, while it wrote one on the image as built (the code under"
-        " test removed or replaced /logs, say): graded as failing, not left ungraded (harness/trial.py)",
+        " test removed or replaced /logs, say): graded as failing, not left ungraded (harness/blame.py)",
         False,
         check=_tagged("reward_missing_with_change"),
     ),
@@ -206,7 +206,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "outlived_with_change",
         "a reward was read from the reward file while processes the agent's change left outlived test.sh (none do on"
         " the image as built): any could have rewritten the file after test.sh wrote it: graded as failing"
-        " (harness/trial.py)",
+        " (harness/blame.py)",
         False,
         check=_tagged("outlived_with_change"),
     ),

@@ -495,7 +495,7 @@ def grade(
             close_box(box)
         if hits:
             out = _limited(out, task, hits, "while the verifier ran")
-            out.extra["limits_hit_in_tests"] = True  # not while the change was carried (harness/trial._blame_limits)
+            out.extra["limits_hit_in_tests"] = True  # not while the change was carried (harness/blame.limits)
             return out
         if out.verdict is not None:
             return out

@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trialbook.agents.base import Agent, AgentResult, AgentStopped
+from trialbook.harness import blame
 from trialbook.harness.isolation import (
-    CarryOutgrown,
     CarryTimeout,
     Change,
     Grading,
@@ -27,22 +27,19 @@ from trialbook.harness.isolation import (
     apply_change,
     base_preparer,
     capture,
-    change_too_large,
     grade,
-    image_tree_bytes,
-    index_image_tree,
     restore_container,
     workdir_of,
 )
 from trialbook.harness.paths import TRIAL_PREFIX
 from trialbook.outcomes import FINDINGS, POLICY, classify, error_kind, rule_for
 from trialbook.records import Outcome, Trial, is_graded
-from trialbook.sandbox import DockerEngine, Sandbox, SandboxError
+from trialbook.sandbox import DockerEngine, Sandbox
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
 from trialbook.tasks import TaskError, TaskSpec
 from trialbook.verify import canary as canaries
-from trialbook.verify.runner import Verdict, witnessable
+from trialbook.verify.runner import Verdict
 
 TRY_STATE = ("agent_result", "verifier_log", "image", "verifier", "patch", "tags", "agent_limit_hits")
 LOG_LIMIT = 200_000  # characters of a log kept in the ledger (the tail)
@@ -297,10 +294,10 @@ def _attempt(
                 try:
                     change = capture(box, workdir)
                 except TreeTooLargeError as exc:
-                    _remove(box, state)
-                    grading = _blame_big_tree(exc, lambda: start(f"{name}-i"), workdir, state)
+                    blame.remove_box(box, state)
+                    grading = blame.big_tree(exc, lambda: start(f"{name}-i"), workdir, state)
                 else:
-                    _remove(box, state)
+                    blame.remove_box(box, state)
                     grading = _grade_diff(start, name, change, task, stopper, state)
         finally:
             phases["verifier"] = round(time.monotonic() - t, 3)
@@ -309,10 +306,10 @@ def _attempt(
         if grading.error is not None:
             if grading.error[0] == "VerifierTimeoutError":
                 stopper.check()  # a deadline or interrupt cut the verifier: not its own timeout
-            return grading.verdict, *grading.error  # a verdict only for a hang the change caused (_blame_hang)
+            return grading.verdict, *grading.error  # a verdict only for a hang the change caused (blame.hang)
         return grading.verdict, exc_type, exc_msg
     finally:
-        _remove(box, state)
+        blame.remove_box(box, state)
         if change is not None:
             change.tree.close()
 
@@ -320,13 +317,6 @@ def _attempt(
 def _verifier_prep(engine: DockerEngine, task: TaskSpec, state: dict[str, Any]) -> tuple[str, Callable[[Sandbox], Any]]:
     """What a warm verifier container computes while it waits: the image's side of the agent's diff."""
     return "verifier", base_preparer(workdir_of(engine, task, state["image"][0]), task.verifier_timeout)
-
-
-def _remove(box: Sandbox, state: dict[str, Any]) -> None:
-    try:
-        box.remove()
-    except SandboxError as exc:  # the trial's result stands; `clean` finds the leftover
-        state["cleanup_error"] = str(exc)
 
 
 def _grade_container(
@@ -343,9 +333,9 @@ def _grade_container(
 
     grading = grade(task, reopen, lambda _b: None)
     if grading.error is not None and grading.error[0] == "RewardFileNotFoundError":
-        _blame_missing_reward(task, fresh, grading, state)
-    _blame_untrusted_reward(task, fresh, grading, state)
-    _blame_unwitnessed_reward(task, reopen, fresh, grading, state, close=lambda _b: None)
+        blame.missing_reward(task, fresh, grading, state)
+    blame.untrusted_reward(task, fresh, grading, state)
+    blame.unwitnessed_reward(task, reopen, fresh, grading, state, close=lambda _b: None)
     return grading
 
 
@@ -367,274 +357,44 @@ def _grade_diff(
                     apply_change(vbox, change, task, exclude, task.verifier_timeout)
             except IsolationError as exc:
                 hits = vbox.limit_hits()
-                _remove(vbox, state)
+                blame.remove_box(vbox, state)
                 if hits:  # the task's own limits stopped the harness's git: on the image's tree, not the agent's doing
                     raise LimitHit(hits, exc.agent_side) from None
                 if isinstance(exc, CarryTimeout) and exc.agent_side:
-                    _blame_slow_carry(exc, lambda: start(f"{name}-i", prepare), change.workdir, state)
+                    blame.slow_carry(exc, lambda: start(f"{name}-i", prepare), change.workdir, state)
                 raise
             except BaseException:
-                _remove(vbox, state)
+                blame.remove_box(vbox, state)
                 raise
             return vbox
 
         return open_box
 
-    grading = grade(task, opener("v", []), lambda b: _remove(b, state))
+    grading = grade(task, opener("v", []), lambda b: blame.remove_box(b, state))
     state["patch"] = change.patch
     if change.too_long:
         grading.extra["paths_too_long"] = change.too_long
     if grading.error is not None and grading.error[0] == "VerifierTimeoutError" and change.files:
-        _blame_hang(task, opener("b", None), grading, state)
+        blame.hang(task, opener("b", None), grading, state)
     if grading.error is not None and grading.error[0] == "RewardFileNotFoundError" and change.files:
-        _blame_missing_reward(task, opener("b", None), grading, state)
+        blame.missing_reward(task, opener("b", None), grading, state)
     if grading.error is not None and grading.extra.get("limits_hit_in_tests") and change.files:
-        _blame_limits(task, opener("b", None), grading, state)
+        blame.limits(task, opener("b", None), grading, state)
     if change.files:
-        _blame_untrusted_reward(task, opener("b", None), grading, state)
-        _blame_unwitnessed_reward(task, opener("w", []), opener("b", None), grading, state)
+        blame.untrusted_reward(task, opener("b", None), grading, state)
+        blame.unwitnessed_reward(task, opener("w", []), opener("b", None), grading, state)
     verdict = grading.verdict
     if verdict is not None and verdict.reward >= 1.0 and verdict.canary_seen in canaries.UNSEEN and change.files:
-        _blame_missing_canary(task, opener("b", None), grading, state)
+        blame.missing_canary(task, opener("b", None), grading, state)
     if not change.test_infra:
         return grading
     state.setdefault("tags", []).append("test_infra_changed")
     grading.extra["test_infra_files"] = change.test_infra
     if grading.verdict is not None and grading.verdict.reward >= 1.0:
-        control = grade(task, opener("c", change.test_infra), lambda b: _remove(b, state))
+        control = grade(task, opener("c", change.test_infra), lambda b: blame.remove_box(b, state))
         reward = control.verdict.reward if control.verdict else None
         grading.extra["control"] = {"reward": reward, "error": control.error[0] if control.error else None}
         if reward is None or reward < 1.0:  # resolved only with the agent's own test infrastructure
             grading.verdict = grading.verdict.model_copy(update={"reward": reward or 0.0, "tests": None})
             grading.extra["control"]["log_tail"] = control.log[-2000:]
     return grading
-
-
-CARRY_MARGIN = 10  # a carry that times out is the change's doing when the image's own tree takes <= 1/10 of its time
-# Per process, keyed by (what, image id, working tree): the image's own tree measured once, in a fresh container, the
-# first time a trial needs it: "index_s", seconds the harness's git takes to index it (None: not within a carry's
-# time); "bytes", its size as an archive (None: past SNAPSHOT_LIMIT)
-_IMAGE_TREE: dict[tuple[str, str, str], Any] = {}
-_IMAGE_TREE_LOCK = threading.Lock()
-
-
-def _image_tree(
-    what: str, open_box: Callable[[], Sandbox], workdir: str, state: dict[str, Any], measure: Callable[[Sandbox], Any]
-) -> Any:
-    key = (what, state["image"][1], workdir)
-    with _IMAGE_TREE_LOCK:
-        if key not in _IMAGE_TREE:
-            box = open_box()
-            try:
-                _IMAGE_TREE[key] = measure(box)
-            finally:
-                _remove(box, state)
-    return _IMAGE_TREE[key]
-
-
-def _blame_big_tree(
-    exc: TreeTooLargeError, open_box: Callable[[], Sandbox], workdir: str, state: dict[str, Any]
-) -> Grading:
-    """The agent's working tree ran past the limit of a copy (sandbox/box.SNAPSHOT_LIMIT) as an archive. With the
-    image's own tree at most half of it, the agent's tree is what grew (a sparse file of a terabyte, no disk behind
-    it: tests/harness/test_carry_timeout.py): graded 0 as ChangeTooLargeError, not an ungraded infra error;
-    otherwise the image's own tree is too big to carry: IsolationError."""
-    size = _image_tree("bytes", open_box, workdir, state, lambda box: image_tree_bytes(box, workdir))
-    if size is not None and 2 * size <= exc.limit:
-        message = f"{exc}; the image's own tree: {size:,} bytes"
-        return change_too_large(Grading(extra={"image_tree_bytes": size}), message)
-    own = "over it too" if size is None else f"{size:,} bytes, over half of it"
-    raise IsolationError(f"{exc}; the image's own tree is {own}") from None
-
-
-def _blame_slow_carry(exc: CarryTimeout, open_box: Callable[[], Sandbox], workdir: str, state: dict[str, Any]) -> None:
-    """Carrying the agent's change ran past its time once the image's side was done. When the harness indexes the
-    image's own tree in a tenth of that time (or less), the agent's tree is what took it (300,000 files, say:
-    tests/harness/test_carry_timeout.py): CarryOutgrown, graded 0 as ChangeTooLargeError, not an ungraded infra error
-    a policy could learn to reach for; otherwise the IsolationError stands (the sandbox is too slow for the image's own
-    tree), its message saying so."""
-    took = _image_tree("index_s", open_box, workdir, state, lambda box: index_image_tree(box, workdir, exc.budget))
-    if took is not None and took * CARRY_MARGIN <= exc.budget:
-        raise CarryOutgrown(f"{exc}; the image's own tree took {took:.2f} s", {"image_tree_index_s": took}) from None
-    own = "did not finish in that time either" if took is None else f"took {took:.2f} s of it"
-    raise IsolationError(f"{exc}; the image's own tree {own} (not the change's doing)") from None
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """How a task's verifier ended on its image as built, without any change: "finished" (in `took` seconds, the
-    canary read as `canary`, `outlived` processes still running when test.sh exited, its exit code `exit_code`),
-    "timed_out", or another error's name."""
-
-    end: str
-    took: float | None = None
-    canary: str | None = None
-    outlived: int = 0
-    exit_code: int | None = None
-
-
-# Per process, keyed by (task, verifier hash, image id); a task's baseline runs once (its lock: trials of one task
-# that need it together wait for the same run), however many of its trials need it.
-_BASELINES: dict[tuple[str, str, str, bool], Baseline] = {}
-_BASELINE_LOCKS: dict[tuple[str, str, str, bool], threading.Lock] = {}
-
-
-def _baseline(
-    task: TaskSpec, open_box: Callable[[int], Sandbox], state: dict[str, Any], witness: bool = False
-) -> Baseline:
-    """The task's verifier once on its image as built (`witness`: with a canary planted, verify/runner.verify)."""
-    key = (task.task_id, task.verifier_hash, state["image"][1], witness)
-    with _BASELINE_LOCKS.setdefault(key, threading.Lock()):
-        if key not in _BASELINES:
-            base = grade(task, open_box, lambda b: _remove(b, state), tries=1, witness=witness)
-            if base.verdict is not None:
-                v = base.verdict
-                _BASELINES[key] = Baseline("finished", v.duration_s, v.canary_seen, v.outlived, v.exit_code)
-            else:
-                _BASELINES[key] = Baseline("timed_out" if base.error and base.error[0] == "VerifierTimeoutError"
-                                           else (base.error or ("unknown",))[0])  # fmt: skip
-    return _BASELINES[key]
-
-
-def _blame_hang(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]) -> None:
-    """Both tries of the verifier ran past its timeout with the agent's change: run it once without the change.
-    Finished in time there, the hang is the change's (tests that never end are failing tests, as swebench's
-    harness counts them): graded 0, HungWithChangeError, tagged `hung_with_change`; timed out there too, the task
-    hangs anyway (the seed's sklearn-14710): verifier_timeout as before, not graded, tagged `hangs_without_change`;
-    any other end of that run proves nothing either way: verifier_timeout, untagged."""
-    base = _baseline(task, open_box, state)
-    grading.extra["without_change"] = {"end": base.end, "duration_s": base.took}
-    if base.end == "timed_out":
-        state.setdefault("tags", []).append("hangs_without_change")
-    elif base.end == "finished" and base.took is not None:
-        state.setdefault("tags", []).append("hung_with_change")
-        limit = f"{task.verifier_timeout:g}"
-        grading.verdict = Verdict(reward=0.0, graded_by="timeout", log=grading.log)
-        grading.error = ("HungWithChangeError", f"test.sh ran past its {limit} s timeout twice with the agent's "
-                         f"change; on the image as built it finished in {base.took:.1f} s")  # fmt: skip
-
-
-def _blame_missing_reward(
-    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
-) -> None:
-    """Both tries of test.sh ended without a reward file with the agent's change. Written without the change, the
-    change stopped it (the code under test replaced /logs by a file, say; tests/harness/cheats/
-    logs_replaced_at_import.sh): NoRewardWithChangeError; missing there too, the task writes none anyway."""
-    _charge_the_change(task, open_box, grading, state, "reward_missing_with_change", "reward_file", (
-        "NoRewardWithChangeError", "test.sh wrote no reward with the agent's change (both tries); on the image as "
-        "built it wrote one"))  # fmt: skip
-
-
-def _blame_limits(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]) -> None:
-    """The tests hit the sandbox's memory or pids limit with the agent's change. Within them without the change, the
-    change made the tests outgrow them (code under test allocating, forking; tests/harness/cheats/
-    memory_hog_at_import.sh): LimitsHitWithChangeError, as a test killed for memory fails in swebench's harness; hit
-    there too, the task's limits are too tight for its own tests: SandboxLimitError, ungraded."""
-    message = grading.error[1] if grading.error else "the sandbox's limits were hit"
-    _charge_the_change(task, open_box, grading, state, "limits_hit_with_change", "limits", (
-        "LimitsHitWithChangeError", f"{message} with the agent's change; on the image as built the tests ran within "
-        "them"))  # fmt: skip
-
-
-def _charge_the_change(
-    task: TaskSpec,
-    open_box: Callable[[int], Sandbox],
-    grading: Grading,
-    state: dict[str, Any],
-    tag: str,
-    graded_by: str,
-    error: tuple[str, str],
-) -> None:
-    """A failure that would leave the trial ungraded: the verifier once without the change (the task's baseline).
-    Finished there, the failure is the change's: graded 0 with `error`, tagged `tag`, not an ungraded infra error a
-    policy could learn to reach for; any other end there, the failure stands as it was."""
-    base = _baseline(task, open_box, state)
-    grading.extra["without_change"] = {"end": base.end, "duration_s": base.took}
-    if base.end == "finished":
-        state.setdefault("tags", []).append(tag)
-        grading.verdict = Verdict(reward=0.0, graded_by=graded_by, log=grading.log)
-        grading.error = error
-
-
-def _blame_untrusted_reward(
-    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
-) -> None:
-    """A positive reward read from the reward file that test.sh may not have been the last to write: processes of the
-    test run outlived test.sh (any of them could have replaced the file after test.sh wrote its own, before the
-    harness killed them: tests/harness/cheats/reward_rewriter.sh), or test.sh died of a signal (exit above 128) with
-    a reward file there (the code under test wrote one, then killed test.sh before it could write its own:
-    tests/harness/cheats/reward_then_kill.sh). Run the verifier once without the change. test.sh ends by itself
-    there: graded 0 as a verifier killed from inside (tagged `verifier_killed`; that first, the killer may outlive
-    test.sh); nothing outlives test.sh there: graded 0, OutlivedWithChangeError, tagged `outlived_with_change`.
-    Otherwise (the task's own tests leave processes, its test.sh exits above 128 anyway, or it did not finish) the
-    grade stands. A log graded per test is read up to the verifier's end marker, which nothing alive can print
-    after, so only a reward file needs this."""
-    verdict = grading.verdict
-    if verdict is None or verdict.graded_by != "reward_file" or verdict.reward <= 0:
-        return
-    signalled = (verdict.exit_code or 0) > 128
-    if not verdict.outlived and not signalled:
-        return
-    base = _baseline(task, open_box, state)
-    grading.extra["without_change"] = {
-        "end": base.end, "duration_s": base.took, "outlived": base.outlived, "exit_code": base.exit_code,
-    }  # fmt: skip
-    if base.end != "finished":
-        return
-    if signalled and (base.exit_code or 0) <= 128:
-        grading.verdict = verdict.model_copy(update={"reward": 0.0, "killed": True})
-    elif verdict.outlived and base.outlived == 0:
-        state.setdefault("tags", []).append("outlived_with_change")
-        grading.verdict = verdict.model_copy(update={"reward": 0.0})
-        grading.error = ("OutlivedWithChangeError", f"{verdict.outlived} process(es) of the test run outlived test.sh "
-                         "with the agent's change, any of which could have rewritten its reward file; on the image as "
-                         "built none did")  # fmt: skip
-
-
-def _blame_unwitnessed_reward(
-    task: TaskSpec,
-    with_change: Callable[[int], Sandbox],
-    without_change: Callable[[int], Sandbox],
-    grading: Grading,
-    state: dict[str, Any],
-    close: Callable[[Sandbox], None] | None = None,
-) -> None:
-    """Resolved by a reward file, whose verifier decides by itself what a failure is: no canary rides along (it would
-    fail an honest run too), so the verifier runs once more with the change and one, a test that must fail appended
-    to the test modules its command names (verify/canary.py). The reward drops: the runner reports truthfully and the
-    grade stands. It does not, and the canary is reported passing: the runner was made to pass what fails (pytest's
-    test call made a no-op: tests/harness/cheats/runner_noop.sh); or it is not reported while it is reported failing
-    on the image as built: the change hid it (the test process ended with status 0 before any test ran:
-    tests/harness/cheats/exit0_at_import.sh). Either way graded 0, tagged `runner_subverted`. Reported failing
-    without a lower reward (the task's test.sh ignores failures), not reported there either, or a control that
-    did not finish: the grade stands."""
-    verdict = grading.verdict
-    if verdict is None or verdict.graded_by != "reward_file" or verdict.reward < 1.0 or not witnessable(task):
-        return
-    control = grade(task, with_change, close or (lambda b: _remove(b, state)), tries=1, witness=True)
-    got = control.verdict
-    grading.extra["witness"] = {"reward": got.reward if got else None, "canary": got.canary_seen if got else None}
-    if got is None or got.reward < verdict.reward or got.canary_seen == canaries.FAILED:
-        return
-    seen = got.canary_seen
-    if seen != canaries.PASSED:
-        base = _baseline(task, without_change, state, witness=True)
-        grading.extra["witness"]["without_change"] = base.canary
-        if base.canary != canaries.FAILED:
-            return
-        seen = canaries.HIDDEN
-    grading.verdict = verdict.model_copy(update={"reward": 0.0, "canary": got.canary, "canary_seen": seen})
-
-
-def _blame_missing_canary(
-    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
-) -> None:
-    """Resolved with the change while the log has no failing report of the verifier's canary: run it once without
-    the change. There the canary reported failing, so the runner reports it unless the change stops that (PASSED
-    lines written to the test process's real stdout, then an exit before pytest reports): graded as failing, the
-    canary read as "hidden", tagged `runner_subverted`. Otherwise the runner does not report it anyway (its
-    settings): the grade stands, tagged `canary_missing` (verify/canary.py)."""
-    base = _baseline(task, open_box, state)
-    grading.extra["without_change"] = {"end": base.end, "duration_s": base.took, "canary": base.canary}
-    if grading.verdict is not None and base.canary == canaries.FAILED:
-        grading.verdict = grading.verdict.model_copy(update={"reward": 0.0, "canary_seen": canaries.HIDDEN})

@@ -57,7 +57,7 @@ class DaemonError(SandboxError):
 
 
 class TreeTooLargeError(SandboxError):
-    """A working tree copied out of a container ran past SNAPSHOT_LIMIT bytes as an archive (harness/trial.py asks
+    """A working tree copied out of a container ran past SNAPSHOT_LIMIT bytes as an archive (harness/blame.py asks
     whether the image's own tree fits before it blames the change)."""
 
     kind = "IsolationError"

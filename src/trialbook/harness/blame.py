@@ -1,0 +1,269 @@
+"""Whose doing a verifier's failure (or a suspicious success) is: the change's, or the task's and its sandbox's.
+
+When a grade could be either (a hang, no reward file, the sandbox's limits hit, a reward file that test.sh may not have
+been the last to write, a canary not reported), the verifier runs once on the task's image as built, without any
+change (`baseline`: once per task and image), and the comparison decides: what only the change does is graded 0 (a
+failure that would otherwise leave the trial ungraded, a free exit a policy could learn to reach for), what the image
+does as well stands. The carry of a change that outgrew its time or size is weighed against the image's own tree the
+same way (`slow_carry`, `big_tree`)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from trialbook.harness.isolation import (
+    CarryOutgrown,
+    CarryTimeout,
+    Grading,
+    IsolationError,
+    change_too_large,
+    grade,
+    image_tree_bytes,
+    index_image_tree,
+)
+from trialbook.sandbox import Sandbox, SandboxError
+from trialbook.sandbox.box import TreeTooLargeError
+from trialbook.tasks import TaskSpec
+from trialbook.verify import canary as canaries
+from trialbook.verify.runner import Verdict, witnessable
+
+
+def remove_box(box: Sandbox, state: dict[str, Any]) -> None:
+    """Remove a trial's container; a failure is the trial's `cleanup_error`, never its result."""
+    try:
+        box.remove()
+    except SandboxError as exc:  # the trial's result stands; `clean` finds the leftover
+        state["cleanup_error"] = str(exc)
+
+
+CARRY_MARGIN = 10  # a carry that times out is the change's doing when the image's own tree takes <= 1/10 of its time
+# Per process, keyed by (what, image id, working tree): the image's own tree measured once, in a fresh container, the
+# first time a trial needs it: "index_s", seconds the harness's git takes to index it (None: not within a carry's
+# time); "bytes", its size as an archive (None: past SNAPSHOT_LIMIT)
+_IMAGE_TREE: dict[tuple[str, str, str], Any] = {}
+_IMAGE_TREE_LOCK = threading.Lock()
+
+
+def _image_tree(
+    what: str, open_box: Callable[[], Sandbox], workdir: str, state: dict[str, Any], measure: Callable[[Sandbox], Any]
+) -> Any:
+    key = (what, state["image"][1], workdir)
+    with _IMAGE_TREE_LOCK:
+        if key not in _IMAGE_TREE:
+            box = open_box()
+            try:
+                _IMAGE_TREE[key] = measure(box)
+            finally:
+                remove_box(box, state)
+    return _IMAGE_TREE[key]
+
+
+def big_tree(
+    exc: TreeTooLargeError, open_box: Callable[[], Sandbox], workdir: str, state: dict[str, Any]
+) -> Grading:
+    """The agent's working tree ran past the limit of a copy (sandbox/box.SNAPSHOT_LIMIT) as an archive. With the
+    image's own tree at most half of it, the agent's tree is what grew (a sparse file of a terabyte, no disk behind
+    it: tests/harness/test_carry_timeout.py): graded 0 as ChangeTooLargeError, not an ungraded infra error;
+    otherwise the image's own tree is too big to carry: IsolationError."""
+    size = _image_tree("bytes", open_box, workdir, state, lambda box: image_tree_bytes(box, workdir))
+    if size is not None and 2 * size <= exc.limit:
+        message = f"{exc}; the image's own tree: {size:,} bytes"
+        return change_too_large(Grading(extra={"image_tree_bytes": size}), message)
+    own = "over it too" if size is None else f"{size:,} bytes, over half of it"
+    raise IsolationError(f"{exc}; the image's own tree is {own}") from None
+
+
+def slow_carry(exc: CarryTimeout, open_box: Callable[[], Sandbox], workdir: str, state: dict[str, Any]) -> None:
+    """Carrying the agent's change ran past its time once the image's side was done. When the harness indexes the
+    image's own tree in a tenth of that time (or less), the agent's tree is what took it (300,000 files, say:
+    tests/harness/test_carry_timeout.py): CarryOutgrown, graded 0 as ChangeTooLargeError, not an ungraded infra error
+    a policy could learn to reach for; otherwise the IsolationError stands (the sandbox is too slow for the image's own
+    tree), its message saying so."""
+    took = _image_tree("index_s", open_box, workdir, state, lambda box: index_image_tree(box, workdir, exc.budget))
+    if took is not None and took * CARRY_MARGIN <= exc.budget:
+        raise CarryOutgrown(f"{exc}; the image's own tree took {took:.2f} s", {"image_tree_index_s": took}) from None
+    own = "did not finish in that time either" if took is None else f"took {took:.2f} s of it"
+    raise IsolationError(f"{exc}; the image's own tree {own} (not the change's doing)") from None
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """How a task's verifier ended on its image as built, without any change: "finished" (in `took` seconds, the
+    canary read as `canary`, `outlived` processes still running when test.sh exited, its exit code `exit_code`),
+    "timed_out", or another error's name."""
+
+    end: str
+    took: float | None = None
+    canary: str | None = None
+    outlived: int = 0
+    exit_code: int | None = None
+
+
+# Per process, keyed by (task, verifier hash, image id); a task's baseline runs once (its lock: trials of one task
+# that need it together wait for the same run), however many of its trials need it.
+_BASELINES: dict[tuple[str, str, str, bool], Baseline] = {}
+_BASELINE_LOCKS: dict[tuple[str, str, str, bool], threading.Lock] = {}
+
+
+def baseline(
+    task: TaskSpec, open_box: Callable[[int], Sandbox], state: dict[str, Any], witness: bool = False
+) -> Baseline:
+    """The task's verifier once on its image as built (`witness`: with a canary planted, verify/runner.verify)."""
+    key = (task.task_id, task.verifier_hash, state["image"][1], witness)
+    with _BASELINE_LOCKS.setdefault(key, threading.Lock()):
+        if key not in _BASELINES:
+            base = grade(task, open_box, lambda b: remove_box(b, state), tries=1, witness=witness)
+            if base.verdict is not None:
+                v = base.verdict
+                _BASELINES[key] = Baseline("finished", v.duration_s, v.canary_seen, v.outlived, v.exit_code)
+            else:
+                _BASELINES[key] = Baseline("timed_out" if base.error and base.error[0] == "VerifierTimeoutError"
+                                           else (base.error or ("unknown",))[0])  # fmt: skip
+    return _BASELINES[key]
+
+
+def hang(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]) -> None:
+    """Both tries of the verifier ran past its timeout with the agent's change: run it once without the change.
+    Finished in time there, the hang is the change's (tests that never end are failing tests, as swebench's
+    harness counts them): graded 0, HungWithChangeError, tagged `hung_with_change`; timed out there too, the task
+    hangs anyway (the seed's sklearn-14710): verifier_timeout as before, not graded, tagged `hangs_without_change`;
+    any other end of that run proves nothing either way: verifier_timeout, untagged."""
+    base = baseline(task, open_box, state)
+    grading.extra["without_change"] = {"end": base.end, "duration_s": base.took}
+    if base.end == "timed_out":
+        state.setdefault("tags", []).append("hangs_without_change")
+    elif base.end == "finished" and base.took is not None:
+        state.setdefault("tags", []).append("hung_with_change")
+        limit = f"{task.verifier_timeout:g}"
+        grading.verdict = Verdict(reward=0.0, graded_by="timeout", log=grading.log)
+        grading.error = ("HungWithChangeError", f"test.sh ran past its {limit} s timeout twice with the agent's "
+                         f"change; on the image as built it finished in {base.took:.1f} s")  # fmt: skip
+
+
+def missing_reward(
+    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
+) -> None:
+    """Both tries of test.sh ended without a reward file with the agent's change. Written without the change, the
+    change stopped it (the code under test replaced /logs by a file, say; tests/harness/cheats/
+    logs_replaced_at_import.sh): NoRewardWithChangeError; missing there too, the task writes none anyway."""
+    _charge_the_change(task, open_box, grading, state, "reward_missing_with_change", "reward_file", (
+        "NoRewardWithChangeError", "test.sh wrote no reward with the agent's change (both tries); on the image as "
+        "built it wrote one"))  # fmt: skip
+
+
+def limits(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]) -> None:
+    """The tests hit the sandbox's memory or pids limit with the agent's change. Within them without the change, the
+    change made the tests outgrow them (code under test allocating, forking; tests/harness/cheats/
+    memory_hog_at_import.sh): LimitsHitWithChangeError, as a test killed for memory fails in swebench's harness; hit
+    there too, the task's limits are too tight for its own tests: SandboxLimitError, ungraded."""
+    message = grading.error[1] if grading.error else "the sandbox's limits were hit"
+    _charge_the_change(task, open_box, grading, state, "limits_hit_with_change", "limits", (
+        "LimitsHitWithChangeError", f"{message} with the agent's change; on the image as built the tests ran within "
+        "them"))  # fmt: skip
+
+
+def _charge_the_change(
+    task: TaskSpec,
+    open_box: Callable[[int], Sandbox],
+    grading: Grading,
+    state: dict[str, Any],
+    tag: str,
+    graded_by: str,
+    error: tuple[str, str],
+) -> None:
+    """A failure that would leave the trial ungraded: the verifier once without the change (the task's baseline).
+    Finished there, the failure is the change's: graded 0 with `error`, tagged `tag`, not an ungraded infra error a
+    policy could learn to reach for; any other end there, the failure stands as it was."""
+    base = baseline(task, open_box, state)
+    grading.extra["without_change"] = {"end": base.end, "duration_s": base.took}
+    if base.end == "finished":
+        state.setdefault("tags", []).append(tag)
+        grading.verdict = Verdict(reward=0.0, graded_by=graded_by, log=grading.log)
+        grading.error = error
+
+
+def untrusted_reward(
+    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
+) -> None:
+    """A positive reward read from the reward file that test.sh may not have been the last to write: processes of the
+    test run outlived test.sh (any of them could have replaced the file after test.sh wrote its own, before the
+    harness killed them: tests/harness/cheats/reward_rewriter.sh), or test.sh died of a signal (exit above 128) with
+    a reward file there (the code under test wrote one, then killed test.sh before it could write its own:
+    tests/harness/cheats/reward_then_kill.sh). Run the verifier once without the change. test.sh ends by itself
+    there: graded 0 as a verifier killed from inside (tagged `verifier_killed`; that first, the killer may outlive
+    test.sh); nothing outlives test.sh there: graded 0, OutlivedWithChangeError, tagged `outlived_with_change`.
+    Otherwise (the task's own tests leave processes, its test.sh exits above 128 anyway, or it did not finish) the
+    grade stands. A log graded per test is read up to the verifier's end marker, which nothing alive can print
+    after, so only a reward file needs this."""
+    verdict = grading.verdict
+    if verdict is None or verdict.graded_by != "reward_file" or verdict.reward <= 0:
+        return
+    signalled = (verdict.exit_code or 0) > 128
+    if not verdict.outlived and not signalled:
+        return
+    base = baseline(task, open_box, state)
+    grading.extra["without_change"] = {
+        "end": base.end, "duration_s": base.took, "outlived": base.outlived, "exit_code": base.exit_code,
+    }  # fmt: skip
+    if base.end != "finished":
+        return
+    if signalled and (base.exit_code or 0) <= 128:
+        grading.verdict = verdict.model_copy(update={"reward": 0.0, "killed": True})
+    elif verdict.outlived and base.outlived == 0:
+        state.setdefault("tags", []).append("outlived_with_change")
+        grading.verdict = verdict.model_copy(update={"reward": 0.0})
+        grading.error = ("OutlivedWithChangeError", f"{verdict.outlived} process(es) of the test run outlived test.sh "
+                         "with the agent's change, any of which could have rewritten its reward file; on the image as "
+                         "built none did")  # fmt: skip
+
+
+def unwitnessed_reward(
+    task: TaskSpec,
+    with_change: Callable[[int], Sandbox],
+    without_change: Callable[[int], Sandbox],
+    grading: Grading,
+    state: dict[str, Any],
+    close: Callable[[Sandbox], None] | None = None,
+) -> None:
+    """Resolved by a reward file, whose verifier decides by itself what a failure is: no canary rides along (it would
+    fail an honest run too), so the verifier runs once more with the change and one, a test that must fail appended
+    to the test modules its command names (verify/canary.py). The reward drops: the runner reports truthfully and the
+    grade stands. It does not, and the canary is reported passing: the runner was made to pass what fails (pytest's
+    test call made a no-op: tests/harness/cheats/runner_noop.sh); or it is not reported while it is reported failing
+    on the image as built: the change hid it (the test process ended with status 0 before any test ran:
+    tests/harness/cheats/exit0_at_import.sh). Either way graded 0, tagged `runner_subverted`. Reported failing
+    without a lower reward (the task's test.sh ignores failures), not reported there either, or a control that
+    did not finish: the grade stands."""
+    verdict = grading.verdict
+    if verdict is None or verdict.graded_by != "reward_file" or verdict.reward < 1.0 or not witnessable(task):
+        return
+    control = grade(task, with_change, close or (lambda b: remove_box(b, state)), tries=1, witness=True)
+    got = control.verdict
+    grading.extra["witness"] = {"reward": got.reward if got else None, "canary": got.canary_seen if got else None}
+    if got is None or got.reward < verdict.reward or got.canary_seen == canaries.FAILED:
+        return
+    seen = got.canary_seen
+    if seen != canaries.PASSED:
+        base = baseline(task, without_change, state, witness=True)
+        grading.extra["witness"]["without_change"] = base.canary
+        if base.canary != canaries.FAILED:
+            return
+        seen = canaries.HIDDEN
+    grading.verdict = verdict.model_copy(update={"reward": 0.0, "canary": got.canary, "canary_seen": seen})
+
+
+def missing_canary(
+    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
+) -> None:
+    """Resolved with the change while the log has no failing report of the verifier's canary: run it once without
+    the change. There the canary reported failing, so the runner reports it unless the change stops that (PASSED
+    lines written to the test process's real stdout, then an exit before pytest reports): graded as failing, the
+    canary read as "hidden", tagged `runner_subverted`. Otherwise the runner does not report it anyway (its
+    settings): the grade stands, tagged `canary_missing` (verify/canary.py)."""
+    base = baseline(task, open_box, state)
+    grading.extra["without_change"] = {"end": base.end, "duration_s": base.took, "canary": base.canary}
+    if grading.verdict is not None and base.canary == canaries.FAILED:
+        grading.verdict = grading.verdict.model_copy(update={"reward": 0.0, "canary_seen": canaries.HIDDEN})
