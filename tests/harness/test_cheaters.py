@@ -219,9 +219,11 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
         assert ("conflicting_test_reports" in tags) == (kind in CONFLICTING), task
         if kind not in KILLED:
             assert ("test_processes_outlived" in tags) == (kind in OUTLIVED or task == "honest-lingering"), task
-        # a reward file read while processes the change left outlived test.sh (none without the change): graded 0
+        # a reward file read while processes the change left outlived test.sh (none without the change): graded 0. The
+        # rewriter races test.sh's own write and the harness's kill; when it lost, the reward read was test.sh's 0
+        # (harness/blame.untrusted_reward is checked without a race in test_reward_file_blame.py)
         by_reward = mode in ("rewardfile", "containerrf")
-        rewritten = kind in OUTLIVED and by_reward
+        rewritten = kind in OUTLIVED and by_reward and (t["extra"].get("file_reward") or 0) > 0
         assert ("outlived_with_change" in tags) == rewritten, task
         assert (t["exception"] == "OutlivedWithChangeError") == rewritten, task
         killed = kind in KILLED and (by_reward or kind not in KILLED_AFTER_REWARD)
