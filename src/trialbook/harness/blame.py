@@ -102,8 +102,8 @@ class Baseline:
     exit_code: int | None = None
 
 
-# Per process, keyed by (task, verifier hash, image id); a task's baseline runs once (its lock: trials of one task
-# that need it together wait for the same run), however many of its trials need it.
+# Per process, keyed by (task, verifier hash, image id, with a canary or not); a task's baseline runs once (its
+# lock: trials of one task that need it together wait for the same run), however many of its trials need it.
 _BASELINES: dict[tuple[str, str, str, bool], Baseline] = {}
 _BASELINE_LOCKS: dict[tuple[str, str, str, bool], threading.Lock] = {}
 
@@ -183,6 +183,23 @@ def _charge_the_change(
         state.setdefault("tags", []).append(tag)
         grading.verdict = Verdict(reward=0.0, graded_by=graded_by, log=grading.log)
         grading.error = error
+
+
+def reward_file(
+    task: TaskSpec,
+    with_change: Callable[[int], Sandbox],
+    without_change: Callable[[int], Sandbox],
+    grading: Grading,
+    state: dict[str, Any],
+    close: Callable[[Sandbox], None] | None = None,
+) -> None:
+    """What a reward file says (or does not), weighed against the image as built, in either isolation: none written
+    (missing_reward), one test.sh may not have written last (untrusted_reward), one the canary does not lower
+    (unwitnessed_reward, in `with_change` boxes closed by `close`, else removed)."""
+    if grading.error is not None and grading.error[0] == "RewardFileNotFoundError":
+        missing_reward(task, without_change, grading, state)
+    untrusted_reward(task, without_change, grading, state)
+    unwitnessed_reward(task, with_change, without_change, grading, state, close)
 
 
 def untrusted_reward(

@@ -332,10 +332,7 @@ def _grade_container(
         return box
 
     grading = grade(task, reopen, lambda _b: None)
-    if grading.error is not None and grading.error[0] == "RewardFileNotFoundError":
-        blame.missing_reward(task, fresh, grading, state)
-    blame.untrusted_reward(task, fresh, grading, state)
-    blame.unwitnessed_reward(task, reopen, fresh, grading, state, close=lambda _b: None)
+    blame.reward_file(task, reopen, fresh, grading, state, close=lambda _b: None)
     return grading
 
 
@@ -376,13 +373,10 @@ def _grade_diff(
         grading.extra["paths_too_long"] = change.too_long
     if grading.error is not None and grading.error[0] == "VerifierTimeoutError" and change.files:
         blame.hang(task, opener("b", None), grading, state)
-    if grading.error is not None and grading.error[0] == "RewardFileNotFoundError" and change.files:
-        blame.missing_reward(task, opener("b", None), grading, state)
     if grading.error is not None and grading.extra.get("limits_hit_in_tests") and change.files:
         blame.limits(task, opener("b", None), grading, state)
     if change.files:
-        blame.untrusted_reward(task, opener("b", None), grading, state)
-        blame.unwitnessed_reward(task, opener("w", []), opener("b", None), grading, state)
+        blame.reward_file(task, opener("w", []), opener("b", None), grading, state)
     verdict = grading.verdict
     if verdict is not None and verdict.reward >= 1.0 and verdict.canary_seen in canaries.UNSEEN and change.files:
         blame.missing_canary(task, opener("b", None), grading, state)

@@ -214,7 +214,7 @@ def _run_last(
 
 def witnessable(task: TaskSpec) -> bool:
     """Whether a canary can be planted in a task graded by its reward file (`verify(..., witness=True)`)."""
-    return not task.lists_tests and plant(read_script(task.tests_dir), task_test_files(task.tests_dir), "0") is not None
+    return not task.lists_tests and _planted(task, witness=True) is not None
 
 
 def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = False) -> Verdict:
