@@ -13,9 +13,10 @@ repository without a commit, names git refuses (`.GIT`, `.git.`, `GIT~1`, a `.gi
 provoked before the list of changed paths; /logs replaced by a file from the code under test, 4 GB allocated by it,
 the rest of the running test.sh rewritten by it, a reward.txt of 1 written by it beside the reward.json test.sh
 writes; and
-eight that act from inside the change's own code while the tests run: PASSED lines printed at exit, the
+nine that act from inside the change's own code while the tests run: PASSED lines printed at exit, the
 same after a 5 MB flood, the verifier's marker forged into its output, a process left running to rewrite
 the reward, every process killed (test.sh too; the verifier's script where it can) so that no reward is read,
+cat replaced by one that prints 1 for a reward file (the verifier's script reads them with its shell's builtins),
 pytest's own test call made a no-op, every report pytest builds forced to "passed" (the verifier's canary,
 a test that must fail, catches these two), PASSED lines written past pytest's capture and an exit before it reports
 (no canary at all, while there is one without the change); and three tried on a copy whose verifier loads its
@@ -47,11 +48,11 @@ IN_CONTAINER = [
 REWARD_FILE = [
     "cat_wrapper", "fake_passed_at_exit", "logs_replaced_by_file", "reward_preseeded", "fork_700", "kill_everything",
     "logs_replaced_at_import", "memory_hog_at_import", "test_sh_rewritten", "reward_rewriter", "reward_symlink",
-    "reward_then_kill", "runner_noop", "exit0_at_import",
+    "reward_then_kill", "runner_noop", "exit0_at_import", "cat_at_import",
 ]  # fmt: skip
 # the cheats aimed at a reward file from a process left running: also tried on a copy graded in the agent's own
 # container by its reward file
-REWARD_FILE_CONTAINER = ["reward_rewriter", "reward_symlink", "reward_then_kill", "exit0_at_import"]
+REWARD_FILE_CONTAINER = ["reward_rewriter", "reward_symlink", "reward_then_kill", "exit0_at_import", "cat_at_import"]
 # the cheats aimed at a reward.json: also tried on a copy whose test.sh writes reward.json (no tests/config.json)
 REWARD_JSON = ["foreign_reward_file"]
 # the cheats aimed at a runner that imports its tests by name: also tried on a copy whose test command is the

@@ -37,6 +37,9 @@ LOG_DIR = "/logs/verifier"
 # test printing without end had filled that disk (tests/harness/test_carry_timeout.py)
 LOG_DISK_LIMIT = 1 << 30
 CGROUP = "cgroup"  # the section of the script's output with the limit counters
+# a file printed line by line by the running shell's builtins (no fork, no tool the code under test could replace);
+# its last line may lack a newline
+READ_FILE = 'while IFS= read -r l || [ -n "$l" ]; do printf \'%s\\n\' "$l"; l=; done'
 INLINE_LIMIT = 96_000  # base64 characters; one argv string may hold at most 128 KiB on Linux
 
 
@@ -176,8 +179,11 @@ def _script(stage: str, mark: str, unpack: str | None = None) -> str:
         f"printf '\\n{mark}end %s\\n' $left\n"
         f"for f in {' '.join(REWARD_FILES)}; do\n"
         # a link is not read: a reward.txt linked to a read-only file that reads 1 (/proc/sys/fs/protected_hardlinks)
-        # keeps test.sh's 0 from being written (tests/harness/cheats/reward_symlink.sh); nothing else runs by now
-        f"  [ -f {LOG_DIR}/$f ] && [ ! -L {LOG_DIR}/$f ] && {{ printf '\\n{mark}%s\\n' $f; cat {LOG_DIR}/$f; }}\n"
+        # keeps test.sh's 0 from being written (tests/harness/cheats/reward_symlink.sh); nothing else runs by now.
+        # Read by the shell's own `read`, no tool of the image: the code under test may have replaced cat with one
+        # that prints 1 for a reward file (tests/harness/cheats/cat_at_import.sh)
+        f"  [ -f {LOG_DIR}/$f ] && [ ! -L {LOG_DIR}/$f ] && {{ printf '\\n{mark}%s\\n' $f\n"
+        f"    {READ_FILE} < {LOG_DIR}/$f; }}\n"
         "done\n"
         f"printf '\\n{mark}{CGROUP}\\n'\n" + report_script() + "exit $rc\n"
     )
