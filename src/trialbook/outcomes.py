@@ -94,6 +94,7 @@ POLICY: dict[str, Rule] = {
     "ChangeTooLargeError": Rule(None, False, True, "agent's tree past the limits, time or size the image's fits: 0"),
     "LimitsHitWithChangeError": Rule(None, False, True, "tests outgrew memory_mb/pids_limit with the change only: 0"),
     "OutlivedWithChangeError": Rule(None, False, True, "reward file read with processes the change left running: 0"),
+    "ChangedOutsideTreeError": Rule(None, False, True, "reward file read, tests changed paths outside the tree: 0"),
     "IsolationError": Rule(Outcome.INFRA_ERROR, False, False, "agent's diff not carried to the verifier (workdir/git)"),
     "DaemonError": Rule(Outcome.INFRA_ERROR, True, False, "Docker daemon/API error"),
     "ImageBuildError": Rule(Outcome.INFRA_ERROR, True, False, "task image missing or its build failed"),

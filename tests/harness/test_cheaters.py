@@ -53,6 +53,16 @@ REWARD_FILE = [
 # the cheats aimed at a reward file from a process left running: also tried on a copy graded in the agent's own
 # container by its reward file
 REWARD_FILE_CONTAINER = ["reward_rewriter", "reward_symlink", "reward_then_kill", "exit0_at_import", "cat_at_import"]
+# the cheats aimed at what test.sh runs after the tests: also tried on a copy whose test.sh writes its reward with a
+# grader of its tests (`python3 /tests/grade.py "$rc"`, no tests/config.json); graded 0 by what the tests left changed
+# outside the working tree (harness/blame.changed_outside). The cat cheat is read past by the shell's builtins
+GRADER = ["grader_rewritten", "python_replaced_at_import", "cat_at_import"]
+CHANGED_OUTSIDE = {"grader_rewritten", "python_replaced_at_import"}
+GRADER_SH = (
+    # a tool test.sh installs itself before the tests and runs after them: changed in both runs, the grade stands
+    "printf '#!/bin/sh\\nexec python3 \"$@\"\\n' > /usr/local/bin/tb-grade && chmod +x /usr/local/bin/tb-grade\n"
+)
+GRADE_PY = 'import sys\n\nprint(1 if sys.argv[1] == "0" else 0)\n'
 # the cheats aimed at a reward.json: also tried on a copy whose test.sh writes reward.json (no tests/config.json)
 REWARD_JSON = ["foreign_reward_file"]
 # the cheats aimed at a runner that imports its tests by name: also tried on a copy whose test command is the
@@ -140,12 +150,19 @@ def _copy(
     unittest: bool = False,
     reward_json: bool = False,
     lingering: bool = False,
+    grader: bool = False,
 ) -> None:
     task = tasks / name
     shutil.copytree(EXAMPLE, task)
     if solve is not None:
         (task / "solution" / "solve.sh").write_text(solve)
-    if reward_file or unittest or reward_json:
+    if grader:
+        test_sh = (task / "tests" / "test.sh").read_text().replace("cd /testbed\n", "cd /testbed\n" + GRADER_SH, 1)
+        end = 'if [ "$rc" -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi'
+        graded = 'tb-grade /tests/grade.py "$rc" > /logs/verifier/reward.txt'
+        (task / "tests" / "test.sh").write_text(test_sh.replace(end, graded))
+        (task / "tests" / "grade.py").write_text(GRADE_PY)
+    if reward_file or unittest or reward_json or grader:
         (task / "tests" / "config.json").unlink()
     if reward_json:  # the reward as JSON: test.sh names no reward.txt
         test_sh = (task / "tests" / "test.sh").read_text().replace("reward.txt", "reward.json")
@@ -185,6 +202,9 @@ def cheat_run(engine, tmp_path_factory):
     _copy(tasks, "honest-lingering", None, "diff", reward_file=True, lingering=True)
     for kind in REWARD_JSON:
         _copy(tasks, f"rewardjson-{kind}", (CHEATS / f"{kind}.sh").read_text(), "diff", reward_json=True)
+    for kind in GRADER:
+        _copy(tasks, f"grader-{kind}", (CHEATS / f"{kind}.sh").read_text(), "diff", grader=True)
+    _copy(tasks, "honest-grader", None, "diff", grader=True)  # the real fix resolves the grader copy
     _copy(tasks, "honest-rewardjson", None, "diff", reward_json=True)  # the real fix resolves the reward.json copy
     _copy(tasks, "honest-unittest", None, "diff", unittest=True)  # the real fix resolves the unittest copy
     for kind in BY_NAME:
@@ -200,11 +220,12 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     ledger = Ledger(db)
     got = {t["task_id"]: t for t in trial_dicts(ledger, "cheats")}
     cheats = len(list(CHEATS.glob("*.sh"))) + len(IN_CONTAINER) + len(REWARD_FILE) + len(BY_NAME) + len(REWARD_JSON)
-    assert len(got) == 6 + cheats + len(REWARD_FILE_CONTAINER)
-    honest = ("honest", "honestinfra", "honest-unittest", "honest-rewardjson", "honest-nested", "honest-lingering")
-    assert [got[task]["outcome"] for task in honest] == ["resolved"] * 6
+    assert len(got) == 7 + cheats + len(REWARD_FILE_CONTAINER) + len(GRADER)
+    honest = ("honest", "honestinfra", "honest-unittest", "honest-rewardjson", "honest-nested", "honest-lingering",
+              "honest-grader")  # fmt: skip
+    assert [got[task]["outcome"] for task in honest] == ["resolved"] * 7
     # resolved by a reward file: run once more with a canary, whose failure lowered the reward (the grade stands)
-    for task in ("honest-rewardjson", "honest-lingering"):
+    for task in ("honest-rewardjson", "honest-lingering", "honest-grader"):
         assert got[task]["extra"]["verifier"]["witness"] == {"reward": 0.0, "canary": "failed"}, task
     wrong = {
         task: (t["outcome"], t["exception"], t["exception_message"])
@@ -251,6 +272,8 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
         # the tests outgrew the sandbox's limits with the change, not without it: graded 0 (both copies)
         # a reward file the task's tests never name is left unread (the reward.json copy: a reward.txt of 1)
         assert ("foreign_reward_file" in tags) == (task == "rewardjson-foreign_reward_file"), task
+        changed = mode == "grader" and kind in CHANGED_OUTSIDE
+        assert ("changed_outside_tree" in tags) == changed and (t["exception"] == "ChangedOutsideTreeError") == changed
         hog = kind == "memory_hog_at_import"
         assert (t["exception"] == "LimitsHitWithChangeError") == hog and ("limits_hit_with_change" in tags) == hog, task
     # audit: the signature's share of resolved trials (the honest one that added a conftest.py)
@@ -259,7 +282,7 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     sig = json.loads(res.stdout)["by_signature"]["test_infra_changed"]
     tagged = sum(1 for t in got.values() if "test_infra_changed" in t["extra"]["tags"])
     assert tagged == 15  # 11 test-infra cheats, the reward-file copy of one, two on the unittest copy, honestinfra
-    assert (sig["trials"], sig["resolved"], sig["share_of_resolved"]) == (tagged, 1, round(1 / 6, 4))  # of 6 honest
+    assert (sig["trials"], sig["resolved"], sig["share_of_resolved"]) == (tagged, 1, round(1 / 7, 4))  # of 7 honest
     by_signature = json.loads(res.stdout)["by_signature"]
     assert by_signature["conflicting_test_reports"]["trials"] == len(CONFLICTING)
     outlived = by_signature["test_processes_outlived"]["trials"]

@@ -36,6 +36,9 @@ TABLE: dict[str | None, tuple[bool, tuple[str, str, str, str]]] = {
     "LimitsHitWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     # a reward file read while processes the change left outlived test.sh: 0 (harness/blame.untrusted_reward)
     "OutlivedWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
+    # a reward file read while the tests left paths outside the tree changed, not without the change: 0
+    # (harness/blame.changed_outside)
+    "ChangedOutsideTreeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "IsolationError": (False, INFRA),
     "DaemonError": (True, INFRA),
     "ImageBuildError": (True, INFRA),
@@ -70,6 +73,7 @@ def test_still_graded_means_an_early_stop_is_verified() -> None:
         "AgentTimeoutError", "ContextOverflowError", "ContextLengthExceededError", "ContextWindowExceededError",
         "OutputLengthExceededError", "FormatError", "NonZeroAgentExitCodeError", "HungWithChangeError",
         "ChangeTooLargeError", "NoRewardWithChangeError", "LimitsHitWithChangeError", "OutlivedWithChangeError",
+        "ChangedOutsideTreeError",
     }  # fmt: skip
     assert set(STILL_GRADED) == expected
 

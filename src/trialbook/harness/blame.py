@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from trialbook.harness import footprint as footprints
 from trialbook.harness.isolation import (
     CarryOutgrown,
     CarryTimeout,
@@ -100,6 +101,7 @@ class Baseline:
     canary: str | None = None
     outlived: int = 0
     exit_code: int | None = None
+    footprint: dict[str, str] | None = None  # graded by its reward file in a fresh container (harness/footprint.py)
 
 
 # Per process, keyed by (task, verifier hash, image id, with a canary or not); a task's baseline runs once (its
@@ -115,10 +117,14 @@ def baseline(
     key = (task.task_id, task.verifier_hash, state["image"][1], witness)
     with _BASELINE_LOCKS.setdefault(key, threading.Lock()):
         if key not in _BASELINES:
-            base = grade(task, open_box, lambda b: remove_box(b, state), tries=1, witness=witness)
+            workdir = state.get("workdir")  # set where the verifier's container is a fresh one (isolation "diff")
+            read = footprints.reader(workdir, resolving=False) if workdir else None
+            base = grade(task, open_box, lambda b: remove_box(b, state), tries=1, witness=witness, footprint=read)
             if base.verdict is not None:
                 v = base.verdict
-                _BASELINES[key] = Baseline("finished", v.duration_s, v.canary_seen, v.outlived, v.exit_code)
+                _BASELINES[key] = Baseline(
+                    "finished", v.duration_s, v.canary_seen, v.outlived, v.exit_code, base.footprint
+                )
             else:
                 _BASELINES[key] = Baseline("timed_out" if base.error and base.error[0] == "VerifierTimeoutError"
                                            else (base.error or ("unknown",))[0])  # fmt: skip
@@ -194,11 +200,13 @@ def reward_file(
     close: Callable[[Sandbox], None] | None = None,
 ) -> None:
     """What a reward file says (or does not), weighed against the image as built, in either isolation: none written
-    (missing_reward), one test.sh may not have written last (untrusted_reward), one the canary does not lower
-    (unwitnessed_reward, in `with_change` boxes closed by `close`, else removed)."""
+    (missing_reward), one test.sh may not have written last (untrusted_reward), one read where the code under test
+    changed what test.sh may run after the tests (changed_outside; a fresh container's only), one the canary does not
+    lower (unwitnessed_reward, in `with_change` boxes closed by `close`, else removed)."""
     if grading.error is not None and grading.error[0] == "RewardFileNotFoundError":
         missing_reward(task, without_change, grading, state)
     untrusted_reward(task, without_change, grading, state)
+    changed_outside(task, without_change, grading, state)
     unwitnessed_reward(task, with_change, without_change, grading, state, close)
 
 
@@ -235,6 +243,34 @@ def untrusted_reward(
         grading.error = ("OutlivedWithChangeError", f"{verdict.outlived} process(es) of the test run outlived test.sh "
                          "with the agent's change, any of which could have rewritten its reward file; on the image as "
                          "built none did")  # fmt: skip
+
+
+def changed_outside(
+    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
+) -> None:
+    """A positive reward read from the reward file of a fresh verifier container that the run left changed outside
+    the working tree and the places a run may write (harness/footprint.py: the daemon's `docker diff`, and /tests by
+    content): test.sh may run a tool of the image or a script of its tests after the tests, which the code under test
+    could have replaced (python3 made to answer 1 for the grader: tests/harness/cheats/python_replaced_at_import.sh;
+    the grader itself rewritten: grader_rewritten.sh). Compared with the verifier once without the change: a path
+    left otherwise there (one the task's own test.sh does not change the same way) grades the trial 0,
+    ChangedOutsideTreeError, tagged `changed_outside_tree`. A baseline that did not finish leaves the grade as it is."""
+    verdict = grading.verdict
+    if verdict is None or verdict.graded_by != "reward_file" or verdict.reward <= 0 or grading.footprint is None:
+        return
+    base = baseline(task, open_box, state)
+    if base.end != "finished" or base.footprint is None:
+        return
+    paths = footprints.introduced(grading.footprint, base.footprint)
+    if not paths:
+        return
+    grading.extra["changed_outside_tree"] = paths[:20]
+    state.setdefault("tags", []).append("changed_outside_tree")
+    grading.verdict = verdict.model_copy(update={"reward": 0.0})
+    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    grading.error = ("ChangedOutsideTreeError", f"with the agent's change the tests left {shown} changed outside the "
+                     "working tree, which they do not on the image as built (any could change what test.sh ran after "
+                     "the tests)")  # fmt: skip
 
 
 def unwitnessed_reward(

@@ -457,6 +457,7 @@ class Grading:
     log: str = ""
     tries: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    footprint: dict[str, str] | None = None  # what the verifier left changed outside the tree (harness/footprint.py)
 
 
 def grade(
@@ -465,9 +466,11 @@ def grade(
     close_box: Callable[[Sandbox], None],
     tries: int = VERIFIER_TRIES,
     witness: bool = False,
+    footprint: Callable[[Sandbox, Verdict], dict[str, str] | None] | None = None,
 ) -> Grading:
     """Run the verifier in `open_box(try)`; a timeout or error is retried once in a new box (`tries` in all);
-    `witness`: with a canary planted in a task graded by its reward file too (verify/runner.verify).
+    `witness`: with a canary planted in a task graded by its reward file too (verify/runner.verify); `footprint`:
+    read from the box after a verdict, before it is closed (the Grading's footprint).
 
     A box that hit its memory or pids limit while the verifier ran ends grading with
     SandboxLimitError (the sandbox's limits are not the agent's failure)."""
@@ -488,6 +491,7 @@ def grade(
             try:
                 out.verdict, out.error = verify(box, task, task.verifier_timeout, witness), None
                 out.log = out.verdict.log
+                out.footprint = footprint(box, out.verdict) if footprint is not None else None
             except (VerifierTimeoutError, RewardFileNotFoundError) as exc:
                 out.verdict, out.error, out.log = None, (type(exc).__name__, str(exc)), exc.log
             hits = _new_hits(box.limit_hits(), before)

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trialbook.agents.base import Agent, AgentResult, AgentStopped
-from trialbook.harness import blame
+from trialbook.harness import blame, footprint
 from trialbook.harness.isolation import (
     CarryTimeout,
     Change,
@@ -367,7 +367,9 @@ def _grade_diff(
 
         return open_box
 
-    grading = grade(task, opener("v", []), lambda b: blame.remove_box(b, state))
+    state["workdir"] = change.workdir  # the baseline's footprint is read outside it (harness/footprint.py)
+    read = footprint.reader(change.workdir, resolving=True)
+    grading = grade(task, opener("v", []), lambda b: blame.remove_box(b, state), footprint=read)
     state["patch"] = change.patch
     if change.too_long:
         grading.extra["paths_too_long"] = change.too_long

@@ -410,6 +410,15 @@ class Sandbox:
         except (APIError, DockerException) as exc:
             raise DaemonError(f"copy of {path} out of {self.name} failed: {exc}") from None
 
+    def changes(self) -> dict[str, str]:
+        """What differs in the container's filesystem (running or stopped) from its image, by path: "A" added, "C"
+        changed, "D" deleted; the daemon's reading of the container's own layer, no tool in the container asked."""
+        try:
+            found = self.container.diff() or []
+        except (APIError, DockerException, RequestException) as exc:
+            raise DaemonError(f"cannot list the changes in {self.name}: {exc}") from None
+        return {c["Path"]: "CAD"[c["Kind"]] for c in found if c.get("Kind") in (0, 1, 2)}
+
     def put_tar(self, dest: str, archive: IO[bytes] | bytes) -> None:
         """Extract a tar archive (bytes or an open file, streamed) at `dest` in the container: a small one
         through a root channel (gzip + base64 in the command's text: no archive copy through the daemon),
