@@ -1,16 +1,23 @@
-"""What a verifier's run left changed in its fresh container outside the working tree, read by the daemon.
+"""What a verifier's run left changed in its fresh container outside the working tree, read from outside it.
 
 test.sh may run tools of the image, or scripts of the task's tests, after the tests: a grader that writes the reward,
 say. The code under test runs before them, as test.sh's user, and could replace either (python3 made to answer 1:
 tests/harness/cheats/python_replaced_at_import.sh; a /tests grader rewritten: grader_rewritten.sh). The footprint is
-what the daemon reads of the stopped container: its changed paths against the image (`docker diff`) and the bytes of
-every file under /tests, hashed; no tool in the container is asked. harness/blame.changed_outside compares a resolving
-reward file's footprint with the one the verifier leaves on the image as built.
+read from the container's own layer, never by a tool in the container: with the daemon on this host, its overlay
+upper dir walked here (a few ms); else through the daemon, `docker diff` and /tests copied out (a remote daemon:
+~0.1-0.6 CPU s a reading on this 2-core machine). Outside /tests an entry counts by what it is (a file, a folder, a
+link and its target, a deletion), not by its bytes: a tool test.sh installs in both runs may differ in them (a
+timestamp). Under /tests, added in every run, files count by their content too. harness/blame.changed_outside
+compares a resolving reward file's footprint with the one the verifier leaves on the image as built, read the same
+way; the verifier's Python writes no bytecode there (verify/runner.py), so that a module imported only on the
+fixed code's path leaves no .pyc behind.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import tarfile
 import tempfile
 from collections.abc import Callable
@@ -19,35 +26,33 @@ from trialbook.sandbox import Sandbox
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.verify.runner import TESTS_DIR, Verdict
 
-# Where a run leaves what it may: scratch space, logs, the kernel's own file systems, the per-user caches a library
-# fills on first use (matplotlib's, pip's), the verifier's staging folder; and the working tree, the change's own
+# Where a run leaves what it may: scratch space, logs, the kernel's own file systems, the per-user caches, settings and
+# data a library fills on first use (XDG's: matplotlib's, pip's), pytest's cache, the verifier's staging folder; and
+# the working tree, the change's own
 SCRATCH = ("/tmp", "/var/tmp", "/var/cache", "/var/log", "/logs", "/dev", "/proc", "/sys", "/run")
-USER_CACHES = (".cache", ".config")
+USER_DATA = (".cache", ".config", ".local/share", ".local/state")
+CACHE_FOLDERS = (".pytest_cache",)
 STAGE_PREFIX = "/.trialbook-"  # verify/runner.verify's staging folder
-UNREADABLE = "unreadable"  # /tests grown past a copy's limit
+UNREADABLE = "unreadable"  # /tests grown past a copy's limit, a folder that cannot be listed
+HEAD_BYTES = 64 << 20  # of a file under /tests, hashed: its first 64 MiB and, past them, its last MiB
+TAIL_BYTES = 1 << 20
+HASH_BUDGET = 1 << 30  # bytes hashed in one reading; past it, files are known by their size only
+OPAQUE = ("trusted.overlay.opaque", "user.overlay.opaque")  # a folder that hides the image's below it
 
 
 def _ignored(path: str, workdir: str) -> bool:
     top = workdir.rstrip("/")
-    if path == top or path.startswith(f"{top}/") or path.startswith(STAGE_PREFIX):
-        return True
-    if path == TESTS_DIR or path.startswith(f"{TESTS_DIR}/"):  # read by content instead: added in every run
-        return True
-    if any(path == p or path.startswith(f"{p}/") for p in SCRATCH):
-        return True
-    parts = path.split("/")  # /root/.cache/..., /home/<user>/.cache/...
-    return (len(parts) > 2 and parts[1] == "root" and parts[2] in USER_CACHES) or (
-        len(parts) > 3 and parts[1] == "home" and parts[3] in USER_CACHES
-    )
+    return path == top or path.startswith(f"{top}/") or _scratch(path)
 
 
-def read(box: Sandbox, workdir: str) -> dict[str, str]:
-    """The box's changes outside `workdir` and the places a run may write ("A", "C" or "D" by path), and each entry
-    under /tests by its content ("sha256:...", "link:<target>", or the tar type of anything else)."""
-    changes = box.changes()
-    found = {path: kind for path, kind in changes.items() if not _ignored(path, workdir)}
-    found.update(_tests(box, changes))
-    return found
+def _scratch(path: str) -> bool:
+    if path.startswith(STAGE_PREFIX) or any(path == p or path.startswith(f"{p}/") for p in SCRATCH):
+        return True
+    parts = path.split("/")
+    if any(part in CACHE_FOLDERS for part in parts):
+        return True
+    home = "/".join(parts[2:] if parts[1:2] == ["root"] else parts[3:] if parts[1:2] == ["home"] else [])
+    return any(home == d or home.startswith(f"{d}/") for d in USER_DATA)  # /root/.cache/..., /home/<user>/.cache/...
 
 
 def reader(workdir: str, resolving: bool) -> Callable[[Sandbox, Verdict], dict[str, str] | None]:
@@ -60,9 +65,94 @@ def reader(workdir: str, resolving: bool) -> Callable[[Sandbox, Verdict], dict[s
     return read_box
 
 
+def read(box: Sandbox, workdir: str) -> dict[str, str]:
+    """What the box's own layer holds outside `workdir` and the places a run may write, by path: from the upper dir
+    on this host (`walk`) or, failing that, through the daemon (`through_daemon`)."""
+    upper = box.upper_dir()
+    return walk(upper, workdir) if upper is not None else through_daemon(box, workdir)
+
+
+def walk(upper: str, workdir: str) -> dict[str, str]:
+    """Every entry of an overlay upper dir outside `workdir` and the ignored places, by its path in the container:
+    a regular file as "file" (under /tests: `file <size> sha256:<hex>`), a link by its target, a deletion (a
+    whiteout), a folder (opaque or not), anything else by its type. Nothing is followed: links are read as links,
+    only regular files under /tests opened."""
+    out: dict[str, str] = {}
+    budget = [HASH_BUDGET]
+    folders = [""]
+    while folders:
+        rel = folders.pop()
+        try:
+            entries = list(os.scandir(upper + rel))
+        except OSError:
+            out[rel or "/"] = UNREADABLE
+            continue
+        for entry in entries:
+            path = f"{rel}/{entry.name}"
+            if _ignored(path, workdir):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISDIR(st.st_mode):
+                    out[path] = "dir opaque" if _opaque(entry.path) else "dir"
+                    folders.append(path)
+                elif stat.S_ISLNK(st.st_mode):
+                    out[path] = "link:" + os.readlink(entry.path)
+                elif stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:
+                    out[path] = "deleted"
+                elif stat.S_ISREG(st.st_mode) and _in_tests(path):
+                    out[path] = f"file {st.st_size} {_digest(entry.path, st.st_size, budget)}"
+                elif stat.S_ISREG(st.st_mode):
+                    out[path] = "file"
+                else:
+                    out[path] = f"type {stat.S_IFMT(st.st_mode):o}"
+            except OSError:
+                out[path] = UNREADABLE
+    return out
+
+
+def _opaque(path: str) -> bool:
+    for name in OPAQUE:
+        try:
+            if os.getxattr(path, name, follow_symlinks=False) == b"y":
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _digest(path: str, size: int, budget: list[int]) -> str:
+    if budget[0] <= 0:
+        return "unhashed"
+    digest = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        left = min(size, HEAD_BYTES)
+        while left > 0 and (chunk := f.read(min(left, 1 << 20))):
+            digest.update(chunk)
+            left -= len(chunk)
+        if size > HEAD_BYTES:  # a sparse terabyte is not read through
+            f.seek(max(HEAD_BYTES, size - TAIL_BYTES))
+            digest.update(f.read(TAIL_BYTES))
+    budget[0] -= min(size, HEAD_BYTES + TAIL_BYTES)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def through_daemon(box: Sandbox, workdir: str) -> dict[str, str]:
+    """The same from the daemon: its `docker diff` ("A", "C" or "D" by path) and each entry under /tests by its
+    content (added in every run, so compared by content): "sha256:...", "link:<target>", or its tar type."""
+    changes = box.changes()
+    found = {
+        path: kind for path, kind in changes.items()
+        if not _ignored(path, workdir) and not _in_tests(path) or path == TESTS_DIR
+    }  # fmt: skip
+    found.update(_tests(box, changes))
+    return found
+
+
 def _tests(box: Sandbox, changes: dict[str, str]) -> dict[str, str]:
-    if TESTS_DIR not in changes:  # staged in every run: removed by the code under test (a daemon error is raised)
-        return {TESTS_DIR: "missing"}
+    if TESTS_DIR not in changes:  # staged in every run, removed by the code under test: nothing to copy out
+        return {}
     with tempfile.TemporaryFile() as sink:
         try:
             box.export(TESTS_DIR, sink)
@@ -73,7 +163,9 @@ def _tests(box: Sandbox, changes: dict[str, str]) -> dict[str, str]:
         with tarfile.open(fileobj=sink, mode="r|") as tar:  # written by the daemon, not by the container
             for member in tar:
                 path = "/" + member.name.removeprefix("./").rstrip("/")
-                if member.isfile():
+                if _scratch(path):  # pytest's cache
+                    pass
+                elif member.isfile():
                     digest = hashlib.sha256()
                     data = tar.extractfile(member)
                     while data is not None and (chunk := data.read(1 << 20)):
@@ -88,8 +180,14 @@ def _tests(box: Sandbox, changes: dict[str, str]) -> dict[str, str]:
 
 
 def introduced(with_change: dict[str, str], without_change: dict[str, str]) -> list[str]:
-    """The paths the run with the change left otherwise than the run without it, innermost only (a replaced
-    /usr/bin/python3, not /usr and /usr/bin above it), sorted."""
+    """The paths the run with the change left otherwise than the run without it, and those of /tests it left
+    without (a grader removed), innermost only (a replaced /usr/bin/python3, not /usr and /usr/bin above it),
+    sorted."""
     differ = {path for path, what in with_change.items() if without_change.get(path) != what}
+    differ |= {path for path in without_change if path not in with_change and _in_tests(path)}
     above = {path.rsplit("/", k)[0] for path in differ for k in range(1, path.count("/"))}
     return sorted(differ - above)
+
+
+def _in_tests(path: str) -> bool:
+    return path == TESTS_DIR or path.startswith(f"{TESTS_DIR}/")

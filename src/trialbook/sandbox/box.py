@@ -7,6 +7,7 @@ import base64
 import contextlib
 import gzip
 import io
+import os
 import posixpath
 import shlex
 import tarfile
@@ -409,6 +410,19 @@ class Sandbox:
             raise DaemonError(f"{path} does not exist in {self.name}") from None
         except (APIError, DockerException) as exc:
             raise DaemonError(f"copy of {path} out of {self.name} failed: {exc}") from None
+
+    def upper_dir(self) -> str | None:
+        """The host folder of the container's own layer (overlay2's upper dir: what the container added, changed or
+        deleted) when the daemon is on this host and it can be read here; None otherwise (a remote daemon, another
+        storage driver, a user without access to the daemon's folders)."""
+        try:
+            driver = self.engine.client.api.inspect_container(self.id).get("GraphDriver") or {}
+        except (APIError, DockerException, RequestException) as exc:
+            raise DaemonError(f"cannot inspect {self.name}: {exc}") from None
+        upper = (driver.get("Data") or {}).get("UpperDir")
+        if driver.get("Name") not in ("overlay2", "overlay") or not upper or not os.access(upper, os.R_OK | os.X_OK):
+            return None
+        return upper
 
     def changes(self) -> dict[str, str]:
         """What differs in the container's filesystem (running or stopped) from its image, by path: "A" added, "C"
