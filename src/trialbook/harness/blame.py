@@ -249,12 +249,13 @@ def changed_outside(
     task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
 ) -> None:
     """A positive reward read from the reward file of a fresh verifier container that the run left changed outside
-    the working tree and the places a run may write (harness/footprint.py: the daemon's `docker diff`, and /tests by
-    content): test.sh may run a tool of the image or a script of its tests after the tests, which the code under test
-    could have replaced (python3 made to answer 1 for the grader: tests/harness/cheats/python_replaced_at_import.sh;
-    the grader itself rewritten: grader_rewritten.sh). Compared with the verifier once without the change: a path
-    left otherwise there (one the task's own test.sh does not change the same way) grades the trial 0,
-    ChangedOutsideTreeError, tagged `changed_outside_tree`. A baseline that did not finish leaves the grade as it is."""
+    the working tree and the places a run may write (harness/footprint.py: the container's own layer, read from
+    outside it; /tests by content): test.sh may run a tool of the image or a script of its tests after the tests,
+    which the code under test could have replaced (python3 made to answer 1 for the grader:
+    tests/harness/cheats/python_replaced_at_import.sh; the grader itself rewritten: grader_rewritten.sh). Compared
+    with the verifier once without the change: a path left otherwise there (one the task's own test.sh does not
+    change the same way) grades the trial 0, ChangedOutsideTreeError, tagged `changed_outside_tree`. A baseline that
+    did not finish leaves the grade as it is."""
     verdict = grading.verdict
     if verdict is None or verdict.graded_by != "reward_file" or verdict.reward <= 0 or grading.footprint is None:
         return
