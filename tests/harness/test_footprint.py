@@ -53,14 +53,17 @@ def test_a_walk_reads_what_each_entry_is_and_the_tests_by_content(tmp_path: Path
     (upper / "tmp").mkdir()
     os.mkfifo(upper / "tmp" / "fifo")
     os.mkfifo(upper / "usr" / "fifo")  # never opened
-    got = walk(str(upper), "/testbed")
+    (upper / "tests" / "report.xml").write_text("<a time='1.0'/>")  # test.sh's own report: not by its bytes
+    tests = frozenset({"/tests/grade.py", "/tests/test.sh"})
+    got = walk(str(upper), "/testbed", tests)
     assert got == {
         "/usr": "dir", "/usr/bin": "dir", "/usr/bin/python3": "file", "/usr/bin/tool": "link:/etc/shadow",
-        "/usr/fifo": f"type {0o10000:o}", "/tests": "dir",
+        "/usr/fifo": f"type {0o10000:o}", "/tests": "dir", "/tests/report.xml": "file",
         "/tests/grade.py": "file 9 sha256:" + hashlib.sha256(b"print(1)\n").hexdigest(),
     }  # fmt: skip
     (upper / "tests" / "grade.py").write_text("print(0)\n")  # same size, other bytes
-    assert introduced(walk(str(upper), "/testbed"), got) == ["/tests/grade.py"]
+    (upper / "tests" / "report.xml").write_text("<a time='2.0'/>")
+    assert introduced(walk(str(upper), "/testbed", tests), got) == ["/tests/grade.py"]
 
 
 def test_introduced_reports_the_innermost_paths_left_otherwise() -> None:

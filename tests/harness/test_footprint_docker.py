@@ -15,11 +15,13 @@ from trialbook.sandbox.docker import LABEL_RUN
 pytestmark = pytest.mark.docker
 
 IMAGE = "trialbook-base:bookworm"
-# what test.sh does in both runs: stage the tests, install a tool of its own, write a log, fill pytest's cache
+# what test.sh does in both runs: stage the tests, install a tool of its own, write a log and a report (its bytes differ
+# between runs: a shell's pid), fill pytest's cache
 BOTH = (
     "mkdir -p /tests/.pytest_cache /logs/verifier /usr/local/bin /testbed && echo 'print(1)' > /tests/grade.py"
     " && echo t > /tests/test.sh && echo tool > /usr/local/bin/tb-grade && echo 0 > /logs/verifier/reward.txt"
-    " && echo $$ > /tests/.pytest_cache/lastfailed && echo $$ > /root/.cache && echo x > /testbed/stats.py"
+    " && echo $$ > /tests/.pytest_cache/lastfailed && echo $$ > /tests/report.xml && echo $$ > /root/.cache"
+    " && echo x > /testbed/stats.py"
 )
 # ... and the run with the change: python3 replaced, the grader rewritten (same size), a .pth planted, /etc/issue gone
 CHEAT = (
@@ -48,8 +50,9 @@ def _ran(tb: tuple[DockerEngine, str], script: str):
 def test_both_readings_find_what_only_the_change_left(tb) -> None:
     base, cheat = _ran(tb, BOTH), _ran(tb, BOTH + CHEAT)
     assert base.upper_dir() is not None  # the daemon is on this host: the walk is the reading `read` takes
-    walked = {box: footprint.read(box, "/testbed") for box in (base, cheat)}
-    daemon = {box: footprint.through_daemon(box, "/testbed") for box in (base, cheat)}
+    tests = frozenset({"/tests/grade.py", "/tests/test.sh"})  # what the harness staged; report.xml is test.sh's own
+    walked = {box: footprint.read(box, "/testbed", tests) for box in (base, cheat)}
+    daemon = {box: footprint.through_daemon(box, "/testbed", tests) for box in (base, cheat)}
     assert footprint.introduced(walked[cheat], walked[base]) == INTRODUCED
     assert footprint.introduced(daemon[cheat], daemon[base]) == INTRODUCED
     assert footprint.introduced(walked[base], walked[base]) == footprint.introduced(daemon[base], daemon[base]) == []

@@ -118,7 +118,7 @@ def baseline(
     with _BASELINE_LOCKS.setdefault(key, threading.Lock()):
         if key not in _BASELINES:
             workdir = state.get("workdir")  # set where the verifier's container is a fresh one (isolation "diff")
-            read = footprints.reader(workdir, resolving=False) if workdir else None
+            read = footprints.reader(task, workdir, resolving=False) if workdir else None
             base = grade(task, open_box, lambda b: remove_box(b, state), tries=1, witness=witness, footprint=read)
             if base.verdict is not None:
                 v = base.verdict

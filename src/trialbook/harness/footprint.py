@@ -7,7 +7,8 @@ read from the container's own layer, never by a tool in the container: with the 
 upper dir walked here (a few ms); else through the daemon, `docker diff` and /tests copied out (a remote daemon:
 ~0.1-0.6 CPU s a reading on this 2-core machine). Outside /tests an entry counts by what it is (a file, a folder, a
 link and its target, a deletion), not by its bytes: a tool test.sh installs in both runs may differ in them (a
-timestamp). Under /tests, added in every run, files count by their content too. harness/blame.changed_outside
+timestamp), as may a report test.sh writes under /tests. The files the harness staged there (the task's tests/,
+added in every run) count by their content too. harness/blame.changed_outside
 compares a resolving reward file's footprint with the one the verifier leaves on the image as built, read the same
 way; the verifier's Python writes no bytecode there (verify/runner.py), so that a module imported only on the
 fixed code's path leaves no .pyc behind.
@@ -20,10 +21,12 @@ import os
 import stat
 import tarfile
 import tempfile
+import threading
 from collections.abc import Callable
 
 from trialbook.sandbox import Sandbox
 from trialbook.sandbox.box import TreeTooLargeError
+from trialbook.tasks import TaskSpec
 from trialbook.verify.runner import TESTS_DIR, Verdict
 
 # Where a run leaves what it may: scratch space, logs, the kernel's own file systems, the per-user caches, settings and
@@ -55,28 +58,43 @@ def _scratch(path: str) -> bool:
     return any(home == d or home.startswith(f"{d}/") for d in USER_DATA)  # /root/.cache/..., /home/<user>/.cache/...
 
 
-def reader(workdir: str, resolving: bool) -> Callable[[Sandbox, Verdict], dict[str, str] | None]:
+_STAGED: dict[tuple[str, str], frozenset[str]] = {}  # (tests folder, verifier hash) -> its files' paths at /tests
+_STAGED_LOCK = threading.Lock()
+
+
+def staged(task: TaskSpec) -> frozenset[str]:
+    """The paths at /tests of the regular files of the task's tests/ folder (what verify/runner.py stages there)."""
+    key = (str(task.tests_dir), task.verifier_hash)
+    with _STAGED_LOCK:
+        if key not in _STAGED:
+            root = task.tests_dir
+            files = (f for f in root.rglob("*") if f.is_file() and not f.is_symlink())
+            _STAGED[key] = frozenset(f"{TESTS_DIR}/{f.relative_to(root).as_posix()}" for f in files)
+    return _STAGED[key]
+
+
+def reader(task: TaskSpec, workdir: str, resolving: bool) -> Callable[[Sandbox, Verdict], dict[str, str] | None]:
     """For isolation.grade: the footprint of a box graded by its reward file (`resolving`: with a positive reward)."""
 
     def read_box(box: Sandbox, verdict: Verdict) -> dict[str, str] | None:
         wanted = verdict.graded_by == "reward_file" and (verdict.reward > 0 or not resolving)
-        return read(box, workdir) if wanted else None
+        return read(box, workdir, staged(task)) if wanted else None
 
     return read_box
 
 
-def read(box: Sandbox, workdir: str) -> dict[str, str]:
-    """What the box's own layer holds outside `workdir` and the places a run may write, by path: from the upper dir
-    on this host (`walk`) or, failing that, through the daemon (`through_daemon`)."""
+def read(box: Sandbox, workdir: str, tests: frozenset[str]) -> dict[str, str]:
+    """What the box's own layer holds outside `workdir` and the places a run may write, by path, the files at `tests`
+    by their content too: from the upper dir on this host (`walk`) or, failing that, through the daemon."""
     upper = box.upper_dir()
-    return walk(upper, workdir) if upper is not None else through_daemon(box, workdir)
+    return walk(upper, workdir, tests) if upper is not None else through_daemon(box, workdir, tests)
 
 
-def walk(upper: str, workdir: str) -> dict[str, str]:
+def walk(upper: str, workdir: str, tests: frozenset[str]) -> dict[str, str]:
     """Every entry of an overlay upper dir outside `workdir` and the ignored places, by its path in the container:
-    a regular file as "file" (under /tests: `file <size> sha256:<hex>`), a link by its target, a deletion (a
+    a regular file as "file" (one of `tests`: `file <size> sha256:<hex>`), a link by its target, a deletion (a
     whiteout), a folder (opaque or not), anything else by its type. Nothing is followed: links are read as links,
-    only regular files under /tests opened."""
+    only regular files of `tests` opened."""
     out: dict[str, str] = {}
     budget = [HASH_BUDGET]
     folders = [""]
@@ -100,7 +118,7 @@ def walk(upper: str, workdir: str) -> dict[str, str]:
                     out[path] = "link:" + os.readlink(entry.path)
                 elif stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:
                     out[path] = "deleted"
-                elif stat.S_ISREG(st.st_mode) and _in_tests(path):
+                elif stat.S_ISREG(st.st_mode) and path in tests:
                     out[path] = f"file {st.st_size} {_digest(entry.path, st.st_size, budget)}"
                 elif stat.S_ISREG(st.st_mode):
                     out[path] = "file"
@@ -138,19 +156,20 @@ def _digest(path: str, size: int, budget: list[int]) -> str:
     return f"sha256:{digest.hexdigest()}"
 
 
-def through_daemon(box: Sandbox, workdir: str) -> dict[str, str]:
-    """The same from the daemon: its `docker diff` ("A", "C" or "D" by path) and each entry under /tests by its
-    content (added in every run, so compared by content): "sha256:...", "link:<target>", or its tar type."""
+def through_daemon(box: Sandbox, workdir: str, tests: frozenset[str]) -> dict[str, str]:
+    """The same from the daemon: its `docker diff` ("A", "C" or "D" by path) and each entry under /tests (added in
+    every run): one of `tests` by its content, "sha256:...", another file as "file", a link by its target, anything
+    else by its tar type."""
     changes = box.changes()
     found = {
         path: kind for path, kind in changes.items()
         if not _ignored(path, workdir) and not _in_tests(path) or path == TESTS_DIR
     }  # fmt: skip
-    found.update(_tests(box, changes))
+    found.update(_tests(box, changes, tests))
     return found
 
 
-def _tests(box: Sandbox, changes: dict[str, str]) -> dict[str, str]:
+def _tests(box: Sandbox, changes: dict[str, str], tests: frozenset[str]) -> dict[str, str]:
     if TESTS_DIR not in changes:  # staged in every run, removed by the code under test: nothing to copy out
         return {}
     with tempfile.TemporaryFile() as sink:
@@ -165,6 +184,8 @@ def _tests(box: Sandbox, changes: dict[str, str]) -> dict[str, str]:
                 path = "/" + member.name.removeprefix("./").rstrip("/")
                 if _scratch(path):  # pytest's cache
                     pass
+                elif member.isfile() and path not in tests:
+                    out[path] = "file"
                 elif member.isfile():
                     digest = hashlib.sha256()
                     data = tar.extractfile(member)

@@ -368,7 +368,7 @@ def _grade_diff(
         return open_box
 
     state["workdir"] = change.workdir  # the baseline's footprint is read outside it (harness/footprint.py)
-    read = footprint.reader(change.workdir, resolving=True)
+    read = footprint.reader(task, change.workdir, resolving=True)
     grading = grade(task, opener("v", []), lambda b: blame.remove_box(b, state), footprint=read)
     state["patch"] = change.patch
     if change.too_long:
