@@ -117,8 +117,10 @@ def baseline(
     key = (task.task_id, task.verifier_hash, state["image"][1], witness)
     with _BASELINE_LOCKS.setdefault(key, threading.Lock()):
         if key not in _BASELINES:
-            workdir = state.get("workdir")  # set where the verifier's container is a fresh one (isolation "diff")
-            read = footprints.reader(task, workdir, resolving=False) if workdir else None
+            # set where the verifier's container is a fresh one (isolation "diff"); only changed_outside reads it, on
+            # the baseline without a canary
+            workdir = state.get("workdir")
+            read = footprints.reader(task, workdir, resolving=False) if workdir and not witness else None
             base = grade(task, open_box, lambda b: remove_box(b, state), tries=1, witness=witness, footprint=read)
             if base.verdict is not None:
                 v = base.verdict

@@ -163,7 +163,7 @@ def through_daemon(box: Sandbox, workdir: str, tests: frozenset[str]) -> dict[st
     changes = box.changes()
     found = {
         path: kind for path, kind in changes.items()
-        if not _ignored(path, workdir) and not _in_tests(path) or path == TESTS_DIR
+        if (not _ignored(path, workdir) and not _in_tests(path)) or path == TESTS_DIR  # /tests below: by _tests
     }  # fmt: skip
     found.update(_tests(box, changes, tests))
     return found
