@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Make a Docker Engine and the trialbook base image available (idempotent).
-# Installs docker.io + debootstrap if missing, starts dockerd in the background if no daemon
-# answers, then builds trialbook-base:bookworm from debootstrap (no registry needed).
+# Installs docker.io + debootstrap (+ crun when the distribution has it) if missing, starts dockerd in the
+# background if no daemon answers (with crun registered as a runtime: trialbook's containers use it, see
+# AUTO_RUNTIME in src/trialbook/sandbox/docker.py), then builds trialbook-base:bookworm from debootstrap
+# (no registry needed).
 set -euo pipefail
 IMAGE="${TRIALBOOK_BASE_IMAGE:-trialbook-base:bookworm}"
 SUDO=""
@@ -14,6 +16,29 @@ if [ ${#need[@]} -gt 0 ]; then
   echo "docker-up: installing ${need[*]}"
   $SUDO apt-get update -qq || true
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if ! command -v crun >/dev/null 2>&1; then  # optional: without it the containers run on the daemon's default (runc)
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq crun >/dev/null 2>&1 \
+    || echo "docker-up: no crun package here; containers will use the daemon's default runtime"
+fi
+
+# crun refuses a host whose cgroups are in hybrid mode (v1 hierarchies plus a v2 one) while a controller is left on
+# the v2 side, as some VMs boot (hugetlb here): such a controller gets its own v1 hierarchy, as the others have.
+# Only when this script starts the daemon; if a mount fails, trialbook falls back to the default runtime.
+cgroup_hybrid_fix() {
+  local v2=/sys/fs/cgroup/unified c stray=()
+  [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = tmpfs ] && [ -r "$v2/cgroup.controllers" ] || return 0
+  read -r -a stray < "$v2/cgroup.controllers" || true
+  for c in "${stray[@]}"; do
+    [ -e "/sys/fs/cgroup/$c" ] && continue
+    echo "docker-up: cgroup controller $c mounted as a v1 hierarchy (/sys/fs/cgroup/$c) for crun"
+    { $SUDO mkdir "/sys/fs/cgroup/$c" && $SUDO mount -t cgroup -o "$c" cgroup "/sys/fs/cgroup/$c"; } || true
+  done
+}
+
+runtime_flags=()  # crun as a runtime of the daemon this script starts, unless its daemon.json names one already
+if command -v crun >/dev/null 2>&1 && ! grep -qs '"crun"' /etc/docker/daemon.json; then
+  runtime_flags=(--add-runtime "crun=$(command -v crun)")
 fi
 
 start_dockerd() {  # args: extra dockerd flags; returns 0 once the daemon answers
@@ -29,11 +54,12 @@ start_dockerd() {  # args: extra dockerd flags; returns 0 once the daemon answer
 }
 
 if ! docker info >/dev/null 2>&1; then
-  if ! start_dockerd; then
+  command -v crun >/dev/null 2>&1 && cgroup_hybrid_fix
+  if ! start_dockerd "${runtime_flags[@]}"; then
     # Nested/unprivileged hosts: overlayfs or iptables may be unavailable; vfs and no iptables always work.
     $SUDO kill "$(cat /tmp/dockerd.pid)" 2>/dev/null || true
     sleep 2
-    start_dockerd --storage-driver=vfs --iptables=false \
+    start_dockerd --storage-driver=vfs --iptables=false "${runtime_flags[@]}" \
       || { echo "docker-up: dockerd did not start; see /tmp/dockerd.log" >&2; exit 1; }
   fi
 fi
@@ -48,4 +74,5 @@ if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then
   $SUDO tar -C "$dir" -c . | docker import -c 'CMD ["/bin/bash"]' -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$IMAGE" >/dev/null
   $SUDO rm -rf "$dir"
 fi
-echo "docker-up: ready ($(docker version --format '{{.Server.Version}}'), image $IMAGE)"
+runtimes="$(docker info --format '{{range $name, $_ := .Runtimes}}{{$name}} {{end}}' 2>/dev/null || true)"
+echo "docker-up: ready ($(docker version --format '{{.Server.Version}}'), image $IMAGE, runtimes: ${runtimes% })"

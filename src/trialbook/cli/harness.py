@@ -65,6 +65,9 @@ def run_cmd(
     warm_pool: Annotated[
         bool, typer.Option("--warm-pool/--no-warm-pool", help="Start the next containers ahead of need.")
     ] = True,
+    runtime: Annotated[
+        str, typer.Option("--runtime", help="Containers' OCI runtime: auto (crun if the daemon has it), default, NAME.")
+    ] = "auto",
     endpoint: Annotated[
         list[str] | None, typer.Option("--endpoint", help="mini: OpenAI-compatible URL (repeatable).")
     ] = None,
@@ -90,6 +93,7 @@ def run_cmd(
         deadline_minutes=deadline,
         retries=retries,
         warm_pool=warm_pool,
+        runtime=runtime,
         tasks=comma_list(tasks),
         runs_dir=str(runs_dir.resolve()),
         agent_options=agent_options(

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from trialbook.agents import get_agent
+from trialbook.errors import UserError
 from trialbook.harness.config import Plan, RunConfig, Tally
 from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.lock import run_lock
@@ -22,6 +23,7 @@ from trialbook.harness.stack import update_stack
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
 from trialbook.ledger.store import Ledger
 from trialbook.records import Outcome, is_resolved
+from trialbook.sandbox.box import RuntimeUnknownError
 from trialbook.sandbox.docker import LABEL_LEDGER, LABEL_RUN_ID
 from trialbook.tasks import TaskSpec
 
@@ -49,6 +51,7 @@ def execute(
     on_result: Callable[[TrialResult], None] | None = None,
 ) -> Tally:
     """Run `plans`, `config.concurrency` at once, where `executor` says; each finished trial is recorded at once."""
+    check_runtime(executor, config.runtime)
     settings = TrialSettings(
         run=run_name,
         agent=get_agent(config.agent, config.agent_options),
@@ -56,9 +59,20 @@ def execute(
         retries=config.retries,
         backoff_s=config.backoff_s,
         labels={LABEL_LEDGER: ledger.id, LABEL_RUN_ID: str(run_id)},
+        runtime=config.runtime,
     )
     with run_lock(config, run_name, ledger):
         return _execute(ledger, executor, run_id, config, plans, settings, config.paths(run_name), on_result)
+
+
+def check_runtime(executor: Executor, runtime: str) -> None:
+    """A runtime this daemon lacks is one line (UserError) before any trial; a Ray node's daemon is asked by its
+    first trial (a ContainerStartError there)."""
+    if isinstance(executor, LocalExecutor):
+        try:
+            executor.engine.runtime_for(runtime)
+        except RuntimeUnknownError as exc:
+            raise UserError(str(exc)) from None
 
 
 def _execute(

@@ -19,7 +19,7 @@ from trialbook.extras import require
 from trialbook.harness.config import Plan, RunConfig, Tally
 from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.lock import run_lock
-from trialbook.harness.pool import execute
+from trialbook.harness.pool import check_runtime, execute
 from trialbook.harness.stack import sandbox_stack
 from trialbook.ledger.rows import RunRow
 from trialbook.ledger.store import Ledger
@@ -34,6 +34,7 @@ def start_run(
     specs, errors = config.load_tasks()
     engine = executor or LocalExecutor()
     check_grader(specs, local=engine.name == "local")
+    check_runtime(engine, config.runtime)
     tasks: list[TaskSpec | TaskError] = sorted([*specs, *errors], key=lambda t: t.task_id)
     frozen = {  # absolute paths, and the plan itself: a task folder added later is not part of this run
         "tasks_dir": str(Path(config.tasks_dir).resolve()),

@@ -81,6 +81,7 @@ class TrialSettings:
     retries: int = 2
     backoff_s: float = 2.0
     labels: dict[str, str] = field(default_factory=dict)  # on every container: the ledger's id, the run's id
+    runtime: str = "auto"  # the containers' OCI runtime (sandbox/docker.py RUNTIME_CHOICES)
 
 
 @dataclass
@@ -253,6 +254,7 @@ def _attempt(
         return engine.start(
             state["image"][0], box_name, labels, task.cpus, task.memory_mb, task.pids_limit, task.allow_network,
             stopper.event, env=task.env, workdir=task.workdir, shell_setup=task.shell_setup, prepare=prepare,
+            runtime=settings.runtime,
         )  # fmt: skip
 
     box = start(name)
@@ -262,6 +264,7 @@ def _attempt(
             engine.ahead(
                 state["image"][0], labels, task.cpus, task.memory_mb, task.pids_limit, task.allow_network,
                 env=task.env, workdir=task.workdir, shell_setup=task.shell_setup, prepare=prep,
+                runtime=settings.runtime,
             )  # fmt: skip
     phases["environment_setup"] = round(time.monotonic() - t, 3)
     exc_type: str | None = None

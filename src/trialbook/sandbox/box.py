@@ -72,6 +72,12 @@ class ImageBuildError(SandboxError):
     kind = "ImageBuildError"
 
 
+class RuntimeUnknownError(SandboxError):
+    """A run asked for an OCI runtime the Docker daemon does not have (DockerEngine.runtime_for)."""
+
+    kind = "ContainerStartError"
+
+
 class ContainerStartError(SandboxError):
     kind = "ContainerStartError"
 

@@ -30,6 +30,7 @@ from trialbook.sandbox.box import (
     ContainerStartError,
     DaemonError,
     ImageBuildError,
+    RuntimeUnknownError,
     Sandbox,
     tar_files,
 )
@@ -48,6 +49,13 @@ LABEL_RUN_ID = "trialbook.run_id"
 CHANNEL_MIN_PIDS = 8
 EXIT_WAIT_S = 2.0  # how long a removal waits for a container whose channel ended to stop by itself
 LOOPBACK_HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+# The OCI runtime `auto` picks when the daemon has it registered (scripts/docker-up.sh registers it): crun, in C,
+# starts and deletes a container for ~0.04 CPU s less than runc, whose every step is a Go binary started afresh
+# (~30% of a container's lifecycle here; benchmarks/bench_harness.py). Same OCI spec from dockerd, same kernel
+# isolation: namespaces, seccomp, capabilities, cgroup limits. A host where it cannot start containers (cgroups in
+# hybrid mode with controllers left on the v2 side) falls back to the daemon's default after the first refusal.
+AUTO_RUNTIME = "crun"
+RUNTIME_CHOICES = "auto (crun when the daemon has it, else its default), default, or a runtime the daemon names"
 
 
 def docker_help() -> str:
@@ -88,6 +96,8 @@ class DockerEngine:
         self._image_ids: dict[str, str] = {}  # built tags seen this run: no image inspect per trial
         self._configs: dict[str, tuple[str | None, bool]] = {}
         self._channels: dict[str, Channel] = {}  # container id -> its command channel
+        self._runtimes: list[str] | None = None  # what the daemon has registered (docker info), asked once
+        self._auto_refused = False  # AUTO_RUNTIME could not start a container here: `auto` is the default since
         self.channels = True  # whether new containers get one (benchmarks compare without)
 
     def open_pool(self, concurrency: int) -> WarmPool:
@@ -131,6 +141,29 @@ class DockerEngine:
 
     def version(self) -> str:
         return str(self.client.version().get("Version"))
+
+    def runtimes(self) -> list[str]:
+        """The OCI runtimes the daemon has registered (`docker info`), asked once."""
+        if self._runtimes is None:
+            try:
+                self._runtimes = sorted(self.client.info().get("Runtimes") or {})
+            except (APIError, DockerException) as exc:
+                raise DaemonError(f"cannot reach the Docker daemon: {exc}") from None
+        return self._runtimes
+
+    def runtime_for(self, wanted: str) -> str | None:
+        """The runtime a container asked for with `wanted` gets (RUNTIME_CHOICES): a name, or None for the daemon's
+        default. A name the daemon does not have is a RuntimeUnknownError."""
+        if wanted == "default":
+            return None
+        if wanted == "auto":
+            return AUTO_RUNTIME if not self._auto_refused and AUTO_RUNTIME in self.runtimes() else None
+        if wanted not in self.runtimes():
+            have = ", ".join(self.runtimes()) or "none"
+            raise RuntimeUnknownError(
+                f"the Docker daemon has no runtime {wanted!r} (it has: {have}); use auto or default"
+            )
+        return wanted
 
     def image_workdir(self, ref: str) -> str | None:
         """The image's WORKDIR (None when it has none)."""
@@ -221,14 +254,17 @@ class DockerEngine:
         workdir: str | None = None,
         shell_setup: str | None = None,
         prepare: tuple[str, Callable[[Sandbox], Any]] | None = None,
+        runtime: str = "auto",
     ) -> Sandbox:
         """A running container; `shell_setup` is written to SHELL_SETUP_PATH and named by BASH_ENV,
         so every non-interactive `bash` (agent commands, test.sh) starts in the task's environment.
         With a warm pool open, a waiting container of the same spec is taken when there is one;
         `prepare` = (what, fn): warm containers of this kind are a spec apart, and fn(box) ran on each
         while it waited (its result is box.prepared; a cold container, or any container while
-        `prepare_ahead` is off, is not prepared: box.prepared is None)."""
-        spec = self._spec(image, labels, cpus, memory_mb, pids_limit, network, env, workdir, shell_setup, prepare)
+        `prepare_ahead` is off, is not prepared: box.prepared is None). `runtime`: see runtime_for."""
+        spec = self._spec(
+            image, labels, cpus, memory_mb, pids_limit, network, env, workdir, shell_setup, prepare, runtime
+        )  # fmt: skip
         got = self.warm.take(spec, self._hook(prepare)) if self.warm is not None else None
         if got is not None:
             box = self._box(got.id, got.name, stop)
@@ -248,22 +284,26 @@ class DockerEngine:
         workdir: str | None = None,
         shell_setup: str | None = None,
         prepare: tuple[str, Callable[[Sandbox], Any]] | None = None,
+        runtime: str = "auto",
     ) -> None:
         """With a warm pool open: start warming containers that start() will be asked for later (a trial's
         verifier containers, while its agent works)."""
         if self.warm is not None:
-            spec = self._spec(image, labels, cpus, memory_mb, pids_limit, network, env, workdir, shell_setup, prepare)
+            spec = self._spec(
+                image, labels, cpus, memory_mb, pids_limit, network, env, workdir, shell_setup, prepare, runtime
+            )  # fmt: skip
             self.warm.expect(spec, self._hook(prepare))
 
     @staticmethod
     def _spec(
         image: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int, network: bool,
         env: dict[str, str] | None, workdir: str | None, shell_setup: str | None,
-        prepare: tuple[str, Callable[[Sandbox], Any]] | None,
+        prepare: tuple[str, Callable[[Sandbox], Any]] | None, runtime: str,
     ) -> Spec:  # fmt: skip
         return Spec(
             image, cpus, memory_mb, pids_limit, network, tuple(sorted((env or {}).items())), workdir, shell_setup,
             tuple(sorted((k, v) for k, v in labels.items() if k != LABEL_TRIAL)), prepare[0] if prepare else "",
+            runtime,
         )  # fmt: skip
 
     def _hook(self, prepare: tuple[str, Callable[[Sandbox], Any]] | None) -> Callable[[str, str], Any] | None:
@@ -284,7 +324,18 @@ class DockerEngine:
             channel.close()
 
     def _create(self, spec: Spec, name: str, labels: dict[str, str]) -> str:
-        """Create and start a container of `spec` (with its command channel when this client can attach); its id."""
+        """Create and start a container of `spec` (with its command channel when this client can attach); its id.
+        When AUTO_RUNTIME, picked by `auto`, cannot start it, `auto` means the daemon's default from then on."""
+        runtime = self.runtime_for(spec.runtime)
+        try:
+            return self._create_with(spec, runtime, name, labels)
+        except ContainerStartError as exc:
+            if spec.runtime != "auto" or runtime is None or "OCI runtime" not in str(exc):
+                raise
+            self._auto_refused = True
+            return self._create_with(spec, None, name, labels)
+
+    def _create_with(self, spec: Spec, runtime: str | None, name: str, labels: dict[str, str]) -> str:
         api = self.client.api
         env = dict(spec.env)
         if spec.shell_setup:
@@ -297,6 +348,7 @@ class DockerEngine:
             # no log file: what goes through the channel (commands' output, a tree's archive) is read once, by
             # the harness; Docker's json-file driver would write all of it to disk again
             log_config={"type": "none"},
+            runtime=runtime,
         )
         files = {} if spec.network else {"etc/hosts": LOOPBACK_HOSTS}
         if spec.shell_setup:

@@ -46,6 +46,7 @@ class Spec:
     shell_setup: str | None
     labels: tuple[tuple[str, str], ...]
     prepare: str = ""  # what a warm container of this spec is prepared for ("": nothing; "verifier")
+    runtime: str = "auto"  # the OCI runtime asked for: "auto", "default" or a name (DockerEngine.runtime_for)
 
     @property
     def role(self) -> tuple[str, str]:
