@@ -28,6 +28,12 @@ through the daemon.
 containers per trial created as the harness creates them (no network stack, limits, no log), each running
 `true` and removed once it exited, nothing else. `--isolation container` runs the task with `[verifier]
 isolation = "container"` (graded in the agent's own container: one container a trial, as the bare run).
+
+`--runtime` (default auto, as `trialbook run`): the OCI runtime of trialbook's containers and the floor's; the bare
+`docker run` uses the daemon's default (runc), as a user's does. `auto` is crun where the daemon has it
+(sandbox/docker.py AUTO_RUNTIME), which saves ~0.04 CPU s a container lifecycle whoever starts it, so
+`--same-runtime` also times the bare loop as `docker run --runtime <that runtime>`, interleaved: the ratio
+against it is what trialbook's own work costs, the runtime's gain set aside.
 """
 
 from __future__ import annotations
@@ -123,9 +129,10 @@ def measured(block: Callable[[], float], n: int, cpu: list[dict[str, float]] | N
     return wall
 
 
-def bare_block(image: str, n: int, c: int) -> float:
+def bare_block(image: str, n: int, c: int, runtime: str | None = None) -> float:
     script = f"{SOLVE}; {TEST}; cat /logs/verifier/reward.txt"
-    cmd = ["docker", "run", "--rm", "--network", "none", image, "sh", "-c", script]
+    cmd = ["docker", "run", "--rm", "--network", "none", *(["--runtime", runtime] if runtime else []), image]
+    cmd += ["sh", "-c", script]
 
     def one(_: int) -> None:
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -137,12 +144,12 @@ def bare_block(image: str, n: int, c: int) -> float:
     return time.perf_counter() - t
 
 
-def floor_block(engine: DockerEngine, image: str, n: int, c: int) -> float:
+def floor_block(engine: DockerEngine, image: str, n: int, c: int, runtime: str | None = None) -> float:
     """The floor of any trial with verifier isolation: two containers created as the harness creates them (no
-    network stack, limits, no log), each running `true` and removed once it exited, with nothing else done."""
+    network stack, limits, no log, its runtime), each running `true` and removed once it exited, nothing else."""
     api = engine.client.api
     host = api.create_host_config(network_mode="none", nano_cpus=10**9, mem_limit="2048m", pids_limit=1024,
-                                  log_config={"type": "none"})  # fmt: skip
+                                  log_config={"type": "none"}, runtime=runtime)  # fmt: skip
 
     def one(_: int) -> None:
         for _container in range(2):
@@ -158,11 +165,12 @@ def floor_block(engine: DockerEngine, image: str, n: int, c: int) -> float:
 
 
 def trialbook_block(
-    ledger: Ledger, engine: DockerEngine, spec: TaskSpec, root: Path, n: int, c: int, warm: bool, tag: str
-) -> float:
+    ledger: Ledger, engine: DockerEngine, spec: TaskSpec, root: Path, n: int, c: int, warm: bool, tag: str,
+    runtime: str = "auto",
+) -> float:  # fmt: skip
     name = f"bench-{tag}"
     config = RunConfig(tasks_dir=str(spec.path.parent), agent="oracle", concurrency=c, runs_dir=str(root / "runs"),
-                       warm_pool=warm)  # fmt: skip
+                       warm_pool=warm, runtime=runtime)  # fmt: skip
     with ledger.transaction() as conn:
         run_id = ledger.create_run(conn, Run(name=name, config=config.model_dump()), replace=True)
     plans = [Plan(spec, a) for a in range(n)]
@@ -173,8 +181,9 @@ def trialbook_block(
     return wall
 
 
-def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False, floor: bool = False) -> str:
+def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False, floor: bool = False, same: bool = False) -> str:
     head = ["concurrency", "bare s/trial", "trialbook s/trial", "ratio"]
+    head += ["bare same runtime s/trial", "ratio"] if same else []
     head += ["--no-warm-pool s/trial", "ratio"] if cold else []
     head += ["floor s/trial", "ratio"] if floor else []
     who = ("dockerd", "containerd", "shims", "client")
@@ -185,6 +194,7 @@ def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False, floor: bo
     lines = [head]
     for r in rows:
         line = [f"{r['concurrency']:.0f}", f"{r['bare_s']:.3f}", f"{r['trialbook_s']:.3f}", f"{r['ratio']:.2f}"]
+        line += [f"{r['same_s']:.3f}", f"{r['same_ratio']:.2f}"] if same else []
         line += [f"{r['cold_s']:.3f}", f"{r['cold_ratio']:.2f}"] if cold else []
         line += [f"{r['floor_s']:.3f}", f"{r['floor_ratio']:.2f}"] if floor else []
         if cpu:
@@ -223,10 +233,17 @@ def main() -> None:
         default="diff",
         help="the task's [verifier] isolation: \"container\" grades the agent's own container (one container a trial)",
     )
+    ap.add_argument("--runtime", default="auto", help="trialbook's (and the floor's) OCI runtime: auto, default, NAME")
+    ap.add_argument(
+        "--same-runtime",
+        action="store_true",
+        help="also the bare loop on trialbook's runtime (docker run --runtime), interleaved",
+    )
     args = ap.parse_args()
     levels = [int(x) for x in args.concurrency.split(",")]
     cold = not args.no_cold
     rows: list[dict[str, float]] = []
+    same = False
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         spec = load_task(make_task(root, args.isolation))
@@ -236,25 +253,34 @@ def main() -> None:
             spec.task_id, None, spec.dockerfile.parent, spec.environment_hash, "bench", False
         )
         ledger = Ledger(str(root / "bench.db"))
+        runtime = engine.runtime_for(args.runtime)  # None: the daemon's default
+        same = args.same_runtime and runtime is not None
+        print(f"trialbook's runtime: {runtime or 'the daemon default'}; bare: the daemon default"
+              + (f", and {runtime} (--same-runtime)" if same else ""), flush=True)  # fmt: skip
         try:
             bare_block(image, 2, 1)  # warm-up: image layers in the page cache, imports done
             trialbook_block(ledger, engine, spec, root, 2, 1, True, "warmup")
             n = args.trials
             for c in levels:
-                bare, tb, tb_cold, floor = [], [], [], []
+                bare, tb, tb_cold, floor, bare_same = [], [], [], [], []
                 cpu_bare: list[dict[str, float]] | None = [] if args.cpu else None
                 cpu_tb: list[dict[str, float]] | None = [] if args.cpu else None
                 cpu_floor: list[dict[str, float]] | None = [] if args.cpu and args.floor else None
                 for r in range(args.rounds):
                     bare.append(measured(lambda: bare_block(image, n, c), n, cpu_bare))  # noqa: B023
                     tb.append(measured(
-                        lambda: trialbook_block(ledger, engine, spec, root, n, c, True, f"c{c}-r{r}"), n, cpu_tb  # noqa: B023
+                        lambda: trialbook_block(ledger, engine, spec, root, n, c, True, f"c{c}-r{r}", args.runtime),  # noqa: B023
+                        n, cpu_tb,
                     ))  # fmt: skip
+                    if same:
+                        bare_same.append(bare_block(image, n, c, runtime) / n)
                     if cold:
-                        wall = trialbook_block(ledger, engine, spec, root, args.trials, c, False, f"c{c}-r{r}-cold")
+                        wall = trialbook_block(
+                            ledger, engine, spec, root, args.trials, c, False, f"c{c}-r{r}-cold", args.runtime
+                        )  # fmt: skip
                         tb_cold.append(wall)
                     if args.floor:
-                        floor.append(measured(lambda: floor_block(engine, image, n, c), n, cpu_floor))  # noqa: B023
+                        floor.append(measured(lambda: floor_block(engine, image, n, c, runtime), n, cpu_floor))  # noqa: B023
                 b = statistics.median(bare)
                 row = {"concurrency": c, "trials": args.trials, "rounds": args.rounds, "bare_s": round(b, 3)}
                 row["trialbook_s"] = round(statistics.median(tb), 3)
@@ -265,6 +291,9 @@ def main() -> None:
                         by_process = (sum(v for k, v in x.items() if k != "machine") for x in samples)
                         row[f"cpu_{way}_s"] = round(statistics.median(by_process), 4)
                 row["ratio"] = round(row["trialbook_s"] / b, 3)
+                if same:
+                    row["same_s"] = round(statistics.median(bare_same), 3)
+                    row["same_ratio"] = round(row["trialbook_s"] / row["same_s"], 3)
                 if cold:
                     row["cold_s"] = round(statistics.median(tb_cold) / args.trials, 3)
                     row["cold_ratio"] = round(row["cold_s"] / b, 3)
@@ -279,7 +308,7 @@ def main() -> None:
         print(json.dumps(rows, indent=2))
     else:
         print(f"{args.trials} trials x {args.rounds} rounds per figure (median of the rounds)")
-        print(table(rows, cold, args.cpu, args.floor))
+        print(table(rows, cold, args.cpu, args.floor, same))
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def test_limits_hold_and_are_read_under_each_runtime(engine, runtime):
     try:
         host = engine.api.inspect_container(box.id)["HostConfig"]
         expected = AUTO_RUNTIME if runtime == "auto" else engine.info()["DefaultRuntime"]
-        assert host["Runtime"] == expected
+        assert host["Runtime"] == expected and box.runtime == expected  # what the trial records (extra.runtime)
         assert host["Memory"] == 64 * 2**20 and host["PidsLimit"] == 32 and host["NanoCpus"] == 5 * 10**8
         assert box.exec(["ls", "/sys/class/net"], timeout=30).output.split() == ["lo"]  # --network none
         oom = box.exec(["python3", "-c", "b = bytearray(400 * 2**20); print('allocated')"], timeout=60)
@@ -107,10 +107,11 @@ def test_auto_falls_back_to_the_default_runtime_once_crun_refuses_the_host(monke
     api = _RefusingApi()
     tb.client = type("Client", (), {"api": api, "containers": type("C", (), {"get": staticmethod(_gone)})})()
     tb.channels, tb._channels, tb._configs, tb._image_ids = True, {}, {IMAGE: ("/", True)}, {}
-    tb._runtimes, tb._auto_refused = ["crun", "runc"], False
+    tb._runtimes, tb._auto_refused, tb._default_runtime, tb._runtime_of = ["crun", "runc"], False, "runc", {}
     assert tb.runtime_for("auto") == "crun"
     cid = tb._create(tb._spec(IMAGE, {}, 1.0, 256, 64, False, None, None, None, None, "auto"), "tb-x", {})
     assert api.asked == ["crun", None] and api.created[cid] is None  # refused once, then the default
+    assert tb._runtime_of[cid] == "runc"
     assert tb.runtime_for("auto") is None  # and `auto` means the default from then on
     tb._create(tb._spec(IMAGE, {}, 1.0, 256, 64, False, None, None, None, None, "auto"), "tb-y", {})
     assert api.asked == ["crun", None, None]
@@ -122,3 +123,14 @@ def test_auto_falls_back_to_the_default_runtime_once_crun_refuses_the_host(monke
 
 def _gone(name):
     raise APIError("404")
+
+
+@pytest.mark.docker
+def test_a_trial_records_its_runtime(engine, cli, db, tmp_path):
+    tasks = Path(__file__).parents[2] / "examples" / "tasks"
+    args = ["--agent", "oracle", "--tasks", "plain-bugfix", "--runs-dir", str(tmp_path / "runs")]
+    assert cli("run", str(tasks), "--run", "on-runc", "--runtime", "runc", *args).exit_code == 0
+    ledger = Ledger(db)
+    (trial,) = ledger.trial_rows(ledger.get_run("on-runc").id)
+    assert trial.outcome == "resolved" and trial.extra["runtime"] == "runc", trial.extra
+    assert ledger.get_run("on-runc").config["runtime"] == "runc"  # `resume` runs its trials on it too

@@ -180,7 +180,7 @@ def run_trial(
         "verifier_hash": task.verifier_hash,
         "tags": tags,
     }
-    for key in ("cleanup_error", "verifier", "agent_limit_hits"):
+    for key in ("cleanup_error", "verifier", "agent_limit_hits", "runtime"):
         if state.get(key):
             extra[key] = state[key]
     if state.get("image"):
@@ -258,6 +258,7 @@ def _attempt(
         )  # fmt: skip
 
     box = start(name)
+    state["runtime"] = box.runtime
     if task.isolation == "diff":  # the verifier's containers warm (and prepare) while the agent works
         with contextlib.suppress(IsolationError):  # no workdir: the trial meets it after the agent, as before
             prep = _verifier_prep(engine, task, state)

@@ -214,6 +214,7 @@ class Sandbox:
         self.removed = False
         self.prepared: Any = None  # what start(prepare=...) returned for a warm container (None: cold)
         self.channel: Channel | None = None  # the container's command channel (sandbox/channel.py), if any
+        self.runtime: str | None = None  # the OCI runtime it was created with (DockerEngine.runtime_for)
         # the limit counters its last process (Sandbox.finish) read from inside, once that ended with the container
         self.reported: tuple[dict[str, int], set[str]] | None = None
 

@@ -97,6 +97,8 @@ class DockerEngine:
         self._configs: dict[str, tuple[str | None, bool]] = {}
         self._channels: dict[str, Channel] = {}  # container id -> its command channel
         self._runtimes: list[str] | None = None  # what the daemon has registered (docker info), asked once
+        self._default_runtime = "default"  # its name for the daemon's default (docker info)
+        self._runtime_of: dict[str, str] = {}  # container id -> the runtime it was created with (Sandbox.runtime)
         self._auto_refused = False  # AUTO_RUNTIME could not start a container here: `auto` is the default since
         self.channels = True  # whether new containers get one (benchmarks compare without)
 
@@ -146,7 +148,9 @@ class DockerEngine:
         """The OCI runtimes the daemon has registered (`docker info`), asked once."""
         if self._runtimes is None:
             try:
-                self._runtimes = sorted(self.client.info().get("Runtimes") or {})
+                info = self.client.info()
+                self._runtimes = sorted(info.get("Runtimes") or {})
+                self._default_runtime = str(info.get("DefaultRuntime") or "default")
             except (APIError, DockerException) as exc:
                 raise DaemonError(f"cannot reach the Docker daemon: {exc}") from None
         return self._runtimes
@@ -315,10 +319,12 @@ class DockerEngine:
     def _box(self, cid: str, name: str, stop: threading.Event | None = None) -> Sandbox:
         box = Sandbox(self, self.client.containers.prepare_model({"Id": cid, "Name": name}), stop)
         box.channel = self._channels.get(cid)
+        box.runtime = self._runtime_of.get(cid)
         return box
 
     def forget(self, container_id: str) -> None:
         """Close a container's channel (it is being killed or removed)."""
+        self._runtime_of.pop(container_id, None)
         channel = self._channels.pop(container_id, None)
         if channel is not None:
             channel.close()
@@ -326,6 +332,7 @@ class DockerEngine:
     def _create(self, spec: Spec, name: str, labels: dict[str, str]) -> str:
         """Create and start a container of `spec` (with its command channel when this client can attach); its id.
         When AUTO_RUNTIME, picked by `auto`, cannot start it, `auto` means the daemon's default from then on."""
+        self.runtimes()  # once per engine: the default's name as well (Sandbox.runtime)
         runtime = self.runtime_for(spec.runtime)
         try:
             return self._create_with(spec, runtime, name, labels)
@@ -384,6 +391,7 @@ class DockerEngine:
             raise ContainerStartError(f"container {name} did not start: {exc}") from None
         if channel is not None:
             self._channels[cid] = channel
+        self._runtime_of[cid] = runtime or self._default_runtime
         return cid
 
     def _remove_by_name(self, name: str) -> None:
