@@ -18,7 +18,9 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 if ! command -v crun >/dev/null 2>&1; then  # optional: without it the containers run on the daemon's default (runc)
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq crun >/dev/null 2>&1 \
+  echo "docker-up: installing crun"
+  { DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq crun || { $SUDO apt-get update -qq \
+      && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq crun; }; } >/dev/null 2>&1 \
     || echo "docker-up: no crun package here; containers will use the daemon's default runtime"
 fi
 

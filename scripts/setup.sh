@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job on a fresh Debian/Ubuntu machine (Python >= 3.11, root or sudo), in one command:
 #   bash scripts/setup.sh [QUICKSTART OPTIONS]
-# installs what `trialbook quickstart` needs (apt: venv support, Docker Engine, debootstrap; pip: the
+# installs what `trialbook quickstart` needs (apt: venv support, Docker Engine, debootstrap, crun; pip: the
 # project into .venv; the trialbook-base:bookworm image), then runs it: the example tasks in Docker with
 # the nop and oracle agents on an SQLite ledger (./trialbook.db), compared. Idempotent: a second run
 # installs nothing and runs the quickstart again.

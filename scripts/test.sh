@@ -3,7 +3,7 @@
 #   bash scripts/test.sh [PYTEST ARGS]
 # installs what the tests need, then runs `ruff check src tests` and `python -m pytest [ARGS]` (in two parts:
 # the tests that need no service run while the services are prepared, then the docker/postgres/llm ones):
-#   apt: venv support, Docker Engine + debootstrap, docker-registry, PostgreSQL, git, curl, a C++ compiler, chromium;
+#   apt: venv support, Docker Engine + debootstrap + crun, docker-registry, PostgreSQL, git, curl, a C++ compiler, chromium;
 #   pip: the project with its dev extra into .venv;
 #   the real services, prepared side by side (each scripts/ci-setup-*.sh is idempotent and works alone):
 #   Docker + the trialbook-base:bookworm image, a PostgreSQL server on 127.0.0.1, the model server's
