@@ -31,7 +31,7 @@ isolation = "container"` (graded in the agent's own container: one container a t
 
 `--runtime` (default auto, as `trialbook run`): the OCI runtime of trialbook's containers and the floor's; the bare
 `docker run` uses the daemon's default (runc), as a user's does. `auto` is crun where the daemon has it
-(sandbox/docker.py AUTO_RUNTIME), which saves ~0.04 CPU s a container lifecycle whoever starts it, so
+(sandbox/docker.py AUTO_RUNTIME), which saves ~0.03 CPU s a container lifecycle whoever starts it, so
 `--same-runtime` also times the bare loop as `docker run --runtime <that runtime>`, interleaved: the ratio
 against it is what trialbook's own work costs, the runtime's gain set aside.
 """

@@ -97,7 +97,7 @@ want_docker_debs() {
   command -v debootstrap >/dev/null 2>&1 ||
     want_deb debootstrap "builds the trialbook-base:bookworm image locally (no registry needed)"
   command -v crun >/dev/null 2>&1 ||
-    want_deb crun "the containers' OCI runtime: a container costs ~0.04 CPU s less than with runc (README: --runtime)"
+    want_deb crun "the containers' OCI runtime: a container costs ~0.03 CPU s less than with runc (README: --runtime)"
 }
 
 elapsed() { echo "$(( $(date +%s) - START )) s"; }

@@ -27,7 +27,7 @@ class RunConfig(BaseModel):
     runs_dir: str = str(DEFAULT_RUNS_DIR)
     agent_options: dict[str, Any] = Field(default_factory=dict)  # e.g. the mini agent's endpoints
     warm_pool: bool = True  # containers started ahead of need (sandbox/warm.py)
-    runtime: str = "auto"  # the containers' OCI runtime (sandbox/docker.py RUNTIME_CHOICES)
+    runtime: str = "auto"  # the containers' OCI runtime (DockerEngine.runtime_for)
 
     def paths(self, run_name: str) -> RunPaths:
         return RunPaths.of(self.runs_dir, run_name)

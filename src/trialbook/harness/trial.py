@@ -81,7 +81,7 @@ class TrialSettings:
     retries: int = 2
     backoff_s: float = 2.0
     labels: dict[str, str] = field(default_factory=dict)  # on every container: the ledger's id, the run's id
-    runtime: str = "auto"  # the containers' OCI runtime (sandbox/docker.py RUNTIME_CHOICES)
+    runtime: str = "auto"  # the containers' OCI runtime (DockerEngine.runtime_for)
 
 
 @dataclass

@@ -50,12 +50,11 @@ CHANNEL_MIN_PIDS = 8
 EXIT_WAIT_S = 2.0  # how long a removal waits for a container whose channel ended to stop by itself
 LOOPBACK_HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 # The OCI runtime `auto` picks when the daemon has it registered (scripts/docker-up.sh registers it): crun, in C,
-# starts and deletes a container for ~0.04 CPU s less than runc, whose every step is a Go binary started afresh
-# (~30% of a container's lifecycle here; benchmarks/bench_harness.py). Same OCI spec from dockerd, same kernel
+# starts and deletes a container for ~0.03 CPU s less than runc, whose every step is a Go binary started afresh
+# (~22% of a container's lifecycle here, README: The OCI runtime). Same OCI spec from dockerd, same kernel
 # isolation: namespaces, seccomp, capabilities, cgroup limits. A host where it cannot start containers (cgroups in
 # hybrid mode with controllers left on the v2 side) falls back to the daemon's default after the first refusal.
 AUTO_RUNTIME = "crun"
-RUNTIME_CHOICES = "auto (crun when the daemon has it, else its default), default, or a runtime the daemon names"
 
 
 def docker_help() -> str:
@@ -156,8 +155,9 @@ class DockerEngine:
         return self._runtimes
 
     def runtime_for(self, wanted: str) -> str | None:
-        """The runtime a container asked for with `wanted` gets (RUNTIME_CHOICES): a name, or None for the daemon's
-        default. A name the daemon does not have is a RuntimeUnknownError."""
+        """The runtime a container asked for with `wanted` gets: a name, or None for the daemon's default. `wanted`:
+        "auto" (AUTO_RUNTIME when the daemon has it, else its default), "default", or a runtime the daemon names;
+        a name the daemon does not have is a RuntimeUnknownError."""
         if wanted == "default":
             return None
         if wanted == "auto":
