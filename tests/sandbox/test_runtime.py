@@ -107,7 +107,8 @@ def test_auto_falls_back_to_the_default_runtime_once_crun_refuses_the_host(monke
     api = _RefusingApi()
     tb.client = type("Client", (), {"api": api, "containers": type("C", (), {"get": staticmethod(_gone)})})()
     tb.channels, tb._channels, tb._configs, tb._image_ids = True, {}, {IMAGE: ("/", True)}, {}
-    tb._runtimes, tb._auto_refused, tb._default_runtime, tb._runtime_of = ["crun", "runc"], False, "runc", {}
+    tb._info = {"Runtimes": {"crun": {}, "runc": {}}, "DefaultRuntime": "runc"}
+    tb._auto_refused, tb._runtime_of = False, {}
     assert tb.runtime_for("auto") == "crun"
     cid = tb._create(tb._spec(IMAGE, {}, 1.0, 256, 64, False, None, None, None, None, "auto"), "tb-x", {})
     assert api.asked == ["crun", None] and api.created[cid] is None  # refused once, then the default
@@ -115,7 +116,7 @@ def test_auto_falls_back_to_the_default_runtime_once_crun_refuses_the_host(monke
     assert tb.runtime_for("auto") is None  # and `auto` means the default from then on
     tb._create(tb._spec(IMAGE, {}, 1.0, 256, 64, False, None, None, None, None, "auto"), "tb-y", {})
     assert api.asked == ["crun", None, None]
-    tb._auto_refused, tb._runtimes = False, ["crun", "runc"]
+    tb._auto_refused = False
     with pytest.raises(ContainerStartError, match="OCI runtime"):  # a runtime asked for by name is not replaced
         tb._create(tb._spec(IMAGE, {}, 1.0, 256, 64, False, None, None, None, None, "crun"), "tb-z", {})
     assert json.dumps(api.asked) == '["crun", null, null, "crun"]'

@@ -95,8 +95,7 @@ class DockerEngine:
         self._image_ids: dict[str, str] = {}  # built tags seen this run: no image inspect per trial
         self._configs: dict[str, tuple[str | None, bool]] = {}
         self._channels: dict[str, Channel] = {}  # container id -> its command channel
-        self._runtimes: list[str] | None = None  # what the daemon has registered (docker info), asked once
-        self._default_runtime = "default"  # its name for the daemon's default (docker info)
+        self._info: dict[str, Any] | None = None  # `docker info`, asked once (DockerEngine.info)
         self._runtime_of: dict[str, str] = {}  # container id -> the runtime it was created with (Sandbox.runtime)
         self._auto_refused = False  # AUTO_RUNTIME could not start a container here: `auto` is the default since
         self.channels = True  # whether new containers get one (benchmarks compare without)
@@ -104,8 +103,8 @@ class DockerEngine:
     def open_pool(self, concurrency: int) -> WarmPool:
         """Start keeping containers warm (sandbox/warm.py) until close_pool()."""
         try:
-            info = self.client.info()
-        except (APIError, DockerException):
+            info = self.info()
+        except DaemonError:
             info = {}
         host_mb = int(info.get("MemTotal", 0)) // 2**20 or None
         # A warm container's preparation is one more command (its git work; without a channel also an exec, ~0.06
@@ -143,16 +142,19 @@ class DockerEngine:
     def version(self) -> str:
         return str(self.client.version().get("Version"))
 
-    def runtimes(self) -> list[str]:
-        """The OCI runtimes the daemon has registered (`docker info`), asked once."""
-        if self._runtimes is None:
+    def info(self) -> dict[str, Any]:
+        """`docker info`, asked once per engine: what this uses of it (the daemon's id, cores, memory, runtimes) stays
+        as it is while the daemon runs."""
+        if self._info is None:
             try:
-                info = self.client.info()
-                self._runtimes = sorted(info.get("Runtimes") or {})
-                self._default_runtime = str(info.get("DefaultRuntime") or "default")
+                self._info = dict(self.client.info())
             except (APIError, DockerException) as exc:
                 raise DaemonError(f"cannot reach the Docker daemon: {exc}") from None
-        return self._runtimes
+        return self._info
+
+    def runtimes(self) -> list[str]:
+        """The OCI runtimes the daemon has registered."""
+        return sorted(self.info().get("Runtimes") or {})
 
     def runtime_for(self, wanted: str) -> str | None:
         """The runtime a container asked for with `wanted` gets: a name, or None for the daemon's default. `wanted`:
@@ -332,7 +334,6 @@ class DockerEngine:
     def _create(self, spec: Spec, name: str, labels: dict[str, str]) -> str:
         """Create and start a container of `spec` (with its command channel when this client can attach); its id.
         When AUTO_RUNTIME, picked by `auto`, cannot start it, `auto` means the daemon's default from then on."""
-        self.runtimes()  # once per engine: the default's name as well (Sandbox.runtime)
         runtime = self.runtime_for(spec.runtime)
         try:
             return self._create_with(spec, runtime, name, labels)
@@ -391,7 +392,7 @@ class DockerEngine:
             raise ContainerStartError(f"container {name} did not start: {exc}") from None
         if channel is not None:
             self._channels[cid] = channel
-        self._runtime_of[cid] = runtime or self._default_runtime
+        self._runtime_of[cid] = runtime or str(self.info().get("DefaultRuntime") or "default")
         return cid
 
     def _remove_by_name(self, name: str) -> None:
@@ -421,10 +422,7 @@ class DockerEngine:
 
         Cleaners of one daemon on this host take turns (a file lock named by the daemon's id): Ray nodes on
         one machine share its daemon, and two removals of one image race in dockerd itself."""
-        try:
-            daemon = str(self.client.info().get("ID") or "unknown").replace(":", "-").replace("/", "-")
-        except (APIError, DockerException) as exc:
-            raise DaemonError(f"cannot reach the Docker daemon: {exc}") from None
+        daemon = str(self.info().get("ID") or "unknown").replace(":", "-").replace("/", "-")
         lock = Path(tempfile.gettempdir()) / f"trialbook-clean-{daemon}.lock"
         try:  # read-only: another user's lock file serves as well (flock needs no write access)
             fd = os.open(lock, os.O_RDONLY | os.O_CREAT, 0o666)
