@@ -8,10 +8,13 @@ The same trivial task (write a file, test it, reward 1) run side by side at conc
   verifier isolation), reward read back, containers removed, ledger row + trial folder written),
   with the warm pool (default) and, unless --no-cold, without it (`--no-warm-pool`).
 The task's image is a git working tree, as a real repository task's is (verifier isolation diffs it).
-Each concurrency runs `--rounds` rounds, the ways interleaved (bare, trialbook, cold, bare, ...), so
-all see the same machine load; a figure is the median wall time per trial over the rounds, the ratio
-is trialbook / bare. The 1-minute load average at the end of each concurrency's rounds is printed
-beside it: on a shared machine it matters. `--json` prints the rows as JSON instead of the table.
+Each concurrency runs `--rounds` rounds of one block of `--trials` trials per way, the ways interleaved and each
+first in turn (round 0: bare, trialbook, cold, ...; round 1: trialbook, cold, ..., bare), so all see the same
+machine load and none always follows another's background teardown (a block also starts SETTLE_S after the last
+ended). A figure is the median wall time per trial over the rounds; the ratio is trialbook / bare of those medians,
+and the paired ratios are each round's trialbook block over that round's bare block (their median, least and
+most: the spread the machine's noise gives). The 1-minute load average at the end of each concurrency's rounds is
+printed beside it: on a shared machine it matters. `--json` prints the rows as JSON instead of the table.
 
 `--cpu` (a local daemon on Linux) also gives the CPU seconds per trial of each way, by whom: dockerd (with
 the processes it re-executes itself as: archive copies, the network hook), containerd (with the shim
@@ -48,6 +51,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 from trialbook.harness.config import Plan, RunConfig
@@ -59,6 +63,9 @@ from trialbook.records import Run
 from trialbook.sandbox import DockerEngine
 from trialbook.tasks import TaskSpec, load_task
 
+# before each block: what the last one left to the machine in the background (the kernel's namespace and cgroup
+# teardown, containerd's cleanup of the exited shims) ends first, rather than being charged to the next way
+SETTLE_S = 1.0
 SOLVE = "cd /testbed && echo fixed > answer.txt"
 TEST = (
     "mkdir -p /logs/verifier && cd /testbed"
@@ -182,7 +189,7 @@ def trialbook_block(
 
 
 def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False, floor: bool = False, same: bool = False) -> str:
-    head = ["concurrency", "bare s/trial", "trialbook s/trial", "ratio"]
+    head = ["concurrency", "bare s/trial", "trialbook s/trial", "ratio", "paired ratios median (min-max)"]
     head += ["bare same runtime s/trial", "ratio"] if same else []
     head += ["--no-warm-pool s/trial", "ratio"] if cold else []
     head += ["floor s/trial", "ratio"] if floor else []
@@ -194,6 +201,7 @@ def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False, floor: bo
     lines = [head]
     for r in rows:
         line = [f"{r['concurrency']:.0f}", f"{r['bare_s']:.3f}", f"{r['trialbook_s']:.3f}", f"{r['ratio']:.2f}"]
+        line += [f"{r['paired_ratio']:.2f} ({r['paired_min']:.2f}-{r['paired_max']:.2f})"]
         line += [f"{r['same_s']:.3f}", f"{r['same_ratio']:.2f}"] if same else []
         line += [f"{r['cold_s']:.3f}", f"{r['cold_ratio']:.2f}"] if cold else []
         line += [f"{r['floor_s']:.3f}", f"{r['floor_ratio']:.2f}"] if floor else []
@@ -211,8 +219,8 @@ def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False, floor: bo
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trials", type=int, default=12, help="trials per block")
-    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds per concurrency")
+    ap.add_argument("--trials", type=int, default=32, help="trials per block")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per concurrency")
     ap.add_argument("--concurrency", default="1,2,4")
     ap.add_argument("--no-cold", action="store_true", help="skip trialbook without the warm pool")
     ap.add_argument("--json", action="store_true", help="rows as JSON instead of the table")
@@ -266,21 +274,22 @@ def main() -> None:
                 cpu_bare: list[dict[str, float]] | None = [] if args.cpu else None
                 cpu_tb: list[dict[str, float]] | None = [] if args.cpu else None
                 cpu_floor: list[dict[str, float]] | None = [] if args.cpu and args.floor else None
+                order = ["bare", "trialbook"] + ["same"] * same + ["cold"] * cold + ["floor"] * args.floor
                 for r in range(args.rounds):
-                    bare.append(measured(lambda: bare_block(image, n, c), n, cpu_bare))  # noqa: B023
-                    tb.append(measured(
-                        lambda: trialbook_block(ledger, engine, spec, root, n, c, True, f"c{c}-r{r}", args.runtime),  # noqa: B023
-                        n, cpu_tb,
-                    ))  # fmt: skip
-                    if same:
-                        bare_same.append(bare_block(image, n, c, runtime) / n)
-                    if cold:
-                        wall = trialbook_block(
-                            ledger, engine, spec, root, args.trials, c, False, f"c{c}-r{r}-cold", args.runtime
-                        )  # fmt: skip
-                        tb_cold.append(wall)
-                    if args.floor:
-                        floor.append(measured(lambda: floor_block(engine, image, n, c, runtime), n, cpu_floor))  # noqa: B023
+                    for way in order[r % len(order) :] + order[: r % len(order)]:  # each way first in turn
+                        time.sleep(SETTLE_S)
+                        if way == "bare":
+                            bare.append(measured(partial(bare_block, image, n, c), n, cpu_bare))
+                        elif way == "trialbook":
+                            block = partial(trialbook_block, ledger, engine, spec, root, n, c, True, f"c{c}-r{r}")
+                            tb.append(measured(partial(block, args.runtime), n, cpu_tb))
+                        elif way == "same":
+                            bare_same.append(bare_block(image, n, c, runtime) / n)
+                        elif way == "cold":
+                            block = partial(trialbook_block, ledger, engine, spec, root, n, c, False, f"c{c}-r{r}-cold")
+                            tb_cold.append(block(args.runtime) / n)
+                        else:
+                            floor.append(measured(partial(floor_block, engine, image, n, c, runtime), n, cpu_floor))
                 b = statistics.median(bare)
                 row = {"concurrency": c, "trials": args.trials, "rounds": args.rounds, "bare_s": round(b, 3)}
                 row["trialbook_s"] = round(statistics.median(tb), 3)
@@ -291,11 +300,14 @@ def main() -> None:
                         by_process = (sum(v for k, v in x.items() if k != "machine") for x in samples)
                         row[f"cpu_{way}_s"] = round(statistics.median(by_process), 4)
                 row["ratio"] = round(row["trialbook_s"] / b, 3)
+                paired = sorted(t / x for t, x in zip(tb, bare, strict=True))
+                row["paired_ratio"] = round(statistics.median(paired), 3)
+                row["paired_min"], row["paired_max"] = round(paired[0], 3), round(paired[-1], 3)
                 if same:
                     row["same_s"] = round(statistics.median(bare_same), 3)
                     row["same_ratio"] = round(row["trialbook_s"] / row["same_s"], 3)
                 if cold:
-                    row["cold_s"] = round(statistics.median(tb_cold) / args.trials, 3)
+                    row["cold_s"] = round(statistics.median(tb_cold), 3)
                     row["cold_ratio"] = round(row["cold_s"] / b, 3)
                 if args.floor:
                     row["floor_s"] = round(statistics.median(floor), 3)
@@ -307,7 +319,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
-        print(f"{args.trials} trials x {args.rounds} rounds per figure (median of the rounds)")
+        print(f"{args.trials} trials x {args.rounds} rounds per figure (median of the rounds; a paired ratio:"
+              " trialbook's block / the bare block of the same round)")  # fmt: skip
         print(table(rows, cold, args.cpu, args.floor, same))
 
 
