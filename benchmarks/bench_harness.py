@@ -23,7 +23,9 @@ containerd shims with everything they ran: runc, the containers' and the execs' 
 removed container's shim exits and PID 1 reaps it, so each block waits 2 s for them), and this process
 (trialbook's Python) or the `docker` CLI (bare); then "machine", every core's busy time per trial (what the
 kernel's own threads spend on namespaces and cgroups included; other load on the machine too). With two cores
-saturated (concurrency >= 2) the CPU per trial decides the wall time, so the ratio follows it. `--no-channel`:
+saturated (concurrency >= 2) the CPU per trial decides the wall time, so the ratio follows it; and "steal", the time
+a virtual machine's host gave its cores to others while they had work (a noisy neighbour slows a block's wall time and
+even its CPU seconds, which is why a paired ratio compares blocks of one round). `--no-channel`:
 trialbook as before the containers' command channel (sandbox/channel.py), every command a `docker exec`, every copy
 through the daemon.
 
@@ -122,6 +124,8 @@ def cpu_now() -> dict[str, float]:
         "shims": _proc_cpu(1, children=True),
         "client": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime,
         "machine": (sum(ticks) - ticks[3] - ticks[4] - ticks[7]) / os.sysconf("SC_CLK_TCK"),
+        # on a virtual machine, the time its host ran something else while this one had work (a noisy neighbour)
+        "steal": ticks[7] / os.sysconf("SC_CLK_TCK"),
     }
 
 
@@ -196,6 +200,7 @@ def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False, floor: bo
     who = ("dockerd", "containerd", "shims", "client")
     if cpu:
         head += [f"CPU {w} bare/tb" for w in who] + ["CPU s/trial bare/tb", "ratio", "machine bare/tb", "ratio"]
+        head += ["steal bare/tb"]
         head += ["CPU s/trial floor", "machine floor"] if floor else []
     head += ["load avg (1 min)"]
     lines = [head]
@@ -210,7 +215,11 @@ def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False, floor: bo
             bare, tb = r["cpu_bare_s"], r["cpu_trialbook_s"]
             line += [f"{bare:.3f}/{tb:.3f}", f"{tb / bare:.2f}"]
             bare, tb = r["cpu_bare_machine_s"], r["cpu_trialbook_machine_s"]
-            line += [f"{bare:.3f}/{tb:.3f}", f"{tb / bare:.2f}"]
+            line += [
+                f"{bare:.3f}/{tb:.3f}",
+                f"{tb / bare:.2f}",
+                f"{r['cpu_bare_steal_s']:.3f}/{r['cpu_trialbook_steal_s']:.3f}",
+            ]
             line += [f"{r['cpu_floor_s']:.3f}", f"{r['cpu_floor_machine_s']:.3f}"] if floor else []
         lines.append([*line, f"{r['load_1min']:.1f}"])
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
@@ -297,7 +306,7 @@ def main() -> None:
                     for who in samples[0] if samples else ():
                         row[f"cpu_{way}_{who}_s"] = round(statistics.median(x[who] for x in samples), 4)
                     if samples:
-                        by_process = (sum(v for k, v in x.items() if k != "machine") for x in samples)
+                        by_process = (sum(v for k, v in x.items() if k not in ("machine", "steal")) for x in samples)
                         row[f"cpu_{way}_s"] = round(statistics.median(by_process), 4)
                 row["ratio"] = round(row["trialbook_s"] / b, 3)
                 paired = sorted(t / x for t, x in zip(tb, bare, strict=True))
