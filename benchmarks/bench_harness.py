@@ -68,6 +68,7 @@ from trialbook.tasks import TaskSpec, load_task
 # before each block: what the last one left to the machine in the background (the kernel's namespace and cgroup
 # teardown, containerd's cleanup of the exited shims) ends first, rather than being charged to the next way
 SETTLE_S = 1.0
+WHOLE_MACHINE = ("machine", "steal")  # cpu_now's figures that are not a process's
 SOLVE = "cd /testbed && echo fixed > answer.txt"
 TEST = (
     "mkdir -p /logs/verifier && cd /testbed"
@@ -284,19 +285,18 @@ def main() -> None:
                 cpu_tb: list[dict[str, float]] | None = [] if args.cpu else None
                 cpu_floor: list[dict[str, float]] | None = [] if args.cpu and args.floor else None
                 order = ["bare", "trialbook"] + ["same"] * same + ["cold"] * cold + ["floor"] * args.floor
+                trials = partial(trialbook_block, ledger, engine, spec, root, n, c, runtime=args.runtime)
                 for r in range(args.rounds):
                     for way in order[r % len(order) :] + order[: r % len(order)]:  # each way first in turn
                         time.sleep(SETTLE_S)
                         if way == "bare":
                             bare.append(measured(partial(bare_block, image, n, c), n, cpu_bare))
                         elif way == "trialbook":
-                            block = partial(trialbook_block, ledger, engine, spec, root, n, c, True, f"c{c}-r{r}")
-                            tb.append(measured(partial(block, args.runtime), n, cpu_tb))
+                            tb.append(measured(partial(trials, True, f"c{c}-r{r}"), n, cpu_tb))
                         elif way == "same":
                             bare_same.append(bare_block(image, n, c, runtime) / n)
                         elif way == "cold":
-                            block = partial(trialbook_block, ledger, engine, spec, root, n, c, False, f"c{c}-r{r}-cold")
-                            tb_cold.append(block(args.runtime) / n)
+                            tb_cold.append(trials(False, f"c{c}-r{r}-cold") / n)
                         else:
                             floor.append(measured(partial(floor_block, engine, image, n, c, runtime), n, cpu_floor))
                 b = statistics.median(bare)
@@ -306,7 +306,7 @@ def main() -> None:
                     for who in samples[0] if samples else ():
                         row[f"cpu_{way}_{who}_s"] = round(statistics.median(x[who] for x in samples), 4)
                     if samples:
-                        by_process = (sum(v for k, v in x.items() if k not in ("machine", "steal")) for x in samples)
+                        by_process = (sum(v for k, v in x.items() if k not in WHOLE_MACHINE) for x in samples)
                         row[f"cpu_{way}_s"] = round(statistics.median(by_process), 4)
                 row["ratio"] = round(row["trialbook_s"] / b, 3)
                 paired = sorted(t / x for t, x in zip(tb, bare, strict=True))
