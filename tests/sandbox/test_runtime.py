@@ -5,6 +5,7 @@ exit 2, before anything is written."""
 
 from __future__ import annotations
 
+import errno
 import json
 import secrets
 from pathlib import Path
@@ -30,6 +31,18 @@ def test_the_set_up_registers_crun_and_auto_picks_it(engine):
     assert tb.runtime_for("runc") == "runc"
     with pytest.raises(Exception, match="no runtime 'nosuch'"):
         tb.runtime_for("nosuch")
+
+
+@pytest.mark.docker
+def test_the_set_up_runs_crun_from_a_read_only_mount(engine):
+    """scripts/docker-up.sh registers crun from a read-only mount of its binary, so that crun need not copy itself
+    into a sealed memfd on every call: then that mount is the guard against a container overwriting the host's
+    runtime through /proc/PID/exe (CVE-2019-5736), and it must refuse a write, root's too."""
+    path = engine.info()["Runtimes"][AUTO_RUNTIME]["path"]
+    assert path == "/run/trialbook/crun"
+    with pytest.raises(OSError) as refused:
+        open(path, "r+b").close()  # noqa: SIM115 - the open itself is what is tested
+    assert refused.value.errno == errno.EROFS
 
 
 @pytest.mark.docker
