@@ -88,8 +88,8 @@ class SharedPoolAdapter(UnixHTTPAdapter):
     call more than a kept-alive one (ten calls a trial). Here the plain calls of a container's lifecycle share one
     pool; every other call keeps docker-py's own."""
 
-    def __init__(self, socket_path: str, timeout: float) -> None:
-        super().__init__(f"http+unix://{socket_path}", timeout)
+    def __init__(self, socket_path: str, timeout: float, max_pool_size: int) -> None:
+        super().__init__(f"http+unix://{socket_path}", timeout, max_pool_size=max_pool_size)
         self.shared = UnixHTTPConnectionPool("localhost", socket_path, timeout, maxsize=SHARED_POOL_SIZE)
 
     def get_connection(self, url: str, proxies: Any = None) -> Any:
@@ -106,7 +106,7 @@ class SharedPoolAdapter(UnixHTTPAdapter):
         """Put one in place of `api`'s adapter when `api` speaks to a local socket (else leave it as it is)."""
         old = api.get_adapter("http+docker://localhost")
         if type(old) is UnixHTTPAdapter:
-            api.mount("http+docker://", cls(old.socket_path, old.timeout))
+            api.mount("http+docker://", cls(old.socket_path, old.timeout, old.max_pool_size))
             old.close()
 
 
