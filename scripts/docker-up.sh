@@ -56,12 +56,7 @@ readonly_crun() {
 }
 
 runtime_flags=()  # crun as a runtime of the daemon this script starts, unless its daemon.json names one already
-daemon_env=()
-if command -v crun >/dev/null 2>&1 && ! grep -qs '"crun"' /etc/docker/daemon.json && ! docker info >/dev/null 2>&1; then
-  crun_path="$(readonly_crun)"
-  runtime_flags=(--add-runtime "crun=$crun_path")
-  [ "$crun_path" = "$CRUN_RO" ] && daemon_env=(_LIBCONTAINER_CLONED_BINARY=1)
-fi
+daemon_env=()  # the daemon's extra environment (it passes it on to the runtimes)
 
 start_dockerd() {  # args: extra dockerd flags; returns 0 once the daemon answers
   echo "docker-up: starting dockerd $* (log: /tmp/dockerd.log)"
@@ -76,7 +71,14 @@ start_dockerd() {  # args: extra dockerd flags; returns 0 once the daemon answer
 }
 
 if ! docker info >/dev/null 2>&1; then
-  command -v crun >/dev/null 2>&1 && cgroup_hybrid_fix
+  if command -v crun >/dev/null 2>&1; then
+    cgroup_hybrid_fix
+    if ! grep -qs '"crun"' /etc/docker/daemon.json; then
+      crun_path="$(readonly_crun)"
+      runtime_flags=(--add-runtime "crun=$crun_path")
+      [ "$crun_path" = "$CRUN_RO" ] && daemon_env=(_LIBCONTAINER_CLONED_BINARY=1)
+    fi
+  fi
   if ! start_dockerd "${runtime_flags[@]}"; then
     # Nested/unprivileged hosts: overlayfs or iptables may be unavailable; vfs and no iptables always work.
     $SUDO kill "$(cat /tmp/dockerd.pid)" 2>/dev/null || true
