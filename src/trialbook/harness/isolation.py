@@ -41,6 +41,13 @@ PATCH_KEEP = 1_000_000  # bytes of the agent's patch kept with the trial (agent/
 NO_GIT = 96
 APPLY_FAILED = 95
 BASE_DONE = "base-done"  # what the apply script prints once the image's side of the diff is there
+BASE_LINE = "trialbook-base"  # what the base script prints: the tree id it wrote and its image repository's HEAD tree
+# (image id, workdir) -> the tree the harness's git indexes from a fresh container of that image, when it is the image
+# repository's own HEAD tree: every object of it is then in that repository, which a stage's git dir borrows, so
+# later verifier containers of the image skip indexing it (two git processes each, a full hash of a repository's
+# files); "" when it is not (the image's tree has changes of its own), so the base is computed every time, as before.
+# Learned only in verifier containers, which run nothing of the agent's before the change is applied.
+_BASES: dict[tuple[str, str], str] = {}
 # In the working tree, for each path the change adds (NUL-separated on stdin, via xargs): what is there is untracked
 # content of the image (anything else would be in its side of the diff), ignored by its .gitignore, such as a build/
 # folder, which git apply will not overwrite: the change's file wins, as it won in the agent's tree (an agent that
@@ -195,14 +202,33 @@ def _git(stage: str, workdir: str) -> str:
     )
 
 
-def _base_script(stage: str, workdir: str) -> str:
+def _base_script(stage: str, workdir: str, learn: bool = False) -> str:
     """A git dir at /<stage>/git holding the image's working tree; its tree id in /<stage>/base.
 
     The image's side of the diff: a warm verifier container computes it before a trial needs it
     (base_preparer), a cold one as the first part of apply_change's exec. The git dir is the least git
     accepts (HEAD, objects, refs: one mkdir, where `git init` writes ~20 files, ~8 ms), borrowing the
     image repository's objects when there is one. Its info/attributes, which take priority over every
-    .gitattributes of the tree, turn off git's content conversions (NO_CONVERSION)."""
+    .gitattributes of the tree, turn off git's content conversions (NO_CONVERSION). `learn`: also print BASE_LINE
+    (_learn)."""
+    w, s = shlex.quote(workdir), f"/{stage}"
+    head = (  # the image repository's HEAD tree, when the stage's git dir borrows its objects (learn: _BASES)
+        f"if [ -d {w}/.git/objects ]; then git -c safe.directory='*' --git-dir={w}/.git rev-parse -q --verify"
+        f" 'HEAD^{{tree}}' > {s}/head 2>/dev/null || :; fi\n"
+        f"read t < {s}/base; h=; [ -s {s}/head ] && read h < {s}/head\n"
+        f'echo "{BASE_LINE} $t $h"\n'
+    )
+    return (
+        _git_dir_script(stage, workdir)
+        + f"cd {w}\n"
+        + f"GIT_INDEX_FILE={s}/base.index g --work-tree={w} add -A . >/dev/null\n"
+        + f"GIT_INDEX_FILE={s}/base.index g write-tree > {s}/base\n"
+        + (head if learn else "")
+    )
+
+
+def _git_dir_script(stage: str, workdir: str) -> str:
+    """The git dir at /<stage>/git (_base_script), without the image's side of the diff."""
     w, s = shlex.quote(workdir), f"/{stage}"
     return (
         "set -e\n"
@@ -210,10 +236,16 @@ def _base_script(stage: str, workdir: str) -> str:
         f"echo 'ref: refs/heads/trialbook' > {s}/git/HEAD\n"
         f"echo {shlex.quote(NO_CONVERSION)} > {s}/git/info/attributes\n"
         f"if [ -d {w}/.git/objects ]; then echo {w}/.git/objects > {s}/git/objects/info/alternates; fi\n"
-        f"cd {w}\n"
-        f"GIT_INDEX_FILE={s}/base.index g --work-tree={w} add -A . >/dev/null\n"
-        f"GIT_INDEX_FILE={s}/base.index g write-tree > {s}/base\n"
     )
+
+
+def _learn(image_id: str, workdir: str, output: str) -> None:
+    """Remember from a base script's output (learn=True) whether the image's tree is its repository's HEAD tree."""
+    for line in output.splitlines():
+        if line.startswith(BASE_LINE + " "):
+            tree, _, head = line[len(BASE_LINE) + 1 :].partition(" ")
+            _BASES[(image_id, workdir)] = tree if re.fullmatch(r"[0-9a-f]{40,64}", tree) and tree == head else ""
+            return
 
 
 def _apply_script(stage: str, tree_stage: str, workdir: str, exclude: list[str], mark: str) -> str:
@@ -247,12 +279,15 @@ def _apply_script(stage: str, tree_stage: str, workdir: str, exclude: list[str],
     )
 
 
-def base_preparer(workdir: str, timeout: float) -> Callable[[Sandbox], str | None]:
+def base_preparer(workdir: str, timeout: float, image_id: str = "") -> Callable[[Sandbox], str | bool | None]:
     """For DockerEngine.start(prepare=...): computes the image's side of the diff in a warm verifier container
-    before a trial takes it; the stage folder it left, or None (the container is then not handed out)."""
+    before a trial takes it; the stage folder it left, True when there is nothing to compute (the image `image_id`'s
+    tree is known to be its repository's HEAD tree: _BASES), or None (the container is then not handed out)."""
 
-    def prepare(box: Sandbox) -> str | None:
-        stage, code = _index_base(box, workdir, timeout)
+    def prepare(box: Sandbox) -> str | bool | None:
+        if _BASES.get((image_id, workdir)):
+            return True
+        stage, code = _index_base(box, workdir, timeout, image_id)
         return stage if code == 0 else None
 
     return prepare
@@ -293,10 +328,14 @@ def index_image_tree(box: Sandbox, workdir: str, timeout: float) -> float | None
     return round(time.monotonic() - t, 3) if code == 0 else None
 
 
-def _index_base(box: Sandbox, workdir: str, timeout: float) -> tuple[str, int | None]:
-    """The image's side of the diff in a new stage folder of `box` (_base_script): (that stage, the exit code)."""
+def _index_base(box: Sandbox, workdir: str, timeout: float, image_id: str = "") -> tuple[str, int | None]:
+    """The image's side of the diff in a new stage folder of `box` (_base_script): (that stage, the exit code); with
+    `image_id` (a fresh container of that image), what it says of the image's tree is learnt (_BASES)."""
     stage = _stage()
-    code, _ = _harness_exec(box, _git(stage, workdir) + _base_script(stage, workdir), timeout)
+    learn = bool(image_id) and (image_id, workdir) not in _BASES
+    code, out = _harness_exec(box, _git(stage, workdir) + _base_script(stage, workdir, learn), timeout)
+    if learn and code == 0:
+        _learn(image_id, workdir, out)
     return stage, code
 
 
@@ -403,20 +442,31 @@ def _harness_exec(box: Sandbox, script: str, timeout: float, whole: bool = False
     return res.exit_code, output
 
 
-def apply_change(box: Sandbox, change: Change, task: TaskSpec, exclude: list[str], timeout: float) -> None:
-    """Put the agent's tree next to the image's in `box` and apply its diff (minus `exclude`) there.
+def apply_change(
+    box: Sandbox, change: Change, task: TaskSpec, exclude: list[str], timeout: float, image_id: str = ""
+) -> None:
+    """Put the agent's tree next to the image's in `box` (a fresh container of the image `image_id`, "": unnamed)
+    and apply its diff (minus `exclude`) there.
 
     One request: the tree comes in from the request's own text when it is small (else through `put_tar`
     first), then the diff and its application; each round trip is on the trial's critical path."""
     mark = f"@@trialbook-{secrets.token_hex(6)}@@"
     stage = box.prepared if isinstance(box.prepared, str) else None  # the image's side, computed while warm
+    known = _BASES.get((image_id, change.workdir), "") if image_id and stage is None else ""
+    learn = bool(image_id) and stage is None and (image_id, change.workdir) not in _BASES
+    if stage:
+        base = ""
+    elif known:  # the image repository's HEAD tree: its objects are there already
+        base = _git_dir_script(change.stage, change.workdir) + f"echo {known} > /{change.stage}/base\n"
+    else:
+        base = _base_script(change.stage, change.workdir, learn)
     change.tree.seek(0)
     unpack = box.inline_unpack(change.tree)
     if unpack is None:
         box.put_tar("/", change.tree)
     script = _git(stage or change.stage, change.workdir) + (
         (f"( {unpack}) || exit {APPLY_FAILED}\n" if unpack else "")
-        + ("" if stage else _base_script(change.stage, change.workdir))
+        + base
         + _apply_script(stage or change.stage, change.stage, change.workdir, exclude, mark)
     )
     try:
@@ -424,7 +474,9 @@ def apply_change(box: Sandbox, change: Change, task: TaskSpec, exclude: list[str
     except CarryTimeout as exc:
         exc.agent_side = f"\n{mark}{BASE_DONE}\n" in exc.output
         raise
-    _, based, rest = out.partition(f"\n{mark}{BASE_DONE}\n")
+    before, based, rest = out.partition(f"\n{mark}{BASE_DONE}\n")
+    if learn and based:
+        _learn(image_id, change.workdir, before)
     names, marked, patch = rest.partition(f"\n{mark}\n")
     if not marked:
         message = f"could not diff the agent's working tree (exit {code}): {out.strip()[-300:]}"

@@ -320,7 +320,8 @@ def _attempt(
 
 def _verifier_prep(engine: DockerEngine, task: TaskSpec, state: dict[str, Any]) -> tuple[str, Callable[[Sandbox], Any]]:
     """What a warm verifier container computes while it waits: the image's side of the agent's diff."""
-    return "verifier", base_preparer(workdir_of(engine, task, state["image"][0]), task.verifier_timeout)
+    workdir = workdir_of(engine, task, state["image"][0])
+    return "verifier", base_preparer(workdir, task.verifier_timeout, state["image"][1])
 
 
 def _grade_container(
@@ -345,7 +346,8 @@ def _grade_diff(
 ) -> Grading:
     """Grade the agent's diff in fresh containers; a test-infrastructure change is also graded without it."""
 
-    prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout))  # as _verifier_prep
+    image_id = state["image"][1]
+    prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout, image_id))  # as _verifier_prep
 
     def opener(suffix: str, exclude: list[str] | None) -> Callable[[int], Sandbox]:
         """Fresh verifier boxes with the change applied minus `exclude` (None: the image as built)."""
@@ -355,7 +357,7 @@ def _grade_diff(
             vbox = start(f"{name}-{suffix}{k}", prepare)
             try:
                 if exclude is not None:
-                    apply_change(vbox, change, task, exclude, task.verifier_timeout)
+                    apply_change(vbox, change, task, exclude, task.verifier_timeout, image_id)
             except IsolationError as exc:
                 hits = vbox.limit_hits()
                 blame.remove_box(vbox, state)
