@@ -44,7 +44,6 @@ SHOW = (
 def tb(engine, tmp_path):
     run = f"base-{secrets.token_hex(3)}"
     eng = DockerEngine()
-    eng.prepare_ahead = True
     images = {}
     for name, dockerfile in (("clean", CLEAN), ("dirty", DIRTY)):
         (tmp_path / name).mkdir()

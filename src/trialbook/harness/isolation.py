@@ -212,18 +212,19 @@ def _base_script(stage: str, workdir: str, learn: bool = False) -> str:
     .gitattributes of the tree, turn off git's content conversions (NO_CONVERSION). `learn`: also print BASE_LINE
     (_learn)."""
     w, s = shlex.quote(workdir), f"/{stage}"
-    head = (  # the image repository's HEAD tree, when the stage's git dir borrows its objects (learn: _BASES)
-        f"if [ -d {w}/.git/objects ]; then git -c safe.directory='*' --git-dir={w}/.git rev-parse -q --verify"
-        f" 'HEAD^{{tree}}' > {s}/head 2>/dev/null || :; fi\n"
-        f"read t < {s}/base; h=; [ -s {s}/head ] && read h < {s}/head\n"
-        f'echo "{BASE_LINE} $t $h"\n'
-    )
-    return (
+    script = (
         _git_dir_script(stage, workdir)
         + f"cd {w}\n"
         + f"GIT_INDEX_FILE={s}/base.index g --work-tree={w} add -A . >/dev/null\n"
         + f"GIT_INDEX_FILE={s}/base.index g write-tree > {s}/base\n"
-        + (head if learn else "")
+    )
+    if not learn:
+        return script
+    return script + (  # the image repository's HEAD tree, when the stage's git dir borrows its objects
+        f"if [ -d {w}/.git/objects ]; then git -c safe.directory='*' --git-dir={w}/.git rev-parse -q --verify"
+        f" 'HEAD^{{tree}}' > {s}/head 2>/dev/null || :; fi\n"
+        f"read t < {s}/base; h=; [ -s {s}/head ] && read h < {s}/head\n"
+        f'echo "{BASE_LINE} $t $h"\n'
     )
 
 
@@ -237,6 +238,11 @@ def _git_dir_script(stage: str, workdir: str) -> str:
         f"echo {shlex.quote(NO_CONVERSION)} > {s}/git/info/attributes\n"
         f"if [ -d {w}/.git/objects ]; then echo {w}/.git/objects > {s}/git/objects/info/alternates; fi\n"
     )
+
+
+def _unlearnt(image_id: str, workdir: str) -> bool:
+    """Whether a base script in a fresh container of the image `image_id` ("": unnamed) is to learn (_BASES)."""
+    return bool(image_id) and (image_id, workdir) not in _BASES
 
 
 def _learn(image_id: str, workdir: str, output: str) -> None:
@@ -332,7 +338,7 @@ def _index_base(box: Sandbox, workdir: str, timeout: float, image_id: str = "") 
     """The image's side of the diff in a new stage folder of `box` (_base_script): (that stage, the exit code); with
     `image_id` (a fresh container of that image), what it says of the image's tree is learnt (_BASES)."""
     stage = _stage()
-    learn = bool(image_id) and (image_id, workdir) not in _BASES
+    learn = _unlearnt(image_id, workdir)
     code, out = _harness_exec(box, _git(stage, workdir) + _base_script(stage, workdir, learn), timeout)
     if learn and code == 0:
         _learn(image_id, workdir, out)
@@ -452,8 +458,8 @@ def apply_change(
     first), then the diff and its application; each round trip is on the trial's critical path."""
     mark = f"@@trialbook-{secrets.token_hex(6)}@@"
     stage = box.prepared if isinstance(box.prepared, str) else None  # the image's side, computed while warm
-    known = _BASES.get((image_id, change.workdir), "") if image_id and stage is None else ""
-    learn = bool(image_id) and stage is None and (image_id, change.workdir) not in _BASES
+    known = _BASES.get((image_id, change.workdir)) if stage is None else None
+    learn = stage is None and _unlearnt(image_id, change.workdir)
     if stage:
         base = ""
     elif known:  # the image repository's HEAD tree: its objects are there already
