@@ -13,6 +13,10 @@ class UserError(TrialbookError):
     exit_code = 2
 
 
+class InputWarning(UserWarning):
+    """Input a command goes on without (a newer task.toml schema's keys): `cli.main` prints it as one line."""
+
+
 class LineError(UserError):
     """Bad input at one line of a file (counted from 1)."""
 

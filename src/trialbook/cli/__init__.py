@@ -9,12 +9,14 @@ commands by a test, so it cannot drift.
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Iterable
+from typing import Any
 
 import typer
 
 from trialbook.cli.common import app
-from trialbook.errors import TrialbookError
+from trialbook.errors import InputWarning, TrialbookError
 
 AREAS = ("data", "stats", "harness", "audit", "training", "web")
 COMMAND_AREAS: dict[str, tuple[str, ...]] = {
@@ -41,7 +43,19 @@ def _command(argv: list[str]) -> str | None:
     return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
+def _show_warning(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    """An InputWarning is one line on stderr ("warning: ..."); any other warning is shown as Python shows it."""
+    if issubclass(category, InputWarning):
+        print(f"warning: {message}", file=sys.stderr)
+    else:
+        _python_show(message, category, *args, **kwargs)
+
+
+_python_show = warnings.showwarning
+
+
 def main() -> None:
+    warnings.showwarning = _show_warning
     load(COMMAND_AREAS.get(_command(sys.argv[1:]) or "", AREAS))
     try:
         app()

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from trialbook.errors import UserError
 from trialbook.names import check_run_name
 
 app = typer.Typer(
@@ -48,6 +49,28 @@ def valid_run(value: Any) -> Any:
     for name in value if isinstance(value, list | tuple) else [value]:
         if name is not None:
             check_run_name(name)
+    return value
+
+
+def finite(param: typer.CallbackParam, value: Any) -> Any:
+    """Typer callback of every float option: nan and inf are refused (Click's FLOAT parses them; a range's
+    bounds let nan through), one line and exit 2 before the command does anything."""
+    for number in value if isinstance(value, list | tuple) else [value]:
+        if isinstance(number, float) and not math.isfinite(number):
+            raise UserError(f"{param.opts[0]} must be a finite number, not {number}")
+    return value
+
+
+def writable_runs_dir(param: typer.CallbackParam, value: Any) -> Any:
+    """Typer callback of --runs-dir: a folder runs can be written under, else one line and exit 2 before the
+    ledger is opened (a full one is only a warning on each trial whose folder it cannot hold)."""
+    from pathlib import Path
+
+    from trialbook.harness.paths import unwritable
+
+    problem = unwritable(Path(value))
+    if problem:
+        raise UserError(f"{param.opts[0]} {value}: {problem}")
     return value
 
 

@@ -9,7 +9,21 @@ from typing import Annotated
 import typer
 
 from trialbook.agents.base import agent_options
-from trialbook.cli.common import Csv, Db, Json, Markdown, Replace, RunArg, app, comma_list, done, emit, valid_run
+from trialbook.cli.common import (
+    Csv,
+    Db,
+    Json,
+    Markdown,
+    Replace,
+    RunArg,
+    app,
+    comma_list,
+    done,
+    emit,
+    finite,
+    valid_run,
+    writable_runs_dir,
+)
 from trialbook.harness.config import RunConfig, Tally
 from trialbook.harness.executors import make_executor
 from trialbook.harness.paths import DEFAULT_RUNS_DIR
@@ -24,7 +38,8 @@ from trialbook.report.validate import print_validate
 from trialbook.stats.summary import run_summary
 
 Multiplier = Annotated[
-    float | None, typer.Option("--timeout-multiplier", help="Agent timeout = task timeout x this.", min=0.01)
+    float | None,
+    typer.Option("--timeout-multiplier", help="Agent timeout = task timeout x this.", min=0.01, callback=finite),
 ]
 
 
@@ -47,7 +62,7 @@ RayAddress = Annotated[
 # options `run` and `validate` share
 Concurrency = Annotated[int, typer.Option("--concurrency", min=1, help="Trials at once.")]
 TaskIds = Annotated[str | None, typer.Option("--tasks", help="Only these task ids (comma-separated).")]
-RunsDir = Annotated[Path, typer.Option("--runs-dir", help="Where runs/<run>/<trial>/ go.")]
+RunsDir = Annotated[Path, typer.Option("--runs-dir", help="Where runs/<run>/<trial>/ go.", callback=writable_runs_dir)]
 
 
 @app.command("run")
@@ -59,7 +74,10 @@ def run_cmd(
     concurrency: Concurrency = 1,
     timeout_multiplier: Multiplier = None,
     deadline: Annotated[
-        float | None, typer.Option("--deadline", help="Minutes; then stragglers are stopped (incomplete).", min=0.01)
+        float | None,
+        typer.Option(
+            "--deadline", help="Minutes; then stragglers are stopped (incomplete).", min=0.01, callback=finite
+        ),
     ] = None,
     retries: Annotated[int, typer.Option("--retries", min=0, help="Retries of infra failures.")] = 2,
     warm_pool: Annotated[

@@ -9,13 +9,13 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Csv, Db, Json, Markdown, app, done, emit, reading
+from trialbook.cli.common import Csv, Db, Json, Markdown, app, done, emit, finite, reading
 from trialbook.errors import UserError
 
 # The ledger (SQLAlchemy), numpy/scipy and rich are imported inside the commands: `--help` and
 # every other command stay fast.
 
-MinDiff = Annotated[float, typer.Option("--min-diff", help="Smallest gain (pp) worth claiming.")]
+MinDiff = Annotated[float, typer.Option("--min-diff", help="Smallest gain (pp) worth claiming.", callback=finite)]
 Metric = Annotated[
     str, typer.Option("--metric", help="resolved (reward 1.0 counts 1, else 0) or reward (mean reward).")
 ]
@@ -69,10 +69,12 @@ def compare_cmd(
 def plan_cmd(
     tasks: Annotated[int, typer.Option("--tasks", help="Number of tasks.")],
     repeats: Annotated[int, typer.Option("--repeats", help="Attempts per task (K).")],
-    effect: Annotated[float, typer.Option("--effect", help="True gain to detect (pp).")],
+    effect: Annotated[float, typer.Option("--effect", help="True gain to detect (pp).", callback=finite)],
     from_run: Annotated[str | None, typer.Option("--from-run", help="Estimate variances from this run.")] = None,
     vs: Annotated[str | None, typer.Option("--vs", help="Second run: estimate per-task differences too.")] = None,
-    base_rate: Annotated[float, typer.Option("--base-rate", help="Resolved % assumed when no run is given.")] = 50.0,
+    base_rate: Annotated[
+        float, typer.Option("--base-rate", help="Resolved % assumed when no run is given.", callback=finite)
+    ] = 50.0,
     min_diff: MinDiff = 4.0,
     metric: Metric = "resolved",
     markdown: Markdown = False,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Csv, Db, Json, Markdown, RunArg, app, emit, reading
+from trialbook.cli.common import Csv, Db, Json, Markdown, RunArg, app, emit, finite, reading
 from trialbook.cli.stats import Metric
 from trialbook.errors import UserError
 from trialbook.report import training as render
@@ -52,7 +52,7 @@ def sim_pipeline_cmd(
     staleness: Annotated[int, typer.Option("--staleness", help="Max weight versions a trajectory may lag.")],
     pool: Annotated[int, typer.Option("--pool", help="Tasks in the training pool.")],
     epochs: Annotated[int, typer.Option("--epochs", help="Passes over the pool.")],
-    train_step_s: Annotated[float, typer.Option("--train-step-s", help="Seconds per optimizer step.")],
+    train_step_s: Annotated[float, typer.Option("--train-step-s", help="Seconds per optimizer step.", callback=finite)],
     workers: Annotated[int, typer.Option("--workers", help="Concurrent trajectories.")],
     durations_from: Annotated[
         str | None, typer.Option("--durations-from", help="Resample trajectory durations of this run.")
@@ -90,10 +90,14 @@ def sim_rollouts_cmd(
     batch: Annotated[int, typer.Option("--batch")] = 16,
     staleness: Annotated[int, typer.Option("--staleness")] = 3,
     epochs: Annotated[int, typer.Option("--epochs")] = 4,
-    gain: Annotated[float, typer.Option("--gain", help="Logit gain per re-encounter of a task.")] = 0.1,
+    gain: Annotated[
+        float, typer.Option("--gain", help="Logit gain per re-encounter of a task.", callback=finite)
+    ] = 0.1,
     incomplete: Annotated[int, typer.Option("--incomplete", help="Trajectories cut off at the end.")] = 128,
-    step_s: Annotated[float, typer.Option("--step-s", help="Typical step time.")] = 600.0,
-    stall_s: Annotated[float, typer.Option("--stall-s", help="Wait of the first step of each new epoch.")] = 4500.0,
+    step_s: Annotated[float, typer.Option("--step-s", help="Typical step time.", callback=finite)] = 600.0,
+    stall_s: Annotated[
+        float, typer.Option("--stall-s", help="Wait of the first step of each new epoch.", callback=finite)
+    ] = 4500.0,
     cross_epoch: Annotated[bool, typer.Option("--cross-epoch", help="No epoch reset (no stall).")] = False,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     as_json: Json = False,

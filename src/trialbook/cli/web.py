@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Db, app, comma_list, done
+from trialbook.cli.common import Db, app, comma_list, done, finite
 from trialbook.errors import UserError
 
 
@@ -58,7 +58,9 @@ def report_cmd(
         str | None, typer.Option("--compare", help="BASE,CAND[,CAND...]: a paired comparison section.")
     ] = None,
     split: Annotated[Path | None, typer.Option("--split", help="Task list: in/out rows in the comparison.")] = None,
-    min_diff: Annotated[float, typer.Option("--min-diff", help="Smallest gain (pp) worth claiming.")] = 4.0,
+    min_diff: Annotated[
+        float, typer.Option("--min-diff", help="Smallest gain (pp) worth claiming.", callback=finite)
+    ] = 4.0,
     by_repo: Annotated[bool, typer.Option("--by-repo", help="Per-repo tables in the comparison.")] = False,
     train: Annotated[str | None, typer.Option("--train", help="A training run: the training section.")] = None,
     bucket: Annotated[int, typer.Option("--bucket", help="Weight versions per bucket.")] = 5,

@@ -19,10 +19,10 @@ class RunConfig(BaseModel):
     agent: str
     attempts: int = Field(1, ge=1)
     concurrency: int = Field(1, ge=1)
-    timeout_multiplier: float = Field(1.0, gt=0)
-    deadline_minutes: float | None = Field(None, gt=0)
+    timeout_multiplier: float = Field(1.0, gt=0, allow_inf_nan=False)  # stored: strict JSON
+    deadline_minutes: float | None = Field(None, gt=0, allow_inf_nan=False)
     retries: int = Field(2, ge=0)
-    backoff_s: float = Field(2.0, ge=0)
+    backoff_s: float = Field(2.0, ge=0, allow_inf_nan=False)
     tasks: list[str] | None = None
     runs_dir: str = str(DEFAULT_RUNS_DIR)
     agent_options: dict[str, Any] = Field(default_factory=dict)  # e.g. the mini agent's endpoints

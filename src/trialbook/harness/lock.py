@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from trialbook.errors import UserError
+from trialbook.errors import TrialbookError, UserError
 from trialbook.harness.config import RunConfig
 from trialbook.ledger import locks
 from trialbook.ledger.store import Ledger
@@ -22,12 +22,16 @@ def run_lock(config: RunConfig, run_name: str, ledger: Ledger | None = None) -> 
     """Hold the run's lock: a resume must not race a live run. With `ledger`, the run is also
     marked as executing in the ledger (ledger/locks.py), where every importer's --replace sees it."""
     paths = config.paths(run_name)
-    paths.folder.mkdir(parents=True, exist_ok=True)
-    path = paths.lock.resolve()
-    if path in _held:
+    try:  # a runs folder made read-only (or a file) since the run started: one line, the ledger untouched
+        paths.folder.mkdir(parents=True, exist_ok=True)
+        path = paths.lock.resolve()
+        fh = path.open("a+") if path not in _held else None
+    except OSError as exc:
+        raise TrialbookError(f"cannot write the run's folder {paths.folder}: {exc.strerror}") from None
+    if fh is None:
         yield
         return
-    with path.open("a+") as fh:
+    with fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

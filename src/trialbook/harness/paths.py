@@ -9,6 +9,7 @@ runs/<run>.superseded/tb-<...>/       trials replaced by `rerun` (runs/<run>/ st
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +85,21 @@ class RunPaths:
 
     def trial_folders(self) -> Iterator[Path]:
         return self.folder.glob(TRIAL_PREFIX + "*")
+
+
+def unwritable(folder: Path) -> str | None:
+    """Why no run folder can be made at or under `folder` (it, or its nearest existing parent, is a file, on a
+    read-only file system or not writable), or None. Asked before a run writes anything, ledger included."""
+    here = folder.absolute()
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    if not here.is_dir():
+        return f"{here} is a file, not a folder" if here == folder.absolute() else f"{here} is a file"
+    if os.access(here, os.W_OK | os.X_OK):
+        return None
+    if os.statvfs(here).f_flag & os.ST_RDONLY:
+        return f"{here} is on a read-only file system"
+    return f"{here} is not writable (permission denied)"
 
 
 def run_folders(config: dict[str, object], run: str) -> list[Path]:

@@ -7,15 +7,18 @@ A folder holds `instruction.md`, `task.toml`, `environment/` (optional `Dockerfi
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+import re
 import tomllib
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from trialbook.errors import UserError
+from trialbook.errors import InputWarning, UserError
 from trialbook.records import Task, repo_from_task_id
 
 DEFAULT_AGENT_TIMEOUT = 600.0
@@ -30,7 +33,9 @@ class TaskError(BaseModel):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    # strict: TOML has types, so "600" for a number or 1 for a flag is a mistake, not something to coerce;
+    # keys outside the models are checked by unknown_keys (HARBOR_ONLY's are accepted and not applied)
+    model_config = ConfigDict(extra="ignore", strict=True)
 
 
 class _Agent(_Section):
@@ -61,6 +66,85 @@ class _TaskToml(_Section):
     verifier: _Verifier = Field(default_factory=_Verifier)
     environment: _Environment = Field(default_factory=_Environment)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+# Harbor's task.toml schema versions whose keys are all known here (the models above and HARBOR_ONLY): a task
+# declaring a newer one (`version` or `schema_version`) may use keys from the future, which are warned of, not refused
+KNOWN_SCHEMA = (1, 1)
+# Harbor task.toml keys trialbook accepts and does not apply (so that a Harbor task loads), per section ("" = top)
+HARBOR_ONLY: dict[str, frozenset[str]] = {
+    "": frozenset({"version", "schema_version", "task", "source", "solution"}),
+    "agent": frozenset({"user", "network_mode", "allowed_hosts"}),
+    "verifier": frozenset({"env", "user", "network_mode", "allowed_hosts"}),
+    "environment": frozenset({
+        "build_timeout_sec", "storage_mb", "gpus", "gpu_types", "allow_internet", "network_mode", "allowed_hosts",
+        "mcp_servers", "skills_dir", "healthcheck", "memory", "storage",
+    }),  # fmt: skip
+}
+_SECTIONS: dict[str, type[BaseModel]] = {
+    "": _TaskToml, "agent": _Agent, "verifier": _Verifier, "environment": _Environment,
+}  # fmt: skip
+
+
+def _known(section: str) -> set[str]:
+    return set(_SECTIONS[section].model_fields) | HARBOR_ONLY[section]
+
+
+def _unknown_key(section: str, key: str) -> tuple[str, str]:
+    """`key` of `section` as task.toml spells it, and the nearest known key (or the section it belongs in)."""
+    where = f"[{section}] {key}" if section else key
+    homes = [f"[{name}]" if name else "the top level" for name in _SECTIONS if name != section and key in _known(name)]
+    if homes:
+        return where, f" (it belongs in {' or '.join(homes)})"
+    near = difflib.get_close_matches(key, sorted(_known(section)), n=1, cutoff=0.6)
+    return where, f" (did you mean {near[0]}?)" if near else ""
+
+
+def unknown_keys(raw: dict[str, Any]) -> list[tuple[str, str]]:
+    """The keys of a parsed task.toml no section knows, each with its hint (`_unknown_key`)."""
+    found = [_unknown_key("", k) for k in raw if k not in _known("")]
+    for section in ("agent", "verifier", "environment"):
+        table = raw.get(section)
+        if isinstance(table, dict):
+            found += [_unknown_key(section, k) for k in table if k not in _known(section)]
+    return found
+
+
+def _schema(raw: dict[str, Any]) -> tuple[int, ...] | None:
+    """The schema version the task declares (None: none), checked: a string like "1.1"."""
+    value = raw.get("schema_version", raw.get("version"))
+    if value is None:
+        return None
+    if not (isinstance(value, str) and re.fullmatch(r"\d+(\.\d+)*", value)):
+        raise ValueError(f"invalid task.toml: version must be a string like \"1.1\", not {value!r}")
+    return tuple(int(part) for part in value.split("."))
+
+
+def read_text(path: Path, name: str) -> str:
+    """A task file's text; not UTF-8 is one line naming the file and where (a ValueError: the task is broken)."""
+    data = path.read_bytes()
+    try:
+        return data.decode()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{name} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+
+
+SHELLS = frozenset({"sh", "bash", "dash"})  # the verifier runs test.sh with bash (verify/runner.py)
+
+
+def _check_test_sh(path: Path) -> None:
+    """test.sh must be a script bash can run: text, and no #! naming another interpreter (it would not be used)."""
+    data = path.read_bytes()
+    if b"\0" in data:
+        raise ValueError(f"tests/test.sh is not a script: binary content (a NUL byte at offset {data.index(0)})")
+    first = read_text(path, "tests/test.sh").split("\n", 1)[0]
+    if first.startswith("#!"):
+        words = first[2:].split()
+        prog = Path(words[0]).name if words else ""
+        if prog == "env":  # #!/usr/bin/env [-S] [VAR=value ...] PROGRAM
+            prog = next((w for w in words[1:] if not w.startswith("-") and "=" not in w), "")
+        if Path(prog).name not in SHELLS:
+            raise ValueError(f"tests/test.sh starts with {first.strip()!r}: the verifier runs test.sh with bash")
 
 
 class TaskSpec(BaseModel):
@@ -117,7 +201,7 @@ class TaskSpec(BaseModel):
             verifier_hash=self.verifier_hash,
             fail_to_pass=self.fail_to_pass,
             pass_to_pass=self.pass_to_pass,
-            solution=solve.read_text() if solve.is_file() else None,
+            solution=read_text(solve, "solution/solve.sh") if solve.is_file() else None,
         )
 
 
@@ -131,23 +215,38 @@ def tree_hash(folder: Path) -> str:
     return h.hexdigest()
 
 
+def _test_list(data: dict[str, Any], key: str) -> list[str] | None:
+    value = data.get(key)
+    if isinstance(value, str):  # SWE-bench stores them as JSON strings
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            msg = f"tests/config.json: {key} is a string that is not a JSON list of test names ({exc})"
+            raise ValueError(msg) from None
+    if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        raise ValueError(f"tests/config.json: {key} must be a list of test names, not {_json_type(value)}")
+    return value
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, list):
+        others = sorted({_json_type(v) for v in value if not isinstance(v, str)})
+        return f"a list holding {' and '.join(others)}" if others else "a list"
+    names = {dict: "an object", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
 def _test_lists(tests: Path) -> tuple[list[str] | None, list[str] | None]:
     config = tests / "config.json"
     if not config.is_file():
         return None, None
     try:
-        data = json.loads(config.read_text())
+        data = json.loads(read_text(config, "tests/config.json"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"tests/config.json is not valid JSON ({exc})") from None
-    lists = []
-    for key in ("FAIL_TO_PASS", "PASS_TO_PASS"):
-        value = data.get(key)
-        if isinstance(value, str):  # SWE-bench stores them as JSON strings
-            value = json.loads(value)
-        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-            raise ValueError(f"tests/config.json: {key} must be a list of test names")
-        lists.append(value)
-    return lists[0], lists[1]
+    if not isinstance(data, dict):
+        raise ValueError(f"tests/config.json must be a JSON object (FAIL_TO_PASS, ...), not {_json_type(data)}")
+    return _test_list(data, "FAIL_TO_PASS"), _test_list(data, "PASS_TO_PASS")
 
 
 def load_task(path: Path) -> TaskSpec:
@@ -156,15 +255,28 @@ def load_task(path: Path) -> TaskSpec:
     if not toml_path.is_file():
         raise ValueError("missing task.toml")
     try:
-        parsed = _TaskToml.model_validate(tomllib.loads(toml_path.read_text()))
+        raw = tomllib.loads(read_text(toml_path, "task.toml"))
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"invalid task.toml: {exc}") from None
+    unknown = unknown_keys(raw)
+    schema = _schema(raw)
+    if unknown and (schema is None or schema <= KNOWN_SCHEMA):
+        raise ValueError("invalid task.toml: " + "; ".join(f"unknown key {key}{hint}" for key, hint in unknown))
+    if unknown:  # forward compatibility: a newer schema's keys are not applied, and that is said
+        newer = ".".join(map(str, schema or ()))
+        msg = f"task {path.name}: task.toml declares schema {newer}, newer than {'.'.join(map(str, KNOWN_SCHEMA))}"
+        warnings.warn(f"{msg}; keys ignored: {', '.join(key for key, _ in unknown)}", InputWarning, stacklevel=2)
+    try:
+        parsed = _TaskToml.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ValueError(f"invalid task.toml: {where}: {first['msg']}") from None
     if not (path / "tests" / "test.sh").is_file():
         raise ValueError("missing tests/test.sh")
+    _check_test_sh(path / "tests" / "test.sh")
+    if (path / "solution" / "solve.sh").is_file():  # read again by TaskSpec.record when the run is opened
+        read_text(path / "solution" / "solve.sh", "solution/solve.sh")
     env = parsed.environment
     if env.docker_image is None and not (path / "environment" / "Dockerfile").is_file():
         raise ValueError("task.toml has no [environment] docker_image and there is no environment/Dockerfile")
@@ -173,7 +285,7 @@ def load_task(path: Path) -> TaskSpec:
     return TaskSpec(
         task_id=path.name,
         path=path.resolve(),
-        instruction=instruction.read_text() if instruction.is_file() else "",
+        instruction=read_text(instruction, "instruction.md") if instruction.is_file() else "",
         agent_timeout=parsed.agent.timeout_sec,
         verifier_timeout=parsed.verifier.timeout_sec,
         isolation=parsed.verifier.isolation,
