@@ -123,4 +123,4 @@ def reading(db: str | None) -> Any:
     """The ledger for a command that only reads it: a missing SQLite file is an error, never created."""
     from trialbook.ledger.store import Ledger
 
-    return Ledger(db, create=False)
+    return Ledger(db, create=False, reads_only=True)

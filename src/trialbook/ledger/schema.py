@@ -24,6 +24,8 @@ from sqlalchemy import (
     select,
 )
 
+from trialbook.errors import TrialbookError
+
 metadata = MetaData()
 
 meta = Table(
@@ -214,11 +216,27 @@ SCHEMA_VERSION = len(MIGRATIONS)
 VERSION_QUERY = select(meta.c.value).where(meta.c.key == "schema_version")
 
 
+class DamagedLedger(TrialbookError):
+    """The ledger's own records are gone (store.Ledger names the ledger): never re-initialised."""
+
+
 def current_version(conn: Connection) -> int:
-    if not inspect(conn).has_table("meta"):
+    """The ledger's schema version; 0 for an empty database. A ledger that lost its `meta` table, or the schema
+    version or ledger id in it, is refused (DamagedLedger): migrating it would make them anew, a new ledger id
+    among them, which would disown every container its runs started."""
+    names = set(inspect(conn).get_table_names())
+    if "meta" not in names:
+        ours = sorted(names & set(metadata.tables))
+        if ours:
+            raise DamagedLedger(f"it has trialbook tables ({', '.join(ours)}) but no meta table")
         return 0
-    row = conn.execute(VERSION_QUERY).first()
-    return int(row[0]) if row else 0
+    rows: dict[str, str] = dict(conn.execute(select(meta.c.key, meta.c.value)).all())  # type: ignore[arg-type]
+    version = rows.get("schema_version")
+    if version is None or not version.isdigit():
+        raise DamagedLedger(f"its meta table has no schema version ({version!r})")
+    if int(version) >= 2 and "ledger_id" not in rows:  # v2 added it (_v2_identity)
+        raise DamagedLedger("its meta table has no ledger_id")
+    return int(version)
 
 
 def migrate(conn: Connection) -> int:
@@ -233,8 +251,6 @@ def migrate(conn: Connection) -> int:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
             old = current_version(conn)
     if old > SCHEMA_VERSION:
-        from trialbook.errors import TrialbookError
-
         raise TrialbookError(f"ledger schema v{old} is newer than this trialbook (v{SCHEMA_VERSION})")
     for step in MIGRATIONS[old:]:
         step(conn)

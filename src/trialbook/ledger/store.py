@@ -18,6 +18,7 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, Operati
 
 from trialbook.errors import TrialbookError, UserError
 from trialbook.ledger import locks, reads, schema, statements, summary
+from trialbook.ledger.lite import connect_read_only, read_only_reason
 from trialbook.ledger.reads import loads
 from trialbook.ledger.rows import RunRow, TrialRow
 from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
@@ -48,6 +49,13 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+def _read_only_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA query_only=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
 def _first(exc: BaseException | None) -> str:
     return (str(exc).splitlines() or ["?"])[0]
 
@@ -66,31 +74,47 @@ def trial_row(run_id: int, t: Trial) -> tuple[Any, ...]:
 
 
 class Ledger:
-    def __init__(self, db: str | None = None, create: bool = True) -> None:
+    def __init__(self, db: str | None = None, create: bool = True, reads_only: bool = False) -> None:
         """Open (and migrate) the ledger; `create=False` (reading commands) refuses a SQLite file that
-        does not exist instead of creating an empty one."""
+        does not exist instead of creating an empty one. A SQLite file this process cannot write is opened
+        read-only for a command that only reads (`reads_only`) and refused for any other (before it writes)."""
         self.url = resolve_db(db)
         self.is_sqlite = self.url.startswith("sqlite")
+        self.read_only: str | None = None  # why the ledger cannot be written (a SQLite file); None: it can
         if self.is_sqlite:
             path = sqlite_file(self.url)
             if not create and str(path) not in ("", ":memory:") and not path.is_file():
                 raise missing_ledger(path)
             if not path.parent.is_dir():
                 raise UserError(f"ledger directory does not exist: {path.parent}")
+            self.read_only = read_only_reason(path) if "?" not in self.url and path.is_file() else None
+            if self.read_only and not reads_only:
+                raise UserError(f"ledger {path} is {self.read_only}: this command writes to it (reading ones can)")
         try:
-            self.engine: Engine = create_engine(self.url)
+            if self.read_only:
+                self.engine: Engine = create_engine(self.url, creator=lambda: connect_read_only(path))
+            else:
+                self.engine = create_engine(self.url)
         except (ArgumentError, ValueError, ImportError) as exc:
             raise UserError(masked(self.url, f"--db: invalid ledger URL {masked(self.url)}: {_first(exc)}")) from None
         if self.is_sqlite:
-            event.listen(self.engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine, "connect", _read_only_pragmas if self.read_only else _sqlite_pragmas)
         try:
             with self.engine.begin() as conn:
                 if not self.is_sqlite:  # two first opens at once must not both create the tables
                     conn.execute(text("SELECT pg_advisory_xact_lock(7355608)"))
+                if self.read_only and schema.current_version(conn) < schema.SCHEMA_VERSION:
+                    raise UserError(
+                        f"ledger {path} is {self.read_only} and at schema v{schema.current_version(conn)}: this"
+                        f" trialbook reads v{schema.SCHEMA_VERSION} and upgrades a ledger only where it can write it"
+                    )
                 if schema.migrate(conn) < schema.SCHEMA_VERSION:
                     summary.refresh(conn)  # an upgraded ledger's runs get their summaries in the same transaction
         except (OperationalError, DatabaseError) as exc:
             raise UserError(masked(self.url, f"cannot open ledger {masked(self.url)}: {_first(exc.orig)}")) from None
+        except schema.DamagedLedger as exc:
+            msg = f"ledger {masked(self.url)} is damaged: {exc}; refused, not re-initialised: restore it from a copy"
+            raise TrialbookError(masked(self.url, msg)) from None
         except (ValueError, UnicodeError) as exc:  # e.g. a malformed host or port in the URL
             raise UserError(masked(self.url, f"--db: invalid ledger URL {masked(self.url)}: {_first(exc)}")) from None
 

@@ -20,6 +20,7 @@ from sqlalchemy.engine import make_url
 
 from trialbook.errors import UserError
 from trialbook.ledger import schema, summary
+from trialbook.ledger.lite import connect_read_only
 from trialbook.ledger.schema import artifacts, run_stats, run_summary, runs, tasks, trials
 from trialbook.ledger.statements import current as _current
 from trialbook.ledger.statements import graded as _graded
@@ -44,7 +45,7 @@ class ReadOnlyLedger(Ledger):
             path = sqlite_file(self.url)
             if not path.is_file():
                 raise missing_ledger(path)
-            self.engine = create_engine(f"sqlite:///file:{path}?mode=ro&uri=true")
+            self.engine = create_engine(self.url, creator=lambda: connect_read_only(path))  # mode=ro, else immutable
 
             def _pragmas(dbapi_conn: Any, _record: Any) -> None:
                 dbapi_conn.execute("PRAGMA query_only=ON")
