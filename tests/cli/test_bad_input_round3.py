@@ -390,3 +390,16 @@ def test_finite_checks_every_item_of_a_list():
     assert finite(param, 1.5) == 1.5 and finite(param, None) is None and finite(param, [1.0, 2.0]) == [1.0, 2.0]
     with pytest.raises(UserError, match="--x must be a finite number, not nan"):
         finite(param, [1.0, float("nan")])
+
+
+def test_numbers_and_files_read_from_other_options_are_checked_too(tmp_path, cli):
+    sim = ["sim", "pipeline", "--batch", "2", "--group", "2", "--staleness", "1", "--pool", "8", "--epochs", "1",
+           "--train-step-s", "10", "--workers", "2"]  # fmt: skip
+    for spec in ("lognormal:nan,1", "lognormal:1,inf", "lognormal:-inf,0"):
+        one_line(closed(cli, *sim, "--duration-dist", spec), 2, "(finite, SIGMA >= 0)")
+    db, plan = ledger(tmp_path), tmp_path / "plan.yaml"
+    plan.write_bytes(b"hash: \xff\xfe\n")
+    before = snapshot(db)
+    one_line(closed(cli, "prereg", "check", plan, "--base", "r", "--cand", "r2", "--db", db), 2,
+             f"{plan}: not UTF-8 text (byte 0xff at offset 6)")  # fmt: skip
+    assert snapshot(db) == before

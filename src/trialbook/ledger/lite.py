@@ -9,42 +9,12 @@ PostgreSQL URL, a missing file, an older or newer schema, a file SQLite cannot r
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 from trialbook.errors import TrialbookError
-from trialbook.ledger.url import resolve_db, sqlite_file
-
-
-def read_only_reason(path: Path) -> str | None:
-    """Why this process cannot write the SQLite ledger at `path` (the file, or its folder where SQLite keeps the
-    -wal and -shm files), or None when it can."""
-    if os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK):
-        return None
-    if os.statvfs(path).f_flag & os.ST_RDONLY:
-        return "on a read-only file system"
-    return "read-only (its file is not writable)" if not os.access(path, os.W_OK) else "in a read-only folder"
-
-
-def connect_read_only(path: Path, **kwargs: Any) -> sqlite3.Connection:
-    """A connection to a ledger this process cannot write (`read_only_reason`) that never writes: `mode=ro`,
-    which reads a WAL ledger's -wal through its -shm; where SQLite can neither open nor make a -shm (a read-only
-    folder), `immutable=1`, exact only while no -wal file holds transactions not yet in the ledger's file."""
-    uri = path.absolute().as_uri()
-    try:
-        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, **kwargs)
-        conn.execute("SELECT count(*) FROM sqlite_master")  # SQLite opens the file on the first statement
-        return conn
-    except sqlite3.OperationalError:
-        wal = Path(f"{path}-wal")
-        if wal.is_file() and wal.stat().st_size:
-            raise TrialbookError(
-                f"cannot read ledger {path}: it is {read_only_reason(path)} and its -wal file holds transactions"
-                " SQLite can read only where it can write beside it: copy the ledger and its -wal somewhere writable"
-            ) from None
-        return sqlite3.connect(f"{uri}?immutable=1", uri=True, **kwargs)
+from trialbook.ledger.url import connect_read_only, read_only_reason, resolve_db, sqlite_file
 
 
 class LiteLedger:

@@ -18,11 +18,10 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, Operati
 
 from trialbook.errors import TrialbookError, UserError
 from trialbook.ledger import locks, reads, schema, statements, summary
-from trialbook.ledger.lite import connect_read_only, read_only_reason
 from trialbook.ledger.reads import loads
 from trialbook.ledger.rows import RunRow, TrialRow
 from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
-from trialbook.ledger.url import missing_ledger, resolve_db, sqlite_file
+from trialbook.ledger.url import connect_read_only, missing_ledger, read_only_reason, resolve_db, sqlite_file
 from trialbook.names import check_run_name
 
 if TYPE_CHECKING:  # annotations only: `runs`/`show` must not import pydantic at start-up

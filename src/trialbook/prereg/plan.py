@@ -117,6 +117,8 @@ def load_plan(path: Path) -> dict[str, Any]:
         raise UserError(f"no such plan file: {path}")
     try:
         plan = yaml.safe_load(path.read_text())
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         raise UserError(f"{path}: not YAML{f' (line {where.line + 1})' if where else ''}") from None

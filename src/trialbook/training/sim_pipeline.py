@@ -62,8 +62,8 @@ def lognormal_sampler(spec: str) -> DurationSampler:
         mu, sigma = (float(x) for x in args.split(","))
     except ValueError:
         raise UserError(f"--duration-dist must look like lognormal:MU,SIGMA, got {spec!r}") from None
-    if kind != "lognormal" or sigma < 0:
-        raise UserError(f"--duration-dist must look like lognormal:MU,SIGMA with SIGMA >= 0, got {spec!r}")
+    if kind != "lognormal" or not (sigma >= 0 and np.isfinite([mu, sigma]).all()):  # nan/inf refused
+        raise UserError(f"--duration-dist must look like lognormal:MU,SIGMA (finite, SIGMA >= 0), got {spec!r}")
     return lambda rng, n: rng.lognormal(mu, sigma, n) if sigma > 0 else np.full(n, np.exp(mu))
 
 
