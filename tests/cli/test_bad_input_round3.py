@@ -256,9 +256,11 @@ def test_a_read_only_ledger_is_read_by_every_reporting_command(tmp_path, cli, wh
         for args in READERS:
             got = closed(cli, *args, "--db", db)
             assert got.exit_code == 0 and got.stdout == expected[tuple(args)].stdout, (args, got.stderr)
-        out = tmp_path / "out.jsonl"
+        out, html = tmp_path / "out.jsonl", tmp_path / "report.html"
         assert closed(cli, "export", "r", "--jsonl", out, "--db", db).exit_code == 0
         assert len(out.read_text().splitlines()) == 3
+        res = closed(cli, "report", "--html", html, "--compare", "r,r2", "--train", "tr", "--db", db)  # as `serve`
+        assert res.exit_code == 0 and "r2" in html.read_text(), res.stderr
         one_line(tb("import", "jsonl", home / "rows.jsonl", "--run", "r3", "--db", db), 2, "this command writes")
         one_line(closed(cli, "runs", "delete", "r", "--db", db), 1, "nothing was changed")
     assert snapshot(db) == before

@@ -91,7 +91,9 @@ class Ledger:
                 raise UserError(f"ledger {path} is {self.read_only}: this command writes to it (reading ones can)")
         try:
             if self.read_only:
-                self.engine: Engine = create_engine(self.url, creator=lambda: connect_read_only(path))
+                # the pool hands a connection to any thread (SQLAlchemy sets that up for the files it opens itself)
+                opener = lambda: connect_read_only(path, check_same_thread=False)  # noqa: E731
+                self.engine: Engine = create_engine(self.url, creator=opener)
             else:
                 self.engine = create_engine(self.url)
         except (ArgumentError, ValueError, ImportError) as exc:

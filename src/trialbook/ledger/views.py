@@ -44,7 +44,7 @@ class ReadOnlyLedger(Ledger):
             path = sqlite_file(self.url)
             if not path.is_file():
                 raise missing_ledger(path)
-            self.engine = create_engine(self.url, creator=lambda: connect_read_only(path))  # mode=ro, else immutable
+            self.engine = create_engine(self.url, creator=lambda: connect_read_only(path, check_same_thread=False))
 
             def _pragmas(dbapi_conn: Any, _record: Any) -> None:
                 dbapi_conn.execute("PRAGMA query_only=ON")
