@@ -192,14 +192,18 @@ def test_resume_when_the_stored_runs_dir_became_read_only(tmp_path, cli, db):
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     config = RunConfig(tasks_dir=str(EXAMPLES), agent="nop", tasks=["plain-bugfix"], runs_dir=str(mnt / "runs"))
+    infinite = {**config.model_dump(), "timeout_multiplier": float("inf")}  # as stored before it was refused
     store = Ledger(db)
     with store.transaction() as conn:
         store.create_run(conn, Run(name="gone", kind="eval", config=config.model_dump(), stack={}, source="t"))
+        store.create_run(conn, Run(name="inf", kind="eval", config=infinite, stack={}, source="t"))
     store.engine.dispose()
     before = snapshot(Path(db), mnt)
     with read_only(mnt):
         res = tb("resume", "gone", "--db", db)
     one_line(res, 1, f"cannot write the run's folder {mnt / 'runs' / 'gone'}")
+    one_line(tb("resume", "inf", "--db", db), 2,
+             "run 'inf': its stored config cannot be run again: timeout_multiplier: Input should be a finite number")
     assert snapshot(Path(db), mnt) == before
 
 

@@ -12,6 +12,8 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from trialbook.agents import get_agent
 from trialbook.agents.base import agent_stack, with_agent_stack
 from trialbook.errors import TrialbookError, UserError
@@ -80,8 +82,12 @@ def _stored(ledger: Ledger, name: str) -> tuple[RunRow, RunConfig]:
     run = ledger.get_run(name)
     try:
         return run, RunConfig.model_validate(run.config)
-    except ValueError:
-        raise UserError(f"run '{name}' was not made by `trialbook run` (imported runs cannot be resumed)") from None
+    except ValidationError as exc:
+        if "agent" not in run.config or "tasks_dir" not in run.config:
+            raise UserError(f"run '{name}' was not made by `trialbook run` (imported runs cannot be resumed)") from None
+        first = exc.errors()[0]  # e.g. a timeout multiplier of inf, stored before non-finite numbers were refused
+        where = ".".join(map(str, first["loc"]))
+        raise UserError(f"run '{name}': its stored config cannot be run again: {where}: {first['msg']}") from None
 
 
 def resume_run(ledger: Ledger, name: str, executor: Executor | None = None) -> tuple[Tally, int]:
