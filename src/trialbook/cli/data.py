@@ -132,8 +132,9 @@ def runs_delete_cmd(run: RunArg, force: Force = False, db: Db = None) -> None:
     """Delete a run: its trials, artifacts and steps, in one transaction; then its trial folders."""
     from trialbook.harness.paths import run_folders
     from trialbook.ledger.admin import delete_run
+    from trialbook.ledger.store import Ledger
 
-    ledger = reading(db)
+    ledger = Ledger(db, create=False)  # writes: a read-only ledger is refused before anything is done
     gone = delete_run(ledger, run, force=force, folders=run_folders(ledger.get_run(run).config, run))
     removed = "".join(f", removed {_shown(Path(f))}" for f in gone["folders_removed"])
     done(f"deleted run '{run}' ({gone['trials']} trials, {gone['steps']} steps{removed})")
@@ -148,8 +149,9 @@ def runs_rename_cmd(
     """Rename a run, in one transaction; a run made by `trialbook run` has its folders moved with it."""
     from trialbook.harness.paths import run_folders
     from trialbook.ledger.admin import rename_run
+    from trialbook.ledger.store import Ledger
 
-    ledger = reading(db)
+    ledger = Ledger(db, create=False)  # writes: a read-only ledger is refused before anything is done
     config = ledger.get_run(old).config
     moved = rename_run(
         ledger,
