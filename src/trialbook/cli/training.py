@@ -206,3 +206,19 @@ def sim_replay_cmd(
     config = {} if staleness is None else {"staleness": staleness}
     n = replay(Ledger(db), trajectories, steps, run, speed=speed, config=config)
     done(f"replayed {n} steps into run '{run}'")
+
+
+@train_app.command("selection")
+def train_selection_cmd(
+    run: RunArg,
+    top: Annotated[int, typer.Option("--top", help="Tasks listed, most dropped first.")] = 20,
+    markdown: Markdown = False,
+    as_csv: Csv = False,
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """Selection bias: generated vs trained rollouts by task and by duration (which never reached a batch)."""
+    from trialbook.report.live import print_selection
+    from trialbook.training.selection import selection_report
+
+    emit(selection_report(reading(db), run, top=top), as_json, print_selection, markdown, as_csv)

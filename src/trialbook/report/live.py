@@ -5,6 +5,7 @@ from __future__ import annotations
 from trialbook.report.layout import line, table
 from trialbook.training.alerts import Alert, secs
 from trialbook.training.live import LiveState, StepWait
+from trialbook.training.selection import SelectionReport
 from trialbook.training.stalls import SLOW_FACTOR
 
 
@@ -66,3 +67,25 @@ def print_state(s: LiveState, alerts: list[Alert]) -> None:
 def print_alert_rules(rows: list[dict[str, str]]) -> None:
     table(["alert", "threshold", "meaning"], [[r["alert"], r["threshold"], r["meaning"]] for r in rows],
           title="training alerts")  # fmt: skip
+
+
+def print_selection(r: SelectionReport) -> None:
+    line(f"{r.run}: {r.generated} rollouts generated, {r.trained} reached a batch of the {r.steps} logged steps;"
+         f" {r.never_trained_pct:.1f}% never trained", markup=False)  # fmt: skip
+    if r.mean_duration_generated_s is not None:
+        line(f"mean duration: generated {secs(r.mean_duration_generated_s)}, trained"
+             f" {secs(r.mean_duration_trained_s)}", markup=False)  # fmt: skip
+    if r.by_duration:
+        table(["duration", "generated", "trained", "never trained %"],
+              [[f"{secs(b.from_s)}-{secs(b.to_s)}", str(b.generated), str(b.trained), f"{b.never_trained_pct:.1f}"]
+               for b in r.by_duration], title="by duration quartile")  # fmt: skip
+        if r.chi2_p is not None:
+            line(f"duration quartile vs trained: chi-square p = {r.chi2_p:.2g}", markup=False)
+    table(["task", "generated", "trained", "never trained %", "median duration"],
+          [[t.task_id, str(t.generated), str(t.trained), f"{t.never_trained_pct:.1f}", secs(t.median_duration_s)]
+           for t in r.by_task], title="by task (most dropped first)")  # fmt: skip
+    if r.spearman_duration_dropped is not None:
+        line(f"over tasks, median duration vs share never trained: Spearman {r.spearman_duration_dropped:+.2f}"
+             f" (p = {r.spearman_p:.2g})", markup=False)  # fmt: skip
+    for w in r.warnings:
+        line(f"warning: {w}", markup=False)
