@@ -222,3 +222,32 @@ def train_selection_cmd(
     from trialbook.training.selection import selection_report
 
     emit(selection_report(reading(db), run, top=top), as_json, print_selection, markdown, as_csv)
+
+
+@train_app.command("export")
+def train_export_cmd(
+    run: RunArg,
+    to: Annotated[str, typer.Option("--to", help="wandb or mlflow.")],
+    out_dir: Annotated[Path, typer.Option("--dir", help="W&B: where the offline run goes.")] = Path("wandb-export"),
+    tracking_uri: Annotated[
+        str | None, typer.Option("--tracking-uri", help="MLflow server [env MLFLOW_TRACKING_URI].")
+    ] = None,
+    project: Annotated[str, typer.Option("--project", help="W&B project / MLflow experiment.")] = "trialbook",
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """Send a train run's per-step metrics, waits, staleness and alerts to W&B (offline) or MLflow."""
+    from trialbook.cli.common import done
+    from trialbook.training import export
+
+    export.check_target(to)
+    ledger = reading(db)
+    if to == "wandb":
+        res = export.train_to_wandb(ledger, run, out_dir, project)
+    else:
+        res = export.train_to_mlflow(ledger, run, tracking_uri, project)
+    if as_json:
+        emit(res, True, None)
+    else:
+        done(f"exported {res.steps} steps and {res.alerts} alerts of '{run}' to {res.target} run {res.run}"
+             f" at {res.where}")  # fmt: skip

@@ -97,16 +97,21 @@ def create_app(ledger: Ledger) -> Starlette:
             min_diff = float(q.get("min_diff") or 4.0)
         except ValueError:
             raise UserError(f"min_diff must be a number of points, not {q.get('min_diff')!r}") from None
+        metric = q.get("metric") or "resolved"
+        excluded = sorted({r.strip() for v in q.getlist("exclude_repo") for r in v.split(",") if r.strip()})
         ctx: dict[str, Any] = {"names": names, "base": base, "cands": cands, "min_diff": min_diff,
                                "by_repo": bool(q.get("by_repo")), "split": q.get("split") or "",
+                               "metric": metric, "exclude_repo": ", ".join(excluded),
                                "res": None, "error": None}  # fmt: skip
         if base and cands:
             try:
                 named = [base, *cands, *([ctx["split"]] if ctx["split"] else [])]
                 versions = tuple(views.run_version(ledger, views.run_by_name(ledger, n).id) for n in named)
-                key = ("compare", tuple(named), versions, min_diff, ctx["by_repo"], bool(ctx["split"]))
+                key = ("compare", tuple(named), versions, min_diff, ctx["by_repo"], bool(ctx["split"]), metric,
+                       tuple(excluded))  # fmt: skip
                 split, by_repo = ctx["split"] or None, ctx["by_repo"]
-                ctx.update(cache.get(key, lambda: pages.compare_page(ledger, base, cands, min_diff, by_repo, split)))
+                ctx.update(cache.get(key, lambda: pages.compare_page(ledger, base, cands, min_diff, by_repo, split,
+                                                                     metric, excluded)))  # fmt: skip
             except UserError as exc:  # shown above the form, which stays usable
                 ctx["error"] = str(exc)
         return _page("compare.html", **ctx)
