@@ -84,3 +84,49 @@ def test_live_page_updates_without_reload_and_shows_the_drain(served: tuple[str,
         page.screenshot(path=str(SHOTS / "training-live.png"))
         assert errors == []
         context.close()
+
+
+def test_compare_controls_in_the_browser(cli, db: str, tmp_path: Path) -> None:
+    """The metric and exclude-repo controls of the compare form, used as a person would: pick, type, submit."""
+    import orjson
+    from playwright.sync_api import sync_playwright
+
+    tasks = [f"django__django-{i}" for i in range(20)] + [f"sympy__sympy-{i}" for i in range(3)]
+    for name, reward in (("base", 0.5), ("cand", 0.75)):
+        f = tmp_path / f"{name}.jsonl"
+        f.write_bytes(b"".join(orjson.dumps({"task_id": t, "outcome": "unresolved", "reward": reward}) + b"\n"
+                               for t in tasks))  # fmt: skip
+        assert cli("import", "jsonl", str(f), "--run", name).exit_code == 0
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from trialbook.cli import main; main()", "serve", "--db", db, "--port", "0"],
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        m = re.search(r"(http://127\.0\.0\.1:\d+)/", proc.stderr.readline() if proc.stderr else "")
+        assert m
+        with sync_playwright() as p:
+            context = p.chromium.launch_persistent_context(
+                str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS
+            )
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
+            page.goto(f"{m.group(1)}/compare")
+            page.select_option("#compare-form select[name=base]", "base")
+            page.select_option("#compare-form select[name=cand]", ["cand"])
+            page.select_option("#metric", "reward")
+            page.fill("#exclude-repo", "sympy")
+            page.click("#compare-form button")
+            page.wait_for_url("**/compare?*")
+            cells = page.locator("#comparisons tr").nth(1).locator("td")
+            assert cells.nth(2).inner_text() == "20" and cells.nth(5).inner_text() == "+25.00"
+            assert "sympy/sympy (3 tasks)" in page.locator("#excluded").inner_text()
+            assert page.locator("#metric").input_value() == "reward"  # the form keeps what was asked
+            assert page.locator("#legend").count() == 1
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "compare-controls.png"))
+            assert errors == []
+            context.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
