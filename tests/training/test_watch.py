@@ -12,9 +12,9 @@ import threading
 from pathlib import Path
 
 from httpd import LocalServer
+from trialbook.importers.replay import replay
 from trialbook.ledger.store import Ledger
 from trialbook.records import Run
-from trialbook.training.replay import replay
 from trialbook.training.sim_rollouts import RolloutConfig, generate
 
 CLI = [sys.executable, "-c", "from trialbook.cli import main; main()"]

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from trialbook.importers.replay import replay
 from trialbook.ledger.store import Ledger
 from trialbook.records import Run
-from trialbook.training.replay import replay
 from trialbook.training.sim_rollouts import RolloutConfig, generate
 
 pytestmark = pytest.mark.browser

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from trialbook.importers.replay import replay
 from trialbook.ledger.store import Ledger
 from trialbook.ledger.views import open_readonly
 from trialbook.records import Run
-from trialbook.training.replay import replay
 from trialbook.training.sim_rollouts import RolloutConfig, generate
 from trialbook.web.app import create_app
 

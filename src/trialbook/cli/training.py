@@ -200,8 +200,8 @@ def sim_replay_cmd(
 ) -> None:
     """Write a training log into the ledger step by step in scaled real time (for `train watch` and the live page)."""
     from trialbook.cli.common import done
+    from trialbook.importers.replay import replay
     from trialbook.ledger.store import Ledger
-    from trialbook.training.replay import replay
 
     config = {} if staleness is None else {"staleness": staleness}
     n = replay(Ledger(db), trajectories, steps, run, speed=speed, config=config)

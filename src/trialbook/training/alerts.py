@@ -13,19 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
-
-from trialbook.ledger.queries import OUTCOME_LIST
 from trialbook.results import Result
+from trialbook.training.live import NEVER_FINISHED
 from trialbook.training.stalls import SLOW_FACTOR
 
 if TYPE_CHECKING:
     from trialbook.training.live import LiveState
-    from trialbook.training.load import TrainData
     from trialbook.training.prefetch import PrefetchEstimate
 
-# A task "never finishes" when every one of its trajectories so far ended on a budget: at least MIN_STUCK of them.
-NEVER_FINISHED = ("agent_timeout", "verifier_timeout")
 
 
 @dataclass
@@ -187,23 +182,6 @@ ALERTS: tuple[AlertRule, ...] = (
               f"all >= {_D.min_stuck} trajectories {' or '.join(NEVER_FINISHED)}", _never_finishes),
 )  # fmt: skip
 BY_NAME = {r.name: r for r in ALERTS}
-
-
-def stuck_tasks(data: TrainData) -> list[dict[str, Any]]:
-    """Tasks whose every trajectory so far ended on a budget (NEVER_FINISHED outcomes)."""
-    if not data.trajectories:
-        return []
-    codes = [OUTCOME_LIST.index(o) for o in NEVER_FINISHED]
-    over = np.isin(data.outcome, codes)
-    total = np.bincount(data.task, weights=data.n, minlength=len(data.task_names))
-    hit = np.bincount(data.task, weights=data.n * over, minlength=len(data.task_names))
-    out = []
-    for task in np.flatnonzero((total > 0) & (hit == total)):
-        m = data.task == task
-        outcomes = {OUTCOME_LIST[c]: data.count(m & (data.outcome == c)) for c in codes}
-        out.append({"task_id": data.task_names[task], "trajectories": int(total[task]),
-                    "outcomes": {k: v for k, v in outcomes.items() if v}})  # fmt: skip
-    return sorted(out, key=lambda x: (-x["trajectories"], x["task_id"]))
 
 
 def evaluate(state: LiveState, thresholds: Thresholds, ctx: Context | None = None) -> list[Alert]:

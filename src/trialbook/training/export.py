@@ -191,8 +191,8 @@ def _mlflow_client(tracking_uri: str | None, experiment: str) -> tuple[Any, str,
 def train_to_mlflow(ledger: Ledger, run_name: str, tracking_uri: str | None, experiment: str = "trialbook") -> Exported:
     from mlflow.entities import Metric, Param
 
+    client, exp_id, uri = _mlflow_client(tracking_uri, experiment)  # no server: one line before any work
     rows, alerts, config = train_series(ledger, run_name)
-    client, exp_id, uri = _mlflow_client(tracking_uri, experiment)
     run = client.create_run(exp_id, run_name=run_name, tags={"trialbook.run": run_name, "trialbook.kind": "train"})
     rid = run.info.run_id
     try:

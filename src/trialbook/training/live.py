@@ -30,6 +30,8 @@ from trialbook.training.ingest import load_steps
 from trialbook.training.load import TrainData, load_trajectories
 from trialbook.training.stalls import SLOW_FACTOR, boundary_steps, empty_weight_versions, step_waits
 
+# A task "never finishes" when every one of its trajectories so far ended on a budget (alerts: at least min_stuck)
+NEVER_FINISHED = ("agent_timeout", "verifier_timeout")
 MIN_HISTORY = 3  # steps before the stall rule judges a wait
 STOPPED_FACTOR = 50.0  # no step for this many median waits: the run stopped, nothing is "waiting"
 
@@ -80,7 +82,7 @@ class LiveState(Result):
     bucket: int
     signature_buckets: list[SignatureBucket]
     signature_artifact: dict[str, bool]  # signature name -> a verifier artifact (else: the agent's doing)
-    stuck_tasks: list[dict[str, Any]] = field(default_factory=list)  # see alerts.never_finishes
+    stuck_tasks: list[dict[str, Any]] = field(default_factory=list)  # tasks every trajectory of which ran out of budget
 
 
 def online_waits(steps: list[dict[str, Any]], boundaries: set[int]) -> tuple[list[StepWait], list[int]]:
@@ -156,6 +158,24 @@ def _configured_staleness(ledger: Ledger, run_name: str) -> int | None:
     return value if type(value) is int else None
 
 
+def stuck_tasks(data: TrainData) -> list[dict[str, Any]]:
+    """Tasks whose every trajectory so far ended on a budget (NEVER_FINISHED outcomes)."""
+    if not data.trajectories:
+        return []
+    codes = [OUTCOME_LIST.index(o) for o in NEVER_FINISHED]
+    over = np.isin(data.outcome, codes)
+    total = np.bincount(data.task, weights=data.n, minlength=len(data.task_names))
+    hit = np.bincount(data.task, weights=data.n * over, minlength=len(data.task_names))
+    out = []
+    for task in np.flatnonzero((total > 0) & (hit == total)):
+        m = data.task == task
+        outcomes = {OUTCOME_LIST[c]: data.count(m & (data.outcome == c)) for c in codes}
+        out.append({"task_id": data.task_names[task], "trajectories": int(total[task]),
+                    "outcomes": {k: v for k, v in outcomes.items() if v}})  # fmt: skip
+    return sorted(out, key=lambda x: (-x["trajectories"], x["task_id"]))
+
+
+
 def live_state(
     ledger: Ledger,
     run_name: str,
@@ -166,7 +186,6 @@ def live_state(
     now: datetime | None = None,
 ) -> LiveState:
     from trialbook.audit.signatures import SIGNATURES
-    from trialbook.training.alerts import stuck_tasks
 
     run = ledger.get_run(run_name)
     now = now or datetime.now(UTC)
