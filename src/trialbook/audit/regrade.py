@@ -100,13 +100,16 @@ def bare_trial() -> Any:
     return and_(t.tests.is_(None), t.extra.is_(None), t.id.not_in(logged))
 
 
-def evidence(ledger: Ledger, run_id: int, jobs: int = 1, skip_bare: bool = False) -> Iterator[Evidence]:
+def evidence(
+    ledger: Ledger, run_id: int, jobs: int = 1, skip_bare: bool = False, where: Any = None
+) -> Iterator[Evidence]:
     """Every current trial of a run with its logs and trialbook's grade of them (`skip_bare`: only those
-    that are not `bare_trial`).
+    that are not `bare_trial`; `where`: a further SQL condition on the trials, e.g. ids above the last seen).
 
     Parsing is the cost (official logs run to megabytes); `jobs` > 1 spreads it over processes.
     """
-    trials = list(ledger.trial_rows(run_id, where=not_(bare_trial()) if skip_bare else None))
+    conditions = [c for c in (not_(bare_trial()) if skip_bare else None, where) if c is not None]
+    trials = list(ledger.trial_rows(run_id, where=and_(*conditions) if conditions else None))
     known = queries.task_lists(ledger, {t.task_id for t in trials})
     with _mapper(jobs, queries.count_artifacts(ledger, run_id, LOG_ARTIFACTS)) as mapper:
         for start in range(0, len(trials), CHUNK):  # logs are large: fetch a chunk of trials at a time

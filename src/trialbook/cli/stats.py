@@ -44,6 +44,10 @@ def compare_cmd(
     list_: Annotated[
         str | None, typer.Option("--list", help="wins or losses: print those task ids (one a line).")
     ] = None,
+    export: Annotated[
+        str | None,
+        typer.Option("--export", help="Also send the paired table to wandb (offline, ./wandb-export) or mlflow."),
+    ] = None,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -53,12 +57,20 @@ def compare_cmd(
 
     if list_ not in (None, "wins", "losses"):
         raise UserError(f"--list must be wins or losses, not {list_!r}")
+    if export:
+        from trialbook.training.export import check_target
+
+        check_target(export)
     res = compare(
         reading(db), base, candidates, exclude_repo or [], split, min_diff, picked_from, by_repo, bootstrap,
         metric=metric, exclude_task_file=exclude_tasks,
     )  # fmt: skip
     if list_:
         res = replace(res, listed=list_)
+    if export:
+        from trialbook.training.export import export_compare
+
+        export_compare(res, export)
     if markdown and not as_json and not as_csv:
         sys.stdout.write(render.markdown_compare(res))
         return

@@ -9,7 +9,7 @@ import typer
 
 from trialbook.cli.common import Csv, Db, Json, Markdown, RunArg, app, emit, finite, reading
 from trialbook.cli.stats import Metric
-from trialbook.errors import UserError
+from trialbook.errors import TrialbookError, UserError
 from trialbook.report import training as render
 from trialbook.training.analysis import train_report
 from trialbook.training.load import load_durations
@@ -108,3 +108,150 @@ def sim_rollouts_cmd(
         step_s=step_s, stall_s=stall_s, cross_epoch=cross_epoch, seed=seed,
     )  # fmt: skip
     emit(generate(cfg, out, steps_out), as_json, render.print_truth)
+
+
+@train_app.command("alerts")
+def train_alerts_cmd(as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False) -> None:
+    """The alert rules `train watch` and the live page apply (one table)."""
+    from trialbook.report.live import print_alert_rules
+    from trialbook.training.alerts import rule_rows
+
+    emit(rule_rows(), as_json, print_alert_rules, markdown, as_csv)
+
+
+@train_app.command("watch")
+def train_watch_cmd(
+    run: RunArg,
+    interval: Annotated[float, typer.Option("--interval", help="Seconds between refreshes.")] = 5.0,
+    once: Annotated[bool, typer.Option("--once", help="One snapshot with its alerts, then exit.")] = False,
+    until: Annotated[
+        str | None, typer.Option("--until", help="Exit once this alert fires (see `train alerts`).")
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="Stop after this many seconds (exit 1 if --until never fired).")
+    ] = None,
+    webhook: Annotated[str | None, typer.Option("--webhook", help="POST each alert as JSON to this URL.")] = None,
+    bucket: Annotated[int, typer.Option("--bucket", help="Weight versions per signature bucket.")] = 5,
+    max_staleness: Annotated[
+        int | None, typer.Option("--max-staleness", help="Staleness bound [default: the run config's 'staleness'].")
+    ] = None,
+    infra_error_pct: Annotated[
+        float, typer.Option("--infra-error-pct", help="Alert above this share of infrastructure errors.")
+    ] = 5.0,
+    gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs of the run, to price a drain.")] = None,
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """Watch a training run while it runs: steps and the stall rule, staleness, outcomes, signatures, alerts."""
+    import json
+    import sys
+
+    from trialbook.report import layout
+    from trialbook.report.live import alert_line, print_state, step_line
+    from trialbook.results import to_json
+    from trialbook.training.alerts import Thresholds
+    from trialbook.training.watch import Watcher, watch
+
+    if as_json and not (once or until or timeout):
+        raise UserError("--json needs --once, --until or --timeout (it prints one object at the end)")
+    w = Watcher(reading(db), run, bucket=bucket, max_staleness=max_staleness, webhook=webhook,
+                thresholds=Thresholds(infra_error_pct=infra_error_pct, gpus=gpus))  # fmt: skip
+    tty = sys.stdout.isatty() and not as_json
+    shown = {"step": None, "errors": 0}
+
+    def show(w: Watcher, new: list) -> None:
+        s = w.state
+        assert s is not None
+        for problem in w.webhook_errors[shown["errors"]:]:
+            typer.echo(f"warning: {problem}", err=True)
+        shown["errors"] = len(w.webhook_errors)
+        if as_json:
+            return
+        with layout.output("rich"):
+            if tty:
+                layout.console().clear()
+                print_state(s, w.raised)
+                return
+            if shown["step"] is None:
+                print_state(s, new)
+            else:
+                for sw in s.waits:
+                    if sw.step > shown["step"]:
+                        layout.line(step_line(sw), markup=False)
+                for a in new:
+                    layout.line(alert_line(a), markup=False)
+        shown["step"] = s.current_step if s.current_step is not None else -1
+        sys.stdout.flush()
+
+    ok = watch(w, interval, show, once=once, until=until, timeout=timeout)
+    if as_json:
+        out = {"state": to_json(w.state), "alerts": to_json(w.raised)}
+        sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
+    if not ok:
+        raise TrialbookError(f"--until {until}: not raised within {timeout:g} s")
+
+
+@sim_app.command("replay")
+def sim_replay_cmd(
+    trajectories: Annotated[Path, typer.Argument(help="Trajectories JSONL (`sim rollouts --out`).")],
+    steps: Annotated[Path, typer.Argument(help="Steps JSONL (`sim rollouts --steps-out`).")],
+    run: Annotated[str, typer.Option("--run", help="The new run to write.")],
+    speed: Annotated[float, typer.Option("--speed", help="Log seconds per wall-clock second.")] = 1000.0,
+    staleness: Annotated[
+        int | None, typer.Option("--staleness", help="Store this staleness bound in the run's config.")
+    ] = None,
+    db: Db = None,
+) -> None:
+    """Write a training log into the ledger step by step in scaled real time (for `train watch` and the live page)."""
+    from trialbook.cli.common import done
+    from trialbook.importers.replay import replay
+    from trialbook.ledger.store import Ledger
+
+    config = {} if staleness is None else {"staleness": staleness}
+    n = replay(Ledger(db), trajectories, steps, run, speed=speed, config=config)
+    done(f"replayed {n} steps into run '{run}'")
+
+
+@train_app.command("selection")
+def train_selection_cmd(
+    run: RunArg,
+    top: Annotated[int, typer.Option("--top", help="Tasks listed, most dropped first.")] = 20,
+    markdown: Markdown = False,
+    as_csv: Csv = False,
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """Selection bias: generated vs trained rollouts by task and by duration (which never reached a batch)."""
+    from trialbook.report.live import print_selection
+    from trialbook.training.selection import selection_report
+
+    emit(selection_report(reading(db), run, top=top), as_json, print_selection, markdown, as_csv)
+
+
+@train_app.command("export")
+def train_export_cmd(
+    run: RunArg,
+    to: Annotated[str, typer.Option("--to", help="wandb or mlflow.")],
+    out_dir: Annotated[Path, typer.Option("--dir", help="W&B: where the offline run goes.")] = Path("wandb-export"),
+    tracking_uri: Annotated[
+        str | None, typer.Option("--tracking-uri", help="MLflow server [env MLFLOW_TRACKING_URI].")
+    ] = None,
+    project: Annotated[str, typer.Option("--project", help="W&B project / MLflow experiment.")] = "trialbook",
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """Send a train run's per-step metrics, waits, staleness and alerts to W&B (offline) or MLflow."""
+    from trialbook.cli.common import done
+    from trialbook.training import export
+
+    export.check_target(to)
+    ledger = reading(db)
+    if to == "wandb":
+        res = export.train_to_wandb(ledger, run, out_dir, project)
+    else:
+        res = export.train_to_mlflow(ledger, run, tracking_uri, project)
+    if as_json:
+        emit(res, True, None)
+    else:
+        done(f"exported {res.steps} steps and {res.alerts} alerts of '{run}' to {res.target} run {res.run}"
+             f" at {res.where}")  # fmt: skip

@@ -62,6 +62,12 @@ def report_cmd(
         float, typer.Option("--min-diff", help="Smallest gain (pp) worth claiming.", callback=finite)
     ] = 4.0,
     by_repo: Annotated[bool, typer.Option("--by-repo", help="Per-repo tables in the comparison.")] = False,
+    metric: Annotated[
+        str, typer.Option("--metric", help="resolved, or reward: mean reward (partial rewards count).")
+    ] = "resolved",
+    exclude_repo: Annotated[
+        list[str] | None, typer.Option("--exclude-repo", help="Drop a repo's tasks from the comparison (repeatable).")
+    ] = None,
     train: Annotated[str | None, typer.Option("--train", help="A training run: the training section.")] = None,
     bucket: Annotated[int, typer.Option("--bucket", help="Weight versions per bucket.")] = 5,
     audit: Annotated[str | None, typer.Option("--audit", help="A run to audit: the signatures section.")] = None,
@@ -79,7 +85,8 @@ def report_cmd(
         names = comma_list(compare) or []
         if len(names) < 2:
             raise UserError("--compare takes BASE,CAND[,CAND...]: a baseline and at least one candidate")
-        sections.append(report.compare_section(ledger, names[0], names[1:], split, min_diff, by_repo))
+        sections.append(report.compare_section(ledger, names[0], names[1:], split, min_diff, by_repo, metric,
+                                               exclude_repo or []))  # fmt: skip
     if train:
         sections.append(report.training_section(ledger, train, bucket))
     if audit:

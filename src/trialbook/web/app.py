@@ -7,11 +7,13 @@ compare over big runs) does not block the others. Bad input (an unknown run, a b
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from trialbook.errors import UserError
@@ -28,8 +30,18 @@ SECURITY_HEADERS = {
 }
 
 
-def _page(template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-    return HTMLResponse(render(template, **ctx), status_code=status, headers=SECURITY_HEADERS)
+# the live training page alone runs a script: ours, from this server, fetching from this server
+LIVE_HEADERS = {
+    **SECURITY_HEADERS,
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self';"
+    " script-src 'self'; connect-src 'self'",
+}
+STATIC = Path(__file__).with_name("static")
+LIVE_INTERVAL_S = 2.0
+
+
+def _page(template: str, status: int = 200, headers: dict[str, str] | None = None, **ctx: Any) -> HTMLResponse:
+    return HTMLResponse(render(template, **ctx), status_code=status, headers=headers or SECURITY_HEADERS)
 
 
 def _error(exc: Exception, status: int) -> HTMLResponse:
@@ -85,16 +97,21 @@ def create_app(ledger: Ledger) -> Starlette:
             min_diff = float(q.get("min_diff") or 4.0)
         except ValueError:
             raise UserError(f"min_diff must be a number of points, not {q.get('min_diff')!r}") from None
+        metric = q.get("metric") or "resolved"
+        excluded = sorted({r.strip() for v in q.getlist("exclude_repo") for r in v.split(",") if r.strip()})
         ctx: dict[str, Any] = {"names": names, "base": base, "cands": cands, "min_diff": min_diff,
                                "by_repo": bool(q.get("by_repo")), "split": q.get("split") or "",
+                               "metric": metric, "exclude_repo": ", ".join(excluded),
                                "res": None, "error": None}  # fmt: skip
         if base and cands:
             try:
                 named = [base, *cands, *([ctx["split"]] if ctx["split"] else [])]
                 versions = tuple(views.run_version(ledger, views.run_by_name(ledger, n).id) for n in named)
-                key = ("compare", tuple(named), versions, min_diff, ctx["by_repo"], bool(ctx["split"]))
+                key = ("compare", tuple(named), versions, min_diff, ctx["by_repo"], bool(ctx["split"]), metric,
+                       tuple(excluded))  # fmt: skip
                 split, by_repo = ctx["split"] or None, ctx["by_repo"]
-                ctx.update(cache.get(key, lambda: pages.compare_page(ledger, base, cands, min_diff, by_repo, split)))
+                ctx.update(cache.get(key, lambda: pages.compare_page(ledger, base, cands, min_diff, by_repo, split,
+                                                                     metric, excluded)))  # fmt: skip
             except UserError as exc:  # shown above the form, which stays usable
                 ctx["error"] = str(exc)
         return _page("compare.html", **ctx)
@@ -109,6 +126,44 @@ def create_app(ledger: Ledger) -> Starlette:
         key = ("training", bucket, *views.run_version(ledger, views.run_by_name(ledger, name).id))
         return _page("training.html", **cache.get(key, lambda: pages.training_page(ledger, name, bucket)))
 
+    watchers: dict[tuple[str, int], Any] = {}
+    watch_lock = threading.Lock()
+
+    def live_state(request: Request) -> tuple[Any, list[Any]]:
+        """The run's live state and every alert raised since this server first showed it (training/watch.py)."""
+        from trialbook.training.watch import Watcher
+
+        q = request.query_params
+        try:
+            bucket = int(q.get("bucket") or 5)
+        except ValueError:
+            raise UserError(f"bucket must be a whole number, not {q.get('bucket')!r}") from None
+        key = (q.get("run", ""), bucket)
+        with watch_lock:  # one watcher per run: its signature cache and its alerts outlive a page
+            w = watchers.get(key) or watchers.setdefault(key, Watcher(ledger, key[0], bucket=bucket))
+            w.refresh()
+            return w.state, list(w.raised)
+
+    def live(request: Request) -> Response:
+        try:
+            interval = max(0.2, float(request.query_params.get("interval") or LIVE_INTERVAL_S))
+        except ValueError:
+            raise UserError(f"interval must be a number of seconds, not {request.query_params['interval']!r}") from None
+        s, raised = live_state(request)
+        return _page("live.html", headers=LIVE_HEADERS, s=s, alerts=raised, interval=interval)
+
+    def live_json(request: Request) -> Response:
+        from trialbook.results import to_json
+
+        s, raised = live_state(request)
+        return JSONResponse({"state": to_json(s), "alerts": to_json(raised)}, headers={"Cache-Control": "no-store"})
+
+    def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name != "live.js":
+            raise UserError(f"no file {name}")
+        return FileResponse(STATIC / name, media_type="text/javascript", headers=SECURITY_HEADERS)
+
     def audit(request: Request) -> Response:
         name = request.query_params.get("run", "")
         key = ("audit", *views.run_version(ledger, views.run_by_name(ledger, name).id))
@@ -121,6 +176,9 @@ def create_app(ledger: Ledger) -> Starlette:
         Route("/task", guarded(task)),
         Route("/compare", guarded(compare)),
         Route("/training", guarded(training)),
+        Route("/training/live", guarded(live)),
+        Route("/training/live.json", guarded(live_json)),
+        Route("/static/{name}", guarded(static)),
         Route("/audit", guarded(audit)),
     ]
 

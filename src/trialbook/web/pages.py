@@ -120,12 +120,16 @@ def trial_page(ledger: Ledger, trial_id: int) -> dict[str, Any]:
         statuses = (d.tests or {}).get(kind) or {}
         listed = (d.fail_to_pass if kind == "FAIL_TO_PASS" else d.pass_to_pass) or []
         for test in sorted(set(statuses) | set(listed)):
-            tests.append({"kind": kind, "test": test, "status": statuses.get(test, "not run")})
+            status = statuses.get(test, "not run")
+            tests.append({"kind": kind, "test": test, "status": status, "verdict": status_verdict(status)})
+    tests.sort(key=lambda r: VERDICT_ORDER[r["verdict"]])  # failures first, then the rest in their order
     verifier = next((files[n].text for n in ("verifier.log", "test_output.txt") if n in files), None)
     return {
         "d": d,
         "turns": turns,
         "tests": tests,
+        "failing": sum(1 for r in tests if r["verdict"] == "fail"),
+        "canary": canary_note((d.extra or {}).get("canary") if isinstance(d.extra, dict) else None),
         "verifier": clean(verifier) if verifier is not None else None,
         "files": {n: (clean(a.text), a.size, a.cut) for n, a in files.items()},
         "extra": clean(str(d.extra)) if d.extra else None,
@@ -133,24 +137,64 @@ def trial_page(ledger: Ledger, trial_id: int) -> dict[str, Any]:
     }
 
 
-def compare_page(
-    ledger: Ledger, base: str, cands: list[str], min_diff: float, by_repo: bool, split_run: str | None = None
-) -> dict[str, Any]:
-    """The comparison, plus per-task wins and losses; `split_run`: in/out rows over that run's tasks."""
-    from trialbook.stats.compare import align, compare
-    from trialbook.stats.scores import load_scores
+# a test's status on the trial page: red (did not pass), green (passed), grey (not run / unknown)
+FAIL_STATUSES = frozenset(("fail", "failed", "error", "missing"))
+PASS_STATUSES = frozenset(("pass", "passed", "xfail"))
+VERDICT_ORDER = {"fail": 0, "other": 1, "pass": 2}
 
+
+def status_verdict(status: str) -> str:
+    s = status.lower()
+    return "fail" if s in FAIL_STATUSES else "pass" if s in PASS_STATUSES else "other"
+
+
+def canary_note(canary: Any) -> dict[str, str] | None:
+    """What the verifier's canary (verify/canary.py) says about this trial, in words: its FAILED line in the log
+    is the expected reading, not a failure of the agent's change."""
+    from trialbook.verify import canary as c
+
+    if not isinstance(canary, dict) or not canary.get("name"):
+        return None
+    seen = str(canary.get("seen") or "")
+    words = {
+        c.FAILED: "reported failing, as it must: the test runner reports truthfully. Its FAILED line in the verifier"
+        " log is expected and does not count against the agent's change.",
+        c.PASSED: "reported passing: the runner was made to pass what fails (by the code under test or a forcing"
+        " plugin), so the trial is graded as failing (runner_subverted).",
+        c.HIDDEN: "not reported with the change, reported failing without it: the change hid it, so the trial is"
+        " graded as failing (runner_subverted).",
+        c.MISSING: "not reported, with or without the change: the runner's own settings do not collect it; the grade"
+        " stands (canary_missing).",
+        c.SKIPPED: "skipped, with or without the change: the grade stands (canary_missing).",
+    }
+    return {"name": str(canary["name"]), "seen": seen, "ok": "yes" if seen == c.FAILED else "no",
+            "text": words.get(seen, f"read as {seen!r}.")}  # fmt: skip
+
+
+def compare_page(
+    ledger: Ledger, base: str, cands: list[str], min_diff: float, by_repo: bool, split_run: str | None = None,
+    metric: str = "resolved", exclude_repos_: list[str] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The comparison, plus per-task wins and losses; `split_run`: in/out rows over that run's tasks; `metric` and
+    `exclude_repos` as `compare --metric` / `--exclude-repo` (the per-task lists follow both)."""
+    from trialbook.stats.compare import align, compare, exclude_repos
+    from trialbook.stats.scores import check_metric, load_scores
+
+    metric = check_metric(metric)
     scores = {n: load_scores(ledger, n) for n in (base, *cands)}
     with tempfile.TemporaryDirectory() as tmp:
         split = None
         if split_run:
             split = Path(tmp) / f"tasks-of-{re.sub(r'[^A-Za-z0-9._-]', '_', split_run)}.txt"
             split.write_text("\n".join(views.task_ids_of(ledger, views.run_by_name(ledger, split_run).id)) + "\n")
-        res = compare(ledger, base, cands, split=split, min_diff=min_diff, by_repo=by_repo, runs=scores)
+        res = compare(ledger, base, cands, exclude=exclude_repos_ or [], split=split, min_diff=min_diff,
+                      by_repo=by_repo, runs=scores, metric=metric)  # fmt: skip
+    kept, _ = exclude_repos([scores[n].with_metric(metric) for n in (base, *cands)], exclude_repos_ or [])
     per_task = {}
-    for cand in cands:
-        ids, ib, ic, _ = align(scores[base], scores[cand])
-        d = scores[cand].score[ic] - scores[base].score[ib]
+    for cand, c in zip(cands, kept[1:], strict=True):
+        b = kept[0]
+        ids, ib, ic, _ = align(b, c)
+        d = c.score[ic] - b.score[ib]
         order = np.argsort(-np.abs(d), kind="stable")
         per_task[cand] = {
             "wins": [(str(ids[i]), float(d[i])) for i in order if d[i] > 0],

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402 - after the backend is chosen
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 plt.rcParams.update(
     {
@@ -30,6 +31,16 @@ plt.rcParams.update(
 )
 
 BLUE, ORANGE, GREY, RED, GREEN = "#1f77b4", "#ff7f0e", "#888888", "#d62728", "#2ca02c"
+
+
+def _integer_x(ax: Any) -> None:
+    """Weight versions, steps and encounters are whole numbers: no 2.5 on the axis (a single point, whose axis
+    matplotlib spans by fractions, gets a span of two whole numbers around it)."""
+    lo, hi = ax.get_xlim()
+    if hi - lo < 2:
+        mid = round((lo + hi) / 2)
+        ax.set_xlim(mid - 1, mid + 1)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def _svg(fig: Any, title: str) -> str:
@@ -77,18 +88,23 @@ def pass_rate(report: TrainReport) -> str:
         ax.fill_between([p[0] for p in band], [p[1][0] for p in band], [p[1][1] for p in band], color=BLUE,
                         alpha=0.2, lw=0, label="95% CI")  # fmt: skip
     ax.set_xlabel(f"weight version (buckets of {report.bucket})")
+    _integer_x(ax)
     ax.set_ylabel("pass rate (%)")
     ax.legend(fontsize=7, frameon=False)
     return _svg(fig, "pass rate by weight version")
 
 
 def outcome_shares(report: TrainReport, labels: dict[str, str]) -> str:
-    b = report.buckets
+    """Failure shares per bucket; a bucket with nothing graded (all cut off: incomplete) is left out, not drawn
+    as a fall to 0 (its shares of graded failures are unknown, not zero)."""
+    b = [r for r in report.buckets if r.judged]
     fig, ax = plt.subplots(figsize=(7, 3))
     x = [(r.wv_from + r.wv_to) / 2 for r in b]
     for key, label in labels.items():
         ax.plot(x, [r.outcome_pct[key] or 0.0 for r in b], "-", lw=1.5, label=label)
-    ax.set_xlabel("weight version")
+    left_out = " (buckets with nothing graded left out)" if len(b) < len(report.buckets) else ""
+    ax.set_xlabel("weight version" + left_out)
+    _integer_x(ax)
     ax.set_ylabel("% of trajectories")
     ax.legend(fontsize=7, frameon=False, ncol=len(labels))
     return _svg(fig, "outcome shares by weight version")
@@ -103,15 +119,20 @@ def encounters(report: TrainReport) -> str:
     ax.plot([e.k for e in rows], [e.diff_pp for e in rows], "o", color=BLUE)
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xlabel("k-th encounter of the same task")
+    _integer_x(ax)
     ax.set_ylabel("k-th - 1st (pp), 95% CI")
     return _svg(fig, "gain by encounter")
 
 
 def step_timing(waits: dict[int, float], slow: list[SlowStep], median: float | None) -> str:
-    """Each optimizer step's wait (s); slow steps marked, epoch-boundary stalls in red."""
+    """Each optimizer step's wait (s); slow steps marked, epoch-boundary stalls in red. A negative wait (a step
+    whose clock went backwards) is a bad timestamp, not a wait: left out of the line and counted in its label."""
     fig, ax = plt.subplots(figsize=(7, 3))
     steps = sorted(waits)
-    ax.plot(steps, [waits[s] for s in steps], "-", color=GREY, lw=1, label="step wait")
+    bad = sum(1 for s in steps if waits[s] < 0)
+    ys = [waits[s] if waits[s] >= 0 else float("nan") for s in steps]
+    label = "step wait" + (f" ({bad} step{'s' if bad > 1 else ''} with bad timestamps left out)" if bad else "")
+    ax.plot(steps, ys, "-", color=GREY, lw=1, label=label)
     for on_boundary, color, label in ((True, RED, "stall at epoch boundary"), (False, ORANGE, "slow step")):
         pts = [s for s in slow if s.epoch_boundary == on_boundary]
         if pts:
@@ -119,6 +140,8 @@ def step_timing(waits: dict[int, float], slow: list[SlowStep], median: float | N
     if median:
         ax.axhline(median, color=BLUE, lw=0.8, ls="--", label=f"median {median:.0f} s")
     ax.set_xlabel("optimizer step")
+    _integer_x(ax)
+    ax.set_ylim(bottom=0)
     ax.set_ylabel("wait (s)")
     ax.legend(fontsize=7, frameon=False)
     return _svg(fig, "step timing")

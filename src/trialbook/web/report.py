@@ -17,11 +17,12 @@ from trialbook.web import pages, plots
 from trialbook.web.render import render
 
 
-def compare_section(ledger: Ledger, base: str, cands: list[str], split: Path | None, min_diff: float,
-                    by_repo: bool) -> dict[str, Any]:  # fmt: skip
+def compare_section(ledger: Ledger, base: str, cands: list[str], split: Path | None, min_diff: float, by_repo: bool,
+                    metric: str = "resolved", exclude: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
     from trialbook.stats.compare import compare
 
-    res = compare(ledger, base, cands, split=split, min_diff=min_diff, by_repo=by_repo)
+    res = compare(ledger, base, cands, exclude=exclude or [], split=split, min_diff=min_diff, by_repo=by_repo,
+                  metric=metric)  # fmt: skip
     return {"kind": "compare", "heading": f"Compare: {', '.join(cands)} vs {base}",
             "ctx": {"res": res, "forest": plots.forest(res), "per_task": None}}  # fmt: skip
 
