@@ -345,7 +345,8 @@ class Rollouts:
         mark = None
         if bad:
             because = [f"attempt {t.attempt}: {t.outcome.value}" for t in bad]
-            mark = {"group": gid, "policy": self.rewards.group, "because": because}
+            policy = self.rewards.group if rerun is not None or self.rewards.group == "mask" else "mask (no rerun here)"
+            mark = {"group": gid, "policy": policy, "because": because}
         for p in replaced:
             self._record(p, step, wv, epoch, {"group": gid, "policy": "retry", "because": ["retried"]})
         return [self._record(p, step, wv, epoch, mark) for p in members]
