@@ -121,9 +121,13 @@ class Episode:
                 if not self._thread.is_alive():
                     return UNAVAILABLE
 
-    def finish(self) -> Pending:
-        """End the agent (the harness then grades the sandbox) and return the finished trial."""
+    def stop(self) -> None:
+        """End the agent: the harness then grades the sandbox (in the episode's thread)."""
         self.agent.inbox.put(_DONE)
+
+    def finish(self) -> Pending:
+        """End the agent, wait for the verifier, and return the finished trial."""
+        self.stop()
         self._thread.join()
         if self._error is not None:
             raise self._error

@@ -100,8 +100,12 @@ def turns_of(tokens: dict[str, Any], wv: int) -> list[Turn]:
 class TrialbookSpec:
     """`train_dataset`, `environment_factory` and `reward_funcs` for GRPOTrainer (like TRL's HarborSpec)."""
 
-    def __init__(self, rollouts: Rollouts, tasks: list[str] | None = None, num_generations: int = 2) -> None:
+    def __init__(
+        self, rollouts: Rollouts, tasks: list[str] | None = None, num_generations: int = 2,
+        env_class: type[TrialbookEnv] | None = None,
+    ) -> None:  # fmt: skip
         self.rollouts = rollouts
+        self.env_class = env_class or TrialbookEnv
         self.tasks = tasks or sorted(rollouts.tasks)
         self.num_generations = num_generations
         self._attempts: dict[str, itertools.count[int]] = {}
@@ -122,7 +126,7 @@ class TrialbookSpec:
 
     @property
     def environment_factory(self) -> Callable[[], TrialbookEnv]:
-        return lambda: TrialbookEnv(self)
+        return lambda: self.env_class(self)
 
     @property
     def reward_funcs(self) -> list[Callable[..., list[float | None]]]:
@@ -131,6 +135,9 @@ class TrialbookSpec:
     def reward(self, environments: list[TrialbookEnv], trainer_state: Any = None, **kwargs: Any) -> list[float | None]:
         """Grade every rollout of the batch, settle its groups, record them; the training reward of each."""
         step = int(getattr(trainer_state, "global_step", 0) or 0)
+        for env in environments:  # every episode's verifier runs at once
+            if env._episode is not None:
+                env._episode.stop()
         pendings = [env._finish() for env in environments]
         for env, p in zip(environments, pendings, strict=True):
             if env.tokens is not None:
@@ -196,6 +203,32 @@ def trainer_class() -> type:
     return TrialbookGRPOTrainer
 
 
+def steps_callback(rollouts: Rollouts) -> Any:
+    """A transformers `TrainerCallback` that keeps every logged optimizer step (loss, reward, grad_norm, ...) in
+    the run's `steps` table, as `import steps` would: `train report` shows them beside the trials."""
+    from datetime import UTC, datetime
+
+    from transformers import TrainerCallback
+
+    from trialbook.training.ingest import step_row
+
+    class TrialbookSteps(TrainerCallback):
+        def __init__(self) -> None:
+            self.rows: dict[int, dict[str, Any]] = {}
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any) -> None:
+            if not logs or "loss" not in logs:
+                return
+            step = int(state.global_step) - 1  # the step whose rollouts were just trained on (wv = step)
+            metrics = {k: float(v) for k, v in logs.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+            obj = {"step": step, "finished_at": datetime.now(UTC).isoformat(), **metrics}
+            self.rows[step] = step_row(obj, step + 1, rollouts.run_id, None)
+            with rollouts.ledger.transaction() as conn:
+                rollouts.ledger.replace_steps(conn, rollouts.run_id, [self.rows[k] for k in sorted(self.rows)], True)
+
+    return TrialbookSteps()
+
+
 def train_grpo(
     rollouts: Rollouts,
     output_dir: str | Path,
@@ -207,6 +240,7 @@ def train_grpo(
     max_completion_length: int = 48,
     max_tool_calls: int = 2,
     callbacks: list[Any] | None = None,
+    env_class: type[TrialbookEnv] | None = None,
 ) -> dict[str, Any]:
     """GRPO with TRL on CPU: SmolLM2-135M-Instruct acting through trialbook's environment; every rollout a trial.
 
@@ -215,7 +249,7 @@ def train_grpo(
     from trl import GRPOConfig
 
     model, tokenizer = smollm2()
-    spec = TrialbookSpec(rollouts, tasks, num_generations=group_size)
+    spec = TrialbookSpec(rollouts, tasks, num_generations=group_size, env_class=env_class or TrialbookEnv)
     config = GRPOConfig(
         output_dir=str(output_dir), max_steps=steps, per_device_train_batch_size=group_size * groups_per_step,
         num_generations=group_size, max_completion_length=max_completion_length,
@@ -225,7 +259,8 @@ def train_grpo(
     )  # fmt: skip
     trainer = trainer_class()(
         model=model, reward_funcs=spec.reward_funcs, args=config, train_dataset=spec.train_dataset,
-        environment_factory=spec.environment_factory, processing_class=tool_calling(tokenizer), callbacks=callbacks,
+        environment_factory=spec.environment_factory, processing_class=tool_calling(tokenizer),
+        callbacks=[steps_callback(rollouts), *(callbacks or [])],
     )  # fmt: skip
     out = trainer.train()
     return {"global_step": trainer.state.global_step, "train_loss": out.training_loss,
