@@ -19,7 +19,7 @@ from ledgerdicts import trial_dicts
 from paths import EXAMPLES
 from trialbook.agents.llama import LlamaServer, model_file
 from trialbook.ledger.store import Ledger
-from trialbook.rl.gateway import WV_HEADER, Gateway, template_of
+from trialbook.rl.gateway import WV_HEADER, Gateway, _render, template_of
 from trialbook.rl.rollout import Rollouts
 from trialbook.rl.trainers import SkyRLGenerator
 from trialbook.rl.trajectory import ARTIFACT, Trajectory
@@ -53,25 +53,27 @@ def _chat(url: str, messages: list[dict], **extra) -> requests.Response:
 def test_a_plain_http_client_gets_the_engines_own_tokens_and_weight_versions(llama: LlamaServer, gateway: Gateway):
     url = gateway.url_for("plain-1")
     gateway.set_weight_version(7)
-    history = [{"role": "system", "content": "Answer in one short line."}, {"role": "user", "content": "Name a fruit."}]
-    first = _chat(url, history)
+    first_turn = [{"role": "system", "content": "Answer in one short line."},
+                  {"role": "user", "content": "Name a fruit."}]  # fmt: skip
+    first = _chat(url, first_turn)
     assert first.status_code == 200 and first.headers[WV_HEADER] == "7"
     reply = first.json()["choices"][0]["message"]["content"]
     # the trainer syncs weights between the turns (the admin endpoint, as an out-of-process trainer would)
     assert requests.post(url.removesuffix("/v1") + "/admin/weight_version", json={"version": 8}, timeout=5).ok
-    history += [{"role": "assistant", "content": reply}, {"role": "user", "content": "Another one."}]
-    second = _chat(url, history, stream=True)  # a streaming client gets the reply as server-sent events
+    second_turn = [*first_turn, {"role": "assistant", "content": reply}, {"role": "user", "content": "Another."}]
+    second = _chat(url, second_turn, stream=True)  # a streaming client gets the reply as server-sent events
     assert second.status_code == 200 and second.text.rstrip().endswith("data: [DONE]")
 
     calls = gateway.calls("plain-1")
     assert [(c.index, c.wv_start, c.wv_end, c.source) for c in calls] == [
         (0, 7, 7, "engine-tokenizer"), (1, 8, 8, "engine-tokenizer")
     ]  # fmt: skip
-    for call in calls:
+    template = template_of(model_file())
+    for call, messages in zip(calls, (first_turn, second_turn), strict=True):
         # the same generation asked of the engine directly: its pieces and counts are the recorded ids'
-        prompt_text = _engine(llama, "/extras/detokenize", {"tokens": call.prompt_ids})["text"]
+        prompt = _render(*template[:1], messages, *template[1:])
         direct = requests.post(f"{llama.url}/completions", timeout=120, json={
-            "prompt": prompt_text, "max_tokens": 24, "temperature": 0, "logprobs": 1}).json()  # fmt: skip
+            "prompt": prompt, "max_tokens": 24, "temperature": 0, "logprobs": 1}).json()  # fmt: skip
         pieces = direct["choices"][0]["logprobs"]["tokens"]
         ids = call.completion_ids[: len(pieces)]
         assert [_engine(llama, "/extras/detokenize", {"tokens": [i]})["text"] for i in ids] == pieces
@@ -80,7 +82,7 @@ def test_a_plain_http_client_gets_the_engines_own_tokens_and_weight_versions(lla
         assert direct["choices"][0]["text"] == call.text
         assert call.logprobs[: len(pieces)] == pytest.approx(direct["choices"][0]["logprobs"]["token_logprobs"])
         # the prompt ids are the engine's tokenization of the prompt it was given
-        assert _engine(llama, "/extras/tokenize", {"input": prompt_text})["tokens"] == call.prompt_ids
+        assert _engine(llama, "/extras/tokenize", {"input": prompt})["tokens"] == call.prompt_ids
     traj = Trajectory.from_calls(calls)
     assert traj.broken == [] and (traj.wv_first, traj.wv_last) == (7, 8)
     assert gateway.take("plain-1") == calls and gateway.calls("plain-1") == []
@@ -109,8 +111,10 @@ def tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.docker
 def test_mini_trials_through_the_gateway_keep_their_exact_turns(cli, engine, db: str, gateway: Gateway,
                                                                  tasks: Path, tmp_path: Path) -> None:  # fmt: skip
-    options = {"max_turns": 2, "max_output_tokens": 32}
-    rollouts = Rollouts(db, "w41-gw", tasks, gateway=gateway, agent_options=options, retries=0, runs_dir=tmp_path)
+    options = {"max_turns": 2, "max_output_tokens": 24}
+    # 5 x the task's 60 s: on a loaded 2-core machine one call of the 135M model can take most of a minute
+    rollouts = Rollouts(db, "w41-gw", tasks, gateway=gateway, agent_options=options, retries=0, runs_dir=tmp_path,
+                        timeout_multiplier=5)  # fmt: skip
     gateway.set_weight_version(4)
     results = asyncio.run(rollouts.group("plain-bugfix", 2, step=5))
     ledger = Ledger(db)

@@ -457,13 +457,16 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
             return trial, path
 
         def _send(self, status: int, body: bytes, ctype: str = "application/json", extra: dict | None = None):
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            for k, v in (extra or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(body)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in (extra or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (its own timeout): nothing to tell
+                self.close_connection = True
 
         def _json(self, status: int, obj: Any, extra: dict | None = None) -> None:
             self._send(status, json.dumps(obj).encode(), extra=extra)

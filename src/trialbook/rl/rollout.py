@@ -150,6 +150,7 @@ class Rollouts:
         executor: str | Executor = "local",
         ray_address: str | None = None,
         gateway: Gateway | None = None,
+        timeout_multiplier: float = 1.0,
     ) -> None:
         self.ledger = Ledger(str(db) if db is not None else None)
         self.run = run
@@ -178,6 +179,7 @@ class Rollouts:
             retries=retries,
             runs_dir=str(Path(runs_dir).resolve()),
             agent_options=self.options,
+            timeout_multiplier=timeout_multiplier,
         )
         self.run_id = self._open(serving)
         self.stopper = Stopper()
@@ -260,6 +262,7 @@ class Rollouts:
             raise UserError(f"unknown task '{task_id}' (known: {', '.join(sorted(self.tasks))})")
         settings = TrialSettings(
             run=self.run, agent=agent, retries=self.config.retries, backoff_s=self.config.backoff_s,
+            timeout_multiplier=self.config.timeout_multiplier,
             labels={LABEL_LEDGER: self.ledger.id, LABEL_RUN_ID: str(self.run_id)},
         )  # fmt: skip
         task = self.tasks[task_id]

@@ -37,8 +37,9 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 def skyrl_row(r: RolloutResult) -> dict[str, Any]:
     """One `GeneratorOutput` row from a recorded rollout's trajectory (see the module docstring)."""
     traj = r.trajectory
-    if traj is None or not traj.turns:
-        raise UserError("SkyRLGenerator needs its rollouts through the model gateway (Rollouts(gateway=...))")
+    if traj is None or not traj.turns:  # no model call at all (the sandbox never started): nothing to train on
+        return {"prompt_token_ids": [], "response_ids": [], "reward": 0.0, "loss_mask": [], "logprobs": [],
+                "stop_reason": r.outcome, "broken": False}  # fmt: skip
     seg = traj.segments()[0]
     n = len(traj.turns[0].prompt_ids)
     masked = r.reward is None
