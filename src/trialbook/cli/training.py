@@ -45,6 +45,24 @@ def train_report_cmd(
     emit(report, as_json, render.print_train_report, markdown, as_csv)
 
 
+@train_app.command("export-trajectories")
+def export_trajectories_cmd(
+    run: RunArg,
+    out: Annotated[Path, typer.Option("--out", help="File to write (.jsonl, or .parquet with pyarrow).")],
+    fmt: Annotated[str | None, typer.Option("--format", help="jsonl or parquet (default: by --out's suffix).")] = None,
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """Token-level trajectories for a trainer: per trial, sequences of ids, loss mask, logprobs, weight versions."""
+    from trialbook.training.trajectories import export
+
+    def human(s: dict) -> None:
+        typer.echo(f"wrote {s['trajectories']} trajectories ({s['sequences']} sequences, "
+                   f"{s['policy_tokens']} policy tokens) to {s['out']}")  # fmt: skip
+
+    emit(export(reading(db), run, out, fmt), as_json, human)
+
+
 @sim_app.command("pipeline")
 def sim_pipeline_cmd(
     batch: Annotated[int, typer.Option("--batch", help="Groups (tasks) per optimizer step.")],

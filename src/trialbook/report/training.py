@@ -6,7 +6,7 @@ from rich.markup import escape
 
 from trialbook.report.layout import line, table
 from trialbook.results import Absent
-from trialbook.training.results import Bucket, PipelineResult, RolloutTruth, TrainReport
+from trialbook.training.results import Bucket, PipelineResult, RolloutTruth, TokenAudit, TrainReport
 
 SHARE_LABELS = {
     "agent_timeout": "CBF",
@@ -154,9 +154,32 @@ def print_train_report(r: TrainReport) -> None:
                 f" over {last.tasks} tasks",
                 markup=False,
             )
+    if isinstance(r.tokens, TokenAudit):
+        print_token_audit(r.tokens)
     for w in r.warnings:
         line(f"[yellow]warning:[/yellow] {escape(w)}")
     line(summary_paragraph(r), markup=False)
+
+
+def print_token_audit(a: TokenAudit) -> None:
+    """Token-exactness of a run's recorded trajectories (training/trajectories.token_audit)."""
+    table(
+        ["wv", "trials", "turns", "broken prefixes", "broken trials"],
+        [["-" if w.wv is None else str(w.wv), str(w.trials), str(w.turns), str(w.prefix_breaks),
+          str(w.broken_trials)] for w in a.by_wv],
+        title="token-exactness by weight version (each turn's prompt extends the previous prompt + completion)",
+    )  # fmt: skip
+    stale = "-" if a.staleness_max is None else f"mean {a.staleness_mean:g}, max {a.staleness_max}"
+    line(
+        f"tokens: {a.with_tokens} trials, {a.turns} turns, {a.prefix_breaks} broken prefixes in {a.broken_trials}"
+        f" trials, {a.inexact_trials} trials with ids not the engine's own; staleness (step - wv) {stale}",
+        markup=False,
+    )
+    for b in a.broken:
+        line(f"  {a.tag}: trial {b.trial_id} ({b.task_id} #{b.attempt}, step {b.step}, wv {b.wv})"
+             f" turns {', '.join(map(str, b.broken_turns))}", markup=False)  # fmt: skip
+    if a.masked_groups:
+        line(f"masked groups ({len(a.masked_groups)}): {', '.join(a.masked_groups)}", markup=False)
 
 
 def print_pipeline(r: PipelineResult) -> None:

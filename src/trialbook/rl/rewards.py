@@ -7,6 +7,11 @@ masked (no gradient: the trial says nothing about the policy, e.g. the sandbox b
 fixed reward. A trajectory that ended with the agent's own submission has its reward multiplied by
 `finalize_reward_scale` (default 1.0).
 The policy in force is stored on every rollout run (`config.rewards`), so curves stay comparable.
+
+A group (one task at one step: the trajectories whose rewards GRPO compares) with a masked member is settled
+by `group` (GROUP_POLICIES): masking one member alone would leave the others' advantages computed against a
+partial group (the bias SkyRL avoids by masking the whole group), so either the whole group is masked or the
+member is re-run first. Every masked group is kept on its trials (`extra.group_masked`).
 """
 
 from __future__ import annotations
@@ -38,9 +43,17 @@ DEFAULT_RULES: dict[Outcome, RewardRule] = {
 }
 
 
+GROUP_POLICIES: dict[str, str] = {
+    "mask": "a group with a masked member is masked whole: none of its trajectories trains",
+    "retry": "a masked member is re-run (up to group_retries times); if still masked, the group is masked whole",
+}
+
+
 class RewardPolicy(BaseModel):
     rules: dict[Outcome, RewardRule] = Field(default_factory=lambda: dict(DEFAULT_RULES))
     finalize_reward_scale: float = Field(1.0, ge=0.0)
+    group: Literal["mask", "retry"] = "mask"
+    group_retries: int = Field(1, ge=0)
 
     def model_post_init(self, __context: Any) -> None:
         missing = set(Outcome) - set(self.rules)
@@ -66,6 +79,8 @@ class RewardPolicy(BaseModel):
         return {
             "rules": {o.value: {"reward": r.reward, "masked": r.masked} for o, r in self.rules.items()},
             "finalize_reward_scale": self.finalize_reward_scale,
+            "group": self.group,
+            "group_retries": self.group_retries,
         }
 
     def rows(self) -> list[dict[str, Any]]:

@@ -8,6 +8,12 @@ Every call runs the `mini` agent (mini-swe-agent's loop) against the policy endp
 sandbox, grades it with the task's verifier, and records a `kind=train` trial with `step`, `wv`
 and `epoch`, so `trialbook train report RUN` works while training is still going. The run's
 config keeps the rewards policy in force and its stack the serving engine the endpoint reports.
+
+With `gateway=` (rl/gateway.py) every model call goes through the model gateway, each trial under its own key:
+the trial then keeps its exact token ids, logprobs and weight versions per turn (the `tokens.json` artifact,
+rl/trajectory.py), its `wv` is the oldest weight version that generated any of it, and `extra.rollout` holds
+turns, prefix breaks and staleness. `group()` settles a group with a masked member by the rewards policy's
+`group` rule (mask it whole, or retry the member first).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +42,9 @@ from trialbook.harness.runner import open_run
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
 from trialbook.ledger.store import Ledger
 from trialbook.records import Run
+from trialbook.rl.gateway import Gateway
 from trialbook.rl.rewards import DEFAULT_POLICY, RewardPolicy
+from trialbook.rl.trajectory import ARTIFACT, Trajectory, tagged
 from trialbook.sandbox import Sandbox
 from trialbook.sandbox.docker import LABEL_LEDGER, LABEL_RUN_ID
 from trialbook.tasks import TaskSpec, load_tasks
@@ -95,7 +103,7 @@ class RolloutResult:
     group_id: str | None
     attempt: int
     step: int
-    wv: int
+    wv: int | None
     epoch: int
     outcome: str
     verifier_reward: float | None
@@ -108,6 +116,17 @@ class RolloutResult:
     # per model call, as the endpoint returned them (None where it did not)
     token_ids: list[list[int] | None] = field(default_factory=list)
     logprobs: list[list[dict[str, Any]] | None] = field(default_factory=list)
+    trajectory: Trajectory | None = None  # the gateway's record of every call (None without a gateway)
+    group_masked: bool = False
+
+
+@dataclass
+class Pending:
+    """A finished, not yet recorded trial (a group is recorded once its policy is settled)."""
+
+    result: TrialResult
+    group_id: str | None
+    trajectory: Trajectory | None
 
 
 class Rollouts:
@@ -130,15 +149,20 @@ class Rollouts:
         runs_dir: str | Path = DEFAULT_RUNS_DIR,
         executor: str | Executor = "local",
         ray_address: str | None = None,
+        gateway: Gateway | None = None,
+        timeout_multiplier: float = 1.0,
     ) -> None:
         self.ledger = Ledger(str(db) if db is not None else None)
         self.run = run
         self.rewards = rewards
+        self.gateway = gateway
         self.runs_dir = RunPaths.of(runs_dir, run).folder
         specs, errors = load_tasks(Path(tasks_dir))
         if errors:
             raise UserError(f"unusable task folder(s): {', '.join(e.task_id for e in errors)}")
         self.tasks: dict[str, TaskSpec] = {s.task_id: s for s in specs}
+        if gateway is not None and not endpoints:
+            endpoints = [gateway.url]
         self.options = {**(agent_options or {}), "endpoints": list(endpoints)}
         if model:
             self.options["model"] = model
@@ -147,12 +171,15 @@ class Rollouts:
         self._agents: dict[tuple[str, ...], MiniAgent] = {}
         if serving is None and endpoints:
             serving = agent_stack(self._agent(None))
+        if gateway is not None and "model" not in self.options:
+            self.options["model"] = self._agent(None).model_name()  # asked once, not once per trial
         self.config = RunConfig(
             tasks_dir=str(Path(tasks_dir).resolve()),
             agent="mini",
             retries=retries,
             runs_dir=str(Path(runs_dir).resolve()),
             agent_options=self.options,
+            timeout_multiplier=timeout_multiplier,
         )
         self.run_id = self._open(serving)
         self.stopper = Stopper()
@@ -179,6 +206,8 @@ class Rollouts:
         stack = {"harness": "trialbook", "harness_version": trialbook.__version__, "engine": "docker",
                  "engine_version": self.executor.version()}  # fmt: skip
         config = {**self.config.model_dump(), "rewards": self.rewards.record()}
+        if self.gateway is not None:
+            config["gateway"] = {"engine": self.gateway.engine.name, "engine_url": self.gateway.engine_url}
         run = Run(name=self.run, kind="train", config=config, stack=with_agent_stack(stack, serving))
         return open_run(self.ledger, run, self.config, list(self.tasks.values()), replace=False)
 
@@ -187,14 +216,18 @@ class Rollouts:
         task_id: str,
         *,
         step: int,
-        wv: int,
+        wv: int | None = None,
         epoch: int = 0,
         group_id: str | None = None,
         attempt: int = 0,
         endpoint: str | Sequence[str] | None = None,
     ) -> RolloutResult:
-        """Run, grade and record one trial; `endpoint` overrides the policy endpoint for this call."""
-        return await self._run(self._agent(endpoint), task_id, step, wv, epoch, group_id, attempt)
+        """Run, grade and record one trial; `endpoint` overrides the policy endpoint for this call.
+
+        `wv`: the weight version that generated it, when the trainer knows it; through a gateway, the
+        version the gateway recorded for the trial's first call wins."""
+        pending = await self._execute(task_id, attempt, group_id, endpoint)
+        return await asyncio.to_thread(self._record, pending, step, wv, epoch)
 
     async def score(
         self,
@@ -208,27 +241,52 @@ class Rollouts:
         attempt: int = 0,
     ) -> RolloutResult:
         """Execute one model completion's bash block(s) in a sandbox and grade it (single-turn RL)."""
-        return await self._run(CompletionAgent(completion), task_id, step, wv, epoch, group_id, attempt)
+        pending = await self._run_agent(CompletionAgent(completion), task_id, attempt, group_id, None)
+        return await asyncio.to_thread(self._record, pending, step, wv, epoch)
 
-    async def _run(
-        self, agent: Agent, task_id: str, step: int, wv: int, epoch: int, group_id: str | None, attempt: int
-    ) -> RolloutResult:
+    async def _execute(
+        self, task_id: str, attempt: int, group_id: str | None, endpoint: str | Sequence[str] | None
+    ) -> Pending:
+        key = None
+        if self.gateway is not None and endpoint is None:
+            key = self.gateway.new_key()
+            agent: Agent = get_agent("mini", {**self.options, "endpoints": [self.gateway.url_for(key)]})
+        else:
+            agent = self._agent(endpoint)
+        return await self._run_agent(agent, task_id, attempt, group_id, key)
+
+    async def _run_agent(
+        self, agent: Agent, task_id: str, attempt: int, group_id: str | None, key: str | None
+    ) -> Pending:
         if task_id not in self.tasks:
             raise UserError(f"unknown task '{task_id}' (known: {', '.join(sorted(self.tasks))})")
         settings = TrialSettings(
             run=self.run, agent=agent, retries=self.config.retries, backoff_s=self.config.backoff_s,
+            timeout_multiplier=self.config.timeout_multiplier,
             labels={LABEL_LEDGER: self.ledger.id, LABEL_RUN_ID: str(self.run_id)},
         )  # fmt: skip
         task = self.tasks[task_id]
         result = await asyncio.to_thread(self.executor.run_one, task, attempt, settings, self.stopper)
-        return await asyncio.to_thread(self._record, result, step, wv, epoch, group_id)
+        traj = None
+        if key is not None and self.gateway is not None:
+            traj = Trajectory.from_calls(self.gateway.take(key))
+        return Pending(result, group_id, traj)
 
-    def _record(self, result: TrialResult, step: int, wv: int, epoch: int, group_id: str | None) -> RolloutResult:
+    def _record(
+        self, pending: Pending, step: int, wv: int | None, epoch: int, group_masked: dict[str, Any] | None = None
+    ) -> RolloutResult:
+        result, group_id, traj = pending.result, pending.group_id, pending.trajectory
         t = result.trial
         info = (t.extra or {}).get("agent_info") or {}
         submitted = bool(info.get("submitted"))
-        reward = self.rewards.reward(t.outcome, t.reward, submitted)
+        reward = None if group_masked else self.rewards.reward(t.outcome, t.reward, submitted)
         extra = {**(t.extra or {}), "group_id": group_id, "train_reward": reward, "masked": reward is None}
+        if group_masked:
+            extra["group_masked"] = group_masked
+        if traj is not None and traj.turns:
+            wv = traj.wv_first if traj.wv_first is not None else wv
+            extra = tagged(extra, traj, step)
+            result.extra_files[ARTIFACT] = traj.dumps()
         result.trial = t.model_copy(update={"step": step, "wv": wv, "epoch": epoch, "extra": extra})
         trial_id = record_trial(self.ledger, self.run_id, result)
         write_or_warn(self.ledger, trial_id, self.runs_dir, self.run, result)
@@ -252,18 +310,49 @@ class Rollouts:
             messages=[{"role": m.get("role"), "content": m.get("content")} for m in trajectory.get("messages", [])],
             token_ids=[c.get("token_ids") for c in calls],
             logprobs=[c.get("logprobs") for c in calls],
+            trajectory=traj,
+            group_masked=bool(group_masked),
         )
 
+    def masked(self, pending: Pending) -> bool:
+        t = pending.result.trial
+        return self.rewards.masked(t.outcome)
+
     async def group(
-        self, task_id: str, size: int, *, step: int, wv: int, epoch: int = 0, group_id: str | None = None
-    ) -> list[RolloutResult]:
-        """`size` rollouts of one task at once (a GRPO group), attempts 0..size-1."""
+        self, task_id: str, size: int, *, step: int, wv: int | None = None, epoch: int = 0,
+        group_id: str | None = None,
+    ) -> list[RolloutResult]:  # fmt: skip
+        """`size` rollouts of one task at once (a GRPO group), attempts 0..size-1, settled by the rewards
+        policy's group rule (`rewards.GROUP_POLICIES`) before any of them is recorded."""
         gid = group_id or f"{task_id}@{step}"
-        return list(
-            await asyncio.gather(
-                *(self.rollout(task_id, step=step, wv=wv, epoch=epoch, group_id=gid, attempt=a) for a in range(size))
-            )
-        )
+        members = list(await asyncio.gather(*(self._execute(task_id, a, gid, None) for a in range(size))))
+        return await asyncio.to_thread(self.settle, members, step, wv, epoch, gid, lambda a: self._execute(
+            task_id, a, gid, None))  # fmt: skip
+
+    def settle(
+        self, members: list[Pending], step: int, wv: int | None, epoch: int, gid: str,
+        rerun: Callable[[int], Coroutine[Any, Any, Pending]] | None = None,
+    ) -> list[RolloutResult]:  # fmt: skip
+        """Apply the group rule to finished members, record them all, return the group's results (the retried
+        members' failed tries are recorded too, masked, and not returned)."""
+        replaced: list[Pending] = []
+        if self.rewards.group == "retry" and rerun is not None:
+            next_attempt = max(p.result.trial.attempt for p in members) + 1
+            for i in range(len(members)):
+                tries = self.rewards.group_retries
+                while tries and self.masked(members[i]):
+                    replaced.append(members[i])
+                    members[i] = asyncio.run(rerun(next_attempt))
+                    next_attempt, tries = next_attempt + 1, tries - 1
+        bad = [p.result.trial for p in members if self.masked(p)]
+        mark = None
+        if bad:
+            because = [f"attempt {t.attempt}: {t.outcome.value}" for t in bad]
+            policy = self.rewards.group if rerun is not None or self.rewards.group == "mask" else "mask (no rerun here)"
+            mark = {"group": gid, "policy": policy, "because": because}
+        for p in replaced:
+            self._record(p, step, wv, epoch, {"group": gid, "policy": "retry", "because": ["retried"]})
+        return [self._record(p, step, wv, epoch, mark) for p in members]
 
     def close(self) -> None:
         """Remove any container this run left (there should be none)."""

@@ -25,6 +25,7 @@ from trialbook.training.ingest import load_steps
 from trialbook.training.load import TrainData, load_trajectories
 from trialbook.training.results import TrainReport
 from trialbook.training.stalls import stall_report
+from trialbook.training.trajectories import token_audit
 
 # Failure shares reported per bucket (percent of the bucket's trajectories); agent_timeout is shown as CBF.
 SHARE_KINDS = ("agent_timeout", "p2p_regression", "format_error", "context_overflow", "incomplete")
@@ -175,6 +176,7 @@ def train_report(
         for b in buckets:
             b["pass_pct_all_repos"] = with_all.get(b["wv_from"])
     judged = data.count(data.graded)
+    audit = token_audit(ledger, run.id)
     return TrainReport.from_json({
         "run": run_name,
         "kind": run.kind,
@@ -193,4 +195,5 @@ def train_report(
         "stalls": stall_report(everything, steps, gpus),
         "eval_overlap": overlap,
         "warnings": warnings,
+        "tokens": None if audit is None else audit.to_json(),
     })

@@ -99,6 +99,47 @@ class TrainReport(Result):
     stalls: Stalls
     eval_overlap: EvalOverlap | None
     warnings: list[str]
+    tokens: TokenAudit | None | Absent = optional(default=ABSENT)  # runs whose trials recorded token ids
+
+
+@dataclass(frozen=True)
+class WvAudit(Result):
+    """Token-exactness of the trials of one weight version."""
+
+    wv: int | None
+    trials: int
+    turns: int
+    prefix_breaks: int
+    broken_trials: int
+
+
+@dataclass(frozen=True)
+class BrokenTrial(Result):
+    """A trial (tagged `broken_prefix`) with a turn whose prompt does not extend the previous prompt + completion."""
+
+    trial_id: int
+    task_id: str
+    attempt: int
+    step: int | None
+    wv: int | None
+    broken_turns: list[int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokenAudit(Result):
+    """Token-level trajectories of a run (rl/trajectory.py): turns, exactness, broken prefixes, staleness."""
+
+    with_tokens: int  # trials that recorded their token ids (through the gateway or a trainer)
+    turns: int
+    prefix_breaks: int
+    broken_trials: int
+    inexact_trials: int  # trials with a turn whose ids were not the engine's own
+    staleness_max: int | None
+    staleness_mean: float | None
+    by_wv: list[WvAudit]
+    broken: list[BrokenTrial]
+    masked_groups: list[str]  # groups masked whole by the rewards policy's group rule
+    tag: str
 
 
 @dataclass(frozen=True)
