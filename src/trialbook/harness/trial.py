@@ -17,8 +17,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trialbook.agents.base import Agent, AgentResult, AgentStopped
-from trialbook.harness import blame, footprint
-from trialbook.harness.isolation import (
+from trialbook.harness.paths import TRIAL_PREFIX
+from trialbook.outcomes import FINDINGS, POLICY, classify, error_kind, rule_for
+from trialbook.records import Outcome, Trial, is_graded
+from trialbook.sandbox import DockerEngine, Sandbox
+from trialbook.sandbox.box import TreeTooLargeError
+from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
+from trialbook.tasks import TaskError, TaskSpec
+from trialbook.verify import blame, footprint
+from trialbook.verify import canary as canaries
+from trialbook.verify.isolation import (
     CarryTimeout,
     Change,
     Grading,
@@ -31,14 +39,6 @@ from trialbook.harness.isolation import (
     restore_container,
     workdir_of,
 )
-from trialbook.harness.paths import TRIAL_PREFIX
-from trialbook.outcomes import FINDINGS, POLICY, classify, error_kind, rule_for
-from trialbook.records import Outcome, Trial, is_graded
-from trialbook.sandbox import DockerEngine, Sandbox
-from trialbook.sandbox.box import TreeTooLargeError
-from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
-from trialbook.tasks import TaskError, TaskSpec
-from trialbook.verify import canary as canaries
 from trialbook.verify.runner import Verdict
 
 TRY_STATE = ("agent_result", "verifier_log", "image", "verifier", "patch", "tags", "agent_limit_hits")
@@ -373,7 +373,7 @@ def _grade_diff(
 
         return open_box
 
-    state["workdir"] = change.workdir  # the baseline's footprint is read outside it (harness/footprint.py)
+    state["workdir"] = change.workdir  # the baseline's footprint is read outside it (verify/footprint.py)
     read = footprint.reader(task, change.workdir, resolving=True)
     grading = grade(task, opener("v", []), lambda b: blame.remove_box(b, state), footprint=read)
     state["patch"] = change.patch

@@ -58,7 +58,7 @@ class DaemonError(SandboxError):
 
 
 class TreeTooLargeError(SandboxError):
-    """A working tree copied out of a container ran past SNAPSHOT_LIMIT bytes as an archive (harness/blame.py asks
+    """A working tree copied out of a container ran past SNAPSHOT_LIMIT bytes as an archive (verify/blame.py asks
     whether the image's own tree fits before it blames the change)."""
 
     kind = "IsolationError"
@@ -476,7 +476,7 @@ class Sandbox:
         daemon's copy decides).
 
         What the container's tar writes is only as trustworthy as the container: the caller treats it as
-        data (harness/isolation.py re-packs it member by member)."""
+        data (verify/isolation.py re-packs it member by member)."""
         channel = self._channel_for("root")
         if channel is None:
             return False

@@ -39,7 +39,7 @@ class _Agent(_Section):
 
 class _Verifier(_Section):
     timeout_sec: float = Field(DEFAULT_VERIFIER_TIMEOUT, gt=0, allow_inf_nan=False)
-    # "diff": only the change to the working tree reaches a fresh verifier container (harness/isolation.py);
+    # "diff": only the change to the working tree reaches a fresh verifier container (verify/isolation.py);
     # "container": the agent's own container is graded, its processes killed and harness files restored
     isolation: Literal["diff", "container"] = "diff"
 

@@ -223,7 +223,7 @@ def grade_parsed(
 ) -> GradeResult:
     """The grade of an already parsed log (see `parse_log`); `canary`: the name of the test that must fail
     (verify/canary.py), which, reported passing, fails the grade: the runner was made to pass what fails; with
-    `canary_expected` (the runner reported it failing without the change: harness/blame.missing_canary),
+    `canary_expected` (the runner reported it failing without the change: verify/blame.missing_canary),
     not reporting it fails the grade too ("hidden"). Of `conflicts`, only the tests graded here are kept: a
     test no list names cannot change the grade whichever way it is read."""
     resolved, tests = grade_status_map(status_map, repo, fail_to_pass, pass_to_pass)

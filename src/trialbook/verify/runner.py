@@ -61,9 +61,9 @@ class GraderUnavailableError(Exception):
 
 class Verdict(BaseModel):
     reward: float
-    graded_by: str  # "test_log" or "reward_file"; "timeout" (a hang the agent's change caused, harness/blame.py),
-    # "change_too_large" (its tree outgrew the sandbox's limits when carried, harness/isolation._outgrown), "limits"
-    # (the tests outgrew them with the change, not without it, harness/blame.limits)
+    graded_by: str  # "test_log" or "reward_file"; "timeout" (a hang the agent's change caused, verify/blame.py),
+    # "change_too_large" (its tree outgrew the sandbox's limits when carried, verify/isolation._outgrown), "limits"
+    # (the tests outgrew them with the change, not without it, verify/blame.limits)
     tests: dict[str, dict[str, str]] | None = None
     p2p_regression: bool = False
     conflicts: list[str] = []  # tests the log reports both passing and failing (verify/grading.parse_log)

@@ -14,8 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from trialbook.harness import footprint as footprints
-from trialbook.harness.isolation import (
+from trialbook.sandbox import Sandbox, SandboxError
+from trialbook.sandbox.box import TreeTooLargeError
+from trialbook.tasks import TaskSpec
+from trialbook.verify import canary as canaries
+from trialbook.verify import footprint as footprints
+from trialbook.verify.isolation import (
     CarryOutgrown,
     CarryTimeout,
     Grading,
@@ -25,10 +29,6 @@ from trialbook.harness.isolation import (
     image_tree_bytes,
     index_image_tree,
 )
-from trialbook.sandbox import Sandbox, SandboxError
-from trialbook.sandbox.box import TreeTooLargeError
-from trialbook.tasks import TaskSpec
-from trialbook.verify import canary as canaries
 from trialbook.verify.runner import Verdict, witnessable
 
 
@@ -101,7 +101,7 @@ class Baseline:
     canary: str | None = None
     outlived: int = 0
     exit_code: int | None = None
-    footprint: dict[str, str] | None = None  # graded by its reward file in a fresh container (harness/footprint.py)
+    footprint: dict[str, str] | None = None  # graded by its reward file in a fresh container (verify/footprint.py)
 
 
 # Per process, keyed by (task, verifier hash, image id, with a canary or not); a task's baseline runs once (its
@@ -251,7 +251,7 @@ def changed_outside(
     task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
 ) -> None:
     """A positive reward read from the reward file of a fresh verifier container that the run left changed outside
-    the working tree and the places a run may write (harness/footprint.py: the container's own layer, read from
+    the working tree and the places a run may write (verify/footprint.py: the container's own layer, read from
     outside it; /tests by content): test.sh may run a tool of the image or a script of its tests after the tests,
     which the code under test could have replaced (python3 made to answer 1 for the grader:
     tests/harness/cheats/python_replaced_at_import.sh; the grader itself rewritten: grader_rewritten.sh). Compared

@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import IO, Any
 
-from trialbook.harness.tree import UnreadableArchive, repack
 from trialbook.sandbox import DockerEngine, Sandbox, SandboxError
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import commands, installed_by_patch, read_script, task_test_files, words
 from trialbook.verify.canary import TEST_MODULE
 from trialbook.verify.runner import RewardFileNotFoundError, Verdict, VerifierTimeoutError, verify
+from trialbook.verify.tree import UnreadableArchive, repack
 
 PATCH_KEEP = 1_000_000  # bytes of the agent's patch kept with the trial (agent/patch.diff)
 NO_GIT = 96
@@ -515,7 +515,7 @@ class Grading:
     log: str = ""
     tries: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
-    footprint: dict[str, str] | None = None  # what the verifier left changed outside the tree (harness/footprint.py)
+    footprint: dict[str, str] | None = None  # what the verifier left changed outside the tree (verify/footprint.py)
 
 
 def grade(
@@ -557,7 +557,7 @@ def grade(
             close_box(box)
         if hits:
             out = _limited(out, task, hits, "while the verifier ran")
-            out.extra["limits_hit_in_tests"] = True  # not while the change was carried (harness/blame.limits)
+            out.extra["limits_hit_in_tests"] = True  # not while the change was carried (verify/blame.limits)
             return out
         if out.verdict is not None:
             return out
