@@ -114,7 +114,7 @@ def _pytest_task(tmp: Path, code_under_test: str) -> tuple[str, Path]:
     (tmp / "tests").mkdir()
     shutil.copy(example / "tests" / "test_stats.py", tmp / "tests")
     command = f"set -x\n{sys.executable} -m pytest -rA -p no:cacheprovider tests/test_stats.py\n"
-    planted = plant(command, {"test_stats.py"}, NONCE)
+    planted = plant(command, {"test_stats.py"}, NONCE, name=NAME)
     assert planted is not None and planted.name == NAME
     out = subprocess.run(["bash", "-c", planted.script], cwd=tmp, capture_output=True, text=True)
     return out.stdout + out.stderr, tmp
@@ -155,7 +155,7 @@ def _django_style_run(tmp: Path, code_under_test: str) -> str:
     )
     script = "git apply - <<'EOF'\ndiff --git a/tests/app/test_m.py b/tests/app/test_m.py\nEOF\n"
     script += f"{sys.executable} ./tests/runtests.py --verbosity 2 app.test_m\n"
-    planted = plant(script.replace("git apply - ", ": "), set(), NONCE)
+    planted = plant(script.replace("git apply - ", ": "), set(), NONCE, name=NAME)
     assert planted is not None and planted.files == ("tests/app/test_m.py",)
     out = subprocess.run(["bash", "-c", planted.script], cwd=tmp, capture_output=True, text=True)
     return out.stdout + out.stderr
@@ -170,7 +170,7 @@ def test_a_django_style_runner_reports_it_failing_and_catches_a_unittest_made_to
 
 
 def test_the_unittest_canary_is_valid_python_appended_to_any_module(tmp_path: Path) -> None:
-    source = (TESTCASE % (NONCE, NAME)).encode().decode("unicode_escape")
+    source = (TESTCASE % (NONCE, "StatsEdge", NONCE, NAME, 2, 3)).encode().decode("unicode_escape")
     module = tmp_path / "m.py"
     module.write_text('"""doc"""\nfrom __future__ import annotations\nx = 1' + source)  # no final newline before it
     compile(module.read_text(), str(module), "exec")

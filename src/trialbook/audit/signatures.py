@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from trialbook.records import Outcome
 from trialbook.verify import canary as canaries
+from trialbook.verify import findings, hacks
 
 if TYPE_CHECKING:
     from trialbook.audit.regrade import Evidence
@@ -82,6 +83,12 @@ def _conflicting_reports(ev: Evidence) -> bool:
 
 def _tagged(tag: str) -> Callable[[Evidence], bool]:
     return lambda ev: tag in ((ev.trial.extra or {}).get("tags") or [])
+
+
+def _not_gold(ev: Evidence) -> bool:
+    """Resolved by swebench's rule, not by the strict one (an official log re-graded too, untagged)."""
+    strict = ev.grade is not None and ev.grade.resolved and not ev.grade.strict and bool(ev.grade.not_gold)
+    return strict or _tagged("status_not_gold")(ev)
 
 
 class Signature(NamedTuple):
@@ -234,6 +241,13 @@ SIGNATURES: tuple[Signature, ...] = (
         False,
         check=_tagged("canary_missing"),
     ),
+    # the grading half of the threat model (docs/threat-model-grading.md): verify/findings.TAGS, then the reward-hacking
+    # signatures read from the agent's patch (verify/hacks.HACKS)
+    *(
+        Signature(name, meaning, False, check=_not_gold if name == "status_not_gold" else _tagged(name))
+        for name, meaning in findings.TAGS.items()
+    ),
+    *(Signature(h.name, h.meaning + " (verify/hacks.py)", False, check=_tagged(h.name)) for h in hacks.HACKS),
 )
 
 BY_NAME: dict[str, Signature] = {s.name: s for s in SIGNATURES}

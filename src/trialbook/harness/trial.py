@@ -24,7 +24,7 @@ from trialbook.sandbox import DockerEngine, Sandbox
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
 from trialbook.tasks import TaskError, TaskSpec
-from trialbook.verify import blame, footprint
+from trialbook.verify import blame, findings, footprint, hacks
 from trialbook.verify import canary as canaries
 from trialbook.verify.isolation import (
     CarryTimeout,
@@ -39,6 +39,7 @@ from trialbook.verify.isolation import (
     restore_container,
     workdir_of,
 )
+from trialbook.verify.patch import kept_patch, patch_record
 from trialbook.verify.runner import Verdict
 
 TRY_STATE = ("agent_result", "verifier_log", "image", "verifier", "patch", "tags", "agent_limit_hits")
@@ -166,6 +167,7 @@ def run_trial(
         tags.append("runner_subverted")  # the test that must fail passed, or was hidden (verify/canary.py): failing
     elif verdict is not None and verdict.canary_seen in canaries.UNSEEN and outcome == Outcome.RESOLVED:
         tags.append("canary_missing")
+    tags += findings.verdict_tags(verdict)
     if exc_type is None:
         exc_type = next((finding for finding in FINDINGS if finding in tags), None)
         exc_msg = FINDINGS.get(exc_type or "")
@@ -196,6 +198,7 @@ def run_trial(
         extra.update({"outlived_processes": verdict.outlived} if verdict.outlived else {})
         extra.update({"foreign_reward_files": verdict.foreign_rewards} if verdict.foreign_rewards else {})
         extra.update({"canary": {"name": verdict.canary, "seen": verdict.canary_seen}} if verdict.canary else {})
+        extra.update(findings.verdict_extra(verdict))
     trial = Trial(
         task_id=task.task_id,
         attempt=attempt,
@@ -224,7 +227,7 @@ def run_trial(
 
 def _patch_file(state: dict[str, Any]) -> dict[str, str]:
     """The agent's change as the verifier applied it: agent/patch.diff and the `patch.diff` artifact."""
-    return {"patch.diff": state["patch"]} if state.get("patch") else {}
+    return kept_patch(state["patch"]) if state.get("patch") else {}
 
 
 def _classify(exc_type: str | None, verdict: Verdict | None) -> tuple[Outcome, float | None]:
@@ -377,6 +380,9 @@ def _grade_diff(
     read = footprint.reader(task, change.workdir, resolving=True)
     grading = grade(task, opener("v", []), lambda b: blame.remove_box(b, state), footprint=read)
     state["patch"] = change.patch
+    if change.patch:  # kept whole (verify/isolation.kept_patch); its reward-hacking signatures (verify/hacks.py)
+        grading.extra["patch"] = patch_record(change.patch)
+        state.setdefault("tags", []).extend(hacks.signatures(change.patch))
     if change.too_long:
         grading.extra["paths_too_long"] = change.too_long
     if grading.error is not None and grading.error[0] == "VerifierTimeoutError" and change.files:

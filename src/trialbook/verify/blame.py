@@ -29,7 +29,7 @@ from trialbook.verify.isolation import (
     image_tree_bytes,
     index_image_tree,
 )
-from trialbook.verify.runner import Verdict, witnessable
+from trialbook.verify.runner import Verdict, failing_tests, passing_tests, per_test_lines, witnessable
 
 
 def remove_box(box: Sandbox, state: dict[str, Any]) -> None:
@@ -102,6 +102,7 @@ class Baseline:
     outlived: int = 0
     exit_code: int | None = None
     footprint: dict[str, str] | None = None  # graded by its reward file in a fresh container (verify/footprint.py)
+    failing: frozenset[str] = frozenset()  # the tests pytest's per-test lines report failing (runner.failing_tests)
 
 
 # Per process, keyed by (task, verifier hash, image id, with a canary or not); a task's baseline runs once (its
@@ -125,8 +126,9 @@ def baseline(
             if base.verdict is not None:
                 v = base.verdict
                 _BASELINES[key] = Baseline(
-                    "finished", v.duration_s, v.canary_seen, v.outlived, v.exit_code, base.footprint
-                )
+                    "finished", v.duration_s, v.canary_seen, v.outlived, v.exit_code, base.footprint,
+                    failing_tests(v.log),
+                )  # fmt: skip
             else:
                 _BASELINES[key] = Baseline("timed_out" if base.error and base.error[0] == "VerifierTimeoutError"
                                            else (base.error or ("unknown",))[0])  # fmt: skip
@@ -209,7 +211,27 @@ def reward_file(
         missing_reward(task, without_change, grading, state)
     untrusted_reward(task, without_change, grading, state)
     changed_outside(task, without_change, grading, state)
+    not_gold_reward(task, without_change, grading, state)
     unwitnessed_reward(task, with_change, without_change, grading, state, close)
+
+
+def not_gold_reward(
+    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
+) -> None:
+    """A reward file's strict verdict, anchored to the image as built: a resolving reward, from a log with pytest's
+    per-test lines, in which a test reported failing without the change is not reported PASSED with it (xfailed,
+    skipped or not run: the code under test called `pytest.xfail()` or `pytest.skip()` on the branch it gets wrong,
+    and pytest exits 0 for both) is graded 0, tagged `status_not_gold` (verify/grading.strict_verdict's rule where
+    no gold run is recorded: the tests the task exists to fix must pass)."""
+    verdict = grading.verdict
+    if verdict is None or verdict.graded_by != "reward_file" or verdict.reward < 1.0 or not per_test_lines(verdict.log):
+        return
+    base = baseline(task, open_box, state)
+    passed = passing_tests(verdict.log)
+    off = {test: "not PASSED" for test in sorted(base.failing - passed)}
+    if off:
+        grading.extra["not_gold"] = dict(list(off.items())[:200])
+        grading.verdict = verdict.model_copy(update={"reward": 0.0, "not_gold": off, "official_reward": verdict.reward})
 
 
 def untrusted_reward(
@@ -299,6 +321,9 @@ def unwitnessed_reward(
     control = grade(task, with_change, close or (lambda b: remove_box(b, state)), tries=1, witness=True)
     got = control.verdict
     grading.extra["witness"] = {"reward": got.reward if got else None, "canary": got.canary_seen if got else None}
+    if got is not None and got.exit_disagrees:  # the canary reported failing, the exit status said success
+        grading.verdict = verdict.model_copy(update={"reward": 0.0, "exit_disagrees": True})
+        return
     if got is None or got.reward < verdict.reward or got.canary_seen == canaries.FAILED:
         return
     seen = got.canary_seen

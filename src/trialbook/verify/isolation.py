@@ -34,10 +34,10 @@ from trialbook.sandbox import DockerEngine, Sandbox, SandboxError
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import commands, installed_by_patch, read_script, task_test_files, words
 from trialbook.verify.canary import TEST_MODULE
+from trialbook.verify.patch import PATCH_WHOLE
 from trialbook.verify.runner import RewardFileNotFoundError, Verdict, VerifierTimeoutError, verify
 from trialbook.verify.tree import UnreadableArchive, repack
 
-PATCH_KEEP = 1_000_000  # bytes of the agent's patch kept with the trial (agent/patch.diff)
 NO_GIT = 96
 APPLY_FAILED = 95
 BASE_DONE = "base-done"  # what the apply script prints once the image's side of the diff is there
@@ -281,7 +281,7 @@ def _apply_script(stage: str, tree_stage: str, workdir: str, exclude: list[str],
         f"  g diff --cached --name-only -z --no-renames --diff-filter=A $base -- . {spec} > {s}/added\n"
         f"  (cd {w} && xargs -0 -r sh -c {shlex.quote(UNBLOCK)} unblock < {s}/added) && apply || exit {APPLY_FAILED}\n"
         "fi\n"
-        f"head -c {PATCH_KEEP} {s}/patch.diff; rm -rf {s} {t}\n"
+        f"head -c {PATCH_WHOLE} {s}/patch.diff; rm -rf {s} {t}\n"
     )
 
 
@@ -361,9 +361,17 @@ def infra_touched(paths: list[str], task: TaskSpec) -> list[str]:
     return [
         p for p in paths
         if PurePosixPath(p).name in by_name or p in named or shadows_a_module(p)
-        or any(part.endswith(METADATA_SUFFIXES) for part in PurePosixPath(p).parts) or in_test_folder(p)
-        or shadows_installed(p, installed, modules)
+        or any(part.lower().endswith(METADATA_SUFFIXES) for part in PurePosixPath(p).parts) or in_test_folder(p)
+        or shadows_installed(p, installed, modules) or _linked_test_folder(p)
     ]  # fmt: skip
+
+
+def _linked_test_folder(path: str) -> bool:
+    """A changed path named as a test folder is no folder (git lists files and links): a link standing in for the
+    tests' package, pointing at a package of the change's whose `__init__.py` the runner imports first. Metadata
+    suffixes are read case-insensitively (`*.DIST-INFO`: Python's importlib.metadata lower-cases what it finds)."""
+    name = PurePosixPath(path).name
+    return TEST_FOLDER.fullmatch(name) is not None or name in ROOT_TEST_FOLDERS
 
 
 def in_test_folder(path: str) -> bool:
