@@ -87,10 +87,16 @@ def test_on_the_example_tasks_it_goes_before_pytest_and_into_the_copied_test_fil
 @pytest.mark.parametrize(
     "flags", ["-x", "--exitfirst", "--maxfail=1", "--maxfail 2", "--failfast", "-k median", "-kmedian"]
 )  # fmt: skip
-def test_none_where_the_command_stops_at_the_first_failure_or_selects_by_name(flags: str) -> None:
+def test_where_the_command_stops_at_the_first_failure_or_selects_by_name(flags: str) -> None:
+    """pytest: planted last (it stops nothing) or named with the -k word; another runner that stops at the first
+    failure: none (the trial is tagged unwitnessed)."""
     patch = "git apply - <<'EOF'\ndiff --git a/tests/app/test_a.py b/tests/app/test_a.py\nEOF\n"
     for command in ("python3 -m pytest -rA {} tests/app/test_a.py", "./tests/runtests.py --verbosity 2 {} app.test_a"):
-        assert plant(patch + command.format(flags) + "\n", set(), NONCE) is None
+        planted = plant(patch + command.format(flags) + "\n", set(), NONCE)
+        if "runtests" in command and not flags.startswith("-k"):
+            assert planted is None
+        else:
+            assert planted is not None and ("median" in planted.name) == flags.startswith("-k")
         assert plant(patch + command.format("") + "\n", set(), NONCE) is not None
 
 

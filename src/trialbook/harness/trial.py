@@ -36,6 +36,7 @@ from trialbook.verify.isolation import (
     base_preparer,
     capture,
     grade,
+    printable,
     restore_container,
     workdir_of,
 )
@@ -397,7 +398,7 @@ def _grade_diff(
     if not change.test_infra:
         return grading
     state.setdefault("tags", []).append("test_infra_changed")
-    grading.extra["test_infra_files"] = change.test_infra
+    grading.extra["test_infra_files"] = [printable(p) for p in change.test_infra]
     if grading.verdict is not None and grading.verdict.reward >= 1.0:
         control = grade(task, opener("c", change.test_infra), lambda b: blame.remove_box(b, state))
         reward = control.verdict.reward if control.verdict else None

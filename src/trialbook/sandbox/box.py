@@ -131,6 +131,7 @@ def write_inline(data: bytes, dest: str) -> str | None:
                 parts = PurePosixPath(member.name).parts
                 if not parts or parts[0] == "/" or ".." in parts:
                     return None
+                member.name.encode("utf-8")  # a name that is not UTF-8 (tarfile's surrogates): the archive is extracted
                 path = posixpath.join(dest, *parts)
                 if member.isdir():
                     dirs[path] = member.mode & 0o7777
@@ -143,7 +144,7 @@ def write_inline(data: bytes, dest: str) -> str | None:
                     files.append((path, content.decode("utf-8"), member.mode & 0o7777))
                 else:
                     return None
-    except (tarfile.TarError, UnicodeDecodeError):
+    except (tarfile.TarError, UnicodeDecodeError, UnicodeEncodeError):
         return None
     for path, _, _ in files:  # a file's folders, when the archive does not list them
         parent = posixpath.dirname(path)

@@ -188,7 +188,8 @@ class Channel:
         while self._read(0.0):  # what a process left running printed since the last answer: nobody's output
             pass
         nonce = secrets.token_hex(8)
-        self.sock.sendall(f"{kind} {nonce}\n{text}\n{nonce}\n".encode())
+        # surrogateescape: a path of the agent's tree that is not UTF-8 goes as the bytes it is, never a raised error
+        self.sock.sendall(f"{kind} {nonce}\n{text}\n{nonce}\n".encode("utf-8", "surrogateescape"))
         return nonce
 
     def _read(self, wait: float) -> bytes | None:

@@ -206,12 +206,16 @@ def reward_file(
     """What a reward file says (or does not), weighed against the image as built, in either isolation: none written
     (missing_reward), one test.sh may not have written last (untrusted_reward), one read where the code under test
     changed what test.sh may run after the tests (changed_outside; a fresh container's only), one the canary does not
-    lower (unwitnessed_reward, in `with_change` boxes closed by `close`, else removed)."""
+    lower (unwitnessed_reward, in `with_change` boxes closed by `close`, else removed); and the grading half's strict
+    checks (docs/threat-model-grading.md): the tests failing on the image as built (not_gold_reward), the exit status
+    against pytest's report (runner.exit_disagrees)."""
     if grading.error is not None and grading.error[0] == "RewardFileNotFoundError":
         missing_reward(task, without_change, grading, state)
     untrusted_reward(task, without_change, grading, state)
     changed_outside(task, without_change, grading, state)
     not_gold_reward(task, without_change, grading, state)
+    if grading.verdict is not None and grading.verdict.exit_disagrees and grading.verdict.reward >= 1.0:
+        grading.verdict = grading.verdict.model_copy(update={"reward": 0.0})  # runner.exit_disagrees
     unwitnessed_reward(task, with_change, without_change, grading, state, close)
 
 

@@ -30,7 +30,7 @@ def verdict_tags(verdict: Verdict | None) -> list[str]:
         tags.append("markers_forged")
     if verdict.graded_by == "test_log" and verdict.canary is None:
         tags.append("unwitnessed")
-    if verdict.exit_disagrees:
+    if verdict.exit_disagrees and verdict.reward < 1.0:
         tags.append("exit_status_disagrees")
     return tags
 

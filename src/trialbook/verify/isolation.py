@@ -440,6 +440,11 @@ def _named_files(script: str) -> tuple[set[str], set[str]]:
     return named, settings
 
 
+def printable(text: str) -> str:
+    """`text` (decoded with surrogateescape) fit for a record: bytes that are not UTF-8 shown as U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _harness_exec(box: Sandbox, script: str, timeout: float, whole: bool = False) -> tuple[int | None, str]:
     """The script's exit code and output: its tail, or with `whole` all of it (the change's names must not lose
     their front to a long list: a conftest.py before 4.5 MB of names fell out of the tail and went unseen)."""
@@ -450,7 +455,8 @@ def _harness_exec(box: Sandbox, script: str, timeout: float, whole: bool = False
         with tempfile.TemporaryFile() as sink:
             res = box.run_script(script, timeout, sink)
             sink.seek(0)
-            output = sink.read().decode("utf-8", "replace")
+            # the change's names as the bytes they are (a name that is not UTF-8 is excluded by its own bytes)
+            output = sink.read().decode("utf-8", "surrogateescape")
     if res.timed_out:
         raise CarryTimeout(f"carrying the agent's change into {box.name} took over {timeout:g} s", output, timeout)
     return res.exit_code, output
@@ -493,10 +499,11 @@ def apply_change(
         _learn(image_id, change.workdir, before)
     names, marked, patch = rest.partition(f"\n{mark}\n")
     if not marked:
-        message = f"could not diff the agent's working tree (exit {code}): {out.strip()[-300:]}"
+        message = f"could not diff the agent's working tree (exit {code}): {printable(out.strip()[-300:])}"
         raise IsolationError(message, agent_side=bool(based))
     if code != 0:
-        raise IsolationError(f"could not apply the agent's diff (exit {code}): {patch.strip()[-300:]}", agent_side=True)
+        tail = printable(patch.strip()[-300:])
+        raise IsolationError(f"could not apply the agent's diff (exit {code}): {tail}", agent_side=True)
     if not change.files and names:
         change.files = [p for p in names.split("\0") if p]
         change.test_infra = infra_touched(change.files, task)

@@ -17,7 +17,7 @@ def patch_record(patch: str) -> dict[str, Any]:
     ran past PATCH_WHOLE (never silently)."""
     data = patch.encode("utf-8", "surrogateescape")
     info: dict[str, Any] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    if len(data) > PATCH_KEEP:
+    if len(data) > PATCH_KEEP or data.decode("utf-8", "replace") != patch:
         info["compressed"] = "patch.diff.gz.b64"
     if len(data) >= PATCH_WHOLE:
         info["cut"] = True  # read back up to PATCH_WHOLE bytes: what is kept is that much, and the record says so
@@ -26,9 +26,11 @@ def patch_record(patch: str) -> dict[str, Any]:
 
 def kept_patch(patch: str) -> dict[str, str]:
     """The agent's patch as kept with the trial, whole: `patch.diff` itself when it is at most PATCH_KEEP bytes, else
-    its head with a line naming the rest and `patch.diff.gz.b64` (the whole patch, gzip then base64)."""
+    its head with a line naming the rest and `patch.diff.gz.b64` (the whole patch, gzip then base64); so too a patch
+    that is not UTF-8 (a file name's bytes), whose exact bytes no text artifact holds."""
     data = patch.encode("utf-8", "surrogateescape")
-    if len(data) <= PATCH_KEEP:
+    text = data.decode("utf-8", "replace")  # what a text artifact can hold; the bytes themselves, compressed, when not
+    if len(data) <= PATCH_KEEP and text == patch:
         return {"patch.diff": patch}
     head = data[:PATCH_KEEP].decode("utf-8", "replace")
     note = f"\n# trialbook: the patch is {len(data)} bytes; all of it: patch.diff.gz.b64 (gzip, base64)\n"

@@ -371,10 +371,9 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
         raise RewardFileNotFoundError(
             f"tests/test.sh exited {res.exit_code} without writing {LOG_DIR}/reward.txt or reward.json", log
         )
-    disagrees = exit_disagrees(task, log, file_reward)
     return Verdict(
-        reward=0.0 if disagrees else file_reward,
-        exit_disagrees=disagrees,
+        reward=file_reward,
+        exit_disagrees=exit_disagrees(task, log, file_reward),  # graded 0 by verify/blame.reward_file
         graded_by="reward_file",
         foreign_rewards=foreign,
         output_cut=capped.over,
