@@ -320,7 +320,10 @@ def unwitnessed_reward(
     without a lower reward (the task's test.sh ignores failures), not reported there either, or a control that
     did not finish: the grade stands."""
     verdict = grading.verdict
-    if verdict is None or verdict.graded_by != "reward_file" or verdict.reward < 1.0 or not witnessable(task):
+    if verdict is None or verdict.graded_by != "reward_file" or verdict.reward < 1.0:
+        return
+    if not witnessable(task):  # no canary can be planted in its test command: counted by `audit`
+        state.setdefault("tags", []).append("unwitnessed")
         return
     control = grade(task, with_change, close or (lambda b: remove_box(b, state)), tries=1, witness=True)
     got = control.verdict

@@ -14,7 +14,8 @@ TAGS: dict[str, str] = {
     " SKIPPED or missing, not its gold status (verify/grading.strict_verdict)",
     "markers_forged": "the segment markers occur more than once in the log: the code under test printed them"
     " (verify/grading.forged_markers); graded 0",
-    "unwitnessed": "graded per test, but no canary could be planted in its test command (verify/canary.py)",
+    "unwitnessed": "no canary could be planted in its test command (verify/canary.py): graded per test without one,"
+    " or resolved by a reward file without a witness run (verify/blame.unwitnessed_reward); the grade stands",
     "exit_status_disagrees": "the reward follows the test command's exit status, which said success while the"
     " test log reports a failing test (verify/runner.exit_disagrees); graded 0",
 }

@@ -34,7 +34,7 @@ from trialbook.sandbox import DockerEngine, Sandbox, SandboxError
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import commands, installed_by_patch, read_script, task_test_files, words
 from trialbook.verify.canary import TEST_MODULE
-from trialbook.verify.patch import PATCH_WHOLE
+from trialbook.verify.patch import PATCH_KEEP, whole_patch
 from trialbook.verify.runner import RewardFileNotFoundError, Verdict, VerifierTimeoutError, verify
 from trialbook.verify.tree import UnreadableArchive, repack
 
@@ -281,7 +281,11 @@ def _apply_script(stage: str, tree_stage: str, workdir: str, exclude: list[str],
         f"  g diff --cached --name-only -z --no-renames --diff-filter=A $base -- . {spec} > {s}/added\n"
         f"  (cd {w} && xargs -0 -r sh -c {shlex.quote(UNBLOCK)} unblock < {s}/added) && apply || exit {APPLY_FAILED}\n"
         "fi\n"
-        f"head -c {PATCH_WHOLE} {s}/patch.diff; rm -rf {s} {t}\n"
+        # the patch's head in this answer; a longer one kept aside, read back as bytes by `apply_change` (printed whole,
+        # 11 MB of it had made the carry outrun its budget: tests/harness/cheats/names_past_tail.sh)
+        f"head -c {PATCH_KEEP} {s}/patch.diff\n"
+        f"[ -z \"$(find {s}/patch.diff -size +{PATCH_KEEP}c 2>/dev/null)\" ] || mv {s}/patch.diff {s}.patch\n"
+        f"rm -rf {s} {t}\n"
     )
 
 
@@ -508,7 +512,7 @@ def apply_change(
         change.files = [p for p in names.split("\0") if p]
         change.test_infra = infra_touched(change.files, task)
     if not exclude:
-        change.patch = patch
+        change.patch = whole_patch(box, stage or change.stage, patch)
 
 
 def restore_container(box: Sandbox, task: TaskSpec) -> None:

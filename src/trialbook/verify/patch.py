@@ -8,6 +8,8 @@ import gzip
 import hashlib
 from typing import Any
 
+from trialbook.sandbox import Sandbox
+
 PATCH_KEEP = 1_000_000  # bytes of the agent's patch kept as text (agent/patch.diff); a larger one also compressed
 PATCH_WHOLE = 256 << 20  # bytes of the agent's patch read back at most (verify/isolation; beyond: `cut` recorded)
 
@@ -35,3 +37,14 @@ def kept_patch(patch: str) -> dict[str, str]:
     head = data[:PATCH_KEEP].decode("utf-8", "replace")
     note = f"\n# trialbook: the patch is {len(data)} bytes; all of it: patch.diff.gz.b64 (gzip, base64)\n"
     return {"patch.diff": head + note, "patch.diff.gz.b64": base64.b64encode(gzip.compress(data, 6)).decode()}
+
+
+def whole_patch(box: Sandbox, stage: str, head: str) -> str:
+    """The agent's whole patch: `head` when it is all of it, else the file the carry kept aside, read as bytes (up to
+    PATCH_WHOLE: verify/patch.patch_record says when it was cut) and removed before the tests run."""
+    if len(head.encode("utf-8", "surrogateescape")) < PATCH_KEEP:
+        return head
+    kept = f"/{stage}.patch"
+    data = box.read_file(kept)
+    box.run_script(f"rm -f {kept}", 60)
+    return head if data is None else data[:PATCH_WHOLE].decode("utf-8", "surrogateescape")
