@@ -381,7 +381,7 @@ def _grade_diff(
     read = footprint.reader(task, change.workdir, resolving=True)
     grading = grade(task, opener("v", []), lambda b: blame.remove_box(b, state), footprint=read)
     state["patch"] = change.patch
-    if change.patch:  # kept whole (verify/isolation.kept_patch); its reward-hacking signatures (verify/hacks.py)
+    if change.patch:  # kept whole (verify/patch.py); its reward-hacking signatures (verify/hacks.py)
         grading.extra["patch"] = patch_record(change.patch)
         state.setdefault("tags", []).extend(hacks.signatures(change.patch))
     if change.too_long:
