@@ -18,13 +18,12 @@ from typing import Any
 import pytest
 
 from ledgerdicts import trial_dicts
-from trialbook.harness import blame
-from trialbook.harness.isolation import CarryOutgrown, CarryTimeout, IsolationError
 from trialbook.ledger.store import Ledger
 from trialbook.sandbox import DockerEngine, Sandbox, box
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.sandbox.docker import LABEL_RUN
-from trialbook.verify import runner
+from trialbook.verify import blame, runner
+from trialbook.verify.isolation import CarryOutgrown, CarryTimeout, IsolationError
 
 pytestmark = pytest.mark.docker
 

@@ -55,7 +55,7 @@ REWARD_FILE = [
 REWARD_FILE_CONTAINER = ["reward_rewriter", "reward_symlink", "reward_then_kill", "exit0_at_import", "cat_at_import"]
 # the cheats aimed at what test.sh runs after the tests: also tried on a copy whose test.sh writes its reward with a
 # grader of its tests (`python3 /tests/grade.py "$rc"`, no tests/config.json); graded 0 by what the tests left changed
-# outside the working tree (harness/blame.changed_outside). The cat cheat is read past by the shell's builtins
+# outside the working tree (verify/blame.changed_outside). The cat cheat is read past by the shell's builtins
 GRADER = ["grader_rewritten", "python_replaced_at_import", "cat_at_import"]
 CHANGED_OUTSIDE = {"grader_rewritten", "python_replaced_at_import"}
 GRADER_SH = (
@@ -87,12 +87,16 @@ KILLED_AFTER_REWARD = {"reward_then_kill"}
 # pytest made to pass what fails, its report consistent: the verifier's canary, a test that must fail, is reported
 # passing (verify/canary.py). By the change's own code, and, a second catch, by the forcing test-infra cheats
 SUBVERTED = {"runner_noop", "report_forced", "conftest_force_pass", "pytest_ini_plugin", "hidden_pytest_ini"}
+# ... and those that spare what looked like the canary (`test_<12 hex>`, or "canary" in its body): it is now named and
+# written like the task's own tests (verify/canary.canary_name), so they pass it too (docs/threat-model-grading.md)
+SUBVERTED |= {"dist_info_plugin", "test_package_init", "names_past_tail", "pax_path_header", "warning_before_names",
+              "forged_then_exit"}  # fmt: skip
 # PASSED lines written to the test process's real stdout, then an exit before pytest reports: no canary at all, while
-# the verifier run once without the change reports it failing (harness/blame.missing_canary); also the
+# the verifier run once without the change reports it failing (verify/blame.missing_canary); also the
 # pytest.py that replaces the runner with PASSED lines (a second catch)
-HIDDEN = {"forged_then_exit", "runner_shadow"}
+HIDDEN = {"runner_shadow"}
 # a reward file's verifier resolved by a runner made to pass what fails, or a test process that ended with status 0
-# before any test ran: the verifier once more with a canary (harness/blame.unwitnessed_reward), which is
+# before any test ran: the verifier once more with a canary (verify/blame.unwitnessed_reward), which is
 # reported passing (the first) or not at all, while it is reported failing on the image as built (the second)
 WITNESS_PASSED = {"runner_noop"}
 WITNESS_HIDDEN = {"exit0_at_import"}
@@ -243,7 +247,7 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
             assert ("test_processes_outlived" in tags) == (kind in OUTLIVED or task == "honest-lingering"), task
         # a reward file read while processes the change left outlived test.sh (none without the change): graded 0. The
         # rewriter races test.sh's own write and the harness's kill; when it lost, the reward read was test.sh's 0
-        # (harness/blame.untrusted_reward is checked without a race in test_reward_file_blame.py)
+        # (verify/blame.untrusted_reward is checked without a race in test_reward_file_blame.py)
         by_reward = mode in ("rewardfile", "containerrf")
         rewritten = kind in OUTLIVED and by_reward and (t["extra"].get("file_reward") or 0) > 0
         assert ("outlived_with_change" in tags) == rewritten, task

@@ -1,4 +1,4 @@
-"""harness/footprint.py without a daemon: which changed paths count, what a walk of an upper dir reads, and which
+"""verify/footprint.py without a daemon: which changed paths count, what a walk of an upper dir reads, and which
 differences a comparison reports. The readings of real containers (the overlay upper dir on this host) run in
 test_cheaters.py (the grader copies: a rewritten /tests grader, a replaced python3, and an honest test.sh installing a
 tool of its own) and test_footprint_docker.py (both ways of reading, on one container)."""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from trialbook.harness.footprint import _ignored, introduced, walk
+from trialbook.verify.footprint import _ignored, introduced, walk
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""harness/footprint.py on real containers: the walk of the overlay upper dir on this host and the reading through
+"""verify/footprint.py on real containers: the walk of the overlay upper dir on this host and the reading through
 the daemon (`docker diff`, /tests copied out: for a remote daemon) find the same paths left otherwise by a run that
 replaced a tool and rewrote a /tests grader, against a run that did what test.sh does in both."""
 
@@ -8,9 +8,9 @@ import secrets
 
 import pytest
 
-from trialbook.harness import footprint
 from trialbook.sandbox import DockerEngine
 from trialbook.sandbox.docker import LABEL_RUN
+from trialbook.verify import footprint
 
 pytestmark = pytest.mark.docker
 

@@ -38,7 +38,7 @@ PY
 def test_a_change_that_hangs_the_tests_is_graded_failing_once_the_image_alone_passes_in_time(
     cli, db, tmp_path, monkeypatch
 ):
-    import trialbook.harness.blame as blame
+    import trialbook.verify.blame as blame
 
     baselines: list[str] = []  # the runs without the change (one try each)
     real = blame.grade

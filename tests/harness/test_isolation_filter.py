@@ -1,4 +1,4 @@
-"""The agent's tree as the verifier receives it (harness/isolation._filter): whatever archive the agent's own
+"""The agent's tree as the verifier receives it (verify/isolation._filter): whatever archive the agent's own
 `tar` forged, the re-packed one extracts without an error, by GNU tar and by the shell's builtins (a change that
 could not be applied would leave the trial ungraded: tests/harness/cheats/tar_conflicts.sh runs it for real)."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from trialbook.harness.isolation import IsolationError, _filter
-from trialbook.harness.tree import HEADER_LIMIT, PATH_MAX, _refused_by_git
 from trialbook.sandbox.box import write_inline
+from trialbook.verify.isolation import IsolationError, _filter
+from trialbook.verify.tree import HEADER_LIMIT, PATH_MAX, _refused_by_git
 
 
 def forged() -> bytes:
@@ -101,7 +101,7 @@ def test_unblock_clears_untracked_content_in_the_way_and_nothing_through_a_link(
     """isolation.UNBLOCK, as the apply script runs it in the working tree when git apply failed: a folder where the
     change adds a file, a file where it adds a folder, a link where it adds a folder (the link goes, not what it
     points to), and nothing else."""
-    from trialbook.harness.isolation import UNBLOCK
+    from trialbook.verify.isolation import UNBLOCK
 
     outside, tree = tmp_path / "outside", tmp_path / "tree"
     outside.mkdir()

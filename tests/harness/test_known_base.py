@@ -1,4 +1,4 @@
-"""The image's side of the carried diff, learnt once per image (harness/isolation.py _BASES), on the real daemon.
+"""The image's side of the carried diff, learnt once per image (verify/isolation.py _BASES), on the real daemon.
 
 A verifier container indexes the image's working tree before it applies the agent's change (two git processes, a
 hash of every file of a repository). When a fresh container's index of that tree is the image repository's own HEAD
@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from trialbook.harness import isolation
-from trialbook.harness.isolation import _BASES, apply_change, base_preparer, capture
 from trialbook.sandbox import DockerEngine
 from trialbook.sandbox.docker import LABEL_RUN
 from trialbook.tasks import TaskSpec
+from trialbook.verify import isolation
+from trialbook.verify.isolation import _BASES, apply_change, base_preparer, capture
 
 pytestmark = pytest.mark.docker
 

@@ -24,20 +24,20 @@ TABLE: dict[str | None, tuple[bool, tuple[str, str, str, str]]] = {
     "FormatError": (False, ("infra_error", "format_error", "format_error", "format_error")),
     "NonZeroAgentExitCodeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "VerifierTimeoutError": (False, ("verifier_timeout",) * 4),
-    # hung with the change, in time without it: the harness gives it reward 0 (harness/blame.hang)
+    # hung with the change, in time without it: the harness gives it reward 0 (verify/blame.hang)
     "HungWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "RewardFileNotFoundError": (False, INFRA),
-    # no reward with the change, one without it: the harness gives it reward 0 (harness/blame.missing_reward)
+    # no reward with the change, one without it: the harness gives it reward 0 (verify/blame.missing_reward)
     "NoRewardWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "SandboxLimitError": (False, INFRA),
-    # the agent's tree outgrew the limits when carried, the image's own fit: reward 0 (harness/isolation._outgrown)
+    # the agent's tree outgrew the limits when carried, the image's own fit: reward 0 (verify/isolation._outgrown)
     "ChangeTooLargeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
-    # the tests hit the limits with the change, not without it: reward 0 (harness/blame.limits)
+    # the tests hit the limits with the change, not without it: reward 0 (verify/blame.limits)
     "LimitsHitWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
-    # a reward file read while processes the change left outlived test.sh: 0 (harness/blame.untrusted_reward)
+    # a reward file read while processes the change left outlived test.sh: 0 (verify/blame.untrusted_reward)
     "OutlivedWithChangeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     # a reward file read while the tests left paths outside the tree changed, not without the change: 0
-    # (harness/blame.changed_outside)
+    # (verify/blame.changed_outside)
     "ChangedOutsideTreeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "IsolationError": (False, INFRA),
     "DaemonError": (True, INFRA),

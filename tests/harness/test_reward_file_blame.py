@@ -1,5 +1,5 @@
 """A reward file that test.sh may not have been the last to write, weighed against the verifier on the image as built
-(harness/blame.untrusted_reward), without a race: the verdict a hostile change leaves is given, the baseline is a real
+(verify/blame.untrusted_reward), without a race: the verdict a hostile change leaves is given, the baseline is a real
 run of the task's verifier in a fresh container. The end-to-end cheats (tests/harness/cheats/reward_rewriter.sh,
 reward_then_kill.sh) race test.sh's own write and the harness's kill, and may lose; these cannot."""
 
@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from trialbook.harness import blame
-from trialbook.harness.isolation import Grading
 from trialbook.sandbox import DockerEngine, Sandbox
 from trialbook.sandbox.docker import LABEL_RUN
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.loader import load_task
+from trialbook.verify import blame
+from trialbook.verify.isolation import Grading
 from trialbook.verify.runner import Verdict
 
 pytestmark = pytest.mark.docker

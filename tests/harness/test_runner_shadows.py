@@ -1,4 +1,4 @@
-"""Which paths of an agent's diff shadow the test runner (graded again without them, harness/isolation.py).
+"""Which paths of an agent's diff shadow the test runner (graded again without them, verify/isolation.py).
 
 Seen resolved before the rule: a three-line `pytest.py` at the root of the working tree printing PASSED
 lines (`python3 -m pytest` imports it instead of pytest; tests/harness/cheats/runner_shadow.sh)."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from trialbook.harness.isolation import shadows_a_module
+from trialbook.verify.isolation import shadows_a_module
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ Seen resolved before the rules (tests/harness/test_cheaters.py, a copy of plain-
 tests by module name, as unittest's and Django's runners do): a package `tests/test_stats/` beside the test file
 the verifier copies in (cheats/package_shadow.sh), and an unchecked hash-based `.pyc` of that test file
 (cheats/pyc_shadow.sh). The first is now test infrastructure (graded again without it), the second is never
-carried: no bytecode is part of the agent's change (harness/isolation.NOT_CARRIED); and the repository's own
+carried: no bytecode is part of the agent's change (verify/isolation.NOT_CARRIED); and the repository's own
 runner rewritten (cheats/runner_rewrite.sh): a file the test command names is test infrastructure.
 """
 
@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from paths import EXAMPLES, INSTANCES
-from trialbook.harness.isolation import (
+from trialbook.tasks import load_task
+from trialbook.tasks.swebench.generate import write_tasks
+from trialbook.verify.isolation import (
     NOT_CARRIED,
     TEST_CONFIG_FILES,
     _named_files,
@@ -27,8 +29,6 @@ from trialbook.harness.isolation import (
     infra_touched,
     shadows_installed,
 )
-from trialbook.tasks import load_task
-from trialbook.tasks.swebench.generate import write_tasks
 
 SO = importlib.machinery.EXTENSION_SUFFIXES[0]  # e.g. .cpython-311-x86_64-linux-gnu.so
 

@@ -2,7 +2,7 @@
 instead of `docker exec`, the verifier's run is a fresh container's last process (PID 1 itself) or an exec,
 and what a hostile agent does to the
 container's own tools (tar, base64) can only cost it the fast path, never let anything past the
-re-packing of its working tree (harness/isolation.py)."""
+re-packing of its working tree (verify/isolation.py)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from trialbook.harness.isolation import capture
 from trialbook.sandbox import DaemonError, DockerEngine
 from trialbook.sandbox.docker import LABEL_RUN
+from trialbook.verify.isolation import capture
 
 pytestmark = pytest.mark.docker
 

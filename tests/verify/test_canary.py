@@ -87,10 +87,16 @@ def test_on_the_example_tasks_it_goes_before_pytest_and_into_the_copied_test_fil
 @pytest.mark.parametrize(
     "flags", ["-x", "--exitfirst", "--maxfail=1", "--maxfail 2", "--failfast", "-k median", "-kmedian"]
 )  # fmt: skip
-def test_none_where_the_command_stops_at_the_first_failure_or_selects_by_name(flags: str) -> None:
+def test_where_the_command_stops_at_the_first_failure_or_selects_by_name(flags: str) -> None:
+    """pytest: planted last (it stops nothing) or named with the -k word; another runner that stops at the first
+    failure: none (the trial is tagged unwitnessed)."""
     patch = "git apply - <<'EOF'\ndiff --git a/tests/app/test_a.py b/tests/app/test_a.py\nEOF\n"
     for command in ("python3 -m pytest -rA {} tests/app/test_a.py", "./tests/runtests.py --verbosity 2 {} app.test_a"):
-        assert plant(patch + command.format(flags) + "\n", set(), NONCE) is None
+        planted = plant(patch + command.format(flags) + "\n", set(), NONCE)
+        if "runtests" in command and not flags.startswith("-k"):
+            assert planted is None
+        else:
+            assert planted is not None and ("median" in planted.name) == flags.startswith("-k")
         assert plant(patch + command.format("") + "\n", set(), NONCE) is not None
 
 
@@ -114,7 +120,7 @@ def _pytest_task(tmp: Path, code_under_test: str) -> tuple[str, Path]:
     (tmp / "tests").mkdir()
     shutil.copy(example / "tests" / "test_stats.py", tmp / "tests")
     command = f"set -x\n{sys.executable} -m pytest -rA -p no:cacheprovider tests/test_stats.py\n"
-    planted = plant(command, {"test_stats.py"}, NONCE)
+    planted = plant(command, {"test_stats.py"}, NONCE, name=NAME)
     assert planted is not None and planted.name == NAME
     out = subprocess.run(["bash", "-c", planted.script], cwd=tmp, capture_output=True, text=True)
     return out.stdout + out.stderr, tmp
@@ -155,7 +161,7 @@ def _django_style_run(tmp: Path, code_under_test: str) -> str:
     )
     script = "git apply - <<'EOF'\ndiff --git a/tests/app/test_m.py b/tests/app/test_m.py\nEOF\n"
     script += f"{sys.executable} ./tests/runtests.py --verbosity 2 app.test_m\n"
-    planted = plant(script.replace("git apply - ", ": "), set(), NONCE)
+    planted = plant(script.replace("git apply - ", ": "), set(), NONCE, name=NAME)
     assert planted is not None and planted.files == ("tests/app/test_m.py",)
     out = subprocess.run(["bash", "-c", planted.script], cwd=tmp, capture_output=True, text=True)
     return out.stdout + out.stderr
@@ -170,7 +176,7 @@ def test_a_django_style_runner_reports_it_failing_and_catches_a_unittest_made_to
 
 
 def test_the_unittest_canary_is_valid_python_appended_to_any_module(tmp_path: Path) -> None:
-    source = (TESTCASE % (NONCE, NAME)).encode().decode("unicode_escape")
+    source = (TESTCASE % (NONCE, "StatsEdge", NONCE, NAME, 2, 3)).encode().decode("unicode_escape")
     module = tmp_path / "m.py"
     module.write_text('"""doc"""\nfrom __future__ import annotations\nx = 1' + source)  # no final newline before it
     compile(module.read_text(), str(module), "exec")

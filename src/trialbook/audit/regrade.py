@@ -124,7 +124,7 @@ def evidence(
                 rows.append((trial, lists, log, _first(files, SIDE_ARTIFACTS), repo))
             todo = [(log, repo, t.task_id) for t, lists, log, _, repo in rows if log is not None and lists]
             if todo:  # only grading a log needs the swebench extra
-                from trialbook.verify.grading import grade_parsed
+                from trialbook.verify.grading import forged_markers, grade_parsed
             parsed = iter(mapper(_parse, todo))
             for trial, lists, log, side, repo in rows:
                 grade, status_map = None, {}
@@ -133,7 +133,7 @@ def evidence(
                     canary = (trial.extra or {}).get("canary") or {}  # verify/canary.py
                     grade = grade_parsed(
                         status_map, marker, repo, lists.fail_to_pass, lists.pass_to_pass, conflicts,
-                        canary.get("name"), canary.get("seen") == canaries.HIDDEN,
+                        canary.get("name"), canary.get("seen") == canaries.HIDDEN, forged_markers(log),
                     )  # fmt: skip
                 yield Evidence(trial, lists, log, side, grade, status_map)
 
@@ -209,14 +209,17 @@ def regrade_run(ledger: Ledger, run_name: str, jobs: int = DEFAULT_JOBS) -> Regr
             continue
         regraded += 1
         tests = differing_tests(ev.trial.tests, ev.grade)
-        if ev.grade.resolved == ev.recorded_resolved:
+        # a trial trialbook graded records swebench's verdict beside its reward, the strict one (verify/grading.py)
+        strict = "official_reward" in (ev.trial.extra or {})
+        regraded_resolved = ev.grade.strict if strict else ev.grade.resolved
+        if regraded_resolved == ev.recorded_resolved:
             agree += 1
             tests_differ += bool(ev.trial.tests and tests)
             continue
         disagreements.append(Disagreement(
             task_id=ev.trial.task_id, attempt=ev.trial.attempt,
             recorded="resolved" if ev.recorded_resolved else ev.trial.outcome,
-            regraded="resolved" if ev.grade.resolved else "unresolved", tests=tests,
+            regraded="resolved" if regraded_resolved else "unresolved", tests=tests,
         ))  # fmt: skip
     return RegradeResult(
         run=run_name, trials=n, regraded=regraded, agree=agree,

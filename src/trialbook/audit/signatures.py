@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from trialbook.records import Outcome
 from trialbook.verify import canary as canaries
+from trialbook.verify import findings, hacks
 
 if TYPE_CHECKING:
     from trialbook.audit.regrade import Evidence
@@ -82,6 +83,12 @@ def _conflicting_reports(ev: Evidence) -> bool:
 
 def _tagged(tag: str) -> Callable[[Evidence], bool]:
     return lambda ev: tag in ((ev.trial.extra or {}).get("tags") or [])
+
+
+def _not_gold(ev: Evidence) -> bool:
+    """Resolved by swebench's rule, not by the strict one (an official log re-graded too, untagged)."""
+    strict = ev.grade is not None and ev.grade.resolved and not ev.grade.strict and bool(ev.grade.not_gold)
+    return strict or _tagged("status_not_gold")(ev)
 
 
 class Signature(NamedTuple):
@@ -156,7 +163,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "test_infra_changed",
         "the agent's diff changed test infrastructure (conftest.py, pytest/tox settings, the task's tests);"
-        " the harness graded it as usual and again without those files (harness/isolation.py)",
+        " the harness graded it as usual and again without those files (verify/isolation.py)",
         False,
         check=_tagged("test_infra_changed"),
     ),
@@ -198,7 +205,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "reward_missing_with_change",
         "test.sh wrote no reward with the agent's change, while it wrote one on the image as built (the code under"
-        " test removed or replaced /logs, say): graded as failing, not left ungraded (harness/blame.py)",
+        " test removed or replaced /logs, say): graded as failing, not left ungraded (verify/blame.py)",
         False,
         check=_tagged("reward_missing_with_change"),
     ),
@@ -206,7 +213,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "outlived_with_change",
         "a reward was read from the reward file while processes the agent's change left outlived test.sh (none do on"
         " the image as built): any could have rewritten the file after test.sh wrote it: graded as failing"
-        " (harness/blame.py)",
+        " (verify/blame.py)",
         False,
         check=_tagged("outlived_with_change"),
     ),
@@ -214,7 +221,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "changed_outside_tree",
         "a reward was read from the reward file while the tests had left paths outside the working tree changed that"
         " they do not change on the image as built (a tool or a script of the tests that test.sh may run after them):"
-        " graded as failing (harness/footprint.py)",
+        " graded as failing (verify/footprint.py)",
         False,
         check=_tagged("changed_outside_tree"),
     ),
@@ -234,6 +241,13 @@ SIGNATURES: tuple[Signature, ...] = (
         False,
         check=_tagged("canary_missing"),
     ),
+    # the grading half of the threat model (docs/threat-model-grading.md): verify/findings.TAGS, then the reward-hacking
+    # signatures read from the agent's patch (verify/hacks.HACKS)
+    *(
+        Signature(name, meaning, False, check=_not_gold if name == "status_not_gold" else _tagged(name))
+        for name, meaning in findings.TAGS.items()
+    ),
+    *(Signature(h.name, h.meaning + " (verify/hacks.py)", False, check=_tagged(h.name)) for h in hacks.HACKS),
 )
 
 BY_NAME: dict[str, Signature] = {s.name: s for s in SIGNATURES}

@@ -17,8 +17,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trialbook.agents.base import Agent, AgentResult, AgentStopped
-from trialbook.harness import blame, footprint
-from trialbook.harness.isolation import (
+from trialbook.harness.paths import TRIAL_PREFIX
+from trialbook.outcomes import FINDINGS, POLICY, classify, error_kind, rule_for
+from trialbook.records import Outcome, Trial, is_graded
+from trialbook.sandbox import DockerEngine, Sandbox
+from trialbook.sandbox.box import TreeTooLargeError
+from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
+from trialbook.tasks import TaskError, TaskSpec
+from trialbook.verify import blame, findings, footprint, hacks
+from trialbook.verify import canary as canaries
+from trialbook.verify.isolation import (
     CarryTimeout,
     Change,
     Grading,
@@ -28,17 +36,11 @@ from trialbook.harness.isolation import (
     base_preparer,
     capture,
     grade,
+    printable,
     restore_container,
     workdir_of,
 )
-from trialbook.harness.paths import TRIAL_PREFIX
-from trialbook.outcomes import FINDINGS, POLICY, classify, error_kind, rule_for
-from trialbook.records import Outcome, Trial, is_graded
-from trialbook.sandbox import DockerEngine, Sandbox
-from trialbook.sandbox.box import TreeTooLargeError
-from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
-from trialbook.tasks import TaskError, TaskSpec
-from trialbook.verify import canary as canaries
+from trialbook.verify.patch import kept_patch, patch_record
 from trialbook.verify.runner import Verdict
 
 TRY_STATE = ("agent_result", "verifier_log", "image", "verifier", "patch", "tags", "agent_limit_hits")
@@ -166,6 +168,7 @@ def run_trial(
         tags.append("runner_subverted")  # the test that must fail passed, or was hidden (verify/canary.py): failing
     elif verdict is not None and verdict.canary_seen in canaries.UNSEEN and outcome == Outcome.RESOLVED:
         tags.append("canary_missing")
+    tags += findings.verdict_tags(verdict)
     if exc_type is None:
         exc_type = next((finding for finding in FINDINGS if finding in tags), None)
         exc_msg = FINDINGS.get(exc_type or "")
@@ -196,6 +199,7 @@ def run_trial(
         extra.update({"outlived_processes": verdict.outlived} if verdict.outlived else {})
         extra.update({"foreign_reward_files": verdict.foreign_rewards} if verdict.foreign_rewards else {})
         extra.update({"canary": {"name": verdict.canary, "seen": verdict.canary_seen}} if verdict.canary else {})
+        extra.update(findings.verdict_extra(verdict))
     trial = Trial(
         task_id=task.task_id,
         attempt=attempt,
@@ -224,7 +228,7 @@ def run_trial(
 
 def _patch_file(state: dict[str, Any]) -> dict[str, str]:
     """The agent's change as the verifier applied it: agent/patch.diff and the `patch.diff` artifact."""
-    return {"patch.diff": state["patch"]} if state.get("patch") else {}
+    return kept_patch(state["patch"]) if state.get("patch") else {}
 
 
 def _classify(exc_type: str | None, verdict: Verdict | None) -> tuple[Outcome, float | None]:
@@ -373,10 +377,13 @@ def _grade_diff(
 
         return open_box
 
-    state["workdir"] = change.workdir  # the baseline's footprint is read outside it (harness/footprint.py)
+    state["workdir"] = change.workdir  # the baseline's footprint is read outside it (verify/footprint.py)
     read = footprint.reader(task, change.workdir, resolving=True)
     grading = grade(task, opener("v", []), lambda b: blame.remove_box(b, state), footprint=read)
     state["patch"] = change.patch
+    if change.patch:  # kept whole (verify/patch.py); its reward-hacking signatures (verify/hacks.py)
+        grading.extra["patch"] = patch_record(change.patch)
+        state.setdefault("tags", []).extend(hacks.signatures(change.patch))
     if change.too_long:
         grading.extra["paths_too_long"] = change.too_long
     if grading.error is not None and grading.error[0] == "VerifierTimeoutError" and change.files:
@@ -391,7 +398,7 @@ def _grade_diff(
     if not change.test_infra:
         return grading
     state.setdefault("tags", []).append("test_infra_changed")
-    grading.extra["test_infra_files"] = change.test_infra
+    grading.extra["test_infra_files"] = [printable(p) for p in change.test_infra]
     if grading.verdict is not None and grading.verdict.reward >= 1.0:
         control = grade(task, opener("c", change.test_infra), lambda b: blame.remove_box(b, state))
         reward = control.verdict.reward if control.verdict else None

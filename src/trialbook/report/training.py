@@ -156,6 +156,11 @@ def print_train_report(r: TrainReport) -> None:
             )
     if isinstance(r.tokens, TokenAudit):
         print_token_audit(r.tokens)
+    if r.hacking:  # reward-hacking signatures of the trajectories' changes (verify/hacks.py)
+        names = [n for n in r.hacking[0].pct if any(h.pct.get(n) for h in r.hacking)]
+        table(["wv", "traj", *(n.removeprefix("hack_") for n in names)],
+              [[f"{h.wv_from}-{h.wv_to}", str(h.trajectories), *(_pct(h.pct[n]) for n in names)] for h in r.hacking],
+              title="hacking signatures, %")  # fmt: skip
     for w in r.warnings:
         line(f"[yellow]warning:[/yellow] {escape(w)}")
     line(summary_paragraph(r), markup=False)

@@ -58,7 +58,7 @@ class DaemonError(SandboxError):
 
 
 class TreeTooLargeError(SandboxError):
-    """A working tree copied out of a container ran past SNAPSHOT_LIMIT bytes as an archive (harness/blame.py asks
+    """A working tree copied out of a container ran past SNAPSHOT_LIMIT bytes as an archive (verify/blame.py asks
     whether the image's own tree fits before it blames the change)."""
 
     kind = "IsolationError"
@@ -131,6 +131,7 @@ def write_inline(data: bytes, dest: str) -> str | None:
                 parts = PurePosixPath(member.name).parts
                 if not parts or parts[0] == "/" or ".." in parts:
                     return None
+                member.name.encode("utf-8")  # a name that is not UTF-8 (tarfile's surrogates): the archive is extracted
                 path = posixpath.join(dest, *parts)
                 if member.isdir():
                     dirs[path] = member.mode & 0o7777
@@ -143,7 +144,7 @@ def write_inline(data: bytes, dest: str) -> str | None:
                     files.append((path, content.decode("utf-8"), member.mode & 0o7777))
                 else:
                     return None
-    except (tarfile.TarError, UnicodeDecodeError):
+    except (tarfile.TarError, UnicodeDecodeError, UnicodeEncodeError):
         return None
     for path, _, _ in files:  # a file's folders, when the archive does not list them
         parent = posixpath.dirname(path)
@@ -476,7 +477,7 @@ class Sandbox:
         daemon's copy decides).
 
         What the container's tar writes is only as trustworthy as the container: the caller treats it as
-        data (harness/isolation.py re-packs it member by member)."""
+        data (verify/isolation.py re-packs it member by member)."""
         channel = self._channel_for("root")
         if channel is None:
             return False

@@ -22,7 +22,7 @@ stops (`resume` and `clean` remove it, running or not).
 What may use it: every process in the container can write to the channel's stdout and, as root, read the
 server's memory, so an answer is only as trustworthy as the container. The agent's container is the
 agent's anyway (what its commands print is what it sees; its working tree is carried out as data and
-re-checked by `harness/isolation.py`), and a fresh verifier container has run nothing of the agent's
+re-checked by `verify/isolation.py`), and a fresh verifier container has run nothing of the agent's
 before its tests start. The verifier's own run, whose completion must not be forgeable by the code under
 test, is therefore never an `x` request: in a fresh container it is the `e` request (PID 1 cannot be killed
 from inside its namespace, and nothing in the container speaks after it: the harness reads to the end of the
@@ -188,7 +188,8 @@ class Channel:
         while self._read(0.0):  # what a process left running printed since the last answer: nobody's output
             pass
         nonce = secrets.token_hex(8)
-        self.sock.sendall(f"{kind} {nonce}\n{text}\n{nonce}\n".encode())
+        # surrogateescape: a path of the agent's tree that is not UTF-8 goes as the bytes it is, never a raised error
+        self.sock.sendall(f"{kind} {nonce}\n{text}\n{nonce}\n".encode("utf-8", "surrogateescape"))
         return nonce
 
     def _read(self, wait: float) -> bytes | None:

@@ -7,7 +7,7 @@ one instead of creating it, and `Sandbox.remove` hands the finished container to
 background workers instead of waiting for the daemon. A pooled container is handed out once and
 never comes back: every trial (and every verifier try) still gets a fresh container. A verifier's
 containers are a spec of their own (`prepare`): while warm, each also runs the harness's preparation
-(harness/isolation.py: the image's side of the agent's diff), so that work is off the trial's path too;
+(verify/isolation.py: the image's side of the agent's diff), so that work is off the trial's path too;
 they start warming when a trial's agent starts (`expect`). A take that finds none ready waits for a
 creation already in flight rather than starting one more container.
 

@@ -44,7 +44,7 @@ class _Agent(_Section):
 
 class _Verifier(_Section):
     timeout_sec: float = Field(DEFAULT_VERIFIER_TIMEOUT, gt=0, allow_inf_nan=False)
-    # "diff": only the change to the working tree reaches a fresh verifier container (harness/isolation.py);
+    # "diff": only the change to the working tree reaches a fresh verifier container (verify/isolation.py);
     # "container": the agent's own container is graded, its processes killed and harness files restored
     isolation: Literal["diff", "container"] = "diff"
 
@@ -166,6 +166,9 @@ class TaskSpec(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     fail_to_pass: list[str] | None = None
     pass_to_pass: list[str] | None = None
+    # a listed test's status with the reference solution where it is not PASSED (config.json GOLD_STATUSES, e.g.
+    # XFAIL for a test the task's own files mark xfail): the strict verdict's anchor (verify/grading.strict_verdict)
+    gold_statuses: dict[str, str] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
     verifier_hash: str
     environment_hash: str
@@ -249,6 +252,15 @@ def _test_lists(tests: Path) -> tuple[list[str] | None, list[str] | None]:
     return _test_list(data, "FAIL_TO_PASS"), _test_list(data, "PASS_TO_PASS")
 
 
+def _gold_statuses(tests: Path) -> dict[str, str]:
+    config = tests / "config.json"
+    data = json.loads(config.read_text()) if config.is_file() else {}
+    gold = data.get("GOLD_STATUSES") or {} if isinstance(data, dict) else {}
+    if not (isinstance(gold, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in gold.items())):
+        raise ValueError("tests/config.json: GOLD_STATUSES must map test names to statuses (PASSED, XFAIL, ...)")
+    return gold
+
+
 def load_task(path: Path) -> TaskSpec:
     """Parse one task folder; raises ValueError with a one-line reason when it cannot run."""
     toml_path = path / "task.toml"
@@ -299,6 +311,7 @@ def load_task(path: Path) -> TaskSpec:
         env=env.env,
         fail_to_pass=f2p,
         pass_to_pass=p2p,
+        gold_statuses=_gold_statuses(path / "tests") if f2p is not None or p2p is not None else {},
         metadata=parsed.metadata,
         verifier_hash=tree_hash(path / "tests"),
         environment_hash=tree_hash(path / "environment"),

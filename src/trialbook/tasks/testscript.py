@@ -1,6 +1,6 @@
 """Reading a task's test script (tests/test.sh): its commands outside heredocs, their words, and the files its
 own patch installs (swebench's eval scripts apply the test patch from a heredoc). The verifier's isolation rules
-(harness/isolation.py) and its canary (verify/canary.py) read scripts through these."""
+(verify/isolation.py) and its canary (verify/canary.py) read scripts through these."""
 
 from __future__ import annotations
 

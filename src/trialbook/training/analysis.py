@@ -21,6 +21,7 @@ from trialbook.stats.scores import check_metric
 from trialbook.stats.selection import read_task_list, resolve_repos
 from trialbook.stats.summary import pct
 from trialbook.training.encounters import encounter_table
+from trialbook.training.hacking import hack_table
 from trialbook.training.ingest import load_steps
 from trialbook.training.load import TrainData, load_trajectories
 from trialbook.training.results import TrainReport
@@ -196,4 +197,5 @@ def train_report(
         "eval_overlap": overlap,
         "warnings": warnings,
         "tokens": None if audit is None else audit.to_json(),
+        **({"hacking": hacking} if (hacking := hack_table(ledger, run.id, bucket)) else {}),
     })

@@ -80,6 +80,16 @@ class EvalOverlap(Result):
     overlap: int
 
 
+@dataclass(frozen=True)
+class HackShare(Result):
+    """A weight-version bucket's share of trajectories per reward-hacking signature (training/hacking.py)."""
+
+    wv_from: int
+    wv_to: int
+    trajectories: int
+    pct: dict[str, float | None]  # signature (verify/hacks.HACKS) -> % of the bucket's trajectories
+
+
 @dataclass(frozen=True, kw_only=True)
 class TrainReport(Result):
     run: str
@@ -100,6 +110,7 @@ class TrainReport(Result):
     eval_overlap: EvalOverlap | None
     warnings: list[str]
     tokens: TokenAudit | None | Absent = optional(default=ABSENT)  # runs whose trials recorded token ids
+    hacking: list[HackShare] | None = optional()  # only when a trajectory shows a reward-hacking signature
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,13 @@ grade means: a test counts as passed when the parser saw PASSED/XFAIL for it and
 saw FAILED/ERROR *or did not see it at all*; SKIPPED counts neither way. One rule is stricter than
 theirs: a test the log reports both passing and failing is graded by its failing report (`parse_log`).
 
+That official verdict is kept for leaderboard parity (`GradeResult.resolved`); the reward is the strict one
+(`GradeResult.strict`, `strict_verdict`): every listed test must have the status it has with the reference
+solution, PASSED for every SWE-bench FAIL_TO_PASS / PASS_TO_PASS test (the gold run's status). XFAIL (which the
+code under test can produce by calling `pytest.xfail()` on the branch it gets wrong), XPASS, SKIPPED and a test the
+log does not report never count, nor do empty lists (nothing to pass is not a pass); neither does a log in which
+the harness's segment markers occur more than once (the code under test printed them: `markers_forged`).
+
 Two log layouts exist in the wild: swebench >= 3 wraps the test output in `>>>>> Start/End Test
 Output` markers (parse between them, falling back to the whole log as swebench 4 does); older
 harness logs (e.g. the June-2024 leaderboard logs) have no markers and are parsed whole.
@@ -64,6 +71,9 @@ BAD_MARKERS: dict[str, str] = {
 STATUS: dict[str, str] = {"PASSED": "pass", "XFAIL": "pass", "FAILED": "fail", "ERROR": "error", "SKIPPED": "skipped"}
 
 PASSING = frozenset(("PASSED", "XFAIL"))
+GOLD = "PASSED"  # the status of every FAIL_TO_PASS / PASS_TO_PASS test with the reference solution (strict_verdict)
+MISSING = "missing"  # strict_verdict's reading of a listed test the log does not report
+EMPTY = "<no listed tests>"  # strict_verdict's key when both lists are empty
 FAILING = frozenset(("FAILED", "ERROR"))
 
 # Repos swebench does not know (e.g. local example tasks) are read as pytest -rA output.
@@ -104,6 +114,11 @@ class GradeResult(BaseModel):
     marker: str | None = None  # a BAD_MARKERS name when the harness reported no valid test run
     conflicts: list[str] = []  # graded tests (and the canary) the log reports both passing and failing
     canary: str | None = None  # what the log says of the verifier's canary (verify/canary.py); None: none planted
+    # the strict verdict (the reward): every listed test with its gold status (strict_verdict); `not_gold`: the
+    # listed tests that lack it, with what the log says (XFAIL, SKIPPED, FAILED, missing, ...)
+    strict: bool = False
+    not_gold: dict[str, str] = {}
+    markers_forged: bool = False  # the segment markers occur more than once in the log (`forged_markers`)
 
     def failing(self, group: str) -> list[str]:
         return [t for t, s in self.tests.get(group, {}).items() if s in NOT_PASSING]
@@ -211,6 +226,36 @@ def grade_status_map(
     return resolved, tests
 
 
+def strict_verdict(
+    status_map: dict[str, str],
+    repo: str | None,
+    fail_to_pass: list[str],
+    pass_to_pass: list[str],
+    gold: dict[str, str] | None = None,
+) -> tuple[bool, dict[str, str]]:
+    """Resolved only when every listed test has its gold status (`gold`, test -> status; GOLD for a test it does
+    not name): the listed tests that do not, with the log's status for them (MISSING when it has none; EMPTY when
+    no test is listed). In swebench's fail-only repositories the parser reports failures only, so a test it does
+    not report is read as the official rule reads it, passing."""
+    listed = list(dict.fromkeys([*fail_to_pass, *pass_to_pass]))
+    if not listed:
+        return False, {EMPTY: MISSING}
+    fail_only = (repo or "") in FAIL_ONLY_REPOS
+    off = {}
+    for test in listed:
+        status = status_map.get(test, GOLD if fail_only else MISSING)
+        if status != (gold or {}).get(test, GOLD):
+            off[test] = status
+    return not off, off
+
+
+def forged_markers(log_text: str) -> bool:
+    """Whether the harness's segment markers occur more than once: test.sh prints each once, around the test
+    command, so a second copy was printed by the code under test (to end the parsed segment before its real
+    report, or to start one around forged lines). Nothing the code under test prints can remove the real ones."""
+    return log_text.count(START_TEST_OUTPUT) > 1 or log_text.count(END_TEST_OUTPUT) > 1
+
+
 def grade_parsed(
     status_map: dict[str, str],
     marker: str | None,
@@ -220,21 +265,29 @@ def grade_parsed(
     conflicts: list[str] | None = None,
     canary: str | None = None,
     canary_expected: bool = False,
+    markers_forged: bool = False,
+    gold: dict[str, str] | None = None,
 ) -> GradeResult:
     """The grade of an already parsed log (see `parse_log`); `canary`: the name of the test that must fail
     (verify/canary.py), which, reported passing, fails the grade: the runner was made to pass what fails; with
-    `canary_expected` (the runner reported it failing without the change: harness/blame.missing_canary),
+    `canary_expected` (the runner reported it failing without the change: verify/blame.missing_canary),
     not reporting it fails the grade too ("hidden"). Of `conflicts`, only the tests graded here are kept: a
-    test no list names cannot change the grade whichever way it is read."""
+    test no list names cannot change the grade whichever way it is read. `resolved` is swebench's verdict (with
+    trialbook's conflict rule), `strict` the reward's (`strict_verdict`; `markers_forged` fails it)."""
     resolved, tests = grade_status_map(status_map, repo, fail_to_pass, pass_to_pass)
+    strict, not_gold = strict_verdict(status_map, repo, fail_to_pass, pass_to_pass, gold)
     graded = {*fail_to_pass, *pass_to_pass}
     seen = canaries.reading(status_map, canary) if canary else None
     if canary_expected and seen in canaries.UNSEEN:
         seen = canaries.HIDDEN
     if marker is not None or seen in canaries.SUBVERTED:
         resolved = False  # the official harness reports an unapplied/errored run as unresolved
+    strict = strict and resolved and not markers_forged
     return GradeResult(
         resolved=resolved,
+        strict=strict,
+        not_gold=not_gold,
+        markers_forged=markers_forged,
         tests=tests,
         p2p_regression=p2p_regression(tests),
         parsed=len(status_map),
@@ -251,8 +304,10 @@ def grade_test_log(
     pass_to_pass: list[str],
     task_id: str = "",
     canary: str | None = None,
+    gold: dict[str, str] | None = None,
 ) -> GradeResult:
     """Grade one verifier log: resolved iff every F2P and P2P test passes (official semantics) and the canary,
-    if one was planted, was not reported passing."""
+    if one was planted, was not reported passing; strict as `grade_parsed` says."""
     status_map, marker, conflicts = parse_log(log_text, repo, task_id)
-    return grade_parsed(status_map, marker, repo, fail_to_pass, pass_to_pass, conflicts, canary)
+    forged = forged_markers(log_text)
+    return grade_parsed(status_map, marker, repo, fail_to_pass, pass_to_pass, conflicts, canary, False, forged, gold)

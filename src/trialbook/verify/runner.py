@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 import secrets
 import tarfile
 import tempfile
@@ -61,9 +62,9 @@ class GraderUnavailableError(Exception):
 
 class Verdict(BaseModel):
     reward: float
-    graded_by: str  # "test_log" or "reward_file"; "timeout" (a hang the agent's change caused, harness/blame.py),
-    # "change_too_large" (its tree outgrew the sandbox's limits when carried, harness/isolation._outgrown), "limits"
-    # (the tests outgrew them with the change, not without it, harness/blame.limits)
+    graded_by: str  # "test_log" or "reward_file"; "timeout" (a hang the agent's change caused, verify/blame.py),
+    # "change_too_large" (its tree outgrew the sandbox's limits when carried, verify/isolation._outgrown), "limits"
+    # (the tests outgrew them with the change, not without it, verify/blame.limits)
     tests: dict[str, dict[str, str]] | None = None
     p2p_regression: bool = False
     conflicts: list[str] = []  # tests the log reports both passing and failing (verify/grading.parse_log)
@@ -73,6 +74,12 @@ class Verdict(BaseModel):
     killed: bool = False  # the verifier's script was killed from inside the sandbox (graded as failing)
     canary: str | None = None  # the canary test's name (verify/canary.py); None: none planted
     canary_seen: str | None = None  # what the log said: failed, passed (graded failing), skipped, missing, hidden
+    # graded per test: the reward is the strict verdict (verify/grading.strict_verdict), `official_reward` swebench's
+    # (leaderboard parity); `not_gold`: the listed tests without their gold status, and what the log said of them
+    official_reward: float | None = None
+    not_gold: dict[str, str] = {}
+    markers_forged: bool = False  # the segment markers printed more than once (verify/grading.forged_markers)
+    exit_disagrees: bool = False  # a reward of 1 from the exit status while the log reports a failure (exit_disagrees)
     file_reward: float | None = None
     exit_code: int | None = None
     log: str = ""
@@ -104,11 +111,15 @@ def _status_lines() -> Callable[..., str]:
 
 def _tests_tar(task: TaskSpec, arcname: str, script: str | None, gzip: bool = False, logs: bool = False) -> bytes:
     """The task's tests/ at `arcname`, its test.sh replaced by `script` when given (the canary planted); with
-    `logs`, also empty `logs/` and `logs/verifier/` (to extract at / after the script removed them)."""
+    `logs`, also empty `logs/` and `logs/verifier/` (to extract at / after the script removed them).
+
+    A task graded per test is graded by the harness from its lists: its config.json (the F2P/P2P lists, which
+    name the tests a change could spare or fake) stays out of the container the tests run in."""
     buf = io.BytesIO()
     replaced = f"{arcname}/test.sh" if script is not None else None
+    hidden = {replaced, f"{arcname}/config.json" if task.lists_tests else None} - {None}
     with tarfile.open(fileobj=buf, mode="w:gz" if gzip else "w") as tar:
-        tar.add(str(task.tests_dir), arcname=arcname, filter=lambda info: None if info.name == replaced else info)
+        tar.add(str(task.tests_dir), arcname=arcname, filter=lambda info: None if info.name in hidden else info)
         if replaced is not None and script is not None:
             data = script.encode()
             info = tarfile.TarInfo(replaced)
@@ -146,7 +157,22 @@ def _planted(task: TaskSpec, witness: bool = False) -> Planted | None:
     `witness`, for one graded by its reward file too (a run of its own: the canary fails an honest run as well)."""
     if not task.lists_tests and not witness:
         return None
-    return plant(read_script(task.tests_dir), task_test_files(task.tests_dir), secrets.token_hex(6))
+    return plant(read_script(task.tests_dir), task_test_files(task.tests_dir), secrets.token_hex(6), _test_names(task))
+
+
+_NAMES: dict[tuple[str, str], set[str]] = {}
+
+
+def _test_names(task: TaskSpec) -> set[str]:
+    """Every `def test_...` / `class Test...` name in the task's test files (a canary must not reuse one)."""
+    key = (str(task.tests_dir), task.verifier_hash)
+    if key not in _NAMES:
+        found: set[str] = set()
+        for path in task.tests_dir.rglob("*.py"):
+            text = path.read_text(errors="replace")
+            found.update(re.findall(r"(?m)^\s*(?:def|class)\s+((?:test|Test)\w*)", text))
+        _NAMES[key] = found
+    return _NAMES[key]
 
 
 def _script(stage: str, mark: str, unpack: str | None = None) -> str:
@@ -218,6 +244,50 @@ def _run_last(
     return sandbox.finish(_script(stage, mark, unpack), timeout=timeout, sink=full)
 
 
+# a failing test in pytest's own words: a -rA summary line, or its final count ("=== 1 failed, 2 passed in 0.1s ===")
+_REPORTED_FAILING = re.compile(r"(?m)^(?:FAILED|ERROR) \S+::|^=+ (?:\d+ \w+, )*\d+ (?:failed|errors?)\b.* in [\d.]+ ?s")
+_ANSI = re.compile(r"\x1B(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])")
+_EXIT_DECIDES: dict[tuple[str, str], bool] = {}
+
+
+def _exit_decides(task: TaskSpec) -> bool:
+    """Whether the task's test.sh turns the test command's exit status into its reward (Harbor's `pytest ...;
+    rc=$?`, an `if pytest ...; then`): then its reward and the runner's report are two channels that must agree."""
+    key = (str(task.tests_dir), task.verifier_hash)
+    if key not in _EXIT_DECIDES:
+        script = read_script(task.tests_dir)
+        _EXIT_DECIDES[key] = "pytest" in script and re.search(r"\$\?|\bif\s+(?:\S+\s+)*\S*pytest\b", script) is not None
+    return _EXIT_DECIDES[key]
+
+
+def exit_disagrees(task: TaskSpec, log: str, file_reward: float | None) -> bool:
+    """A reward of 1 from a test.sh that reads the test command's exit status, while pytest's own report in the log
+    says a test failed: the exit status lied (the code under test ended the process with status 0 after the report,
+    `atexit` + `os._exit(0)`). Graded 0, tagged `exit_status_disagrees`."""
+    if file_reward is None or file_reward < 1.0 or not _exit_decides(task):
+        return False
+    return _REPORTED_FAILING.search(_ANSI.sub("", log)) is not None
+
+
+_PER_TEST = re.compile(r"(?m)^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+::\S+)")
+
+
+def per_test_lines(log: str) -> bool:
+    """Whether the log has pytest's per-test result lines (-rA)."""
+    return _PER_TEST.search(_ANSI.sub("", log)) is not None
+
+
+def failing_tests(log: str) -> frozenset[str]:
+    """The tests pytest's per-test lines report FAILED or ERROR."""
+    return frozenset(m.group(2) for m in _PER_TEST.finditer(_ANSI.sub("", log)) if m.group(1) in ("FAILED", "ERROR"))
+
+
+def passing_tests(log: str) -> frozenset[str]:
+    """The tests pytest's per-test lines report PASSED (and never failing: a forged line beside a real failure)."""
+    seen = [(m.group(1), m.group(2)) for m in _PER_TEST.finditer(_ANSI.sub("", log))]
+    return frozenset(t for s, t in seen if s == "PASSED") - failing_tests(log)
+
+
 def witnessable(task: TaskSpec) -> bool:
     """Whether a canary can be planted in a task graded by its reward file (`verify(..., witness=True)`)."""
     return not task.lists_tests and _planted(task, witness=True) is not None
@@ -272,9 +342,13 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             text = _split(_status_lines()(full, task.repo, (mark,)), mark)[0]
     if has_lists:
         canary = planted.name if planted else None
-        graded = _grader()(text, task.repo, task.fail_to_pass or [], task.pass_to_pass or [], task.task_id, canary)
+        lists = (task.fail_to_pass or [], task.pass_to_pass or [])
+        graded = _grader()(text, task.repo, *lists, task.task_id, canary, task.gold_statuses)
         return Verdict(
-            reward=1.0 if graded.resolved else 0.0,
+            reward=1.0 if graded.strict else 0.0,
+            official_reward=1.0 if graded.resolved else 0.0,
+            not_gold=graded.not_gold,
+            markers_forged=graded.markers_forged,
             graded_by="test_log",
             tests=graded.tests,
             p2p_regression=bool(graded.p2p_regression),
@@ -299,6 +373,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
         )
     return Verdict(
         reward=file_reward,
+        exit_disagrees=exit_disagrees(task, log, file_reward),  # graded 0 by verify/blame.reward_file
         graded_by="reward_file",
         foreign_rewards=foreign,
         output_cut=capped.over,

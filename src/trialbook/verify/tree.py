@@ -1,6 +1,6 @@
 """The agent's working tree as the harness carries it: the archive its container wrote, re-packed member by member
 (repack) into one that extracts without an error in the verifier's container and holds nothing the agent's archive
-could smuggle past the diff (harness/isolation.py computes and applies that diff)."""
+could smuggle past the diff (verify/isolation.py computes and applies that diff)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ PATH_MAX = 4096
 
 
 class UnreadableArchive(Exception):
-    """The agent's archive could not be read (harness/isolation.capture then asks the daemon for the tree)."""
+    """The agent's archive could not be read (verify/isolation.capture then asks the daemon for the tree)."""
 
 
 def repack(raw: IO[bytes], tree: IO[bytes], stage: str) -> int:

@@ -8,7 +8,7 @@ upper dir walked here (a few ms); else through the daemon, `docker diff` and /te
 ~0.1-0.6 CPU s a reading on this 2-core machine). Outside /tests an entry counts by what it is (a file, a folder, a
 link and its target, a deletion), not by its bytes: a tool test.sh installs in both runs may differ in them (a
 timestamp), as may a report test.sh writes under /tests. The files the harness staged there (the task's tests/,
-added in every run) count by their content too. harness/blame.changed_outside
+added in every run) count by their content too. verify/blame.changed_outside
 compares a resolving reward file's footprint with the one the verifier leaves on the image as built, read the same
 way; the verifier's Python writes no bytecode there (verify/runner.py), so that a module imported only on the
 fixed code's path leaves no .pyc behind.

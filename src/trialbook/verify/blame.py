@@ -14,8 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from trialbook.harness import footprint as footprints
-from trialbook.harness.isolation import (
+from trialbook.sandbox import Sandbox, SandboxError
+from trialbook.sandbox.box import TreeTooLargeError
+from trialbook.tasks import TaskSpec
+from trialbook.verify import canary as canaries
+from trialbook.verify import footprint as footprints
+from trialbook.verify.isolation import (
     CarryOutgrown,
     CarryTimeout,
     Grading,
@@ -25,11 +29,7 @@ from trialbook.harness.isolation import (
     image_tree_bytes,
     index_image_tree,
 )
-from trialbook.sandbox import Sandbox, SandboxError
-from trialbook.sandbox.box import TreeTooLargeError
-from trialbook.tasks import TaskSpec
-from trialbook.verify import canary as canaries
-from trialbook.verify.runner import Verdict, witnessable
+from trialbook.verify.runner import Verdict, failing_tests, passing_tests, per_test_lines, witnessable
 
 
 def remove_box(box: Sandbox, state: dict[str, Any]) -> None:
@@ -101,7 +101,8 @@ class Baseline:
     canary: str | None = None
     outlived: int = 0
     exit_code: int | None = None
-    footprint: dict[str, str] | None = None  # graded by its reward file in a fresh container (harness/footprint.py)
+    footprint: dict[str, str] | None = None  # graded by its reward file in a fresh container (verify/footprint.py)
+    failing: frozenset[str] = frozenset()  # the tests pytest's per-test lines report failing (runner.failing_tests)
 
 
 # Per process, keyed by (task, verifier hash, image id, with a canary or not); a task's baseline runs once (its
@@ -125,8 +126,9 @@ def baseline(
             if base.verdict is not None:
                 v = base.verdict
                 _BASELINES[key] = Baseline(
-                    "finished", v.duration_s, v.canary_seen, v.outlived, v.exit_code, base.footprint
-                )
+                    "finished", v.duration_s, v.canary_seen, v.outlived, v.exit_code, base.footprint,
+                    failing_tests(v.log),
+                )  # fmt: skip
             else:
                 _BASELINES[key] = Baseline("timed_out" if base.error and base.error[0] == "VerifierTimeoutError"
                                            else (base.error or ("unknown",))[0])  # fmt: skip
@@ -204,12 +206,36 @@ def reward_file(
     """What a reward file says (or does not), weighed against the image as built, in either isolation: none written
     (missing_reward), one test.sh may not have written last (untrusted_reward), one read where the code under test
     changed what test.sh may run after the tests (changed_outside; a fresh container's only), one the canary does not
-    lower (unwitnessed_reward, in `with_change` boxes closed by `close`, else removed)."""
+    lower (unwitnessed_reward, in `with_change` boxes closed by `close`, else removed); and the grading half's strict
+    checks (docs/threat-model-grading.md): the tests failing on the image as built (not_gold_reward), the exit status
+    against pytest's report (runner.exit_disagrees)."""
     if grading.error is not None and grading.error[0] == "RewardFileNotFoundError":
         missing_reward(task, without_change, grading, state)
     untrusted_reward(task, without_change, grading, state)
     changed_outside(task, without_change, grading, state)
+    not_gold_reward(task, without_change, grading, state)
+    if grading.verdict is not None and grading.verdict.exit_disagrees and grading.verdict.reward >= 1.0:
+        grading.verdict = grading.verdict.model_copy(update={"reward": 0.0})  # runner.exit_disagrees
     unwitnessed_reward(task, with_change, without_change, grading, state, close)
+
+
+def not_gold_reward(
+    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
+) -> None:
+    """A reward file's strict verdict, anchored to the image as built: a resolving reward, from a log with pytest's
+    per-test lines, in which a test reported failing without the change is not reported PASSED with it (xfailed,
+    skipped or not run: the code under test called `pytest.xfail()` or `pytest.skip()` on the branch it gets wrong,
+    and pytest exits 0 for both) is graded 0, tagged `status_not_gold` (verify/grading.strict_verdict's rule where
+    no gold run is recorded: the tests the task exists to fix must pass)."""
+    verdict = grading.verdict
+    if verdict is None or verdict.graded_by != "reward_file" or verdict.reward < 1.0 or not per_test_lines(verdict.log):
+        return
+    base = baseline(task, open_box, state)
+    passed = passing_tests(verdict.log)
+    off = {test: "not PASSED" for test in sorted(base.failing - passed)}
+    if off:
+        grading.extra["not_gold"] = dict(list(off.items())[:200])
+        grading.verdict = verdict.model_copy(update={"reward": 0.0, "not_gold": off, "official_reward": verdict.reward})
 
 
 def untrusted_reward(
@@ -251,7 +277,7 @@ def changed_outside(
     task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
 ) -> None:
     """A positive reward read from the reward file of a fresh verifier container that the run left changed outside
-    the working tree and the places a run may write (harness/footprint.py: the container's own layer, read from
+    the working tree and the places a run may write (verify/footprint.py: the container's own layer, read from
     outside it; /tests by content): test.sh may run a tool of the image or a script of its tests after the tests,
     which the code under test could have replaced (python3 made to answer 1 for the grader:
     tests/harness/cheats/python_replaced_at_import.sh; the grader itself rewritten: grader_rewritten.sh). Compared
@@ -294,11 +320,17 @@ def unwitnessed_reward(
     without a lower reward (the task's test.sh ignores failures), not reported there either, or a control that
     did not finish: the grade stands."""
     verdict = grading.verdict
-    if verdict is None or verdict.graded_by != "reward_file" or verdict.reward < 1.0 or not witnessable(task):
+    if verdict is None or verdict.graded_by != "reward_file" or verdict.reward < 1.0:
+        return
+    if not witnessable(task):  # no canary can be planted in its test command: counted by `audit`
+        state.setdefault("tags", []).append("unwitnessed")
         return
     control = grade(task, with_change, close or (lambda b: remove_box(b, state)), tries=1, witness=True)
     got = control.verdict
     grading.extra["witness"] = {"reward": got.reward if got else None, "canary": got.canary_seen if got else None}
+    if got is not None and got.exit_disagrees:  # the canary reported failing, the exit status said success
+        grading.verdict = verdict.model_copy(update={"reward": 0.0, "exit_disagrees": True})
+        return
     if got is None or got.reward < verdict.reward or got.canary_seen == canaries.FAILED:
         return
     seen = got.canary_seen

@@ -30,14 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import IO, Any
 
-from trialbook.harness.tree import UnreadableArchive, repack
 from trialbook.sandbox import DockerEngine, Sandbox, SandboxError
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import commands, installed_by_patch, read_script, task_test_files, words
 from trialbook.verify.canary import TEST_MODULE
+from trialbook.verify.patch import PATCH_KEEP, whole_patch
 from trialbook.verify.runner import RewardFileNotFoundError, Verdict, VerifierTimeoutError, verify
+from trialbook.verify.tree import UnreadableArchive, repack
 
-PATCH_KEEP = 1_000_000  # bytes of the agent's patch kept with the trial (agent/patch.diff)
 NO_GIT = 96
 APPLY_FAILED = 95
 BASE_DONE = "base-done"  # what the apply script prints once the image's side of the diff is there
@@ -281,7 +281,11 @@ def _apply_script(stage: str, tree_stage: str, workdir: str, exclude: list[str],
         f"  g diff --cached --name-only -z --no-renames --diff-filter=A $base -- . {spec} > {s}/added\n"
         f"  (cd {w} && xargs -0 -r sh -c {shlex.quote(UNBLOCK)} unblock < {s}/added) && apply || exit {APPLY_FAILED}\n"
         "fi\n"
-        f"head -c {PATCH_KEEP} {s}/patch.diff; rm -rf {s} {t}\n"
+        # the patch's head in this answer; a longer one kept aside, read back as bytes by `apply_change` (printed whole,
+        # 11 MB of it had made the carry outrun its budget: tests/harness/cheats/names_past_tail.sh)
+        f"head -c {PATCH_KEEP} {s}/patch.diff\n"
+        f"[ -z \"$(find {s}/patch.diff -size +{PATCH_KEEP}c 2>/dev/null)\" ] || mv {s}/patch.diff {s}.patch\n"
+        f"rm -rf {s} {t}\n"
     )
 
 
@@ -361,9 +365,17 @@ def infra_touched(paths: list[str], task: TaskSpec) -> list[str]:
     return [
         p for p in paths
         if PurePosixPath(p).name in by_name or p in named or shadows_a_module(p)
-        or any(part.endswith(METADATA_SUFFIXES) for part in PurePosixPath(p).parts) or in_test_folder(p)
-        or shadows_installed(p, installed, modules)
+        or any(part.lower().endswith(METADATA_SUFFIXES) for part in PurePosixPath(p).parts) or in_test_folder(p)
+        or shadows_installed(p, installed, modules) or _linked_test_folder(p)
     ]  # fmt: skip
+
+
+def _linked_test_folder(path: str) -> bool:
+    """A changed path named as a test folder is no folder (git lists files and links): a link standing in for the
+    tests' package, pointing at a package of the change's whose `__init__.py` the runner imports first. Metadata
+    suffixes are read case-insensitively (`*.DIST-INFO`: Python's importlib.metadata lower-cases what it finds)."""
+    name = PurePosixPath(path).name
+    return TEST_FOLDER.fullmatch(name) is not None or name in ROOT_TEST_FOLDERS
 
 
 def in_test_folder(path: str) -> bool:
@@ -432,6 +444,11 @@ def _named_files(script: str) -> tuple[set[str], set[str]]:
     return named, settings
 
 
+def printable(text: str) -> str:
+    """`text` (decoded with surrogateescape) fit for a record: bytes that are not UTF-8 shown as U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _harness_exec(box: Sandbox, script: str, timeout: float, whole: bool = False) -> tuple[int | None, str]:
     """The script's exit code and output: its tail, or with `whole` all of it (the change's names must not lose
     their front to a long list: a conftest.py before 4.5 MB of names fell out of the tail and went unseen)."""
@@ -442,7 +459,8 @@ def _harness_exec(box: Sandbox, script: str, timeout: float, whole: bool = False
         with tempfile.TemporaryFile() as sink:
             res = box.run_script(script, timeout, sink)
             sink.seek(0)
-            output = sink.read().decode("utf-8", "replace")
+            # the change's names as the bytes they are (a name that is not UTF-8 is excluded by its own bytes)
+            output = sink.read().decode("utf-8", "surrogateescape")
     if res.timed_out:
         raise CarryTimeout(f"carrying the agent's change into {box.name} took over {timeout:g} s", output, timeout)
     return res.exit_code, output
@@ -485,15 +503,16 @@ def apply_change(
         _learn(image_id, change.workdir, before)
     names, marked, patch = rest.partition(f"\n{mark}\n")
     if not marked:
-        message = f"could not diff the agent's working tree (exit {code}): {out.strip()[-300:]}"
+        message = f"could not diff the agent's working tree (exit {code}): {printable(out.strip()[-300:])}"
         raise IsolationError(message, agent_side=bool(based))
     if code != 0:
-        raise IsolationError(f"could not apply the agent's diff (exit {code}): {patch.strip()[-300:]}", agent_side=True)
+        tail = printable(patch.strip()[-300:])
+        raise IsolationError(f"could not apply the agent's diff (exit {code}): {tail}", agent_side=True)
     if not change.files and names:
         change.files = [p for p in names.split("\0") if p]
         change.test_infra = infra_touched(change.files, task)
     if not exclude:
-        change.patch = patch
+        change.patch = whole_patch(box, stage or change.stage, patch)
 
 
 def restore_container(box: Sandbox, task: TaskSpec) -> None:
@@ -515,7 +534,7 @@ class Grading:
     log: str = ""
     tries: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
-    footprint: dict[str, str] | None = None  # what the verifier left changed outside the tree (harness/footprint.py)
+    footprint: dict[str, str] | None = None  # what the verifier left changed outside the tree (verify/footprint.py)
 
 
 def grade(
@@ -557,7 +576,7 @@ def grade(
             close_box(box)
         if hits:
             out = _limited(out, task, hits, "while the verifier ran")
-            out.extra["limits_hit_in_tests"] = True  # not while the change was carried (harness/blame.limits)
+            out.extra["limits_hit_in_tests"] = True  # not while the change was carried (verify/blame.limits)
             return out
         if out.verdict is not None:
             return out
