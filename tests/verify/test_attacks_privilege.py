@@ -104,21 +104,27 @@ def test_every_privilege_attack_loses_in_every_shape_and_the_fix_resolves(attack
     assert res.exit_code == 0, res.stderr
     got = {t["task_id"]: t for t in trial_dicts(Ledger(db), "w40b-privilege")}
     assert len(got) == len(SHAPES) + sum(len(s) for s in AIMED.values())
-    for task, t in sorted(got.items()):
-        shape, _, name = task.partition("-")
-        tags = t["extra"].get("tags", [])
-        # every test command ran as its own uid, no capabilities, no new privileges (setpriv is in the image)
-        assert t["extra"].get("tests_user") == "setpriv", (task, t["exception"], t["exception_message"])
-        assert "tests_not_separated" not in tags, task
-        if name == "honest":
-            assert t["outcome"] == "resolved", (task, t["exception"], t["exception_message"], tags)
-            assert not {"reward_written_by_tests", "exit_status_contradicts_log", "disk_quota_in_tests"} & set(tags)
-            continue
-        if name == "disk_fill_agent":  # charged to the agent, and graded
-            assert (t["outcome"], t["exception"], t["reward"]) == ("disk_quota", "DiskQuotaError", 0.0), task
-            continue
-        assert (t["outcome"], t["reward"]) == ("unresolved", 0.0), (task, t["exception"], t["exception_message"], tags)
-        if TAG.get(name):
-            assert TAG[name] in tags, (task, tags)
-        if name in REWARD_WRITERS:  # the tests' reward file never read: test.sh's own 0 was
-            assert t["extra"]["rewards_by_tests"] == ["reward.txt"], task
+    wrong = {task: problem for task, t in sorted(got.items()) if (problem := _problem(task, t))}
+    assert wrong == {}
+
+
+def _problem(task: str, t: dict) -> str | None:
+    """What is wrong with the trial `task` (None: nothing)."""
+    shape, _, name = task.partition("-")
+    tags = t["extra"].get("tags", [])
+    why = f"{t['outcome']} {t['reward']} {t['exception']} {t['exception_message']} {tags}"
+    # every test command ran as its own uid, no capabilities, no new privileges (setpriv is in the image)
+    if t["extra"].get("tests_user") != "setpriv" or "tests_not_separated" in tags:
+        return f"not separated: {t['extra'].get('tests_user')} {why}"
+    if name == "honest":
+        bad = {"reward_written_by_tests", "exit_status_contradicts_log", "disk_quota_in_tests"} & set(tags)
+        return None if t["outcome"] == "resolved" and not bad else why
+    if name == "disk_fill_agent":  # charged to the agent, and graded
+        return None if (t["outcome"], t["exception"], t["reward"]) == ("disk_quota", "DiskQuotaError", 0.0) else why
+    if (t["outcome"], t["reward"]) != ("unresolved", 0.0):
+        return why
+    if TAG.get(name) and TAG[name] not in tags:
+        return f"no tag {TAG[name]}: {why}"
+    if name in REWARD_WRITERS and t["extra"].get("rewards_by_tests") != ["reward.txt"]:
+        return f"rewards_by_tests {t['extra'].get('rewards_by_tests')}: {why}"  # test.sh's own 0 was read
+    return None

@@ -10,10 +10,10 @@ from trialbook.verify.privilege import (
     FUNCTION,
     Reading,
     exit_contradicts_log,
+    find_test_commands,
     read_markers,
     separate,
     staging,
-    find_test_commands,
 )
 
 

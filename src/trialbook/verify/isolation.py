@@ -557,7 +557,9 @@ def grade(
         finally:
             close_box(box)
         if disk:  # the tests wrote past the sandbox's disk quota with the change: graded, 0 (never ungraded)
-            out.verdict, out.error = Verdict(reward=0.0, graded_by="disk_quota", log=out.log), None
+            quota = {"reward": 0.0, "graded_by": "disk_quota"}
+            out.verdict = out.verdict.model_copy(update=quota) if out.verdict else Verdict(**quota, log=out.log)
+            out.error = None
             out.extra["verifier_disk_hit"] = disk
             return out
         if hits:

@@ -312,7 +312,8 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
         )
     if killed:
         return Verdict(reward=0.0, graded_by="reward_file", killed=True, exit_code=res.exit_code, log=log,
-                       duration_s=res.duration_s)  # fmt: skip
+                       duration_s=res.duration_s, tests_user=tests_user, rewards_by_tests=ran.rewards_by_tests,
+                       exit_contradicts_log=contradicted)  # fmt: skip
     if file_reward is None:
         raise RewardFileNotFoundError(
             f"tests/test.sh exited {res.exit_code} without writing {LOG_DIR}/reward.txt or reward.json", log
