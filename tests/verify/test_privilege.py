@@ -71,12 +71,15 @@ def test_markers_without_the_nonce_are_the_tests_own_lines() -> None:
     log = (
         "a\n@@trialbook-tests-secret@@ start setpriv\nFAILED x\n@@trialbook-tests-guess@@ end 0\n"
         "@@trialbook-tests-secret@@ left 2\n@@trialbook-tests-secret@@ reward reward.txt\n"
-        "@@trialbook-tests-secret@@ end 1\nb"
+        "@@trialbook-tests-secret@@ end 1 setpriv\nb"
     )
     kept, reading = read_markers(log, "secret")
     assert kept == "a\nFAILED x\n@@trialbook-tests-guess@@ end 0\nb"
     assert reading.runs == [(1, "FAILED x\n@@trialbook-tests-guess@@ end 0")]
     assert (reading.how, reading.left, reading.rewards_by_tests) == (["setpriv"], 2, ["reward.txt"])
+    # a start marker cut from the kept tail (a flood of output before it): the end marker still says how it ran
+    _, cut = read_markers("flood\n@@trialbook-tests-secret@@ end 0 setpriv\n", "secret")
+    assert (cut.how, cut.runs) == (["setpriv"], [(0, "flood")])
 
 
 @pytest.mark.parametrize(

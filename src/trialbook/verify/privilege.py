@@ -246,7 +246,7 @@ __tb_drop() {{
     "$@" && __tb_rc=0 || __tb_rc=$?
     {{ set +x; }} 2>/dev/null
   fi
-  printf '\\n{mark} end %s\\n' "$__tb_rc"
+  printf '\\n{mark} end %s %s\\n' "$__tb_rc" "${{__tb_as:-root}}"
   case $__tb_y in *x*) set -x ;; esac
   return $__tb_rc
 }}
@@ -296,9 +296,11 @@ def read_markers(log: str, nonce: str) -> tuple[str, Reading]:
         if kind == "start":
             reading.how.append(arg.strip())
             span = []
-        elif kind == "end" and span is not None:
-            status = arg.strip()
-            reading.runs.append((int(status) if status.isdigit() else -1, "\n".join(span)))
+        elif kind == "end":  # its start may have been cut from the log's kept tail by a flood of output
+            status, _, how = arg.strip().partition(" ")
+            if span is None:
+                reading.how.append(how or "root")
+            reading.runs.append((int(status) if status.isdigit() else -1, "\n".join(kept if span is None else span)))
             span = None
         elif kind == "left":
             reading.left += int(arg.strip()) if arg.strip().isdigit() else 0
@@ -321,6 +323,7 @@ def exit_contradicts_log(reading: Reading) -> bool:
 
 
 class _Verdict(Protocol):
+    graded_by: str
     tests_user: str | None
     rewards_by_tests: list[str]
     exit_contradicts_log: bool
@@ -328,6 +331,7 @@ class _Verdict(Protocol):
 
 def privilege_tags(verdict: _Verdict) -> list[str]:
     """The trial's tags from what a verdict says of its test commands' privileges."""
-    tags = [NOT_SEPARATED] if verdict.tests_user in (None, "root") else []
+    ran = verdict.graded_by in ("test_log", "reward_file")  # not a grade the harness gave without a run (blame.py)
+    tags = [NOT_SEPARATED] if ran and verdict.tests_user in (None, "root") else []
     tags += [REWARD_BY_TESTS] if verdict.rewards_by_tests else []
     return tags + ([CONTRADICTED] if verdict.exit_contradicts_log else [])
