@@ -78,6 +78,16 @@ DOCKERFILE = """FROM trialbook-base:bookworm
 WORKDIR /testbed
 RUN git init -q && git -c user.name=tb -c user.email=tb@example.invalid commit -q --allow-empty -m init
 """
+# `--test-module`: the test a test command the verifier recognises (a test module run by python3), so that it runs as
+# its own unprivileged uid (verify/privilege.py); the same command in the bare loop
+TEST_MODULE = (
+    "mkdir -p /logs/verifier && cd /testbed && python3 test_answer.py; rc=$?"
+    ' && if [ "$rc" -eq 0 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt'
+)
+TEST_MODULE_FILE = (
+    "RUN printf 'import sys\\nsys.exit(open(\"answer.txt\").read().strip() != \"fixed\")\\n'"
+    " > test_answer.py\n"
+)
 
 
 def make_task(root: Path, isolation: str = "diff") -> Path:
@@ -234,6 +244,7 @@ def main() -> None:
     ap.add_argument("--concurrency", default="1,2,4")
     ap.add_argument("--no-cold", action="store_true", help="skip trialbook without the warm pool")
     ap.add_argument("--json", action="store_true", help="rows as JSON instead of the table")
+    ap.add_argument("--test-module", action="store_true", help="the test as a test module python3 runs (TEST_MODULE)")
     ap.add_argument("--cpu", action="store_true", help="also CPU s per trial by process (a local daemon only)")
     ap.add_argument(
         "--no-channel",
@@ -258,6 +269,9 @@ def main() -> None:
         help="also the bare loop on trialbook's runtime (docker run --runtime), interleaved",
     )
     args = ap.parse_args()
+    if args.test_module:
+        global TEST, DOCKERFILE
+        TEST, DOCKERFILE = TEST_MODULE, DOCKERFILE + TEST_MODULE_FILE
     levels = [int(x) for x in args.concurrency.split(",")]
     cold = not args.no_cold
     rows: list[dict[str, float]] = []

@@ -34,6 +34,7 @@ class Outcome(StrEnum):
     VERIFIER_TIMEOUT = "verifier_timeout"
     INFRA_ERROR = "infra_error"
     INCOMPLETE = "incomplete"
+    DISK_QUOTA = "disk_quota"
 
 
 class OutcomeRule(NamedTuple):
@@ -51,6 +52,7 @@ OUTCOMES: dict[Outcome, OutcomeRule] = {
     Outcome.VERIFIER_TIMEOUT: OutcomeRule(False, False, "verifier hung or ran past its limit: no grade"),
     Outcome.INFRA_ERROR: OutcomeRule(False, True, "sandbox/daemon/build failure: no grade, retryable"),
     Outcome.INCOMPLETE: OutcomeRule(False, False, "no result: the run was cut off"),
+    Outcome.DISK_QUOTA: OutcomeRule(True, False, "agent's sandbox wrote past its disk_mb; stopped, still graded"),
 }
 
 GRADED: frozenset[str] = frozenset(o.value for o, r in OUTCOMES.items() if r.graded)
@@ -85,6 +87,7 @@ POLICY: dict[str, Rule] = {
     "ContextWindowExceededError": Rule(Outcome.CONTEXT_OVERFLOW, False, True, "Harbor/litellm: context exceeded"),
     "OutputLengthExceededError": Rule(Outcome.CONTEXT_OVERFLOW, False, True, "Harbor: output length exceeded"),
     "FormatError": Rule(Outcome.FORMAT_ERROR, False, True, "model output not parseable"),
+    "DiskQuotaError": Rule(Outcome.DISK_QUOTA, False, True, "agent's sandbox wrote past [environment] disk_mb"),
     "NonZeroAgentExitCodeError": Rule(None, False, True, "Harbor: agent process failed; its sandbox is graded"),
     "VerifierTimeoutError": Rule(Outcome.VERIFIER_TIMEOUT, False, False, "test.sh past its timeout twice: no grade"),
     "HungWithChangeError": Rule(None, False, True, "test.sh past its timeout twice, in time without the change: 0"),
@@ -112,6 +115,8 @@ FINDINGS = {
     "runner_subverted": "the verifier's canary, a test that must fail, was reported passing, or not at all while it"
     " is without the change: the runner was made to pass what fails (graded as failing)",
     "p2p_regression": "FAIL_TO_PASS passed but a PASS_TO_PASS test failed",
+    "exit_status_contradicts_log": "a test command exited 0 after its runner reported a failure (an exit forced by the"
+    " code under test: verify/privilege.py): graded as failing",
 }
 STILL_GRADED = frozenset(name for name, rule in POLICY.items() if rule.graded)
 RETRYABLE = frozenset(name for name, rule in POLICY.items() if rule.retry)

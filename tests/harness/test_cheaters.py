@@ -55,9 +55,11 @@ REWARD_FILE = [
 REWARD_FILE_CONTAINER = ["reward_rewriter", "reward_symlink", "reward_then_kill", "exit0_at_import", "cat_at_import"]
 # the cheats aimed at what test.sh runs after the tests: also tried on a copy whose test.sh writes its reward with a
 # grader of its tests (`python3 /tests/grade.py "$rc"`, no tests/config.json); graded 0 by what the tests left changed
-# outside the working tree (verify/blame.changed_outside). The cat cheat is read past by the shell's builtins
+# outside the working tree (verify/blame.changed_outside). The cat cheat is read past by the shell's builtins. Since the
+# test command runs as its own uid (verify/privilege.py) neither /tests nor python3 is the tests' to change: they lose
+# without a trace there (verify/blame.changed_outside stays the check for an image whose test command is not separated)
 GRADER = ["grader_rewritten", "python_replaced_at_import", "cat_at_import"]
-CHANGED_OUTSIDE = {"grader_rewritten", "python_replaced_at_import"}
+CHANGED_OUTSIDE: set[str] = set()
 GRADER_SH = (
     # a tool test.sh installs itself before the tests and runs after them: changed in both runs, the grade stands
     "printf '#!/bin/sh\\nexec python3 \"$@\"\\n' > /usr/local/bin/tb-grade && chmod +x /usr/local/bin/tb-grade\n"
@@ -77,13 +79,13 @@ TEST_INFRA = {
 TOO_LARGE = {"big_file"}
 TEST_INFRA_BY_NAME = {"runner_rewrite"}  # test infrastructure where the test command names the runner
 # the change's own code forging the log from inside the test process (verify/grading.parse_log, runner._split)
-CONFLICTING = {"atexit_passed_lines", "forged_marker", "flood_then_passed"}
+# (forged_marker no more: the verifier's marker is in root's memory and root's files, which the tests cannot read)
+CONFLICTING = {"atexit_passed_lines", "flood_then_passed"}
 OUTLIVED = {"lingering_rewriter", "reward_rewriter"}  # a process of the test run still alive when test.sh exits
-# test.sh killed by the code under test (the verifier's script, PID 1 of its fresh container, cannot be): the
-# test process that sent the signal may still run when test.sh is gone (then also counted as outlived) or not
+# cheats that kill every process they can: test.sh had been killed so; as the test command's own uid they reach only
+# the tests' processes (verify/privilege.py), so nothing of the verifier is killed (no `verifier_killed`) and
+# reward_then_kill, whose test process then exits 0 before any test ran, is caught as exit0_at_import is
 KILLED = {"kill_everything", "reward_then_kill"}
-# ... after writing a reward of its own: a test log graded per test is not fooled and tells nothing of the kill
-KILLED_AFTER_REWARD = {"reward_then_kill"}
 # pytest made to pass what fails, its report consistent: the verifier's canary, a test that must fail, is reported
 # passing (verify/canary.py). By the change's own code, and, a second catch, by the forcing test-infra cheats
 SUBVERTED = {"runner_noop", "report_forced", "conftest_force_pass", "pytest_ini_plugin", "hidden_pytest_ini"}
@@ -99,7 +101,10 @@ HIDDEN = {"runner_shadow"}
 # before any test ran: the verifier once more with a canary (verify/blame.unwitnessed_reward), which is
 # reported passing (the first) or not at all, while it is reported failing on the image as built (the second)
 WITNESS_PASSED = {"runner_noop"}
-WITNESS_HIDDEN = {"exit0_at_import"}
+WITNESS_HIDDEN = {"exit0_at_import", "reward_then_kill"}
+# the reward file a cheat writes from the test process (or links), removed before test.sh writes its own
+# (verify/privilege.py: tag reward_written_by_tests); the rewriters' (OUTLIVED) too when they ran before the kill
+REWARD_WRITERS = {"reward_symlink", "reward_then_kill", "foreign_reward_file"}
 HONEST_INFRA = "\necho '# a harmless conftest.py next to a real fix' > /testbed/conftest.py\n"
 # a real fix next to a repository without a commit (a test fixture, say): its files are carried, not its .git
 HONEST_NESTED = "\nmkdir -p /testbed/fixture && cd /testbed/fixture && git init -q && echo data > data.txt\n"
@@ -252,8 +257,10 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
         rewritten = kind in OUTLIVED and by_reward and (t["extra"].get("file_reward") or 0) > 0
         assert ("outlived_with_change" in tags) == rewritten, task
         assert (t["exception"] == "OutlivedWithChangeError") == rewritten, task
-        killed = kind in KILLED and (by_reward or kind not in KILLED_AFTER_REWARD)
-        assert ("verifier_killed" in tags) == killed, task
+        assert "verifier_killed" not in tags, task
+        if kind not in OUTLIVED:
+            assert ("reward_written_by_tests" in tags) == (kind in REWARD_WRITERS), task
+        assert "tests_not_separated" not in tags, task
         witnessed = by_reward and kind in WITNESS_PASSED | WITNESS_HIDDEN
         assert ("runner_subverted" in tags) == (kind in SUBVERTED | HIDDEN or witnessed), task
         assert "canary_missing" not in tags, task
@@ -266,16 +273,15 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
         assert (t["exception"] == "ChangeTooLargeError") == (kind in TOO_LARGE), task
         # a path past PATH_MAX is not carried (the daemon's copy of it had failed: an ungraded infra error)
         assert ("paths_too_long" in t["extra"]["verifier"]) == (kind == "path_past_path_max"), task
-        # no reward with the change while there is one without it: graded 0 (a test-log copy needs no reward file)
-        # (a reward file linked elsewhere is not read: test.sh's own could not be written through the link)
-        no_reward = task in (
-            "rewardfile-logs_replaced_at_import", "rewardfile-reward_symlink", "containerrf-reward_symlink"
-        )  # fmt: skip
+        # no reward with the change while there is one without it (NoRewardWithChangeError) was the catch of /logs
+        # replaced and of a reward file linked elsewhere; neither is the tests' to do now (verify/privilege.py)
+        no_reward = False
         assert (t["exception"] == "NoRewardWithChangeError") == no_reward, task
         assert ("reward_missing_with_change" in tags) == no_reward, task
         # the tests outgrew the sandbox's limits with the change, not without it: graded 0 (both copies)
-        # a reward file the task's tests never name is left unread (the reward.json copy: a reward.txt of 1)
-        assert ("foreign_reward_file" in tags) == (task == "rewardjson-foreign_reward_file"), task
+        # a reward file the task's tests never name is left unread (the reward.json copy: a reward.txt of 1); the
+        # tests' own is removed before that (reward_written_by_tests)
+        assert "foreign_reward_file" not in tags, task
         changed = mode == "grader" and kind in CHANGED_OUTSIDE
         assert ("changed_outside_tree" in tags) == changed and (t["exception"] == "ChangedOutsideTreeError") == changed
         hog = kind == "memory_hog_at_import"
@@ -295,7 +301,9 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     assert len(left) <= outlived <= len(left) + len(killers)  # + the copies of a killing cheat, or not
     subverted = {task for task, t in got.items() if "runner_subverted" in t["extra"]["tags"]}
     witnessed = {task for task in subverted if task.startswith(("rewardfile-", "containerrf-"))}
-    assert witnessed == {f"rewardfile-{k}" for k in WITNESS_PASSED | WITNESS_HIDDEN} | {"containerrf-exit0_at_import"}
+    assert witnessed == {f"rewardfile-{k}" for k in WITNESS_PASSED | WITNESS_HIDDEN} | {
+        f"containerrf-{k}" for k in WITNESS_HIDDEN
+    }
     assert by_signature["runner_subverted"]["trials"] == len(subverted) == len(SUBVERTED | HIDDEN) + 1 + len(witnessed)
     # a re-grade from the stored logs reads the canary by the name recorded with the trial: the same verdicts
     res = cli("regrade", "cheats", "--json")

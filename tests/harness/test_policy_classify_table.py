@@ -22,6 +22,7 @@ TABLE: dict[str | None, tuple[bool, tuple[str, str, str, str]]] = {
     "ContextWindowExceededError": (False, ("infra_error", "context_overflow", "context_overflow", "context_overflow")),
     "OutputLengthExceededError": (False, ("infra_error", "context_overflow", "context_overflow", "context_overflow")),
     "FormatError": (False, ("infra_error", "format_error", "format_error", "format_error")),
+    "DiskQuotaError": (False, ("infra_error", "disk_quota", "disk_quota", "disk_quota")),
     "NonZeroAgentExitCodeError": (False, ("infra_error", "unresolved", "unresolved", "resolved")),
     "VerifierTimeoutError": (False, ("verifier_timeout",) * 4),
     # hung with the change, in time without it: the harness gives it reward 0 (verify/blame.hang)
@@ -73,7 +74,7 @@ def test_still_graded_means_an_early_stop_is_verified() -> None:
         "AgentTimeoutError", "ContextOverflowError", "ContextLengthExceededError", "ContextWindowExceededError",
         "OutputLengthExceededError", "FormatError", "NonZeroAgentExitCodeError", "HungWithChangeError",
         "ChangeTooLargeError", "NoRewardWithChangeError", "LimitsHitWithChangeError", "OutlivedWithChangeError",
-        "ChangedOutsideTreeError",
+        "ChangedOutsideTreeError", "DiskQuotaError",
     }  # fmt: skip
     assert set(STILL_GRADED) == expected
 

@@ -27,6 +27,7 @@ from trialbook.tasks import TaskError, TaskSpec
 from trialbook.verify import blame, findings, footprint, hacks
 from trialbook.verify import canary as canaries
 from trialbook.verify.isolation import (
+    CarryOutgrown,
     CarryTimeout,
     Change,
     Grading,
@@ -41,6 +42,7 @@ from trialbook.verify.isolation import (
     workdir_of,
 )
 from trialbook.verify.patch import kept_patch, patch_record
+from trialbook.verify.privilege import privilege_tags
 from trialbook.verify.runner import Verdict
 
 TRY_STATE = ("agent_result", "verifier_log", "image", "verifier", "patch", "tags", "agent_limit_hits")
@@ -169,6 +171,8 @@ def run_trial(
     elif verdict is not None and verdict.canary_seen in canaries.UNSEEN and outcome == Outcome.RESOLVED:
         tags.append("canary_missing")
     tags += findings.verdict_tags(verdict)
+    if verdict is not None:
+        tags += privilege_tags(verdict)
     if exc_type is None:
         exc_type = next((finding for finding in FINDINGS if finding in tags), None)
         exc_msg = FINDINGS.get(exc_type or "")
@@ -195,6 +199,8 @@ def run_trial(
         extra.update({"files": sorted(f"agent/{n}" for n in agent_result.files)} if agent_result.files else {})
     if verdict is not None:
         extra.update(graded_by=verdict.graded_by, file_reward=verdict.file_reward, test_exit_code=verdict.exit_code)
+        extra.update({"tests_user": verdict.tests_user} if verdict.tests_user else {})
+        extra.update({"rewards_by_tests": verdict.rewards_by_tests} if verdict.rewards_by_tests else {})
         extra.update({"conflicting_tests": verdict.conflicts} if verdict.conflicts else {})
         extra.update({"outlived_processes": verdict.outlived} if verdict.outlived else {})
         extra.update({"foreign_reward_files": verdict.foreign_rewards} if verdict.foreign_rewards else {})
@@ -255,11 +261,13 @@ def _attempt(
     labels = {**settings.labels, LABEL_RUN: settings.run, LABEL_TRIAL: name, LABEL_TASK: task.task_id}
 
     def start(box_name: str, prepare: tuple[str, Callable[[Sandbox], Any]] | None = None) -> Sandbox:
-        return engine.start(
+        started = engine.start(
             state["image"][0], box_name, labels, task.cpus, task.memory_mb, task.pids_limit, task.allow_network,
             stopper.event, env=task.env, workdir=task.workdir, shell_setup=task.shell_setup, prepare=prepare,
             runtime=settings.runtime,
         )  # fmt: skip
+        started.watch_disk(task.disk_mb << 20)
+        return started
 
     box = start(name)
     state["runtime"] = box.runtime
@@ -290,6 +298,9 @@ def _attempt(
         phases["agent_execution"] = round(time.monotonic() - t, 3)
         if exc_type is None and phases["agent_execution"] > budget + AGENT_GRACE_S:
             exc_type, exc_msg = "AgentTimeoutError", f"agent returned after its {budget:g} s budget"
+        if box.disk_hit:  # the agent's own doing: stopped, still graded (outcomes.POLICY)
+            exc_type = "DiskQuotaError"
+            exc_msg = f"the agent's sandbox wrote {box.disk_hit:,} bytes, past its disk_mb = {task.disk_mb}"
         stopper.check()
         if hits := box.limit_hits():  # the agent's own limit hits are its business: it is still graded
             state["agent_limit_hits"] = hits
@@ -311,6 +322,8 @@ def _attempt(
             phases["verifier"] = round(time.monotonic() - t, 3)
         state["verifier_log"] = grading.log
         state["verifier"] = {"isolation": task.isolation, "tries": grading.tries, **grading.extra}
+        if grading.extra.get("verifier_disk_hit"):
+            state.setdefault("tags", []).append("disk_quota_in_tests")  # graded 0 (verify/isolation.grade)
         if grading.error is not None:
             if grading.error[0] == "VerifierTimeoutError":
                 stopper.check()  # a deadline or interrupt cut the verifier: not its own timeout
@@ -365,6 +378,11 @@ def _grade_diff(
             except IsolationError as exc:
                 hits = vbox.limit_hits()
                 blame.remove_box(vbox, state)
+                if vbox.disk_hit:  # the carried change filled the verifier's disk quota: the agent's doing
+                    raise CarryOutgrown(
+                        f"the agent's change took {vbox.disk_hit:,} bytes in the verifier, past disk_mb ="
+                        f" {task.disk_mb}"
+                    ) from None
                 if hits:  # the task's own limits stopped the harness's git: on the image's tree, not the agent's doing
                     raise LimitHit(hits, exc.agent_side) from None
                 if isinstance(exc, CarryTimeout) and exc.agent_side:

@@ -15,12 +15,13 @@ SQL: dict[str, tuple[str, dict[str, Any]]] = {'schema_version': ('SELECT meta.va
                  {}),
  'runs_with_counts': ('SELECT runs.name, runs.kind, runs.created, count(DISTINCT trials.task_id) AS tasks, '
                       'count(trials.id) AS trials, coalesce(sum(CAST(CASE WHEN (trials.outcome IN (:outcome_1_1, '
-                      ':outcome_1_2, :outcome_1_3, :outcome_1_4, :outcome_1_5)) THEN :param_1 ELSE :param_2 END AS '
-                      'INTEGER)), :coalesce_1) AS judged, coalesce(sum(CAST(CASE WHEN (trials.outcome IN '
-                      '(:outcome_1_1, :outcome_1_2, :outcome_1_3, :outcome_1_4, :outcome_1_5) AND trials.reward >= '
-                      ':reward_1) THEN :param_3 ELSE :param_4 END AS INTEGER)), :coalesce_2) AS resolved, sum(CASE '
-                      'WHEN (trials.outcome IN (:outcome_1_1, :outcome_1_2, :outcome_1_3, :outcome_1_4, :outcome_1_5)) '
-                      'THEN coalesce(trials.reward, :coalesce_3) END) AS reward_sum \n'
+                      ':outcome_1_2, :outcome_1_3, :outcome_1_4, :outcome_1_5, :outcome_1_6)) THEN :param_1 ELSE '
+                      ':param_2 END AS INTEGER)), :coalesce_1) AS judged, coalesce(sum(CAST(CASE WHEN (trials.outcome '
+                      'IN (:outcome_1_1, :outcome_1_2, :outcome_1_3, :outcome_1_4, :outcome_1_5, :outcome_1_6) AND '
+                      'trials.reward >= :reward_1) THEN :param_3 ELSE :param_4 END AS INTEGER)), :coalesce_2) AS '
+                      'resolved, sum(CASE WHEN (trials.outcome IN (:outcome_1_1, :outcome_1_2, :outcome_1_3, '
+                      ':outcome_1_4, :outcome_1_5, :outcome_1_6)) THEN coalesce(trials.reward, :coalesce_3) END) AS '
+                      'reward_sum \n'
                       'FROM runs LEFT OUTER JOIN trials ON trials.run_id = runs.id AND trials.superseded_by IS NULL '
                       'GROUP BY runs.id, runs.name, runs.kind, runs.created ORDER BY runs.id',
                       {'param_1': 1,
@@ -33,16 +34,18 @@ SQL: dict[str, tuple[str, dict[str, Any]]] = {'schema_version': ('SELECT meta.va
                        'coalesce_3': 0.0,
                        'outcome_1_1': 'agent_timeout',
                        'outcome_1_2': 'context_overflow',
-                       'outcome_1_3': 'format_error',
-                       'outcome_1_4': 'resolved',
-                       'outcome_1_5': 'unresolved'}),
+                       'outcome_1_3': 'disk_quota',
+                       'outcome_1_4': 'format_error',
+                       'outcome_1_5': 'resolved',
+                       'outcome_1_6': 'unresolved'}),
  'run_counts': ('SELECT count(DISTINCT trials.task_id) AS tasks, count(trials.id) AS trials, coalesce(sum(CAST(CASE '
-                'WHEN (trials.outcome IN (:outcome_1_1, :outcome_1_2, :outcome_1_3, :outcome_1_4, :outcome_1_5)) THEN '
-                ':param_1 ELSE :param_2 END AS INTEGER)), :coalesce_1) AS judged, coalesce(sum(CAST(CASE WHEN '
-                '(trials.outcome IN (:outcome_1_1, :outcome_1_2, :outcome_1_3, :outcome_1_4, :outcome_1_5) AND '
-                'trials.reward >= :reward_1) THEN :param_3 ELSE :param_4 END AS INTEGER)), :coalesce_2) AS resolved, '
-                'sum(CASE WHEN (trials.outcome IN (:outcome_1_1, :outcome_1_2, :outcome_1_3, :outcome_1_4, '
-                ':outcome_1_5)) THEN coalesce(trials.reward, :coalesce_3) END) AS reward_sum \n'
+                'WHEN (trials.outcome IN (:outcome_1_1, :outcome_1_2, :outcome_1_3, :outcome_1_4, :outcome_1_5, '
+                ':outcome_1_6)) THEN :param_1 ELSE :param_2 END AS INTEGER)), :coalesce_1) AS judged, '
+                'coalesce(sum(CAST(CASE WHEN (trials.outcome IN (:outcome_1_1, :outcome_1_2, :outcome_1_3, '
+                ':outcome_1_4, :outcome_1_5, :outcome_1_6) AND trials.reward >= :reward_1) THEN :param_3 ELSE :param_4 '
+                'END AS INTEGER)), :coalesce_2) AS resolved, sum(CASE WHEN (trials.outcome IN (:outcome_1_1, '
+                ':outcome_1_2, :outcome_1_3, :outcome_1_4, :outcome_1_5, :outcome_1_6)) THEN coalesce(trials.reward, '
+                ':coalesce_3) END) AS reward_sum \n'
                 'FROM trials \n'
                 'WHERE trials.run_id = :run_id AND trials.superseded_by IS NULL',
                 {'param_1': 1,
@@ -55,18 +58,19 @@ SQL: dict[str, tuple[str, dict[str, Any]]] = {'schema_version': ('SELECT meta.va
                  'coalesce_3': 0.0,
                  'outcome_1_1': 'agent_timeout',
                  'outcome_1_2': 'context_overflow',
-                 'outcome_1_3': 'format_error',
-                 'outcome_1_4': 'resolved',
-                 'outcome_1_5': 'unresolved'}),
+                 'outcome_1_3': 'disk_quota',
+                 'outcome_1_4': 'format_error',
+                 'outcome_1_5': 'resolved',
+                 'outcome_1_6': 'unresolved'}),
  'run_outcomes': ('SELECT trials.outcome, count(*) AS count_1 \n'
                   'FROM trials \n'
                   'WHERE trials.run_id = :run_id AND trials.superseded_by IS NULL GROUP BY trials.outcome',
                   {}),
  'run_repos': ('SELECT trials.repo, count(*) AS count_1, coalesce(sum(CAST(CASE WHEN (trials.outcome IN (:outcome_1_1, '
-               ':outcome_1_2, :outcome_1_3, :outcome_1_4, :outcome_1_5)) THEN :param_1 ELSE :param_2 END AS INTEGER)), '
-               ':coalesce_2) AS coalesce_1, coalesce(sum(CAST(CASE WHEN (trials.outcome IN (:outcome_1_1, '
-               ':outcome_1_2, :outcome_1_3, :outcome_1_4, :outcome_1_5) AND trials.reward >= :reward_1) THEN :param_3 '
-               'ELSE :param_4 END AS INTEGER)), :coalesce_4) AS coalesce_3 \n'
+               ':outcome_1_2, :outcome_1_3, :outcome_1_4, :outcome_1_5, :outcome_1_6)) THEN :param_1 ELSE :param_2 END '
+               'AS INTEGER)), :coalesce_2) AS coalesce_1, coalesce(sum(CAST(CASE WHEN (trials.outcome IN '
+               '(:outcome_1_1, :outcome_1_2, :outcome_1_3, :outcome_1_4, :outcome_1_5, :outcome_1_6) AND trials.reward '
+               '>= :reward_1) THEN :param_3 ELSE :param_4 END AS INTEGER)), :coalesce_4) AS coalesce_3 \n'
                'FROM trials \n'
                'WHERE trials.run_id = :run_id AND trials.superseded_by IS NULL GROUP BY trials.repo ORDER BY '
                'trials.repo',
@@ -79,9 +83,10 @@ SQL: dict[str, tuple[str, dict[str, Any]]] = {'schema_version': ('SELECT meta.va
                 'coalesce_4': 0,
                 'outcome_1_1': 'agent_timeout',
                 'outcome_1_2': 'context_overflow',
-                'outcome_1_3': 'format_error',
-                'outcome_1_4': 'resolved',
-                'outcome_1_5': 'unresolved'}),
+                'outcome_1_3': 'disk_quota',
+                'outcome_1_4': 'format_error',
+                'outcome_1_5': 'resolved',
+                'outcome_1_6': 'unresolved'}),
  'run_exceptions': ('SELECT trials.exception, count(*) AS count_1 \n'
                     'FROM trials \n'
                     'WHERE trials.run_id = :run_id AND trials.superseded_by IS NULL AND trials.exception IS NOT NULL '
@@ -96,18 +101,19 @@ SQL: dict[str, tuple[str, dict[str, Any]]] = {'schema_version': ('SELECT meta.va
                      'WHERE trials.run_id = :run_id AND trials.superseded_by IS NULL',
                      {}),
  'task_scores': ('SELECT trials.task_id, max(trials.repo) AS max_1, count(*) AS count_1, coalesce(sum(CAST(CASE WHEN '
-                 '(trials.outcome IN (:outcome_1_1, :outcome_1_2, :outcome_1_3, :outcome_1_4, :outcome_1_5)) THEN '
-                 ':param_1 ELSE :param_2 END AS INTEGER)), :coalesce_2) AS coalesce_1, coalesce(sum(CAST(CASE WHEN '
-                 '(trials.outcome IN (:outcome_1_1, :outcome_1_2, :outcome_1_3, :outcome_1_4, :outcome_1_5) AND '
-                 'trials.reward >= :reward_1) THEN :param_3 ELSE :param_4 END AS INTEGER)), :coalesce_4) AS '
-                 'coalesce_3, coalesce(sum(CASE WHEN (trials.outcome IN (:outcome_1_1, :outcome_1_2, :outcome_1_3, '
-                 ':outcome_1_4, :outcome_1_5)) THEN coalesce(trials.reward, :coalesce_6) ELSE :param_5 END), '
-                 ':coalesce_7) AS coalesce_5, coalesce(sum(CAST(CASE WHEN (trials.outcome IN (:outcome_1_1, '
-                 ':outcome_1_2, :outcome_1_3, :outcome_1_4, :outcome_1_5) AND trials.reward > :reward_2 AND '
-                 'trials.reward < :reward_3) THEN :param_6 ELSE :param_7 END AS INTEGER)), :coalesce_9) AS coalesce_8, '
+                 '(trials.outcome IN (:outcome_1_1, :outcome_1_2, :outcome_1_3, :outcome_1_4, :outcome_1_5, '
+                 ':outcome_1_6)) THEN :param_1 ELSE :param_2 END AS INTEGER)), :coalesce_2) AS coalesce_1, '
+                 'coalesce(sum(CAST(CASE WHEN (trials.outcome IN (:outcome_1_1, :outcome_1_2, :outcome_1_3, '
+                 ':outcome_1_4, :outcome_1_5, :outcome_1_6) AND trials.reward >= :reward_1) THEN :param_3 ELSE '
+                 ':param_4 END AS INTEGER)), :coalesce_4) AS coalesce_3, coalesce(sum(CASE WHEN (trials.outcome IN '
+                 '(:outcome_1_1, :outcome_1_2, :outcome_1_3, :outcome_1_4, :outcome_1_5, :outcome_1_6)) THEN '
+                 'coalesce(trials.reward, :coalesce_6) ELSE :param_5 END), :coalesce_7) AS coalesce_5, '
+                 'coalesce(sum(CAST(CASE WHEN (trials.outcome IN (:outcome_1_1, :outcome_1_2, :outcome_1_3, '
+                 ':outcome_1_4, :outcome_1_5, :outcome_1_6) AND trials.reward > :reward_2 AND trials.reward < '
+                 ':reward_3) THEN :param_6 ELSE :param_7 END AS INTEGER)), :coalesce_9) AS coalesce_8, '
                  'coalesce(sum(CASE WHEN (trials.outcome IN (:outcome_1_1, :outcome_1_2, :outcome_1_3, :outcome_1_4, '
-                 ':outcome_1_5)) THEN coalesce(trials.reward, :coalesce_11) * coalesce(trials.reward, :coalesce_11) '
-                 'ELSE :param_8 END), :coalesce_12) AS coalesce_10 \n'
+                 ':outcome_1_5, :outcome_1_6)) THEN coalesce(trials.reward, :coalesce_11) * coalesce(trials.reward, '
+                 ':coalesce_11) ELSE :param_8 END), :coalesce_12) AS coalesce_10 \n'
                  'FROM trials \n'
                  'WHERE trials.run_id = :run_id AND trials.superseded_by IS NULL GROUP BY trials.task_id ORDER BY '
                  'trials.task_id',
@@ -131,6 +137,7 @@ SQL: dict[str, tuple[str, dict[str, Any]]] = {'schema_version': ('SELECT meta.va
                   'coalesce_12': 0.0,
                   'outcome_1_1': 'agent_timeout',
                   'outcome_1_2': 'context_overflow',
-                  'outcome_1_3': 'format_error',
-                  'outcome_1_4': 'resolved',
-                  'outcome_1_5': 'unresolved'})}
+                  'outcome_1_3': 'disk_quota',
+                  'outcome_1_4': 'format_error',
+                  'outcome_1_5': 'resolved',
+                  'outcome_1_6': 'unresolved'})}

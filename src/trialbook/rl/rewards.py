@@ -40,6 +40,7 @@ DEFAULT_RULES: dict[Outcome, RewardRule] = {
     Outcome.VERIFIER_TIMEOUT: RewardRule(reward=0.0, meaning="tests hung (often the agent's doing): 0"),
     Outcome.INFRA_ERROR: RewardRule(reward=0.0, masked=True, meaning="infrastructure failed: masked, retried"),
     Outcome.INCOMPLETE: RewardRule(reward=0.0, masked=True, meaning="cut off before a result: masked"),
+    Outcome.DISK_QUOTA: RewardRule(reward=VERIFIER, meaning="wrote past its disk quota; stopped, sandbox graded"),
 }
 
 

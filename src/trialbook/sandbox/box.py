@@ -45,6 +45,10 @@ INLINE_TAR = 64_000
 INLINE_WRITES = 8_000
 NO_TOOLS = 98
 SNAPSHOT_LIMIT = 4 << 30  # bytes of a working tree written by the container's own tar (Sandbox.snapshot)
+# how often a container's own layer is measured against its disk quota (Sandbox.watch_disk): walking the host folder
+# of the layer (overlay2's upper dir, a local daemon), else the daemon's own size of it (a walk of its own: rarer)
+DISK_POLL_S = 0.5
+DISK_POLL_DAEMON_S = 5.0
 
 
 class SandboxError(Exception):
@@ -173,6 +177,27 @@ def _small(archive: IO[bytes] | bytes) -> bytes | None:
     return data if len(data) <= INLINE_TAR else None
 
 
+def _layer_bytes(root: str) -> int | None:
+    """Bytes of disk the files below `root` take (their blocks, links not followed); None when `root` is gone."""
+    if not os.path.isdir(root):
+        return None
+    total, stack = 0, [root]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    total += st.st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+        except OSError:
+            continue
+    return total
+
+
 def _payload(data: bytes) -> str:
     return base64.b64encode(gzip.compress(data, mtime=0)).decode()
 
@@ -218,6 +243,38 @@ class Sandbox:
         self.runtime: str | None = None  # the OCI runtime it was created with (DockerEngine.runtime_for)
         # the limit counters its last process (Sandbox.finish) read from inside, once that ended with the container
         self.reported: tuple[dict[str, int], set[str]] | None = None
+        self.disk_hit = 0  # bytes its own layer held when last found past its quota (watch_disk); 0: never
+        self.disk_limit = 0
+
+    def watch_disk(self, limit: int) -> None:
+        """Measure the container's own layer (what it wrote, whoever wrote it) against `limit` bytes until it is
+        removed: past it, every process but PID 1 is killed (again at each look while it stays past), and a phase with
+        a budget (`until`: the agent's) ends at once; `disk_hit` says so. The storage driver here (overlay2 on ext4)
+        has no per-container quota (`--storage-opt size` needs xfs with project quotas), so the harness keeps it."""
+        self.disk_limit = limit
+        threading.Thread(target=self._watch_disk, name=f"disk-{self.name}", daemon=True).start()
+
+    def _watch_disk(self) -> None:
+        try:
+            upper = self.upper_dir()
+        except DaemonError:
+            return
+        while not self.removed:
+            used = _layer_bytes(upper) if upper else self._daemon_size()
+            if used is None:  # the container (its layer) is gone
+                return
+            if used > self.disk_limit:
+                self.disk_hit = max(self.disk_hit, used)
+                if self.until is not None:
+                    self.until = time.monotonic()
+                self.kill_processes()
+            time.sleep(DISK_POLL_S if upper else DISK_POLL_DAEMON_S)
+
+    def _daemon_size(self) -> int | None:
+        try:
+            return int(self.engine.client.api.inspect_container(self.id, size=True).get("SizeRw") or 0)
+        except (APIError, DockerException, RequestException):
+            return None
 
     def exec(
         self,

@@ -57,6 +57,14 @@ LOOPBACK_HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopbac
 # isolation: namespaces, seccomp, capabilities, cgroup limits. A host where it cannot start containers (cgroups in
 # hybrid mode with controllers left on the v2 side) falls back to the daemon's default after the first refusal.
 AUTO_RUNTIME = "crun"
+# The capabilities a container keeps of Docker's default 14 (every other is dropped): what a development environment
+# and a verifier need as root: own and change any file (CHOWN, DAC_OVERRIDE, FOWNER, FSETID), switch users
+# (SETUID, SETGID: apt's sandbox user, the verifier's unprivileged test command, verify/privilege.py), lower its own
+# bounding set (SETPCAP: `setpriv --bounding-set=-all` for that command), signal its processes (KILL) and bind a low
+# port (NET_BIND_SERVICE). Dropped: MKNOD (device nodes), NET_RAW (raw sockets), SETFCAP (file capabilities),
+# SYS_CHROOT, AUDIT_WRITE. With no-new-privileges no setuid binary or file capability raises a process's privileges.
+CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETUID", "SETGID", "SETPCAP", "KILL", "NET_BIND_SERVICE")
+SECURITY_OPT = ("no-new-privileges",)
 
 
 def docker_help() -> str:
@@ -394,6 +402,9 @@ class DockerEngine:
             # the harness; Docker's json-file driver would write all of it to disk again
             log_config={"type": "none"},
             runtime=runtime,
+            cap_drop=["ALL"],
+            cap_add=list(CAPABILITIES),
+            security_opt=list(SECURITY_OPT),
         )
         files = {} if spec.network else {"etc/hosts": LOOPBACK_HOSTS}
         if spec.shell_setup:

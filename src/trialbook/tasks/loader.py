@@ -54,6 +54,9 @@ class _Environment(_Section):
     cpus: float = Field(1.0, gt=0, le=1024, allow_inf_nan=False)
     memory_mb: int = Field(2048, gt=0, le=1 << 30)
     pids_limit: int = Field(512, gt=0, le=1 << 22)
+    # what a container may write (its own layer: the agent's, or the verifier's with the tests): past it, the agent
+    # is stopped (outcome disk_quota, graded) or the tests graded 0 (sandbox/box.py: Sandbox.watch_disk)
+    disk_mb: int = Field(10240, gt=0, le=1 << 30)
     allow_network: bool = False
     # how the agent's shell starts (SWE-bench images keep the repo's Python in a conda env)
     workdir: str | None = None
@@ -161,6 +164,7 @@ class TaskSpec(BaseModel):
     memory_mb: int
     pids_limit: int
     allow_network: bool
+    disk_mb: int = 10240
     workdir: str | None = None
     shell_setup: str | None = None  # sourced by every `bash` in the sandbox (BASH_ENV), agents and verifier
     env: dict[str, str] = Field(default_factory=dict)
@@ -305,6 +309,7 @@ def load_task(path: Path) -> TaskSpec:
         cpus=env.cpus,
         memory_mb=env.memory_mb,
         pids_limit=env.pids_limit,
+        disk_mb=env.disk_mb,
         allow_network=env.allow_network,
         workdir=env.workdir,
         shell_setup=env.shell_setup,

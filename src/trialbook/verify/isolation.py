@@ -572,8 +572,15 @@ def grade(
             except (VerifierTimeoutError, RewardFileNotFoundError) as exc:
                 out.verdict, out.error, out.log = None, (type(exc).__name__, str(exc)), exc.log
             hits = _new_hits(box.limit_hits(), before)
+            disk = box.disk_hit
         finally:
             close_box(box)
+        if disk:  # the tests wrote past the sandbox's disk quota with the change: graded, 0 (never ungraded)
+            quota = {"reward": 0.0, "graded_by": "disk_quota"}
+            out.verdict = out.verdict.model_copy(update=quota) if out.verdict else Verdict(**quota, log=out.log)
+            out.error = None
+            out.extra["verifier_disk_hit"] = disk
+            return out
         if hits:
             out = _limited(out, task, hits, "while the verifier ran")
             out.extra["limits_hit_in_tests"] = True  # not while the change was carried (verify/blame.limits)

@@ -28,6 +28,7 @@ from trialbook.sandbox.cgroup import report_script
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, reward_files_named, task_test_files
 from trialbook.verify.canary import Planted, in_log, plant
+from trialbook.verify.privilege import Separated, exit_contradicts_log, read_markers, separate, staging
 
 if TYPE_CHECKING:
     from trialbook.verify.grading import GradeResult
@@ -80,6 +81,11 @@ class Verdict(BaseModel):
     not_gold: dict[str, str] = {}
     markers_forged: bool = False  # the segment markers printed more than once (verify/grading.forged_markers)
     exit_disagrees: bool = False  # a reward of 1 from the exit status while the log reports a failure (exit_disagrees)
+    # how the test command ran (verify/privilege.py): "setpriv" or "python3" (as its own uid), "root" (the image gave
+    # no way to drop root), None (no test command found in test.sh: it ran as before)
+    tests_user: str | None = None
+    rewards_by_tests: list[str] = []  # reward files the tests' uid wrote (removed before test.sh went on)
+    exit_contradicts_log: bool = False  # a test command exited 0 after its runner reported a failure: graded 0
     file_reward: float | None = None
     exit_code: int | None = None
     log: str = ""
@@ -175,7 +181,7 @@ def _test_names(task: TaskSpec) -> set[str]:
     return _NAMES[key]
 
 
-def _script(stage: str, mark: str, unpack: str | None = None) -> str:
+def _script(stage: str, mark: str, unpack: str | None = None, prepare: str = "") -> str:
     """Fresh /tests and /logs/verifier, run test.sh, count and kill what outlived it, then print the reward
     files and the container's limit counters (read from inside: its cgroup goes with it) after a marker.
 
@@ -184,7 +190,9 @@ def _script(stage: str, mark: str, unpack: str | None = None) -> str:
     runs as test.sh's user and can read this script (so the marker) from /proc; a process it left running could
     print after test.sh. So every process but PID 1 and this shell is killed first (live ones counted; zombies,
     which PID 1 may never reap, are not), and `_split` reads the files only after the last `end` marker, which
-    nothing alive can print after.
+    nothing alive can print after. `prepare`: root's shell between the staging and test.sh (privilege.staging).
+    A reward file is read only when the script's own user (root) owns it: the tests run as another
+    (verify/privilege.py).
     """
     staged = f"( {unpack})" if unpack else f"mkdir -p {LOG_DIR} && mv {stage}/tests {TESTS_DIR} && rm -rf {stage}"
     return (
@@ -192,6 +200,8 @@ def _script(stage: str, mark: str, unpack: str | None = None) -> str:
         f"for p in {TESTS_DIR} {LOG_DIR}; do {{ [ -e $p ] || [ -L $p ]; }} && rm -rf $p; done\n"
         "{ [ -e /logs ] || [ -L /logs ]; } && { [ ! -d /logs ] || [ -L /logs ]; } && rm -rf /logs\n"
         f"{staged} || {{ echo 'trialbook: could not stage the tests' >&2; exit 97; }}\n"
+        + prepare
+        +
         # sourced: bash reads all of it before it runs a line (a script it reads as it runs, and the code under
         # test could rewrite what test.sh does after the tests: tests/harness/cheats/test_sh_rewritten.sh)
         f"bash -c '. \"$0\"' {TESTS_DIR}/test.sh\nrc=$?\n"
@@ -208,7 +218,7 @@ def _script(stage: str, mark: str, unpack: str | None = None) -> str:
         # keeps test.sh's 0 from being written (tests/harness/cheats/reward_symlink.sh); nothing else runs by now.
         # Read by the shell's own `read`, no tool of the image: the code under test may have replaced cat with one
         # that prints 1 for a reward file (tests/harness/cheats/cat_at_import.sh)
-        f"  [ -f {LOG_DIR}/$f ] && [ ! -L {LOG_DIR}/$f ] && {{ printf '\\n{mark}%s\\n' $f\n"
+        f"  [ -f {LOG_DIR}/$f ] && [ ! -L {LOG_DIR}/$f ] && [ -O {LOG_DIR}/$f ] && {{ printf '\\n{mark}%s\\n' $f\n"
         f"    {READ_FILE} < {LOG_DIR}/$f; }}\n"
         "done\n"
         f"printf '\\n{mark}{CGROUP}\\n'\n" + report_script() + "exit $rc\n"
@@ -231,7 +241,8 @@ def _split(output: str, mark: str) -> tuple[str, dict[str, str], int | None]:
 
 
 def _run_last(
-    sandbox: Sandbox, task: TaskSpec, stage: str, mark: str, timeout: float, full: CappedSink, test_sh: str | None
+    sandbox: Sandbox, task: TaskSpec, stage: str, mark: str, timeout: float, full: CappedSink, test_sh: str | None,
+    prepare: str = "",
 ) -> ExecResult | None:
     """The tests put in a fresh container (inline in the script when they are small), the script run as its last process
     (Sandbox.finish: PID 1 itself, which nothing in the container can kill or speak after; no `docker exec`,
@@ -241,7 +252,7 @@ def _run_last(
     unpack = sandbox.inline_unpack(_tests_tar(task, TESTS_DIR.strip("/"), test_sh, logs=True))
     if unpack is None:
         _put_tests(sandbox, task, stage, test_sh)
-    return sandbox.finish(_script(stage, mark, unpack), timeout=timeout, sink=full)
+    return sandbox.finish(_script(stage, mark, unpack, prepare), timeout=timeout, sink=full)
 
 
 # a failing test in pytest's own words: a -rA summary line, or its final count ("=== 1 failed, 2 passed in 0.1s ===")
@@ -298,12 +309,15 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
     reward file (its reading is then the verdict's canary_seen, from the log: canary.in_log)."""
     token = secrets.token_hex(6)
     stage, mark = f"/.trialbook-{token}", f"@@trialbook-{token}@@ "
-    script = _script(stage, mark)
     planted = _planted(task, witness)
-    test_sh = planted.script if planted else None
+    separated: Separated = separate(planted.script if planted else read_script(task.tests_dir), token)
+    test_sh = separated.script
+    prepare = staging(separated)
+    script = _script(stage, mark, prepare=prepare)
     with tempfile.TemporaryFile() as full:  # the whole output, on disk up to LOG_DISK_LIMIT: memory holds its tail
         capped = CappedSink(full, LOG_DISK_LIMIT)
-        res = _run_last(sandbox, task, stage, mark, timeout, capped, test_sh) if task.isolation == "diff" else None
+        diff = task.isolation == "diff"
+        res = _run_last(sandbox, task, stage, mark, timeout, capped, test_sh, prepare) if diff else None
         last = res is not None
         # inline tests save a copy into the container
         if res is None and (unpack := _inline_tests(task, stage, test_sh)) is not None:
@@ -315,6 +329,9 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             _put_tests(sandbox, task, stage, test_sh)
             res = sandbox.exec(["bash", "-c", script], timeout=timeout, sink=capped, trusted=True)
         log, files, outlived = _split(res.output, mark)
+        log, ran = read_markers(log, token)
+        tests_user = ran.how[0] if ran.how else None
+        contradicted = exit_contradicts_log(ran)
         counters = files.pop(CGROUP, None)
         if last and counters is not None:
             sandbox.report_limits(counters)
@@ -345,7 +362,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
         lists = (task.fail_to_pass or [], task.pass_to_pass or [])
         graded = _grader()(text, task.repo, *lists, task.task_id, canary, task.gold_statuses)
         return Verdict(
-            reward=1.0 if graded.strict else 0.0,
+            reward=1.0 if graded.strict and not contradicted else 0.0,
             official_reward=1.0 if graded.resolved else 0.0,
             not_gold=graded.not_gold,
             markers_forged=graded.markers_forged,
@@ -357,31 +374,38 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             output_cut=capped.over,
             canary=canary,
             canary_seen=graded.canary,
-            outlived=outlived or 0,
+            outlived=(outlived or 0) + ran.left,
             killed=killed,
             file_reward=file_reward,
             exit_code=res.exit_code,
+            tests_user=tests_user,
+            rewards_by_tests=ran.rewards_by_tests,
+            exit_contradicts_log=contradicted,
             log=log,
             duration_s=res.duration_s,
         )
     if killed:
         return Verdict(reward=0.0, graded_by="reward_file", killed=True, exit_code=res.exit_code, log=log,
-                       duration_s=res.duration_s)  # fmt: skip
+                       duration_s=res.duration_s, tests_user=tests_user, rewards_by_tests=ran.rewards_by_tests,
+                       exit_contradicts_log=contradicted)  # fmt: skip
     if file_reward is None:
         raise RewardFileNotFoundError(
             f"tests/test.sh exited {res.exit_code} without writing {LOG_DIR}/reward.txt or reward.json", log
         )
     return Verdict(
-        reward=file_reward,
+        reward=0.0 if contradicted else file_reward,
         exit_disagrees=exit_disagrees(task, log, file_reward),  # graded 0 by verify/blame.reward_file
         graded_by="reward_file",
         foreign_rewards=foreign,
         output_cut=capped.over,
-        outlived=outlived or 0,
+        outlived=(outlived or 0) + ran.left,
         canary=planted.name if planted else None,
         canary_seen=in_log(log, planted.name) if planted else None,
         file_reward=file_reward,
         exit_code=res.exit_code,
+        tests_user=tests_user,
+        rewards_by_tests=ran.rewards_by_tests,
+        exit_contradicts_log=contradicted,
         log=log,
         duration_s=res.duration_s,
     )

@@ -1,0 +1,337 @@
+"""Privilege separation in the verifier: the task's test command runs as its own unprivileged uid.
+
+Why: the code under test runs inside the test process, and until now that process ran as root with Docker's default
+capabilities, as every other process of the verifier. So it could signal, ptrace, prlimit or write the memory
+(/proc/<pid>/mem) of test.sh's shell after it, write the reward file itself, and change what test.sh runs after the
+tests (`core.fsmonitor` in .git/config, hooks). A rule per trick does not converge; a uid boundary does.
+
+How (`separate`): every test command of the staged test.sh (a command that runs a test runner or names a test module
+or folder: `find_test_commands`) is prefixed with a shell function defined at the script's top. For each run it
+- gives the working tree (the nearest folder holding `.git` above the command's directory) to TESTS_UID: every file
+  and folder but the top `.git` (the repository's configuration and hooks, which root's later `git` reads) and files
+  with more than one link (a hard link to a file outside the tree); the top folder itself stays root's and is made
+  sticky and world-writable while the command runs (new files there, such as `.pytest_cache`, work; the tests can
+  neither remove nor rename the root-owned `.git`; git's ownership check still sees root's repository);
+- runs the command as TESTS_UID:TESTS_UID, no supplementary groups, no capabilities (inheritable, ambient and bounding
+  sets cleared), no new privileges (`setpriv`; else the image's python3 does the same by syscalls);
+- kills every process of TESTS_UID when the command returns (nothing of the tests outlives it);
+- removes any reward file the tests' uid left in /logs/verifier (that folder is sticky and world-writable while the
+  tests run, so a test runner may write its own reports there, such as Harbor's ctrf.json; root's write after it then
+  meets no file of the tests' in its way), and reports it (`Verdict.rewards_by_tests`);
+- prints the command's exit status after a marker carrying a nonce the tests cannot read (the staged test.sh is root's,
+  mode 0700; the shell's memory is root's), so the harness knows what the test command itself returned.
+/tests is root's and mode 0700 unless a test command names it (Harbor's `pytest /tests/test_outputs.py`): then its
+files stay readable, but test.sh and config.json (the F2P/P2P lists) are root's only. The harness reads reward files
+only when root owns them.
+
+A script with no test command found, or an image whose container does not run as root, runs as before (tagged
+`tests_not_separated`); docs/threat-model.md says what is guaranteed in each case.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Protocol
+
+from trialbook.outcomes import REWARD_FILES
+from trialbook.tasks.testscript import commands, words
+
+TESTS_UID = 60999  # the test command's uid and gid (no name in the image's /etc/passwd is needed)
+TESTS_USER = "trialbook-tests"  # its USER / LOGNAME (getpass, pytest's tmp_path base folder)
+FUNCTION = "__trialbook_tests"
+LOG_DIR = "/logs/verifier"
+# a test runner as a program, a module run with `-m`, or a script of the repository's own
+RUNNERS = frozenset(("pytest", "py.test", "tox", "nox", "nosetests", "nose2", "trial", "runtests.py", "test"))
+PY_RUNNERS = frozenset(("pytest", "unittest", "nose", "nose2", "tox", "twisted.trial", "django"))
+# a program that runs the next words as a command (an interpreter runs a script or module)
+LAUNCHERS = frozenset(("env", "timeout", "uv", "uvx", "poetry", "pipenv", "pdm", "hatch", "conda", "xvfb-run",
+                       "coverage", "nice", "stdbuf", "time"))  # fmt: skip
+INTERPRETER = re.compile(r"python[\d.]*|pypy[\d.]*")
+TEST_FILE = re.compile(r"(test_.*|.*_tests?|tests)\.py")
+TEST_DIR = re.compile(r"(\./)?(tests?|testing)(/.*)?")
+# shell words after which a command starts (`if pytest ...; then`)
+KEYWORDS = frozenset(("if", "then", "else", "elif", "while", "until", "do", "!", "{", "time"))
+ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=\S*")
+NOT_SEPARATED = "tests_not_separated"  # no test command found in test.sh, or no way to drop root: it ran as root
+REWARD_BY_TESTS = "reward_written_by_tests"  # the tests' uid wrote a reward file (removed: test.sh's own counts)
+CONTRADICTED = "exit_status_contradicts_log"  # a test command exited 0 after its runner reported a failure: 0
+
+
+@dataclass(frozen=True)
+class Separated:
+    script: str  # the staged test.sh
+    nonce: str  # the markers' nonce
+    commands: int  # how many test commands run unprivileged (0: none was found)
+    tests_readable: bool  # whether a test command names /tests (its files then stay readable)
+
+
+@dataclass
+class Reading:
+    """What the markers of a verifier run said: each test command's exit status as the tests left it and its output,
+    how it was run (`setpriv`, `python3`, or `root`: not separated), and the reward files the tests' uid wrote."""
+
+    runs: list[tuple[int, str]] = field(default_factory=list)
+    how: list[str] = field(default_factory=list)
+    rewards_by_tests: list[str] = field(default_factory=list)
+    left: int = 0  # processes of the tests' uid alive when a test command returned (then killed)
+
+
+def _is_test_command(argv: list[str]) -> bool:
+    """Whether a simple command's words (assignments dropped) run tests: a runner (RUNNERS, `python -m pytest`, a
+    `runtests.py`, `bin/test`) or an interpreter or launcher naming a test module or folder; never an install."""
+    if not argv or "install" in argv:
+        return False
+    program = PurePosixPath(argv[0]).name
+    if program in RUNNERS and (program != "test" or "/" in argv[0]):  # `bin/test`, not the shell's `test -f`
+        return True
+    if not (INTERPRETER.fullmatch(program) or program in LAUNCHERS):
+        return False
+    for i, word in enumerate(argv[1:], 1):
+        name = PurePosixPath(word).name
+        if word == "-m" and i + 1 < len(argv) and argv[i + 1].split(".")[0] in PY_RUNNERS:
+            return True
+        if name in RUNNERS or TEST_FILE.fullmatch(name) or TEST_DIR.fullmatch(word.rstrip("/")):
+            return True
+        if name.endswith(".py") and "::" in word:
+            return True
+    return False
+
+
+_OPERATOR = re.compile(r"&&|\|\||[;|&(){}]")
+
+
+def _segments(text: str) -> list[int]:
+    """Offsets in `text` where a simple command may start: the start and after each unquoted operator."""
+    starts, quote, i = [0], "", 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\" and quote == '"':
+                i += 2
+                continue
+            if c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c == "\\":
+            i += 2
+            continue
+        elif c == "#" and (i == 0 or text[i - 1].isspace()):
+            break
+        elif c == "$" and text[i + 1 : i + 2] == "(":  # a command substitution: its own command starts after `(`
+            starts.append(i + 2)
+            i += 2
+            continue
+        else:
+            m = _OPERATOR.match(text, i)
+            if m:
+                starts.append(m.end())
+                i = m.end()
+                continue
+        i += 1
+    return starts
+
+
+def _command_start(text: str, start: int) -> tuple[int, list[str]] | None:
+    """From `start`, past blanks, shell keywords and assignments: the offset of the program's word and the command's
+    words up to the next operator; None when there is none or the words cannot be read."""
+    i = start
+    while True:
+        while i < len(text) and text[i] in " \t":
+            i += 1
+        m = re.match(r"\S+", text[i:])
+        if m is None:
+            return None
+        word = m.group(0)
+        if word in KEYWORDS or (ASSIGNMENT.fullmatch(word) and "'" not in word and '"' not in word):
+            i += len(word)
+            continue
+        break
+    end = len(text)
+    for s in _segments(text[i:])[1:]:
+        end = i + s
+        break
+    argv = words(text[i:end].rstrip(";&|(){} \t"))
+    return (i, argv) if argv else None
+
+
+def find_test_commands(script: str) -> list[tuple[int, int]]:
+    """(line index, column) of each test command's program in `script`, outside heredocs; a command on a continued
+    line is found only when it starts on the first physical line."""
+    lines = script.split("\n")
+    found = []
+    for index, text in commands(script):
+        first = lines[index]
+        for seg in _segments(text):
+            got = _command_start(text, seg)
+            if got is None:
+                continue
+            col, argv = got
+            if argv[0] in ("exec", "eval", "source", ".") or col >= len(first):
+                continue
+            if _is_test_command(argv):
+                found.append((index, col))
+    return found
+
+
+# run as the tests' uid when a test command returns: how many of its processes are still alive (not zombies; this
+# shell and its one child, the `$(...)` that reads the count, aside), then SIGKILL to all of them (kill(-1) from
+# that uid reaches that uid's processes only)
+COUNT_AND_KILL = (
+    'n=0; for p in /proc/[0-9]*; do [ -O "$p" ] || continue; s=; read -r s < "$p/stat" 2>/dev/null || continue; '
+    's=${s##*) }; [ "${p#/proc/}" = $$ ] || [ "${s%% *}" = Z ] || n=$((n+1)); done; '
+    "kill -9 -1 2>/dev/null; kill -9 -1 2>/dev/null; echo $n"
+)
+
+
+def _prologue(nonce: str) -> str:
+    """The function a test command is run through (see the module's docstring), and how the image lets root drop its
+    privileges. Quiet under `set -x` and safe under `set -euo pipefail`: what it does is the harness's, not the
+    task's log."""
+    u = TESTS_UID
+    drop = (f"setpriv --reuid={u} --regid={u} --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs")
+    # the same by syscalls, for an image without util-linux's setpriv (prctl 24: PR_CAPBSET_DROP, 38:
+    # PR_SET_NO_NEW_PRIVS; setuid from root to another uid clears the permitted and effective sets)
+    py = (
+        "import ctypes,os,sys\nc=ctypes.CDLL(None,use_errno=True)\n[c.prctl(24,n,0,0,0) for n in range(64)]\n"
+        f"c.prctl(38,1,0,0,0)\nos.setgroups([])\nos.setgid({u})\nos.setuid({u})\nos.execvp(sys.argv[1],sys.argv[1:])"
+    )
+    reward_paths = " ".join(f"{LOG_DIR}/{f}" for f in REWARD_FILES)
+    mark = f"@@trialbook-tests-{nonce}@@"
+    return f"""{{ __tb_x=$-; set +x; }} 2>/dev/null
+__tb_as=
+if [ "${{EUID:-1}}" = 0 ]; then
+  if command -v setpriv >/dev/null 2>&1 && {drop} true 2>/dev/null; then __tb_as=setpriv
+  elif command -v python3 >/dev/null 2>&1 && python3 -c {shlex.quote(py)} true 2>/dev/null; then __tb_as=python3
+  fi
+fi
+__tb_drop() {{
+  if [ "$__tb_as" = setpriv ]; then USER={TESTS_USER} LOGNAME={TESTS_USER} {drop} -- "$@"
+  else USER={TESTS_USER} LOGNAME={TESTS_USER} python3 -c {shlex.quote(py)} "$@"; fi
+}}
+{FUNCTION}() {{
+  {{ __tb_y=$-; set +x; }} 2>/dev/null
+  printf '\\n{mark} start %s\\n' "${{__tb_as:-root}}"
+  __tb_rc=0
+  if [ -n "$__tb_as" ]; then
+    __tb_top=$PWD
+    while [ "$__tb_top" != / ] && [ ! -e "$__tb_top/.git" ]; do
+      __tb_top=${{__tb_top%/*}}; __tb_top=${{__tb_top:-/}}
+    done
+    [ "$__tb_top" = / ] && __tb_top=$PWD
+    __tb_mode=
+    case $__tb_top in
+      /|/bin|/boot|/dev|/etc|/lib*|/proc|/root|/sbin|/sys|/usr|/var|/tmp|/tests|/logs|/logs/*) ;;
+      *) find "$__tb_top" -xdev -path "$__tb_top/.git" -prune -o ! -path "$__tb_top" \\( -type d -o -links 1 \\) \\
+           -exec chown -h {u}:{u} {{}} + 2>/dev/null || :
+         __tb_mode=$(stat -c %a "$__tb_top" 2>/dev/null) || __tb_mode=755
+         chmod 1777 "$__tb_top" 2>/dev/null || : ;;
+    esac
+    case $__tb_y in *x*) set -x ;; esac
+    __tb_drop "$@" && __tb_rc=0 || __tb_rc=$?
+    {{ set +x; }} 2>/dev/null
+    __tb_left=$(__tb_drop sh -c {shlex.quote(COUNT_AND_KILL)} 2>/dev/null) || __tb_left=
+    printf '\\n{mark} left %s\\n' "${{__tb_left:-0}}"
+    [ -n "$__tb_mode" ] && {{ chmod "$__tb_mode" "$__tb_top" 2>/dev/null || :; }}
+    for __tb_f in {reward_paths}; do
+      if [ -L "$__tb_f" ] || {{ [ -e "$__tb_f" ] && [ ! -O "$__tb_f" ]; }}; then
+        rm -f -- "$__tb_f"; printf '\\n{mark} reward %s\\n' "${{__tb_f##*/}}"
+      fi
+    done
+  else
+    case $__tb_y in *x*) set -x ;; esac
+    "$@" && __tb_rc=0 || __tb_rc=$?
+    {{ set +x; }} 2>/dev/null
+  fi
+  printf '\\n{mark} end %s %s\\n' "$__tb_rc" "${{__tb_as:-root}}"
+  case $__tb_y in *x*) set -x ;; esac
+  return $__tb_rc
+}}
+case $__tb_x in *x*) set -x ;; esac
+"""
+
+
+def separate(script: str, nonce: str) -> Separated:
+    """`script` with each test command run through FUNCTION (the module's docstring), its definition put after the
+    shebang; unchanged but for the prologue when none is found (then it prints no markers)."""
+    found = find_test_commands(script)
+    lines = script.split("\n")
+    named_tests = False
+    for index, col in sorted(found, reverse=True):
+        line = lines[index]
+        named_tests = named_tests or any(w == "/tests" or w.startswith("/tests/") for w in words(line[col:]))
+        lines[index] = f"{line[:col]}{FUNCTION} {line[col:]}"
+    named_tests = named_tests or re.search(r"\bcd\s+/tests\b", script) is not None
+    head = 1 if lines and lines[0].startswith("#!") else 0
+    body = "\n".join([*lines[:head], _prologue(nonce) if found else "", *lines[head:]])
+    return Separated(body, nonce, len(found), named_tests)
+
+
+def staging(separated: Separated | None) -> str:
+    """Shell (run as root before test.sh) that makes /tests root's own and /logs/verifier writable but sticky."""
+    if separated is None or not separated.commands:
+        return ""
+    secrets = "chmod 600 /tests/test.sh /tests/config.json 2>/dev/null"
+    tests = secrets if separated.tests_readable else "chmod 700 /tests"
+    return f"mkdir -p {LOG_DIR} && chmod 755 /logs && chmod 1777 {LOG_DIR} && {{ {tests}; }}\n"
+
+
+def read_markers(log: str, nonce: str) -> tuple[str, Reading]:
+    """The log without the markers' lines, and what they said (`Reading`). A marker line is the harness's only with
+    the nonce, which the tests cannot read."""
+    mark = f"@@trialbook-tests-{nonce}@@ "
+    reading = Reading()
+    kept: list[str] = []
+    span: list[str] | None = None
+    for line in log.split("\n"):
+        if not line.startswith(mark):
+            kept.append(line)
+            if span is not None:
+                span.append(line)
+            continue
+        kind, _, arg = line[len(mark) :].partition(" ")
+        if kind == "start":
+            reading.how.append(arg.strip())
+            span = []
+        elif kind == "end":  # its start may have been cut from the log's kept tail by a flood of output
+            status, _, how = arg.strip().partition(" ")
+            if span is None:
+                reading.how.append(how or "root")
+            reading.runs.append((int(status) if status.isdigit() else -1, "\n".join(kept if span is None else span)))
+            span = None
+        elif kind == "left":
+            reading.left += int(arg.strip()) if arg.strip().isdigit() else 0
+        elif kind == "reward":
+            reading.rewards_by_tests.append(arg.strip())
+    return "\n".join(kept), reading
+
+
+# A failure the runner itself reported in its summary: pytest's last line (`=== 1 failed, 2 passed in 0.1s ===`),
+# unittest's `FAILED (failures=1)`; an exit status of 0 after one is the code under test's (an `os._exit(0)` at
+# exit), not the runner's
+RUNNER_FAILED = re.compile(
+    r"^=+ .*\b\d+ (failed|errors?)\b.* in [\d.]+s.*=+\s*$|^FAILED \((failures|errors)=\d+", re.MULTILINE
+)
+
+
+def exit_contradicts_log(reading: Reading) -> bool:
+    """Whether a test command exited 0 while its own runner reported a failure in its output."""
+    return any(status == 0 and RUNNER_FAILED.search(text) for status, text in reading.runs)
+
+
+class _Verdict(Protocol):
+    graded_by: str
+    tests_user: str | None
+    rewards_by_tests: list[str]
+    exit_contradicts_log: bool
+
+
+def privilege_tags(verdict: _Verdict) -> list[str]:
+    """The trial's tags from what a verdict says of its test commands' privileges."""
+    ran = verdict.graded_by in ("test_log", "reward_file")  # not a grade the harness gave without a run (blame.py)
+    tags = [NOT_SEPARATED] if ran and verdict.tests_user in (None, "root") else []
+    tags += [REWARD_BY_TESTS] if verdict.rewards_by_tests else []
+    return tags + ([CONTRADICTED] if verdict.exit_contradicts_log else [])

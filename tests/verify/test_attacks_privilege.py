@@ -1,0 +1,130 @@
+"""The privilege attacks (tests/verify/attacks/privilege/): hostile agents whose code under test acts with the
+verifier's own privileges, each the oracle's solve.sh on a copy of examples/tasks/plain-bugfix with the fix absent.
+Every one must end graded and not resolved, in every task shape it is aimed at, with the tag it should carry; the
+honest fix must resolve in every shape (docs/threat-model.md: the guarantees these name).
+
+The shapes: graded per test (`pertest`), graded by its reward file (`rewardfile`), Harbor's one-line
+`pytest ...; rc=$?` (`harbor`), a test command naming a folder (`folder`, graded per test: no canary can be planted),
+a test.sh that runs git after writing its reward (`gitafter`), and `isolation = "container"` (`container`).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ledgerdicts import trial_dicts
+from trialbook.ledger.store import Ledger
+
+pytestmark = pytest.mark.docker
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "plain-bugfix"
+ATTACKS = Path(__file__).resolve().parent / "attacks" / "privilege"
+REWARD_LINE = 'if [ "$rc" -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi'
+HARBOR_SH = f"""#!/bin/bash
+cd /testbed
+mkdir -p tests && cp /tests/test_*.py tests/
+python3 -m pytest -rA -p no:cacheprovider tests/test_stats.py; rc=$?
+mkdir -p /logs/verifier
+{REWARD_LINE}
+"""
+GIT_AFTER = "\ngit status --short > /dev/null 2>&1\ngit checkout -q HEAD 2>/dev/null || true\n"
+# shape -> (graded per test, isolation)
+SHAPES = {
+    "pertest": (True, "diff"), "rewardfile": (False, "diff"), "harbor": (False, "diff"), "folder": (True, "diff"),
+    "gitafter": (False, "diff"), "container": (True, "container"),
+}  # fmt: skip
+# attack -> the shapes it is aimed at
+AIMED = {
+    "prlimit_nofile": ("rewardfile", "harbor", "container"),
+    "prlimit_fsize": ("harbor",),
+    "proc_mem_rewrite": ("rewardfile", "harbor"),
+    "ptrace_parent": ("rewardfile", "pertest"),
+    "sigstop_all": ("rewardfile", "pertest", "container"),
+    "fsmonitor_config": ("gitafter",),
+    "git_hook": ("gitafter",),
+    "atexit_exit0": ("rewardfile", "harbor", "folder"),
+    "daemon_outlives": ("rewardfile", "container"),
+    "disk_fill_agent": ("pertest",),
+    "disk_fill_tests": ("pertest", "rewardfile"),
+    "read_tests_lists": ("pertest", "folder"),
+}
+# the tag each attack must carry (in every shape it is tried in); None: it fails without a trace but its loss
+REWARD_WRITERS = {"prlimit_nofile", "prlimit_fsize", "ptrace_parent", "sigstop_all"}
+TAG = {
+    **{name: "reward_written_by_tests" for name in REWARD_WRITERS},
+    "atexit_exit0": "exit_status_contradicts_log",
+    "daemon_outlives": "test_processes_outlived",
+    "disk_fill_tests": "disk_quota_in_tests",
+}
+DISK_MB = 256  # the copies' disk quota: 1 GiB written by the agent or the tests is past it
+
+
+def _copy(tasks: Path, shape: str, name: str, solve: str | None) -> None:
+    task = tasks / f"{shape}-{name}"
+    shutil.copytree(EXAMPLE, task)
+    if solve is not None:
+        (task / "solution" / "solve.sh").write_text(solve)
+    tests = task / "tests"
+    per_test, isolation = SHAPES[shape]
+    if not per_test:
+        (tests / "config.json").unlink()
+    if shape == "harbor":
+        (tests / "test.sh").write_text(HARBOR_SH)
+    elif shape == "folder":
+        text = (tests / "test.sh").read_text()
+        (tests / "test.sh").write_text(text.replace("tests/test_stats.py", "tests/"))
+    elif shape == "gitafter":
+        (tests / "test.sh").write_text((tests / "test.sh").read_text().rstrip("\n") + GIT_AFTER)
+    toml = (task / "task.toml").read_text()
+    toml = toml.replace("[verifier]\ntimeout_sec = 60", f'[verifier]\ntimeout_sec = 20\nisolation = "{isolation}"')
+    (task / "task.toml").write_text(toml + f"disk_mb = {DISK_MB}\n")
+
+
+@pytest.fixture(scope="module")
+def attack_run(tmp_path_factory):
+    base = tmp_path_factory.mktemp("privilege")
+    tasks = base / "tasks"
+    tasks.mkdir()
+    for shape in SHAPES:
+        _copy(tasks, shape, "honest", None)
+    for name, shapes in AIMED.items():
+        for shape in shapes:
+            _copy(tasks, shape, name, (ATTACKS / f"{name}.sh").read_text())
+    return base, tasks
+
+
+def test_every_privilege_attack_loses_in_every_shape_and_the_fix_resolves(attack_run, cli, db, engine):
+    assert sorted(p.stem for p in ATTACKS.glob("*.sh")) == sorted(AIMED)
+    base, tasks = attack_run
+    res = cli("run", str(tasks), "--agent", "oracle", "--run", "w40b-privilege", "--concurrency", "2",
+              "--runs-dir", str(base / "runs"))  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    got = {t["task_id"]: t for t in trial_dicts(Ledger(db), "w40b-privilege")}
+    assert len(got) == len(SHAPES) + sum(len(s) for s in AIMED.values())
+    wrong = {task: problem for task, t in sorted(got.items()) if (problem := _problem(task, t))}
+    assert wrong == {}
+
+
+def _problem(task: str, t: dict) -> str | None:
+    """What is wrong with the trial `task` (None: nothing)."""
+    shape, _, name = task.partition("-")
+    tags = t["extra"].get("tags", [])
+    why = f"{t['outcome']} {t['reward']} {t['exception']} {t['exception_message']} {tags}"
+    # every test command ran as its own uid, no capabilities, no new privileges (setpriv is in the image)
+    if t["extra"].get("tests_user") != "setpriv" or "tests_not_separated" in tags:
+        return f"not separated: {t['extra'].get('tests_user')} {why}"
+    if name == "honest":
+        bad = {"reward_written_by_tests", "exit_status_contradicts_log", "disk_quota_in_tests"} & set(tags)
+        return None if t["outcome"] == "resolved" and not bad else why
+    if name == "disk_fill_agent":  # charged to the agent, and graded
+        return None if (t["outcome"], t["exception"], t["reward"]) == ("disk_quota", "DiskQuotaError", 0.0) else why
+    if (t["outcome"], t["reward"]) != ("unresolved", 0.0):
+        return why
+    if TAG.get(name) and TAG[name] not in tags:
+        return f"no tag {TAG[name]}: {why}"
+    if name in REWARD_WRITERS and t["extra"].get("rewards_by_tests") != ["reward.txt"]:
+        return f"rewards_by_tests {t['extra'].get('rewards_by_tests')}: {why}"  # test.sh's own 0 was read
+    return None
