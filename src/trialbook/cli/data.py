@@ -72,11 +72,21 @@ def import_steps_cmd(
 
 @import_app.command("swebench")
 def import_swebench_cmd(
-    results: Path,
-    instances: Annotated[Path, typer.Option("--instances", help="SWE-bench instances JSONL.")],
+    results: Annotated[
+        Path,
+        typer.Argument(
+            help="A leaderboard results file, the harness's report <model>.<run_id>.json, or its log folder"
+            " logs/run_evaluation/<run_id>/<model>."
+        ),
+    ],
+    instances: Annotated[
+        Path | None,
+        typer.Option("--instances", help="SWE-bench instances JSONL (a leaderboard file needs it)."),
+    ] = None,
     run: RunName = None,
     logs: Annotated[
-        Path | None, typer.Option("--logs", help="Official harness logs: <id>/report.json, test_output.txt.")
+        Path | None,
+        typer.Option("--logs", help="Harness logs: <id>/report.json, test_output.txt (a report's are found)."),
     ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Attach --logs even when their verdicts disagree with the results.")
@@ -84,7 +94,7 @@ def import_swebench_cmd(
     replace: Replace = False,
     db: Db = None,
 ) -> None:
-    """A SWE-bench results file: every instance is a trial, resolved or not."""
+    """SWE-bench results: a leaderboard file (every instance a trial), or the harness's report or logs."""
     from trialbook.importers.swebench import import_swebench
     from trialbook.ledger.store import Ledger
 
