@@ -111,13 +111,14 @@ def import_swebench_cmd(
 def import_harbor_cmd(
     job_dir: Path, run: RunName = None, reward_range: RewardRange = None, replace: Replace = False, db: Db = None
 ) -> None:
-    """A Harbor job folder (one sub-folder per trial with result.json)."""
+    """A Harbor job folder (one sub-folder per trial), or a folder of jobs (a run per job, or all in --run)."""
     from trialbook.importers.harbor import import_harbor
     from trialbook.importers.jsonl import parse_range
     from trialbook.ledger.store import Ledger
 
-    name, n = import_harbor(Ledger(db), job_dir, run_name=run, replace=replace, reward_range=parse_range(reward_range))
-    done(f"imported {n} trials into run '{name}'")
+    ledger, rewards = Ledger(db), parse_range(reward_range)
+    for name, n in import_harbor(ledger, job_dir, run_name=run, replace=replace, reward_range=rewards):
+        done(f"imported {n} trials into run '{name}'")
 
 
 runs_app = typer.Typer(help="List runs (no subcommand), or delete / rename one.")
