@@ -12,7 +12,7 @@ from trialbook.agents.base import agent_options
 from trialbook.cli.common import Csv, Db, Json, Markdown, Replace, RunArg, app, comma_list, done, emit, valid_run
 from trialbook.harness.config import RunConfig, Tally
 from trialbook.harness.executors import make_executor
-from trialbook.harness.paths import DEFAULT_RUNS_DIR
+from trialbook.harness.paths import DEFAULT_RUNS_DIR, run_folders
 from trialbook.harness.policy import policy_rows
 from trialbook.harness.quickstart import AgentTally, QuickstartResult, quickstart
 from trialbook.harness.runner import clean, rerun, resume_run, start_run
@@ -33,7 +33,15 @@ def _finish(ledger: Ledger, name: str, tally: Tally, as_json: bool) -> None:
     if tally.folder_warnings:
         extra += f"; {tally.folder_warnings} trial folder(s) not written (see each trial's extra.warnings)"
     done(f"run '{name}': {tally.done} trials recorded, {tally.resolved} resolved, {tally.errors} errors{extra}")
+    folders = run_folders(ledger.get_run(name).config, name)
+    if folders:
+        done(f"trial folders: {_shown(folders[0])}/ (`trialbook trials {name}` lists them)")
     emit(run_summary(ledger, name), as_json, tables.print_show)
+
+
+def _shown(path: Path) -> str:
+    """A path under the working directory relative to it (as --runs-dir is usually given), else absolute."""
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
 
 
 ExecutorKind = Annotated[
@@ -241,7 +249,9 @@ def validate_cmd(
     as_json: Json = False,
     db: Db = None,
 ) -> None:
-    """Check tasks: oracle and nop N times each, one verdict per task (ok, flaky, oracle_fails, ...)."""
+    """Check tasks: oracle and nop N times each, one verdict per task (ok, flaky, oracle_fails, ...).
+
+    Exits 1 when some task's verdict is not `ok` (a CI job can gate on it), after the report."""
     opts = ValidateOptions(
         tasks_dir=tasks_dir,
         repeats=repeats,
@@ -252,7 +262,7 @@ def validate_cmd(
         run=run,
         replace=replace,
     )
-    emit(
-        validate(Ledger(db), opts, image_variant, make_executor(executor, ray_address)),
-        as_json, print_validate, markdown, as_csv,
-    )  # fmt: skip
+    result = validate(Ledger(db), opts, image_variant, make_executor(executor, ray_address))
+    emit(result, as_json, print_validate, markdown, as_csv)
+    if any(task.verdict != "ok" for task in result.tasks):
+        raise typer.Exit(1)
