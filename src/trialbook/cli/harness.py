@@ -10,6 +10,7 @@ import typer
 
 from trialbook.agents.base import agent_options
 from trialbook.cli.common import Csv, Db, Json, Markdown, Replace, RunArg, app, comma_list, done, emit, valid_run
+from trialbook.errors import UserError
 from trialbook.harness.config import RunConfig, Tally
 from trialbook.harness.executors import make_executor
 from trialbook.harness.paths import DEFAULT_RUNS_DIR, run_folders
@@ -44,6 +45,19 @@ def _shown(path: Path) -> str:
     return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
 
 
+def _agent_name(agent: str | None, agent_cmd: str | None) -> str:
+    """The agent a run records: `--agent` (a file path made absolute), or `cmd` for `--agent-cmd`."""
+    from trialbook.agents.registry import agent_spec
+
+    if agent_cmd is not None:
+        if agent not in (None, "cmd"):
+            raise UserError("give --agent or --agent-cmd, not both")
+        return "cmd"
+    if agent is None:
+        raise UserError("--agent NAME (oracle, nop, mini, module:Class, file.py:Class) or --agent-cmd 'CMD' is needed")
+    return agent_spec(agent)
+
+
 ExecutorKind = Annotated[
     str, typer.Option("--executor", help="local (a thread pool on this machine) or ray (a Ray cluster's nodes).")
 ]
@@ -61,8 +75,14 @@ RunsDir = Annotated[Path, typer.Option("--runs-dir", help="Where runs/<run>/<tri
 @app.command("run")
 def run_cmd(
     tasks_dir: Path,
-    agent: Annotated[str, typer.Option("--agent", help="oracle, nop or mini (an LLM).")],
     run: Annotated[str, typer.Option("--run", help="Run name.", callback=valid_run)],
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="oracle, nop, mini (an LLM), or your own: module:Class or file.py:Class."),
+    ] = None,
+    agent_cmd: Annotated[
+        str | None, typer.Option("--agent-cmd", help="A command run as the agent in the sandbox (bash -c).")
+    ] = None,
     attempts: Annotated[int, typer.Option("--attempts", min=1, help="Attempts per task.")] = 1,
     concurrency: Concurrency = 1,
     timeout_multiplier: Multiplier = None,
@@ -92,6 +112,7 @@ def run_cmd(
     db: Db = None,
 ) -> None:
     """Run an agent on every task in TASKS_DIR, each trial in its own Docker sandbox."""
+    agent = _agent_name(agent, agent_cmd)
     config = RunConfig(
         tasks_dir=str(tasks_dir),
         agent=agent,
@@ -111,6 +132,7 @@ def run_cmd(
             max_turns=max_turns,
             max_tokens=max_tokens,
             max_output_tokens=max_output,
+            command=agent_cmd,
         ),
     )
     ledger = Ledger(db)
