@@ -32,5 +32,5 @@ def test_unknown_agent_is_one_line_exit_2():
     with pytest.raises(UserError) as exc:
         get_agent("claude")
     assert str(exc.value) == (
-        "unknown agent 'claude' (known: cmd, mini, nop, oracle; or your own: module:Class, file.py:Class)"
+        "unknown agent 'claude' (known: cmd, mini, nop, oracle, patch; or your own: module:Class, file.py:Class)"
     ) and exc.value.exit_code == 2

@@ -27,6 +27,7 @@ AGENTS: dict[str, str] = {
     "mini": "trialbook.agents.mini:MiniAgent",
     "nop": "trialbook.agents.nop:NopAgent",
     "oracle": "trialbook.agents.oracle:OracleAgent",
+    "patch": "trialbook.agents.patch:PatchAgent",
 }
 
 

@@ -1,4 +1,4 @@
-"""Harness commands: run, resume, rerun, clean, policy, quickstart, validate (thin: parse, call, print)."""
+"""Harness commands: run, resume, rerun, clean, policy, quickstart, validate, grade, reverify (thin)."""
 
 from __future__ import annotations
 
@@ -288,3 +288,68 @@ def validate_cmd(
     emit(result, as_json, print_validate, markdown, as_csv)
     if any(task.verdict != "ok" for task in result.tasks):
         raise typer.Exit(1)
+
+
+def _patch_run_done(ledger: Ledger, name: str, ran: object, as_json: bool) -> None:
+    for err in ran.errors:  # type: ignore[attr-defined]
+        done(f"task {err.task_id}: {err.message} (recorded as infra_error)")
+    if ran.skipped:  # type: ignore[attr-defined]
+        done(f"{ran.skipped} trial(s) kept no patch and were not graded again")  # type: ignore[attr-defined]
+    _finish(ledger, name, ran.tally, as_json)  # type: ignore[attr-defined]
+
+
+TasksDir = Annotated[Path, typer.Option("--tasks", help="The task folders the patches are graded on.")]
+
+
+@app.command("grade")
+def grade_cmd(
+    predictions: Annotated[
+        Path, typer.Argument(help="SWE-bench predictions: JSONL or JSON of instance_id, model_patch.")
+    ],
+    tasks_dir: TasksDir,
+    run: Annotated[str, typer.Option("--run", help="Run name.", callback=valid_run)],
+    concurrency: Concurrency = 1,
+    timeout_multiplier: Multiplier = None,
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
+    replace: Replace = False,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """Grade each prediction's patch in a fresh container of its task, by the task's verifier: one run."""
+    from trialbook.harness.patches import grade_predictions
+
+    ledger = Ledger(db)
+    ran = grade_predictions(
+        ledger, predictions, tasks_dir, run, replace=replace, executor=make_executor(executor, ray_address),
+        concurrency=concurrency, timeout_multiplier=timeout_multiplier or 1.0, runs_dir=str(runs_dir.resolve()),
+    )  # fmt: skip
+    _patch_run_done(ledger, run, ran, as_json)
+
+
+@app.command("reverify")
+def reverify_cmd(
+    old: RunArg,
+    run: Annotated[str, typer.Option("--run", help="The new run's name.", callback=valid_run)],
+    tasks_dir: Annotated[
+        Path | None, typer.Option("--tasks", help="Task folders (default: the run's own; needed for imports).")
+    ] = None,
+    concurrency: Concurrency = 1,
+    timeout_multiplier: Multiplier = None,
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
+    replace: Replace = False,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """Grade the patches a run's trials left again, under today's verifier, as a new run (same attempts)."""
+    from trialbook.harness.patches import reverify_run
+
+    ledger = Ledger(db, create=False)
+    ran = reverify_run(
+        ledger, old, run, tasks_dir, replace=replace, executor=make_executor(executor, ray_address),
+        concurrency=concurrency, timeout_multiplier=timeout_multiplier or 1.0, runs_dir=str(runs_dir.resolve()),
+    )  # fmt: skip
+    _patch_run_done(ledger, run, ran, as_json)
