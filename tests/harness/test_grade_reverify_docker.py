@@ -78,7 +78,8 @@ def test_reverify_after_a_verifier_fix(engine, cli, db, tmp_path: Path):
     assert "graded by different verifiers" in res.stdout.replace("\n", " ")
     assert "trialbook reverify before --run before-reverified" in " ".join(res.stdout.split())
 
-    res = cli("reverify", "before", "--run", "before-reverified", "--concurrency", "4", "--runs-dir", str(tmp_path / "runs"))
+    res = cli("reverify", "before", "--run", "before-reverified", "--concurrency", "4",
+              "--runs-dir", str(tmp_path / "runs"))  # fmt: skip
     assert res.exit_code == 0, res.stderr
     again = _trials(cli, "before-reverified")
     assert set(again) == set(outcomes)  # the same tasks and attempts
