@@ -27,7 +27,7 @@ class ReplayAgent:
         for step in self.steps(task):
             res = sandbox.exec(["bash", "-c", step], timeout=timeout, workdir=task.workdir)
             trajectory.append({"command": step, "exit_code": res.exit_code, "output": res.output})
-            log += f"$ {step}\n{res.output}"
+            log += f"+ {step}\n{res.output}"  # as `bash -x` shows a step
             if timed_out := res.timed_out:
                 break
         files = {"trajectory.json": json.dumps(trajectory, indent=1)}

@@ -31,7 +31,7 @@ def test_example_agent_by_file_path(engine, cli, db, tmp_path: Path):
     assert trials["proxy-env"]["outcome"] == "unresolved"  # .decode() is not json.loads: the tests say so
     assert Path(trials["plain-bugfix"]["folder"]).parent == runs / "replay"
     agent_log = cli("log", str(trials["plain-bugfix"]["id"]), "--agent").stdout
-    assert agent_log.count("$ python3 -c") == 2 and "3\n" in agent_log and "2.5\n" in agent_log
+    assert agent_log.count("+ python3 -c") == 2 and "3\n" in agent_log and "2.5\n" in agent_log
     patch = cli("log", str(trials["plain-bugfix"]["id"]), "--patch").stdout
     assert "stats.py" in patch and "+    mid = len(ordered) // 2" in patch
     from trialbook.ledger.store import Ledger

@@ -218,7 +218,7 @@ def _print_trials(data: object) -> None:
     headers = ["id", "task", "attempt", "outcome", "reward", "exception", "seconds", "trial name"]
     layout.table(headers, rows, title=f"trials of run '{data.run}'")  # type: ignore[attr-defined]
     if data.folder:  # type: ignore[attr-defined]
-        layout.line(f"trial folders: {data.folder}/<trial name>/", markup=False)  # type: ignore[attr-defined]
+        layout.line(f"trial folders: {_shown(Path(data.folder))}/<trial name>/", markup=False)  # type: ignore[attr-defined]
     layout.line("one trial's logs: `trialbook log ID --verifier` (or --agent, --patch)", markup=False)
 
 
@@ -235,7 +235,15 @@ def trials_cmd(
     """A run's current trials: id, task, attempt, outcome, reward, exception, trial name."""
     from trialbook.ledger.trial_reads import list_trials
 
-    emit(list_trials(reading(db), run, where, task), as_json, _print_trials, markdown, as_csv)
+    emit(list_trials(reading(db), run, where, task, _run_folder), as_json, _print_trials, markdown, as_csv)
+
+
+def _run_folder(config: dict, run: str) -> Path | None:
+    """The run's trial folder (`<runs_dir>/<run>`) for a run the harness made, None for an imported one."""
+    from trialbook.harness.paths import run_folders
+
+    folders = run_folders(config, run)
+    return folders[0] if folders else None
 
 
 def _print_files(data: object) -> None:
@@ -270,7 +278,7 @@ def log_cmd(
         raise UserError("give one of --verifier, --agent, --patch")
     ledger = reading(db)
     if not kinds:
-        emit(trial_files(ledger, trial), as_json, _print_files)
+        emit(trial_files(ledger, trial, _run_folder), as_json, _print_files)
         return
     text = trial_log(ledger, trial, kinds[0])
     sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")

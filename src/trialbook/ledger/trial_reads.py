@@ -7,8 +7,10 @@ name `tb-<run>-<task>-<attempt>-<hex>`, or a Harbor trial folder's name).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import func, select
 
@@ -60,12 +62,13 @@ class TrialFiles(Result):
     files: list[StoredFile]
 
 
-def run_folder(config: dict[str, object], run: str) -> Path | None:
-    """`<runs_dir>/<run>` of a run the harness made; None for an imported one."""
-    from trialbook.harness.paths import run_folders
+# (run config, run name) -> the run's trial folder, None for an imported run: harness/paths.py's rule, which the
+# caller passes in (the ledger layer does not import the harness)
+FolderOf = Callable[[dict[str, Any], str], Path | None]
 
-    folders = run_folders(config, run)
-    return folders[0] if folders else None
+
+def _no_folder(_config: dict[str, Any], _run: str) -> Path | None:
+    return None
 
 
 def _line(t: TrialRow, folder: Path | None) -> TrialLine:
@@ -75,7 +78,9 @@ def _line(t: TrialRow, folder: Path | None) -> TrialLine:
                      name if isinstance(name, str) else None, str(where) if where else None)  # fmt: skip
 
 
-def list_trials(ledger: Ledger, run: str, where: str | None = None, task: str | None = None) -> TrialList:
+def list_trials(
+    ledger: Ledger, run: str, where: str | None = None, task: str | None = None, folder_of: FolderOf = _no_folder
+) -> TrialList:
     row = ledger.get_run(run)
     condition = None
     if where is not None:
@@ -85,7 +90,7 @@ def list_trials(ledger: Ledger, run: str, where: str | None = None, task: str | 
             raise UserError(f"--where must be one of: {', '.join(o.value for o in Outcome)}") from None
     if task is not None:
         condition = trials.c.task_id == task if condition is None else condition & (trials.c.task_id == task)
-    folder = run_folder(row.config, run)
+    folder = folder_of(row.config, run)
     found = [_line(t, folder) for t in ledger.trial_rows(row.id, where=condition)]
     if task is not None and not found and next(ledger.trial_rows(row.id, where=trials.c.task_id == task), None) is None:
         raise UserError(f"run '{run}' has no trials of task '{task}'")
@@ -109,12 +114,12 @@ def find_trial(ledger: Ledger, ref: str) -> tuple[TrialRow, str]:
     raise UserError(f"no trial '{ref}' (give a trial id from `trialbook trials RUN`, or a trial name)")
 
 
-def trial_files(ledger: Ledger, ref: str) -> TrialFiles:
+def trial_files(ledger: Ledger, ref: str, folder_of: FolderOf = _no_folder) -> TrialFiles:
     t, run = find_trial(ledger, ref)
     q = select(artifacts.c.name, func.length(artifacts.c.content)).where(artifacts.c.trial_id == t.id)
     with ledger.engine.connect() as conn:
         files = [StoredFile(n, int(size or 0)) for n, size in conn.execute(q.order_by(artifacts.c.name))]
-    return TrialFiles(_line(t, run_folder(ledger.get_run(run).config, run)), run, files)
+    return TrialFiles(_line(t, folder_of(ledger.get_run(run).config, run)), run, files)
 
 
 def trial_log(ledger: Ledger, ref: str, kind: str) -> str:
