@@ -304,7 +304,7 @@ def test_validate_runs_on_the_cluster_with_the_expected_verdicts(cluster, engine
     db, run = str(tmp_path / "ledger.db"), unique("ray-validate")
     res = cli(cluster, db, "validate", str(EXAMPLES), "--tasks", "plain-bugfix,slow-solution", "--repeats", "1",
               "--run", run, "--runs-dir", str(tmp_path / "runs"), "--executor", "ray", "--json")  # fmt: skip
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 1, res.stderr
     verdicts = {row["task_id"]: row["verdict"] for row in json.loads(res.stdout)["tasks"]}
     assert verdicts == {"plain-bugfix": "ok", "slow-solution": "oracle_fails"}
     rows = trials(db, run)

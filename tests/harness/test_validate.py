@@ -87,7 +87,7 @@ def mixed(engine, tmp_path_factory):
     code, out, err = run_cli(
         db, "validate", str(tasks), "--repeats", "2", "--run", "val", "--runs-dir", str(base / "runs"), "--json"
     )
-    assert code == 0, err
+    assert code == 1, err  # some task is not ok: the report, then exit 1 (a CI job gates on it)
     report = json.loads(out)  # --json: only JSON on stdout
     return db, {row["task_id"]: row for row in report["tasks"]}, report
 
@@ -179,7 +179,7 @@ def test_flaky_p2p(engine, tmp_path):
     code, out, err = run_cli(
         str(tmp_path / "l.db"), "validate", str(tasks), "--repeats", "6", "--runs-dir", str(tmp_path / "runs"), "--json"
     )
-    assert code == 0, err
+    assert code == 1, err
     (row,) = json.loads(out)["tasks"]
     assert row["verdict"] == "flaky", row
     assert row["details"]["flaky_tests"] == ["tests/test_tags.py::test_unique_keeps_first_seen_order"]
@@ -220,7 +220,7 @@ def test_image_variants_list_per_test_differences(proxy_images, tmp_path):
         db, "validate", str(tmp_path / "tasks"), "--repeats", "1", "--run", "px", *args,
         "--runs-dir", str(tmp_path / "runs"), "--json",
     )  # fmt: skip
-    assert code == 0, err
+    assert code == 1, err
     report = json.loads(out)
     verdicts = {row["variant"]: row["verdict"] for row in report["tasks"]}
     assert verdicts == {"official": "ok", "rebuilt": "oracle_fails"}, report["tasks"]
@@ -236,7 +236,7 @@ def test_image_variants_list_per_test_differences(proxy_images, tmp_path):
         assert {t["extra"]["image"] for t in trials} == {image}
     code, human, _ = run_cli(db, "validate", str(tmp_path / "tasks"), "--repeats", "1", "--run", "px", "--replace",
                              *args, "--runs-dir", str(tmp_path / "runs"))  # fmt: skip
-    assert code == 0 and "per-test status differences" in human and "test_get_bytes" in human
+    assert code == 1 and "per-test status differences" in human and "test_get_bytes" in human
 
 
 def test_bad_image_variant_is_a_usage_error(tmp_path):

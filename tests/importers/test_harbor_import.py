@@ -96,7 +96,7 @@ def test_bad_harbor_inputs(cli, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     res = cli("import", "harbor", str(empty))
-    assert res.exit_code == 2 and "no trial folders" in res.stderr
+    assert res.exit_code == 2 and "not a Harbor job" in res.stderr
     broken = tmp_path / "broken" / "t__1"
     broken.mkdir(parents=True)
     (broken / "result.json").write_text("{oops")

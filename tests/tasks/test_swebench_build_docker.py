@@ -91,7 +91,7 @@ def test_old_requests_suite_runs_against_the_local_httpbin_without_a_network(tmp
     assert "HTTPBIN_URL=http://127.0.0.1:8765/" in (out / instance_id / "tests" / "test.sh").read_text()
     args = ["validate", str(out), "--repeats", "1", "--runs-dir", str(tmp_path / "runs"), "--json"]
     res = CliRunner().invoke(app, [*args, "--db", str(tmp_path / "l.db")])
-    assert res.exit_code == 0, res.stdout
+    assert res.exit_code == 1, res.stdout
     (row,) = json.loads(res.stdout)["tasks"]
     assert row["verdict"] == "oracle_fails"  # https://httpbin.org and an https URL on httpbin's host
     not_passing = {}

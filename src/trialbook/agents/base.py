@@ -2,6 +2,20 @@
 
 An agent that runs out of time raises AgentTimeoutError and one that overflows its model's
 context raises ContextOverflowError; both carry the partial result, and the trial is still graded.
+
+Your own agent (`trialbook run TASKS --agent my_pkg.agent:MyAgent` or `--agent path/agent.py:MyAgent`;
+examples/agents/ has one of about 30 lines) is any class with:
+- `name: str`, recorded on every trial (`extra.agent`); the class name if it has none;
+- `run(self, sandbox, task, timeout) -> AgentResult`: `task` is the TaskSpec (`task.instruction`, the
+  task's text; `task.workdir`, `task.task_id`); `sandbox.exec(["bash", "-c", "..."], timeout=...)` runs a
+  command in the trial's container and returns its `exit_code`, `output`, `timed_out`, `duration_s`;
+  `sandbox.read_file(path)` reads a file. Spend at most `timeout` seconds (the harness also cuts every
+  exec at that budget); on running out raise AgentTimeoutError(message, partial AgentResult);
+- optionally `from_options(cls, options) -> agent`, a classmethod, when it takes options, and
+  `stack(self) -> dict` for an LLM agent's serving engine (what `compare` warns about when it differs).
+It is built once per trial process (no arguments, or from_options), so it must not keep one trial's state
+for the next. The harness does the rest as for the built-in agents: the sandbox's limits, the error
+policy (`trialbook policy`), the diff carried to fresh verifier containers, the trial record.
 """
 
 from __future__ import annotations
@@ -67,10 +81,22 @@ def agent_stack(agent: Agent) -> dict[str, Any] | None:
     return describe() if callable(describe) else None
 
 
+# which agent takes which option (the command line's flags, by their agent_options key)
+AGENT_OPTIONS: dict[str, tuple[str, ...]] = {
+    "mini": ("endpoints", "model", "max_turns", "max_tokens", "max_output_tokens"),
+    "cmd": ("command",),
+}
+
+
 def agent_options(agent: str, **given: Any) -> dict[str, Any]:
-    """Agent options from command-line flags (None: not given); only the LLM agent takes any."""
+    """Agent options from command-line flags (None: not given); only mini and cmd take any."""
     options = {k: v for k, v in given.items() if v not in (None, [], ())}
-    if options and agent != "mini":
-        flags = ", ".join("--endpoint" if k == "endpoints" else "--" + k.replace("_", "-") for k in options)
-        raise UserError(f"{flags}: only the mini agent takes these options")
+    wrong = [k for k in options if k not in AGENT_OPTIONS.get(agent, ())]
+    if wrong:
+        owner = next((a for a, keys in AGENT_OPTIONS.items() if wrong[0] in keys), "mini")
+        flags = ", ".join(
+            "--endpoint" if k == "endpoints" else "--agent-cmd" if k == "command" else "--" + k.replace("_", "-")
+            for k in wrong
+        )
+        raise UserError(f"{flags}: only the {owner} agent takes these options")
     return options

@@ -20,9 +20,11 @@ from trialbook.errors import InputWarning, TrialbookError
 
 AREAS = ("data", "stats", "harness", "audit", "training", "web")
 COMMAND_AREAS: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(("import", "runs", "show", "export"), ("data",)),
+    **dict.fromkeys(("import", "runs", "show", "export", "trials", "log"), ("data",)),
     **dict.fromkeys(("compare", "plan", "prereg"), ("stats",)),
-    **dict.fromkeys(("run", "resume", "rerun", "clean", "policy", "quickstart", "validate"), ("harness",)),
+    **dict.fromkeys(
+        ("run", "resume", "rerun", "clean", "policy", "quickstart", "validate", "grade", "reverify"), ("harness",)
+    ),
     **dict.fromkeys(("regrade", "audit", "attribute", "tasks"), ("audit",)),
     **dict.fromkeys(("train", "sim"), ("training",)),
     **dict.fromkeys(("serve", "report"), ("web",)),

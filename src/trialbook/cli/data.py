@@ -1,4 +1,4 @@
-"""Ledger commands: import, runs, show, export."""
+"""Ledger commands: import, runs, show, export, trials, log."""
 
 from __future__ import annotations
 
@@ -72,11 +72,21 @@ def import_steps_cmd(
 
 @import_app.command("swebench")
 def import_swebench_cmd(
-    results: Path,
-    instances: Annotated[Path, typer.Option("--instances", help="SWE-bench instances JSONL.")],
+    results: Annotated[
+        Path,
+        typer.Argument(
+            help="A leaderboard results file, the harness's report <model>.<run_id>.json, or its log folder"
+            " logs/run_evaluation/<run_id>/<model>."
+        ),
+    ],
+    instances: Annotated[
+        Path | None,
+        typer.Option("--instances", help="SWE-bench instances JSONL (a leaderboard file needs it)."),
+    ] = None,
     run: RunName = None,
     logs: Annotated[
-        Path | None, typer.Option("--logs", help="Official harness logs: <id>/report.json, test_output.txt.")
+        Path | None,
+        typer.Option("--logs", help="Harness logs: <id>/report.json, test_output.txt (a report's are found)."),
     ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Attach --logs even when their verdicts disagree with the results.")
@@ -84,7 +94,7 @@ def import_swebench_cmd(
     replace: Replace = False,
     db: Db = None,
 ) -> None:
-    """A SWE-bench results file: every instance is a trial, resolved or not."""
+    """SWE-bench results: a leaderboard file (every instance a trial), or the harness's report or logs."""
     from trialbook.importers.swebench import import_swebench
     from trialbook.ledger.store import Ledger
 
@@ -101,13 +111,14 @@ def import_swebench_cmd(
 def import_harbor_cmd(
     job_dir: Path, run: RunName = None, reward_range: RewardRange = None, replace: Replace = False, db: Db = None
 ) -> None:
-    """A Harbor job folder (one sub-folder per trial with result.json)."""
+    """A Harbor job folder (one sub-folder per trial), or a folder of jobs (a run per job, or all in --run)."""
     from trialbook.importers.harbor import import_harbor
     from trialbook.importers.jsonl import parse_range
     from trialbook.ledger.store import Ledger
 
-    name, n = import_harbor(Ledger(db), job_dir, run_name=run, replace=replace, reward_range=parse_range(reward_range))
-    done(f"imported {n} trials into run '{name}'")
+    ledger, rewards = Ledger(db), parse_range(reward_range)
+    for name, n in import_harbor(ledger, job_dir, run_name=run, replace=replace, reward_range=rewards):
+        done(f"imported {n} trials into run '{name}'")
 
 
 runs_app = typer.Typer(help="List runs (no subcommand), or delete / rename one.")
@@ -193,3 +204,83 @@ def export_cmd(
     except OSError as exc:
         raise UserError(f"cannot write {jsonl}: {exc.strerror}") from None
     done(f"exported {n} trials to {jsonl}")
+
+
+Where = Annotated[str | None, typer.Option("--where", help="Only trials with this outcome, e.g. infra_error.")]
+
+
+def _print_trials(data: object) -> None:
+    from trialbook.report import layout
+
+    rows = [
+        [str(t.id), t.task_id, str(t.attempt), t.outcome, "" if t.reward is None else f"{t.reward:g}",
+         t.exception or "", "" if t.duration_s is None else f"{t.duration_s:.1f}", t.trial_name or ""]
+        for t in data.trials  # type: ignore[attr-defined]
+    ]  # fmt: skip
+    headers = ["id", "task", "attempt", "outcome", "reward", "exception", "seconds", "trial name"]
+    layout.table(headers, rows, title=f"trials of run '{data.run}'")  # type: ignore[attr-defined]
+    if data.folder:  # type: ignore[attr-defined]
+        layout.line(f"trial folders: {_shown(Path(data.folder))}/<trial name>/", markup=False)  # type: ignore[attr-defined]
+    layout.line("one trial's logs: `trialbook log ID --verifier` (or --agent, --patch)", markup=False)
+
+
+@app.command("trials")
+def trials_cmd(
+    run: RunArg,
+    where: Where = None,
+    task: Annotated[str | None, typer.Option("--task", help="Only this task's trials.")] = None,
+    as_json: Json = False,
+    markdown: Markdown = False,
+    as_csv: Csv = False,
+    db: Db = None,
+) -> None:
+    """A run's current trials: id, task, attempt, outcome, reward, exception, trial name."""
+    from trialbook.ledger.trial_reads import list_trials
+
+    emit(list_trials(reading(db), run, where, task, _run_folder), as_json, _print_trials, markdown, as_csv)
+
+
+def _run_folder(config: dict, run: str) -> Path | None:
+    """The run's trial folder (`<runs_dir>/<run>`) for a run the harness made, None for an imported one."""
+    from trialbook.harness.paths import run_folders
+
+    folders = run_folders(config, run)
+    return folders[0] if folders else None
+
+
+def _print_files(data: object) -> None:
+    from trialbook.report import layout
+
+    t = data.trial  # type: ignore[attr-defined]
+    reward = "" if t.reward is None else f", reward {t.reward:g}"
+    layout.line(f"trial {t.id} of run '{data.run}': {t.task_id} attempt {t.attempt}, {t.outcome}{reward}",  # type: ignore[attr-defined]
+                markup=False)  # fmt: skip
+    if t.folder:
+        layout.line(f"folder: {t.folder}", markup=False)
+    layout.table(["stored file", "characters"], [[f.name, str(f.chars)] for f in data.files])  # type: ignore[attr-defined]
+    layout.line("print one: --verifier, --agent or --patch", markup=False)
+
+
+@app.command("log")
+def log_cmd(
+    trial: Annotated[str, typer.Argument(help="A trial id (from `trialbook trials`) or trial name.")],
+    verifier: Annotated[bool, typer.Option("--verifier", help="Print the verifier's output.")] = False,
+    agent: Annotated[bool, typer.Option("--agent", help="Print the agent's log (or its trajectory).")] = False,
+    patch: Annotated[bool, typer.Option("--patch", help="Print the agent's change as the verifier got it.")] = False,
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """One trial's stored files (no option), or one of them printed as stored."""
+    import sys
+
+    from trialbook.ledger.trial_reads import trial_files, trial_log
+
+    kinds = [k for k, on in (("verifier", verifier), ("agent", agent), ("patch", patch)) if on]
+    if len(kinds) > 1:
+        raise UserError("give one of --verifier, --agent, --patch")
+    ledger = reading(db)
+    if not kinds:
+        emit(trial_files(ledger, trial, _run_folder), as_json, _print_files)
+        return
+    text = trial_log(ledger, trial, kinds[0])
+    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")

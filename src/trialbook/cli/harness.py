@@ -1,4 +1,4 @@
-"""Harness commands: run, resume, rerun, clean, policy, quickstart, validate (thin: parse, call, print)."""
+"""Harness commands: run, resume, rerun, clean, policy, quickstart, validate, grade, reverify (thin)."""
 
 from __future__ import annotations
 
@@ -24,9 +24,10 @@ from trialbook.cli.common import (
     valid_run,
     writable_runs_dir,
 )
+from trialbook.errors import UserError
 from trialbook.harness.config import RunConfig, Tally
 from trialbook.harness.executors import make_executor
-from trialbook.harness.paths import DEFAULT_RUNS_DIR
+from trialbook.harness.paths import DEFAULT_RUNS_DIR, run_folders
 from trialbook.harness.policy import policy_rows
 from trialbook.harness.quickstart import AgentTally, QuickstartResult, quickstart
 from trialbook.harness.runner import clean, rerun, resume_run, start_run
@@ -48,7 +49,28 @@ def _finish(ledger: Ledger, name: str, tally: Tally, as_json: bool) -> None:
     if tally.folder_warnings:
         extra += f"; {tally.folder_warnings} trial folder(s) not written (see each trial's extra.warnings)"
     done(f"run '{name}': {tally.done} trials recorded, {tally.resolved} resolved, {tally.errors} errors{extra}")
+    folders = run_folders(ledger.get_run(name).config, name)
+    if folders:
+        done(f"trial folders: {_shown(folders[0])}/ (`trialbook trials {name}` lists them)")
     emit(run_summary(ledger, name), as_json, tables.print_show)
+
+
+def _shown(path: Path) -> str:
+    """A path under the working directory relative to it (as --runs-dir is usually given), else absolute."""
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+
+
+def _agent_name(agent: str | None, agent_cmd: str | None) -> str:
+    """The agent a run records: `--agent` (a file path made absolute), or `cmd` for `--agent-cmd`."""
+    from trialbook.agents.registry import agent_spec
+
+    if agent_cmd is not None:
+        if agent not in (None, "cmd"):
+            raise UserError("give --agent or --agent-cmd, not both")
+        return "cmd"
+    if agent is None:
+        raise UserError("--agent NAME (oracle, nop, mini, module:Class, file.py:Class) or --agent-cmd 'CMD' is needed")
+    return agent_spec(agent)
 
 
 ExecutorKind = Annotated[
@@ -68,8 +90,14 @@ RunsDir = Annotated[Path, typer.Option("--runs-dir", help="Where runs/<run>/<tri
 @app.command("run")
 def run_cmd(
     tasks_dir: Path,
-    agent: Annotated[str, typer.Option("--agent", help="oracle, nop or mini (an LLM).")],
     run: Annotated[str, typer.Option("--run", help="Run name.", callback=valid_run)],
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="oracle, nop, mini (an LLM), or your own: module:Class or file.py:Class."),
+    ] = None,
+    agent_cmd: Annotated[
+        str | None, typer.Option("--agent-cmd", help="A command run as the agent in the sandbox (bash -c).")
+    ] = None,
     attempts: Annotated[int, typer.Option("--attempts", min=1, help="Attempts per task.")] = 1,
     concurrency: Concurrency = 1,
     timeout_multiplier: Multiplier = None,
@@ -102,6 +130,7 @@ def run_cmd(
     db: Db = None,
 ) -> None:
     """Run an agent on every task in TASKS_DIR, each trial in its own Docker sandbox."""
+    agent = _agent_name(agent, agent_cmd)
     config = RunConfig(
         tasks_dir=str(tasks_dir),
         agent=agent,
@@ -121,6 +150,7 @@ def run_cmd(
             max_turns=max_turns,
             max_tokens=max_tokens,
             max_output_tokens=max_output,
+            command=agent_cmd,
         ),
     )
     ledger = Ledger(db)
@@ -259,7 +289,9 @@ def validate_cmd(
     as_json: Json = False,
     db: Db = None,
 ) -> None:
-    """Check tasks: oracle and nop N times each, one verdict per task (ok, flaky, oracle_fails, ...)."""
+    """Check tasks: oracle and nop N times each, one verdict per task (ok, flaky, oracle_fails, ...).
+
+    Exits 1 when some task's verdict is not `ok` (a CI job can gate on it), after the report."""
     opts = ValidateOptions(
         tasks_dir=tasks_dir,
         repeats=repeats,
@@ -270,7 +302,72 @@ def validate_cmd(
         run=run,
         replace=replace,
     )
-    emit(
-        validate(Ledger(db), opts, image_variant, make_executor(executor, ray_address)),
-        as_json, print_validate, markdown, as_csv,
+    result = validate(Ledger(db), opts, image_variant, make_executor(executor, ray_address))
+    emit(result, as_json, print_validate, markdown, as_csv)
+    if any(task.verdict != "ok" for task in result.tasks):
+        raise typer.Exit(1)
+
+
+def _patch_run_done(ledger: Ledger, name: str, ran: object, as_json: bool) -> None:
+    for err in ran.errors:  # type: ignore[attr-defined]
+        done(f"task {err.task_id}: {err.message} (recorded as infra_error)")
+    if ran.skipped:  # type: ignore[attr-defined]
+        done(f"{ran.skipped} trial(s) kept no patch and were not graded again")  # type: ignore[attr-defined]
+    _finish(ledger, name, ran.tally, as_json)  # type: ignore[attr-defined]
+
+
+TasksDir = Annotated[Path, typer.Option("--tasks", help="The task folders the patches are graded on.")]
+
+
+@app.command("grade")
+def grade_cmd(
+    predictions: Annotated[
+        Path, typer.Argument(help="SWE-bench predictions: JSONL or JSON of instance_id, model_patch.")
+    ],
+    tasks_dir: TasksDir,
+    run: Annotated[str, typer.Option("--run", help="Run name.", callback=valid_run)],
+    concurrency: Concurrency = 1,
+    timeout_multiplier: Multiplier = None,
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
+    replace: Replace = False,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """Grade each prediction's patch in a fresh container of its task, by the task's verifier: one run."""
+    from trialbook.harness.patches import grade_predictions
+
+    ledger = Ledger(db)
+    ran = grade_predictions(
+        ledger, predictions, tasks_dir, run, replace=replace, executor=make_executor(executor, ray_address),
+        concurrency=concurrency, timeout_multiplier=timeout_multiplier or 1.0, runs_dir=str(runs_dir.resolve()),
     )  # fmt: skip
+    _patch_run_done(ledger, run, ran, as_json)
+
+
+@app.command("reverify")
+def reverify_cmd(
+    old: RunArg,
+    run: Annotated[str, typer.Option("--run", help="The new run's name.", callback=valid_run)],
+    tasks_dir: Annotated[
+        Path | None, typer.Option("--tasks", help="Task folders (default: the run's own; needed for imports).")
+    ] = None,
+    concurrency: Concurrency = 1,
+    timeout_multiplier: Multiplier = None,
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
+    replace: Replace = False,
+    executor: ExecutorKind = "local",
+    ray_address: RayAddress = None,
+    as_json: Json = False,
+    db: Db = None,
+) -> None:
+    """Grade the patches a run's trials left again, under today's verifier, as a new run (same attempts)."""
+    from trialbook.harness.patches import reverify_run
+
+    ledger = Ledger(db, create=False)
+    ran = reverify_run(
+        ledger, old, run, tasks_dir, replace=replace, executor=make_executor(executor, ray_address),
+        concurrency=concurrency, timeout_multiplier=timeout_multiplier or 1.0, runs_dir=str(runs_dir.resolve()),
+    )  # fmt: skip
+    _patch_run_done(ledger, run, ran, as_json)

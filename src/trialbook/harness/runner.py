@@ -51,10 +51,42 @@ def start_run(
         stack=with_agent_stack(sandbox_stack(engine, config.agent, specs, {}), agent_stack(agent)),
         source=config.tasks_dir,
     )
-    plans = [Plan(t, a) for a in range(config.attempts) for t in tasks]
+    plans = planned(config, tasks)
     with run_lock(config, name, ledger):  # before --replace can delete a run another process is executing
         run_id = open_run(ledger, run, config, specs, replace)
-        return execute(ledger, engine, run_id, name, config, plans), errors
+        return _execute(ledger, engine, run_id, name, config, plans), errors
+
+
+def planned(config: RunConfig, tasks: list[TaskSpec | TaskError]) -> list[Plan]:
+    """Every (task, attempt) of the run; for the patch agent (grade, reverify) only those it has a patch for."""
+    plans = [Plan(t, a) for a in range(config.attempts) for t in tasks]
+    patches = config.agent_options.get("patches") if config.agent == "patch" else None
+    if isinstance(patches, dict):
+        plans = [p for p in plans if str(p.attempt) in patches.get(p.task.task_id, {})]
+    return plans
+
+
+def _execute(
+    ledger: Ledger,
+    engine: Executor,
+    run_id: int,
+    name: str,
+    config: RunConfig,
+    plans: list[Plan],
+    timeout_multiplier: float | None = None,
+) -> Tally:
+    """`execute`; the patch agent, which applies one stored patch per (task, attempt), runs once per attempt."""
+    if config.agent != "patch" or config.attempts == 1:
+        return execute(ledger, engine, run_id, name, config, plans, timeout_multiplier)
+    tally = Tally(total=len(plans))
+    for attempt in sorted({p.attempt for p in plans}):
+        options = {**config.agent_options, "attempt": attempt}
+        part = execute(ledger, engine, run_id, name, config.model_copy(update={"agent_options": options}),
+                       [p for p in plans if p.attempt == attempt], timeout_multiplier)  # fmt: skip
+        for key in ("done", "resolved", "errors", "folder_warnings"):
+            setattr(tally, key, getattr(tally, key) + getattr(part, key))
+        tally.deadline_hit |= part.deadline_hit
+    return tally
 
 
 def check_grader(specs: list[TaskSpec], local: bool) -> None:
@@ -100,8 +132,8 @@ def resume_run(ledger: Ledger, name: str, executor: Executor | None = None) -> t
     with run_lock(config, name, ledger):  # the containers of a live run are not leftovers
         removed, _ = engine.clean(name, images=False, ledger=ledger.id)
         recorded = {(t.task_id, t.attempt) for t in ledger.trial_rows(run.id, current_only=False)}
-        plans = [Plan(t, a) for a in range(config.attempts) for t in tasks if (t.task_id, a) not in recorded]
-        return execute(ledger, engine, run.id, name, config, plans), removed
+        plans = [p for p in planned(config, tasks) if (p.task.task_id, p.attempt) not in recorded]
+        return _execute(ledger, engine, run.id, name, config, plans), removed
 
 
 def rerun(
@@ -123,7 +155,7 @@ def rerun(
         if missing:
             raise TrialbookError(f"task folder(s) no longer in {config.tasks_dir}: {', '.join(missing)}")
         plans = [Plan(by_id[t.task_id], t.attempt, t.id, (t.extra or {}).get("trial_name")) for t in targets]
-        tally = execute(ledger, engine, run.id, name, config, plans, timeout_multiplier)
+        tally = _execute(ledger, engine, run.id, name, config, plans, timeout_multiplier)
     note = {
         "where": outcome.value,
         "timeout_multiplier": timeout_multiplier or config.timeout_multiplier,

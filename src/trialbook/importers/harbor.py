@@ -3,6 +3,7 @@
 Field names follow harbor.models.trial.result (0.18-0.26): `task_name`, `trial_name`,
 `verifier_result.rewards`, `exception_info.exception_type`, `agent_info`, `agent_result.n_*_tokens`,
 `started_at`/`finished_at` and per-phase TimingInfo. A folder without result.json is `incomplete`.
+The trial folder's logs, reward files, per-test results, trajectory and patch are kept (harbor_files.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trialbook.errors import UserError
+from trialbook.importers import harbor_files as files
 from trialbook.importers.common import import_run
 from trialbook.ledger.store import Ledger, trial_row
 from trialbook.names import safe_name
@@ -113,18 +115,33 @@ def _stack(job: Path, first: dict[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in stack.items() if v is not None}
 
 
+def _trial_folders(job: Path) -> list[Path]:
+    return sorted(p for p in job.iterdir() if p.is_dir())
+
+
 def import_harbor(
     ledger: Ledger,
-    job: Path,
+    path: Path,
     run_name: str | None = None,
     replace: bool = False,
     reward_range: tuple[float, float] | None = None,
+) -> list[tuple[str, int]]:
+    """A job folder as one run; a folder of jobs as one run per job (named after each), or as the one run
+    `run_name` holding every job's trials. Returns [(run name, trials)]."""
+    jobs = files.jobs_in(path)
+    if len(jobs) > 1 and run_name is None:
+        return [_import_jobs(ledger, [job], None, replace, reward_range) for job in jobs]
+    return [_import_jobs(ledger, jobs, run_name, replace, reward_range)]
+
+
+def _import_jobs(
+    ledger: Ledger,
+    jobs: list[Path],
+    run_name: str | None,
+    replace: bool,
+    reward_range: tuple[float, float] | None,
 ) -> tuple[str, int]:
-    if not job.is_dir():
-        raise UserError(f"no such job directory: {job}")
-    folders = sorted(p for p in job.iterdir() if p.is_dir())
-    if not folders:
-        raise UserError(f"{job}: no trial folders (a Harbor job has one folder per trial)")
+    folders = [f for job in jobs for f in _trial_folders(job)]
     loaded = [(f, _load(f / "result.json") if (f / "result.json").is_file() else None) for f in folders]
     start: dict[Path, float] = {}
     for folder, result in loaded:
@@ -138,12 +155,14 @@ def import_harbor(
     # attempts are numbered per task in start order; cut-off trials (no result) come last
     loaded.sort(key=lambda fr: (fr[1] is None, start.get(fr[0], float("-inf")), fr[0].name))
     first = next((r for _, r in loaded if r is not None), None)
+    kept: dict[tuple[str, int], dict[str, str]] = {}
 
     def rows(run_id: int) -> Iterator[tuple[Any, ...]]:
         attempts: Counter[str] = Counter()
         for folder, result in loaded:
             if result is None:
-                task = folder.name.rsplit("__", 1)[0]
+                config = _load(folder / "config.json") if (folder / "config.json").is_file() else {}
+                task = _task_of_config(config) or folder.name.rsplit("__", 1)[0]
                 trial = Trial(task_id=task, repo=repo_from_task_id(task), outcome=Outcome.INCOMPLETE,
                               extra={"trial_name": folder.name})  # fmt: skip
             else:
@@ -153,11 +172,40 @@ def import_harbor(
                     raise UserError(f"{folder / 'result.json'}: {exc}") from None
             trial.attempt = attempts[trial.task_id]
             attempts[trial.task_id] += 1
+            found = files.trial_files(folder)
+            if trial.tests is None:
+                trial.tests = (result or {}).get("tests") if _is_tests((result or {}).get("tests")) else found.tests
+            if found.left_out:
+                trial.extra = {**(trial.extra or {}), "files_left_out": found.left_out}
+            if found.files:
+                trial.extra = {**(trial.extra or {}), "files": sorted(found.files)}
+                kept[(trial.task_id, trial.attempt)] = found.files
             yield trial_row(run_id, trial)
 
-    config = _load(job / "config.json") if (job / "config.json").is_file() else {}
+    def attach(conn: Any, run_id: int) -> None:
+        ids = ledger.trial_ids(conn, run_id)
+        ledger.insert_artifacts(conn, ((ids[key], n, text) for key, named in kept.items() for n, text in named.items()))
+
+    config = _load(jobs[0] / "config.json") if (jobs[0] / "config.json").is_file() else {}
+    if len(jobs) > 1:
+        config = {"jobs": [str(job) for job in jobs]}
     if reward_range:
         config = {**config, "reward_range": list(reward_range)}
-    name = run_name or safe_name(job.resolve().name)
-    run = Run(name=name, kind="eval", source=str(job), stack=_stack(job, first), config=config)
-    return name, import_run(ledger, run, rows, replace=replace)
+    name = run_name or safe_name(jobs[0].resolve().name)
+    run = Run(name=name, kind="eval", source=str(jobs[0] if len(jobs) == 1 else jobs[0].parent),
+              stack=_stack(jobs[0], first), config=config)  # fmt: skip
+    return name, import_run(ledger, run, rows, replace=replace, after=attach)
+
+
+def _task_of_config(config: dict[str, Any]) -> str | None:
+    """A started trial's task from its config.json (`task.path`'s last part), when result.json was never written."""
+    task = config.get("task")
+    path = task.get("path") if isinstance(task, dict) else None
+    return Path(path).name if isinstance(path, str) and path else None
+
+
+def _is_tests(value: Any) -> bool:
+    """A `tests` value in trialbook's own result.json: {group: {test: status}}."""
+    return isinstance(value, dict) and all(
+        isinstance(g, dict) and all(isinstance(s, str) for s in g.values()) for g in value.values()
+    )

@@ -65,11 +65,32 @@ def typical_attempts(s: TaskScores) -> int:
     return int(values[np.argmax(counts)])
 
 
+def verifier_caveat(base: TaskScores, cand: TaskScores) -> str | None:
+    """Two arms graded by different verifiers (task verifier hashes differ): the fix is to grade one arm's
+    stored patches again under the other's verifier, `trialbook reverify` (harness/patches.py)."""
+    a, b = base.stack.get("verifier_hashes"), cand.stack.get("verifier_hashes")
+    if isinstance(a, dict) and isinstance(b, dict):
+        differ = sorted(t for t in set(a) & set(b) if a[t] != b[t])
+        said = f"{len(differ)} shared tasks' verifier hashes differ, e.g. {differ[0]}" if differ else ""
+    else:
+        ha, hb = base.stack.get("verifier_hash"), cand.stack.get("verifier_hash")
+        said = f"verifier hash {ha} vs {hb}" if ha and hb and ha != hb else ""
+    if not said:
+        return None
+    return (
+        f"'{base.run}' and '{cand.run}' were graded by different verifiers ({said}): a difference may be the"
+        f" verifier's; grade the older arm's patches again under today's verifier, e.g. `trialbook reverify"
+        f" {base.run} --run {base.run}-reverified`, and compare that run"
+    )
+
+
 def run_caveats(base: TaskScores, cand: TaskScores) -> list[str]:
     out = []
     diff = stack_diff(base.stack, cand.stack)
     if diff:
         out.append(f"'{cand.run}' ran on a different stack than '{base.run}': " + "; ".join(diff))
+    if verifier := verifier_caveat(base, cand):
+        out.append(verifier)
     ka, kb = typical_attempts(base), typical_attempts(cand)
     if ka != kb:
         out.append(
