@@ -69,20 +69,30 @@ def _details(r: Comparison, several: bool) -> str:
     )
 
 
+WORST = {"worst_low": "low (base's as successes, candidate's as failures)",
+         "worst_high": "high (base's as failures, candidate's as successes)"}  # fmt: skip
+
+
 def sensitivity_lines(res: CompareResult) -> list[str]:
-    """One line per candidate: the verdict with ungraded trials dropped / as failures / as successes."""
+    """Per candidate: the verdict with ungraded trials dropped / as failures / as successes, then the two
+    worst cases (the runs' ungraded trials counted opposite ways: true bounds on the difference)."""
     sens = res.sensitivity
     if not sens:
         return []
     n = ", ".join(f"{run} {k}" for run, k in sens.ungraded_trials.items() if k)
     out = [f"sensitivity to ungraded trials ({n}):"]
     for cand, verdicts in sens.verdicts.items():
-        parts = []
+        parts, worst = [], []
         for name, v in verdicts.items():
             mark = " [preregistered]" if name == sens.preregistered else ""
             claim = "claim" if v.claim else "no claim"
-            parts.append(f"{name.replace('_', ' ')}{mark} {_n(v.diff_pp)} {_ci(v.ci_adjusted_pp)} {claim}")
+            if name in WORST:
+                worst.append(f"{WORST[name]} {_n(v.diff_pp)} {_ci(v.ci_adjusted_pp)} {claim}")
+            else:
+                parts.append(f"{name.replace('_', ' ')}{mark} {_n(v.diff_pp)} {_ci(v.ci_adjusted_pp)} {claim}")
         out.append(f"  {cand}: " + "; ".join(parts))
+        if worst:
+            out.append(f"  {cand} worst cases: " + "; ".join(worst))
     return out
 
 

@@ -202,21 +202,32 @@ def partial_caveat(runs: Sequence[TaskScores]) -> str | None:
     )
 
 
-SENSITIVITY = {"dropped": None, "as_failures": "failure", "as_successes": "success"}
+# How each rule counts the ungraded trials: (baseline's, candidates'), None = dropped from task means.
+# The crossed rules are the true worst cases: every ungraded trial's real outcome is 0 or 1, so the
+# difference it would have given lies between worst_low and worst_high (tests/stats/test_sensitivity_bounds.py).
+SENSITIVITY: dict[str, tuple[str | None, str | None]] = {
+    "dropped": (None, None),
+    "as_failures": ("failure", "failure"),
+    "as_successes": ("success", "success"),
+    "worst_low": ("success", "failure"),
+    "worst_high": ("failure", "success"),
+}
 
 
 def _sensitivity(ledger: Ledger, base_name: str, candidates: Sequence[str], runs: dict[str, TaskScores],
                  kw: dict[str, Any], rows: list[Comparison]) -> SensitivityReport | None:  # fmt: skip
-    """The verdict with ungraded trials dropped (the rows above), counted as failures, as successes."""
+    """The verdict with ungraded trials dropped (the rows above), counted as failures, as successes, and the
+    two worst cases (the baseline's one way and the candidates' the other)."""
     ungraded = {n: int(s.trials.sum() - s.graded.sum()) for n, s in runs.items()}
     if not any(ungraded.values()):
         return None
     verdicts: dict[str, dict[str, Verdict]] = {r.candidate: {} for r in rows if r.subset == "all"}
-    for name, counted_as in SENSITIVITY.items():
-        if counted_as is None:
+    for name, (base_rule, cand_rule) in SENSITIVITY.items():
+        if base_rule is None:
             found = [r for r in rows if r.subset == "all"]
         else:
-            other = {n: s.with_ungraded(counted_as) for n, s in runs.items()}  # type: ignore[arg-type]
+            other = {n: s.with_ungraded(base_rule if n == base_name else cand_rule)  # type: ignore[arg-type]
+                     for n, s in runs.items()}  # fmt: skip
             try:
                 found = compare(ledger, base_name, candidates, runs=other, sensitivity=False, **kw).comparisons
             except UserError:

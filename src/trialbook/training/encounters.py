@@ -4,8 +4,9 @@ An encounter is one sampling of a task: its trajectories sharing one `epoch` (pa
 or one weight version when the run has no epochs. A task's score at an encounter is the mean of its
 graded trajectories there under the report's metric (resolved, or reward: TrainData.wins). For
 k = 2, 3, ... the statistic is d_i = score at k-th - score at 1st over the tasks graded at both
-(paired over tasks, never over trajectories), with the paired t interval on the d_i
-(`stats.kernel.t_interval`).
+(paired over tasks, never over trajectories), with the paired interval on the d_i
+(`stats.kernel.t_interval`: t from 30 tasks on, the small-sample interval below), clipped to
+[-100, +100] pp and flagged `few_tasks` below kernel.FEW_TASKS tasks.
 Gains on re-encountered tasks mix memorisation of that task with general improvement, so each row
 also gives the first-encounter rate of tasks new in the same weight versions (difference-in-differences)
 when there are any.
@@ -18,18 +19,21 @@ from typing import Any
 
 import numpy as np
 
-from trialbook.stats.kernel import t_interval
+from trialbook.stats.kernel import clip_ci, t_interval
 from trialbook.training.load import TrainData
 
 
 def paired_ci(d: np.ndarray) -> dict[str, Any]:
-    """Mean of task-level differences (percentage points) with the 95% paired t interval over tasks."""
+    """Mean of task-level differences (percentage points) with the 95% paired interval over tasks,
+    clipped to the possible range and flagged below kernel.FEW_TASKS tasks."""
     n = len(d)
     mean, _, lo, hi = t_interval(d, 0.95)
+    lo, hi, few = clip_ci(lo, hi, n)
     return {
         "tasks": n,
         "diff_pp": round(100 * mean, 2) if n else None,
         "ci_pp": [round(100 * lo, 2), round(100 * hi, 2)] if n >= 2 else None,
+        "few_tasks": few,
     }
 
 

@@ -48,6 +48,7 @@ class Encounter(Result):
     kth_pct: float
     new_tasks: int  # tasks first seen while these k-th encounters ran
     new_task_pct: float | None
+    few_tasks: bool = False  # fewer than stats.kernel.FEW_TASKS tasks: the small-sample interval, flagged
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class LastMinusFirst(Result):
     tasks: int
     diff_pp: float | None
     ci_pp: list[float] | None
+    few_tasks: bool = False
 
 
 @dataclass(frozen=True)
