@@ -176,6 +176,8 @@ def markdown_compare(res: CompareResult) -> str:
 
 
 def print_plan(res: PowerPlan) -> None:
+    if res.answer:
+        layout.line(f"[bold]{escape(res.answer)}[/bold]")
     layout.line(f"variance from {res.source.kind}: {res.source.detail}", markup=False)
     v = res.variance
     layout.line(
