@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from trialbook.ledger import plans
+from trialbook.ledger import looks, plans
 from trialbook.ledger.store import Ledger
 from trialbook.prereg.plan import content_hash
 from trialbook.stats.synthetic import simulate_run, task_ids, write_jsonl
@@ -89,6 +89,9 @@ def test_candidates_checked_one_at_a_time_are_all_counted(cli, tmp_path, db):
     assert "candidate 'c4' is not planned: the plan preregistered at most 2 candidate(s) and c1, c2" in r.stderr
     log = plans.checks(Ledger(db), plan["hash"])
     assert [c.candidates for c in log] == [["c2"], ["c1"], ["c2"]]
+    kept = looks.family_looks(Ledger(db), f"plan:{plan['hash'][7:19]}")  # every printed verdict, kept
+    assert [(r.candidate, r.source, r.tasks) for r in kept] == [("c2", "prereg", 80), ("c1", "prereg", 80),
+                                                                 ("c2", "prereg", 80)]  # fmt: skip
     assert all(c.checked_at and c.base == "base" for c in log)
 
 

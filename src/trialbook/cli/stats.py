@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -47,6 +47,12 @@ def compare_cmd(
     check: Annotated[
         bool, typer.Option("--check", help="Exit 1 when no candidate claims (gate a CI job on the verdict).")
     ] = False,
+    family: Annotated[
+        str | None, typer.Option("--family", help="Family of looks (default: the baseline's); see docs/statistics.md.")
+    ] = None,
+    reset_family: Annotated[
+        bool, typer.Option("--reset-family", help="Start the family afresh: earlier looks no longer count.")
+    ] = False,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -56,10 +62,17 @@ def compare_cmd(
 
     if list_ not in (None, "wins", "losses"):
         raise UserError(f"--list must be wins or losses, not {list_!r}")
-    res = compare(
-        reading(db), base, candidates, exclude_repo or [], split, min_diff, picked_from, by_repo, bootstrap,
-        metric=metric, exclude_task_file=exclude_tasks,
-    )  # fmt: skip
+    from trialbook.stats import looks
+
+    ledger = reading(db)
+
+    def run(picked: int | None) -> Any:
+        return compare(
+            ledger, base, candidates, exclude_repo or [], split, min_diff, picked, by_repo, bootstrap,
+            metric=metric, exclude_task_file=exclude_tasks,
+        )  # fmt: skip
+
+    res = looks.apply(ledger, run(picked_from), family, run, reset=reset_family)
     if list_:
         res = replace(res, listed=list_)
     if markdown and not as_json and not as_csv:

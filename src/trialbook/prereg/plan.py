@@ -20,6 +20,7 @@ import numpy as np
 import yaml
 
 from trialbook.errors import UserError
+from trialbook.ledger import looks as ledger_looks
 from trialbook.ledger import plans as ledger_plans
 from trialbook.ledger.store import Ledger
 from trialbook.stats.compare import compare
@@ -216,6 +217,12 @@ def check_plan(ledger: Ledger, path: Path, base: str, cands: list[str]) -> Prere
     held = replace(held, warnings=warnings, sensitivity=sens and replace(sens, preregistered=rule))
     verdict = {r.candidate: r.claim for r in held.comparisons if r.subset == "all"}
     ledger_plans.log_check(ledger, plan["hash"], base, list(cands), {"verdict": verdict, "candidates_considered": m})
+    ledger_looks.record(ledger, [  # every printed verdict is kept (stats/looks.py); the plan is its own family
+        ledger_looks.LookRow(f"plan:{plan['hash'].removeprefix('sha256:')[:12]}", base, r.candidate,
+                             r.tasks_sha or "", r.tasks_paired, "prereg", r.diff_pp, r.p_value, r.claim,
+                             ledger_plans.now())
+        for r in held.comparisons if r.subset == "all"
+    ])  # fmt: skip
     return PreregCheck(
         plan=str(path), hash=plan["hash"], registered=row.registered, holdout_tasks=int(holdout.size),
         holdout_repeats=int(plan["holdout_repeats"]), min_diff_pp=float(plan["min_diff_pp"]), metric=metric,

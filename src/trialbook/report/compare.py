@@ -140,8 +140,25 @@ def print_compare(res: CompareResult) -> None:
         layout.table(REPO_HEADERS, [_repo_cells(r) for r in repo_rows], title=f"by repo: {cand}")
     for line in sensitivity_lines(res):
         layout.line(line, markup=False)
+    for line in look_lines(res):
+        layout.line(line, markup=False)
     for w in res.warnings:
         layout.line(f"[yellow]warning:[/yellow] {escape(w)}")
+
+
+def look_lines(res: CompareResult) -> list[str]:
+    """From the second comparison of a family on: which look this is, the level, the unadjusted verdicts."""
+    lk = res.looks
+    if lk is None or lk.look < 2:
+        return []
+    verdicts = ", ".join(f"{c} {'claim' if v else 'no claim'}" for c, v in lk.unadjusted.items())
+    out = [
+        f"look {lk.look} of this baseline (family {lk.family}): each of its {lk.look} comparisons is judged at"
+        f" {100 * lk.level:.2f}% (Bonferroni over the looks); unadjusted verdict: {verdicts}"
+    ]
+    if lk.revised:
+        out.append("earlier claims that no longer hold at this level: " + "; ".join(lk.revised))
+    return out
 
 
 REPO_HEADERS = ["repo", "tasks", "base", "cand", "diff pp", "95% CI", "W/L/T"]
@@ -170,6 +187,7 @@ def markdown_compare(res: CompareResult) -> str:
     sens = sensitivity_lines(res)
     if sens:
         lines += ["", sens[0]] + [f"- {line.strip()}" for line in sens[1:]]
+    lines += ["", *look_lines(res)] if look_lines(res) else []
     if res.warnings:
         lines += ["", "**Warnings**", ""] + [f"- {w}" for w in res.warnings]
     return "\n".join(lines) + "\n"

@@ -148,9 +148,10 @@ def print_train_report(r: TrainReport) -> None:
         rows = []
         for e in r.encounters:
             new = "-" if e.new_task_pct is None else f"{e.new_task_pct:.1f} ({e.new_tasks})"
+            did = "-" if e.did_pp is None else f"{e.did_pp:+.1f} {_ci(e.did_ci_pp)}"
             rows.append([str(e.k), str(e.tasks), _pct(e.first_pct), _pct(e.kth_pct),
-                         f"{e.diff_pp:+.2f}", _ci(e.ci_pp) + _few(e.few_tasks), new])  # fmt: skip
-        heads = ["k", "tasks", "1st %", "k-th %", "k-th - 1st (pp)", "95% CI", "new tasks %"]
+                         f"{e.diff_pp:+.2f}", _ci(e.ci_pp) + _few(e.few_tasks), new, did])  # fmt: skip
+        heads = ["k", "tasks", "1st %", "k-th %", "k-th - 1st (pp)", "95% CI", "new tasks %", "k-th - new (95% CI)"]
         table(heads, rows, title="same-task encounters")
         last = r.last_minus_first
         if last:

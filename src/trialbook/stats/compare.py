@@ -6,6 +6,7 @@ Percent and percentage points throughout the output; fractions inside.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -36,6 +37,11 @@ from trialbook.stats.selection import read_task_list, resolve_repos
 
 LEVEL = 0.95
 Z95 = 1.959963984540054
+
+
+def tasks_sha(ids: Sequence[str]) -> str:
+    """What a look compared: sha256 of the paired task ids, sorted (stats.looks)."""
+    return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()
 
 
 def pp(x: float) -> float | None:
@@ -141,6 +147,7 @@ def _subset_row(base: TaskScores, cand: TaskScores, ib: np.ndarray, ic: np.ndarr
         attempts=Attempts(base=caveats.typical_attempts(base), cand=caveats.typical_attempts(cand)),
         bootstrap_ci_pp=boot, pass_at_k=pass_at_k or None,
         tasks_won=[str(t) for t in ids[won]], tasks_lost=[str(t) for t in ids[lost]], unpaired=unpaired,
+        tasks_sha=tasks_sha(ids.tolist()) if subset == "all" else None,
     )  # fmt: skip
     return row, r
 

@@ -7,6 +7,7 @@ the order declared here. A CI is `[lo, hi]` (None bounds when undefined).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from trialbook.results import Result, optional
 
@@ -57,6 +58,7 @@ class Comparison(Result):
     tasks_won: list[str]
     tasks_lost: list[str]
     unpaired: dict[str, int] | None = None  # why tasks were not paired (subset "all" only)
+    tasks_sha: str | None = optional()  # sha256 of the paired task ids (subset "all"): what a look compared
     # set by the multiplicity adjustment over the candidates
     p_adjusted: float | None = None
     ci_level: float = 0.95
@@ -124,6 +126,7 @@ class CompareResult(Result):
     by_repo: dict[str, list[RepoComparison]] | None = optional()
     sensitivity: SensitivityReport | None = None
     label: str | None = optional()  # prereg: what this secondary result is
+    looks: Any = optional()  # stats.looks.LookReport: this call's place among the family's looks
     listed: str | None = optional(key="list")  # --list wins|losses: print those task ids only
 
 

@@ -49,6 +49,8 @@ class Encounter(Result):
     new_tasks: int  # tasks first seen while these k-th encounters ran
     new_task_pct: float | None
     few_tasks: bool = False  # fewer than stats.kernel.FEW_TASKS tasks: the small-sample interval, flagged
+    did_pp: float | None = optional()  # k-th % - new tasks % (memorisation vs transfer, training/encounters.py)
+    did_ci_pp: list[float] | None = optional()
 
 
 @dataclass(frozen=True)
