@@ -45,7 +45,10 @@ def _headers(res: CompareResult) -> list[str]:
     several = res.candidates_considered > 1
     level = res.comparisons[0].ci_level if res.comparisons else 0.95
     ci = f"{100 * level:.1f}% CI (adj.)" if several else "95% CI"
-    p = "p (Holm)" if several else "p"
+    given = len({r.candidate for r in res.comparisons})
+    subsets = len({r.subset for r in res.comparisons})
+    # Holm over the candidates given; Bonferroni when picked among more or across the --split subsets
+    p = ("p (Holm)" if res.candidates_considered == given * subsets else "p (Bonf.)") if several else "p"
     unit = "" if res.metric == "resolved" else " reward"
     cols = ["candidate", "subset", "tasks", f"base{unit}", f"cand{unit}", "diff pp", ci, "W/L/T", p, "claim"]
     return cols if _with_subset(res) else cols[:1] + cols[2:]
@@ -118,10 +121,11 @@ def print_compare(res: CompareResult) -> None:
     layout.table(_headers(res), rows, title=f"baseline: {res.baseline}{metric}")
     for r in res.comparisons:
         layout.line(_details(r, several), markup=False)
+        binary = " on resolved (binary)" if res.metric == "reward" else ""  # pass@k counts resolved attempts
         for k, v in (r.pass_at_k or {}).items():
             few = " few tasks" if v.few_tasks else ""
             layout.line(
-                f"  {k}: {_n(v.base_pct, '{:.1f}%')} -> {_n(v.cand_pct, '{:.1f}%')},"
+                f"  {k}{binary}: {_n(v.base_pct, '{:.1f}%')} -> {_n(v.cand_pct, '{:.1f}%')},"
                 f" diff {_n(v.diff_pp)} pp, 95% CI {_ci(v.ci_pp)}{few} ({v.tasks} tasks)",
                 markup=False,
             )

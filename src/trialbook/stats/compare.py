@@ -285,7 +285,8 @@ def compare(
         if unknown:
             warnings.append(f"{split}: {unknown} of its {split_ids.size} tasks are in neither run")
     subsets = ["all"] if split_ids is None else ["all", "in", "out"]
-    m = max(len(cands), picked_from or 0)
+    # the all / in / out rows are one family: a claim on a subgroup is adjusted for the other rows too
+    m = max(len(cands), picked_from or 0) * len(subsets)
     family: dict[str, list[tuple[Comparison, np.ndarray]]] = {s: [] for s in subsets}
     gaps, repo_tables = [], {}
     for cand in cands:
@@ -302,9 +303,15 @@ def compare(
             rows, diffs = zip(*family[subset], strict=True)
             out_rows += _adjust(list(rows), list(diffs), m, min_diff)
     out_rows.sort(key=lambda r: (list(candidates).index(r.candidate), subsets.index(r.subset)))
-    w = caveats.multiplicity_caveat(m, len(cands), bonferroni_confidence(m, LEVEL))
+    picked = m // len(subsets)
+    w = caveats.multiplicity_caveat(picked, len(cands), bonferroni_confidence(m, LEVEL))
     if w:
         warnings.append(w)
+    if len(subsets) > 1:
+        warnings.append(
+            f"the all, in and out rows are one family: each is judged as one of {m} comparisons (Bonferroni,"
+            f" CIs {100 * bonferroni_confidence(m, LEVEL):.1f}%), so a subgroup's claim is adjusted for the others"
+        )
     sens = None
     if sensitivity:
         kw = {"exclude": exclude, "min_diff": min_diff, "picked_from": picked_from, "metric": metric,

@@ -7,7 +7,6 @@ the order declared here. A CI is `[lo, hi]` (None bounds when undefined).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from trialbook.results import Result, optional
 
@@ -113,6 +112,17 @@ class SensitivityReport(Result):
     preregistered: str | None = None  # the rule a prereg plan fixed
 
 
+@dataclass(frozen=True)
+class LookReport(Result):
+    """Where a `compare` call stands in its family of looks (stats/looks.py)."""
+
+    family: str
+    look: int  # N: distinct comparisons in the family, this call's included
+    level: float  # the CI level every comparison of the family is judged at now
+    unadjusted: dict[str, bool]  # candidate -> the claim before the looks adjustment
+    revised: list[str]  # earlier comparisons whose claim no longer holds at this level
+
+
 @dataclass(frozen=True, kw_only=True)
 class CompareResult(Result):
     baseline: str
@@ -126,7 +136,7 @@ class CompareResult(Result):
     by_repo: dict[str, list[RepoComparison]] | None = optional()
     sensitivity: SensitivityReport | None = None
     label: str | None = optional()  # prereg: what this secondary result is
-    looks: Any = optional()  # stats.looks.LookReport: this call's place among the family's looks
+    looks: LookReport | None = optional()  # this call's place among the family's looks (stats/looks.py)
     listed: str | None = optional(key="list")  # --list wins|losses: print those task ids only
 
 

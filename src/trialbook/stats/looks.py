@@ -14,26 +14,16 @@ tests/stats/test_looks.py (8 null checkpoints of one arm, compared one call at a
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from trialbook.ledger import looks as ledger_looks
 from trialbook.ledger.plans import now
 from trialbook.ledger.store import Ledger
-from trialbook.results import Result
-from trialbook.stats.comparison import CompareResult
+from trialbook.stats.comparison import CompareResult, LookReport
 
 ALPHA = 0.05
-
-
-@dataclass(frozen=True)
-class LookReport(Result):
-    family: str
-    look: int  # N: distinct comparisons in the family, this call's included
-    level: float  # the CI level every comparison of the family is judged at now
-    unadjusted: dict[str, bool]  # candidate -> the claim before the looks adjustment
-    revised: list[str]  # earlier comparisons ('candidate on N tasks') whose claim no longer holds
 
 
 def holds(diff_pp: float | None, p: float | None, n: int, min_diff: float) -> bool:
