@@ -46,9 +46,8 @@ def _headers(res: CompareResult) -> list[str]:
     level = res.comparisons[0].ci_level if res.comparisons else 0.95
     ci = f"{100 * level:.1f}% CI (adj.)" if several else "95% CI"
     given = len({r.candidate for r in res.comparisons})
-    subsets = len({r.subset for r in res.comparisons})
-    # Holm over the candidates given; Bonferroni when picked among more or across the --split subsets
-    p = ("p (Holm)" if res.candidates_considered == given * subsets else "p (Bonf.)") if several else "p"
+    # Holm over the candidates given; Bonferroni when picked among more, over looks or --split's rows
+    p = ("p (Holm)" if res.candidates_considered == given else "p (Bonf.)") if several else "p"
     unit = "" if res.metric == "resolved" else " reward"
     cols = ["candidate", "subset", "tasks", f"base{unit}", f"cand{unit}", "diff pp", ci, "W/L/T", p, "claim"]
     return cols if _with_subset(res) else cols[:1] + cols[2:]

@@ -46,7 +46,8 @@ def apply(
     keys = list(seen) + [(r.candidate, r.tasks_sha) for r in rows if (r.candidate, r.tasks_sha) not in seen]
     n = len(keys)
     unadjusted = {r.candidate: r.claim for r in rows}
-    if n > res.candidates_considered:
+    subsets = len({r.subset for r in res.comparisons}) or 1  # --split: compare multiplies by its 3 rows
+    if n > res.candidates_considered // subsets:
         res = rerun(n)
         rows = [r for r in res.comparisons if r.subset == "all"]
     current = {(r.candidate, r.tasks_sha) for r in rows}
@@ -61,6 +62,6 @@ def apply(
                              r.p_value, r.claim, at)
         for r in rows
     ])  # fmt: skip
-    level = float(np.round(1 - ALPHA / max(n, res.candidates_considered), 6))
+    level = float(np.round(1 - ALPHA / max(n * subsets, res.candidates_considered), 6))
     report = LookReport(family=fam, look=n, level=level, unadjusted=unadjusted, revised=revised)
     return replace(res, looks=report)
