@@ -4,6 +4,10 @@ Target: < 1 s wall clock per command (process start-up included). Run by hand:
     python benchmarks/bench_compare.py [--repeats 7]
 Prints the median and best wall time of the CLI call, the in-process compare time, the process
 start-up floor (`trialbook --help`) and a 10,000-resample bootstrap's time.
+
+    python benchmarks/bench_compare.py --distinct 100000
+times instead one `compare --json` of two runs over 100,000 distinct tasks with one attempt each (target
+< 5 s: most tasks untied, where the exact sign test used to grow quadratically; issue 48).
 """
 
 from __future__ import annotations
@@ -56,11 +60,36 @@ def timed(cmd: list[str], repeats: int, label: str = "") -> list[float]:
     return out
 
 
+def distinct(tasks: int, exe: str) -> None:
+    """One compare of two runs over `tasks` distinct tasks, 1 attempt each, end to end from the CLI."""
+    rng = np.random.default_rng(1)
+    probs = rng.beta(0.5, 0.5, tasks)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = f"{tmp}/bench.db"
+        for name, shift in (("base", 0.0), ("cand", 0.02)):
+            path = write_jsonl(Path(tmp) / f"{name}.jsonl", simulate_run(np.clip(probs + shift, 0, 1), 1, rng))
+            subprocess.run([exe, "import", "jsonl", str(path), "--run", name, "--db", db], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        wall = timed([exe, "compare", "base", "cand", "--json", "--db", db], 1, "distinct")[0]
+        ledger = Ledger(db)
+        t = time.perf_counter()
+        row = compare(ledger, "base", ["cand"]).comparisons[0]
+        inproc = time.perf_counter() - t
+    print(f"{tasks} distinct tasks x 1 attempt, 2 runs: {row.wins + row.losses} untied")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"trialbook compare --json: {wall:.2f} s wall, CPU {CPU['distinct']:.2f} s (target < 5 s)")
+    print(f"compare() in process: {inproc:.2f} s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--distinct", type=int, default=0, help="time one compare over this many distinct tasks")
     args = ap.parse_args()
     exe = str(Path(sys.executable).with_name("trialbook"))
+    if args.distinct:
+        distinct(args.distinct, exe)
+        return
     rng = np.random.default_rng(0)
     probs = rng.beta(0.5, 0.5, TASKS)
     with tempfile.TemporaryDirectory() as tmp:

@@ -50,7 +50,7 @@ def test_v3_ledger_migrates_to_v4_with_its_trials(cli, db: str, tmp_path: Path) 
     with pytest.raises(UserError, match="schema v3.*run any trialbook command on it once"):
         views.open_readonly(db)  # serve never migrates
     assert cli("runs").exit_code == 0  # any writing-capable command upgrades it
-    assert _version(path) == schema.SCHEMA_VERSION == 5
+    assert _version(path) == schema.SCHEMA_VERSION == 6
     assert set(NEW) <= set(_indexes(path))
     overview = views.run_overview(views.open_readonly(db), "old")
     assert (overview.counts.trials, overview.tasks, overview.outcomes["resolved"]) == (40, 7, 10)
@@ -99,7 +99,7 @@ def test_v4_ledger_migrates_to_v5_with_run_tasks_filled(cli, db: str, tmp_path: 
         conn.execute("DROP TABLE run_tasks")
         conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     assert cli("runs").exit_code == 0
-    assert _version(Path(db)) == 5
+    assert _version(Path(db)) == 6
     with sqlite3.connect(db) as conn:
         per_task = dict(conn.execute("SELECT task_id, trials FROM run_tasks ORDER BY task_id").fetchall())
         tasks = conn.execute("SELECT tasks FROM run_stats").fetchone()[0]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from trialbook.ledger import plans
+from trialbook.ledger import looks, plans
 from trialbook.ledger.store import Ledger
 from trialbook.prereg.plan import content_hash
 from trialbook.stats.synthetic import simulate_run, task_ids, write_jsonl
@@ -50,7 +50,9 @@ def test_rehashed_edits_are_refused(cli, tmp_path):
         (tmp_path / "edited.yaml").write_text(yaml.safe_dump(edited, sort_keys=False))
         r = _check(cli, tmp_path, "c1", plan="edited.yaml")
         assert r.exit_code == 2 and "is not registered in this ledger" in r.stderr, (key, r.stderr)
-    assert _check(cli, tmp_path, "c1").exit_code == 0
+    r = _check(cli, tmp_path, "c1")  # the registered plan: checked; c1 is no better, so exit 1 (a gate)
+    assert r.exit_code == 1 and json.loads(r.stdout)["verdict"] == {"c1": False}
+    assert "check failed: no candidate's preregistered claim holds" in r.stderr
 
 
 def test_a_plan_from_another_ledger_is_refused(cli, tmp_path):
@@ -75,21 +77,29 @@ def test_registered_content_must_match(cli, tmp_path, db):
 
 
 def test_candidates_checked_one_at_a_time_are_all_counted(cli, tmp_path, db):
-    plan = _setup(cli, tmp_path)
+    plan = _setup(cli, tmp_path, "--candidates", "2")
     first = json.loads(_check(cli, tmp_path, "c2").stdout)
-    assert first["holdout"]["candidates_considered"] == 1 and first["checks_before"] == 0
+    assert first["holdout"]["candidates_considered"] == 2 and first["checks_before"] == 0
+    assert first["holdout"]["comparisons"][0]["ci_level"] == 0.975  # Bonferroni for the 2 planned
     _check(cli, tmp_path, "c1")
-    third = json.loads(_check(cli, tmp_path, "c2").stdout)  # the best of three, checked again
-    held = third["holdout"]
-    assert held["candidates_considered"] == 2 and third["candidates_checked"] == ["c1", "c2"]
-    assert any("2 distinct candidates have been checked" in w for w in held["warnings"])
-    assert held["comparisons"][0]["ci_level"] == 0.975  # Bonferroni for 2, not 95%
-    fourth = json.loads(_check(cli, tmp_path, "c4").stdout)
-    assert fourth["holdout"]["candidates_considered"] == 3 and fourth["checks_before"] == 3
+    third = json.loads(_check(cli, tmp_path, "c2").stdout)  # the best of two, checked again
+    assert third["holdout"]["candidates_considered"] == 2 and third["candidates_checked"] == ["c1", "c2"]
+    r = _check(cli, tmp_path, "c4")  # a third candidate: not planned, refused (it was a warning)
+    assert r.exit_code == 2 and r.stdout == ""
+    assert "candidate 'c4' is not planned: the plan preregistered at most 2 candidate(s) and c1, c2" in r.stderr
     log = plans.checks(Ledger(db), plan["hash"])
-    assert [c.candidates for c in log] == [["c2"], ["c1"], ["c2"], ["c4"]]
-    assert [c.result["candidates_considered"] for c in log] == [1, 2, 2, 3]
+    assert [c.candidates for c in log] == [["c2"], ["c1"], ["c2"]]
+    kept = looks.family_looks(Ledger(db), f"plan:{plan['hash'][7:19]}")  # every printed verdict, kept
+    assert [(r.candidate, r.source, r.tasks) for r in kept] == [("c2", "prereg", 80), ("c1", "prereg", 80),
+                                                                 ("c2", "prereg", 80)]  # fmt: skip
     assert all(c.checked_at and c.base == "base" for c in log)
+
+
+def test_a_changed_baseline_is_refused(cli, tmp_path):
+    _setup(cli, tmp_path, "--candidates", "2")
+    assert _check(cli, tmp_path, "c2").exit_code in (0, 1)  # checked against base (the verdict aside)
+    r = cli("prereg", "check", str(tmp_path / "plan.yaml"), "--base", "c1", "--cand", "c3")
+    assert r.exit_code == 2 and "was checked against baseline 'base': a changed baseline ('c1')" in r.stderr
 
 
 def test_prereg_names_the_preregistered_ungraded_rule(cli, tmp_path):

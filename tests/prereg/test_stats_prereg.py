@@ -59,7 +59,7 @@ def test_check_gives_the_held_out_verdict(cli, pool, tmp_path):
     plan = yaml.safe_load((tmp_path / "plan.yaml").read_text())
     _runs(cli, tmp_path, plan)
     r = cli("prereg", "check", str(tmp_path / "plan.yaml"), "--base", "base", "--cand", "cand", "--json")
-    assert r.exit_code == 0, r.stderr
+    assert r.exit_code == 1, r.stderr  # no claim holds: the gate fails, after the full output
     res = json.loads(r.stdout)
     (held,) = res["holdout"]["comparisons"]
     assert held["tasks_paired"] == 80 and res["verdict"] == {"cand": False}

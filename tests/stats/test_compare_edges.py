@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from smallsample import adjusted, adjusted_pp
 from trialbook.errors import UserError
 from trialbook.stats.compare import compare, pp
 from trialbook.stats.scores import TaskScores
@@ -34,21 +35,20 @@ def _compare(**kw):
 
 
 def _t_ci(d: list[int]) -> list[float]:
-    """The paired 95% t interval in points, clipped to [-100, 100] (fewer than 30 tasks)."""
-    d_ = np.array(d, dtype=float)
-    half = stats.t.ppf(0.975, d_.size - 1) * d_.std(ddof=1) / math.sqrt(d_.size)
-    return [round(100 * max(-1.0, d_.mean() - half), 4), round(100 * min(1.0, d_.mean() + half), 4)]
+    """The small-sample 95% interval in points, clipped to [-100, 100] (fewer than 30 tasks)."""
+    return adjusted_pp(d)
 
 
 def test_by_repo_rows_by_hand() -> None:
     a, b = _compare(by_repo=True).by_repo["cand"]
-    # o/a: base 1/3, candidate 3/3, +66.67 points, 2 wins, 1 tie; d = 0, 1, 1 -> [-76.76, 100] after the clip
+    # o/a: base 1/3, candidate 3/3, +66.67 points, 2 wins, 1 tie; d = 0, 1, 1 with the pseudo-tasks (N = 5):
+    # mean 2/5, second moment 3/5, var 0.44, SE sqrt(0.44/5), t on 4 df -> [-42.36, 100] after the clip
     assert (a.repo, a.tasks, a.base_pct, a.cand_pct, a.diff_pp) == ("o/a", 3, 33.3333, 100.0, 66.6667)
     assert (a.wins, a.losses, a.ties) == (2, 0, 1)
-    assert a.ci_pp == _t_ci([0, 1, 1]) and a.ci_pp[0] == pytest.approx(-76.7551, abs=1e-4) and a.ci_pp[1] == 100.0
-    # o/b: 2/3 both, d = -1, 0, 1: one win, one loss, one tie, the interval clipped on both sides
+    assert a.ci_pp == _t_ci([0, 1, 1]) and a.ci_pp[0] == pytest.approx(-42.3627, abs=1e-4) and a.ci_pp[1] == 100.0
+    # o/b: 2/3 both, d = -1, 0, 1: one win, one loss, one tie
     assert (b.repo, b.tasks, b.base_pct, b.cand_pct, b.diff_pp) == ("o/b", 3, 66.6667, 66.6667, 0.0)
-    assert (b.wins, b.losses, b.ties) == (1, 1, 1) and b.ci_pp == [-100.0, 100.0]
+    assert (b.wins, b.losses, b.ties) == (1, 1, 1) and b.ci_pp == _t_ci([-1, 0, 1]) == [-96.1789, 96.1789]
 
 
 def test_split_gap_and_unknown_tasks_by_hand(tmp_path: Path) -> None:
@@ -58,18 +58,18 @@ def test_split_gap_and_unknown_tasks_by_hand(tmp_path: Path) -> None:
     assert f"{split}: 1 of its 4 tasks are in neither run" in res.warnings
     assert res.split is not None and (res.split.file, res.split.tasks) == (str(split), 4)
     (gap,) = res.split.gaps
-    # in (o/a): diff 2/3, se 1/3; out (o/b): diff 0, se sqrt(1/3); gap 2/3, se sqrt(1/9 + 1/3) = 2/3
+    # in (o/a): diff 2/3; out (o/b): diff 0; the SEs are the small-sample interval's (3 tasks each)
     z = stats.norm.ppf(0.975)
-    assert (gap.candidate, gap.gap_pp, gap.se_pp) == ("cand", 66.6667, 66.6667)
-    assert gap.ci_pp == [round(100 * (2 / 3 - z * 2 / 3), 4), round(100 * (2 / 3 + z * 2 / 3), 4)]
-    assert gap.ci_pp == pytest.approx([-63.9976, 197.3309], abs=1e-4)
+    se = math.hypot(adjusted([0, 1, 1])[2], adjusted([-1, 0, 1])[2])
+    assert (gap.candidate, gap.gap_pp, gap.se_pp) == ("cand", 66.6667, round(100 * se, 4))
+    assert gap.ci_pp == pytest.approx([100 * (2 / 3 - z * se), 100 * (2 / 3 + z * se)], abs=1e-3)
     assert [r.subset for r in res.comparisons] == ["all", "in", "out"]
 
 
 def test_bonferroni_adjusted_p_is_capped_at_1() -> None:
-    # all six: d mean 1/3, se 1/3, t = 1 with 5 df: p = 0.3632; picked from 3: 3 x p = 1.09 -> 1
+    # all six: d = 0, 1, 1, -1, 0, 1: the small-sample p is 0.377; picked from 3: 3 x p = 1.13 -> 1
     (row,) = _compare(picked_from=3).comparisons
-    assert row.p_value == pytest.approx(2 * stats.t.sf(1.0, 5), abs=1e-12) and row.p_value > 1 / 3
+    assert row.p_value == pytest.approx(adjusted([0, 1, 1, -1, 0, 1])[3], abs=1e-12) and row.p_value > 1 / 3
     assert row.p_adjusted == 1.0 and row.ci_level == round(1 - 0.05 / 3, 6)
     (row,) = _compare().comparisons  # one candidate, not picked: Holm of one p is the p itself
     assert row.p_adjusted == pytest.approx(row.p_value, abs=1e-12) and row.ci_level == 0.95
@@ -140,10 +140,12 @@ def test_row_with_two_attempts_per_task_by_hand() -> None:
 
 
 def test_no_claim_when_the_lower_bound_is_exactly_zero() -> None:
-    # identical runs, --min-diff 0: the difference (0) reaches min-diff, but the interval is [0, 0]: 0 is not > 0
+    # identical runs, --min-diff 0: the difference (0) reaches min-diff; the interval of six ties is never the
+    # point [0, 0] (it was), and its lower bound is below 0
     runs = {"base": _scores("base", BASE), "cand": _scores("cand", BASE)}
     (row,) = compare(None, "base", ["cand"], runs=runs, min_diff=0.0).comparisons  # type: ignore[arg-type]
-    assert (row.diff_pp, row.ci_adjusted_pp, row.claim) == (0.0, [0.0, 0.0], False)
+    assert (row.diff_pp, row.ci_adjusted_pp, row.claim) == (0.0, adjusted_pp([0] * 6), False)
+    assert row.ci_adjusted_pp[0] < 0 < row.ci_adjusted_pp[1]
     (row,) = _compare(bootstrap=True).comparisons
     assert row.bootstrap_ci_pp is not None and len(row.bootstrap_ci_pp) == 2
     assert row.bootstrap_ci_pp[0] < row.diff_pp < row.bootstrap_ci_pp[1]
@@ -164,7 +166,9 @@ def test_sensitivity_keeps_the_options_and_reads_the_all_rows(tmp_path: Path) ->
     res = compare(None, "base", ["cand"], runs=runs, exclude=["o/b"], min_diff=10.0)  # type: ignore[arg-type]
     assert res.sensitivity is not None and res.sensitivity.ungraded_trials == {"base": 0, "cand": 1}
     got = {k: (v.tasks_paired, v.diff_pp) for k, v in res.sensitivity.verdicts["cand"].items()}
-    assert got == {"dropped": (2, 50.0), "as_failures": (3, 33.3333), "as_successes": (3, 66.6667)}
+    assert got == {"dropped": (2, 50.0), "as_failures": (3, 33.3333), "as_successes": (3, 66.6667),
+                   # the baseline has no ungraded trial: its worst cases are the candidate's two
+                   "worst_low": (3, 33.3333), "worst_high": (3, 66.6667)}  # fmt: skip
     (row,) = res.comparisons
     assert res.sensitivity.verdicts["cand"]["dropped"].ci_adjusted_pp == row.ci_adjusted_pp
     assert all(v.ci_adjusted_pp is not None for v in res.sensitivity.verdicts["cand"].values())
@@ -184,8 +188,8 @@ def test_defaults_and_warnings_word_for_word(tmp_path: Path) -> None:
     (row,) = res.comparisons
     assert row.unpaired is not None and row.bootstrap_ci_pp is None
     assert res.warnings == [
-        "only 6 tasks paired for 'cand' (few tasks): the t interval is rough at this size;"
-        " CIs are clipped to [-100, +100] pp"
+        "only 6 tasks paired for 'cand' (few tasks): CIs are the small-sample (Agresti-Min adjusted)"
+        " interval, clipped to [-100, +100] pp"
     ]
     res = _compare(picked_from=3)
     assert res.warnings[-1] == (

@@ -12,6 +12,7 @@ import statsmodels.api as sm
 from scipy import stats
 from scipy.special import stdtrit
 
+from smallsample import adjusted
 from trialbook.errors import UserError
 from trialbook.stats import dist
 from trialbook.stats.kernel import cluster_ratio_ci, t_interval
@@ -19,15 +20,21 @@ from trialbook.stats.selection import read_task_list, resolve_repos
 from trialbook.training.encounters import paired_ci
 
 
-@pytest.mark.parametrize("n", [2, 3, 17, 400, 1500, 5000])
+@pytest.mark.parametrize("n", [2, 3, 17, 30, 400, 1500, 5000])
 def test_t_interval_is_scipys_in_stats_and_training(n):
-    """compare's t interval and train report's encounter interval are one function, equal to scipy's
-    (train report used scipy.special.stdtrit, compare the stdlib tails; n > 1001 takes A&S 26.7.5)."""
-    d = np.random.default_rng(n).normal(0.05, 0.3, n)
-    ci = stats.ttest_1samp(d, 0.0).confidence_interval(0.95)
+    """compare's interval and train report's encounter interval are one function: from 30 tasks on equal to
+    scipy's t interval (train report used scipy.special.stdtrit, compare the stdlib tails; n > 1001 takes
+    A&S 26.7.5), below 30 the small-sample interval (tests/smallsample.py, by scipy)."""
+    d = np.clip(np.random.default_rng(n).normal(0.05, 0.3, n), -1, 1)
     mean, se, lo, hi = t_interval(d, 0.95)
-    assert (lo, hi) == pytest.approx((ci.low, ci.high), rel=1e-10, abs=1e-12)
-    assert se == pytest.approx(stats.sem(d), rel=1e-12)
+    if n >= 30:
+        ci = stats.ttest_1samp(d, 0.0).confidence_interval(0.95)
+        assert (lo, hi) == pytest.approx((ci.low, ci.high), rel=1e-10, abs=1e-12)
+        assert se == pytest.approx(stats.sem(d), rel=1e-12)
+    else:
+        ref = adjusted(d)
+        assert (lo, hi, se) == pytest.approx(ref[:3], rel=1e-10, abs=1e-12)
+    lo, hi = max(lo, -1.0), min(hi, 1.0)
     row = paired_ci(d)
     assert row["tasks"] == n and row["diff_pp"] == round(100 * mean, 2)
     assert row["ci_pp"] == [round(100 * lo, 2), round(100 * hi, 2)]
@@ -40,8 +47,8 @@ def test_t_ppf_large_df_matches_scipy():
 
 
 def test_t_interval_too_few_tasks():
-    assert paired_ci(np.array([0.5])) == {"tasks": 1, "diff_pp": 50.0, "ci_pp": None}
-    assert paired_ci(np.array([])) == {"tasks": 0, "diff_pp": None, "ci_pp": None}
+    assert paired_ci(np.array([0.5])) == {"tasks": 1, "diff_pp": 50.0, "ci_pp": None, "few_tasks": True}
+    assert paired_ci(np.array([])) == {"tasks": 0, "diff_pp": None, "ci_pp": None, "few_tasks": True}
     _, se, lo, hi = t_interval(np.array([0.5]))
     assert np.isnan(se) and np.isnan(lo) and np.isnan(hi)
 

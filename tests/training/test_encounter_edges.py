@@ -9,8 +9,8 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy import stats
 
+from smallsample import adjusted
 from trialbook.training.encounters import encounter_groups, encounter_table
 from trialbook.training.load import TrainData
 
@@ -59,18 +59,19 @@ def test_encounter_table_by_hand():
     assert [r["k"] for r in rows] == [2, 4]
     two, four = rows
     # k = 2: A 1.0 - 0.5, C 2/3 - 0, D 1 - 0 (B's first is ungraded)
-    ci = stats.ttest_1samp([0.5, 2 / 3, 1.0], 0.0).confidence_interval(0.95)
-    assert two == {"k": 2, "tasks": 3, "diff_pp": 72.22, "ci_pp": [round(100 * ci.low, 2), round(100 * ci.high, 2)],
-                   "first_pct": 16.67, "kth_pct": 88.89,
+    ci = adjusted([0.5, 2 / 3, 1.0])  # 3 tasks: the small-sample interval, clipped to +100 and flagged
+    two_ci = [round(100 * ci[0], 2), round(100 * min(1, ci[1]), 2)]
+    assert two == {"k": 2, "tasks": 3, "diff_pp": 72.22, "ci_pp": two_ci,
+                   "first_pct": 16.67, "kth_pct": 88.89, "few_tasks": True,
                    # 2nd encounters at weight versions 2..5; first seen there and graded: C at 0%
                    "new_tasks": 1, "new_task_pct": 0.0}  # fmt: skip
     # k = 4: A 0.0 - 0.5, D 1 - 0; their weight version 6 saw no new task
-    ci = stats.ttest_1samp([-0.5, 1.0], 0.0).confidence_interval(0.95)
-    four_ci = [round(100 * ci.low, 2), round(100 * ci.high, 2)]
+    ci = adjusted([-0.5, 1.0])
+    four_ci = [round(100 * max(-1, ci[0]), 2), round(100 * min(1, ci[1]), 2)]
     assert four == {"k": 4, "tasks": 2, "diff_pp": 25.0, "ci_pp": four_ci, "first_pct": 25.0, "kth_pct": 50.0,
-                    "new_tasks": 0, "new_task_pct": None}  # fmt: skip
+                    "new_tasks": 0, "new_task_pct": None, "few_tasks": True}  # fmt: skip
     # A, B and D have 3 graded encounters; B's first is ungraded; D's last graded one is its 4th
-    assert last == {"min_graded_encounters": 3, "tasks": 2, "diff_pp": 25.0, "ci_pp": four_ci}
+    assert last == {"min_graded_encounters": 3, "tasks": 2, "diff_pp": 25.0, "ci_pp": four_ci, "few_tasks": True}
 
 
 def test_encounter_groups_by_hand():

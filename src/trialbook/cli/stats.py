@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -48,6 +48,15 @@ def compare_cmd(
         str | None,
         typer.Option("--export", help="Also send the paired table to wandb (offline, ./wandb-export) or mlflow."),
     ] = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="Exit 1 when no candidate claims (gate a CI job on the verdict).")
+    ] = False,
+    family: Annotated[
+        str | None, typer.Option("--family", help="Family of looks (default: the baseline's); see docs/statistics.md.")
+    ] = None,
+    reset_family: Annotated[
+        bool, typer.Option("--reset-family", help="Start the family afresh: earlier looks no longer count.")
+    ] = False,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -61,10 +70,17 @@ def compare_cmd(
         from trialbook.training.export import check_target
 
         check_target(export)
-    res = compare(
-        reading(db), base, candidates, exclude_repo or [], split, min_diff, picked_from, by_repo, bootstrap,
-        metric=metric, exclude_task_file=exclude_tasks,
-    )  # fmt: skip
+    from trialbook.stats import looks
+
+    ledger = reading(db)
+
+    def run(picked: int | None) -> Any:
+        return compare(
+            ledger, base, candidates, exclude_repo or [], split, min_diff, picked, by_repo, bootstrap,
+            metric=metric, exclude_task_file=exclude_tasks,
+        )  # fmt: skip
+
+    res = looks.apply(ledger, run(picked_from), family, run, reset=reset_family)
     if list_:
         res = replace(res, listed=list_)
     if export:
@@ -73,15 +89,28 @@ def compare_cmd(
         export_compare(res, export)
     if markdown and not as_json and not as_csv:
         sys.stdout.write(render.markdown_compare(res))
-        return
-    emit(res, as_json, render.print_compare, markdown, as_csv)
+    else:
+        emit(res, as_json, render.print_compare, markdown, as_csv)
+    if check:
+        _gate(any(r.claim for r in res.comparisons if r.subset == "all"), "no candidate claims")
+
+
+def _gate(passed: bool, why: str) -> None:
+    """--check / prereg check: exit 1 (after the output) when the verdict is no claim."""
+    if not passed:
+        typer.echo(f"check failed: {why}", err=True)
+        raise typer.Exit(1)
 
 
 @app.command("plan")
 def plan_cmd(
-    tasks: Annotated[int, typer.Option("--tasks", help="Number of tasks.")],
-    repeats: Annotated[int, typer.Option("--repeats", help="Attempts per task (K).")],
     effect: Annotated[float, typer.Option("--effect", help="True gain to detect (pp).", callback=finite)],
+    tasks: Annotated[
+        int | None, typer.Option("--tasks", help="Number of tasks (omitted: how many give 80% power).")
+    ] = None,
+    repeats: Annotated[
+        int | None, typer.Option("--repeats", help="Attempts per task, K (omitted: the fewest that suffice).")
+    ] = None,
     from_run: Annotated[str | None, typer.Option("--from-run", help="Estimate variances from this run.")] = None,
     vs: Annotated[str | None, typer.Option("--vs", help="Second run: estimate per-task differences too.")] = None,
     base_rate: Annotated[
@@ -142,8 +171,11 @@ def prereg_check_cmd(
     as_csv: Csv = False,
     db: Db = None,
 ) -> None:
-    """The preregistered verdict on held-out tasks (the in-pool result is shown as secondary)."""
+    """The preregistered verdict on held-out tasks (the in-pool result is shown as secondary); exit 1 when no
+    candidate's claim holds."""
     from trialbook.prereg.plan import check_plan
     from trialbook.report import compare as render
 
-    emit(check_plan(reading(db), plan_file, base, cand), as_json, render.print_prereg_check, markdown, as_csv)
+    res = check_plan(reading(db), plan_file, base, cand)
+    emit(res, as_json, render.print_prereg_check, markdown, as_csv)
+    _gate(any(res.verdict.values()), "no candidate's preregistered claim holds")

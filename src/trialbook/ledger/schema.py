@@ -209,7 +209,34 @@ def _v5_run_tasks(conn: Connection) -> None:
     conn.execute(run_stats.delete())
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_identity, _v3_plans, _v4_summaries, _v5_run_tasks]
+# v6 (issue 48): every verdict `compare` and `prereg check` printed, by family (a baseline's, or one named
+# with --family), so that a later look is adjusted for the earlier ones (stats/looks.py). A row with
+# candidate NULL resets its family: looks before it no longer count.
+looks = Table(
+    "looks",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("family", String(255), nullable=False, index=True),
+    Column("baseline", String(255), nullable=False),
+    Column("candidate", String(255)),
+    Column("tasks_sha", String(64)),  # sha256 of the paired task ids, sorted
+    Column("tasks", Integer),
+    Column("source", String(16), nullable=False),  # compare | prereg
+    Column("diff_pp", Float),
+    Column("p_value", Float),
+    Column("claim", Integer),  # the verdict as printed
+    Column("at", String(40), nullable=False),
+)
+
+
+def _v6_looks(conn: Connection) -> None:
+    """v6 (issue 48): the looks table (self-contained: creates only it)."""
+    metadata.create_all(conn, tables=[looks])
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [
+    _create_v1, _v2_identity, _v3_plans, _v4_summaries, _v5_run_tasks, _v6_looks,
+]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

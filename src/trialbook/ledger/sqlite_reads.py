@@ -6,7 +6,7 @@ tests/ledger/test_sqlite_reads.py fails when it differs from a fresh compilation
 
 from typing import Any
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 SQL: dict[str, tuple[str, dict[str, Any]]] = {'schema_version': ('SELECT meta.value \nFROM meta \nWHERE meta."key" = :key_1', {'key_1': 'schema_version'}),
  'run_by_name': ('SELECT runs.id, runs.name, runs.kind, runs.created, runs.config, runs.stack, runs.labels, '
                  'runs.source \n'

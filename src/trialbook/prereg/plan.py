@@ -3,7 +3,9 @@ records it in the ledger; `prereg check` refuses a plan the ledger does not hold
 differs from the recorded one, and runs that do not cover it, then gives the verdict on held-out
 tasks only. Every check is logged in the ledger, and the multiplicity adjustment counts every
 distinct candidate ever checked against the plan (checking candidates one call at a time does not
-escape it). A plan's `created` is informational: the ledger's registration time is what counts."""
+escape it); a candidate beyond the plan's `max_candidates`, or a baseline other than the one earlier
+checks used, is refused (exit 2), and `prereg check` exits 1 when no candidate's claim holds.
+A plan's `created` is informational: the ledger's registration time is what counts."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import numpy as np
 import yaml
 
 from trialbook.errors import UserError
+from trialbook.ledger import looks as ledger_looks
 from trialbook.ledger import plans as ledger_plans
 from trialbook.ledger.store import Ledger
 from trialbook.stats.compare import compare
@@ -172,7 +175,20 @@ def check_plan(ledger: Ledger, path: Path, base: str, cands: list[str]) -> Prere
     if len(cands) > plan["max_candidates"]:
         raise UserError(f"{len(cands)} candidates but the plan preregistered at most {plan['max_candidates']}")
     earlier = ledger_plans.checks(ledger, plan["hash"])
+    bases = sorted({ch.base for ch in earlier} - {base})
+    if bases:
+        raise UserError(
+            f"plan {plan['hash'].removeprefix('sha256:')[:12]} was checked against baseline '{bases[0]}': a"
+            f" changed baseline ('{base}') is a new experiment; preregister a new plan"
+        )
     seen = sorted({c for ch in earlier for c in ch.candidates} | set(cands))
+    if len(seen) > int(plan["max_candidates"]):
+        new = [c for c in cands if c not in {c for ch in earlier for c in ch.candidates}]
+        raise UserError(
+            f"candidate {', '.join(repr(c) for c in new)} is not planned: the plan preregistered at most"
+            f" {plan['max_candidates']} candidate(s) and {', '.join(c for c in seen if c not in new)} were"
+            " checked already; preregister a new plan for more"
+        )
     m = max(int(plan["max_candidates"]), len(seen))
     metric, rule = plan.get("metric", "resolved"), plan.get("ungraded", "dropped")
     runs = {n: load_scores(ledger, n, metric) for n in (base, *cands)}
@@ -186,11 +202,6 @@ def check_plan(ledger: Ledger, path: Path, base: str, cands: list[str]) -> Prere
         counted = {n: s.with_ungraded("failure") for n, s in _restrict(runs, holdout).items()}
         held = compare(ledger, base, cands, runs=counted, sensitivity=False, **kw)
     warnings = list(held.warnings)
-    if len(seen) > int(plan["max_candidates"]):
-        warnings.append(
-            f"{len(seen)} distinct candidates have been checked against this plan ({', '.join(seen)}), more than"
-            f" the {plan['max_candidates']} preregistered: the adjustment counts all {len(seen)}"
-        )
     train = np.array(plan["train"], dtype=str)
     in_pool = None
     if train.size and all(np.isin(train, s.task_ids).any() for s in runs.values()):
@@ -208,6 +219,12 @@ def check_plan(ledger: Ledger, path: Path, base: str, cands: list[str]) -> Prere
     held = replace(held, warnings=warnings, sensitivity=sens and replace(sens, preregistered=rule))
     verdict = {r.candidate: r.claim for r in held.comparisons if r.subset == "all"}
     ledger_plans.log_check(ledger, plan["hash"], base, list(cands), {"verdict": verdict, "candidates_considered": m})
+    ledger_looks.record(ledger, [  # every printed verdict is kept (stats/looks.py); the plan is its own family
+        ledger_looks.LookRow(f"plan:{plan['hash'].removeprefix('sha256:')[:12]}", base, r.candidate,
+                             r.tasks_sha or "", r.tasks_paired, "prereg", r.diff_pp, r.p_value, r.claim,
+                             ledger_plans.now())
+        for r in held.comparisons if r.subset == "all"
+    ])  # fmt: skip
     return PreregCheck(
         plan=str(path), hash=plan["hash"], registered=row.registered, holdout_tasks=int(holdout.size),
         holdout_repeats=int(plan["holdout_repeats"]), min_diff_pp=float(plan["min_diff_pp"]), metric=metric,

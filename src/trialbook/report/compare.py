@@ -45,7 +45,9 @@ def _headers(res: CompareResult) -> list[str]:
     several = res.candidates_considered > 1
     level = res.comparisons[0].ci_level if res.comparisons else 0.95
     ci = f"{100 * level:.1f}% CI (adj.)" if several else "95% CI"
-    p = "p (Holm)" if several else "p"
+    given = len({r.candidate for r in res.comparisons})
+    # Holm over the candidates given; Bonferroni when picked among more, over looks or --split's rows
+    p = ("p (Holm)" if res.candidates_considered == given else "p (Bonf.)") if several else "p"
     unit = "" if res.metric == "resolved" else " reward"
     cols = ["candidate", "subset", "tasks", f"base{unit}", f"cand{unit}", "diff pp", ci, "W/L/T", p, "claim"]
     return cols if _with_subset(res) else cols[:1] + cols[2:]
@@ -69,20 +71,30 @@ def _details(r: Comparison, several: bool) -> str:
     )
 
 
+WORST = {"worst_low": "low (base's as successes, candidate's as failures)",
+         "worst_high": "high (base's as failures, candidate's as successes)"}  # fmt: skip
+
+
 def sensitivity_lines(res: CompareResult) -> list[str]:
-    """One line per candidate: the verdict with ungraded trials dropped / as failures / as successes."""
+    """Per candidate: the verdict with ungraded trials dropped / as failures / as successes, then the two
+    worst cases (the runs' ungraded trials counted opposite ways: true bounds on the difference)."""
     sens = res.sensitivity
     if not sens:
         return []
     n = ", ".join(f"{run} {k}" for run, k in sens.ungraded_trials.items() if k)
     out = [f"sensitivity to ungraded trials ({n}):"]
     for cand, verdicts in sens.verdicts.items():
-        parts = []
+        parts, worst = [], []
         for name, v in verdicts.items():
             mark = " [preregistered]" if name == sens.preregistered else ""
             claim = "claim" if v.claim else "no claim"
-            parts.append(f"{name.replace('_', ' ')}{mark} {_n(v.diff_pp)} {_ci(v.ci_adjusted_pp)} {claim}")
+            if name in WORST:
+                worst.append(f"{WORST[name]} {_n(v.diff_pp)} {_ci(v.ci_adjusted_pp)} {claim}")
+            else:
+                parts.append(f"{name.replace('_', ' ')}{mark} {_n(v.diff_pp)} {_ci(v.ci_adjusted_pp)} {claim}")
         out.append(f"  {cand}: " + "; ".join(parts))
+        if worst:
+            out.append(f"  {cand} worst cases: " + "; ".join(worst))
     return out
 
 
@@ -108,10 +120,11 @@ def print_compare(res: CompareResult) -> None:
     layout.table(_headers(res), rows, title=f"baseline: {res.baseline}{metric}")
     for r in res.comparisons:
         layout.line(_details(r, several), markup=False)
+        binary = " on resolved (binary)" if res.metric == "reward" else ""  # pass@k counts resolved attempts
         for k, v in (r.pass_at_k or {}).items():
             few = " few tasks" if v.few_tasks else ""
             layout.line(
-                f"  {k}: {_n(v.base_pct, '{:.1f}%')} -> {_n(v.cand_pct, '{:.1f}%')},"
+                f"  {k}{binary}: {_n(v.base_pct, '{:.1f}%')} -> {_n(v.cand_pct, '{:.1f}%')},"
                 f" diff {_n(v.diff_pp)} pp, 95% CI {_ci(v.ci_pp)}{few} ({v.tasks} tasks)",
                 markup=False,
             )
@@ -130,8 +143,25 @@ def print_compare(res: CompareResult) -> None:
         layout.table(REPO_HEADERS, [_repo_cells(r) for r in repo_rows], title=f"by repo: {cand}")
     for line in sensitivity_lines(res):
         layout.line(line, markup=False)
+    for line in look_lines(res):
+        layout.line(line, markup=False)
     for w in res.warnings:
         layout.line(f"[yellow]warning:[/yellow] {escape(w)}")
+
+
+def look_lines(res: CompareResult) -> list[str]:
+    """From the second comparison of a family on: which look this is, the level, the unadjusted verdicts."""
+    lk = res.looks
+    if lk is None or lk.look < 2:
+        return []
+    verdicts = ", ".join(f"{c} {'claim' if v else 'no claim'}" for c, v in lk.unadjusted.items())
+    out = [
+        f"look {lk.look} of this baseline (family {lk.family}): each of its {lk.look} comparisons is judged at"
+        f" {100 * lk.level:.2f}% (Bonferroni over the looks); unadjusted verdict: {verdicts}"
+    ]
+    if lk.revised:
+        out.append("earlier claims that no longer hold at this level: " + "; ".join(lk.revised))
+    return out
 
 
 REPO_HEADERS = ["repo", "tasks", "base", "cand", "diff pp", "95% CI", "W/L/T"]
@@ -160,12 +190,15 @@ def markdown_compare(res: CompareResult) -> str:
     sens = sensitivity_lines(res)
     if sens:
         lines += ["", sens[0]] + [f"- {line.strip()}" for line in sens[1:]]
+    lines += ["", *look_lines(res)] if look_lines(res) else []
     if res.warnings:
         lines += ["", "**Warnings**", ""] + [f"- {w}" for w in res.warnings]
     return "\n".join(lines) + "\n"
 
 
 def print_plan(res: PowerPlan) -> None:
+    if res.answer:
+        layout.line(f"[bold]{escape(res.answer)}[/bold]")
     layout.line(f"variance from {res.source.kind}: {res.source.detail}", markup=False)
     v = res.variance
     layout.line(

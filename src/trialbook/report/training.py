@@ -25,6 +25,11 @@ def _ci(ci: list[float] | None) -> str:
     return "-" if ci is None else f"[{ci[0]:+.1f}, {ci[1]:+.1f}]"
 
 
+def _few(few: bool) -> str:
+    """The flag beside an interval over fewer than stats.kernel.FEW_TASKS tasks (clipped, small-sample)."""
+    return " few tasks" if few else ""
+
+
 def _span(values: list[float], fmt: str = ".3g") -> str:
     lo, hi = min(values), max(values)
     return f"{lo:{fmt}}" if lo == hi else f"{lo:{fmt}}-{hi:{fmt}}"
@@ -143,14 +148,15 @@ def print_train_report(r: TrainReport) -> None:
         rows = []
         for e in r.encounters:
             new = "-" if e.new_task_pct is None else f"{e.new_task_pct:.1f} ({e.new_tasks})"
+            did = "-" if e.did_pp is None else f"{e.did_pp:+.1f} {_ci(e.did_ci_pp)}"
             rows.append([str(e.k), str(e.tasks), _pct(e.first_pct), _pct(e.kth_pct),
-                         f"{e.diff_pp:+.2f}", _ci(e.ci_pp), new])  # fmt: skip
-        heads = ["k", "tasks", "1st %", "k-th %", "k-th - 1st (pp)", "95% CI", "new tasks %"]
+                         f"{e.diff_pp:+.2f}", _ci(e.ci_pp) + _few(e.few_tasks), new, did])  # fmt: skip
+        heads = ["k", "tasks", "1st %", "k-th %", "k-th - 1st (pp)", "95% CI", "new tasks %", "k-th - new (95% CI)"]
         table(heads, rows, title="same-task encounters")
         last = r.last_minus_first
         if last:
             line(
-                f"last - first (tasks graded >= 3 times): {last.diff_pp:+.2f} {_ci(last.ci_pp)}"
+                f"last - first (tasks graded >= 3 times): {last.diff_pp:+.2f} {_ci(last.ci_pp)}{_few(last.few_tasks)}"
                 f" over {last.tasks} tasks",
                 markup=False,
             )

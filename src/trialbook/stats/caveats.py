@@ -18,7 +18,7 @@ SUBJECT_KEYS: frozenset[str] = frozenset({"system", "model", "agent", "checkpoin
 PER_TASK_KEYS: dict[str, str] = {"image": "images", "verifier_hash": "verifier_hashes"}
 POLICY: dict[str, float] = {
     "unpaired_fraction": 0.05,  # warn when more than this share of the tasks is not paired
-    "few_tasks": FEW_TASKS,  # warn when fewer tasks are paired (the t interval is then rough)
+    "few_tasks": FEW_TASKS,  # warn when fewer tasks are paired (the small-sample interval is used)
 }
 
 
@@ -119,8 +119,8 @@ def few_tasks_caveat(cand: str, n: int) -> str | None:
     if n >= POLICY["few_tasks"]:
         return None
     return (
-        f"only {n} tasks paired for '{cand}' (few tasks): the t interval is rough at this size;"
-        " CIs are clipped to [-100, +100] pp"
+        f"only {n} tasks paired for '{cand}' (few tasks): CIs are the small-sample (Agresti-Min adjusted)"
+        " interval, clipped to [-100, +100] pp"
     )
 
 

@@ -6,6 +6,7 @@ Percent and percentage points throughout the output; fractions inside.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -36,6 +37,11 @@ from trialbook.stats.selection import read_task_list, resolve_repos
 
 LEVEL = 0.95
 Z95 = 1.959963984540054
+
+
+def tasks_sha(ids: Sequence[str]) -> str:
+    """What a look compared: sha256 of the paired task ids, sorted (stats.looks)."""
+    return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()
 
 
 def pp(x: float) -> float | None:
@@ -141,6 +147,7 @@ def _subset_row(base: TaskScores, cand: TaskScores, ib: np.ndarray, ic: np.ndarr
         attempts=Attempts(base=caveats.typical_attempts(base), cand=caveats.typical_attempts(cand)),
         bootstrap_ci_pp=boot, pass_at_k=pass_at_k or None,
         tasks_won=[str(t) for t in ids[won]], tasks_lost=[str(t) for t in ids[lost]], unpaired=unpaired,
+        tasks_sha=tasks_sha(ids.tolist()) if subset == "all" else None,
     )  # fmt: skip
     return row, r
 
@@ -202,21 +209,32 @@ def partial_caveat(runs: Sequence[TaskScores]) -> str | None:
     )
 
 
-SENSITIVITY = {"dropped": None, "as_failures": "failure", "as_successes": "success"}
+# How each rule counts the ungraded trials: (baseline's, candidates'), None = dropped from task means.
+# The crossed rules are the true worst cases: every ungraded trial's real outcome is 0 or 1, so the
+# difference it would have given lies between worst_low and worst_high (tests/stats/test_sensitivity_bounds.py).
+SENSITIVITY: dict[str, tuple[str | None, str | None]] = {
+    "dropped": (None, None),
+    "as_failures": ("failure", "failure"),
+    "as_successes": ("success", "success"),
+    "worst_low": ("success", "failure"),
+    "worst_high": ("failure", "success"),
+}
 
 
 def _sensitivity(ledger: Ledger, base_name: str, candidates: Sequence[str], runs: dict[str, TaskScores],
                  kw: dict[str, Any], rows: list[Comparison]) -> SensitivityReport | None:  # fmt: skip
-    """The verdict with ungraded trials dropped (the rows above), counted as failures, as successes."""
+    """The verdict with ungraded trials dropped (the rows above), counted as failures, as successes, and the
+    two worst cases (the baseline's one way and the candidates' the other)."""
     ungraded = {n: int(s.trials.sum() - s.graded.sum()) for n, s in runs.items()}
     if not any(ungraded.values()):
         return None
     verdicts: dict[str, dict[str, Verdict]] = {r.candidate: {} for r in rows if r.subset == "all"}
-    for name, counted_as in SENSITIVITY.items():
-        if counted_as is None:
+    for name, (base_rule, cand_rule) in SENSITIVITY.items():
+        if base_rule is None:
             found = [r for r in rows if r.subset == "all"]
         else:
-            other = {n: s.with_ungraded(counted_as) for n, s in runs.items()}  # type: ignore[arg-type]
+            other = {n: s.with_ungraded(base_rule if n == base_name else cand_rule)  # type: ignore[arg-type]
+                     for n, s in runs.items()}  # fmt: skip
             try:
                 found = compare(ledger, base_name, candidates, runs=other, sensitivity=False, **kw).comparisons
             except UserError:
@@ -267,7 +285,8 @@ def compare(
         if unknown:
             warnings.append(f"{split}: {unknown} of its {split_ids.size} tasks are in neither run")
     subsets = ["all"] if split_ids is None else ["all", "in", "out"]
-    m = max(len(cands), picked_from or 0)
+    # the all / in / out rows are one family: a claim on a subgroup is adjusted for the other rows too
+    m = max(len(cands), picked_from or 0) * len(subsets)
     family: dict[str, list[tuple[Comparison, np.ndarray]]] = {s: [] for s in subsets}
     gaps, repo_tables = [], {}
     for cand in cands:
@@ -284,9 +303,15 @@ def compare(
             rows, diffs = zip(*family[subset], strict=True)
             out_rows += _adjust(list(rows), list(diffs), m, min_diff)
     out_rows.sort(key=lambda r: (list(candidates).index(r.candidate), subsets.index(r.subset)))
-    w = caveats.multiplicity_caveat(m, len(cands), bonferroni_confidence(m, LEVEL))
+    picked = m // len(subsets)
+    w = caveats.multiplicity_caveat(picked, len(cands), bonferroni_confidence(m, LEVEL))
     if w:
         warnings.append(w)
+    if len(subsets) > 1:
+        warnings.append(
+            f"the all, in and out rows are one family: each is judged as one of {m} comparisons (Bonferroni,"
+            f" CIs {100 * bonferroni_confidence(m, LEVEL):.1f}%), so a subgroup's claim is adjusted for the others"
+        )
     sens = None
     if sensitivity:
         kw = {"exclude": exclude, "min_diff": min_diff, "picked_from": picked_from, "metric": metric,

@@ -57,6 +57,7 @@ class Comparison(Result):
     tasks_won: list[str]
     tasks_lost: list[str]
     unpaired: dict[str, int] | None = None  # why tasks were not paired (subset "all" only)
+    tasks_sha: str | None = optional()  # sha256 of the paired task ids (subset "all"): what a look compared
     # set by the multiplicity adjustment over the candidates
     p_adjusted: float | None = None
     ci_level: float = 0.95
@@ -111,6 +112,17 @@ class SensitivityReport(Result):
     preregistered: str | None = None  # the rule a prereg plan fixed
 
 
+@dataclass(frozen=True)
+class LookReport(Result):
+    """Where a `compare` call stands in its family of looks (stats/looks.py)."""
+
+    family: str
+    look: int  # N: distinct comparisons in the family, this call's included
+    level: float  # the CI level every comparison of the family is judged at now
+    unadjusted: dict[str, bool]  # candidate -> the claim before the looks adjustment
+    revised: list[str]  # earlier comparisons whose claim no longer holds at this level
+
+
 @dataclass(frozen=True, kw_only=True)
 class CompareResult(Result):
     baseline: str
@@ -124,6 +136,7 @@ class CompareResult(Result):
     by_repo: dict[str, list[RepoComparison]] | None = optional()
     sensitivity: SensitivityReport | None = None
     label: str | None = optional()  # prereg: what this secondary result is
+    looks: LookReport | None = optional()  # this call's place among the family's looks (stats/looks.py)
     listed: str | None = optional(key="list")  # --list wins|losses: print those task ids only
 
 

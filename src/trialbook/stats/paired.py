@@ -1,8 +1,8 @@
 """Paired comparison of two runs' task scores (Miller 2024, "Adding Error Bars to Evals").
 
 The unit is the task: d_i = s_cand,i - s_base,i over tasks graded in both runs; the CI is the
-paired t interval on the d_i (`stats.kernel.t_interval`; attempts of a task are one cluster, never
-independent samples).
+paired t interval on the d_i, or below kernel.FEW_TASKS tasks the small-sample adjusted interval
+(`stats.kernel.diff_interval`; attempts of a task are one cluster, never independent samples).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from trialbook.stats import dist
-from trialbook.stats.kernel import clip_ci, t_interval, t_p_value, win_loss
+from trialbook.stats.kernel import clip_ci, diff_interval, win_loss
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Paired:
     ties: int
     sign_p: float
     correlation: float | None
-    few_tasks: bool = False  # fewer than kernel.FEW_TASKS: `ci` clipped to [-1, 1]
+    few_tasks: bool = False  # fewer than kernel.FEW_TASKS: the small-sample interval
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -50,19 +50,19 @@ def correlation(base: np.ndarray, cand: np.ndarray) -> float | None:
 def paired(base: np.ndarray, cand: np.ndarray, level: float = 0.95) -> Paired:
     """Compare aligned task-score arrays (fractions in [0, 1]); ties are differences within kernel.TIE."""
     d = cand - base
-    mean, se, lo, hi = t_interval(d, level)
-    lo, hi, few = clip_ci(lo, hi, d.size)
+    iv = diff_interval(d, level)
+    lo, hi, few = clip_ci(iv.lo, iv.hi, d.size)
     won, lost = win_loss(d)
     wins, losses = int(won.sum()), int(lost.sum())
     return Paired(
         n=int(d.size),
         base_mean=float(base.mean()),
         cand_mean=float(cand.mean()),
-        diff=mean,
-        se=se,
+        diff=iv.mean,
+        se=iv.se,
         ci=(lo, hi),
         level=level,
-        p_value=t_p_value(mean, se, d.size),
+        p_value=iv.p,
         wins=wins,
         losses=losses,
         ties=int(d.size - wins - losses),

@@ -15,7 +15,7 @@ import numpy as np
 
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
-from trialbook.results import Result
+from trialbook.results import Result, optional
 from trialbook.stats import dist
 from trialbook.stats.compare import align, partial_caveat
 from trialbook.stats.scores import TaskScores, load_scores
@@ -57,6 +57,7 @@ class PowerPlan(Result):
     power: float
     claim_power: float
     notes: list[str]
+    answer: str | None = optional()  # what `plan` chose when --tasks or --repeats was omitted
 
 
 def within_variance(s: TaskScores) -> float | None:
@@ -132,11 +133,14 @@ def _src(kind: str, detail: str) -> VarianceSource:
     return VarianceSource(kind, detail)
 
 
-def _check(tasks: int, repeats: int, effect: float, base_rate: float, from_run: str | None, vs: str | None) -> None:
-    if tasks < 2:
+def _check(tasks: int | None, repeats: int | None, effect: float, base_rate: float, from_run: str | None,
+           vs: str | None, min_diff: float) -> None:  # fmt: skip
+    if tasks is not None and tasks < 2:
         raise UserError(f"--tasks must be at least 2, not {tasks}")
-    if repeats < 1:
+    if repeats is not None and repeats < 1:
         raise UserError(f"--repeats must be at least 1, not {repeats}")
+    if not math.isfinite(min_diff) or min_diff < 0:  # the rule compare applies
+        raise UserError(f"--min-diff must be a non-negative number of points, not {min_diff}")
     if not math.isfinite(effect) or effect <= 0:
         raise UserError(f"--effect must be a positive number of percentage points, not {effect}")
     if not 0 < base_rate < 100:
@@ -147,10 +151,36 @@ def _check(tasks: int, repeats: int, effect: float, base_rate: float, from_run: 
         raise UserError("--vs names the same run as --from-run")
 
 
+def _design(omega2: float, sampling: float, tasks: int | None, repeats: int | None,
+            effect: float) -> tuple[int, int, str | None]:  # fmt: skip
+    """The design to report: the one given, or with --tasks / --repeats omitted the smallest that gives
+    POWER against `effect` (and the sentence that says so)."""
+    delta = effect / 100
+
+    def needed(k: int) -> int:
+        var_d = omega2 + sampling / k
+        return max(2, math.ceil((Z_A + Z_B) ** 2 * var_d / delta**2)) if var_d > 0 else 2
+
+    if tasks is not None and repeats is not None:
+        return tasks, repeats, None
+    if tasks is None:
+        k = repeats or 1
+        n = needed(k)
+        return n, k, f"{n} tasks at K={k} give {100 * POWER:.0f}% power to detect +{effect:g} pp"
+    for k in KS:
+        if needed(k) <= tasks:
+            return tasks, k, f"K={k} attempts per task give {tasks} tasks {100 * POWER:.0f}% power for +{effect:g} pp"
+    k = KS[-1]
+    return tasks, k, (
+        f"no K up to {k} gives {tasks} tasks {100 * POWER:.0f}% power for +{effect:g} pp: at K={k} it takes"
+        f" {needed(k)} tasks"
+    )
+
+
 def plan(
     ledger: Ledger | None,
-    tasks: int,
-    repeats: int,
+    tasks: int | None,
+    repeats: int | None,
     effect: float,
     from_run: str | None = None,
     vs: str | None = None,
@@ -158,7 +188,7 @@ def plan(
     min_diff: float = 4.0,
     metric: str = "resolved",
 ) -> PowerPlan:
-    _check(tasks, repeats, effect, base_rate, from_run, vs)
+    _check(tasks, repeats, effect, base_rate, from_run, vs, min_diff)
     if from_run is not None and ledger is not None:
         runs = [load_scores(ledger, name, metric) for name in (from_run, vs) if name is not None]
         omega2, sampling, source, notes = _two_runs(*runs) if vs else _one_run(runs[0])
@@ -169,6 +199,12 @@ def plan(
         omega2, sampling = 0.0, 2 * p * (1 - p)
         source = _src("assumption", f"base rate {base_rate:g}%, every task equally hard (worst case)")
         notes = ["no run given: all variation is taken as sampling noise at the base rate (conservative at K=1)"]
+    tasks, repeats, answer = _design(omega2, sampling, tasks, repeats, effect)
+    if min_diff > effect:
+        notes = [*notes, (
+            f"--min-diff {min_diff:g} is above the effect +{effect:g} pp: a true +{effect:g} rarely reaches the claim"
+            f" rule (diff >= {min_diff:g}) however many tasks; lower --min-diff to at most {effect:g}"
+        )]  # fmt: skip
     ks = sorted(set(KS) | {repeats})
     half, mde, need = {}, {}, {}
     delta = effect / 100
@@ -187,7 +223,7 @@ def plan(
     return PowerPlan(
         tasks=tasks, repeats=repeats, effect_pp=effect, min_diff_pp=min_diff, metric=metric, source=source,
         variance=variance, half_width_pp=half, mde_pp=mde, tasks_needed=need, power=round(_power(delta, se), 4),
-        claim_power=round(_claim_power(delta, se, min_diff / 100), 4), notes=notes,
+        claim_power=round(_claim_power(delta, se, min_diff / 100), 4), notes=notes, answer=answer,
     )  # fmt: skip
 
 

@@ -4,8 +4,9 @@ An encounter is one sampling of a task: its trajectories sharing one `epoch` (pa
 or one weight version when the run has no epochs. A task's score at an encounter is the mean of its
 graded trajectories there under the report's metric (resolved, or reward: TrainData.wins). For
 k = 2, 3, ... the statistic is d_i = score at k-th - score at 1st over the tasks graded at both
-(paired over tasks, never over trajectories), with the paired t interval on the d_i
-(`stats.kernel.t_interval`).
+(paired over tasks, never over trajectories), with the paired interval on the d_i
+(`stats.kernel.t_interval`: t from 30 tasks on, the small-sample interval below), clipped to
+[-100, +100] pp and flagged `few_tasks` below kernel.FEW_TASKS tasks.
 Gains on re-encountered tasks mix memorisation of that task with general improvement, so each row
 also gives the first-encounter rate of tasks new in the same weight versions (difference-in-differences)
 when there are any.
@@ -18,18 +19,21 @@ from typing import Any
 
 import numpy as np
 
-from trialbook.stats.kernel import t_interval
+from trialbook.stats.kernel import clip_ci, t_interval
 from trialbook.training.load import TrainData
 
 
 def paired_ci(d: np.ndarray) -> dict[str, Any]:
-    """Mean of task-level differences (percentage points) with the 95% paired t interval over tasks."""
+    """Mean of task-level differences (percentage points) with the 95% paired interval over tasks,
+    clipped to the possible range and flagged below kernel.FEW_TASKS tasks."""
     n = len(d)
     mean, _, lo, hi = t_interval(d, 0.95)
+    lo, hi, few = clip_ci(lo, hi, n)
     return {
         "tasks": n,
         "diff_pp": round(100 * mean, 2) if n else None,
         "ci_pp": [round(100 * lo, 2), round(100 * hi, 2)] if n >= 2 else None,
+        "few_tasks": few,
     }
 
 
@@ -71,12 +75,26 @@ def encounter_groups(data: TrainData) -> Groups:
     )
 
 
-def _new_tasks(g: Groups, rows: np.ndarray) -> dict[str, Any]:
-    """First-encounter rate of tasks first seen within the weight versions of these k-th encounters."""
+Z95 = 1.959963984540054
+
+
+def _new_tasks(g: Groups, rows: np.ndarray, kth: np.ndarray) -> dict[str, Any]:
+    """First-encounter rate of tasks first seen within the weight versions of these k-th encounters, and the
+    difference-in-differences: (k-th - 1st) on the re-encountered tasks minus (new tasks' 1st - their 1st),
+    which is k-th - new: the gain of seeing a task again over what the weights do on unseen tasks at the same
+    time (memorisation, not transfer). Its 95% interval: the two task sets are disjoint, so
+    SE = sqrt(SE_kth^2 + SE_new^2), normal quantile (as compare's in-minus-out gap)."""
     lo, hi = g.wv[rows].min(), g.wv[rows].max()
     firsts = (g.rank == 0) & (g.wv >= lo) & (g.wv <= hi) & ~np.isnan(g.score)
     n = int(firsts.sum())
-    return {"new_tasks": n, "new_task_pct": round(100 * float(g.score[firsts].mean()), 2) if n else None}
+    out: dict[str, Any] = {"new_tasks": n, "new_task_pct": round(100 * float(g.score[firsts].mean()), 2) if n else None}
+    if n >= 2 and kth.size >= 2:
+        new = g.score[firsts]
+        did = float(kth.mean() - new.mean())
+        se = float(np.hypot(kth.std(ddof=1) / np.sqrt(kth.size), new.std(ddof=1) / np.sqrt(n)))
+        out["did_pp"] = round(100 * did, 2)
+        out["did_ci_pp"] = [round(100 * max(-1.0, did - Z95 * se), 2), round(100 * min(1.0, did + Z95 * se), 2)]
+    return out
 
 
 def encounter_table(data: TrainData) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
@@ -94,7 +112,7 @@ def encounter_table(data: TrainData) -> tuple[list[dict[str, Any]], dict[str, An
         row = {"k": k, **paired_ci(d[ok])}
         row["first_pct"] = round(100 * float(g.score[g.first[at_k][ok]].mean()), 2)
         row["kth_pct"] = round(100 * float(g.score[at_k][ok].mean()), 2)
-        row.update(_new_tasks(g, at_k))
+        row.update(_new_tasks(g, at_k, g.score[at_k][ok]))
         rows.append(row)
     # The last *graded* encounter: a run cut off mid-pass leaves ungraded final encounters.
     idx = np.where(np.isnan(g.score), -1, np.arange(len(g.task)))

@@ -48,6 +48,9 @@ class Encounter(Result):
     kth_pct: float
     new_tasks: int  # tasks first seen while these k-th encounters ran
     new_task_pct: float | None
+    few_tasks: bool = False  # fewer than stats.kernel.FEW_TASKS tasks: the small-sample interval, flagged
+    did_pp: float | None = optional()  # k-th % - new tasks % (memorisation vs transfer, training/encounters.py)
+    did_ci_pp: list[float] | None = optional()
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class LastMinusFirst(Result):
     tasks: int
     diff_pp: float | None
     ci_pp: list[float] | None
+    few_tasks: bool = False
 
 
 @dataclass(frozen=True)
