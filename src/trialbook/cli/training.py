@@ -140,13 +140,15 @@ def train_alerts_cmd(as_json: Json = False, markdown: Markdown = False, as_csv: 
 @train_app.command("watch")
 def train_watch_cmd(
     run: RunArg,
-    interval: Annotated[float, typer.Option("--interval", help="Seconds between refreshes.")] = 5.0,
+    interval: Annotated[float, typer.Option("--interval", help="Seconds between refreshes.", callback=finite)] = 5.0,
     once: Annotated[bool, typer.Option("--once", help="One snapshot with its alerts, then exit.")] = False,
     until: Annotated[
         str | None, typer.Option("--until", help="Exit once this alert fires (see `train alerts`).")
     ] = None,
     timeout: Annotated[
-        float | None, typer.Option("--timeout", help="Stop after this many seconds (exit 1 if --until never fired).")
+        float | None, typer.Option(
+            "--timeout", help="Stop after this many seconds (exit 1 if --until never fired).", callback=finite
+        )
     ] = None,
     webhook: Annotated[str | None, typer.Option("--webhook", help="POST each alert as JSON to this URL.")] = None,
     bucket: Annotated[int, typer.Option("--bucket", help="Weight versions per signature bucket.")] = 5,
@@ -154,7 +156,7 @@ def train_watch_cmd(
         int | None, typer.Option("--max-staleness", help="Staleness bound [default: the run config's 'staleness'].")
     ] = None,
     infra_error_pct: Annotated[
-        float, typer.Option("--infra-error-pct", help="Alert above this share of infrastructure errors.")
+        float, typer.Option("--infra-error-pct", help="Alert above this infra-error share.", callback=finite)
     ] = 5.0,
     gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs of the run, to price a drain.")] = None,
     as_json: Json = False,
@@ -214,7 +216,9 @@ def sim_replay_cmd(
     trajectories: Annotated[Path, typer.Argument(help="Trajectories JSONL (`sim rollouts --out`).")],
     steps: Annotated[Path, typer.Argument(help="Steps JSONL (`sim rollouts --steps-out`).")],
     run: Annotated[str, typer.Option("--run", help="The new run to write.")],
-    speed: Annotated[float, typer.Option("--speed", help="Log seconds per wall-clock second.")] = 1000.0,
+    speed: Annotated[
+        float, typer.Option("--speed", help="Log seconds per wall-clock second.", callback=finite)
+    ] = 1000.0,
     staleness: Annotated[
         int | None, typer.Option("--staleness", help="Store this staleness bound in the run's config.")
     ] = None,
