@@ -52,7 +52,8 @@ def test_runs_a_plan_check_used_are_protected(cli, tmp_path):
     _jsonl(cli, tmp_path, "base")
     _jsonl(cli, tmp_path, "cand", seed=5)
     _jsonl(cli, tmp_path, "other", seed=7)
-    assert cli("prereg", "check", str(tmp_path / "plan.yaml"), "--base", "base", "--cand", "cand").exit_code == 0
+    checked = cli("prereg", "check", str(tmp_path / "plan.yaml"), "--base", "base", "--cand", "cand")
+    assert checked.exit_code == 1 and "no candidate's preregistered claim holds" in checked.stderr  # logged, no claim
     for args in (("delete", "cand"), ("rename", "cand", "cand-renamed"), ("delete", "base")):
         r = cli("runs", *args)
         assert r.exit_code == 2 and "preregistration check" in r.stderr and "--force" in r.stderr, args

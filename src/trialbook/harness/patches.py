@@ -57,7 +57,7 @@ def grade_predictions(
     ledger: Ledger, predictions: Path, tasks_dir: Path, run: str, replace: bool = False,
     executor: Executor | None = None, **given: object,
 ) -> PatchRun:  # fmt: skip
-    from trialbook.importers.predictions import read_predictions
+    from trialbook.tasks.predictions import read_predictions
 
     read = read_predictions(predictions)
     known = _task_ids(tasks_dir)

@@ -23,9 +23,9 @@ from trialbook.errors import LineError, UserError
 from trialbook.files import json_lines
 from trialbook.importers.jsonl import line_row, read_line
 from trialbook.ledger.schema import steps as steps_table
+from trialbook.ledger.steps import step_row
 from trialbook.ledger.store import Ledger
 from trialbook.records import Run
-from trialbook.training.ingest import step_row
 
 
 def _read(trajectories: Path, steps: Path) -> tuple[dict[int, list[tuple[int, bytes]]], list[dict[str, Any]]]:

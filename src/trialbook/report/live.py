@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trialbook.report.layout import line, table
-from trialbook.training.alerts import Alert, secs
+from trialbook.training.alerts import Alert, AlertRuleRow, secs
 from trialbook.training.live import LiveState, StepWait
 from trialbook.training.selection import SelectionReport
 from trialbook.training.stalls import SLOW_FACTOR
@@ -64,8 +64,8 @@ def print_state(s: LiveState, alerts: list[Alert]) -> None:
         line(alert_line(a), markup=False)
 
 
-def print_alert_rules(rows: list[dict[str, str]]) -> None:
-    table(["alert", "threshold", "meaning"], [[r["alert"], r["threshold"], r["meaning"]] for r in rows],
+def print_alert_rules(rows: list[AlertRuleRow]) -> None:
+    table(["alert", "threshold", "meaning"], [[r.alert, r.threshold, r.meaning] for r in rows],
           title="training alerts")  # fmt: skip
 
 

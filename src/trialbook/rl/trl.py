@@ -210,7 +210,7 @@ def steps_callback(rollouts: Rollouts) -> Any:
 
     from transformers import TrainerCallback
 
-    from trialbook.training.ingest import step_row
+    from trialbook.ledger.steps import step_row
 
     class TrialbookSteps(TrainerCallback):
         def __init__(self) -> None:

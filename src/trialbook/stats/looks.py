@@ -56,12 +56,17 @@ def apply(
         for key, r in seen.items()
         if key not in current and r.claim and not holds(r.diff_pp, r.p_value, n, res.min_diff_pp)
     ]
+    level = float(np.round(1 - ALPHA / max(n * subsets, res.candidates_considered), 6))
+    report = LookReport(family=fam, look=n, level=level, unadjusted=unadjusted, revised=revised)
+    if getattr(ledger, "read_only", None):  # a read-only ledger is read, never written
+        if all(key in seen for key in current):  # nothing new to keep: the family already holds this look
+            return replace(res, looks=report)
+        note = f"this look is not recorded: the ledger is {ledger.read_only}"
+        return replace(res, looks=report, warnings=[*res.warnings, note])
     at = now()
     ledger_looks.record(ledger, [
         ledger_looks.LookRow(fam, res.baseline, r.candidate, r.tasks_sha or "", r.tasks_paired, source, r.diff_pp,
                              r.p_value, r.claim, at)
         for r in rows
     ])  # fmt: skip
-    level = float(np.round(1 - ALPHA / max(n * subsets, res.candidates_considered), 6))
-    report = LookReport(family=fam, look=n, level=level, unadjusted=unadjusted, revised=revised)
     return replace(res, looks=report)

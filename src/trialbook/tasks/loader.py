@@ -95,7 +95,8 @@ def _known(section: str) -> set[str]:
 
 def _unknown_key(section: str, key: str) -> tuple[str, str]:
     """`key` of `section` as task.toml spells it, and the nearest known key (or the section it belongs in)."""
-    where = f"[{section}] {key}" if section else key
+    shown = key if key.isprintable() and key.strip() == key and key else repr(key)  # a quoted TOML key may hold "\n"
+    where = f"[{section}] {shown}" if section else shown
     homes = [f"[{name}]" if name else "the top level" for name in _SECTIONS if name != section and key in _known(name)]
     if homes:
         return where, f" (it belongs in {' or '.join(homes)})"

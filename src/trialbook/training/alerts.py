@@ -200,5 +200,14 @@ def post(url: str, run: str, alert: Alert, timeout: float = 5.0) -> str | None:
         return str(getattr(exc, "reason", None) or exc)
 
 
-def rule_rows() -> list[dict[str, str]]:
-    return [{"alert": r.name, "meaning": r.meaning, "threshold": r.threshold} for r in ALERTS]
+@dataclass(frozen=True)
+class AlertRuleRow(Result):
+    """One line of `trialbook train alerts`."""
+
+    alert: str
+    meaning: str
+    threshold: str
+
+
+def rule_rows() -> list[AlertRuleRow]:
+    return [AlertRuleRow(r.name, r.meaning, r.threshold) for r in ALERTS]
