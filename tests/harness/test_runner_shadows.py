@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from trialbook.verify.isolation import shadows_a_module
+from trialbook.verify.infra import shadows_a_module
 
 
 @pytest.mark.parametrize(

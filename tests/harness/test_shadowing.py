@@ -21,14 +21,8 @@ import pytest
 from paths import EXAMPLES, INSTANCES
 from trialbook.tasks import load_task
 from trialbook.tasks.swebench.generate import write_tasks
-from trialbook.verify.isolation import (
-    NOT_CARRIED,
-    TEST_CONFIG_FILES,
-    _named_files,
-    in_test_folder,
-    infra_touched,
-    shadows_installed,
-)
+from trialbook.verify.infra import TEST_CONFIG_FILES, _named_files, in_test_folder, infra_touched, shadows_installed
+from trialbook.verify.isolation import NOT_CARRIED
 
 SO = importlib.machinery.EXTENSION_SUFFIXES[0]  # e.g. .cpython-311-x86_64-linux-gnu.so
 

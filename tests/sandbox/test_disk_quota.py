@@ -1,11 +1,11 @@
-"""The disk quota's measure (sandbox/box.py `_layer_bytes`): the blocks a container's layer takes, read from the host.
+"""The disk quota's measure (sandbox/quota.py `layer_bytes`): the blocks a container's layer takes, read from the host.
 (The quota itself, on the real daemon: tests/verify/test_attacks_privilege.py, disk_fill_agent and disk_fill_tests.)"""
 
 from __future__ import annotations
 
 import os
 
-from trialbook.sandbox.box import _layer_bytes
+from trialbook.sandbox.quota import layer_bytes as _layer_bytes
 
 
 def test_the_measure_counts_blocks_not_links_and_none_once_gone(tmp_path) -> None:

@@ -16,7 +16,7 @@ from paths import INSTANCES, SWE
 from trialbook.verify import hacks
 from trialbook.verify.canary import plant
 from trialbook.verify.grading import EMPTY, forged_markers, grade_test_log, strict_verdict
-from trialbook.verify.isolation import _linked_test_folder, infra_touched
+from trialbook.verify.infra import _linked_test_folder, infra_touched
 from trialbook.verify.patch import PATCH_KEEP, kept_patch, patch_record
 from trialbook.verify.runner import _REPORTED_FAILING, failing_tests, passing_tests
 

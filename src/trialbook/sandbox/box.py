@@ -20,6 +20,7 @@ from typing import IO, Any, Protocol
 from docker.errors import APIError, DockerException, NotFound
 from requests.exceptions import RequestException
 
+from trialbook.sandbox import quota
 from trialbook.sandbox.cgroup import cgroup_counters, parse_report
 from trialbook.sandbox.channel import TOOLS, Channel, ChannelBroken, ChannelBusy, command
 
@@ -45,10 +46,6 @@ INLINE_TAR = 64_000
 INLINE_WRITES = 8_000
 NO_TOOLS = 98
 SNAPSHOT_LIMIT = 4 << 30  # bytes of a working tree written by the container's own tar (Sandbox.snapshot)
-# how often a container's own layer is measured against its disk quota (Sandbox.watch_disk): walking the host folder
-# of the layer (overlay2's upper dir, a local daemon), else the daemon's own size of it (a walk of its own: rarer)
-DISK_POLL_S = 0.5
-DISK_POLL_DAEMON_S = 5.0
 
 
 class SandboxError(Exception):
@@ -177,27 +174,6 @@ def _small(archive: IO[bytes] | bytes) -> bytes | None:
     return data if len(data) <= INLINE_TAR else None
 
 
-def _layer_bytes(root: str) -> int | None:
-    """Bytes of disk the files below `root` take (their blocks, links not followed); None when `root` is gone."""
-    if not os.path.isdir(root):
-        return None
-    total, stack = 0, [root]
-    while stack:
-        try:
-            with os.scandir(stack.pop()) as entries:
-                for entry in entries:
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    total += st.st_blocks * 512
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-        except OSError:
-            continue
-    return total
-
-
 def _payload(data: bytes) -> str:
     return base64.b64encode(gzip.compress(data, mtime=0)).decode()
 
@@ -259,22 +235,7 @@ class Sandbox:
             upper = self.upper_dir()
         except DaemonError:
             return
-        while not self.removed:
-            used = _layer_bytes(upper) if upper else self._daemon_size()
-            if used is None:  # the container (its layer) is gone
-                return
-            if used > self.disk_limit:
-                self.disk_hit = max(self.disk_hit, used)
-                if self.until is not None:
-                    self.until = time.monotonic()
-                self.kill_processes()
-            time.sleep(DISK_POLL_S if upper else DISK_POLL_DAEMON_S)
-
-    def _daemon_size(self) -> int | None:
-        try:
-            return int(self.engine.client.api.inspect_container(self.id, size=True).get("SizeRw") or 0)
-        except (APIError, DockerException, RequestException):
-            return None
+        quota.watch(self, upper)
 
     def exec(
         self,

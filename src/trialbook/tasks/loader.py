@@ -55,7 +55,7 @@ class _Environment(_Section):
     memory_mb: int = Field(2048, gt=0, le=1 << 30)
     pids_limit: int = Field(512, gt=0, le=1 << 22)
     # what a container may write (its own layer: the agent's, or the verifier's with the tests): past it, the agent
-    # is stopped (outcome disk_quota, graded) or the tests graded 0 (sandbox/box.py: Sandbox.watch_disk)
+    # is stopped (outcome disk_quota, graded) or the tests graded 0 (sandbox/quota.py, started by Sandbox.watch_disk)
     disk_mb: int = Field(10240, gt=0, le=1 << 30)
     allow_network: bool = False
     # how the agent's shell starts (SWE-bench images keep the repo's Python in a conda env)

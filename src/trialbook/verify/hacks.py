@@ -4,7 +4,7 @@ No verifier can refuse every weakness of a task's tests (a return value whose `_
 `==` assertion), and a policy trained on reward finds them; what it writes to get there is visible in its change.
 Each row of HACKS is a tag on the trial and a signature in `audit` (audit/signatures.py); `train report` shows their
 share per weight version. Read from the lines the patch adds, to files other than the task's tests (a change to a
-test module is test infrastructure, flagged elsewhere: verify/isolation.infra_touched), except where a row says it
+test module is test infrastructure, flagged elsewhere: verify/infra.infra_touched), except where a row says it
 reads every file. A signature is evidence for a reviewer, not a grade: the reward stands.
 """
 
