@@ -48,11 +48,28 @@ def test_the_outcomes_page_has_every_outcome_and_policy_row():
         assert re.search(rf"^\| `{name}` \|", page, re.M), name
 
 
+def test_the_formats_page_has_every_key_the_readers_check():
+    import msgspec
+
+    from trialbook.importers.jsonl import Line
+    from trialbook.tasks.loader import _SECTIONS
+
+    page = reference.PAGES["formats"].read_text()
+    for field in msgspec.structs.fields(Line):
+        assert re.search(rf"^\| `{field.name}` \|", page, re.M), field.name
+    for section, model in _SECTIONS.items():
+        if section:
+            part = page.split(f"### `[{section}]`", 1)[1].split("###", 1)[0]
+            for key in model.model_fields:
+                assert f"| `{key}` |" in part, (section, key)
+
+
 def test_check_exits_1_on_a_stale_page(tmp_path, monkeypatch, capsys):
     stale = tmp_path / "outcomes.md"
     stale.write_text("old\n")
     monkeypatch.setitem(reference.PAGES, "outcomes", stale)
     monkeypatch.setitem(reference.PAGES, "commands", tmp_path / "commands.md")
+    monkeypatch.setitem(reference.PAGES, "formats", tmp_path / "formats.md")
     assert reference.main(["--check"]) == 1
     assert stale.read_text() == "old\n" and not (tmp_path / "commands.md").exists()
     assert "is not what the code gives" in capsys.readouterr().out
