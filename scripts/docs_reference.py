@@ -151,7 +151,7 @@ def outcomes_page() -> str:
         "",
         "# Outcomes and the error policy",
         "",
-        "Every trial ends with one outcome. *Graded* outcomes count in a rate's denominator (\"judged k/N\"); a",
+        'Every trial ends with one outcome. *Graded* outcomes count in a rate\'s denominator ("judged k/N"); a',
         "graded trial with reward 1.0 counts as resolved whatever its outcome. Rates are resolved / judged over",
         "the current (not superseded) graded trials.",
         "",
@@ -251,7 +251,7 @@ def formats_page() -> str:
         "",
         "A task folder holds `instruction.md`, `task.toml`, `environment/Dockerfile` (or `[environment]",
         "docker_image`), `tests/test.sh` and, for the oracle, `solution/solve.sh`. Every key of `task.toml` is",
-        "optional; values are strictly typed (`\"600\"` for a number is refused, not coerced), and an unknown key",
+        'optional; values are strictly typed (`"600"` for a number is refused, not coerced), and an unknown key',
         "is one line naming the nearest known one.",
         "",
     ]
