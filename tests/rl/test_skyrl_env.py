@@ -61,7 +61,12 @@ def test_skyrl_gym_episodes_are_graded_trials(engine, db: str, tmp_path: Path) -
     assert out["done"] and out["reward"] == 0.0 and out["metadata"]["masked"] is True
     broken.close()
 
-    cut = make("plain-bugfix", max_turns=5)  # SkyRL stopped it on its length limit: close() ends the trial
+    with pytest.raises(ValueError, match="needs task_id"):
+        skyrl_gym.make("trialbook", env_config=config, extras={"step": 2})
+    # SkyRL's stock config has no env_config for a new env class: the row's env_extras can carry it
+    cut = skyrl_gym.make("trialbook", env_config={}, extras={**config, "task_id": "plain-bugfix", "step": 2,
+                                                             "max_turns": 5})  # fmt: skip
+    # SkyRL stopped this one on its length limit: close() ends the trial
     cut.init(list(SYSTEM))
     assert "still working" in cut.step("```bash\necho still working\n```")["observations"][0]["content"]
     cut.close()

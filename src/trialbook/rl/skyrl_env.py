@@ -6,11 +6,12 @@ for SkyRL's own generator (`skyrl.train.generators.skyrl_gym_generator.SkyRLGymG
                          extras={"task_id": "plain-bugfix", "step": 3})
 
 The contract, as SkyRL's generator (skyrl 0.4.0, `agent_loop`) uses it: one env per trajectory, made with
-`skyrl_gym.make(env_class, env_config=<generator config for env_class>, extras=<the dataset row's env_extras,
-plus max_turns>)`; `init(chat_history)` returns the first prompt; each model reply (text) goes to `step(action)`,
-run in an executor thread, which returns `observations` (messages the generator tokenizes and appends), `reward`
-and `done`; after the loop `get_metrics()` and `close()` (also when the loop stopped on the length limit without
-`done`). SkyRL generates token-in-token-out itself, so the tokens are SkyRL's; trialbook keeps the graded trial.
+`skyrl_gym.make(env_class, env_config=<cfg.environment.skyrl_gym.<env_class>, or {}>, extras=<the dataset
+row's columns but prompt and env_class, plus max_turns>)`; `init(chat_history)` returns the first prompt; each
+model reply (text) goes to `step(action)`, run in an executor thread, which returns `observations` (messages
+the generator tokenizes and appends), `reward` and `done`; after the loop `get_metrics()` and `close()` (also
+when the loop stopped on the length limit without `done`). SkyRL generates token-in-token-out itself, so the
+tokens are SkyRL's; trialbook keeps the graded trial.
 
 Here `init` starts the trial (rl/episode.py: sandbox, isolation, verifier); each reply's ```bash blocks run
 in the sandbox and their output is the next observation. A reply without one, the last allowed turn, or a
@@ -41,6 +42,7 @@ from trialbook.rl.episode import Episode  # noqa: E402
 from trialbook.rl.rollout import ACTION, RolloutResult, Rollouts  # noqa: E402
 
 ENV_ID = "trialbook"
+CONFIG_KEYS = ("tasks", "ledger", "run", "runs_dir", "timeout_multiplier")
 _lock = threading.Lock()
 _runs: dict[tuple[str, str, str], Rollouts] = {}  # one Rollouts per (ledger, run, tasks) in this process
 _attempts: dict[tuple[str, str, str], itertools.count[int]] = {}
@@ -66,10 +68,14 @@ class TrialbookTextEnv(BaseTextEnv):
 
     def __init__(self, env_config: Any = None, extras: dict[str, Any] | None = None) -> None:
         super().__init__()
-        config = dict(env_config or {})
         extras = dict(extras or {})
-        if "task_id" not in extras:
-            raise ValueError("the trialbook env needs env_extras['task_id']")
+        # SkyRL's stock config has no field for a new env's config (environment.skyrl_gym.<env_class>), so
+        # the dataset rows' env_extras may carry it too
+        config = {**{k: extras[k] for k in CONFIG_KEYS if k in extras}, **dict(env_config or {})}
+        missing = [k for k in ("task_id",) if k not in extras] + [k for k in ("tasks", "ledger") if k not in config]
+        if missing:
+            where = "env_extras, or env_config for tasks/ledger"
+            raise ValueError(f"the trialbook env needs {', '.join(missing)} ({where})")
         self.rollouts = _rollouts(config)
         self.task_id = str(extras["task_id"])
         self.step_number = int(extras.get("step", 0))
