@@ -39,7 +39,7 @@ from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput  # n
 from skyrl_gym.envs.registration import register, registry  # noqa: E402
 
 from trialbook.rl.episode import Episode  # noqa: E402
-from trialbook.rl.rollout import ACTION, RolloutResult, Rollouts  # noqa: E402
+from trialbook.rl.rollout import RolloutResult, Rollouts, actions  # noqa: E402
 
 ENV_ID = "trialbook"
 CONFIG_KEYS = ("tasks", "ledger", "run", "runs_dir", "timeout_multiplier")
@@ -96,7 +96,7 @@ class TrialbookTextEnv(BaseTextEnv):
         if self.episode is None:
             raise RuntimeError("step() before init()")
         self.turns += 1
-        commands = [a.strip() for a in ACTION.findall(action) if a.strip()]
+        commands = actions(action)
         if commands and self.turns < self.max_turns and self.episode.running:
             output = "\n\n".join(self.episode.bash(c) for c in commands)
             return BaseTextEnvStepOutput(observations=[{"role": "user", "content": output}], reward=0.0, done=False,
