@@ -1,7 +1,7 @@
 """verifiers' own evaluation entry point (`vf-eval`, what prime-rl's environments are run with) drives trialbook's
 environment (rl/verifiers_env.py) against the real llama-cpp-python server with SmolLM2-135M behind the model
 gateway: every rollout is a graded `kind=train` trial in the ledger, its reward in verifiers' results is the
-trial's training reward, its turns' token ids are the gateway's records (and the ids verifiers itself read into
+trial's training reward, its several turns' token ids are the gateway's records (and the ids verifiers itself read into
 its trajectory, what prime-rl trains on), and a task whose image cannot be built masks its whole group.
 
 Needs the `verifiers` extra (pip install -e '.[verifiers]'), the model server (scripts/ci-setup-model.sh), Docker.
@@ -62,7 +62,7 @@ def test_vf_eval_records_graded_trials_with_the_gateways_tokens(engine, db: str,
             "timeout_multiplier": 5, "runs_dir": str(tmp_path / "runs")}  # fmt: skip
     cmd = [sys.executable, "-m", "verifiers.legacy.scripts.eval", "trialbook.rl.verifiers_env", "-a", json.dumps(args),
            "-m", "smollm2-135m-instruct", "-b", gateway.url, "-k", "W41_NO_KEY", "-n", str(EXAMPLES_N),
-           "-r", str(ROLLOUTS), "-t", "48", "-T", "0", "-S", '{"logprobs": true}', "-c", "4", "-d", "-s",
+           "-r", str(ROLLOUTS), "-t", "32", "-T", "0", "-S", '{"logprobs": true}', "-c", "4", "-d", "-s",
            "-C", "trajectory,trialbook", "-o", str(tmp_path / "vf")]  # fmt: skip
     env = {**os.environ, "W41_NO_KEY": "none"}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
@@ -72,6 +72,7 @@ def test_vf_eval_records_graded_trials_with_the_gateways_tokens(engine, db: str,
     results = _results(tmp_path / "vf")
     assert len(rows) == len(results) == EXAMPLES_N * ROLLOUTS
     ledger = Ledger(db)
+    eos = gateway.engine._bare(gateway.engine.eos, None, 30)[0]  # type: ignore[attr-defined]
     for res in results:
         mine = res["trialbook"]
         row = rows[mine["trial_id"]]
@@ -86,11 +87,17 @@ def test_vf_eval_records_graded_trials_with_the_gateways_tokens(engine, db: str,
         assert row["wv"] == 3 and row["extra"]["rollout"]["staleness"] == 0
         traj = Trajectory.loads(ledger.artifact(row["id"], ARTIFACT))
         steps = res["trajectory"]
-        # one gateway call per model turn verifiers took, prefix-consistent, with the engine's own ids
-        assert len(traj.turns) == len(steps) >= 1 and traj.exact and traj.broken == []
+        # one gateway call per model turn verifiers took (several: a reply without a bash block is told so and
+        # the episode goes on to max_turns), prefix-consistent, with the engine's own ids
+        assert len(traj.turns) == len(steps) >= 2 and traj.exact and traj.broken == []
+        for prev, turn in zip(traj.turns, traj.turns[1:], strict=False):  # observation tokens between the turns
+            assert len(turn.prompt_ids) > len(prev.prompt_ids) + len(prev.completion_ids)
         for turn, step in zip(traj.turns, steps, strict=True):
             tokens = step["tokens"]  # verifiers' own record of the turn (read from the gateway's answer)
             assert tokens["prompt_ids"] == turn.prompt_ids and tokens["completion_ids"] == turn.completion_ids
+            # and they are what the engine generated: its own detokenizer gives back the reply verifiers got
+            ids = turn.completion_ids[:-1] if turn.completion_ids[-1:] == [eos] else turn.completion_ids
+            assert "".join(gateway.engine._detokenize(i, None, 30) for i in ids) == step["completion"][0]["content"]
         # the training sequence: the mask is 1 exactly on the model's completions
         (seg,) = traj.segments()
         model_tokens = [i for t in traj.turns for i in t.completion_ids]

@@ -7,10 +7,12 @@ trialbook trials, loadable by verifiers' own entry points.
 `load_environment(...)` returns a `vf.MultiTurnEnv` (verifiers' classic API: what `vf-eval`, `vf.load_environment`
 and prime-rl's orchestrator drive). One row per task; each rollout starts a trial of it (rl/episode.py: the
 harness runs it, sandbox, isolation and all); each model reply's ```bash blocks run in that trial's sandbox and
-their output is the next user message; a reply without one ends the episode (so does `max_turns`). The rubric's
-reward is a group function: it ends every episode of the group, lets the verifier grade each, settles the group
-by the rewards policy (a masked member masks the group: reward 0.0 and the `trialbook_masked` metric 1) and
-records each rollout as a `kind=train` trial with `step`.
+their output is the next user message; a reply without one is told so (a format error, as mini-swe-agent
+does: the turn is spent); the episode ends on the submit command, at `max_turns`, or at once when the trial
+failed before the agent started. The rubric's reward is a group function: it ends every episode of the
+group, lets the verifier grade each, settles the group by the rewards policy (a masked member masks the
+group: reward 0.0 and the `trialbook_masked` metric 1) and records each rollout as a `kind=train` trial
+with `step`.
 
 Token ids: give `gateway=` the URL of a model gateway (rl/gateway.py) and point verifiers' client at it
 (`-b`). verifiers sends each rollout's `trajectory_id` as `X-Session-ID`, which the gateway takes as the trial
@@ -41,11 +43,13 @@ from trialbook.rl.gateway import take_calls  # noqa: E402
 from trialbook.rl.rollout import Pending, Rollouts, actions  # noqa: E402
 from trialbook.rl.trajectory import Trajectory  # noqa: E402
 
-SYSTEM = """You are a software engineer fixing an issue in a code repository. Each reply: one short thought, then
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+SYSTEM = f"""You are a software engineer fixing an issue in a code repository. Each reply: one short thought, then
 exactly one shell command in a ```bash block; it runs in the repository and you get its output. When the fix is
-done, reply without a bash block."""
+done, reply with the command `{SUBMIT}`."""
 
-DONE = "The episode is over (no ```bash block in the reply)."
+FORMAT_ERROR = f"Format error: no ```bash block in the reply. Reply with one command in a ```bash block, or `{SUBMIT}`."
+ENDED = "The episode is over."
 
 
 def _content(message: Any) -> str:
@@ -90,10 +94,13 @@ class TrialbookEnv(vf.MultiTurnEnv):
     async def env_response(self, messages: vf.Messages, state: vf.State, **kwargs: Any) -> vf.Messages:
         episode = self._episodes[state["trajectory_id"]]
         commands = actions(_content(messages[-1]))
-        if not commands:
-            reply = [{"role": "user", "content": DONE}]
+        if not episode.running or any(c.strip() == SUBMIT for c in commands):
+            # submitted, or the trial failed before the agent started (its sandbox never came up)
+            reply = [{"role": "user", "content": ENDED}]
             state["final_env_response"] = reply
             return reply
+        if not commands:  # as mini-swe-agent does: the turn is spent, the model is told the format
+            return [{"role": "user", "content": FORMAT_ERROR}]
         outputs = [await asyncio.to_thread(episode.bash, c) for c in commands]
         return [{"role": "user", "content": "\n\n".join(outputs)}]
 
