@@ -23,5 +23,9 @@ if ! "$PY" -c 'import trl, torch, gguf, accelerate' 2>/dev/null; then
     "$PY" -m pip install -q 'torch==2.13.0'
     "$PY" -m pip install -q -e "$(dirname "$0")/..[train]"
 fi
+# verifiers' environments (tests/rl/test_verifiers_env.py): only adds packages (0.3.1 leaves openai as it is)
+if ! "$PY" -c 'import verifiers.legacy.envs.multiturn_env' 2>/dev/null; then
+    "$PY" -m pip install -q -e "$(dirname "$0")/..[verifiers]"
+fi
 "$PY" -c 'import llama_cpp; from trialbook.agents.llama import model_file; print("model ready: llama-cpp-python", llama_cpp.__version__, model_file())'
 echo "ci-setup-model: $(( $(date +%s) - start )) s"

@@ -20,6 +20,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "swebench": ("swebench.harness.test_spec.python",),
     "ray": ("ray",),
     "web": ("starlette", "uvicorn", "jinja2", "matplotlib"),
+    "verifiers": ("verifiers.legacy.envs.multiturn_env", "datasets"),
+    "skyrl": ("skyrl_gym",),
 }
 
 

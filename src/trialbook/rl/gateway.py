@@ -43,6 +43,9 @@ from trialbook.agents.endpoints import normalize, probe
 from trialbook.errors import UserError
 
 TRIAL_HEADER = "X-Trialbook-Trial"
+# verifiers' clients send the rollout's trajectory id in this header on every call: the trial key when
+# neither TRIAL_HEADER nor a /t/<key>/ path names one
+SESSION_HEADER = "X-Session-ID"
 WV_HEADER = "X-Weight-Version"
 _TRIAL_PATH = re.compile(r"^/t/([A-Za-z0-9._:@=+-]{1,200})(/.*)$")
 
@@ -69,6 +72,14 @@ class Call:
     @property
     def exact(self) -> bool:
         return self.source in ("returned", "engine-tokenizer")
+
+
+def take_calls(gateway_url: str, trial: str, timeout: float = 30.0) -> list[Call]:
+    """A trial's calls from a gateway in another process (`POST /admin/take/<trial>`), forgotten there."""
+    root = normalize(gateway_url).removesuffix("/v1")
+    resp = requests.post(f"{root}/admin/take/{trial}", timeout=timeout)
+    resp.raise_for_status()
+    return [Call(**row) for row in resp.json()]
 
 
 @dataclass
@@ -330,7 +341,7 @@ def engine_for(url: str, chat_template: tuple[str, str, str] | None = None, kind
 
 @dataclass
 class Gateway:
-    """The proxy itself (a thread in this process, or `trialbook train gateway` for a shared one)."""
+    """The proxy itself (a thread in this process, or `python -m trialbook.rl.gateway` for a shared one)."""
 
     engine_url: str
     chat_template: tuple[str, str, str] | None = None
@@ -449,7 +460,7 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _split(self) -> tuple[str, str]:
-            trial = self.headers.get(TRIAL_HEADER, "")
+            trial = self.headers.get(TRIAL_HEADER) or self.headers.get(SESSION_HEADER) or ""
             path = self.path
             m = _TRIAL_PATH.match(path)
             if m:
@@ -504,6 +515,9 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
                     return
                 self._json(200, {"version": gw.weight_version})
                 return
+            if path.startswith("/admin/take/"):
+                self._json(200, [asdict(c) for c in gw.take(path.removeprefix("/admin/take/"))])
+                return
             if path.rstrip("/") != "/v1/chat/completions":
                 self._passthrough("POST", path, raw)
                 return
@@ -530,3 +544,40 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
             self._json(200, out, wv)
 
     return Handler
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m trialbook.rl.gateway --engine URL [--port N] [--gguf model.gguf] [--log calls.jsonl]`: a shared
+    gateway for trainers and environments in other processes (verifiers' env servers, SkyRL's workers)."""
+    import argparse
+    import sys
+
+    from trialbook.agents.endpoints import EndpointError
+    from trialbook.errors import TrialbookError
+
+    parser = argparse.ArgumentParser(prog="python -m trialbook.rl.gateway", description=main.__doc__)
+    parser.add_argument("--engine", required=True, help="the engine's OpenAI base URL (vLLM, SGLang, llama.cpp)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8100)
+    parser.add_argument("--gguf", help="llama-cpp-python only: the served GGUF file (its chat template)")
+    parser.add_argument("--log", type=Path, help="append every call here as one JSON line")
+    args = parser.parse_args(argv)
+    try:
+        template = template_of(args.gguf) if args.gguf else None
+        gw = Gateway(args.engine, chat_template=template, host=args.host, port=args.port, log=args.log)
+    except (TrialbookError, EndpointError, ImportError, OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"gateway {gw.url} -> {gw.engine.name} at {gw.engine_url}", flush=True)
+    try:
+        gw.serve_forever()
+    except OSError as exc:
+        print(f"error: cannot serve on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -55,6 +55,11 @@ from minisweagent.exceptions import Submitted  # noqa: E402
 ACTION = re.compile(r"```(?:mswea_bash_command|bash|sh)\s*\n(.*?)\n?```", re.DOTALL)
 
 
+def actions(reply: str) -> list[str]:
+    """The shell commands of a model reply: its non-empty ```bash blocks, in order."""
+    return [a.strip() for a in ACTION.findall(reply) if a.strip()]
+
+
 class CompletionAgent:
     """One model completion as the whole episode: its bash block(s) run in order, then the verifier.
 
@@ -69,27 +74,27 @@ class CompletionAgent:
 
     def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
         start = time.monotonic()
-        actions = [a.strip() for a in ACTION.findall(self.completion) if a.strip()]
+        commands = actions(self.completion)
         log = [f"--- assistant\n{self.completion}"]
         env = SandboxEnvironment(sandbox, start + timeout, self.command_timeout)
         exit_code = None
-        for command in actions:
+        for command in commands:
             try:
                 out = env.execute({"command": command})
             except Submitted:
                 break
             exit_code = out["returncode"]
             log.append(f"--- user\n<returncode>{exit_code}</returncode>\n{out['output'][-4000:]}")
-        trajectory = {"messages": [{"role": "assistant", "content": self.completion}], "actions": actions}
+        trajectory = {"messages": [{"role": "assistant", "content": self.completion}], "actions": commands}
         result = AgentResult(
             exit_code=exit_code,
             log="\n".join(log) + "\n",
             duration_s=round(time.monotonic() - start, 3),
             turns=1,
             files={"trajectory.json": json.dumps(trajectory, indent=1)},
-            info={"exit_status": "Submitted" if actions else "FormatError", "submitted": bool(actions)},
+            info={"exit_status": "Submitted" if commands else "FormatError", "submitted": bool(commands)},
         )
-        if not actions:
+        if not commands:
             raise FormatStop("the completion has no ```bash block", result)
         return result
 
