@@ -32,7 +32,7 @@ def test_grade_gold_resolves_empty_does_not(engine, cli, db, tmp_path: Path):
         {"instance_id": "proxy-env", "model_name_or_path": "m", "model_patch": ""},
         {"instance_id": "slow-solution", "model_name_or_path": "m", "model_patch": "--- a/nope.py\n+++ b/nope.py\n"},
     ]))  # fmt: skip
-    res = cli("grade", str(predictions), "--tasks", str(EXAMPLES), "--run", "graded", "--concurrency", "3",
+    res = cli("grade", str(predictions), "--tasks-dir", str(EXAMPLES), "--run", "graded", "--concurrency", "3",
               "--runs-dir", str(tmp_path / "runs"))  # fmt: skip
     assert res.exit_code == 0, res.stderr
     trials = _trials(cli, "graded")
@@ -50,7 +50,7 @@ def test_grade_gold_resolves_empty_does_not(engine, cli, db, tmp_path: Path):
     assert [ln for ln in patch.splitlines() if ln[:1] in "+-"] == [
         ln for ln in GOLD["plain-bugfix"].splitlines() if ln[:1] in "+-"
     ]
-    res = cli("grade", str(predictions), "--tasks", str(tmp_path), "--run", "x")
+    res = cli("grade", str(predictions), "--tasks-dir", str(tmp_path), "--run", "x")
     assert res.exit_code == 2 and "have no task folder" in res.stderr
 
 
@@ -94,3 +94,28 @@ def test_reverify_after_a_verifier_fix(engine, cli, db, tmp_path: Path):
     res = cli("compare", "before-reverified", "after")
     assert res.exit_code == 0 and "different verifiers" not in res.stdout.replace("\n", " ")
     assert cli("reverify", "before", "--run", "before").exit_code == 2
+
+
+def test_grade_on_a_built_swebench_instance_gold_resolves_empty_does_not(engine, cli, db, tmp_path: Path):
+    """SWE-bench's own mode on a real instance: psf/requests 2.27 built from source (`tasks from-swebench
+    --build`; found by its content hash when tests/tasks/test_swebench_build_docker.py built it first), its
+    gold patch and an empty one graded by the instance's real test suite."""
+    from paths import DATA, INSTANCES
+
+    instance = "psf__requests-6028"
+    tasks = tmp_path / "tasks"
+    res = cli("tasks", "from-swebench", str(INSTANCES), "--out", str(tasks), "--build",
+              "--repos", str(DATA / "swebench-repos"), "--task", instance, use_db=False)  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    gold = next(json.loads(line) for line in INSTANCES.read_text().splitlines() if instance in line)["patch"]
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text("".join(json.dumps(p) + "\n" for p in (
+        {"instance_id": instance, "model_name_or_path": "gold", "model_patch": gold},
+    )))  # fmt: skip
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(json.dumps({"instance_id": instance, "model_name_or_path": "empty", "model_patch": ""}) + "\n")
+    for name, file in (("gold", predictions), ("empty", empty)):
+        res = cli("grade", str(file), "--tasks-dir", str(tasks), "--run", name, "--runs-dir", str(tmp_path / "runs"))
+        assert res.exit_code == 0, res.stderr
+    assert [t["outcome"] for t in _trials(cli, "gold").values()] == ["resolved"]
+    assert [t["outcome"] for t in _trials(cli, "empty").values()] == ["unresolved"]

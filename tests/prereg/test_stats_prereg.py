@@ -103,7 +103,7 @@ def test_check_refuses(cli, pool, tmp_path):
     [
         (("--train", "150", "--holdout", "80"), "exceeds the pool's 200 tasks"),
         (("--train", "10", "--holdout", "0"), "--holdout must be at least 1"),
-        (("--train", "10", "--holdout", "10", "--holdout-repeats", "0"), "--holdout-repeats"),
+        (("--train", "10", "--holdout", "10", "--holdout-attempts", "0"), "--holdout-attempts"),
     ],
 )
 def test_init_bad_input(cli, pool, tmp_path, args, message):

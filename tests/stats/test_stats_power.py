@@ -97,7 +97,7 @@ def test_plan_from_one_run_says_it_is_optimistic(cli, tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--tasks", "500", "--repeats", "0", "--effect", "4"), "--repeats must be at least 1"),
+        (("--tasks", "500", "--attempts", "0", "--effect", "4"), "--attempts must be at least 1"),
         (("--tasks", "500", "--repeats", "2", "--effect", "-3"), "--effect must be a positive"),
         (("--tasks", "1", "--repeats", "2", "--effect", "3"), "--tasks must be at least 2"),
         (("--tasks", "500", "--repeats", "2", "--effect", "3", "--vs", "x"), "--vs needs --from-run"),

@@ -85,7 +85,7 @@ def test_durations_from_a_run(cli, tmp_path):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--batch", "300"], "--batch 300 is larger than --pool 250"),
+        (["--batch", "300"], "--batch 300 is larger than --tasks 250"),
         (["--workers", "0"], "--workers must be at least 1"),
         (["--group", "0"], "--group must be at least 1"),
         (["--staleness", "-1"], "--staleness must be >= 0"),
@@ -113,6 +113,6 @@ def test_needs_exactly_one_duration_source(cli):
 def test_rollouts_generator_bad_input(cli, tmp_path):
     out = tmp_path / "t.jsonl"
     res = cli("sim", "rollouts", "--out", str(out), "--batch", "300", use_db=False)
-    assert res.exit_code == 2 and "--batch 300 is larger than --pool 250" in res.stderr and not out.exists()
+    assert res.exit_code == 2 and "--batch 300 is larger than --tasks 250" in res.stderr and not out.exists()
     res = cli("sim", "rollouts", "--out", str(tmp_path / "no" / "t.jsonl"), use_db=False)
     assert res.exit_code == 2 and "cannot write" in res.stderr

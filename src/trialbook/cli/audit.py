@@ -88,7 +88,9 @@ def attribute_cmd(
 def from_swebench_cmd(
     instances: Path,
     out: Annotated[Path, typer.Option("--out", help="Folder to write one task folder per instance into.")],
-    ids: Annotated[str | None, typer.Option("--ids", help="Comma-separated instance ids (default: all).")] = None,
+    ids: Annotated[
+        list[str] | None, typer.Option("--task", help="Only this instance id (repeatable, or comma-separated).")
+    ] = None,
     build: Annotated[bool, typer.Option("--build", help="Build each instance's image here from source.")] = False,
     repos: Annotated[
         Path | None, typer.Option("--repos", help="--build: folder of <owner>__<name>.git (default: fetch upstream).")

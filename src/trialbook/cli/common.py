@@ -9,10 +9,12 @@ from typing import Annotated, Any
 
 import typer
 
+from trialbook.cli.aliases import AliasGroup
 from trialbook.errors import UserError
 from trialbook.names import check_run_name
 
 app = typer.Typer(
+    cls=AliasGroup,  # old option spellings keep working (cli/aliases.py)
     help="Run agent trials, keep them in one ledger, compare runs with honest statistics.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -78,9 +80,11 @@ RunName = Annotated[str | None, typer.Option("--run", help="Run name (default: f
 RunArg = Annotated[str, typer.Argument(help="Run name.", callback=valid_run)]
 
 
-def comma_list(text: str | None) -> list[str] | None:
-    """A comma-separated option value as its non-empty items; None when the option was not given."""
-    return [item.strip() for item in text.split(",") if item.strip()] if text else None
+def comma_list(text: str | list[str] | None) -> list[str] | None:
+    """A comma-separated option value (or a repeatable option's values, each may be comma-separated) as its
+    non-empty items; None when the option was not given."""
+    texts = ([text] if text else []) if isinstance(text, str) else text or []
+    return [item.strip() for each in texts for item in each.split(",") if item.strip()] if texts else None
 
 
 def _finite(value: Any) -> Any:

@@ -83,7 +83,9 @@ RayAddress = Annotated[
 
 # options `run` and `validate` share
 Concurrency = Annotated[int, typer.Option("--concurrency", min=1, help="Trials at once.")]
-TaskIds = Annotated[str | None, typer.Option("--tasks", help="Only these task ids (comma-separated).")]
+TaskIds = Annotated[
+    list[str] | None, typer.Option("--task", help="Only this task id (repeatable, or comma-separated ids).")
+]
 RunsDir = Annotated[Path, typer.Option("--runs-dir", help="Where runs/<run>/<trial>/ go.", callback=writable_runs_dir)]
 
 
@@ -269,7 +271,7 @@ def quickstart_cmd(
 @app.command("validate")
 def validate_cmd(
     tasks_dir: Path,
-    repeats: Annotated[int, typer.Option("--repeats", min=1, help="Trials per agent (oracle, nop) per task.")] = 3,
+    repeats: Annotated[int, typer.Option("--attempts", min=1, help="Trials per agent (oracle, nop) per task.")] = 3,
     timeout_multiplier: Multiplier = None,
     image_variant: Annotated[
         list[str] | None,
@@ -316,7 +318,7 @@ def _patch_run_done(ledger: Ledger, name: str, ran: object, as_json: bool) -> No
     _finish(ledger, name, ran.tally, as_json)  # type: ignore[attr-defined]
 
 
-TasksDir = Annotated[Path, typer.Option("--tasks", help="The task folders the patches are graded on.")]
+TasksDir = Annotated[Path, typer.Option("--tasks-dir", help="The task folders the patches are graded on.")]
 
 
 @app.command("grade")
@@ -351,7 +353,7 @@ def reverify_cmd(
     old: RunArg,
     run: Annotated[str, typer.Option("--run", help="The new run's name.", callback=valid_run)],
     tasks_dir: Annotated[
-        Path | None, typer.Option("--tasks", help="Task folders (default: the run's own; needed for imports).")
+        Path | None, typer.Option("--tasks-dir", help="Task folders (default: the run's own; needed for imports).")
     ] = None,
     concurrency: Concurrency = 1,
     timeout_multiplier: Multiplier = None,

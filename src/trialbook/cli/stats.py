@@ -109,7 +109,7 @@ def plan_cmd(
         int | None, typer.Option("--tasks", help="Number of tasks (omitted: how many give 80% power).")
     ] = None,
     repeats: Annotated[
-        int | None, typer.Option("--repeats", help="Attempts per task, K (omitted: the fewest that suffice).")
+        int | None, typer.Option("--attempts", help="Attempts per task, K (omitted: the fewest that suffice).")
     ] = None,
     from_run: Annotated[str | None, typer.Option("--from-run", help="Estimate variances from this run.")] = None,
     vs: Annotated[str | None, typer.Option("--vs", help="Second run: estimate per-task differences too.")] = None,
@@ -143,7 +143,7 @@ def prereg_init_cmd(
     holdout: Annotated[int, typer.Option("--holdout", help="Held-out tasks for the confirmation.")],
     seed: Annotated[int, typer.Option("--seed", help="Seed of the split.")],
     out: Annotated[Path, typer.Option("--out", help="Plan file (YAML) to write.")],
-    holdout_repeats: Annotated[int, typer.Option("--holdout-repeats", help="Attempts per held-out task.")] = 1,
+    holdout_repeats: Annotated[int, typer.Option("--holdout-attempts", help="Attempts per held-out task.")] = 1,
     min_diff: MinDiff = 4.0,
     candidates: Annotated[int, typer.Option("--candidates", help="Most candidates to be confirmed.")] = 1,
     metric: Metric = "resolved",

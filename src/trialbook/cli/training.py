@@ -68,7 +68,7 @@ def sim_pipeline_cmd(
     batch: Annotated[int, typer.Option("--batch", help="Groups (tasks) per optimizer step.")],
     group: Annotated[int, typer.Option("--group", help="Trajectories per group.")],
     staleness: Annotated[int, typer.Option("--staleness", help="Max weight versions a trajectory may lag.")],
-    pool: Annotated[int, typer.Option("--pool", help="Tasks in the training pool.")],
+    pool: Annotated[int, typer.Option("--tasks", help="Tasks in the training pool.")],
     epochs: Annotated[int, typer.Option("--epochs", help="Passes over the pool.")],
     train_step_s: Annotated[float, typer.Option("--train-step-s", help="Seconds per optimizer step.", callback=finite)],
     workers: Annotated[int, typer.Option("--workers", help="Concurrent trajectories.")],
@@ -103,7 +103,7 @@ def sim_rollouts_cmd(
     steps_out: Annotated[
         Path | None, typer.Option("--steps-out", help="Steps JSONL to write (`import steps`).")
     ] = None,
-    pool: Annotated[int, typer.Option("--pool")] = 250,
+    pool: Annotated[int, typer.Option("--tasks", help="Tasks in the training pool.")] = 250,
     group: Annotated[int, typer.Option("--group")] = 8,
     batch: Annotated[int, typer.Option("--batch")] = 16,
     staleness: Annotated[int, typer.Option("--staleness")] = 3,
@@ -112,7 +112,9 @@ def sim_rollouts_cmd(
         float, typer.Option("--gain", help="Logit gain per re-encounter of a task.", callback=finite)
     ] = 0.1,
     incomplete: Annotated[int, typer.Option("--incomplete", help="Trajectories cut off at the end.")] = 128,
-    step_s: Annotated[float, typer.Option("--step-s", help="Typical step time.", callback=finite)] = 600.0,
+    step_s: Annotated[
+        float, typer.Option("--train-step-s", help="Typical seconds per optimizer step.", callback=finite)
+    ] = 600.0,
     stall_s: Annotated[
         float, typer.Option("--stall-s", help="Wait of the first step of each new epoch.", callback=finite)
     ] = 4500.0,
@@ -153,7 +155,7 @@ def train_watch_cmd(
     webhook: Annotated[str | None, typer.Option("--webhook", help="POST each alert as JSON to this URL.")] = None,
     bucket: Annotated[int, typer.Option("--bucket", help="Weight versions per signature bucket.")] = 5,
     max_staleness: Annotated[
-        int | None, typer.Option("--max-staleness", help="Staleness bound [default: the run config's 'staleness'].")
+        int | None, typer.Option("--staleness", help="Staleness bound [default: the run config's 'staleness'].")
     ] = None,
     infra_error_pct: Annotated[
         float, typer.Option("--infra-error-pct", help="Alert above this infra-error share.", callback=finite)
@@ -254,7 +256,7 @@ def train_selection_cmd(
 def train_export_cmd(
     run: RunArg,
     to: Annotated[str, typer.Option("--to", help="wandb or mlflow.")],
-    out_dir: Annotated[Path, typer.Option("--dir", help="W&B: where the offline run goes.")] = Path("wandb-export"),
+    out_dir: Annotated[Path, typer.Option("--out", help="W&B: where the offline run goes.")] = Path("wandb-export"),
     tracking_uri: Annotated[
         str | None, typer.Option("--tracking-uri", help="MLflow server [env MLFLOW_TRACKING_URI].")
     ] = None,

@@ -68,7 +68,7 @@ def report_cmd(
     exclude_repo: Annotated[
         list[str] | None, typer.Option("--exclude-repo", help="Drop a repo's tasks from the comparison (repeatable).")
     ] = None,
-    train: Annotated[str | None, typer.Option("--train", help="A training run: the training section.")] = None,
+    train: Annotated[str | None, typer.Option("--train-run", help="A training run: the training section.")] = None,
     bucket: Annotated[int, typer.Option("--bucket", help="Weight versions per bucket.")] = 5,
     audit: Annotated[str | None, typer.Option("--audit", help="A run to audit: the signatures section.")] = None,
     title: Annotated[str, typer.Option("--title", help="Title of the report.")] = "trialbook report",

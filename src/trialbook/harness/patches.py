@@ -111,7 +111,7 @@ def reverify_run(
         raise UserError(f"run '{old}' has no stored patches to grade again (its trials keep no patch.diff)")
     where = tasks_dir or (Path(stored_dir) if stored_dir else None)
     if where is None:
-        raise UserError(f"run '{old}' was imported: give --tasks DIR, the task folders to grade its patches on")
+        raise UserError(f"run '{old}' was imported: give --tasks-dir DIR, the task folders to grade its patches on")
     missing = sorted(set(patches) - _task_ids(where))
     if missing:
         raise UserError(f"{len(missing)} task(s) of run '{old}' have no folder in {where} (first: {missing[0]})")

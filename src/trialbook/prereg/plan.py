@@ -74,7 +74,7 @@ def init_plan(
     if train + holdout > len(pool):
         raise UserError(f"--train {train} + --holdout {holdout} exceeds the pool's {len(pool)} tasks")
     if holdout_repeats < 1:
-        raise UserError(f"--holdout-repeats must be at least 1, not {holdout_repeats}")
+        raise UserError(f"--holdout-attempts must be at least 1, not {holdout_repeats}")
     if min_diff < 0:
         raise UserError(f"--min-diff must be non-negative, not {min_diff}")
     if max_candidates < 1:

@@ -57,7 +57,7 @@ class PowerPlan(Result):
     power: float
     claim_power: float
     notes: list[str]
-    answer: str | None = optional()  # what `plan` chose when --tasks or --repeats was omitted
+    answer: str | None = optional()  # what `plan` chose when --tasks or --attempts was omitted
 
 
 def within_variance(s: TaskScores) -> float | None:
@@ -138,7 +138,7 @@ def _check(tasks: int | None, repeats: int | None, effect: float, base_rate: flo
     if tasks is not None and tasks < 2:
         raise UserError(f"--tasks must be at least 2, not {tasks}")
     if repeats is not None and repeats < 1:
-        raise UserError(f"--repeats must be at least 1, not {repeats}")
+        raise UserError(f"--attempts must be at least 1, not {repeats}")
     if not math.isfinite(min_diff) or min_diff < 0:  # the rule compare applies
         raise UserError(f"--min-diff must be a non-negative number of points, not {min_diff}")
     if not math.isfinite(effect) or effect <= 0:
@@ -153,7 +153,7 @@ def _check(tasks: int | None, repeats: int | None, effect: float, base_rate: flo
 
 def _design(omega2: float, sampling: float, tasks: int | None, repeats: int | None,
             effect: float) -> tuple[int, int, str | None]:  # fmt: skip
-    """The design to report: the one given, or with --tasks / --repeats omitted the smallest that gives
+    """The design to report: the one given, or with --tasks / --attempts omitted the smallest that gives
     POWER against `effect` (and the sentence that says so)."""
     delta = effect / 100
 

@@ -331,14 +331,14 @@ def load_tasks(tasks_dir: Path, only: list[str] | None = None) -> tuple[list[Tas
     if (tasks_dir / "task.toml").is_file():  # its environment/, tests/, solution/ are no tasks
         raise UserError(
             f"{tasks_dir} is a task folder (it has a task.toml): pass the folder that holds it, "
-            f"{tasks_dir.parent} (with --tasks {tasks_dir.name} for this one only)"
+            f"{tasks_dir.parent} (with --task {tasks_dir.name} for this one only)"
         )
     folders = sorted(p for p in tasks_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
     if only:
         known = {f.name for f in folders}
         missing = [t for t in only if t not in known]
         if missing:
-            raise UserError(f"unknown task(s) in --tasks: {', '.join(missing)}")
+            raise UserError(f"unknown task(s) in --task: {', '.join(missing)}")
         folders = [f for f in folders if f.name in set(only)]
     if not folders:
         raise UserError(f"{tasks_dir}: no task folders")

@@ -6,7 +6,7 @@ trained, their pass rate and their staleness (mean and max of step - 1 - wv); th
 raises on the run as it stands (a W&B Table / an MLflow JSON artifact). A comparison goes out as its paired
 table (one row per candidate and subset), with each candidate's paired difference as a metric.
 
-W&B runs in offline mode unless WANDB_MODE says otherwise (files under `--dir`, `wandb sync` uploads them);
+W&B runs in offline mode unless WANDB_MODE says otherwise (files under `--out`, `wandb sync` uploads them);
 MLflow goes to `--tracking-uri` or MLFLOW_TRACKING_URI. Both libraries are optional extras (`wandb`, `mlflow`).
 """
 

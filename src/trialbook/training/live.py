@@ -72,7 +72,7 @@ class LiveState(Result):
     trajectories: int
     in_flight_wv: dict[str, int]  # weight version -> trajectories generated for steps not yet trained
     staleness: dict[str, int]  # versions behind -> trained trajectories
-    max_staleness: int | None  # the configured bound (`--max-staleness`, or the run config's `staleness`)
+    max_staleness: int | None  # the configured bound (`--staleness`, or the run config's `staleness`)
     empty_wv: list[int]
     waits: list[StepWait]
     bad_timestamps: list[int]  # steps whose wait came out negative

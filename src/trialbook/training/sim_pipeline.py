@@ -48,7 +48,7 @@ class PipelineConfig:
             if getattr(self, name) < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         if self.batch > self.pool:
-            raise UserError(f"--batch {self.batch} is larger than --pool {self.pool}: an epoch holds no full batch")
+            raise UserError(f"--batch {self.batch} is larger than --tasks {self.pool}: an epoch holds no full batch")
         if self.staleness < 0:
             raise UserError(f"--staleness must be >= 0, got {self.staleness}")
         if self.train_step_s < 0:

@@ -54,9 +54,9 @@ class RolloutConfig:
             if getattr(self, name) < 1:
                 raise UserError(f"--{name} must be at least 1")
         if self.batch > self.pool:
-            raise UserError(f"--batch {self.batch} is larger than --pool {self.pool}: no full batch to train on")
+            raise UserError(f"--batch {self.batch} is larger than --tasks {self.pool}: no full batch to train on")
         if self.staleness < 0 or self.incomplete < 0 or self.step_s <= 0 or self.stall_s < 0:
-            raise UserError("--staleness, --incomplete and --stall-s must be >= 0 and --step-s > 0")
+            raise UserError("--staleness, --incomplete and --stall-s must be >= 0 and --train-step-s > 0")
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:

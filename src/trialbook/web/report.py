@@ -37,7 +37,7 @@ def audit_section(ledger: Ledger, run: str) -> dict[str, Any]:
 
 def write_html(out: Path, sections: list[dict[str, Any]], title: str) -> int:
     if not sections:
-        raise UserError("nothing to report: give --compare, --train and/or --audit")
+        raise UserError("nothing to report: give --compare, --train-run and/or --audit")
     try:
         v = version("trialbook")
     except PackageNotFoundError:

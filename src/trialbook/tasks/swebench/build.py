@@ -74,7 +74,7 @@ def _select(rows: list[dict[str, Any]], ids: list[str] | None, source: Path) -> 
     known = {r["instance_id"] for r in rows}
     unknown = [i for i in ids if i not in known]
     if unknown:
-        raise UserError(f"unknown instance id {unknown[0]!r}: not in {source} ({len(unknown)} unknown --ids)")
+        raise UserError(f"unknown instance id {unknown[0]!r}: not in {source} ({len(unknown)} unknown --task ids)")
     wanted = set(ids)
     return [r for r in rows if r["instance_id"] in wanted]
 

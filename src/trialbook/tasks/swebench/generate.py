@@ -432,7 +432,7 @@ def write_tasks(instances: Path, out: Path, ids: list[str] | None = None) -> Tas
         known = {r["instance_id"] for r in rows}
         unknown = [i for i in ids if i not in known]
         if unknown:
-            raise UserError(f"{len(unknown)} --ids not in {instances} (first: {unknown[0]})")
+            raise UserError(f"{len(unknown)} --task ids not in {instances} (first: {unknown[0]})")
         rows = [r for r in rows if r["instance_id"] in set(ids)]
     out.mkdir(parents=True, exist_ok=True)
     written: list[str] = []
