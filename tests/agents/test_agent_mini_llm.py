@@ -173,7 +173,7 @@ def test_a_killed_server_gives_retried_infra_errors_then_a_rerun_grades(cli, db:
         killer = threading.Thread(target=_kill_after_first_chat, args=(server,), daemon=True)
         killer.start()
         res = cli("run", str(EXAMPLES), "--agent", "mini", "--endpoint", server.url, "--run", "dead",
-                  "--tasks", "plain-bugfix", "--max-turns", "4", "--max-output-tokens", "64", "--retries", "1",
+                  "--task", "plain-bugfix", "--max-turns", "4", "--max-output-tokens", "64", "--retries", "1",
                   "--json")  # fmt: skip
         killer.join(5)
         assert res.exit_code == 0, res.stderr

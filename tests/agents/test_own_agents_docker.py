@@ -23,7 +23,7 @@ def _trials(cli, run: str) -> dict[str, dict]:
 def test_example_agent_by_file_path(engine, cli, db, tmp_path: Path):
     runs = tmp_path / "runs"
     res = cli("run", str(EXAMPLES), "--agent", f"{REPLAY}:ReplayAgent", "--run", "replay",
-              "--tasks", "plain-bugfix,proxy-env", "--runs-dir", str(runs))  # fmt: skip
+              "--task", "plain-bugfix,proxy-env", "--runs-dir", str(runs))  # fmt: skip
     assert res.exit_code == 0, res.stderr
     assert f"trial folders: {runs / 'replay'}/" in res.stderr
     trials = _trials(cli, "replay")
@@ -47,7 +47,7 @@ def test_example_agent_by_file_path(engine, cli, db, tmp_path: Path):
 
 def test_agent_command_in_the_sandbox(engine, cli, db, tmp_path: Path):
     cmd = f'echo "task: $(echo "$TRIALBOOK_INSTRUCTION" | head -1)"; cd /testbed && {FIX_FETCH} || sleep 30'
-    res = cli("run", str(EXAMPLES), "--agent-cmd", cmd, "--run", "cmd", "--tasks", "proxy-env,slow-solution",
+    res = cli("run", str(EXAMPLES), "--agent-cmd", cmd, "--run", "cmd", "--task", "proxy-env,slow-solution",
               "--runs-dir", str(tmp_path / "runs"))  # fmt: skip
     assert res.exit_code == 0, res.stderr
     trials = _trials(cli, "cmd")
