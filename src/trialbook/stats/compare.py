@@ -165,7 +165,7 @@ def _candidate(
     if ids.size < 2:
         what = "no graded task in common" if ids.size == 0 else "only 1 graded task in common (need 2+)"
         raise UserError(f"runs '{base.run}' and '{cand.run}' have {what}")
-    union = int(np.union1d(base.task_ids, cand.task_ids).size)
+    union = int(base.task_ids.size + unpaired["only_in_candidate"])  # task ids are unique within a run
     warnings += [w for w in caveats.run_caveats(base, cand) if w not in warnings]
     for w in (caveats.unpaired_caveat(cand.run, unpaired, union), caveats.few_tasks_caveat(cand.run, ids.size)):
         if w:
