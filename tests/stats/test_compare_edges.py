@@ -58,11 +58,16 @@ def test_split_gap_and_unknown_tasks_by_hand(tmp_path: Path) -> None:
     assert f"{split}: 1 of its 4 tasks are in neither run" in res.warnings
     assert res.split is not None and (res.split.file, res.split.tasks) == (str(split), 4)
     (gap,) = res.split.gaps
-    # in (o/a): diff 2/3; out (o/b): diff 0; the SEs are the small-sample interval's (3 tasks each)
-    z = stats.norm.ppf(0.975)
-    se = math.hypot(adjusted([0, 1, 1])[2], adjusted([-1, 0, 1])[2])
+    # in (o/a): diff 2/3; out (o/b): diff 0; the SEs are the small-sample interval's (3 tasks each); t on
+    # the Welch df (se_a^2 + se_b^2)^2 / (se_a^4 / 2 + se_b^4 / 2), rounded down
+    se_a, se_b = adjusted([0, 1, 1])[2], adjusted([-1, 0, 1])[2]
+    se = math.hypot(se_a, se_b)
+    df = (se_a**2 + se_b**2) ** 2 / (se_a**4 / 2 + se_b**4 / 2)
+    q = stats.t.ppf(0.975, math.floor(df))
     assert (gap.candidate, gap.gap_pp, gap.se_pp) == ("cand", 66.6667, round(100 * se, 4))
-    assert gap.ci_pp == pytest.approx([100 * (2 / 3 - z * se), 100 * (2 / 3 + z * se)], abs=1e-3)
+    # clipped to [-200, 200]: a difference of two differences of task means
+    assert gap.ci_pp == pytest.approx([100 * (2 / 3 - q * se), min(200.0, 100 * (2 / 3 + q * se))], abs=1e-3)
+    assert (gap.in_tasks, gap.out_tasks, gap.df) == (3, 3, round(df, 1))
     assert [r.subset for r in res.comparisons] == ["all", "in", "out"]
 
 

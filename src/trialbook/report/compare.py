@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from trialbook.report import layout
-from trialbook.stats.comparison import CI, CompareResult, Comparison, PreregCheck, RepoComparison
+from trialbook.stats.comparison import CI, CompareResult, Comparison, Gap, PreregCheck, RepoComparison
 
 if TYPE_CHECKING:  # stats.power imports numpy: `plan` loads it when it runs, not when the CLI starts
     from trialbook.stats.power import PowerPlan
@@ -134,11 +134,7 @@ def print_compare(res: CompareResult) -> None:
         markup=False,
     )
     for gap in res.split.gaps if res.split else []:
-        layout.line(
-            f"{gap.candidate}: in-minus-out gap {gap.gap_pp:+.2f} pp (SE {gap.se_pp:.2f},"
-            f" 95% CI {_ci(gap.ci_pp)})",
-            markup=False,
-        )
+        layout.line(gap_line(gap), markup=False)
     for cand, repo_rows in (res.by_repo or {}).items():
         layout.table(REPO_HEADERS, [_repo_cells(r) for r in repo_rows], title=f"by repo: {cand}")
     for line in sensitivity_lines(res):
@@ -147,6 +143,14 @@ def print_compare(res: CompareResult) -> None:
         layout.line(line, markup=False)
     for w in res.warnings:
         layout.line(f"[yellow]warning:[/yellow] {escape(w)}")
+
+
+def gap_line(gap: Gap) -> str:
+    """--split's difference in differences: what memorisation adds over transfer, with its interval."""
+    return (
+        f"{gap.candidate}: memorisation vs transfer (in-pool gain minus out-of-pool gain) {_n(gap.gap_pp, '{:+.2f}')}"
+        f" pp, SE {_n(gap.se_pp, '{:.2f}')}, 95% CI {_ci(gap.ci_pp)} ({gap.in_tasks} in / {gap.out_tasks} out tasks)"
+    )
 
 
 def look_lines(res: CompareResult) -> list[str]:
@@ -183,7 +187,7 @@ def markdown_compare(res: CompareResult) -> str:
     lines += [""] + [f"- {_details(r, several)}" for r in res.comparisons]
     lines += ["", f"Claim rule: diff >= {res.min_diff_pp:g} pp and lower CI bound > 0."]
     for gap in res.split.gaps if res.split else []:
-        lines.append(f"- `{gap.candidate}` in-minus-out gap {gap.gap_pp:+.2f} pp, 95% CI {_ci(gap.ci_pp)}")
+        lines.append(f"- {gap_line(gap)}")
     for cand, rows in (res.by_repo or {}).items():
         lines += ["", f"**By repo: `{cand}`**", "", "| " + " | ".join(REPO_HEADERS) + " |", "|" + "---|" * 7]
         lines += ["| " + " | ".join(_repo_cells(r)) + " |" for r in rows]

@@ -28,7 +28,7 @@ from trialbook.stats.comparison import (
     Split,
     Verdict,
 )
-from trialbook.stats.kernel import clip_ci, t_interval, win_loss
+from trialbook.stats.kernel import clip_ci, did_interval, t_interval, win_loss
 from trialbook.stats.multiple import bonferroni_confidence, holm
 from trialbook.stats.paired import Paired, bootstrap_ci, paired
 from trialbook.stats.passk import paired_pass_at_k
@@ -284,6 +284,7 @@ def compare(
         split_ids, unknown = _split_ids(split, loaded)
         if unknown:
             warnings.append(f"{split}: {unknown} of its {split_ids.size} tasks are in neither run")
+    pools = train_pools(ledger) if split_ids is None else {}
     subsets = ["all"] if split_ids is None else ["all", "in", "out"]
     # the all / in / out rows are one family: a claim on a subgroup is adjusted for the other rows too
     m = max(len(cands), picked_from or 0) * len(subsets)
@@ -291,6 +292,9 @@ def compare(
     gaps, repo_tables = [], {}
     for cand in cands:
         rows, gap, ib, ic = _candidate(base, cand, split_ids, list(dropped), bootstrap, warnings)
+        for w in overlap_caveats(base.task_ids[ib], split, split_ids, pools):
+            if w not in warnings:
+                warnings.append(w)
         for subset, item in rows.items():
             family[subset].append(item)
         if gap:
@@ -325,6 +329,50 @@ def compare(
     )  # fmt: skip
 
 
+def train_pools(ledger: Any) -> dict[str, np.ndarray]:
+    """The task ids of each training run (kind 'train') in the ledger: its pool. Empty without a ledger
+    connection (preloaded scores) or without training runs."""
+    engine = getattr(ledger, "engine", None)
+    if engine is None:
+        return {}
+    from sqlalchemy import select
+
+    from trialbook.ledger.schema import runs, trials
+
+    q = select(runs.c.name, trials.c.task_id).distinct().join(trials, trials.c.run_id == runs.c.id)
+    with engine.connect() as conn:
+        found = conn.execute(q.where(runs.c.kind == "train")).all()
+    pools: dict[str, list[str]] = {}
+    for name, task in found:
+        pools.setdefault(name, []).append(task)
+    return {name: np.array(ids, dtype=str) for name, ids in pools.items()}
+
+
+def overlap_caveats(ids: np.ndarray, split: Path | None, split_ids: np.ndarray | None,
+                    pools: dict[str, np.ndarray]) -> list[str]:  # fmt: skip
+    """Say when the compared tasks overlap a training pool: their gain mixes memorisation of those tasks with
+    transfer. With --split, its list is the pool; otherwise every training run in the ledger is checked."""
+    out = []
+    if split_ids is not None:
+        hit = int(np.isin(ids, split_ids).sum())
+        if hit:
+            out.append(
+                f"{hit} of the {ids.size} paired tasks are in {split} (the in-pool rows): the 'all' row mixes"
+                " memorisation of them with transfer; transfer is the 'out' row, memorisation vs transfer the"
+                " in-minus-out difference below"
+            )
+        return out
+    for name, pool in pools.items():
+        hit = int(np.isin(ids, pool).sum())
+        if hit:
+            out.append(
+                f"{hit} of the {ids.size} paired tasks are in the pool of training run '{name}': gains on them"
+                f" mix memorisation with transfer; `--split` a list of that pool's tasks (`trialbook train report"
+                f" {name}`) separates the two"
+            )
+    return out
+
+
 def _split_ids(path: Path, runs: Sequence[TaskScores]) -> tuple[np.ndarray, int]:
     ids = np.array(read_task_list(path), dtype=str)
     known = np.unique(np.concatenate([s.task_ids for s in runs]))
@@ -335,6 +383,10 @@ def _split_ids(path: Path, runs: Sequence[TaskScores]) -> tuple[np.ndarray, int]
 
 
 def _gap(cand: str, inside: Paired, outside: Paired) -> Gap:
+    """In-pool gain minus out-of-pool gain (memorisation vs transfer); tests/stats/test_split_did.py checks
+    that its interval covers a planted memorisation effect."""
     gap = inside.diff - outside.diff
-    se = float(np.hypot(inside.se, outside.se))
-    return Gap(candidate=cand, gap_pp=pp(gap), se_pp=pp(se), ci_pp=[pp(gap - Z95 * se), pp(gap + Z95 * se)])
+    lo, hi, df = did_interval(gap, inside.se, inside.n, outside.se, outside.n, LEVEL)
+    return Gap(candidate=cand, gap_pp=pp(gap), se_pp=pp(float(np.hypot(inside.se, outside.se))),
+               ci_pp=[pp(lo), pp(hi)], in_tasks=inside.n, out_tasks=outside.n,
+               df=None if not np.isfinite(df) else round(df, 1))  # fmt: skip

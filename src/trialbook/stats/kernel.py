@@ -93,6 +93,24 @@ def diff_interval(d: np.ndarray, level: float = 0.95) -> Interval:
     return Interval(mean, se, mean - half, mean + half, dist.t_two_sided_p(mean / se, n - 1), False)
 
 
+def did_interval(
+    diff: float, se_a: float, n_a: int, se_b: float, n_b: int, level: float = 0.95
+) -> tuple[float, float, float]:
+    """(lo, hi, df): the interval for a difference of two independent means' estimates, `diff` = a - b, e.g.
+    in-pool gain minus out-of-pool gain (difference in differences). SE = sqrt(se_a^2 + se_b^2), t quantile on
+    the Welch-Satterthwaite df (Welch 1947, Biometrika 34:28-35), rounded down; clipped to [-2, 2] (a
+    difference of two differences of task means). nan where either SE is undefined."""
+    nan = float("nan")
+    if not (np.isfinite(se_a) and np.isfinite(se_b)) or n_a < 2 or n_b < 2:
+        return nan, nan, nan
+    se = float(np.hypot(se_a, se_b))
+    va, vb = se_a**2, se_b**2
+    den = va * va / (n_a - 1) + vb * vb / (n_b - 1)
+    df = (va + vb) ** 2 / den if den > 0 else float(n_a + n_b - 2)
+    half = dist.t_ppf(0.5 + level / 2, max(1, int(df))) * se
+    return max(-2.0, diff - half), min(2.0, diff + half), df
+
+
 def t_interval(d: np.ndarray, level: float = 0.95) -> tuple[float, float, float, float]:
     """(mean, se, lo, hi) of `diff_interval`."""
     r = diff_interval(d, level)
