@@ -339,12 +339,11 @@ def train_pools(ledger: Any) -> dict[str, np.ndarray]:
 
     from trialbook.ledger.schema import runs, trials
 
-    q = select(runs.c.name, trials.c.task_id).distinct().join(trials, trials.c.run_id == runs.c.id)
-    with engine.connect() as conn:
-        found = conn.execute(q.where(runs.c.kind == "train")).all()
     pools: dict[str, list[str]] = {}
-    for name, task in found:
-        pools.setdefault(name, []).append(task)
+    with engine.connect() as conn:
+        for run_id, name in conn.execute(select(runs.c.id, runs.c.name).where(runs.c.kind == "train")).all():
+            q = select(trials.c.task_id).distinct().where(trials.c.run_id == run_id)
+            pools[name] = list(conn.execute(q).scalars())
     return {name: np.array(ids, dtype=str) for name, ids in pools.items()}
 
 
