@@ -133,6 +133,8 @@ def print_compare(res: CompareResult) -> None:
         + (f" (CIs Bonferroni-widened for {res.candidates_considered} candidates)" if several else ""),
         markup=False,
     )
+    for line in meaning_lines(res):
+        layout.line(line, markup=False)
     for gap in res.split.gaps if res.split else []:
         layout.line(gap_line(gap), markup=False)
     for cand, repo_rows in (res.by_repo or {}).items():
@@ -143,6 +145,17 @@ def print_compare(res: CompareResult) -> None:
         layout.line(line, markup=False)
     for w in res.warnings:
         layout.line(f"[yellow]warning:[/yellow] {escape(w)}")
+
+
+def meaning_lines(res: CompareResult) -> list[str]:
+    """Beside each claim: how small the gain may be, and the estimate shrunk for the winner's curse."""
+    return [
+        f"{r.candidate}{_subset_label(r)} claims {_n(r.diff_pp)} pp: the gain is at least {_n(r.lower_bound_pp)} pp"
+        f" (the CI's lower bound); shrunk estimate {_n(r.shrunk_pp)} pp (sceptical prior, stats.shrink: claims"
+        " overstate gains)"
+        for r in res.comparisons
+        if r.claim
+    ]
 
 
 def gap_line(gap: Gap) -> str:
@@ -186,6 +199,7 @@ def markdown_compare(res: CompareResult) -> str:
         lines.append("| " + " | ".join(_cells(r, _with_subset(res))) + " |")
     lines += [""] + [f"- {_details(r, several)}" for r in res.comparisons]
     lines += ["", f"Claim rule: diff >= {res.min_diff_pp:g} pp and lower CI bound > 0."]
+    lines += [f"- {line}" for line in meaning_lines(res)]
     for gap in res.split.gaps if res.split else []:
         lines.append(f"- {gap_line(gap)}")
     for cand, rows in (res.by_repo or {}).items():

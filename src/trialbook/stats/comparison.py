@@ -63,6 +63,9 @@ class Comparison(Result):
     ci_level: float = 0.95
     ci_adjusted_pp: CI | None = None
     claim: bool = False
+    # what a claim means (stats.shrink): the gain's lower bound (the adjusted CI's) and its shrunken estimate
+    lower_bound_pp: float | None = None
+    shrunk_pp: float | None = None
 
 
 @dataclass(frozen=True)
