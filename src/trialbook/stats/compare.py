@@ -286,7 +286,8 @@ def compare(
         split_ids, unknown = _split_ids(split, loaded)
         if unknown:
             warnings.append(f"{split}: {unknown} of its {split_ids.size} tasks are in neither run")
-    pools = train_pools(ledger) if split_ids is None else {}
+    # training pools: read once, by the outer call (the sensitivity re-runs pass sensitivity=False)
+    pools = train_pools(ledger) if split_ids is None and sensitivity else {}
     subsets = ["all"] if split_ids is None else ["all", "in", "out"]
     # the all / in / out rows are one family: a claim on a subgroup is adjusted for the other rows too
     m = max(len(cands), picked_from or 0) * len(subsets)
