@@ -66,7 +66,8 @@ def test_claim_lines_show_the_bound_and_the_shrunken_estimate(cli, tmp_path):
     assert row["claim"] and row["lower_bound_pp"] == row["ci_adjusted_pp"][0] > 0
     assert 0 < row["shrunk_pp"] < row["diff_pp"]
     text = " ".join(cli("compare", "base", "cand").stdout.split())
-    assert f"cand claims {row['diff_pp']:+.2f} pp: the gain is at least {row['lower_bound_pp']:+.2f} pp" in text
+    lb = row["lower_bound_pp"]
+    assert f"cand claims {row['diff_pp']:+.2f} pp: gain at least {lb:+.2f} pp (lower CI bound)" in text
     assert f"shrunk estimate {row['shrunk_pp']:+.2f} pp" in text
     md = cli("compare", "base", "cand", "--markdown").stdout
     assert "- cand claims" in md

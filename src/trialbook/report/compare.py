@@ -150,9 +150,8 @@ def print_compare(res: CompareResult) -> None:
 def meaning_lines(res: CompareResult) -> list[str]:
     """Beside each claim: how small the gain may be, and the estimate shrunk for the winner's curse."""
     return [
-        f"{r.candidate}{_subset_label(r)} claims {_n(r.diff_pp)} pp: the gain is at least {_n(r.lower_bound_pp)} pp"
-        f" (the CI's lower bound); shrunk estimate {_n(r.shrunk_pp)} pp (sceptical prior, stats.shrink: claims"
-        " overstate gains)"
+        f"{r.candidate}{_subset_label(r)} claims {_n(r.diff_pp)} pp: gain at least {_n(r.lower_bound_pp)} pp (lower CI"
+        f" bound), shrunk estimate {_n(r.shrunk_pp)} pp (claims overstate gains)"
         for r in res.comparisons
         if r.claim
     ]
