@@ -47,7 +47,8 @@ def print_show(s: RunSummary) -> None:
     for key, value in (s.pass_at_k or {}).items():
         k = key[5:]
         n = subsets.get(key)
-        over = "" if n is None else f" over {n} of {s.graded_tasks} graded tasks (those with >= {k} graded attempts)"
+        attempts = "attempt" if k == "1" else "attempts"
+        over = "" if n is None else f" over {n} of {s.graded_tasks} graded tasks (those with >= {k} graded {attempts})"
         line(f"{key} = {value:.1f}%{over}, on resolved attempts", markup=False)
     table(["outcome", "trials"], [[name, str(n)] for name, n in s.outcomes.items()], title="outcomes")
     if s.tags:
