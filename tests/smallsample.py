@@ -10,14 +10,14 @@ from scipy import stats
 
 
 def adjusted(d, level: float = 0.95) -> tuple[float, float, float, float]:
-    """(lo, hi, se, p), unclipped: 1/2 pseudo-task at +1, 1/2 at -1, 1 at 0; t on n + 1 df."""
+    """(lo, hi, se, p), unclipped: 1/2 pseudo-task at +1, 1/2 at -1, 1 at 0; t on 2n df."""
     x = np.r_[np.asarray(d, dtype=float), 1.0, -1.0, 0.0]
     w = np.r_[np.ones(len(d)), 0.5, 0.5, 1.0]
     total = w.sum()
     m = float(np.sum(w * x) / total)
     se = math.sqrt(float(np.sum(w * (x - m) ** 2) / total) / total)
-    q = stats.t.ppf(0.5 + level / 2, len(d) + 1)
-    return m - q * se, m + q * se, se, float(2 * stats.t.sf(abs(m) / se, len(d) + 1))
+    q = stats.t.ppf(0.5 + level / 2, 2 * len(d))
+    return m - q * se, m + q * se, se, float(2 * stats.t.sf(abs(m) / se, 2 * len(d)))
 
 
 def adjusted_pp(d, level: float = 0.95) -> list[float]:

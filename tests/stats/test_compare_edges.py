@@ -42,13 +42,13 @@ def _t_ci(d: list[int]) -> list[float]:
 def test_by_repo_rows_by_hand() -> None:
     a, b = _compare(by_repo=True).by_repo["cand"]
     # o/a: base 1/3, candidate 3/3, +66.67 points, 2 wins, 1 tie; d = 0, 1, 1 with the pseudo-tasks (N = 5):
-    # mean 2/5, second moment 3/5, var 0.44, SE sqrt(0.44/5), t on 4 df -> [-42.36, 100] after the clip
+    # mean 2/5, second moment 3/5, var 0.44, SE sqrt(0.44/5), t on 2n = 6 df -> [-32.59, 100] after the clip
     assert (a.repo, a.tasks, a.base_pct, a.cand_pct, a.diff_pp) == ("o/a", 3, 33.3333, 100.0, 66.6667)
     assert (a.wins, a.losses, a.ties) == (2, 0, 1)
-    assert a.ci_pp == _t_ci([0, 1, 1]) and a.ci_pp[0] == pytest.approx(-42.3627, abs=1e-4) and a.ci_pp[1] == 100.0
+    assert a.ci_pp == _t_ci([0, 1, 1]) and a.ci_pp[0] == pytest.approx(-32.5871, abs=1e-4) and a.ci_pp[1] == 100.0
     # o/b: 2/3 both, d = -1, 0, 1: one win, one loss, one tie
     assert (b.repo, b.tasks, b.base_pct, b.cand_pct, b.diff_pp) == ("o/b", 3, 66.6667, 66.6667, 0.0)
-    assert (b.wins, b.losses, b.ties) == (1, 1, 1) and b.ci_pp == _t_ci([-1, 0, 1]) == [-96.1789, 96.1789]
+    assert (b.wins, b.losses, b.ties) == (1, 1, 1) and b.ci_pp == _t_ci([-1, 0, 1]) == [-84.7635, 84.7635]
 
 
 def test_split_gap_and_unknown_tasks_by_hand(tmp_path: Path) -> None:
@@ -58,11 +58,16 @@ def test_split_gap_and_unknown_tasks_by_hand(tmp_path: Path) -> None:
     assert f"{split}: 1 of its 4 tasks are in neither run" in res.warnings
     assert res.split is not None and (res.split.file, res.split.tasks) == (str(split), 4)
     (gap,) = res.split.gaps
-    # in (o/a): diff 2/3; out (o/b): diff 0; the SEs are the small-sample interval's (3 tasks each)
-    z = stats.norm.ppf(0.975)
-    se = math.hypot(adjusted([0, 1, 1])[2], adjusted([-1, 0, 1])[2])
+    # in (o/a): diff 2/3; out (o/b): diff 0; the SEs are the small-sample interval's (3 tasks each); t on
+    # the Welch df (se_a^2 + se_b^2)^2 / (se_a^4 / 2 + se_b^4 / 2), rounded down
+    se_a, se_b = adjusted([0, 1, 1])[2], adjusted([-1, 0, 1])[2]
+    se = math.hypot(se_a, se_b)
+    df = (se_a**2 + se_b**2) ** 2 / (se_a**4 / 2 + se_b**4 / 2)
+    q = stats.t.ppf(0.975, math.floor(df))
     assert (gap.candidate, gap.gap_pp, gap.se_pp) == ("cand", 66.6667, round(100 * se, 4))
-    assert gap.ci_pp == pytest.approx([100 * (2 / 3 - z * se), 100 * (2 / 3 + z * se)], abs=1e-3)
+    # clipped to [-200, 200]: a difference of two differences of task means
+    assert gap.ci_pp == pytest.approx([100 * (2 / 3 - q * se), min(200.0, 100 * (2 / 3 + q * se))], abs=1e-3)
+    assert (gap.in_tasks, gap.out_tasks, gap.df) == (3, 3, round(df, 1))
     assert [r.subset for r in res.comparisons] == ["all", "in", "out"]
 
 

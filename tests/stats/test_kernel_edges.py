@@ -43,13 +43,13 @@ def test_p_value_edges():
 
 def test_adjusted_interval_by_hand_with_two_tasks():
     """Below 30 tasks: d = (0, 0.5) plus 1/2 pseudo-task at +1, 1/2 at -1, 1 at 0 (N = 4): mean 0.5/4,
-    second moment (0.25 + 1)/4, SE sqrt(var / 4), t on 3 df."""
+    second moment (0.25 + 1)/4, SE sqrt(var / 4), t on 2n = 4 df."""
     d = np.array([0.0, 0.5])
     mean, se, lo, hi = t_interval(d)  # the default level is 0.95
     m = 0.5 / 4
     var = 1.25 / 4 - m * m
     assert mean == 0.25 and se == pytest.approx(math.sqrt(var / 4))
-    half = stats.t.ppf(0.975, 3) * math.sqrt(var / 4)
+    half = stats.t.ppf(0.975, 4) * math.sqrt(var / 4)
     assert (lo, hi) == pytest.approx((m - half, m + half), rel=1e-10)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no mean of an empty array along the way
@@ -96,9 +96,9 @@ def test_paired_counts_ties_and_means_by_hand():
     d = cand - base  # five tasks: the adjusted interval (N = 7), by hand
     m, m2 = d.sum() / 7, (d @ d + 1) / 7
     se = math.sqrt((m2 - m * m) / 7)
-    half = stats.t.ppf(0.975, 6) * se
+    half = stats.t.ppf(0.975, 10) * se
     assert r.ci == pytest.approx((m - half, m + half), abs=1e-10) and r.se == pytest.approx(se)
-    assert r.p_value == pytest.approx(2 * stats.t.sf(abs(m) / se, 6), abs=1e-10)
+    assert r.p_value == pytest.approx(2 * stats.t.sf(abs(m) / se, 10), abs=1e-10)
 
 
 def test_bootstrap_percentiles_on_a_two_task_distribution():

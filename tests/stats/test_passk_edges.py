@@ -35,6 +35,11 @@ def test_two_attempts_are_enough_and_a_k_reached_by_one_task_counts(cli, tmp_pat
     # pass@3 = D's 1 - C(2,3)/C(3,3) = 1
     # pass^2 = (0 + 0 + 1 + C(1,2)/C(3,2)) / 4 = 25; pass^3 = D's C(1,3)/C(3,3) = 0
     assert shown["pass_at_k"] == {"pass@1": 45.83, "pass@2": 66.67, "pass@3": 100.0, "pass^2": 25.0, "pass^3": 0.0}
+    # each k over its own subset, stated: pass@3 rests on D alone
+    assert shown["pass_at_k_tasks"] == {"pass@1": 4, "pass@2": 4, "pass@3": 1, "pass^2": 4, "pass^3": 1}
+    assert shown["graded_tasks"] == 4
+    text = " ".join(cli("show", "r").stdout.split())
+    assert "pass@3 = 100.0% over 1 of 4 graded tasks (those with >= 3 graded attempts), on resolved attempts" in text
 
 
 def test_no_pass_at_k_when_nothing_is_graded(cli, tmp_path: Path) -> None:

@@ -11,14 +11,16 @@ from trialbook.stats.passk import pass_at_k, pass_hat_k, run_pass_at_k
 
 def test_tasks_never_graded_are_left_out_of_the_typical_attempt_count() -> None:
     # graded attempts 2, 2, 0, 0, 0: the three ungraded tasks do not pull the median to 0
-    out = run_pass_at_k([2, 2, 0, 0, 0], [1, 2, 0, 0, 0])
+    out, tasks = run_pass_at_k([2, 2, 0, 0, 0], [1, 2, 0, 0, 0])
+    assert tasks == {"pass@1": 2, "pass@2": 2, "pass^2": 2}
     assert out["pass@1"] == 75.0  # (1/2 + 2/2) / 2
     assert out["pass@2"] == 100.0  # each task has a success among its 2 attempts
     assert out["pass^2"] == 50.0  # only the second task succeeded twice
 
 
 def test_a_task_graded_once_counts_for_pass_at_1_only() -> None:
-    out = run_pass_at_k([2, 2, 1], [1, 2, 1])
+    out, tasks = run_pass_at_k([2, 2, 1], [1, 2, 1])
+    assert tasks == {"pass@1": 3, "pass@2": 2, "pass^2": 2}  # each k over its own, stated subset
     assert out["pass@1"] == pytest.approx(83.33)  # (0.5 + 1 + 1) / 3
     assert out["pass@2"] == 100.0  # the task graded once cannot reach k = 2
     assert out["pass^2"] == 50.0

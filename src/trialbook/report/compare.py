@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from trialbook.report import layout
-from trialbook.stats.comparison import CI, CompareResult, Comparison, PreregCheck, RepoComparison
+from trialbook.stats.comparison import CI, CompareResult, Comparison, Gap, PreregCheck, RepoComparison
 
 if TYPE_CHECKING:  # stats.power imports numpy: `plan` loads it when it runs, not when the CLI starts
     from trialbook.stats.power import PowerPlan
@@ -133,12 +133,10 @@ def print_compare(res: CompareResult) -> None:
         + (f" (CIs Bonferroni-widened for {res.candidates_considered} candidates)" if several else ""),
         markup=False,
     )
+    for line in meaning_lines(res):
+        layout.line(line, markup=False)
     for gap in res.split.gaps if res.split else []:
-        layout.line(
-            f"{gap.candidate}: in-minus-out gap {gap.gap_pp:+.2f} pp (SE {gap.se_pp:.2f},"
-            f" 95% CI {_ci(gap.ci_pp)})",
-            markup=False,
-        )
+        layout.line(gap_line(gap), markup=False)
     for cand, repo_rows in (res.by_repo or {}).items():
         layout.table(REPO_HEADERS, [_repo_cells(r) for r in repo_rows], title=f"by repo: {cand}")
     for line in sensitivity_lines(res):
@@ -147,6 +145,24 @@ def print_compare(res: CompareResult) -> None:
         layout.line(line, markup=False)
     for w in res.warnings:
         layout.line(f"[yellow]warning:[/yellow] {escape(w)}")
+
+
+def meaning_lines(res: CompareResult) -> list[str]:
+    """Beside each claim: how small the gain may be, and the estimate shrunk for the winner's curse."""
+    return [
+        f"{r.candidate}{_subset_label(r)} claims {_n(r.diff_pp)} pp: gain at least {_n(r.lower_bound_pp)} pp (lower CI"
+        f" bound), shrunk estimate {_n(r.shrunk_pp)} pp (claims overstate gains)"
+        for r in res.comparisons
+        if r.claim
+    ]
+
+
+def gap_line(gap: Gap) -> str:
+    """--split's difference in differences: what memorisation adds over transfer, with its interval."""
+    return (
+        f"{gap.candidate}: memorisation vs transfer (in-pool gain minus out-of-pool gain) {_n(gap.gap_pp, '{:+.2f}')}"
+        f" pp, SE {_n(gap.se_pp, '{:.2f}')}, 95% CI {_ci(gap.ci_pp)} ({gap.in_tasks} in / {gap.out_tasks} out tasks)"
+    )
 
 
 def look_lines(res: CompareResult) -> list[str]:
@@ -182,8 +198,9 @@ def markdown_compare(res: CompareResult) -> str:
         lines.append("| " + " | ".join(_cells(r, _with_subset(res))) + " |")
     lines += [""] + [f"- {_details(r, several)}" for r in res.comparisons]
     lines += ["", f"Claim rule: diff >= {res.min_diff_pp:g} pp and lower CI bound > 0."]
+    lines += [f"- {line}" for line in meaning_lines(res)]
     for gap in res.split.gaps if res.split else []:
-        lines.append(f"- `{gap.candidate}` in-minus-out gap {gap.gap_pp:+.2f} pp, 95% CI {_ci(gap.ci_pp)}")
+        lines.append(f"- {gap_line(gap)}")
     for cand, rows in (res.by_repo or {}).items():
         lines += ["", f"**By repo: `{cand}`**", "", "| " + " | ".join(REPO_HEADERS) + " |", "|" + "---|" * 7]
         lines += ["| " + " | ".join(_repo_cells(r)) + " |" for r in rows]

@@ -43,8 +43,13 @@ def print_show(s: RunSummary) -> None:
             f" failures {fmt_pct(sens.as_failures)}, as successes {fmt_pct(sens.as_successes)}",
             markup=False,
         )
+    subsets = s.pass_at_k_tasks or {}
     for key, value in (s.pass_at_k or {}).items():
-        line(f"{key} = {value:.1f}%")
+        k = key[5:]
+        n = subsets.get(key)
+        attempts = "attempt" if k == "1" else "attempts"
+        over = "" if n is None else f" over {n} of {s.graded_tasks} graded tasks (those with >= {k} graded {attempts})"
+        line(f"{key} = {value:.1f}%{over}, on resolved attempts", markup=False)
     table(["outcome", "trials"], [[name, str(n)] for name, n in s.outcomes.items()], title="outcomes")
     if s.tags:
         table(["exception / tag", "trials"], [[name, str(n)] for name, n in s.tags.items()], title="tags")

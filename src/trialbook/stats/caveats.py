@@ -19,6 +19,10 @@ PER_TASK_KEYS: dict[str, str] = {"image": "images", "verifier_hash": "verifier_h
 POLICY: dict[str, float] = {
     "unpaired_fraction": 0.05,  # warn when more than this share of the tasks is not paired
     "few_tasks": FEW_TASKS,  # warn when fewer tasks are paired (the small-sample interval is used)
+    # warn about attempt counts when the mean attempts per task differ by more than this share AND by more
+    # than attempts_z standard errors (runs of one design differ by chance; the mode flipped ~75% of the time)
+    "attempts_ratio": 1.10,
+    "attempts_z": 3.0,
 }
 
 
@@ -91,13 +95,25 @@ def run_caveats(base: TaskScores, cand: TaskScores) -> list[str]:
         out.append(f"'{cand.run}' ran on a different stack than '{base.run}': " + "; ".join(diff))
     if verifier := verifier_caveat(base, cand):
         out.append(verifier)
-    ka, kb = typical_attempts(base), typical_attempts(cand)
-    if ka != kb:
+    if attempts_differ(base.trials, cand.trials):
+        ka, kb = float(base.trials.mean()), float(cand.trials.mean())
         out.append(
-            f"different attempt counts: '{base.run}' has {ka} attempts/task, '{cand.run}' {kb}"
+            f"different attempt counts: '{base.run}' has {ka:.2f} attempts/task on average, '{cand.run}' {kb:.2f}"
             " (task means of more attempts are less noisy; pass@k is not comparable)"
         )
     return out
+
+
+def attempts_differ(a: np.ndarray, b: np.ndarray) -> bool:
+    """Two runs' attempts per task come from different designs: the means differ by more than
+    POLICY["attempts_ratio"] and by more than POLICY["attempts_z"] SEs of their difference (Welch)."""
+    if a.size == 0 or b.size == 0:
+        return False
+    ma, mb = float(a.mean()), float(b.mean())
+    if max(ma, mb) <= POLICY["attempts_ratio"] * min(ma, mb):
+        return False
+    se = float(np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)) if min(a.size, b.size) > 1 else 0.0
+    return abs(ma - mb) > POLICY["attempts_z"] * se
 
 
 def judged_caveat(s: TaskScores) -> str | None:

@@ -28,12 +28,13 @@ from trialbook.stats.comparison import (
     Split,
     Verdict,
 )
-from trialbook.stats.kernel import clip_ci, t_interval, win_loss
+from trialbook.stats.kernel import clip_ci, did_interval, t_interval, win_loss
 from trialbook.stats.multiple import bonferroni_confidence, holm
 from trialbook.stats.paired import Paired, bootstrap_ci, paired
 from trialbook.stats.passk import paired_pass_at_k
 from trialbook.stats.scores import TaskScores, check_metric, load_scores
 from trialbook.stats.selection import read_task_list, resolve_repos
+from trialbook.stats.shrink import shrunk
 
 LEVEL = 0.95
 Z95 = 1.959963984540054
@@ -89,7 +90,8 @@ def _adjust(rows: list[Comparison], diffs: list[np.ndarray], m: int, min_diff: f
         lo, hi, _ = clip_ci(lo, hi, d.size)
         claim = bool(row.diff_pp is not None and row.diff_pp >= min_diff and np.isfinite(lo) and lo > 0)
         out.append(replace(row, p_adjusted=None if np.isnan(p_adj) else p_adj, ci_level=round(level, 6),
-                           ci_adjusted_pp=[pp(lo), pp(hi)], claim=claim))  # fmt: skip
+                           ci_adjusted_pp=[pp(lo), pp(hi)], claim=claim, lower_bound_pp=pp(lo),
+                           shrunk_pp=shrunk(row.diff_pp, row.se_pp, min_diff)))  # fmt: skip
     return out
 
 
@@ -165,7 +167,7 @@ def _candidate(
     if ids.size < 2:
         what = "no graded task in common" if ids.size == 0 else "only 1 graded task in common (need 2+)"
         raise UserError(f"runs '{base.run}' and '{cand.run}' have {what}")
-    union = int(np.union1d(base.task_ids, cand.task_ids).size)
+    union = int(base.task_ids.size + unpaired["only_in_candidate"])  # task ids are unique within a run
     warnings += [w for w in caveats.run_caveats(base, cand) if w not in warnings]
     for w in (caveats.unpaired_caveat(cand.run, unpaired, union), caveats.few_tasks_caveat(cand.run, ids.size)):
         if w:
@@ -284,6 +286,8 @@ def compare(
         split_ids, unknown = _split_ids(split, loaded)
         if unknown:
             warnings.append(f"{split}: {unknown} of its {split_ids.size} tasks are in neither run")
+    # training pools: read once, by the outer call (the sensitivity re-runs pass sensitivity=False)
+    pools = train_pools(ledger) if split_ids is None and sensitivity else {}
     subsets = ["all"] if split_ids is None else ["all", "in", "out"]
     # the all / in / out rows are one family: a claim on a subgroup is adjusted for the other rows too
     m = max(len(cands), picked_from or 0) * len(subsets)
@@ -291,6 +295,9 @@ def compare(
     gaps, repo_tables = [], {}
     for cand in cands:
         rows, gap, ib, ic = _candidate(base, cand, split_ids, list(dropped), bootstrap, warnings)
+        for w in overlap_caveats(base.task_ids[ib], split, split_ids, pools):
+            if w not in warnings:
+                warnings.append(w)
         for subset, item in rows.items():
             family[subset].append(item)
         if gap:
@@ -325,6 +332,49 @@ def compare(
     )  # fmt: skip
 
 
+def train_pools(ledger: Any) -> dict[str, np.ndarray]:
+    """The task ids of each training run (kind 'train') in the ledger: its pool. Empty without a ledger
+    connection (preloaded scores) or without training runs."""
+    engine = getattr(ledger, "engine", None)
+    if engine is None:
+        return {}
+    from sqlalchemy import select
+
+    from trialbook.ledger.schema import runs, trials
+
+    pools: dict[str, list[str]] = {}
+    with engine.connect() as conn:
+        for run_id, name in conn.execute(select(runs.c.id, runs.c.name).where(runs.c.kind == "train")).all():
+            q = select(trials.c.task_id).distinct().where(trials.c.run_id == run_id)
+            pools[name] = list(conn.execute(q).scalars())
+    return {name: np.array(ids, dtype=str) for name, ids in pools.items()}
+
+
+def overlap_caveats(ids: np.ndarray, split: Path | None, split_ids: np.ndarray | None,
+                    pools: dict[str, np.ndarray]) -> list[str]:  # fmt: skip
+    """Say when the compared tasks overlap a training pool: their gain mixes memorisation of those tasks with
+    transfer. With --split, its list is the pool; otherwise every training run in the ledger is checked."""
+    out = []
+    if split_ids is not None:
+        hit = int(np.isin(ids, split_ids).sum())
+        if hit:
+            out.append(
+                f"{hit} of the {ids.size} paired tasks are in {split} (the in-pool rows): the 'all' row mixes"
+                " memorisation of them with transfer; transfer is the 'out' row, memorisation vs transfer the"
+                " in-minus-out difference below"
+            )
+        return out
+    for name, pool in pools.items():
+        hit = int(np.isin(ids, pool).sum())
+        if hit:
+            out.append(
+                f"{hit} of the {ids.size} paired tasks are in the pool of training run '{name}': gains on them"
+                f" mix memorisation with transfer; `--split` a list of that pool's tasks (`trialbook train report"
+                f" {name}`) separates the two"
+            )
+    return out
+
+
 def _split_ids(path: Path, runs: Sequence[TaskScores]) -> tuple[np.ndarray, int]:
     ids = np.array(read_task_list(path), dtype=str)
     known = np.unique(np.concatenate([s.task_ids for s in runs]))
@@ -335,6 +385,10 @@ def _split_ids(path: Path, runs: Sequence[TaskScores]) -> tuple[np.ndarray, int]
 
 
 def _gap(cand: str, inside: Paired, outside: Paired) -> Gap:
+    """In-pool gain minus out-of-pool gain (memorisation vs transfer); tests/stats/test_split_did.py checks
+    that its interval covers a planted memorisation effect."""
     gap = inside.diff - outside.diff
-    se = float(np.hypot(inside.se, outside.se))
-    return Gap(candidate=cand, gap_pp=pp(gap), se_pp=pp(se), ci_pp=[pp(gap - Z95 * se), pp(gap + Z95 * se)])
+    lo, hi, df = did_interval(gap, inside.se, inside.n, outside.se, outside.n, LEVEL)
+    return Gap(candidate=cand, gap_pp=pp(gap), se_pp=pp(float(np.hypot(inside.se, outside.se))),
+               ci_pp=[pp(lo), pp(hi)], in_tasks=inside.n, out_tasks=outside.n,
+               df=None if not np.isfinite(df) else round(df, 1))  # fmt: skip

@@ -63,6 +63,9 @@ class Comparison(Result):
     ci_level: float = 0.95
     ci_adjusted_pp: CI | None = None
     claim: bool = False
+    # what a claim means (stats.shrink): the gain's lower bound (the adjusted CI's) and its shrunken estimate
+    lower_bound_pp: float | None = None
+    shrunk_pp: float | None = None
 
 
 @dataclass(frozen=True)
@@ -80,12 +83,16 @@ class RepoComparison(Result):
 
 @dataclass(frozen=True)
 class Gap(Result):
-    """In-minus-out difference of a candidate's gain (--split)."""
+    """Memorisation vs transfer (--split): the candidate's gain on the listed (in-pool) tasks minus its gain
+    on the others, a difference in differences, with its t interval on the Welch df (stats.kernel.did_interval)."""
 
     candidate: str
     gap_pp: float | None
     se_pp: float | None
     ci_pp: CI
+    in_tasks: int = 0
+    out_tasks: int = 0
+    df: float | None = None
 
 
 @dataclass(frozen=True)

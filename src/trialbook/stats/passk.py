@@ -72,13 +72,14 @@ def ks_for(max_attempts: int) -> list[int]:
     return ks
 
 
-def run_pass_at_k(graded: Sequence[int], resolved: Sequence[int]) -> dict[str, float]:
-    """{"pass@1": pct, "pass@2": ...} over the tasks with >= 1 graded attempt (graded / resolved attempts
-    per task), each k averaged over the tasks with >= k graded attempts; {} below 2 typical attempts."""
+def run_pass_at_k(graded: Sequence[int], resolved: Sequence[int]) -> tuple[dict[str, float], dict[str, int]]:
+    """({"pass@1": pct, "pass@2": ...}, {"pass@1": tasks, ...}) over the tasks with >= 1 graded attempt
+    (graded / resolved attempts per task): each k is averaged over its own subset, the tasks with >= k
+    graded attempts, whose size the second dict gives (`show` prints it); ({}, {}) below 2 typical attempts."""
     tasks = [(n, c) for n, c in zip(graded, resolved, strict=True) if n > 0]
     if not tasks or int(statistics.median(n for n, _ in tasks)) < 2:
-        return {}
-    out = {}
+        return {}, {}
+    out, counts = {}, {}
     for k in ks_for(max(n for n, _ in tasks)):
         reach = [(n, c) for n, c in tasks if n >= k]
         if not reach:
@@ -87,7 +88,8 @@ def run_pass_at_k(graded: Sequence[int], resolved: Sequence[int]) -> dict[str, f
             if name == "pass^" and k == 1:
                 continue  # pass^1 = pass@1
             out[f"{name}{k}"] = round(100.0 * math.fsum(est(n, c, k) for n, c in reach) / len(reach), 2)
-    return out
+            counts[f"{name}{k}"] = len(reach)
+    return out, counts
 
 
 def paired_pass_at_k(

@@ -9,8 +9,9 @@ as 1 when its reward is 1.0 (outcomes.is_resolved), else 0 (a partial reward of 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -99,16 +100,33 @@ class TaskScores:
         )  # fmt: skip
 
 
+def _score_rows(ledger: RowSource, run_id: int) -> Sequence[Sequence[Any]]:
+    """The `task_scores` statement's rows as plain tuples. On a SQLite `store.Ledger`, through the engine's
+    own sqlite3 connection with the statement's SQLite text (ledger/sqlite_reads.py): SQLAlchemy's result
+    processing and typed rows cost ~3 s of a 100,000-task compare (benchmarks/README.md)."""
+    engine = getattr(ledger, "engine", None)
+    if getattr(ledger, "is_sqlite", False) and engine is not None:
+        from trialbook.ledger.sqlite_reads import SQL
+
+        sql, consts = SQL["task_scores"]
+        with engine.connect() as conn:
+            raw = conn.connection.driver_connection
+            if raw is not None:
+                return raw.execute(sql, {**consts, "run_id": run_id}).fetchall()
+    return ledger.rows("task_scores", run_id=run_id)
+
+
 def load_scores(ledger: RowSource, run_name: str, metric: str = "resolved") -> TaskScores:
+    """One run's task scores; the columns are those of `reads.task_scores`, read without its row objects."""
     run = reads.get_run(ledger, run_name)
-    rows = reads.task_scores(ledger, run.id)
+    rows = _score_rows(ledger, run.id)
     if not rows:
         raise UserError(f"run '{run_name}' has no trials")
     ids, repos, n, g, r, rs, p, sq = zip(*rows, strict=True)
     return TaskScores(
         run=run_name,
         task_ids=np.array(ids, dtype=str),
-        repos=np.array([x or "unknown" for x in repos], dtype=str),
+        repos=np.array([x or "unknown" for x in repos] if None in repos or "" in repos else repos, dtype=str),
         trials=np.array(n, dtype=np.int64),
         graded=np.array(g, dtype=np.int64),
         resolved=np.array(r, dtype=np.int64),

@@ -62,7 +62,9 @@ class RunSummary(RunListing):
     """What `show` reports about one run: its `runs` line, then the rest."""
 
     attempts_per_task: int | None
-    pass_at_k: dict[str, float] | None = optional()  # runs with >= 2 attempts per task
+    pass_at_k: dict[str, float] | None = optional()  # runs with >= 2 attempts per task, on resolved attempts
+    pass_at_k_tasks: dict[str, int] | None = optional()  # each k's subset: the tasks with >= k graded attempts
+    graded_tasks: int | None = optional()  # tasks with >= 1 graded attempt (pass@k's whole)
     sensitivity: Sensitivity | None = optional()  # runs with ungraded trials
     outcomes: dict[str, int]
     by_repo: dict[str, RepoSummary]
@@ -89,12 +91,15 @@ def run_summary(ledger: RowSource, name: str) -> RunSummary:
     b = reads.run_breakdown(ledger, run.id)
     c = b.counts
     attempts = None if b.max_attempt is None else b.max_attempt + 1
-    pass_at_k = None
+    pass_at_k = pass_at_k_tasks = graded_tasks = None
     if attempts and attempts >= 2:
         from trialbook.stats.passk import run_pass_at_k
 
         scores = reads.task_scores(ledger, run.id)
-        pass_at_k = run_pass_at_k([t.graded for t in scores], [t.resolved for t in scores]) or None
+        values, subsets = run_pass_at_k([t.graded for t in scores], [t.resolved for t in scores])
+        if values:
+            pass_at_k, pass_at_k_tasks = values, subsets
+            graded_tasks = sum(t.graded > 0 for t in scores)
     sensitivity = None
     if c.trials > c.judged:  # the rate's bounds when the ungraded trials count as failures / successes
         sensitivity = Sensitivity(
@@ -105,7 +110,8 @@ def run_summary(ledger: RowSource, name: str) -> RunSummary:
     return RunSummary(
         name=run.name, kind=run.kind, created=run.created, tasks=c.tasks, trials=c.trials, judged=c.judged,
         resolved=c.resolved, resolved_pct=pct(c.resolved, c.judged), mean_reward=_mean_reward(c),
-        attempts_per_task=attempts, pass_at_k=pass_at_k, sensitivity=sensitivity, outcomes=b.outcomes,
+        attempts_per_task=attempts, pass_at_k=pass_at_k, pass_at_k_tasks=pass_at_k_tasks, graded_tasks=graded_tasks,
+        sensitivity=sensitivity, outcomes=b.outcomes,
         by_repo={
             (r.repo or "unknown"): RepoSummary(r.trials, r.judged, r.resolved, pct(r.resolved, r.judged))
             for r in b.by_repo
