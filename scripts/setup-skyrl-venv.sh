@@ -20,6 +20,6 @@ fi
 "$VENV/bin/python" -m pip install -q 'skyrl==0.4.0' 'skyrl-gym>=0.4,<0.5' loguru tqdm omegaconf jaxtyping \
   torchdata 'ray==2.57.0' pybase64 'orjson>=3.11.9' fastapi uvicorn tensordict polars accelerate 'hydra-core==1.3.4' \
   func_timeout
-"$VENV/bin/python" -m pip install -q -e "$ROOT[agent]"
+"$VENV/bin/python" -m pip install -q -e "$ROOT[agent,swebench]"  # the mini agent; swebench grades the tests
 "$VENV/bin/python" -c 'import skyrl.train.utils.trainer_utils, trialbook.rl.trainers'
 echo "TRIALBOOK_SKYRL_PYTHON=$VENV/bin/python"

@@ -48,20 +48,24 @@ def main(cfg: dict[str, Any]) -> dict[str, Any]:
     finally:
         gateway.stop()
     validate_generator_output(len(rows), out)
-    # as the trainer's postprocess does: a scalar reward lands on the last response token
-    pairs = zip(out["response_ids"], out["rewards"], strict=True)
-    rewards = [[0.0] * (len(r) - 1) + [float(x)] if r else [] for r, x in pairs]
-    _seq, _attn, _resp, _rew, loss_masks, logprobs, _, _ = convert_prompts_responses_to_batch_tensors(
-        0, out["prompt_token_ids"], out["response_ids"], rewards, out["loss_masks"], out["rollout_logprobs"]
-    )
     ids = out["trajectory_ids"]
+    kept = json.loads(json.dumps({**out, "trajectory_ids": [[t.instance_id, t.repetition_id] for t in ids]}))
+    taken = json.loads(json.dumps(gateway.__dict__.get("taken", [])))
+    # as the trainer's postprocess does: a scalar reward lands on the last response token (the conversion
+    # pads the lists it is given in place, so it gets copies)
+    pairs = zip(kept["response_ids"], kept["rewards"], strict=True)
+    rewards = [[0.0] * (len(r) - 1) + [float(x)] if r else [] for r, x in pairs]
+    copy = json.loads(json.dumps(kept))
+    _seq, _attn, _resp, _rew, loss_masks, logprobs, _, _ = convert_prompts_responses_to_batch_tensors(
+        0, copy["prompt_token_ids"], copy["response_ids"], rewards, copy["loss_masks"], copy["rollout_logprobs"]
+    )
     return {
         "python": list(sys.version_info[:2]),
         "skyrl": skyrl.__version__,
         "is_generator_interface": isinstance(generator, GeneratorInterface),
         "validated": True,
-        "output": {**out, "trajectory_ids": [[t.instance_id, t.repetition_id] for t in ids]},
-        "taken": gateway.__dict__.get("taken", []),
+        "output": kept,
+        "taken": taken,
         "tensors": {
             "loss_mask_rows": [int(v) for v in loss_masks.sum(dim=1).tolist()],
             "logprobs_on_mask": [float(v) for v in (logprobs * loss_masks).sum(dim=1).tolist()],

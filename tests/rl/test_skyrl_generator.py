@@ -6,7 +6,9 @@ Each output row must be the gateway's record of its trial, turn by turn: `prompt
 `response_ids` every completion with the observation tokens between them, `loss_masks` 1 exactly on the
 completions, `rollout_logprobs` the engine's logprobs on them (0.0 off the mask); a masked group gives rows of
 reward 0.0 with nothing under the loss mask. The oracle (`expected_row`) rebuilds that from the raw `Call`s the
-gateway handed over, not from rl/trajectory.py.
+gateway handed over, not from rl/trajectory.py; a turn whose prompt does not extend the one before ends the row.
+SmolLM2-135M never writes a parseable action, and mini-swe-agent then drops the reply from its history, so the
+live episodes break at turn 2: the two tests without a model show the observation tokens of an exact episode.
 
 SkyRL's trainer package (`skyrl` 0.4.0) needs Python >= 3.12, and its requirement `peft` pulls torch, which
 PyPI has for 3.12 only as a CUDA build (~5 GB with its NVIDIA libraries); the project's own venv is 3.11. So:
@@ -46,11 +48,9 @@ from paths import EXAMPLES
 from trialbook.agents.llama import LlamaServer, model_file
 from trialbook.ledger.store import Ledger
 from trialbook.rl.gateway import Call, Gateway, template_of
-from trialbook.rl.rollout import Rollouts
-from trialbook.rl.trainers import SkyRLGenerator
-from trialbook.rl.trajectory import ARTIFACT, Trajectory
-
-pytestmark = [pytest.mark.llm, pytest.mark.docker]
+from trialbook.rl.rollout import RolloutResult, Rollouts
+from trialbook.rl.trainers import SkyRLGenerator, skyrl_row
+from trialbook.rl.trajectory import ARTIFACT, Trajectory, Turn
 
 SKYRL = "0.4.0"
 HERE = Path(__file__).parent
@@ -70,37 +70,83 @@ class RecordingGateway(Gateway):
         return calls
 
 
-def expected_row(calls: list[dict[str, Any]]) -> dict[str, list]:
-    """The training row a trial's calls make, rebuilt from the calls alone."""
+def expected_row(calls: list[dict[str, Any]]) -> tuple[dict[str, list], bool]:
+    """The training row a trial's calls make, rebuilt from the calls alone, and whether a turn broke the prefix.
+
+    The row runs while each call's prompt starts with the previous prompt + completion; at the first call whose
+    prompt does not (its history was re-rendered: mini-swe-agent drops a reply it could not parse and keeps only
+    its format-error message), the row ends: that is the sequence the model really saw."""
     first = calls[0]
     seq = first["prompt_ids"] + first["completion_ids"]
-    response, mask, logprobs = list(first["completion_ids"]), [1] * len(first["completion_ids"]), []
-    logprobs += [0.0 if v is None else v for v in first["logprobs"]]
+    response, mask = list(first["completion_ids"]), [1] * len(first["completion_ids"])
+    logprobs = [0.0 if v is None else v for v in first["logprobs"]]
     for call in calls[1:]:
-        assert call["prompt_ids"][: len(seq)] == seq, "the oracle covers prefix-consistent trials only"
+        if call["prompt_ids"][: len(seq)] != seq:
+            return {"prompt_token_ids": list(first["prompt_ids"]), "response_ids": response, "loss_mask": mask,
+                    "logprobs": logprobs}, True  # fmt: skip
         obs = call["prompt_ids"][len(seq) :]
         response += obs + call["completion_ids"]
         mask += [0] * len(obs) + [1] * len(call["completion_ids"])
         logprobs += [0.0] * len(obs) + [0.0 if v is None else v for v in call["logprobs"]]
         seq = call["prompt_ids"] + call["completion_ids"]
     return {"prompt_token_ids": list(first["prompt_ids"]), "response_ids": response, "loss_mask": mask,
-            "logprobs": logprobs}  # fmt: skip
+            "logprobs": logprobs}, False  # fmt: skip
+
+
+def _calls(*turns: tuple[list[int], list[int], list[float | None]]) -> list[dict[str, Any]]:
+    return [{"prompt_ids": p, "completion_ids": c, "logprobs": lp, "wv_start": 2, "wv_end": 2, "source": "returned",
+             "finish_reason": "stop"} for p, c, lp in turns]  # fmt: skip
+
+
+def _result(calls: list[dict[str, Any]], reward: float | None) -> RolloutResult:
+    traj = Trajectory.of([Turn(c["prompt_ids"], c["completion_ids"], c["logprobs"], 2, 2) for c in calls])
+    return RolloutResult(trial_id=1, task_id="t", group_id="t@3", attempt=0, step=3, wv=2, epoch=0,
+                         outcome="unresolved", verifier_reward=0.0, reward=reward, masked=reward is None,
+                         submitted=True, turns=len(calls), tokens=None, trajectory=traj)  # fmt: skip
+
+
+@pytest.mark.parametrize("reward", [1.0, None])
+def test_a_row_is_the_turns_with_their_observations_masked_out(reward: float | None) -> None:
+    """Without a model: a two-turn episode (turn 2's prompt = turn 1's prompt + completion + an observation)
+    is one row, the observation tokens off the loss mask; a masked trajectory keeps its tokens, trains on none."""
+    calls = _calls(([1, 2, 3], [10, 11], [-0.1, -0.2]), ([1, 2, 3, 10, 11, 20, 21], [12, 13], [-0.3, None]))
+    want, broken = expected_row(calls)
+    assert not broken and want["prompt_token_ids"] == [1, 2, 3] and want["response_ids"] == [10, 11, 20, 21, 12, 13]
+    assert want["loss_mask"] == [1, 1, 0, 0, 1, 1] and want["logprobs"] == [-0.1, -0.2, 0.0, 0.0, -0.3, 0.0]
+    row = skyrl_row(_result(calls, reward))
+    assert (row["prompt_token_ids"], row["response_ids"], row["logprobs"]) == (
+        want["prompt_token_ids"], want["response_ids"], want["logprobs"])  # fmt: skip
+    assert row["loss_mask"] == (want["loss_mask"] if reward is not None else [0] * 6)
+    assert row["reward"] == (reward or 0.0) and row["broken"] is False
+
+
+def test_a_turn_whose_history_was_rewritten_ends_the_row() -> None:
+    """mini-swe-agent answers an unparseable reply with a format-error message and drops the reply: turn 2's
+    prompt does not hold turn 1's completion, so the row is turn 1 alone, and it is counted as broken."""
+    calls = _calls(([1, 2, 3], [10, 11], [-0.1, -0.2]), ([1, 2, 3, 20, 21], [12, 13], [-0.3, -0.4]))
+    want, broken = expected_row(calls)
+    assert broken and want["response_ids"] == [10, 11] and want["loss_mask"] == [1, 1]
+    row = skyrl_row(_result(calls, 0.0))
+    assert (row["response_ids"], row["loss_mask"], row["logprobs"], row["broken"]) == (
+        want["response_ids"], want["loss_mask"], want["logprobs"], True)  # fmt: skip
 
 
 def check_rows(out: dict[str, Any], taken: list[list[dict[str, Any]]]) -> None:
     """`out` (one batch of ROWS) against the gateway's records: the trained row is its calls exactly, the
     masked group's rows carry nothing to train on."""
     (calls,) = [c for c in taken if c]  # the bad image's trials never reached the model
-    assert len(calls) >= 2, "mini's episode should span two model calls (observation tokens between them)"
-    want = expected_row(calls)
+    assert len(calls) >= 2, "mini's episode should span two model calls"
+    want, broken = expected_row(calls)
+    assert out["rollout_metrics"]["trialbook/masked"] == 2, (out["stop_reasons"], out["rollout_metrics"])
     assert out["prompt_token_ids"][0] == want["prompt_token_ids"]
     assert out["response_ids"][0] == want["response_ids"]
-    assert out["loss_masks"][0] == want["loss_mask"] and 0 in want["loss_mask"] and sum(want["loss_mask"]) > 0
+    assert out["loss_masks"][0] == want["loss_mask"] and sum(want["loss_mask"]) > 0
     assert out["rollout_logprobs"][0] == want["logprobs"]  # the engine's own floats, unrounded
     assert all(c["wv_start"] == WV for c in calls)
+    assert out["rollout_metrics"]["trialbook/broken_prefix"] == int(broken)
     assert out["stop_reasons"][1:] == ["infra_error", "infra_error"] and out["rewards"][1:] == [0.0, 0.0]
     assert all(m == [] or not any(m) for m in out["loss_masks"][1:])
-    assert out["rollout_metrics"]["trialbook/masked"] == 2 and out["rollout_metrics"]["trialbook/broken_prefix"] == 0
+    assert out["rollout_metrics"]["trialbook/masked"] == 2
 
 
 def check_ledger(db: str, run: str, out: dict[str, Any]) -> None:
@@ -110,7 +156,7 @@ def check_ledger(db: str, run: str, out: dict[str, Any]) -> None:
     assert (ok["step"], ok["wv"], ok["attempt"]) == (STEP, WV, 7) and ok["extra"]["rollout"]["staleness"] == STEP - WV
     assert out["rewards"][0] == ok["extra"]["train_reward"]
     traj = Trajectory.loads(ledger.artifact(ok["id"], ARTIFACT))
-    assert traj.exact and traj.broken == []
+    assert traj.exact and ok["extra"]["rollout"]["prefix_breaks"] == len(traj.broken)
     seg = traj.segments()[0]  # the stored record (logprobs to 6 decimals) is the same sequence
     n = len(out["prompt_token_ids"][0])
     assert seg.input_ids == out["prompt_token_ids"][0] + out["response_ids"][0]
@@ -183,6 +229,8 @@ def _typed_keys(wheel: zipfile.ZipFile, path: str, cls: str) -> list[str]:
     return [s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
 
 
+@pytest.mark.llm
+@pytest.mark.docker
 def test_rows_are_the_gateways_records_by_skyrls_source(
     engine, db: str, llama: LlamaServer, tasks: Path, skyrl_wheel: zipfile.ZipFile, tmp_path: Path
 ) -> None:
@@ -243,6 +291,8 @@ def _sample_support_field(wheel: zipfile.ZipFile) -> str:
 # --- the installed skyrl, Python >= 3.12 ---------------------------------------------------------------------
 
 
+@pytest.mark.llm
+@pytest.mark.docker
 def test_the_generator_inside_the_installed_skyrl(engine, db: str, llama: LlamaServer, tasks: Path,
                                                   tmp_path: Path) -> None:  # fmt: skip
     python = os.environ.get("TRIALBOOK_SKYRL_PYTHON")
