@@ -1,5 +1,5 @@
 """Single completions graded in Docker (`Rollouts.score`) and AReaL's workflow over the real llama-cpp-python
-server (TRL's GRPOTrainer: tests/rl/test_trl_environment.py; SkyRL's generator: tests/rl/test_gateway_live.py)."""
+server (TRL's GRPOTrainer: tests/rl/test_trl_environment.py; SkyRL's generator: tests/rl/test_skyrl_generator.py)."""
 
 from __future__ import annotations
 

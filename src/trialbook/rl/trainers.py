@@ -1,8 +1,10 @@
 """Adapters from RL trainers to `trialbook.rl.rollout`: every rollout is a graded, recorded trial.
 
 - TRL: `rl/trl.py` (`TrialbookSpec` for `GRPOTrainer(environment_factory=...)`, `train_grpo`), re-exported here.
-- SkyRL: `SkyRLGenerator.generate(input_batch)` is SkyRL's `GeneratorInterface` (skyrl/train/generators/base.py:
-  `GeneratorInput` -> `GeneratorOutput`), duck-typed so SkyRL need not be installed (it needs Python >= 3.12).
+- SkyRL: `SkyRLGenerator.generate(input_batch)` is SkyRL's `GeneratorInterface` (skyrl 0.4.0,
+  skyrl/train/generators/base.py: `GeneratorInput` -> `GeneratorOutput`), duck-typed so that trialbook runs
+  without SkyRL (it needs Python >= 3.12); `skyrl_generator(rollouts)` gives one that subclasses the installed
+  package's `GeneratorInterface`.
   The rollouts must run through the model gateway (`Rollouts(gateway=...)`): each output row is the trial's
   exact token sequence as the engine saw it (rl/trajectory.py): `prompt_token_ids` the first turn's prompt,
   `response_ids` every later token (the policy's completions and the observations between them), `loss_masks`
@@ -24,7 +26,7 @@ from trialbook.errors import UserError
 from trialbook.rl.rollout import RolloutResult, Rollouts
 from trialbook.rl.trl import TrialbookSpec, train_grpo
 
-__all__ = ["ArealWorkflow", "SkyRLGenerator", "TrialbookSpec", "skyrl_row", "train_grpo"]
+__all__ = ["ArealWorkflow", "SkyRLGenerator", "TrialbookSpec", "skyrl_generator", "skyrl_row", "train_grpo"]
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
@@ -102,6 +104,17 @@ class SkyRLGenerator:
                 "trialbook/broken_prefix": sum(o["broken"] for o in out),
             },
         }
+
+
+def skyrl_generator(rollouts: Rollouts) -> SkyRLGenerator:
+    """A `SkyRLGenerator` that is also an instance of the installed skyrl's `GeneratorInterface` (for SkyRL's
+    trainer: `BasePPOExp.get_generator` may return it). Needs skyrl (Python >= 3.12)."""
+    try:
+        from skyrl.train.generators.base import GeneratorInterface
+    except ImportError as exc:
+        raise UserError(f"skyrl is not installed here ({exc}); SkyRL needs Python >= 3.12") from exc
+    cls = type("TrialbookSkyRLGenerator", (SkyRLGenerator, GeneratorInterface), {})
+    return cls(rollouts)
 
 
 class ArealWorkflow:
