@@ -36,6 +36,9 @@ UPSTREAM = "https://github.com/{repo}.git"
 # Old psf/requests test files take httpbin's address from this variable (default http://httpbin.org/).
 HTTPBIN_KNOB = re.compile(r"""environ\.get\(\s*['"]HTTPBIN_URL['"]""")
 GIT_TIMEOUT = 300
+VENV = "/opt/venv"
+CONDA_ROOT = "/opt/miniconda3"
+OFFICIAL_ENV = f"{CONDA_ROOT}/envs/testbed"
 
 
 @dataclass
@@ -52,6 +55,14 @@ class Plan:
     env_key: str = ""
     inst_key: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    # "venv": the repo's Python in /opt/venv, first on PATH; "official": the published sweb.eval layout, an
+    # environment at /opt/miniconda3/envs/testbed activated by `source /opt/miniconda3/bin/activate; conda activate`
+    layout: str = "venv"
+    lock: dict[str, Any] | None = None  # rebuild from this lock file (lockfile.py): exactly its packages
+
+    @property
+    def venv(self) -> str:
+        return OFFICIAL_ENV if self.layout == "official" else VENV
 
     @property
     def instance_id(self) -> str:
