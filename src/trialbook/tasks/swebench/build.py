@@ -24,6 +24,7 @@ from trialbook.results import Result, optional, to_json
 from trialbook.tasks.swebench.build_images import Builder, BuildFailed, base_tag, key_plan
 from trialbook.tasks.swebench.build_plan import (
     DEFAULT_EXCLUDE_NEWER,
+    PYTHON_RULE,
     Plan,
     local_source,
     make_plan,
@@ -236,6 +237,10 @@ def build_tasks(
             if r.status == "built":
                 plan = by_id[r.task_id]
                 official = plan.layout == "official"
+                wanted = str(plan.specs["python"])
+                asked = {"python_asked": wanted, "python_rule": PYTHON_RULE}
+                if str(r.python).startswith(f"{wanted}."):
+                    asked = {}
                 write_task(
                     plan.inst,
                     plan.version,
@@ -243,9 +248,9 @@ def build_tasks(
                     built_image=None if official else plan.inst_tag,
                     httpbin=bool(plan.extra.get("httpbin")),
                     official_image=r.official_image,
-                    metadata={"python": str(r.python), "image_layout": plan.layout},
+                    metadata={"python": str(r.python), **asked, "image_layout": plan.layout},
                 )
-                lock = {**locks[plan.instance_id], "image": plan.inst_tag}
+                lock = {**locks[plan.instance_id], **asked, "image": plan.inst_tag}
                 (tmp / plan.instance_id / LOCK_FILE).write_text(lock_text(lock))
         lines = results + lines
         (tmp / REPORT).write_text(json.dumps(_merged_report(out, lines, exclude_newer), indent=1) + "\n")

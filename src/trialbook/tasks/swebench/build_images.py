@@ -38,6 +38,12 @@ BASE_PACKAGES = "python3,python3-venv,git,patch,ca-certificates"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 LABEL = "trialbook.swebench"
 SYSTEM_PTH = "/usr/lib/python3/dist-packages/trialbook-venv.pth"
+# A C toolchain for compiled extensions (astropy): Debian's gcc and the headers of the suite's Python, which is
+# the venv's (`python3 -m venv` of the system interpreter).
+TOOLCHAIN = (
+    "apt-get update -qq && apt-get install -y -qq --no-install-recommends gcc g++ libc6-dev python3-dev"
+    " && rm -rf /var/lib/apt/lists/*"
+)
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -116,6 +122,7 @@ def env_dockerfile(plan: Plan) -> tuple[str, dict[str, str]]:
     lines = [
         f"FROM {base_tag(r['suite'])}",
         f"LABEL {LABEL}=env",
+        *([f"RUN {TOOLCHAIN}"] if plan.extra.get("toolchain") else []),  # first: one layer per suite, shared
         "COPY uv /usr/local/bin/uv",
         f"RUN python3 -m venv {venv} && {venv}/bin/python --version",
     ]

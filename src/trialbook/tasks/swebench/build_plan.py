@@ -24,6 +24,30 @@ from trialbook.errors import UserError
 
 # Debian releases that debootstrap can make here, by the Python they ship.
 SUITES = {"3.9": "bullseye", "3.11": "bookworm"}
+# A spec asking for a Python no release here ships gets the nearest one by minor version, the older on a tie
+# (the spec's pinned wheels of its date exist for the older interpreter more often: numpy 1.23.0 has cp39 wheels,
+# no cp311 ones), and none further than PYTHON_REACH minor versions away (refused: 3.5, 3.6). The choice is
+# recorded on the task (`[metadata] python_asked`, `python`) and in the lock file; validation checks it.
+PYTHON_REACH = 2
+PYTHON_RULE = (
+    f"nearest Python here by minor version, the older on a tie, at most {PYTHON_REACH} minor versions away"
+)
+
+
+def python_for(asked: str) -> str | None:
+    """The Python (a SUITES key) that builds a spec asking for `asked`; None when none is near enough."""
+    if asked in SUITES:
+        return asked
+    try:
+        major, minor = (int(x) for x in asked.split(".")[:2])
+    except ValueError:
+        return None
+    near = []
+    for have in SUITES:
+        hm, hn = (int(x) for x in have.split("."))
+        if hm == major and abs(hn - minor) <= PYTHON_REACH:
+            near.append((abs(hn - minor), hn, have))
+    return min(near)[2] if near else None
 # Unpinned packages resolve as of the day the published sweb.eval images were built (an environment
 # resolved today is not the one the instances were validated in: today's pytest and docutils break
 # flask's and sphinx's suites). Their logs show it: setuptools_scm versions stamped d20240725, and
@@ -178,9 +202,10 @@ def refusal(inst: dict[str, Any], version: str | None) -> str | None:
     if specs.get("packages") == "environment.yml":
         return "its spec installs a conda environment.yml; only pip environments are built here"
     python = str(specs.get("python"))
-    if python not in SUITES:
+    if python_for(python) is None:
         known = ", ".join(f"{s} {p}" for p, s in SUITES.items())
-        return f"needs Python {python}, which no Debian release here provides ({known})"
+        rule = f"nor one near enough: {PYTHON_RULE}"
+        return f"needs Python {python}, which no Debian release here provides ({known}), {rule}"
     return None
 
 
@@ -216,6 +241,18 @@ def legacy_editable(requires: list[Requirement], setup_py: bool) -> bool:
     return any(not any(r.specifier.contains(v) for v in modern) for r in pinned)
 
 
+COMPILED = re.compile(r"\.(c|cc|cpp|pyx)$")
+
+
+def has_compiled_sources(source: Path, commit: str) -> bool:
+    """Whether the tree carries C/C++/Cython sources outside its tests (astropy's extensions; sphinx keeps a .pyx
+    test fixture): its install compiles them, so the environment image gets a C toolchain."""
+    done = git(["-C", str(source), "ls-tree", "-r", "--name-only", commit])
+    return any(
+        COMPILED.search(p) and not {"test", "tests"} & set(p.split("/")[:-1]) for p in done.stdout.splitlines()
+    )
+
+
 def reads_httpbin_url(source: Path, inst: dict[str, Any]) -> bool:
     """Whether a test file the test patch touches reads HTTPBIN_URL at base_commit (old requests)."""
     for path in get_modified_files(inst["test_patch"]):
@@ -228,7 +265,9 @@ def reads_httpbin_url(source: Path, inst: dict[str, Any]) -> bool:
 def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: str) -> Plan:
     """The plan without its image keys (`build_images.key_plan` names the images from their recipes)."""
     specs = MAP_REPO_VERSION_TO_SPECS[inst["repo"]][version]
-    plan = Plan(inst, version, specs, SUITES[str(specs["python"])], source, exclude_newer)
+    python = python_for(str(specs["python"]))
+    assert python is not None  # refusal() rules the others out
+    plan = Plan(inst, version, specs, SUITES[python], source, exclude_newer)
     if specs.get("packages") == "requirements.txt":
         plan.requirements = read_requirements(source, inst["repo"], inst["base_commit"])
     if "--current-env" in specs.get("test_cmd", ""):
@@ -239,6 +278,8 @@ def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: s
         plan.extra["legacy_editable"] = True
     if reads_httpbin_url(source, inst):
         plan.extra["httpbin"] = True
+    if has_compiled_sources(source, inst["base_commit"]):
+        plan.extra["toolchain"] = True
     # The eval script re-installs the tree offline without build isolation (generate.OFFLINE_PIP), with what the
     # environment holds: pytest's setup.cfg asks for setuptools-scm and its metadata step for wheel, which the
     # isolated build at install time had and the environment has not. The environment's own setuptools stays. A
