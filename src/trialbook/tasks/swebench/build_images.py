@@ -96,7 +96,7 @@ def conda_names(plan: Plan) -> list[str]:
             continue
         if not req.specifier:
             names.add(req.name.lower())
-    return sorted(names)
+    return sorted(names - set(exact_pins(plan)))  # a version the spec pins is exempt from every cutoff
 
 
 def uv_install(args: str, plan: Plan) -> str:

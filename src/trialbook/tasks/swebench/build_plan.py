@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from packaging.requirements import InvalidRequirement, Requirement
-from swebench.harness.constants import MAP_REPO_TO_REQS_PATHS, MAP_REPO_VERSION_TO_SPECS
+from swebench.harness.constants import MAP_REPO_TO_ENV_YML_PATHS, MAP_REPO_TO_REQS_PATHS, MAP_REPO_VERSION_TO_SPECS
 from swebench.harness.test_spec.python import clean_requirements
 from swebench.harness.utils import get_modified_files
 
@@ -177,6 +178,41 @@ def read_requirements(source: Path, repo: str, commit: str) -> str:
     return clean_requirements("\n".join(additional))
 
 
+# conda-forge names whose PyPI distribution is named otherwise, and conda packages with no PyPI distribution of
+# the library (C libraries, conda-only builds): an environment.yml is installed from PyPI without those.
+CONDA_PYPI_NAMES = {"dask-core": "dask", "matplotlib-base": "matplotlib", "iris": "scitools-iris", "pytables": "tables"}
+CONDA_ONLY = {"hdf5", "cdms2", "pip", "python", "libnetcdf", "eccodes", "gdal", "proj", "geos"}
+
+
+def read_environment_yml(source: Path, repo: str, commit: str) -> tuple[list[str], list[str]]:
+    """(pip requirements, conda-only packages left out) of the repo's environment.yml at `commit` (swebench reads it
+    from GitHub; here from the local repository): conda specs `name=1.2` / `name>=1` as pip ones, the `pip:` list
+    as it is."""
+    for path in MAP_REPO_TO_ENV_YML_PATHS[repo]:
+        done = git(["-C", str(source), "show", f"{commit}:{path}"])
+        if done.returncode == 0:
+            break
+    else:
+        raise ValueError(f"no environment.yml at {MAP_REPO_TO_ENV_YML_PATHS[repo]} in {repo} at {commit}")
+    try:
+        deps = (yaml.safe_load(done.stdout) or {}).get("dependencies") or []
+    except (yaml.YAMLError, AttributeError) as exc:
+        raise ValueError(f"{repo}'s {path} at {commit} is not a conda environment file: {exc}") from None
+    reqs, left_out = [], []
+    for dep in deps:
+        if isinstance(dep, dict):
+            reqs += [str(x) for x in dep.get("pip") or []]
+            continue
+        spec = str(dep).split()[0]
+        name = re.split(r"[=<>!~]", spec, maxsplit=1)[0].strip()
+        if name.lower() in CONDA_ONLY:
+            left_out.append(spec)
+            continue
+        pip_name = CONDA_PYPI_NAMES.get(name.lower(), name)
+        reqs += conda_to_pip(pip_name + spec[len(name) :])
+    return reqs, left_out
+
+
 def conda_to_pip(packages: str) -> list[str]:
     """The spec's `packages` (conda names, `name=1.2` pins) as pip requirements."""
     return [re.sub(r"(?<![=<>!~])=(?!=)", "==", p) for p in packages.split()]
@@ -184,10 +220,14 @@ def conda_to_pip(packages: str) -> list[str]:
 
 def env_recipe(plan: Plan) -> dict[str, Any]:
     pkgs = plan.specs.get("packages", "")
+    if pkgs == "environment.yml":
+        packages = list(plan.extra.get("conda_env", []))
+    else:
+        packages = [] if pkgs == "requirements.txt" else conda_to_pip(pkgs)
     return {
         "suite": plan.suite,
         "python": plan.specs["python"],
-        "packages": [] if pkgs in ("requirements.txt", "environment.yml") else conda_to_pip(pkgs),
+        "packages": packages,
         "requirements": plan.requirements,
         "pip_packages": list(plan.specs.get("pip_packages", [])),
         "exclude_newer": plan.exclude_newer,
@@ -199,8 +239,6 @@ def refusal(inst: dict[str, Any], version: str | None) -> str | None:
     specs = MAP_REPO_VERSION_TO_SPECS.get(inst.get("repo", ""), {}).get(version or "")
     if not specs:
         return f"no swebench spec for {inst.get('repo')} version {version!r}: cannot build its environment"
-    if specs.get("packages") == "environment.yml":
-        return "its spec installs a conda environment.yml; only pip environments are built here"
     python = str(specs.get("python"))
     if python_for(python) is None:
         known = ", ".join(f"{s} {p}" for p, s in SUITES.items())
@@ -270,6 +308,10 @@ def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: s
     plan = Plan(inst, version, specs, SUITES[python], source, exclude_newer)
     if specs.get("packages") == "requirements.txt":
         plan.requirements = read_requirements(source, inst["repo"], inst["base_commit"])
+    elif specs.get("packages") == "environment.yml":
+        plan.extra["conda_env"], plan.extra["conda_left_out"] = read_environment_yml(
+            source, inst["repo"], inst["base_commit"]
+        )
     if "--current-env" in specs.get("test_cmd", ""):
         tox = git(["-C", str(source), "show", f"{inst['base_commit']}:tox.ini"])
         plan.extra["tox_python"] = tox.returncode == 0 and "-m pytest" in tox.stdout
