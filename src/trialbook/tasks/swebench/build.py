@@ -250,7 +250,8 @@ def build_tasks(
                     official_image=r.official_image,
                     metadata={"python": str(r.python), **asked, "image_layout": plan.layout},
                 )
-                lock = {**locks[plan.instance_id], **asked, "image": plan.inst_tag}
+                left_out = {"conda_left_out": plan.extra["conda_left_out"]} if plan.extra.get("conda_left_out") else {}
+                lock = {**locks[plan.instance_id], **asked, **left_out, "image": plan.inst_tag}
                 (tmp / plan.instance_id / LOCK_FILE).write_text(lock_text(lock))
         lines = results + lines
         (tmp / REPORT).write_text(json.dumps(_merged_report(out, lines, exclude_newer), indent=1) + "\n")
