@@ -47,6 +47,15 @@ TOOLCHAIN = (
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
+# docker's "The command '/bin/sh -c <step>' returned a non-zero code: N": a uv step's options fill the whole reason
+STEP_FAILED = re.compile(r"The command '/bin/sh -c (.*)' returned a non-zero code: (\d+)", re.S)
+
+
+def _short_step(m: re.Match[str]) -> str:
+    step = re.sub(r" --exclude-newer-package \S+", "", m.group(1))
+    return f"step `{step[:160]}{'...' if len(step) > 160 else ''}` exited {m.group(2)}"
+
+
 class BuildFailed(Exception):
     """An image could not be built; the message is one line with the reason."""
 
@@ -327,7 +336,7 @@ class Builder:
                     tail = [ln.strip() for ln in log[-60:] if ln.strip() and not ln.startswith(" ---> ")]
                     errors = [ln for ln in tail if "error" in ln.lower() or "fail" in ln.lower()]
                     last = (errors[-4:] or tail[-6:])[-6:]
-                    reason = str(chunk["error"]).strip().splitlines()[0]
+                    reason = STEP_FAILED.sub(_short_step, str(chunk["error"]).strip().splitlines()[0])
                     raise BuildFailed(ANSI.sub("", f"{reason} | {' | '.join(last)}")[:900])
         except (APIError, DockerException) as exc:
             raise BuildFailed(f"docker build {tag}: {exc}") from None
