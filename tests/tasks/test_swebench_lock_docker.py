@@ -44,7 +44,7 @@ def test_a_rebuild_from_the_lock_is_the_same_environment_with_the_same_test_stat
     relock = json.loads((tmp_path / "again" / ID / LOCK_FILE).read_text())
     assert {k: relock[k] for k in IDENTITY} == {k: lock[k] for k in IDENTITY}
 
-    args = ["validate", str(tmp_path / "again"), "--repeats", "1", "--runs-dir", str(tmp_path / "runs"), "--json"]
+    args = ["validate", str(tmp_path / "again"), "--attempts", "1", "--runs-dir", str(tmp_path / "runs"), "--json"]
     res = cli(*args, "--image-variant", f"first={first_line['image']}", "--image-variant", "rebuilt=")
     assert res.exit_code == 0, (res.stdout, res.stderr)
     result = json.loads(res.stdout)

@@ -62,7 +62,7 @@ def test_official_tasks_pull_their_images_by_name_oracle_resolves_nop_does_not(c
                 assert (tasks / task_id / rel).read_text() == (built / task_id / rel).read_text(), rel
             assert f'docker_image = "{names[task_id]}"' in (tasks / task_id / "task.toml").read_text()
         runs = tmp_path / "runs"
-        res = cli("validate", str(tasks), "--repeats", "1", "--runs-dir", str(runs), "--json")
+        res = cli("validate", str(tasks), "--attempts", "1", "--runs-dir", str(runs), "--json")
         assert res.exit_code == 0, (res.stdout, res.stderr)
     rows = {r["task_id"]: r for r in json.loads(res.stdout)["tasks"]}
     assert set(rows) == set(IDS)
