@@ -182,6 +182,10 @@ def read_requirements(source: Path, repo: str, commit: str) -> str:
 # the library (C libraries, conda-only builds): an environment.yml is installed from PyPI without those.
 CONDA_PYPI_NAMES = {"dask-core": "dask", "matplotlib-base": "matplotlib", "iris": "scitools-iris", "pytables": "tables"}
 CONDA_ONLY = {"hdf5", "cdms2", "pip", "python", "libnetcdf", "eccodes", "gdal", "proj", "geos"}
+# conda packages whose C library conda installs beside them and PyPI ships in another distribution: cfgrib's
+# eccodes bindings raise RuntimeError("Cannot find the ecCodes library") at import without it, which xarray's
+# tests/__init__.py (catching ImportError only) turns into a conftest error: no test runs.
+CONDA_C_LIBRARIES = {"cfgrib": ["ecmwflibs"]}
 
 
 def read_environment_yml(source: Path, repo: str, commit: str) -> tuple[list[str], list[str]]:
@@ -209,7 +213,7 @@ def read_environment_yml(source: Path, repo: str, commit: str) -> tuple[list[str
             left_out.append(spec)
             continue
         pip_name = CONDA_PYPI_NAMES.get(name.lower(), name)
-        reqs += conda_to_pip(pip_name + spec[len(name) :])
+        reqs += conda_to_pip(pip_name + spec[len(name) :]) + CONDA_C_LIBRARIES.get(name.lower(), [])
     return reqs, left_out
 
 
