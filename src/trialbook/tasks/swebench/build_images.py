@@ -40,10 +40,13 @@ LABEL = "trialbook.swebench"
 SYSTEM_PTH = "/usr/lib/python3/dist-packages/trialbook-venv.pth"
 # A C toolchain for compiled extensions (astropy): Debian's gcc and the headers of the suite's Python, which is
 # the venv's (`python3 -m venv` of the system interpreter).
-TOOLCHAIN = (
-    "apt-get update -qq && apt-get install -y -qq --no-install-recommends gcc g++ libc6-dev python3-dev"
-    " && rm -rf /var/lib/apt/lists/*"
-)
+def apt_install(packages: list[str]) -> str:
+    names = " ".join(shlex.quote(p) for p in packages)
+    install = f"apt-get install -y -qq --no-install-recommends {names}"
+    return f"apt-get update -qq && {install} && rm -rf /var/lib/apt/lists/*"
+
+
+TOOLCHAIN = apt_install(["gcc", "g++", "libc6-dev", "python3-dev"])
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -132,6 +135,7 @@ def env_dockerfile(plan: Plan) -> tuple[str, dict[str, str]]:
         f"FROM {base_tag(r['suite'])}",
         f"LABEL {LABEL}=env",
         *([f"RUN {TOOLCHAIN}"] if plan.extra.get("toolchain") else []),  # first: one layer per suite, shared
+        *([f"RUN {apt_install(plan.extra['debian_packages'])}"] if plan.extra.get("debian_packages") else []),
         "COPY uv /usr/local/bin/uv",
         f"RUN python3 -m venv {venv} && {venv}/bin/python --version",
     ]

@@ -182,16 +182,17 @@ def read_requirements(source: Path, repo: str, commit: str) -> str:
 # the library (C libraries, conda-only builds): an environment.yml is installed from PyPI without those.
 CONDA_PYPI_NAMES = {"dask-core": "dask", "matplotlib-base": "matplotlib", "iris": "scitools-iris", "pytables": "tables"}
 CONDA_ONLY = {"hdf5", "cdms2", "pip", "python", "libnetcdf", "eccodes", "gdal", "proj", "geos"}
-# conda packages whose C library conda installs beside them and PyPI ships in another distribution: cfgrib's
-# eccodes bindings raise RuntimeError("Cannot find the ecCodes library") at import without it, which xarray's
-# tests/__init__.py (catching ImportError only) turns into a conftest error: no test runs.
-CONDA_C_LIBRARIES = {"cfgrib": ["ecmwflibs"]}
+# conda packages whose C library conda installs beside them: the Debian package of that library. cfgrib's eccodes
+# bindings raise RuntimeError("Cannot find the ecCodes library") at import without it, which xarray's
+# tests/__init__.py (catching ImportError only) turns into a conftest error: no test runs. (PyPI's ecmwflibs
+# wheel needs libglib-2.0, which a minbase Debian lacks: the same error.)
+CONDA_C_LIBRARIES = {"cfgrib": ["libeccodes0"]}
 
 
-def read_environment_yml(source: Path, repo: str, commit: str) -> tuple[list[str], list[str]]:
-    """(pip requirements, conda-only packages left out) of the repo's environment.yml at `commit` (swebench reads it
-    from GitHub; here from the local repository): conda specs `name=1.2` / `name>=1` as pip ones, the `pip:` list
-    as it is."""
+def read_environment_yml(source: Path, repo: str, commit: str) -> tuple[list[str], list[str], list[str]]:
+    """(pip requirements, conda-only packages left out, Debian packages of C libraries) of the repo's
+    environment.yml at `commit` (swebench reads it from GitHub; here from the local repository): conda specs
+    `name=1.2` / `name>=1` as pip ones, the `pip:` list as it is."""
     for path in MAP_REPO_TO_ENV_YML_PATHS[repo]:
         done = git(["-C", str(source), "show", f"{commit}:{path}"])
         if done.returncode == 0:
@@ -202,7 +203,7 @@ def read_environment_yml(source: Path, repo: str, commit: str) -> tuple[list[str
         deps = (yaml.safe_load(done.stdout) or {}).get("dependencies") or []
     except (yaml.YAMLError, AttributeError) as exc:
         raise ValueError(f"{repo}'s {path} at {commit} is not a conda environment file: {exc}") from None
-    reqs, left_out = [], []
+    reqs, left_out, debian = [], [], []
     for dep in deps:
         if isinstance(dep, dict):
             reqs += [str(x) for x in dep.get("pip") or []]
@@ -213,8 +214,9 @@ def read_environment_yml(source: Path, repo: str, commit: str) -> tuple[list[str
             left_out.append(spec)
             continue
         pip_name = CONDA_PYPI_NAMES.get(name.lower(), name)
-        reqs += conda_to_pip(pip_name + spec[len(name) :]) + CONDA_C_LIBRARIES.get(name.lower(), [])
-    return reqs, left_out
+        reqs += conda_to_pip(pip_name + spec[len(name) :])
+        debian += CONDA_C_LIBRARIES.get(name.lower(), [])
+    return reqs, left_out, debian
 
 
 def conda_to_pip(packages: str) -> list[str]:
@@ -313,9 +315,10 @@ def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: s
     if specs.get("packages") == "requirements.txt":
         plan.requirements = read_requirements(source, inst["repo"], inst["base_commit"])
     elif specs.get("packages") == "environment.yml":
-        plan.extra["conda_env"], plan.extra["conda_left_out"] = read_environment_yml(
-            source, inst["repo"], inst["base_commit"]
-        )
+        env, left_out, debian = read_environment_yml(source, inst["repo"], inst["base_commit"])
+        plan.extra["conda_env"], plan.extra["conda_left_out"] = env, left_out
+        if debian:
+            plan.extra["debian_packages"] = debian
     if "--current-env" in specs.get("test_cmd", ""):
         tox = git(["-C", str(source), "show", f"{inst['base_commit']}:tox.ini"])
         plan.extra["tox_python"] = tox.returncode == 0 and "-m pytest" in tox.stdout
