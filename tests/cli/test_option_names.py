@@ -98,6 +98,9 @@ NAMES: dict[str, tuple[str, str]] = {
     "--write-tasks": ("path", "file the artifact-showing tasks are written to"),
     "--build": ("flag", "build images here from source"),
     "--repos": ("path", "folder of <owner>__<name>.git mirrors"),
+    "--image": ("text", "SWE-bench image layout: official or venv"),
+    "--registry": ("text", "registry host the official images are pulled from"),
+    "--from-lock": ("path", "folder of task folders whose lock files a build reproduces"),
     # training and simulation
     "--bucket": ("int", "weight versions per bucket"),
     "--gpus": ("int", "GPUs of the run, to price stalls"),

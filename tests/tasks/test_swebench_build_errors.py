@@ -94,3 +94,21 @@ def test_python_no_debian_release_provides_is_refused_per_instance(cli, tmp_path
         assert line["status"] == "refused"
         assert "which no Debian release here provides (bullseye 3.9, bookworm 3.11)" in line["reason"]
     assert sorted(p.name for p in out.iterdir()) == ["swebench-build.json"]
+
+
+def test_a_bad_lock_file_is_one_line_and_exit_2(cli, tmp_path):
+    folder = tmp_path / "locks" / REQUESTS / "environment"
+    folder.mkdir(parents=True)
+    (folder / "swebench.lock.json").write_text(json.dumps({"lock_version": 1, "packages": ["pytest>=7"]}))
+    out = tmp_path / "out"
+    locks = str(tmp_path / "locks")
+    res = build(cli, one_instance(tmp_path, REQUESTS), out, "--repos", str(REPOS), "--from-lock", locks)
+    assert_one_line_exit_2(res, out, "name==version", "swebench.lock.json")
+
+
+def test_a_missing_lock_file_is_one_line_and_exit_2(cli, tmp_path):
+    (tmp_path / "locks").mkdir()
+    out = tmp_path / "out"
+    locks = str(tmp_path / "locks")
+    res = build(cli, one_instance(tmp_path, REQUESTS), out, "--repos", str(REPOS), "--from-lock", locks)
+    assert_one_line_exit_2(res, out, "no lock file", REQUESTS)

@@ -96,17 +96,39 @@ def from_swebench_cmd(
         Path | None, typer.Option("--repos", help="--build: folder of <owner>__<name>.git (default: fetch upstream).")
     ] = None,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="--build: images built in parallel.")] = 1,
+    image: Annotated[
+        str | None,
+        typer.Option(
+            "--image",
+            help="official: the sweb.eval names and conda activation (default without --build; with --build, images"
+            " built here in that layout and tagged so); venv: --build's own /opt/venv images (default with --build).",
+        ),
+    ] = None,
+    registry: Annotated[
+        str | None, typer.Option("--registry", help="--image official: pull from this registry (HOST[:PORT]).")
+    ] = None,
+    from_lock: Annotated[
+        Path | None, typer.Option("--from-lock", help="--build: rebuild exactly from the lock files of this folder.")
+    ] = None,
     as_json: Json = False,
 ) -> None:
     """Task folders for SWE-bench Verified instances: on the official sweb.eval images, or built here (--build)."""
     require("swebench", "tasks from-swebench")
+    from trialbook.tasks.swebench.generate import check_registry
+
+    layout = image or ("venv" if build else "official")
+    if layout not in ("official", "venv"):
+        raise UserError(f"--image must be official or venv, got {image!r}")
+    check_registry(registry, layout)
     if build:
         from trialbook.tasks.swebench.build import build_tasks
 
-        emit(build_tasks(instances, out, comma_list(ids), repos, jobs), as_json, render.print_build)
+        result = build_tasks(instances, out, comma_list(ids), repos, jobs, layout=layout, registry=registry,
+                             from_lock=from_lock)  # fmt: skip
+        emit(result, as_json, render.print_build)
         return
-    if repos is not None:
-        raise UserError("--repos is used only with --build")
+    if repos is not None or from_lock is not None or layout != "official":
+        raise UserError("--repos, --from-lock and --image venv are used only with --build")
     from trialbook.tasks.swebench.generate import write_tasks
 
-    emit(write_tasks(instances, out, comma_list(ids)), as_json, render.print_from_swebench)
+    emit(write_tasks(instances, out, comma_list(ids), registry), as_json, render.print_from_swebench)

@@ -121,6 +121,10 @@ def print_build(r: TasksBuilt) -> None:
         line(f"{s.status}: {s.task_id}: {s.reason}", markup=False)
     built = [x for x in r.instances if x.status == "built"]
     if built:
-        table(["instance", "image", "build s", "image MB"],
-              [[x.task_id, str(x.image), f"{x.seconds:.0f}", f"{x.image_mb:.0f}"] for x in built],
-              title="built")  # fmt: skip
+        table(["instance", "image", "build s", "image MB", "lock"],
+              [[x.task_id, str(x.official_image or x.image), f"{x.seconds:.0f}", f"{x.image_mb:.0f}", str(x.lock)]
+               for x in built], title="built")  # fmt: skip
+    for x in built:
+        if x.lock_changes:
+            line(f"{x.task_id}: rebuilt image is a variant of {x.locked_image}: {'; '.join(x.lock_changes)}",
+                 markup=False)  # fmt: skip

@@ -21,16 +21,26 @@ from typing import Any
 
 from trialbook.errors import UserError
 from trialbook.results import Result, optional, to_json
-from trialbook.tasks.swebench.build_images import Builder, BuildFailed, key_plan
+from trialbook.tasks.swebench.build_images import Builder, BuildFailed, base_tag, key_plan
 from trialbook.tasks.swebench.build_plan import (
     DEFAULT_EXCLUDE_NEWER,
+    PYTHON_RULE,
     Plan,
     local_source,
     make_plan,
     refusal,
     upstream_source,
 )
-from trialbook.tasks.swebench.generate import read_instances, skip_reason, write_task
+from trialbook.tasks.swebench.generate import image_for, read_instances, skip_reason, write_task
+from trialbook.tasks.swebench.lockfile import (
+    LOCK_FILE,
+    LockError,
+    changes,
+    lock_text,
+    make_lock,
+    read_environment,
+    read_lock,
+)
 from trialbook.tasks.swebench.versions import VERSIONS
 
 REPORT = "swebench-build.json"
@@ -53,6 +63,11 @@ class BuildLine(Result):
     instance_build_s: float | None = optional()
     env_mb: float | None = optional()
     image_mb: float | None = optional()
+    official_image: str | None = optional()  # --image official: the official name the image is tagged with
+    python: str | None = optional()  # the interpreter in the image (the lock's)
+    lock: str | None = optional()  # "written"; from a lock: "same" or "changed"
+    lock_changes: list[str] | None = optional()  # what a rebuild from a lock changed (then: an image variant)
+    locked_image: str | None = optional()  # the image the lock was taken from (for validate --image-variant)
 
 
 @dataclass(frozen=True)
@@ -79,7 +94,13 @@ def _select(rows: list[dict[str, Any]], ids: list[str] | None, source: Path) -> 
     return [r for r in rows if r["instance_id"] in wanted]
 
 
-def plan_all(rows: list[dict[str, Any]], repos: Path | None, exclude_newer: str) -> tuple[list[Plan], list[BuildLine]]:
+def plan_all(
+    rows: list[dict[str, Any]],
+    repos: Path | None,
+    exclude_newer: str,
+    layout: str = "venv",
+    from_lock: Path | None = None,
+) -> tuple[list[Plan], list[BuildLine]]:
     """Plans for the buildable instances, and one skipped/refused line for each other one."""
     if repos is not None and not repos.is_dir():
         raise UserError(f"--repos {repos} is not a folder")
@@ -101,17 +122,37 @@ def plan_all(rows: list[dict[str, Any]], repos: Path | None, exclude_newer: str)
         except ValueError as exc:  # e.g. the spec's requirements file is not in the repository
             lines.append(BuildLine(inst["instance_id"], "infra_error", str(exc)))
             continue
+        plan.layout = layout
+        if layout == "official":
+            plan.extra.pop("httpbin", None)  # the published images have no httpbin: the same test.sh as theirs
+        if from_lock is not None:
+            plan.lock = read_lock(from_lock, plan.instance_id)
+            if plan.lock.get("suite") != plan.suite:
+                on = plan.lock.get("suite")
+                raise UserError(f"--from-lock: {plan.instance_id}'s lock is on {on}, its spec on {plan.suite}")
+            plan.exclude_newer = str(plan.lock.get("resolved_as_of") or exclude_newer)
         key_plan(plan)
         plans.append(plan)
     return plans, lines
 
 
-def _build_one(builder: Builder, plan: Plan) -> BuildLine:
+def _lock_of(builder: Builder, plan: Plan) -> dict[str, Any]:
+    base = base_tag(plan.suite)
+    env = read_environment(builder.client, plan.inst_tag, plan.venv)
+    return make_lock(plan.instance_id, plan.suite, plan.layout, (base, builder.image_id(base)), plan.exclude_newer, env)
+
+
+def _build_one(builder: Builder, plan: Plan, registry: str | None, locks: dict[str, dict[str, Any]]) -> BuildLine:
     t0 = time.monotonic()
+    official = image_for(plan.instance_id, registry) if plan.layout == "official" else None
     try:
         builder.ensure_instance(plan)
-    except BuildFailed as exc:
+        if official is not None:
+            builder.tag(plan.inst_tag, official)
+        lock = locks[plan.instance_id] = _lock_of(builder, plan)
+    except (BuildFailed, LockError) as exc:
         return BuildLine(plan.instance_id, "infra_error", f"image build failed: {exc}")
+    diff = changes(plan.lock, lock) if plan.lock is not None else None
     return BuildLine(
         task_id=plan.instance_id,
         status="built",
@@ -124,6 +165,11 @@ def _build_one(builder: Builder, plan: Plan) -> BuildLine:
         instance_build_s=round(builder.built.get(plan.inst_tag, 0.0), 1),
         env_mb=builder.size_mb(plan.env_tag),
         image_mb=builder.size_mb(plan.inst_tag),
+        official_image=official,
+        python=str(lock["python"]),
+        lock="written" if diff is None else ("changed" if diff else "same"),
+        lock_changes=diff or None,
+        locked_image=plan.lock.get("image") if diff else None,
     )
 
 
@@ -162,19 +208,27 @@ def build_tasks(
     repos: Path | None = None,
     jobs: int = 1,
     exclude_newer: str = DEFAULT_EXCLUDE_NEWER,
+    layout: str = "venv",
+    registry: str | None = None,
+    from_lock: Path | None = None,
 ) -> TasksBuilt:
+    """`layout` "official": images in the published sweb.eval layout, tagged with their official names (under
+    `registry` when given) and task folders exactly as `write_tasks` writes them for those names."""
     rows = _select(read_instances(instances), ids, instances)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} exists and is not a folder")
-    plans, lines = plan_all(rows, repos, exclude_newer)
+    if from_lock is not None and not from_lock.is_dir():
+        raise UserError(f"--from-lock {from_lock} is not a folder")
+    plans, lines = plan_all(rows, repos, exclude_newer, layout, from_lock)
     try:
         builder = Builder() if plans else None
     except BuildFailed as exc:
         raise UserError(str(exc)) from None
     results: list[BuildLine] = []
+    locks: dict[str, dict[str, Any]] = {}
     if builder is not None:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            results = list(pool.map(lambda p: _build_one(builder, p), plans))
+            results = list(pool.map(lambda p: _build_one(builder, p, registry, locks), plans))
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
@@ -182,13 +236,23 @@ def build_tasks(
         for r in results:
             if r.status == "built":
                 plan = by_id[r.task_id]
+                official = plan.layout == "official"
+                wanted = str(plan.specs["python"])
+                asked = {"python_asked": wanted, "python_rule": PYTHON_RULE}
+                if str(r.python).startswith(f"{wanted}."):
+                    asked = {}
                 write_task(
                     plan.inst,
                     plan.version,
                     tmp / plan.instance_id,
-                    built_image=plan.inst_tag,
+                    built_image=None if official else plan.inst_tag,
                     httpbin=bool(plan.extra.get("httpbin")),
+                    official_image=r.official_image,
+                    metadata={"python": str(r.python), **asked, "image_layout": plan.layout},
                 )
+                left_out = {"conda_left_out": plan.extra["conda_left_out"]} if plan.extra.get("conda_left_out") else {}
+                lock = {**locks[plan.instance_id], **asked, **left_out, "image": plan.inst_tag}
+                (tmp / plan.instance_id / LOCK_FILE).write_text(lock_text(lock))
         lines = results + lines
         (tmp / REPORT).write_text(json.dumps(_merged_report(out, lines, exclude_newer), indent=1) + "\n")
         _move_in(tmp, out)

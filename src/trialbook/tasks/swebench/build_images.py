@@ -29,16 +29,34 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from trialbook.tasks.swebench.build_plan import CONDA_EXCLUDE_NEWER, Plan, env_recipe, git
 from trialbook.tasks.swebench.generate import HTTPBIN_VENV
+from trialbook.tasks.swebench.official_layout import CONDA_ACTIVATE, official_env_lines, official_inst_tail
 
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 IMAGE_CA = "/usr/local/share/trialbook/host-ca.crt"
-VENV = "/opt/venv"
 REPO_DIR = "/testbed"
 BASE_PACKAGES = "python3,python3-venv,git,patch,ca-certificates"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 LABEL = "trialbook.swebench"
 SYSTEM_PTH = "/usr/lib/python3/dist-packages/trialbook-venv.pth"
+# A C toolchain for compiled extensions (astropy): Debian's gcc and the headers of the suite's Python, which is
+# the venv's (`python3 -m venv` of the system interpreter).
+def apt_install(packages: list[str]) -> str:
+    names = " ".join(shlex.quote(p) for p in packages)
+    install = f"apt-get install -y -qq --no-install-recommends {names}"
+    return f"apt-get update -qq && {install} && rm -rf /var/lib/apt/lists/*"
+
+
+TOOLCHAIN = apt_install(["gcc", "g++", "libc6-dev", "python3-dev"])
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+# docker's "The command '/bin/sh -c <step>' returned a non-zero code: N": a uv step's options fill the whole reason
+STEP_FAILED = re.compile(r"The command '/bin/sh -c (.*)' returned a non-zero code: (\d+)", re.S)
+
+
+def _short_step(m: re.Match[str]) -> str:
+    step = re.sub(r" --exclude-newer-package \S+", "", m.group(1))
+    return f"step `{step[:160]}{'...' if len(step) > 160 else ''}` exited {m.group(2)}"
 
 
 class BuildFailed(Exception):
@@ -90,13 +108,13 @@ def conda_names(plan: Plan) -> list[str]:
             continue
         if not req.specifier:
             names.add(req.name.lower())
-    return sorted(names)
+    return sorted(names - set(exact_pins(plan)))  # a version the spec pins is exempt from every cutoff
 
 
 def uv_install(args: str, plan: Plan) -> str:
     exempt = "".join(f" --exclude-newer-package {n}={NO_CUTOFF}" for n in exact_pins(plan))
     exempt += "".join(f" --exclude-newer-package {n}={CONDA_EXCLUDE_NEWER}" for n in conda_names(plan))
-    return f"uv pip install --python {VENV}/bin/python --exclude-newer {plan.exclude_newer}{exempt} {args}"
+    return f"uv pip install --python {plan.venv}/bin/python --exclude-newer {plan.exclude_newer}{exempt} {args}"
 
 
 def pip_to_uv(command: str, plan: Plan) -> str:
@@ -111,14 +129,27 @@ def env_dockerfile(plan: Plan) -> tuple[str, dict[str, str]]:
     """(Dockerfile, extra context files) of the environment image."""
     r = env_recipe(plan)
     d = plan
+    venv = plan.venv
     files: dict[str, str] = {}
     lines = [
         f"FROM {base_tag(r['suite'])}",
         f"LABEL {LABEL}=env",
+        *([f"RUN {TOOLCHAIN}"] if plan.extra.get("toolchain") else []),  # first: one layer per suite, shared
+        *([f"RUN {apt_install(plan.extra['debian_packages'])}"] if plan.extra.get("debian_packages") else []),
         "COPY uv /usr/local/bin/uv",
-        f"RUN python3 -m venv {VENV} && {VENV}/bin/python --version",
-        f"ENV VIRTUAL_ENV={VENV} PATH={VENV}/bin:{SYSTEM_PATH} UV_NO_CACHE=1 PIP_NO_INPUT=1",
+        f"RUN python3 -m venv {venv} && {venv}/bin/python --version",
     ]
+    if plan.layout == "official":
+        files["activate"] = CONDA_ACTIVATE
+        lines += official_env_lines(venv)
+    else:
+        lines.append(f"ENV VIRTUAL_ENV={venv} PATH={venv}/bin:{SYSTEM_PATH} UV_NO_CACHE=1 PIP_NO_INPUT=1")
+    if plan.lock is not None:
+        # a rebuild from the lock file: exactly its versions, no resolution (the date no longer matters)
+        files["lock.txt"] = "".join(f"{p}\n" for p in plan.lock["packages"])
+        lines.append("COPY lock.txt /root/lock.txt")
+        lines.append(f"RUN uv pip install --python {venv}/bin/python --no-deps -r /root/lock.txt && rm /root/lock.txt")
+        return "\n".join(lines) + "\n", files
     if r["packages"]:
         lines.append("RUN " + uv_install(" ".join(shlex.quote(p) for p in r["packages"]), d))
     if r["requirements"] is not None:
@@ -168,7 +199,7 @@ def inst_dockerfile(plan: Plan) -> str:
         kept = "/tmp/trialbook-installed.txt"
         wanted = " ".join(shlex.quote(r) for r in plan.extra["build_requires"])
         lines.append(
-            f"RUN uv pip freeze --python {VENV}/bin/python | grep -v -e '^-e ' -e ' @ ' -e '^pip==' > {kept}"
+            f"RUN uv pip freeze --python {plan.venv}/bin/python | grep -v -e '^-e ' -e ' @ ' -e '^pip==' > {kept}"
             f" && {{ {uv_install(f'-c {kept} {wanted}', plan)}"
             " || echo 'trialbook: build requirements not installable beside the environment'; } && rm " + kept
         )
@@ -178,9 +209,11 @@ def inst_dockerfile(plan: Plan) -> str:
         # site-packages (conda's python keeps its prefix): the system python adds the venv's.
         pth = "import site; site.addsitedir(%r)\\n"
         lines.append(
-            f"RUN {VENV}/bin/python -c \"import sysconfig; open('{SYSTEM_PTH}', 'w')"
+            f"RUN {plan.venv}/bin/python -c \"import sysconfig; open('{SYSTEM_PTH}', 'w')"
             f".write('{pth}' % sysconfig.get_paths()['purelib'])\" && cat {SYSTEM_PTH}"
         )
+    if plan.layout == "official":
+        lines += official_inst_tail(plan.venv)
     return "\n".join(lines) + "\n"
 
 
@@ -221,6 +254,17 @@ class Builder:
             return True
         except ImageNotFound:
             return False
+
+    def image_id(self, tag: str) -> str:
+        return str(self.client.images.get(tag).id)
+
+    def tag(self, tag: str, name: str) -> None:
+        """Give the image `tag` the extra name `name` (`repo[:tag]`, a registry host allowed)."""
+        repo, _, version = name.rpartition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "latest")
+        try:
+            self.client.images.get(tag).tag(repo, version or "latest")
+        except (APIError, DockerException) as exc:
+            raise BuildFailed(f"docker tag {tag} {name}: {exc}") from None
 
     def size_mb(self, tag: str) -> float:
         return round(self.client.images.get(tag).attrs["Size"] / 1e6, 1)
@@ -296,7 +340,7 @@ class Builder:
                     tail = [ln.strip() for ln in log[-60:] if ln.strip() and not ln.startswith(" ---> ")]
                     errors = [ln for ln in tail if "error" in ln.lower() or "fail" in ln.lower()]
                     last = (errors[-4:] or tail[-6:])[-6:]
-                    reason = str(chunk["error"]).strip().splitlines()[0]
+                    reason = STEP_FAILED.sub(_short_step, str(chunk["error"]).strip().splitlines()[0])
                     raise BuildFailed(ANSI.sub("", f"{reason} | {' | '.join(last)}")[:900])
         except (APIError, DockerException) as exc:
             raise BuildFailed(f"docker build {tag}: {exc}") from None

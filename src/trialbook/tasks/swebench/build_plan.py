@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from packaging.requirements import InvalidRequirement, Requirement
-from swebench.harness.constants import MAP_REPO_TO_REQS_PATHS, MAP_REPO_VERSION_TO_SPECS
+from swebench.harness.constants import MAP_REPO_TO_ENV_YML_PATHS, MAP_REPO_TO_REQS_PATHS, MAP_REPO_VERSION_TO_SPECS
 from swebench.harness.test_spec.python import clean_requirements
 from swebench.harness.utils import get_modified_files
 
@@ -24,6 +25,30 @@ from trialbook.errors import UserError
 
 # Debian releases that debootstrap can make here, by the Python they ship.
 SUITES = {"3.9": "bullseye", "3.11": "bookworm"}
+# A spec asking for a Python no release here ships gets the nearest one by minor version, the older on a tie
+# (the spec's pinned wheels of its date exist for the older interpreter more often: numpy 1.23.0 has cp39 wheels,
+# no cp311 ones), and none further than PYTHON_REACH minor versions away (refused: 3.5, 3.6). The choice is
+# recorded on the task (`[metadata] python_asked`, `python`) and in the lock file; validation checks it.
+PYTHON_REACH = 2
+PYTHON_RULE = (
+    f"nearest Python here by minor version, the older on a tie, at most {PYTHON_REACH} minor versions away"
+)
+
+
+def python_for(asked: str) -> str | None:
+    """The Python (a SUITES key) that builds a spec asking for `asked`; None when none is near enough."""
+    if asked in SUITES:
+        return asked
+    try:
+        major, minor = (int(x) for x in asked.split(".")[:2])
+    except ValueError:
+        return None
+    near = []
+    for have in SUITES:
+        hm, hn = (int(x) for x in have.split("."))
+        if hm == major and abs(hn - minor) <= PYTHON_REACH:
+            near.append((abs(hn - minor), hn, have))
+    return min(near)[2] if near else None
 # Unpinned packages resolve as of the day the published sweb.eval images were built (an environment
 # resolved today is not the one the instances were validated in: today's pytest and docutils break
 # flask's and sphinx's suites). Their logs show it: setuptools_scm versions stamped d20240725, and
@@ -36,6 +61,9 @@ UPSTREAM = "https://github.com/{repo}.git"
 # Old psf/requests test files take httpbin's address from this variable (default http://httpbin.org/).
 HTTPBIN_KNOB = re.compile(r"""environ\.get\(\s*['"]HTTPBIN_URL['"]""")
 GIT_TIMEOUT = 300
+VENV = "/opt/venv"
+CONDA_ROOT = "/opt/miniconda3"
+OFFICIAL_ENV = f"{CONDA_ROOT}/envs/testbed"
 
 
 @dataclass
@@ -52,6 +80,14 @@ class Plan:
     env_key: str = ""
     inst_key: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    # "venv": the repo's Python in /opt/venv, first on PATH; "official": the published sweb.eval layout, an
+    # environment at /opt/miniconda3/envs/testbed activated by `source /opt/miniconda3/bin/activate; conda activate`
+    layout: str = "venv"
+    lock: dict[str, Any] | None = None  # rebuild from this lock file (lockfile.py): exactly its packages
+
+    @property
+    def venv(self) -> str:
+        return OFFICIAL_ENV if self.layout == "official" else VENV
 
     @property
     def instance_id(self) -> str:
@@ -142,6 +178,47 @@ def read_requirements(source: Path, repo: str, commit: str) -> str:
     return clean_requirements("\n".join(additional))
 
 
+# conda-forge names whose PyPI distribution is named otherwise, and conda packages with no PyPI distribution of
+# the library (C libraries, conda-only builds): an environment.yml is installed from PyPI without those.
+CONDA_PYPI_NAMES = {"dask-core": "dask", "matplotlib-base": "matplotlib", "iris": "scitools-iris", "pytables": "tables"}
+CONDA_ONLY = {"hdf5", "cdms2", "pip", "python", "libnetcdf", "eccodes", "gdal", "proj", "geos"}
+# conda packages whose C library conda installs beside them: the Debian package of that library. cfgrib's eccodes
+# bindings raise RuntimeError("Cannot find the ecCodes library") at import without it, which xarray's
+# tests/__init__.py (catching ImportError only) turns into a conftest error: no test runs. (PyPI's ecmwflibs
+# wheel needs libglib-2.0, which a minbase Debian lacks: the same error.)
+CONDA_C_LIBRARIES = {"cfgrib": ["libeccodes0"]}
+
+
+def read_environment_yml(source: Path, repo: str, commit: str) -> tuple[list[str], list[str], list[str]]:
+    """(pip requirements, conda-only packages left out, Debian packages of C libraries) of the repo's
+    environment.yml at `commit` (swebench reads it from GitHub; here from the local repository): conda specs
+    `name=1.2` / `name>=1` as pip ones, the `pip:` list as it is."""
+    for path in MAP_REPO_TO_ENV_YML_PATHS[repo]:
+        done = git(["-C", str(source), "show", f"{commit}:{path}"])
+        if done.returncode == 0:
+            break
+    else:
+        raise ValueError(f"no environment.yml at {MAP_REPO_TO_ENV_YML_PATHS[repo]} in {repo} at {commit}")
+    try:
+        deps = (yaml.safe_load(done.stdout) or {}).get("dependencies") or []
+    except (yaml.YAMLError, AttributeError) as exc:
+        raise ValueError(f"{repo}'s {path} at {commit} is not a conda environment file: {exc}") from None
+    reqs, left_out, debian = [], [], []
+    for dep in deps:
+        if isinstance(dep, dict):
+            reqs += [str(x) for x in dep.get("pip") or []]
+            continue
+        spec = str(dep).split()[0]
+        name = re.split(r"[=<>!~]", spec, maxsplit=1)[0].strip()
+        if name.lower() in CONDA_ONLY:
+            left_out.append(spec)
+            continue
+        pip_name = CONDA_PYPI_NAMES.get(name.lower(), name)
+        reqs += conda_to_pip(pip_name + spec[len(name) :])
+        debian += CONDA_C_LIBRARIES.get(name.lower(), [])
+    return reqs, left_out, debian
+
+
 def conda_to_pip(packages: str) -> list[str]:
     """The spec's `packages` (conda names, `name=1.2` pins) as pip requirements."""
     return [re.sub(r"(?<![=<>!~])=(?!=)", "==", p) for p in packages.split()]
@@ -149,10 +226,14 @@ def conda_to_pip(packages: str) -> list[str]:
 
 def env_recipe(plan: Plan) -> dict[str, Any]:
     pkgs = plan.specs.get("packages", "")
+    if pkgs == "environment.yml":
+        packages = list(plan.extra.get("conda_env", []))
+    else:
+        packages = [] if pkgs == "requirements.txt" else conda_to_pip(pkgs)
     return {
         "suite": plan.suite,
         "python": plan.specs["python"],
-        "packages": [] if pkgs in ("requirements.txt", "environment.yml") else conda_to_pip(pkgs),
+        "packages": packages,
         "requirements": plan.requirements,
         "pip_packages": list(plan.specs.get("pip_packages", [])),
         "exclude_newer": plan.exclude_newer,
@@ -164,12 +245,11 @@ def refusal(inst: dict[str, Any], version: str | None) -> str | None:
     specs = MAP_REPO_VERSION_TO_SPECS.get(inst.get("repo", ""), {}).get(version or "")
     if not specs:
         return f"no swebench spec for {inst.get('repo')} version {version!r}: cannot build its environment"
-    if specs.get("packages") == "environment.yml":
-        return "its spec installs a conda environment.yml; only pip environments are built here"
     python = str(specs.get("python"))
-    if python not in SUITES:
+    if python_for(python) is None:
         known = ", ".join(f"{s} {p}" for p, s in SUITES.items())
-        return f"needs Python {python}, which no Debian release here provides ({known})"
+        rule = f"nor one near enough: {PYTHON_RULE}"
+        return f"needs Python {python}, which no Debian release here provides ({known}), {rule}"
     return None
 
 
@@ -205,6 +285,18 @@ def legacy_editable(requires: list[Requirement], setup_py: bool) -> bool:
     return any(not any(r.specifier.contains(v) for v in modern) for r in pinned)
 
 
+COMPILED = re.compile(r"\.(c|cc|cpp|pyx)$")
+
+
+def has_compiled_sources(source: Path, commit: str) -> bool:
+    """Whether the tree carries C/C++/Cython sources outside its tests (astropy's extensions; sphinx keeps a .pyx
+    test fixture): its install compiles them, so the environment image gets a C toolchain."""
+    done = git(["-C", str(source), "ls-tree", "-r", "--name-only", commit])
+    return any(
+        COMPILED.search(p) and not {"test", "tests"} & set(p.split("/")[:-1]) for p in done.stdout.splitlines()
+    )
+
+
 def reads_httpbin_url(source: Path, inst: dict[str, Any]) -> bool:
     """Whether a test file the test patch touches reads HTTPBIN_URL at base_commit (old requests)."""
     for path in get_modified_files(inst["test_patch"]):
@@ -217,9 +309,16 @@ def reads_httpbin_url(source: Path, inst: dict[str, Any]) -> bool:
 def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: str) -> Plan:
     """The plan without its image keys (`build_images.key_plan` names the images from their recipes)."""
     specs = MAP_REPO_VERSION_TO_SPECS[inst["repo"]][version]
-    plan = Plan(inst, version, specs, SUITES[str(specs["python"])], source, exclude_newer)
+    python = python_for(str(specs["python"]))
+    assert python is not None  # refusal() rules the others out
+    plan = Plan(inst, version, specs, SUITES[python], source, exclude_newer)
     if specs.get("packages") == "requirements.txt":
         plan.requirements = read_requirements(source, inst["repo"], inst["base_commit"])
+    elif specs.get("packages") == "environment.yml":
+        env, left_out, debian = read_environment_yml(source, inst["repo"], inst["base_commit"])
+        plan.extra["conda_env"], plan.extra["conda_left_out"] = env, left_out
+        if debian:
+            plan.extra["debian_packages"] = debian
     if "--current-env" in specs.get("test_cmd", ""):
         tox = git(["-C", str(source), "show", f"{inst['base_commit']}:tox.ini"])
         plan.extra["tox_python"] = tox.returncode == 0 and "-m pytest" in tox.stdout
@@ -228,6 +327,8 @@ def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: s
         plan.extra["legacy_editable"] = True
     if reads_httpbin_url(source, inst):
         plan.extra["httpbin"] = True
+    if has_compiled_sources(source, inst["base_commit"]):
+        plan.extra["toolchain"] = True
     # The eval script re-installs the tree offline without build isolation (generate.OFFLINE_PIP), with what the
     # environment holds: pytest's setup.cfg asks for setuptools-scm and its metadata step for wheel, which the
     # isolated build at install time had and the environment has not. The environment's own setuptools stays. A

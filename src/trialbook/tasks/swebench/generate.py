@@ -65,8 +65,27 @@ VERIFIER_TIMEOUT = 1800.0  # the official harness's default per-instance timeout
 AGENT_TIMEOUT = 3000.0
 
 
-def image_for(instance_id: str) -> str:
-    return f"swebench/sweb.eval.x86_64.{instance_id.replace('__', '_1776_')}:latest"
+OFFICIAL_NAMESPACE = "swebench"
+
+
+def image_for(instance_id: str, registry: str | None = None) -> str:
+    """The official image name, as swebench 4.1.0's `TestSpec.instance_image_key` spells it for a remote
+    image (lower-cased id, then every `__` of the whole key as `_1776_`), under `registry` when given."""
+    key = f"{OFFICIAL_NAMESPACE}/sweb.eval.x86_64.{instance_id.lower()}:latest".replace("__", "_1776_")
+    return f"{registry.rstrip('/')}/{key}" if registry else key
+
+
+REGISTRY = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9._-]+)*$")
+
+
+def check_registry(registry: str | None, layout: str) -> None:
+    """`--registry` names a registry host (optionally a port and a path) and goes with the official images."""
+    if registry is None:
+        return
+    if layout != "official":
+        raise UserError("--registry is used only with --image official")
+    if not REGISTRY.match(registry):
+        raise UserError(f"--registry must be HOST[:PORT][/PATH] (e.g. 127.0.0.1:5000), got {registry!r}")
 
 
 def _as_list(value: Any) -> list[str] | None:
@@ -292,7 +311,7 @@ def _toml_str(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
 
 
-def _env_lines(instance_id: str, built_image: str | None) -> list[str]:
+def _env_lines(instance_id: str, built_image: str | None, official_image: str | None = None) -> list[str]:
     if built_image is not None:  # the image's ENV already puts /opt/venv first on PATH
         return [
             f"docker_image = {_toml_str(built_image)}",
@@ -302,7 +321,7 @@ def _env_lines(instance_id: str, built_image: str | None) -> list[str]:
             "",
         ]
     return [
-        f"docker_image = {_toml_str(image_for(instance_id))}",
+        f"docker_image = {_toml_str(official_image or image_for(instance_id))}",
         f"workdir = {_toml_str(REPO_DIR)}",
         f"shell_setup = {_toml_str(SHELL_SETUP)}",
         "cpus = 2",
@@ -314,7 +333,13 @@ def _env_lines(instance_id: str, built_image: str | None) -> list[str]:
     ]
 
 
-def build_task_toml(inst: dict[str, Any], version: str | None, built_image: str | None = None) -> str:
+def build_task_toml(
+    inst: dict[str, Any],
+    version: str | None,
+    built_image: str | None = None,
+    official_image: str | None = None,
+    metadata: dict[str, str] | None = None,
+) -> str:
     head = (
         [
             "# SWE-bench Verified instance on an image built here from source (`tasks from-swebench --build`).",
@@ -334,6 +359,7 @@ def build_task_toml(inst: dict[str, Any], version: str | None, built_image: str 
         f"base_commit = {_toml_str(inst['base_commit'])}",
         f"version = {_toml_str(version or '')}",
         'source = "swebench-verified"',
+        *[f"{k} = {_toml_str(v)}" for k, v in (metadata or {}).items()],
         "",
         "[agent]",
         f"timeout_sec = {AGENT_TIMEOUT}",
@@ -342,7 +368,7 @@ def build_task_toml(inst: dict[str, Any], version: str | None, built_image: str 
         f"timeout_sec = {VERIFIER_TIMEOUT}",
         "",
         "[environment]",
-        *_env_lines(inst["instance_id"], built_image),
+        *_env_lines(inst["instance_id"], built_image, official_image),
     ]
     return "\n".join(lines)
 
@@ -378,7 +404,12 @@ def skip_reason(inst: dict[str, Any], version: str | None) -> str | None:
 
 
 def task_files(
-    inst: dict[str, Any], version: str | None, built_image: str | None = None, httpbin: bool = False
+    inst: dict[str, Any],
+    version: str | None,
+    built_image: str | None = None,
+    httpbin: bool = False,
+    official_image: str | None = None,
+    metadata: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """Every file of the task folder, by relative path (built before anything is written)."""
     config = {
@@ -391,7 +422,7 @@ def task_files(
     }
     return {
         "instruction.md": inst.get("problem_statement") or "",
-        "task.toml": build_task_toml(inst, version, built_image),
+        "task.toml": build_task_toml(inst, version, built_image, official_image, metadata),
         "tests/config.json": json.dumps(config, indent=1) + "\n",
         "tests/grade.py": build_grade_py(inst["repo"]),
         "tests/test.sh": build_test_sh(inst, version, venv=built_image is not None, httpbin=httpbin),
@@ -400,10 +431,17 @@ def task_files(
 
 
 def write_task(
-    inst: dict[str, Any], version: str | None, folder: Path, built_image: str | None = None, httpbin: bool = False
+    inst: dict[str, Any],
+    version: str | None,
+    folder: Path,
+    built_image: str | None = None,
+    httpbin: bool = False,
+    official_image: str | None = None,
+    metadata: dict[str, str] | None = None,
 ) -> None:
-    """`httpbin`: the image has a local httpbin (`--build`, test files that read HTTPBIN_URL)."""
-    files = task_files(inst, version, built_image, httpbin)
+    """`httpbin`: the image has a local httpbin (`--build`, test files that read HTTPBIN_URL). Without
+    `built_image` the task is on the official image (`official_image`, default its Docker Hub name)."""
+    files = task_files(inst, version, built_image, httpbin, official_image, metadata)
     (folder / "environment").mkdir(parents=True, exist_ok=True)  # the image is prebuilt: no Dockerfile
     for rel, text in files.items():
         path = folder / rel
@@ -426,7 +464,10 @@ class TasksWritten(Result):
     skipped: list[Skipped]
 
 
-def write_tasks(instances: Path, out: Path, ids: list[str] | None = None) -> TasksWritten:
+def write_tasks(
+    instances: Path, out: Path, ids: list[str] | None = None, registry: str | None = None
+) -> TasksWritten:
+    """Task folders on the official images (`registry`: pulled from there instead of Docker Hub)."""
     rows = read_instances(instances)
     if ids:
         known = {r["instance_id"] for r in rows}
@@ -444,7 +485,8 @@ def write_tasks(instances: Path, out: Path, ids: list[str] | None = None) -> Tas
             skipped.append(Skipped(inst["instance_id"], reason))
             continue
         try:
-            write_task(inst, version, out / inst["instance_id"])
+            image = image_for(inst["instance_id"], registry)
+            write_task(inst, version, out / inst["instance_id"], official_image=image)
         except (ValueError, KeyError) as exc:  # an instance swebench's script builder cannot handle
             skipped.append(Skipped(inst["instance_id"], f"cannot build its verifier: {exc}"))
             continue
