@@ -39,23 +39,28 @@ def swebench_scripts(tmp_path_factory) -> dict[str, str]:
 
 
 def test_on_every_verified_script_it_goes_right_before_the_test_command(swebench_scripts: dict[str, str]) -> None:
-    none = []
+    none, derived = [], 0
     for task, script in swebench_scripts.items():
         planted = plant(script, set(), NONCE)
         if planted is None:
             none.append(task)
             continue
         lines = planted.script.split("\n")
-        at = next(i for i, line in enumerate(lines) if "_trialbook_f" in line)
+        at = next(i for i, line in enumerate(lines) if "_trialbook_x=" in line)
         assert lines[at - 1].strip() == ": '>>>>> Start Test Output'", task
         assert lines[:at] + lines[at + 1 :] == script.split("\n"), task  # one line added, nothing else changed
         assert planted.files and set(planted.files) <= installed_by_patch(script), task
         assert all(TEST_MODULE.fullmatch(Path(f).name) and "roots" not in Path(f).parts for f in planted.files), task
-        assert ("class T" in lines[at]) == task.startswith("django__"), task  # unittest style for Django's runner
+        # unittest style for Django's runner (one canary); else 2 or 3, derived from the test patch's functions
+        assert ("_trialbook_plant" not in lines[at]) == task.startswith("django__"), task
+        if not task.startswith("django__"):
+            assert len(planted.name.split(",")) in (2, 3), task
+            derived += any(n.rsplit("_", 1)[0] in planted.script.split(lines[at])[0] for n in planted.name.split(","))
         assert subprocess.run(["bash", "-n"], input=planted.script, text=True).returncode == 0, task
     # 10097's test command names no Python file (its test patch changes only data files); 5631's names only
     # testing/python/integration.py, a test module by pytest's own python_files, not by its name
     assert none == ["django__django-10097", "pytest-dev__pytest-5631"]
+    assert derived > 100  # most pytest scripts' canaries copy a test function their test patch adds
     # the data files a test patch changes, which the command names too, get none: sphinx's autodoc target module
     # (a canary there is documented and failed sphinx-7748's gold patch), a test root's conf.py and test.py, Django's
     # models.py, a conftest.py, the code under test
@@ -78,7 +83,7 @@ def test_on_the_example_tasks_it_goes_before_pytest_and_into_the_copied_test_fil
         planted = plant(script, task_test_files(task / "tests"), NONCE)
         assert planted is not None, task.name
         lines = planted.script.split("\n")
-        at = next(i for i, line in enumerate(lines) if "_trialbook_f" in line)
+        at = next(i for i, line in enumerate(lines) if "_trialbook_x=" in line)
         assert "pytest" in lines[at + 1] and planted.files == (
             f"tests/{next((task / 'tests').glob('test_*.py')).name}",
         )
