@@ -4,6 +4,7 @@ the test scripts of the 484 SWE-bench Verified instances `tasks from-swebench` w
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -15,9 +16,11 @@ from paths import EXAMPLES, INSTANCES
 from trialbook.tasks.swebench.generate import write_tasks
 from trialbook.tasks.testscript import installed_by_patch, task_test_files
 from trialbook.verify.canary import TEST_MODULE, TESTCASE, plant, reading
+from trialbook.verify.decoys import patch_functions
 from trialbook.verify.grading import grade_parsed, grade_test_log, parse_log
 
 NONCE = "5eed0f0cafe1"
+DERIVED = 102  # of the 258 scripts planted with pytest-style canaries
 NAME = f"test_{NONCE}"
 # the code under test, appended to the fixed module: pytest's test call made a no-op, or unittest's run a success
 PYTEST_NOOP = (
@@ -55,12 +58,15 @@ def test_on_every_verified_script_it_goes_right_before_the_test_command(swebench
         assert ("_trialbook_plant" not in lines[at]) == task.startswith("django__"), task
         if not task.startswith("django__"):
             assert len(planted.name.split(",")) in (2, 3), task
-            derived += any(n.rsplit("_", 1)[0] in planted.script.split(lines[at])[0] for n in planted.name.split(","))
+            sources = {n for f in planted.files for n, _ in patch_functions(script).get(f, [])}
+            derived += bool(sources)
+            for n in planted.name.split(","):  # derived from a function the patch adds, or the plain one
+                assert n.rsplit("_", 1)[0] in sources or re.fullmatch(r"test_\w+_[a-z]+_[a-z]+", n), (task, n)
         assert subprocess.run(["bash", "-n"], input=planted.script, text=True).returncode == 0, task
     # 10097's test command names no Python file (its test patch changes only data files); 5631's names only
     # testing/python/integration.py, a test module by pytest's own python_files, not by its name
     assert none == ["django__django-10097", "pytest-dev__pytest-5631"]
-    assert derived > 100  # most pytest scripts' canaries copy a test function their test patch adds
+    assert derived == DERIVED  # the scripts whose test patch adds a whole test function to a module it runs
     # the data files a test patch changes, which the command names too, get none: sphinx's autodoc target module
     # (a canary there is documented and failed sphinx-7748's gold patch), a test root's conf.py and test.py, Django's
     # models.py, a conftest.py, the code under test
