@@ -1,4 +1,4 @@
-"""The grading half of the threat model (docs/threat-model-grading.md), tried by hostile agents of our own: each
+"""The grading half of the threat model (docs/threat-model.md), tried by hostile agents of our own: each
 script in attacks/grading/ is an oracle's solve.sh without the fix, on copies of examples/tasks/plain-bugfix in the
 task shapes it applies to; every one must end unresolved (or, for a weakness of the tests no verifier can refuse,
 resolved and flagged), each with the tag it should carry, while the real fix resolves in every shape.

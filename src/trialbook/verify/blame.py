@@ -207,7 +207,7 @@ def reward_file(
     (missing_reward), one test.sh may not have written last (untrusted_reward), one read where the code under test
     changed what test.sh may run after the tests (changed_outside; a fresh container's only), one the canary does not
     lower (unwitnessed_reward, in `with_change` boxes closed by `close`, else removed); and the grading half's strict
-    checks (docs/threat-model-grading.md): the tests failing on the image as built (not_gold_reward), the exit status
+    checks (docs/threat-model.md): the tests failing on the image as built (not_gold_reward), the exit status
     against pytest's report (runner.exit_disagrees)."""
     if grading.error is not None and grading.error[0] == "RewardFileNotFoundError":
         missing_reward(task, without_change, grading, state)

@@ -24,7 +24,7 @@ tests/`) gets it in its test modules. Never when another runner stops at the fir
 expression is more than a word: a trial graded per test without one is tagged `unwitnessed`. Named and written like
 the task's tests (`canary_name`: no nonce, no message of its own), it is still readable in the test file once
 planted: it catches the blanket subversions a policy finds by trying, and those that spare what looks like a
-verifier's test (docs/threat-model-grading.md).
+verifier's test (docs/threat-model.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What a verdict says about the trial beyond its reward: the tags and the record fields of the grading half of the
-threat model (docs/threat-model-grading.md), in one place so that the trial record only asks for them."""
+threat model (docs/threat-model.md), in one place so that the trial record only asks for them."""
 
 from __future__ import annotations
 
