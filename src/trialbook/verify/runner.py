@@ -373,7 +373,9 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             # The tail lost the head of the log, where a FAILED line may be that a flood of output pushed
             # out: grade every line of the whole output that can carry a status.
             full.seek(0)
-            text = _split(_status_lines()(full, task.repo, (mark,)), mark)[0]
+            # (the separation's marker lines kept, so that the junit reports they enclose are taken out as above)
+            kept = _status_lines()(full, task.repo, (mark, f"@@trialbook-tests-{nonce}@@"))
+            text = read_markers(_split(kept, mark)[0], nonce)[0]
     if has_lists:
         canary = planted.name if planted else None
         lists = (task.fail_to_pass or [], task.pass_to_pass or [])
