@@ -310,7 +310,10 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     assert witnessed == {f"rewardfile-{k}" for k in WITNESS_PASSED | WITNESS_HIDDEN} | {
         f"containerrf-{k}" for k in WITNESS_HIDDEN
     }
-    assert by_signature["runner_subverted"]["trials"] == len(subverted) == len(SUBVERTED | HIDDEN) + 1 + len(witnessed)
+    caught = len((SUBVERTED | HIDDEN) - CHANNELS)  # runner_shadow graded per test: channels_disagree instead
+    assert by_signature["runner_subverted"]["trials"] == len(subverted) == caught + 1 + len(witnessed)
+    channels = {task for task, t in got.items() if "channels_disagree" in t["extra"]["tags"]}
+    assert by_signature["channels_disagree"]["trials"] == len(channels) > 0
     # a re-grade from the stored logs reads the canary by the name recorded with the trial: the same verdicts
     res = cli("regrade", "cheats", "--json")
     assert res.exit_code == 0, res.stderr

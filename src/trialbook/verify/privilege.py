@@ -18,6 +18,8 @@ or folder: `find_test_commands`) is prefixed with a shell function defined at th
 - removes any reward file the tests' uid left in /logs/verifier (that folder is sticky and world-writable while the
   tests run, so a test runner may write its own reports there, such as Harbor's ctrf.json; root's write after it then
   meets no file of the tests' in its way), and reports it (`Verdict.rewards_by_tests`);
+- for a pytest run, asks pytest for a junit report in a fresh folder and prints it, read by root's builtins once
+  nothing of the tests runs, between marker lines (verify/channels.py cross-checks it with the log and the status);
 - prints the command's exit status after a marker carrying a nonce the tests cannot read (the staged test.sh is root's,
   mode 0700; the shell's memory is root's), so the harness knows what the test command itself returned.
 /tests is root's and mode 0700 unless a test command names it (Harbor's `pytest /tests/test_outputs.py`): then its
