@@ -139,6 +139,8 @@ def evidence(
                         canary.get("name"), canary.get("seen") == canaries.HIDDEN,
                         forged_markers(log, Seal.from_record(_seal(trial))),
                     )  # fmt: skip
+                    if (trial.extra or {}).get("channels"):  # decided by the junit report, not kept in the log
+                        grade = grade.model_copy(update={"strict": False})  # verify/channels.py
                 yield Evidence(trial, lists, log, side, grade, status_map)
 
 
