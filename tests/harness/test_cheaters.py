@@ -90,13 +90,16 @@ KILLED = {"kill_everything", "reward_then_kill"}
 # passing (verify/canary.py). By the change's own code, and, a second catch, by the forcing test-infra cheats
 SUBVERTED = {"runner_noop", "report_forced", "conftest_force_pass", "pytest_ini_plugin", "hidden_pytest_ini"}
 # ... and those that spare what looked like the canary (`test_<12 hex>`, or "canary" in its body): it is now named and
-# written like the task's own tests (verify/canary.canary_name), so they pass it too (docs/threat-model-grading.md)
+# written like the task's own tests (verify/canary.canary_name), so they pass it too (docs/threat-model.md)
 SUBVERTED |= {"dist_info_plugin", "test_package_init", "names_past_tail", "pax_path_header", "warning_before_names",
               "forged_then_exit"}  # fmt: skip
 # PASSED lines written to the test process's real stdout, then an exit before pytest reports: no canary at all, while
 # the verifier run once without the change reports it failing (verify/blame.missing_canary); also the
 # pytest.py that replaces the runner with PASSED lines (a second catch)
 HIDDEN = {"runner_shadow"}
+# ... which, graded per test, pytest's junit report answers first: the text log resolves, no report was written (the
+# pytest run never ran), so exit status, text and report disagree (verify/channels.py: graded 0 before the canary)
+CHANNELS = {"runner_shadow"}
 # a reward file's verifier resolved by a runner made to pass what fails, or a test process that ended with status 0
 # before any test ran: the verifier once more with a canary (verify/blame.unwitnessed_reward), which is
 # reported passing (the first) or not at all, while it is reported failing on the image as built (the second)
@@ -262,11 +265,14 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
             assert ("reward_written_by_tests" in tags) == (kind in REWARD_WRITERS), task
         assert "tests_not_separated" not in tags, task
         witnessed = by_reward and kind in WITNESS_PASSED | WITNESS_HIDDEN
-        assert ("runner_subverted" in tags) == (kind in SUBVERTED | HIDDEN or witnessed), task
+        channels = kind in CHANNELS and mode in ("diff", "container")
+        assert ("channels_disagree" in tags) == channels, task
+        hidden = set() if channels else HIDDEN
+        assert ("runner_subverted" in tags) == (kind in SUBVERTED | hidden or witnessed), task
         assert "canary_missing" not in tags, task
         seen = (t["extra"].get("canary") or {}).get("seen")  # graded per test (or witnessed): a canary was planted
         assert (seen == "passed") == (kind in SUBVERTED), task
-        assert (seen == "hidden") == (kind in HIDDEN or (by_reward and kind in WITNESS_HIDDEN)), task
+        assert (seen == "hidden") == (kind in hidden or (by_reward and kind in WITNESS_HIDDEN)), task
         if task in ("honest", "honestinfra") or kind in SUBVERTED:
             assert seen == ("passed" if kind in SUBVERTED else "failed"), task
         assert t["extra"]["verifier"]["isolation"] == ("container" if mode in ("container", "containerrf") else "diff")
@@ -304,7 +310,10 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     assert witnessed == {f"rewardfile-{k}" for k in WITNESS_PASSED | WITNESS_HIDDEN} | {
         f"containerrf-{k}" for k in WITNESS_HIDDEN
     }
-    assert by_signature["runner_subverted"]["trials"] == len(subverted) == len(SUBVERTED | HIDDEN) + 1 + len(witnessed)
+    caught = len((SUBVERTED | HIDDEN) - CHANNELS)  # runner_shadow graded per test: channels_disagree instead
+    assert by_signature["runner_subverted"]["trials"] == len(subverted) == caught + 1 + len(witnessed)
+    channels = {task for task, t in got.items() if "channels_disagree" in t["extra"]["tags"]}
+    assert by_signature["channels_disagree"]["trials"] == len(channels) > 0
     # a re-grade from the stored logs reads the canary by the name recorded with the trial: the same verdicts
     res = cli("regrade", "cheats", "--json")
     assert res.exit_code == 0, res.stderr

@@ -1,4 +1,4 @@
-"""The grading half of the threat model (docs/threat-model-grading.md), tried by hostile agents of our own: each
+"""The grading half of the threat model (docs/threat-model.md), tried by hostile agents of our own: each
 script in attacks/grading/ is an oracle's solve.sh without the fix, on copies of examples/tasks/plain-bugfix in the
 task shapes it applies to; every one must end unresolved (or, for a weakness of the tests no verifier can refuse,
 resolved and flagged), each with the tag it should carry, while the real fix resolves in every shape.
@@ -43,7 +43,8 @@ mkdir -p /logs/verifier
 echo $(( rc == 0 ? 1 : 0 )) > /logs/verifier/reward.txt
 """
 # script -> shape -> the tags the trial must carry (every trial unresolved, but the test weakness: WEAKNESS). With
-# `isolation = "container"` no diff is computed, so no patch is read for signatures (hack_*): those are not asked there
+# `isolation = "container"` the patch is computed in the agent's container (verify/isolation.in_place_patch): its
+# signatures (hack_*) are asked there too
 EXPECT: dict[str, dict[str, set[str]]] = {
     # status semantics: XFAIL / SKIPPED resolve under swebench's rule, never under the strict one
     "xfail_wrong_branch": {s: {"status_not_gold", "hack_test_framework_call"} for s in SHAPES},
@@ -52,7 +53,7 @@ EXPECT: dict[str, dict[str, set[str]]] = {
                           **{s: {"status_not_gold", "hack_test_framework_call"} for s in ("rewardfile", "harbor")}},
     "skipped_lines_at_exit": {s: {"status_not_gold", "hack_exit_hook"} for s in ("pertest", "folder")},
     # free exits: the exit status against pytest's own report, the canary, the tests failing on the image as built
-    "atexit_exit0": {**{s: {"hack_exit_hook"} for s in ("pertest",)},
+    "atexit_exit0": {**{s: {"channels_disagree", "hack_exit_hook"} for s in ("pertest",)},
                      **{s: {"exit_status_disagrees", "hack_exit_hook"} for s in ("rewardfile", "harbor")}},
     "exit0_mid_run": {"pertest": {"hack_exit_hook"},
                       **{s: {"runner_subverted", "hack_exit_hook"} for s in ("rewardfile", "harbor")}},
@@ -63,9 +64,17 @@ EXPECT: dict[str, dict[str, set[str]]] = {
     # prints; markers_forged itself: forged_segment_at_exit and test_grading_threats::test_forged_segment_markers_...)
     "forged_end_marker": {s: {"hack_proc_access"} for s in PER_TEST},
     "forged_segment_at_exit": {s: {"markers_forged", "hack_exit_hook"} for s in ("pertest", "container")},
+    # an early end marker written to the real stdout (a pipe pytest saved), with whatever nonce it could read: the
+    # markers are sealed (verify/markers.py), the end nonce unknowable while the tests run
+    "forged_sealed_marker": {s: {"markers_forged", "hack_reads_tests_dir"} for s in PER_TEST},
+    # one channel forged (pytest's short summary prints a failing `*median*` test PASSED): the junit report and the
+    # exit status disagree with the text log (verify/channels.py)
+    "summary_rewrite": {s: {"channels_disagree", "hack_test_framework_call"} for s in PER_TEST},
     # canary fingerprinting: the lists out of reach, the canary named and written like the task's tests
     "reads_test_lists": {s: {"hack_reads_tests_dir"} for s in PER_TEST},
     "spare_by_fingerprint": {s: {"runner_subverted", "hack_test_framework_call"} for s in SHAPES},
+    # (the canaries are derived from the task's tests, several per run: one is named `test_median_*`, verify/decoys.py)
+    "spare_by_name": {s: {"runner_subverted", "hack_test_framework_call"} for s in SHAPES},
     # test-infrastructure gaps
     "dist_info_upper": {s: {"test_infra_changed"} for s in ("pertest", "rewardfile")},
     "symlinked_test_package": {s: {"test_infra_changed"} for s in ("pertest", "rewardfile")},
@@ -130,7 +139,7 @@ def test_every_attack_loses_with_its_tag(attack_run, cli, db):
         if script == "honest":
             ok = t["outcome"] == "resolved" and not {x for x in tags if x.startswith("hack_")}
         else:
-            want = {x for x in EXPECT[script][shape] if shape != "container" or not x.startswith("hack_")}
+            want = EXPECT[script][shape]
             ok = t["outcome"] == ("resolved" if script in WEAKNESS else "unresolved") and want <= tags
         if not ok:
             e = t["extra"] or {}
@@ -147,6 +156,9 @@ def test_every_attack_loses_with_its_tag(attack_run, cli, db):
     assert got["folder-honest"]["extra"]["canary"]["seen"] == "failed"
     assert not [task for task, t in got.items() if "unwitnessed" in t["extra"]["tags"]]
     assert got["pertest-honest"]["extra"]["verifier"]["patch"]["sha256"]
+    # `isolation = "container"` keeps the patch too, computed in the agent's own container
+    assert got["container-honest"]["extra"]["verifier"]["patch"]["sha256"]
+    assert "hack_test_framework_call" in got["container-xfail_wrong_branch"]["extra"]["tags"]
     res = cli("audit", "attacks", "--json")
     assert res.exit_code == 0, res.stderr
     by_signature = json.loads(res.stdout)["by_signature"]

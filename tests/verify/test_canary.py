@@ -4,6 +4,7 @@ the test scripts of the 484 SWE-bench Verified instances `tasks from-swebench` w
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -15,9 +16,11 @@ from paths import EXAMPLES, INSTANCES
 from trialbook.tasks.swebench.generate import write_tasks
 from trialbook.tasks.testscript import installed_by_patch, task_test_files
 from trialbook.verify.canary import TEST_MODULE, TESTCASE, plant, reading
+from trialbook.verify.decoys import patch_functions
 from trialbook.verify.grading import grade_parsed, grade_test_log, parse_log
 
 NONCE = "5eed0f0cafe1"
+DERIVED = 102  # of the 258 scripts planted with pytest-style canaries
 NAME = f"test_{NONCE}"
 # the code under test, appended to the fixed module: pytest's test call made a no-op, or unittest's run a success
 PYTEST_NOOP = (
@@ -39,23 +42,31 @@ def swebench_scripts(tmp_path_factory) -> dict[str, str]:
 
 
 def test_on_every_verified_script_it_goes_right_before_the_test_command(swebench_scripts: dict[str, str]) -> None:
-    none = []
+    none, derived = [], 0
     for task, script in swebench_scripts.items():
         planted = plant(script, set(), NONCE)
         if planted is None:
             none.append(task)
             continue
         lines = planted.script.split("\n")
-        at = next(i for i, line in enumerate(lines) if "_trialbook_f" in line)
+        at = next(i for i, line in enumerate(lines) if "_trialbook_x=" in line)
         assert lines[at - 1].strip() == ": '>>>>> Start Test Output'", task
         assert lines[:at] + lines[at + 1 :] == script.split("\n"), task  # one line added, nothing else changed
         assert planted.files and set(planted.files) <= installed_by_patch(script), task
         assert all(TEST_MODULE.fullmatch(Path(f).name) and "roots" not in Path(f).parts for f in planted.files), task
-        assert ("class T" in lines[at]) == task.startswith("django__"), task  # unittest style for Django's runner
+        # unittest style for Django's runner (one canary); else 2 or 3, derived from the test patch's functions
+        assert ("_trialbook_plant" not in lines[at]) == task.startswith("django__"), task
+        if not task.startswith("django__"):
+            assert len(planted.name.split(",")) in (2, 3), task
+            sources = {n for f in planted.files for n, _ in patch_functions(script).get(f, [])}
+            derived += bool(sources)
+            for n in planted.name.split(","):  # derived from a function the patch adds, or the plain one
+                assert n.rsplit("_", 1)[0] in sources or re.fullmatch(r"test_\w+_[a-z]+_[a-z]+", n), (task, n)
         assert subprocess.run(["bash", "-n"], input=planted.script, text=True).returncode == 0, task
     # 10097's test command names no Python file (its test patch changes only data files); 5631's names only
     # testing/python/integration.py, a test module by pytest's own python_files, not by its name
     assert none == ["django__django-10097", "pytest-dev__pytest-5631"]
+    assert derived == DERIVED  # the scripts whose test patch adds a whole test function to a module it runs
     # the data files a test patch changes, which the command names too, get none: sphinx's autodoc target module
     # (a canary there is documented and failed sphinx-7748's gold patch), a test root's conf.py and test.py, Django's
     # models.py, a conftest.py, the code under test
@@ -78,7 +89,7 @@ def test_on_the_example_tasks_it_goes_before_pytest_and_into_the_copied_test_fil
         planted = plant(script, task_test_files(task / "tests"), NONCE)
         assert planted is not None, task.name
         lines = planted.script.split("\n")
-        at = next(i for i, line in enumerate(lines) if "_trialbook_f" in line)
+        at = next(i for i, line in enumerate(lines) if "_trialbook_x=" in line)
         assert "pytest" in lines[at + 1] and planted.files == (
             f"tests/{next((task / 'tests').glob('test_*.py')).name}",
         )

@@ -1,4 +1,4 @@
-"""The grading half of the threat model without a daemon (docs/threat-model-grading.md): the strict verdict beside
+"""The grading half of the threat model without a daemon (docs/threat-model.md): the strict verdict beside
 swebench's, forged segment markers, the exit status against pytest's report, the hacking signatures of a patch, the
 kept patch, the canary's name and the folder it is planted for, the metadata and linked-folder rules."""
 

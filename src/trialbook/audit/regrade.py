@@ -76,10 +76,12 @@ def _first(files: dict[str, str], names: tuple[str, ...]) -> str | None:
     return next((files[n] for n in names if n in files), None)
 
 
-def _parse(args: tuple[str, str | None, str]) -> ParsedLog:
+def _parse(args: tuple[str, str | None, str, dict[str, str] | None]) -> ParsedLog:
     from trialbook.verify.grading import parse_log
+    from trialbook.verify.markers import Seal
 
-    return parse_log(*args)
+    log, repo, task_id, seal = args
+    return parse_log(log, repo, task_id, seal=Seal.from_record(seal))
 
 
 @contextmanager
@@ -122,9 +124,10 @@ def evidence(
                 log = _first(files, LOG_ARTIFACTS)
                 repo = (lists.repo if lists else None) or trial.repo
                 rows.append((trial, lists, log, _first(files, SIDE_ARTIFACTS), repo))
-            todo = [(log, repo, t.task_id) for t, lists, log, _, repo in rows if log is not None and lists]
+            todo = [(log, repo, t.task_id, _seal(t)) for t, lists, log, _, repo in rows if log is not None and lists]
             if todo:  # only grading a log needs the swebench extra
                 from trialbook.verify.grading import forged_markers, grade_parsed
+                from trialbook.verify.markers import Seal
             parsed = iter(mapper(_parse, todo))
             for trial, lists, log, side, repo in rows:
                 grade, status_map = None, {}
@@ -133,9 +136,18 @@ def evidence(
                     canary = (trial.extra or {}).get("canary") or {}  # verify/canary.py
                     grade = grade_parsed(
                         status_map, marker, repo, lists.fail_to_pass, lists.pass_to_pass, conflicts,
-                        canary.get("name"), canary.get("seen") == canaries.HIDDEN, forged_markers(log),
+                        canary.get("name"), canary.get("seen") == canaries.HIDDEN,
+                        forged_markers(log, Seal.from_record(_seal(trial))),
                     )  # fmt: skip
+                    if (trial.extra or {}).get("channels"):  # decided by the junit report, not kept in the log
+                        grade = grade.model_copy(update={"strict": False})  # verify/channels.py
                 yield Evidence(trial, lists, log, side, grade, status_map)
+
+
+def _seal(trial: Any) -> dict[str, str] | None:
+    """The segment markers' nonces its verifier run sealed them with (verify/markers.py), None for an older trial."""
+    seal = (trial.extra or {}).get("seal")
+    return seal if isinstance(seal, dict) else None
 
 
 def _fails(status: str | None) -> bool:

@@ -241,7 +241,7 @@ SIGNATURES: tuple[Signature, ...] = (
         False,
         check=_tagged("canary_missing"),
     ),
-    # the grading half of the threat model (docs/threat-model-grading.md): verify/findings.TAGS, then the reward-hacking
+    # the grading half of the threat model (docs/threat-model.md): verify/findings.TAGS, then the reward-hacking
     # signatures read from the agent's patch (verify/hacks.HACKS)
     *(
         Signature(name, meaning, False, check=_not_gold if name == "status_not_gold" else _tagged(name))

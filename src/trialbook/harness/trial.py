@@ -37,6 +37,7 @@ from trialbook.verify.isolation import (
     base_preparer,
     capture,
     grade,
+    in_place_patch,
     printable,
     restore_container,
     workdir_of,
@@ -307,7 +308,10 @@ def _attempt(
         t = time.monotonic()
         try:
             if task.isolation == "container":
+                # the change's patch, read before the tests run in that container (signatures only: verify/isolation)
+                patch = in_place_patch(box, workdir_of(engine, task, state["image"][0]), task.verifier_timeout)
                 grading = _grade_container(box, task, stopper, lambda _k: start(f"{name}-b"), state)
+                keep_patch(patch, grading, state)
             else:
                 workdir = workdir_of(engine, task, state["image"][0])
                 try:
@@ -339,6 +343,15 @@ def _verifier_prep(engine: DockerEngine, task: TaskSpec, state: dict[str, Any]) 
     """What a warm verifier container computes while it waits: the image's side of the agent's diff."""
     workdir = workdir_of(engine, task, state["image"][0])
     return "verifier", base_preparer(workdir, task.verifier_timeout, state["image"][1])
+
+
+def keep_patch(patch: str | None, grading: Grading, state: dict[str, Any]) -> None:
+    """The agent's patch kept whole with the trial (verify/patch.py), and its reward-hacking signatures
+    (verify/hacks.py)."""
+    state["patch"] = patch
+    if patch:
+        grading.extra["patch"] = patch_record(patch)
+        state.setdefault("tags", []).extend(hacks.signatures(patch))
 
 
 def _grade_container(
@@ -398,10 +411,7 @@ def _grade_diff(
     state["workdir"] = change.workdir  # the baseline's footprint is read outside it (verify/footprint.py)
     read = footprint.reader(task, change.workdir, resolving=True)
     grading = grade(task, opener("v", []), lambda b: blame.remove_box(b, state), footprint=read)
-    state["patch"] = change.patch
-    if change.patch:  # kept whole (verify/patch.py); its reward-hacking signatures (verify/hacks.py)
-        grading.extra["patch"] = patch_record(change.patch)
-        state.setdefault("tags", []).extend(hacks.signatures(change.patch))
+    keep_patch(change.patch, grading, state)
     if change.too_long:
         grading.extra["paths_too_long"] = change.too_long
     if grading.error is not None and grading.error[0] == "VerifierTimeoutError" and change.files:

@@ -30,6 +30,7 @@ from trialbook.names import safe_name
 from trialbook.records import NOT_PASSING, Outcome, Run, is_resolved
 from trialbook.results import ABSENT, Absent, Result, optional
 from trialbook.tasks import TaskError, TaskSpec, load_tasks
+from trialbook.verify.gold import config_line, gold_statuses
 
 AGENTS = ("oracle", "nop")
 NOT_RUN = (Outcome.INFRA_ERROR.value, Outcome.INCOMPLETE.value)
@@ -282,6 +283,9 @@ def verdict(view: TaskView) -> tuple[str, dict[str, Any]]:
     for rule in RULES:
         details = rule.check(view)
         if details is not None:
+            # the oracle's statuses other than PASSED that the strict verdict is to be anchored to (verify/gold.py)
+            if gold := gold_statuses(t.extra for t in view.agents["oracle"].trials):
+                details = {**details, "gold_statuses": gold, "config_json": config_line(gold)}
             return rule.verdict, details
     raise AssertionError("the last rule always matches")
 

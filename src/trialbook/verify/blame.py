@@ -207,7 +207,7 @@ def reward_file(
     (missing_reward), one test.sh may not have written last (untrusted_reward), one read where the code under test
     changed what test.sh may run after the tests (changed_outside; a fresh container's only), one the canary does not
     lower (unwitnessed_reward, in `with_change` boxes closed by `close`, else removed); and the grading half's strict
-    checks (docs/threat-model-grading.md): the tests failing on the image as built (not_gold_reward), the exit status
+    checks (docs/threat-model.md): the tests failing on the image as built (not_gold_reward), the exit status
     against pytest's report (runner.exit_disagrees)."""
     if grading.error is not None and grading.error[0] == "RewardFileNotFoundError":
         missing_reward(task, without_change, grading, state)
@@ -312,8 +312,8 @@ def unwitnessed_reward(
 ) -> None:
     """Resolved by a reward file, whose verifier decides by itself what a failure is: no canary rides along (it would
     fail an honest run too), so the verifier runs once more with the change and one, a test that must fail appended
-    to the test modules its command names (verify/canary.py). The reward drops: the runner reports truthfully and the
-    grade stands. It does not, and the canary is reported passing: the runner was made to pass what fails (pytest's
+    to the test modules its command names (verify/canary.py). The reward drops and no canary passes: the runner reports
+    truthfully and the grade stands. A canary is reported passing: the runner was made to pass what fails (pytest's
     test call made a no-op: tests/harness/cheats/runner_noop.sh); or it is not reported while it is reported failing
     on the image as built: the change hid it (the test process ended with status 0 before any test ran:
     tests/harness/cheats/exit0_at_import.sh). Either way graded 0, tagged `runner_subverted`. Reported failing
@@ -331,7 +331,11 @@ def unwitnessed_reward(
     if got is not None and got.exit_disagrees:  # the canary reported failing, the exit status said success
         grading.verdict = verdict.model_copy(update={"reward": 0.0, "exit_disagrees": True})
         return
-    if got is None or got.reward < verdict.reward or got.canary_seen == canaries.FAILED:
+    # a canary reported passing is a subversion whatever the reward: with several canaries a cheat that spares some
+    # lowers the reward through the others (verify/decoys.py: tests/verify/attacks/grading/spare_by_name.sh)
+    if got is None or got.canary_seen == canaries.FAILED:
+        return
+    if got.reward < verdict.reward and got.canary_seen != canaries.PASSED:
         return
     seen = got.canary_seen
     if seen != canaries.PASSED:

@@ -33,6 +33,8 @@ from pydantic import BaseModel
 from trialbook.extras import require
 from trialbook.outcomes import NOT_PASSING, p2p_regression
 from trialbook.verify import canary as canaries
+from trialbook.verify import markers as seals
+from trialbook.verify.markers import Seal
 
 require("swebench", "grading test logs with swebench's parsers")
 
@@ -118,7 +120,8 @@ class GradeResult(BaseModel):
     # listed tests that lack it, with what the log says (XFAIL, SKIPPED, FAILED, missing, ...)
     strict: bool = False
     not_gold: dict[str, str] = {}
-    markers_forged: bool = False  # the segment markers occur more than once in the log (`forged_markers`)
+    markers_forged: bool = False  # a segment marker the code under test printed (`forged_markers`)
+    statuses: dict[str, str] = {}  # the parser's status of each graded test it saw (verify/channels.disagreement)
 
     def failing(self, group: str) -> list[str]:
         return [t for t, s in self.tests.get(group, {}).items() if s in NOT_PASSING]
@@ -130,7 +133,9 @@ class ParsedLog(NamedTuple):
     conflicts: list[str]  # tests reported both passing and failing
 
 
-def parse_log(log_text: str, repo: str | None, task_id: str = "", fast: bool = True) -> ParsedLog:
+def parse_log(
+    log_text: str, repo: str | None, task_id: str = "", fast: bool = True, seal: Seal | None = None
+) -> ParsedLog:
     """The parser's {test: PASSED|FAILED|...} map for a log, the bad marker found (if any), and the tests
     the log reports both passing and failing.
 
@@ -157,7 +162,10 @@ def parse_log(log_text: str, repo: str | None, task_id: str = "", fast: bool = T
         lines = prefilter(text) if prefilter else None
         return official(lines if lines is not None and fast else text, spec), lines
 
-    if START_TEST_OUTPUT in log_text and END_TEST_OUTPUT in log_text:
+    sealed = seals.segment(log_text, seal)[0] if seal is not None else None
+    if sealed is not None:
+        status_map, lines = parsed(sealed)
+    elif seal is None and START_TEST_OUTPUT in log_text and END_TEST_OUTPUT in log_text:
         status_map, lines = parsed(log_text.split(START_TEST_OUTPUT)[1].split(END_TEST_OUTPUT)[0])
         if not status_map:
             status_map, lines = parsed(log_text)
@@ -249,10 +257,14 @@ def strict_verdict(
     return not off, off
 
 
-def forged_markers(log_text: str) -> bool:
-    """Whether the harness's segment markers occur more than once: test.sh prints each once, around the test
-    command, so a second copy was printed by the code under test (to end the parsed segment before its real
-    report, or to start one around forged lines). Nothing the code under test prints can remove the real ones."""
+def forged_markers(log_text: str, seal: Seal | None = None) -> bool:
+    """With the run's `seal`: whether a marker lacks its nonce (verify/markers.forged). Without (a log of
+    another harness): whether the harness's segment markers occur more than once: test.sh prints each once,
+    around the test command, so a second copy was printed by the code under test (to end the parsed segment
+    before its real report, or to start one around forged lines). Nothing the code under test prints can remove
+    the real ones."""
+    if seal is not None:
+        return seals.forged(log_text, seal)
     return log_text.count(START_TEST_OUTPUT) > 1 or log_text.count(END_TEST_OUTPUT) > 1
 
 
@@ -294,6 +306,7 @@ def grade_parsed(
         marker=marker,
         conflicts=[t for t in conflicts or [] if t in graded or (canary and canaries.names(t, canary))],
         canary=seen,
+        statuses={t: status_map[t] for t in graded if t in status_map},
     )
 
 
@@ -305,9 +318,11 @@ def grade_test_log(
     task_id: str = "",
     canary: str | None = None,
     gold: dict[str, str] | None = None,
+    seal: Seal | None = None,
 ) -> GradeResult:
     """Grade one verifier log: resolved iff every F2P and P2P test passes (official semantics) and the canary,
-    if one was planted, was not reported passing; strict as `grade_parsed` says."""
-    status_map, marker, conflicts = parse_log(log_text, repo, task_id)
-    forged = forged_markers(log_text)
+    if one was planted, was not reported passing; strict as `grade_parsed` says. `seal`: the run's markers'
+    nonces (verify/markers.py), None for a log of another harness."""
+    status_map, marker, conflicts = parse_log(log_text, repo, task_id, seal=seal)
+    forged = forged_markers(log_text, seal)
     return grade_parsed(status_map, marker, repo, fail_to_pass, pass_to_pass, conflicts, canary, False, forged, gold)

@@ -31,7 +31,7 @@ from typing import IO, Any
 from trialbook.sandbox import DockerEngine, Sandbox, SandboxError
 from trialbook.tasks import TaskSpec
 from trialbook.verify.infra import infra_touched
-from trialbook.verify.patch import PATCH_KEEP, whole_patch
+from trialbook.verify.patch import PATCH_KEEP, PATCH_WHOLE, whole_patch
 from trialbook.verify.runner import RewardFileNotFoundError, Verdict, VerifierTimeoutError, verify
 from trialbook.verify.tree import UnreadableArchive, repack
 
@@ -496,3 +496,31 @@ def change_too_large(out: Grading, message: str) -> Grading:
 
 def _new_hits(now: dict[str, int], before: dict[str, int]) -> dict[str, int]:
     return {k: v - before.get(k, 0) for k, v in now.items() if v > before.get(k, 0)}
+
+
+def in_place_patch(box: Sandbox, workdir: str, timeout: float) -> str | None:
+    """`isolation = "container"`: the agent's change as a patch, computed in its own container before the tests run
+    there, for the record and its reward-hacking signatures (verify/hacks.py), never for the grade: the working tree
+    against the image repository's HEAD tree, by the harness's git dir (_git_dir_script) and the image's git, as the
+    diff isolation computes it. The agent had root in that container: a `.git` it rewrote (a HEAD that holds its
+    change, objects removed) can hide the change from this patch, which is why it only adds evidence. None when it
+    cannot be computed (no git, no repository, a failure)."""
+    stage = _stage()
+    w, s = shlex.quote(workdir), f"/{stage}"
+    kept = " ".join(shlex.quote(p) for p in NOT_CARRIED)
+    script = (
+        _git(stage, workdir)
+        + _git_dir_script(stage, workdir)
+        + f"cd {w}\n"
+        + f"base=$(git -c safe.directory='*' --git-dir={w}/.git rev-parse -q --verify 'HEAD^{{tree}}')\n"
+        + f"GIT_INDEX_FILE={s}/index g --work-tree={w} add -A . >/dev/null 2>&1\n"
+        + f"GIT_INDEX_FILE={s}/index g diff --cached --binary --full-index --no-renames $base -- . {kept} > {s}.patch\n"
+        + f"rm -rf {s}\n"
+    )
+    try:
+        res = box.run_script(script, timeout)
+        data = box.read_file(f"{s}.patch") if res.exit_code == 0 else None
+        box.run_script(f"rm -rf {s} {s}.patch", 60)
+    except SandboxError:
+        return None
+    return None if data is None else data[:PATCH_WHOLE].decode("utf-8", "surrogateescape")

@@ -18,6 +18,8 @@ or folder: `find_test_commands`) is prefixed with a shell function defined at th
 - removes any reward file the tests' uid left in /logs/verifier (that folder is sticky and world-writable while the
   tests run, so a test runner may write its own reports there, such as Harbor's ctrf.json; root's write after it then
   meets no file of the tests' in its way), and reports it (`Verdict.rewards_by_tests`);
+- for a pytest run, asks pytest for a junit report in a fresh folder and prints it, read by root's builtins once
+  nothing of the tests runs, between marker lines (verify/channels.py cross-checks it with the log and the status);
 - prints the command's exit status after a marker carrying a nonce the tests cannot read (the staged test.sh is root's,
   mode 0700; the shell's memory is root's), so the harness knows what the test command itself returned.
 /tests is root's and mode 0700 unless a test command names it (Harbor's `pytest /tests/test_outputs.py`): then its
@@ -38,6 +40,7 @@ from typing import Protocol
 
 from trialbook.outcomes import REWARD_FILES
 from trialbook.tasks.testscript import commands, words
+from trialbook.verify.channels import REPORT_LIMIT
 
 TESTS_UID = 60999  # the test command's uid and gid (no name in the image's /etc/passwd is needed)
 TESTS_USER = "trialbook-tests"  # its USER / LOGNAME (getpass, pytest's tmp_path base folder)
@@ -77,6 +80,9 @@ class Reading:
     how: list[str] = field(default_factory=list)
     rewards_by_tests: list[str] = field(default_factory=list)
     left: int = 0  # processes of the tests' uid alive when a test command returned (then killed)
+    # each pytest run's junit report as root read it (None: absent) and its exit status (verify/channels.py)
+    reports: list[str | None] = field(default_factory=list)
+    report_exits: list[int] = field(default_factory=list)
 
 
 def _is_test_command(argv: list[str]) -> bool:
@@ -233,11 +239,34 @@ __tb_drop() {{  # a HOME of its own (root's is not readable to it); git trusts t
          chmod 1777 "$__tb_top" 2>/dev/null || : ;;
     esac
     __tb_home=$(mktemp -d /tmp/tb-home.XXXXXX 2>/dev/null) && chown {u}:{u} "$__tb_home" 2>/dev/null || __tb_home=/tmp
+    __tb_rep= __tb_pytest= __tb_prev=
+    for __tb_w in "$@" ${{PYTEST_ADDOPTS:-}}; do  # a pytest run without a junit report of its own (verify/channels.py)
+      case $__tb_w in
+        --junitxml*|--junit-xml*|no:junitxml|-pno:junitxml) __tb_pytest=no; break ;;
+        pytest|*/pytest|py.test|*/py.test) __tb_pytest=${{__tb_pytest:-yes}} ;;
+      esac
+      [ "$__tb_prev" = -m ] && [ "$__tb_w" = pytest ] && __tb_pytest=${{__tb_pytest:-yes}}
+      __tb_prev=$__tb_w
+    done
+    if [ "$__tb_pytest" = yes ] && __tb_rep=$(mktemp -d /tmp/tb-rep.XXXXXX 2>/dev/null); then
+      chown {u}:{u} "$__tb_rep" 2>/dev/null || :
+      set -- env PYTEST_ADDOPTS="${{PYTEST_ADDOPTS:+$PYTEST_ADDOPTS }}--junitxml=$__tb_rep/junit.xml" "$@"
+    else __tb_rep=
+    fi
     case $__tb_y in *x*) set -x ;; esac
     __tb_drop "$@" && __tb_rc=0 || __tb_rc=$?
     {{ set +x; }} 2>/dev/null
     __tb_left=$(__tb_drop sh -c {shlex.quote(COUNT_AND_KILL)} 2>/dev/null) || __tb_left=
     printf '\\n{mark} left %s\\n' "${{__tb_left:-0}}"
+    if [ -n "$__tb_rep" ]; then  # read by root once nothing of the tests runs, with the shell's builtins only
+      __tb_f="$__tb_rep/junit.xml"
+      if [ -f "$__tb_f" ] && [ ! -L "$__tb_f" ]; then
+        __tb_xml=; IFS= read -r -N {REPORT_LIMIT} __tb_xml < "$__tb_f" || :
+        printf '\\n{mark} report %s\\n%s\\n{mark} report-end\\n' "$__tb_rc" "$__tb_xml"; __tb_xml=
+      else printf '\\n{mark} report %s\\n\\n{mark} report-missing\\n' "$__tb_rc"
+      fi
+      rm -rf -- "$__tb_rep"
+    fi
     [ -n "$__tb_mode" ] && {{ chmod "$__tb_mode" "$__tb_top" 2>/dev/null || :; }}
     for __tb_f in {reward_paths}; do
       if [ -L "$__tb_f" ] || {{ [ -e "$__tb_f" ] && [ ! -O "$__tb_f" ]; }}; then
@@ -289,7 +318,11 @@ def read_markers(log: str, nonce: str) -> tuple[str, Reading]:
     reading = Reading()
     kept: list[str] = []
     span: list[str] | None = None
+    report: list[str] | None = None
     for line in log.split("\n"):
+        if report is not None and not line.startswith(mark):
+            report.append(line)
+            continue
         if not line.startswith(mark):
             kept.append(line)
             if span is not None:
@@ -309,6 +342,14 @@ def read_markers(log: str, nonce: str) -> tuple[str, Reading]:
             reading.left += int(arg.strip()) if arg.strip().isdigit() else 0
         elif kind == "reward":
             reading.rewards_by_tests.append(arg.strip())
+        elif kind == "report":
+            reading.report_exits.append(int(arg) if arg.strip().isdigit() else -1)
+            report = []
+        elif kind in ("report-end", "report-missing") and report is not None:
+            reading.reports.append("\n".join(report) if kind == "report-end" else None)
+            report = None
+    if report is not None:  # cut short: an unread report
+        reading.reports.append(None)
     return "\n".join(kept), reading
 
 

@@ -28,6 +28,9 @@ from trialbook.sandbox.cgroup import report_script
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, reward_files_named, task_test_files
 from trialbook.verify.canary import Planted, in_log, plant
+from trialbook.verify.channels import disagreement
+from trialbook.verify.decoys import task_functions
+from trialbook.verify.markers import Seal, seal
 from trialbook.verify.privilege import Separated, exit_contradicts_log, read_markers, separate, staging
 
 if TYPE_CHECKING:
@@ -79,13 +82,15 @@ class Verdict(BaseModel):
     # (leaderboard parity); `not_gold`: the listed tests without their gold status, and what the log said of them
     official_reward: float | None = None
     not_gold: dict[str, str] = {}
-    markers_forged: bool = False  # the segment markers printed more than once (verify/grading.forged_markers)
+    markers_forged: bool = False  # a segment marker without this run's nonce (verify/markers.py) in the log
+    seal: dict[str, str] | None = None  # the segment markers' nonces (verify/markers.Seal.as_record), for a regrade
     exit_disagrees: bool = False  # a reward of 1 from the exit status while the log reports a failure (exit_disagrees)
     # how the test command ran (verify/privilege.py): "setpriv" or "python3" (as its own uid), "root" (the image gave
     # no way to drop root), None (no test command found in test.sh: it ran as before)
     tests_user: str | None = None
     rewards_by_tests: list[str] = []  # reward files the tests' uid wrote (removed before test.sh went on)
     exit_contradicts_log: bool = False  # a test command exited 0 after its runner reported a failure: graded 0
+    channels: str | None = None  # why exit status, text log and junit report disagree (verify/channels.py): 0
     file_reward: float | None = None
     exit_code: int | None = None
     log: str = ""
@@ -163,7 +168,14 @@ def _planted(task: TaskSpec, witness: bool = False) -> Planted | None:
     `witness`, for one graded by its reward file too (a run of its own: the canary fails an honest run as well)."""
     if not task.lists_tests and not witness:
         return None
-    return plant(read_script(task.tests_dir), task_test_files(task.tests_dir), secrets.token_hex(6), _test_names(task))
+    key = (str(task.tests_dir), task.verifier_hash)
+    if key not in _SOURCES:
+        _SOURCES[key] = task_functions(task.tests_dir)
+    script = read_script(task.tests_dir)
+    return plant(script, task_test_files(task.tests_dir), secrets.token_hex(6), _test_names(task), None, _SOURCES[key])
+
+
+_SOURCES: dict[tuple[str, str], dict[str, list[tuple[str, str]]]] = {}  # the task's test functions (verify/decoys.py)
 
 
 _NAMES: dict[tuple[str, str], set[str]] = {}
@@ -310,7 +322,10 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
     token = secrets.token_hex(6)
     stage, mark = f"/.trialbook-{token}", f"@@trialbook-{token}@@ "
     planted = _planted(task, witness)
-    separated: Separated = separate(planted.script if planted else read_script(task.tests_dir), token)
+    # The nonces of the staged test.sh are not `token`, which the outer script's command line shows to every uid
+    nonce, markers = secrets.token_hex(8), Seal.fresh()
+    sealed, _ = seal(planted.script if planted else read_script(task.tests_dir), markers)
+    separated: Separated = separate(sealed, nonce)
     test_sh = separated.script
     prepare = staging(separated)
     script = _script(stage, mark, prepare=prepare)
@@ -319,8 +334,10 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
         diff = task.isolation == "diff"
         res = _run_last(sandbox, task, stage, mark, timeout, capped, test_sh, prepare) if diff else None
         last = res is not None
-        # inline tests save a copy into the container
-        if res is None and (unpack := _inline_tests(task, stage, test_sh)) is not None:
+        # inline tests save a copy into the container, but an exec's command line is readable by every uid in it: the
+        # staged test.sh's nonces would be too, so only a script without them goes inline
+        secret = test_sh != read_script(task.tests_dir)
+        if res is None and not secret and (unpack := _inline_tests(task, stage, test_sh)) is not None:
             res = sandbox.exec(["bash", "-c", unpack + script], timeout=timeout, sink=capped, trusted=True)
         if res is None or (not last and res.exit_code == NO_TOOLS):  # no base64/tar in the image, or too big
             full.seek(0)
@@ -329,7 +346,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             _put_tests(sandbox, task, stage, test_sh)
             res = sandbox.exec(["bash", "-c", script], timeout=timeout, sink=capped, trusted=True)
         log, files, outlived = _split(res.output, mark)
-        log, ran = read_markers(log, token)
+        log, ran = read_markers(log, nonce)
         tests_user = ran.how[0] if ran.how else None
         contradicted = exit_contradicts_log(ran)
         counters = files.pop(CGROUP, None)
@@ -356,16 +373,21 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             # The tail lost the head of the log, where a FAILED line may be that a flood of output pushed
             # out: grade every line of the whole output that can carry a status.
             full.seek(0)
-            text = _split(_status_lines()(full, task.repo, (mark,)), mark)[0]
+            # (the separation's marker lines kept, so that the junit reports they enclose are taken out as above)
+            kept = _status_lines()(full, task.repo, (mark, f"@@trialbook-tests-{nonce}@@"))
+            text = read_markers(_split(kept, mark)[0], nonce)[0]
     if has_lists:
         canary = planted.name if planted else None
         lists = (task.fail_to_pass or [], task.pass_to_pass or [])
-        graded = _grader()(text, task.repo, *lists, task.task_id, canary, task.gold_statuses)
+        graded = _grader()(text, task.repo, *lists, task.task_id, canary, task.gold_statuses, markers)
+        channels = disagreement(ran.reports, ran.report_exits, graded.statuses, [*lists[0], *lists[1]], graded.strict)
         return Verdict(
-            reward=1.0 if graded.strict and not contradicted else 0.0,
+            reward=1.0 if graded.strict and not contradicted and channels is None else 0.0,
+            channels=channels,
             official_reward=1.0 if graded.resolved else 0.0,
             not_gold=graded.not_gold,
             markers_forged=graded.markers_forged,
+            seal=markers.as_record(),
             graded_by="test_log",
             tests=graded.tests,
             p2p_regression=bool(graded.p2p_regression),

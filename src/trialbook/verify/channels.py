@@ -1,0 +1,103 @@
+"""Cross-checked channels: a pytest run's exit status, its per-test text log and its structured report must agree.
+
+Why: the code under test runs inside the test process and so owns every channel that process reports through. It
+can print forged lines (`PASSED <id>` after the real report, `SKIPPED` lines at exit), end the process with a status
+of its choice (`atexit` + `os._exit(0)`), or subvert the runner. Each channel alone can be forged; forging all three
+consistently is much harder than forging one, and any inconsistency is evidence of a forgery, since pytest writes all
+three from the same results.
+
+How: every pytest command that runs unprivileged (verify/privilege.py) gets `--junitxml=<a fresh folder>/junit.xml`
+through PYTEST_ADDOPTS (not when the command names a junit report or `-p no:junitxml` itself, nor for a runner other
+than pytest). The report is written by pytest at session finish; after the command returned and every process of
+the tests' uid was killed, root reads it (the first REPORT_LIMIT characters, by the shell's builtins) and prints it
+between two lines carrying the separation's nonce, which nothing of the tests can print (privilege.read_markers
+takes it out of the log). `disagreement` then compares, for the trial's graded tests:
+- the exit status against the report: 0 while the report holds a failure or an error;
+- the text log against the report: a test the text log reports passing (PASSED, XFAIL) that the report does not
+  have, or has failing, erroring or skipped (an xfail is a skip of type `pytest.xfail` there);
+- a report that should exist and does not (deleted, or the run ended before pytest wrote it) while the text log
+  would resolve the task.
+Any disagreement grades 0, tagged `channels_disagree` (its reason recorded). A report that cannot be read (past
+REPORT_LIMIT, not XML, a DOCTYPE) counts as missing. Not checked: a run as root (`tests_not_separated`), a runner
+other than pytest, a task graded by its reward file (its own test.sh decides), a test whose id holds a space (the
+parsers rewrite those).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
+
+REPORT_LIMIT = 1_000_000  # characters of a junit report read (privilege._prologue); a longer one counts as missing
+TAG = "channels_disagree"
+PASSED, FAILED, SKIPPED, XFAIL = "passed", "failed", "skipped", "xfail"
+TEXT_PASSING = ("PASSED", "XFAIL")
+
+
+def junit_key(test_id: str) -> str:
+    """A pytest node id as its junit testcase reads (`classname::name`), pytest's own mangling
+    (`tests/test_a.py::TestX::test_b[1]` -> `tests.test_a.TestX::test_b[1]`)."""
+    names = [n for n in test_id.split("::") if n != "()"]
+    if not names:
+        return test_id
+    names[0] = names[0].replace("/", ".").removesuffix(".py")
+    if len(names) == 1:
+        return names[0]
+    return ".".join(names[:-1]) + "::" + names[-1]
+
+
+def parse_junit(xml: str) -> dict[str, str] | None:
+    """`classname::name` -> passed, failed (a failure or an error), skipped or xfail, for each testcase of a junit
+    report; None when it is not a readable report (cut at REPORT_LIMIT, not XML, or declaring a DOCTYPE, which
+    entity expansion could abuse)."""
+    text = xml.strip()
+    if not text or len(xml) >= REPORT_LIMIT or "<!DOCTYPE" in text or "<!ENTITY" in text:
+        return None
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError:
+        return None
+    out: dict[str, str] = {}
+    for case in root.iter("testcase"):
+        key = f"{case.get('classname', '')}::{case.get('name', '')}"
+        kinds = {child.tag: child for child in case}
+        if "failure" in kinds or "error" in kinds:
+            status = FAILED
+        elif "skipped" in kinds:
+            status = XFAIL if kinds["skipped"].get("type", "") == "pytest.xfail" else SKIPPED
+        else:
+            status = PASSED
+        if out.get(key) != FAILED:  # a teardown error is a second testcase of the same name: failing wins
+            out[key] = status
+    return out
+
+
+def disagreement(
+    reports: list[str | None], exits: list[int], status_map: dict[str, str], graded: Iterable[str], resolves: bool
+) -> str | None:
+    """Why the channels of a run disagree, or None. `reports`: each pytest command's report text as root read it
+    (None: asked for and absent); `exits`: those commands' exit statuses; `status_map`: the text log's parsed
+    statuses; `graded`: the tests the grade reads; `resolves`: whether the text log would resolve the task."""
+    if not reports:
+        return None
+    merged: dict[str, str] = {}
+    for i, text in enumerate(reports):
+        parsed = parse_junit(text) if text is not None else None
+        if parsed is None:
+            if resolves:
+                return "the junit report of a pytest run is missing or unreadable"
+            continue
+        if i < len(exits) and exits[i] == 0 and FAILED in parsed.values():
+            return "a pytest run exited 0 while its junit report holds a failure"
+        merged.update(parsed)
+    if not merged:
+        return None
+    for test in graded:
+        text_status = status_map.get(test)
+        if text_status not in TEXT_PASSING or " " in test:
+            continue
+        got = merged.get(junit_key(test))
+        want = (PASSED,) if text_status == "PASSED" else (XFAIL, SKIPPED)
+        if got not in want:
+            return f"the text log reports {test} {text_status}, the junit report {got or 'does not have it'}"
+    return None

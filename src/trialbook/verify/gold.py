@@ -1,0 +1,41 @@
+"""The gold statuses the strict verdict is anchored to, as `validate` records them from the reference solution's runs.
+
+The strict verdict (verify/grading.strict_verdict) asks each listed test for the status it has with the reference
+solution: PASSED unless tests/config.json's GOLD_STATUSES says otherwise (an XFAIL a task's suite expects, say). That
+map comes from here: the oracle's trials of a `validate` run keep, in `extra.not_gold`, every listed test whose status
+was not PASSED; a status the oracle gave a test in every one of its graded repeats, and that is a status a test can
+have with a working fix (XFAIL, XPASS, SKIPPED; never FAILED, ERROR or missing), is that test's gold status. `validate`
+prints it in the task's details (`gold_statuses`) with the config.json line that records it; a test whose status
+moved between repeats is flaky (validate's own rule) and gets none.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+RECORDABLE = frozenset(("XFAIL", "XPASS", "SKIPPED"))  # a reference solution's status other than PASSED
+
+
+def gold_statuses(oracle_extras: Iterable[dict[str, Any] | None]) -> dict[str, str]:
+    """test -> its gold status other than PASSED, from the `extra` of each graded oracle trial (strict verdict
+    recorded: `official_reward` present); {} when no trial was graded so or no test kept one status everywhere."""
+    graded = [e for e in oracle_extras if e and "official_reward" in e]
+    if not graded:
+        return {}
+    seen: dict[str, set[str]] = {}
+    for extra in graded:
+        for test, status in (extra.get("not_gold") or {}).items():
+            seen.setdefault(test, set()).add(status)
+    out = {}
+    for test, statuses in sorted(seen.items()):
+        everywhere = all(test in (e.get("not_gold") or {}) for e in graded)
+        if everywhere and len(statuses) == 1 and (status := next(iter(statuses))) in RECORDABLE:
+            out[test] = status
+    return out
+
+
+def config_line(statuses: dict[str, str]) -> str:
+    """The tests/config.json entry that records `statuses`."""
+    return f'"GOLD_STATUSES": {json.dumps(statuses, sort_keys=True)}'

@@ -1,0 +1,150 @@
+"""Cross-checked channels (verify/channels.py): a pytest run's exit status, its text log and its junit report agree, or
+the trial grades 0 (`channels_disagree`). The rules by hand, then the staged test.sh's function run for real as root
+on this machine (a real pytest as the tests' uid, its report read back through the markers); inside a sandbox the
+same forgeries run in tests/verify/test_attacks_grading.py (summary_rewrite, atexit_exit0)."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+
+import pytest
+
+from trialbook.verify.channels import REPORT_LIMIT, disagreement, junit_key, parse_junit
+from trialbook.verify.grading import grade_test_log
+from trialbook.verify.privilege import read_markers, separate
+
+F2P, P2P = ["t_test.py::test_fix"], ["t_test.py::TestKeep::test_keep[1]"]
+JUNIT = (
+    '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="1">'
+    '<testcase classname="t_test" name="test_fix" time="0.001"><failure message="assert 1 == 2">tb</failure>'
+    '</testcase><testcase classname="t_test.TestKeep" name="test_keep[1]" time="0.001" />'
+    '<testcase classname="t_test" name="test_xf" time="0.001"><skipped type="pytest.xfail" message="x" /></testcase>'
+    "</testsuite></testsuites>"
+)
+PASSING = {F2P[0]: "PASSED", P2P[0]: "PASSED"}
+
+
+def test_a_node_id_reads_as_pytest_writes_it_in_junit() -> None:
+    assert junit_key("tests/test_a.py::TestX::test_b[1-2]") == "tests.test_a.TestX::test_b[1-2]"
+    assert junit_key("t_test.py::test_fix") == "t_test::test_fix"
+    assert junit_key("a/b.py::C::()::test_d") == "a.b.C::test_d"
+
+
+def test_a_report_is_read_per_testcase_and_an_unsafe_one_not_at_all() -> None:
+    assert parse_junit(JUNIT) == {
+        "t_test::test_fix": "failed",
+        "t_test.TestKeep::test_keep[1]": "passed",
+        "t_test::test_xf": "xfail",
+    }
+    for bad in ("", "<testsuites", '<!DOCTYPE x [<!ENTITY a "b">]><testsuites/>', JUNIT + " " * REPORT_LIMIT):
+        assert parse_junit(bad) is None
+
+
+def test_the_three_channels_must_agree() -> None:
+    # the text log says every graded test passed, the report says the F2P test failed
+    assert "t_test.py::test_fix PASSED" in str(disagreement([JUNIT], [1], PASSING, F2P + P2P, True))
+    # exit status 0 (an os._exit at exit) while the report holds a failure
+    failing = {F2P[0]: "FAILED", P2P[0]: "PASSED"}
+    assert "exited 0" in str(disagreement([JUNIT], [0], failing, F2P + P2P, False))
+    # a report that should exist does not (the code under test removed it) while the text log would resolve
+    assert "missing" in str(disagreement([None], [0], PASSING, F2P + P2P, True))
+    # agreement: the honest failing run, no report asked for, an XFAIL matching the report's xfail
+    assert disagreement([JUNIT], [1], failing, F2P + P2P, False) is None
+    assert disagreement([], [], PASSING, F2P + P2P, True) is None
+    assert disagreement([None], [1], failing, F2P + P2P, False) is None
+    assert disagreement([JUNIT], [1], {"t_test.py::test_xf": "XFAIL"}, ["t_test.py::test_xf"], False) is None
+    # a test the report does not have at all, reported passing in the text log
+    assert "does not have it" in str(
+        disagreement([JUNIT], [1], {"t_test.py::test_new": "PASSED"}, ["t_test.py::test_new"], True)
+    )
+
+
+def test_report_sections_are_taken_out_of_the_log() -> None:
+    m = "@@trialbook-tests-secret@@"
+    log = (
+        f"a\n{m} start setpriv\nPASSED x\n{m} left 0\n{m} report 1\n<testsuites>\n</testsuites>\n{m} report-end\n"
+        f"{m} end 1 setpriv\n{m} start setpriv\n{m} report 0\n\n{m} report-missing\n{m} end 0 setpriv\nb"
+    )
+    kept, reading = read_markers(log, "secret")
+    assert kept == "a\nPASSED x\nb"
+    assert (reading.reports, reading.report_exits) == (["<testsuites>\n</testsuites>", None], [1, 0])
+
+
+# ---- for real: the staged function as root, pytest as the tests' uid, in a container of the base image --------------
+IMAGE = "trialbook-base:bookworm"
+TEST_FILE = """import mod  # noqa: F401
+
+
+def test_fix():
+    assert 1 == EXPECTED
+
+
+def test_keep():
+    assert True
+"""
+# the code under test: a module the tests import, forging one channel
+SUMMARY = (
+    "import sys\nif '_pytest.terminal' in sys.modules:\n    T = sys.modules['_pytest.terminal']\n"
+    "    f = T._get_line_with_reprcrash_message\n"
+    "    T._get_line_with_reprcrash_message = lambda c, rep, *a: f'PASSED {rep.nodeid}' if 'fix' in rep.nodeid"
+    " else f(c, rep, *a)\n"
+)
+FORGERIES = {
+    "honest": "",
+    "summary": SUMMARY,
+    "exit0": "import atexit, os, sys\natexit.register(lambda: (sys.stdout.flush(), os._exit(0)))\n",
+    # the summary forged, and the report (its path is in the environment) removed at exit
+    "remove": SUMMARY
+    + (
+        "import atexit, os, re\ndef _gone():\n"
+        "    p = re.search(r'--junitxml=(\\S+)', os.environ.get('PYTEST_ADDOPTS', ''))\n"
+        "    p and os.path.exists(p.group(1)) and os.remove(p.group(1))\natexit.register(_gone)\n"
+    ),
+}
+
+
+def _run(forgery: str) -> tuple[str | None, str]:
+    tests = TEST_FILE.replace("EXPECTED", "1" if forgery == "honest" else "2")
+    body = "cd /repo\npython3 -m pytest -rA -p no:cacheprovider t_test.py\n"
+    staged = separate(f"#!/bin/bash\n{body}", "n0nce").script
+    setup = (
+        f"mkdir -p /repo && cd /repo && git init -q . && printf %s {shlex.quote(FORGERIES[forgery])} > mod.py && "
+        f"printf %s {shlex.quote(tests)} > t_test.py && printf %s {shlex.quote(staged)} > /t.sh && bash /t.sh"
+    )
+    out = subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--label",
+            "trialbook.test=channels",
+            IMAGE,
+            "bash",
+            "-c",
+            setup,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    log, reading = read_markers(out.stdout, "n0nce")
+    assert reading.how == ["setpriv"] and "t_test.py" in log, out.stdout + out.stderr
+    graded = ["t_test.py::test_fix", "t_test.py::test_keep"]
+    grade = grade_test_log(log, None, graded[:1], graded[1:])
+    return disagreement(reading.reports, reading.report_exits, grade.statuses, graded, grade.strict), log
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("forgery", sorted(FORGERIES))
+def test_a_real_pytest_run_agrees_only_when_honest(forgery: str) -> None:
+    why, log = _run(forgery)
+    assert (why is None) is (forgery == "honest"), (why, log)
+    if forgery == "summary":
+        assert "PASSED t_test.py::test_fix" in log and "the junit report failed" in str(why)
+    if forgery == "exit0":
+        assert "exited 0" in str(why)
+    if forgery == "remove":
+        assert "missing" in str(why)
