@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Protocol
+from typing import Any, Protocol
 
 from trialbook.errors import UserError
 from trialbook.harness.config import Plan
 from trialbook.harness.stack import connect
 from trialbook.harness.trial import Interrupted, Stopper, TrialResult, TrialSettings, run_trial
-from trialbook.sandbox import DockerEngine
+from trialbook.sandbox.backend import Backend
 from trialbook.tasks import TaskError, TaskSpec
 
 EXECUTORS = ("local", "ray")
@@ -53,8 +53,9 @@ class LocalExecutor:
 
     name = "local"
 
-    def __init__(self, engine: DockerEngine | None = None) -> None:
-        self.engine = engine or connect()
+    def __init__(self, engine: Backend | None = None) -> None:
+        self.engine: Any = engine or connect()
+        self.backend = self.engine.name  # recorded in the run's stack (harness/stack.sandbox_stack)
 
     def version(self) -> str:
         return self.engine.version()

@@ -27,6 +27,7 @@ from docker.errors import APIError, BuildError, DockerException, ImageNotFound, 
 from docker.transport.unixconn import UnixHTTPAdapter, UnixHTTPConnectionPool
 from requests.exceptions import RequestException
 
+from trialbook.sandbox.backend import Capabilities
 from trialbook.sandbox.box import (
     SHELL_SETUP_PATH,
     ContainerStartError,
@@ -119,11 +120,19 @@ class SharedPoolAdapter(UnixHTTPAdapter):
 
 
 class DockerEngine:
-    """The daemon connection, image builds and container lifecycle."""
+    """The daemon connection, image builds and container lifecycle (sandbox/backend.py's Backend, named "docker")."""
 
-    def __init__(self, pool: int = 10) -> None:
+    name = "docker"
+    capabilities = Capabilities(host_layer=True, warm_pool=True, runtimes=True)
+
+    def __init__(self, pool: int = 10, url: str | None = None) -> None:
+        """`url`: the daemon's address (unix:///path, tcp://host:port); None: DOCKER_HOST or the local socket."""
+        self.url = url
         try:
-            self.client = docker.from_env(timeout=120, max_pool_size=pool)
+            if url is None:
+                self.client = docker.from_env(timeout=120, max_pool_size=pool)
+            else:
+                self.client = docker.DockerClient(base_url=url, timeout=120, max_pool_size=pool)
             if self.client.api.base_url.startswith("http+docker://"):
                 # no proxy on a local socket: else requests reads the environment's proxy variables on every
                 # call to the daemon (~1.5 ms of CPU each, ~18 calls a trial; benchmarks/bench_harness.py --cpu)
