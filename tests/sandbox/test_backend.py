@@ -91,3 +91,16 @@ def test_every_call_the_verifier_and_the_trial_make_on_a_box_is_in_the_protocol(
     modules = {"box", "docker", "cgroup", "channel", "warm", "quota", "backend", "py"}  # `trialbook.sandbox.box`
     assert used, "the scan found no call at all"
     assert used - declared - modules == set()
+
+
+def test_run_refuses_an_unknown_backend_in_one_line(cli, tmp_path: object) -> None:
+    from paths import EXAMPLES
+
+    res = cli("run", str(EXAMPLES), "--agent", "nop", "--run", "x", "--backend", "lxc", "--runs-dir", str(tmp_path))
+    assert res.exit_code == 2
+    assert "--backend must be one of: docker, podman (got 'lxc')" in res.stderr
+    assert "Traceback" not in res.stderr
+    res = cli(
+        "run", str(EXAMPLES), "--agent", "nop", "--run", "x", "--backend", "fake-sleep", "--runs-dir", str(tmp_path)
+    )
+    assert res.exit_code == 2  # the fake is for benchmarks, never a run's

@@ -232,8 +232,10 @@ class BoxBase:
 # name -> (module, class, what it is). Imported on use: a run on Docker never imports a cloud SDK.
 BACKENDS: dict[str, tuple[str, str, str]] = {
     "docker": ("trialbook.sandbox.docker", "DockerEngine", "a Docker Engine (DOCKER_HOST or its local socket)"),
+    "podman": ("trialbook.sandbox.podman", "PodmanEngine", "Podman, daemonless (its API service, started on demand)"),
+    "fake-sleep": ("trialbook.sandbox.fake", "FakeSleepBackend", "FAKE: no sandbox, `sleep N` sleeps (bench_scale.py)"),
 }  # fmt: skip
-RUN_BACKENDS = ("docker",)  # the ones `trialbook run --backend` offers (the fake is for benchmarks)
+RUN_BACKENDS = ("docker", "podman")  # the ones `trialbook run --backend` offers (the fake is for benchmarks)
 
 
 class UnknownBackend(ValueError):

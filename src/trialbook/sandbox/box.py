@@ -32,6 +32,7 @@ class Engine(Protocol):
     warm: Any  # sandbox/warm.py's WarmPool while a pool is open, else None
 
     def forget(self, container_id: str) -> None: ...
+    def remove_container(self, container_id: str) -> None: ...
 
 
 KILL_GRACE_S = 5.0
@@ -560,7 +561,7 @@ class Sandbox:
             self.removed = True
             return
         try:
-            self.container.remove(force=True)
+            self.engine.remove_container(self.id)
         except NotFound:
             pass
         except (APIError, DockerException) as exc:

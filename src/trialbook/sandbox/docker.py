@@ -153,6 +153,7 @@ class DockerEngine:
         self._runtime_of: dict[str, str] = {}  # container id -> the runtime it was created with (Sandbox.runtime)
         self._auto_refused = False  # AUTO_RUNTIME could not start a container here: `auto` is the default since
         self.channels = True  # whether new containers get one (benchmarks compare without)
+        self.host_config_extra: dict[str, Any] = {}  # more of a container's host config (sandbox/podman.py: ulimits)
 
     def open_pool(self, concurrency: int) -> WarmPool:
         """Start keeping containers warm (sandbox/warm.py) until close_pool()."""
@@ -185,6 +186,10 @@ class DockerEngine:
         if channel is not None:
             with contextlib.suppress(APIError, DockerException, RequestException):
                 self.client.api.wait(container_id, timeout=EXIT_WAIT_S)
+        self.remove_container(container_id)
+
+    def remove_container(self, container_id: str) -> None:
+        """Remove a container, running or not (sandbox/podman.py waits for one that is stopping)."""
         self.client.api.remove_container(container_id, force=True)
 
     def close_pool(self) -> None:
@@ -414,6 +419,7 @@ class DockerEngine:
             cap_drop=["ALL"],
             cap_add=list(CAPABILITIES),
             security_opt=list(SECURITY_OPT),
+            **self.host_config_extra,
         )
         files = {} if spec.network else {"etc/hosts": LOOPBACK_HOSTS}
         if spec.shell_setup:
