@@ -133,7 +133,13 @@ def test_a_run_over_two_daemons_survives_losing_one(second_daemon, engine, cli, 
     assert sorted((t["task_id"], t["attempt"]) for t in rows) == sorted(
         (f"slow-{i}", a) for i in range(4) for a in range(2)
     )  # each (task, attempt) once: nothing lost, nothing doubled
-    assert all(t["outcome"] == "resolved" for t in rows), [(t["task_id"], t["outcome"], t["exception"]) for t in rows]
+    why = {
+        (t["task_id"], t["attempt"]): (t["outcome"], t["exception"], t["extra"].get("engine"),
+                                       t["extra"].get("lost_engines"), t["extra"].get("agent_exit_code"),
+                                       t["extra"].get("tags"), t["extra"].get("phase_s"))
+        for t in rows if t["outcome"] != "resolved"
+    }  # fmt: skip
+    assert why == {}
     moved = [t for t in rows if t["extra"].get("lost_engines")]
     assert moved, "no trial was on the stopped daemon when it went"
     assert all(t["extra"]["lost_engines"] == [url] and t["extra"]["engine"] == MAIN for t in moved)

@@ -4,6 +4,7 @@ graded unresolved), the stack naming podman, no container left in Podman's store
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import subprocess
 
@@ -42,28 +43,29 @@ def examples_on_podman(podman, tmp_path_factory):
 
     base = tmp_path_factory.mktemp("podman")
     db = str(base / "ledger.db")
+    token = secrets.token_hex(3)  # the runs' names, unique on Podman's store: its leftover check sees only them
     for agent in ("nop", "oracle"):
         res = CliRunner().invoke(app, [
-            "run", str(EXAMPLES), "--agent", agent, "--run", f"pod-{agent}", "--concurrency", "2", "--backend",
+            "run", str(EXAMPLES), "--agent", agent, "--run", f"pod-{agent}-{token}", "--concurrency", "2", "--backend",
             "podman", "--runs-dir", str(base / "runs"), "--db", db,
         ])  # fmt: skip
         assert res.exit_code == 0, (res.stdout, res.exception)
-    return db
+    return db, token
 
 
 def test_the_example_tasks_grade_on_podman_as_on_docker(examples_on_podman):
-    db = examples_on_podman
+    db, token = examples_on_podman
     ledger = Ledger(db)
     specs, _ = load_tasks(EXAMPLES)
     expected = {s.task_id: s.metadata["expected_oracle"] for s in specs}
-    oracle = {t["task_id"]: t for t in trial_dicts(ledger, "pod-oracle")}
+    oracle = {t["task_id"]: t for t in trial_dicts(ledger, f"pod-oracle-{token}")}
     assert set(oracle) == set(expected)
     for task_id, want in expected.items():
         got = oracle[task_id]["outcome"]
         assert got in ("resolved", "unresolved") if want == "flaky" else got == want, (task_id, oracle[task_id])
-    nop = trial_dicts(ledger, "pod-nop")
+    nop = trial_dicts(ledger, f"pod-nop-{token}")
     assert len(nop) == 6 and not any(t["reward"] == 1.0 for t in nop)
-    for run in ("pod-nop", "pod-oracle"):
+    for run in (f"pod-nop-{token}", f"pod-oracle-{token}"):
         stack = ledger.get_run(run).stack
         assert stack["engine"] == "podman" and stack["engine_version"].startswith("podman ")
         assert ledger.get_run(run).config["backend"] == "podman"
@@ -89,15 +91,16 @@ def test_every_cheat_is_graded_unresolved_on_podman(podman, tmp_path):
 
     tasks = build_tasks(tmp_path)
     db = str(tmp_path / "ledger.db")
+    run = f"pod-cheats-{secrets.token_hex(3)}"
     res = CliRunner().invoke(app, [
-        "run", str(tasks), "--agent", "oracle", "--run", "pod-cheats", "--concurrency", "2", "--backend", "podman",
+        "run", str(tasks), "--agent", "oracle", "--run", run, "--concurrency", "2", "--backend", "podman",
         "--runs-dir", str(tmp_path / "runs"), "--db", db,
     ])  # fmt: skip
     assert res.exit_code == 0, (res.stdout, res.exception)
-    got = {t["task_id"]: t for t in trial_dicts(Ledger(db), "pod-cheats")}
+    got = {t["task_id"]: t for t in trial_dicts(Ledger(db), run)}
     honest = {task for task in got if task.startswith("honest")}
     assert len(honest) == 7 and len(got) > 60
     assert {task: got[task]["outcome"] for task in honest} == dict.fromkeys(honest, "resolved")
     cheats = {task: t for task, t in got.items() if task not in honest}
     assert {task: (t["outcome"], t["exception"]) for task, t in cheats.items() if t["outcome"] != "unresolved"} == {}
-    assert _leftovers("pod-cheats") == []
+    assert _leftovers(run) == []

@@ -3,10 +3,10 @@
 Each endpoint is a backend of its own (sandbox/docker.py's DockerEngine at that URL) with a capacity N (default:
 the run's --concurrency split evenly): a trial takes a slot on the endpoint with the most free ones and runs there
 whole, its image built or copied on that endpoint (on first use, as on one daemon), its warm containers from that
-endpoint's own pool. An endpoint that stops answering is lost: a trial that ended as an infrastructure error there is
-run again from the start on another (`extra.lost_engines`; each (task, attempt) still recorded once), and no trial
-is placed on it again. Ray stays the way to spread over machines with a scheduler; an engine list is the way
-without a cluster.
+endpoint's own pool. An endpoint that stops answering is lost: a trial that ended there while it no longer answers
+(an infrastructure error, or a grade of tests its stopping daemon killed) is run again from the start on another
+(`extra.lost_engines`; each (task, attempt) still recorded once), and no trial is placed on it again. Ray stays the
+way to spread over machines with a scheduler; an engine list is the way without a cluster.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+import docker
+
 from trialbook.errors import UserError
 from trialbook.harness.executors import LocalExecutor
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_trial
-from trialbook.records import Outcome
 from trialbook.sandbox.backend import backend_class
 from trialbook.sandbox.box import DaemonError
 from trialbook.tasks import TaskError, TaskSpec
@@ -128,10 +129,12 @@ class EnginesExecutor(LocalExecutor):
             self._cond.notify_all()
 
     def _answers(self, ep: Endpoint) -> bool:
+        """Whether the endpoint takes a new connection and answers a ping on it: a stopping dockerd closes its socket
+        first and stops its containers after, while a kept-alive connection of this process may still be answered."""
         try:
-            ep.engine.client.ping()
-            return True
-        except Exception:  # any failure to answer a ping is a lost endpoint
+            with docker.APIClient(base_url=ep.url, timeout=10) as fresh:
+                return bool(fresh.ping())
+        except Exception:  # any failure to answer is a lost endpoint
             return False
 
     def run_one(
@@ -149,7 +152,9 @@ class EnginesExecutor(LocalExecutor):
                 result = run_trial(ep.engine, task, attempt, settings, stopper)
             finally:
                 self._give(ep)
-            if result.trial.outcome == Outcome.INFRA_ERROR and not self._answers(ep):
+            # whatever its outcome: a daemon stopping mid-trial stops the trial's processes first (the agent's command
+            # ends with a signal, the tests fail), so a grade from an endpoint that is gone is no grade
+            if not self._answers(ep):
                 with self._cond:
                     ep.lost = True
                 lost.append(ep.url)

@@ -124,6 +124,7 @@ class DockerEngine:
 
     name = "docker"
     capabilities = Capabilities(host_layer=True, warm_pool=True, runtimes=True)
+    host_config_extra: tuple[tuple[str, Any], ...] = ()  # more of a container's host config (podman.py: ulimits)
 
     def __init__(self, pool: int = 10, url: str | None = None) -> None:
         """`url`: the daemon's address (unix:///path, tcp://host:port); None: DOCKER_HOST or the local socket."""
@@ -153,7 +154,6 @@ class DockerEngine:
         self._runtime_of: dict[str, str] = {}  # container id -> the runtime it was created with (Sandbox.runtime)
         self._auto_refused = False  # AUTO_RUNTIME could not start a container here: `auto` is the default since
         self.channels = True  # whether new containers get one (benchmarks compare without)
-        self.host_config_extra: dict[str, Any] = {}  # more of a container's host config (sandbox/podman.py: ulimits)
 
     def open_pool(self, concurrency: int) -> WarmPool:
         """Start keeping containers warm (sandbox/warm.py) until close_pool()."""
@@ -419,7 +419,7 @@ class DockerEngine:
             cap_drop=["ALL"],
             cap_add=list(CAPABILITIES),
             security_opt=list(SECURITY_OPT),
-            **self.host_config_extra,
+            **dict(self.host_config_extra),
         )
         files = {} if spec.network else {"etc/hosts": LOOPBACK_HOSTS}
         if spec.shell_setup:

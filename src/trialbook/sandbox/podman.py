@@ -121,7 +121,7 @@ class PodmanEngine(DockerEngine):
 
     def __init__(self, pool: int = 10, url: str | None = None) -> None:
         super().__init__(pool, url or service_url())
-        self.host_config_extra = {"ulimits": _ulimits()}
+        self.host_config_extra = (("ulimits", _ulimits()),)
 
     def version(self) -> str:
         return f"podman {super().version()}"
