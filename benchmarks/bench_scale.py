@@ -158,6 +158,7 @@ def one(n: int, sleep_s: float, backend_name: str) -> dict[str, object]:
         "trials": n,
         "sleep_s": sleep_s,
         "done": tally.done,
+        "resolved": tally.resolved,
         "wall_s": round(wall, 2),
         "wall/sleep": round(wall / sleep_s, 3),
         "all_in_flight_s": None if sampler.all_in_flight is None else round(sampler.all_in_flight, 2),
