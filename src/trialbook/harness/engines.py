@@ -114,13 +114,13 @@ class EnginesExecutor(LocalExecutor):
                 if not alive:
                     raise DaemonError("every --engine endpoint is lost: " + ", ".join(ep.url for ep in self.endpoints))
                 fresh = [ep for ep in alive if ep.url not in avoid] or alive
-                free = [ep for ep in fresh if ep.running < ep.capacity]
+                # a deadline or interrupt: the trial goes where it can at once, and run_trial records how it was stopped
+                free = [ep for ep in fresh if ep.running < ep.capacity] or (fresh if stopper.event.is_set() else [])
                 if free:
                     ep = max(free, key=lambda e: (e.capacity - e.running, -e.trials))
                     ep.running += 1
                     ep.trials += 1
                     return ep
-                stopper.check()
                 self._cond.wait(0.5)
 
     def _give(self, ep: Endpoint) -> None:
@@ -158,8 +158,7 @@ class EnginesExecutor(LocalExecutor):
                 with self._cond:
                     ep.lost = True
                 lost.append(ep.url)
-                stopper.check()
-                continue  # from the start, elsewhere
+                continue  # from the start, elsewhere (run_trial sees a deadline or interrupt at once)
             extra = {**(result.trial.extra or {}), "engine": ep.url}
             if lost:
                 extra["lost_engines"] = lost
