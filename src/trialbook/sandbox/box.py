@@ -409,7 +409,8 @@ class Sandbox:
         except NotFound:
             pass
         except APIError as exc:
-            if exc.status_code != 409:  # 409: not running (already stopped)
+            # 409: not running (already stopped); Podman answers 500 "container state improper" instead
+            if exc.status_code != 409 and "state improper" not in str(exc.explanation or exc):
                 raise DaemonError(f"cannot kill {self.name}: {exc}") from None
         except DockerException as exc:
             raise DaemonError(f"cannot kill {self.name}: {exc}") from None
