@@ -21,6 +21,8 @@ want_docker_debs
 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 ||
   want_deb postgresql "the shared-ledger tests run on a real PostgreSQL server"
 command -v git >/dev/null 2>&1 || want_deb git "tests check out real SWE-bench repositories and task folders"
+command -v podman >/dev/null 2>&1 ||
+  want_deb podman "the podman tests run the example tasks and the cheat suite on the Podman backend (--backend podman)"
 command -v docker-registry >/dev/null 2>&1 ||
   want_deb docker-registry "a local Docker registry: the test that a Ray node pulls the image a task names"
 command -v curl >/dev/null 2>&1 || want_deb curl "scripts/model-up.sh polls the model server with it"
@@ -65,14 +67,14 @@ done
 # Docker, PostgreSQL or the browser run once those are ready, while the model server's packages still build
 # (llama-cpp-python from source: the longest set-up, ~10-13 min on 2 cores); the model's tests last.
 # Together the three pytest runs are the whole suite.
-say "while they work: ruff check src tests, mkdocs build --strict, then python -m pytest -n 2 -m 'not docker and not postgres and not llm and not browser' $*"
+say "while they work: ruff check src tests, mkdocs build --strict, then python -m pytest -n 2 -m 'not docker and not podman and not postgres and not llm and not browser' $*"
 fast=0
 ruff check src tests || fast=$?
 # the docs site (mkdocs.yml): a page left out of the nav, a broken link or anchor fails it; a few seconds
 # (not --quiet: it hides the warnings that --strict counts, and the build passes)
 NO_MKDOCS_2_WARNING=1 mkdocs build --strict --site-dir "$(mktemp -d)" || fast=$?
 # -n 2: pytest-xdist spreads the fast part over two worker processes (it is CPU-bound; about half the wall time)
-python -m pytest -n 2 -m "not docker and not postgres and not llm and not browser" "$@" || fast=$?
+python -m pytest -n 2 -m "not docker and not podman and not postgres and not llm and not browser" "$@" || fast=$?
 
 wait_setups() {  # args: the set-ups to wait for (by name); exits when one failed
   local entry name failed=0
@@ -94,9 +96,9 @@ for entry in "${pids[@]}"; do
   [ "${entry#*:}" = ci-setup-model ] || others+=("${entry#*:}")
 done
 wait_setups "${others[@]}"
-say "set-up but the model's done in $(elapsed); python -m pytest -m '(docker or postgres or browser) and not llm' $*"
+say "set-up but the model's done in $(elapsed); python -m pytest -m '(docker or podman or postgres or browser) and not llm' $*"
 slow=0
-python -m pytest -m "(docker or postgres or browser) and not llm" "$@" || slow=$?
+python -m pytest -m "(docker or podman or postgres or browser) and not llm" "$@" || slow=$?
 wait_setups ci-setup-model
 say "model set-up done in $(elapsed); python -m pytest -m llm $*"
 model=0

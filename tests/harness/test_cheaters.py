@@ -197,6 +197,11 @@ def _copy(
 @pytest.fixture(scope="module")
 def cheat_run(engine, tmp_path_factory):
     base = tmp_path_factory.mktemp("cheats")
+    return base, build_tasks(base)
+
+
+def build_tasks(base: Path) -> Path:
+    """The suite's task copies under base/tasks (tests/harness/test_podman.py runs them on Podman too)."""
     tasks = base / "tasks"
     tasks.mkdir()
     _copy(tasks, "honest", None, "diff")  # the real fix still resolves
@@ -221,7 +226,7 @@ def cheat_run(engine, tmp_path_factory):
     _copy(tasks, "honest-unittest", None, "diff", unittest=True)  # the real fix resolves the unittest copy
     for kind in BY_NAME:
         _copy(tasks, f"unittest-{kind}", (CHEATS / f"{kind}.sh").read_text(), "diff", unittest=True)
-    return base, tasks
+    return tasks
 
 
 def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):

@@ -76,6 +76,13 @@ def _agent_name(agent: str | None, agent_cmd: str | None) -> str:
 ExecutorKind = Annotated[
     str, typer.Option("--executor", help="local (a thread pool on this machine) or ray (a Ray cluster's nodes).")
 ]
+Backend = Annotated[
+    str, typer.Option("--backend", help="Where sandboxes run: docker or podman (recorded in the run's stack).")
+]
+Engines = Annotated[
+    list[str] | None,
+    typer.Option("--engine", help="A Docker/Podman endpoint URL[=N trials at once] (repeatable): spread over them."),
+]
 RayAddress = Annotated[
     str | None, typer.Option("--ray-address", help="ray: the cluster's address [env RAY_ADDRESS; else auto].")
 ]
@@ -128,6 +135,8 @@ def run_cmd(
     replace: Replace = False,
     executor: ExecutorKind = "local",
     ray_address: RayAddress = None,
+    backend: Backend = "docker",
+    engine: Engines = None,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -143,6 +152,8 @@ def run_cmd(
         retries=retries,
         warm_pool=warm_pool,
         runtime=runtime,
+        backend=backend,
+        engines=engine or [],
         tasks=comma_list(tasks),
         runs_dir=str(runs_dir.resolve()),
         agent_options=agent_options(
@@ -156,10 +167,22 @@ def run_cmd(
         ),
     )
     ledger = Ledger(db)
-    tally, errors = start_run(ledger, run, config, replace=replace, executor=make_executor(executor, ray_address))
+    where = make_executor(executor, ray_address, backend, engine, concurrency)
+    tally, errors = start_run(ledger, run, config, replace=replace, executor=where)
     for err in errors:
         done(f"task {err.task_id}: {err.message} (recorded as infra_error)")
     _finish(ledger, run, tally, as_json)
+
+
+def _stored_where(ledger: Ledger, run: str) -> tuple[str, list[str], int]:
+    """The backend, --engine endpoints and concurrency a stored run ran with (docker on one daemon for a run from
+    before them); an unknown run is left to the command's own check."""
+    try:
+        config = ledger.get_run(run).config
+    except UserError:
+        return "docker", [], 1
+    backend, engines = str(config.get("backend") or "docker"), list(config.get("engines") or [])
+    return backend, engines, int(config.get("concurrency") or 1)
 
 
 @app.command("resume")
@@ -168,7 +191,7 @@ def resume_cmd(
 ) -> None:
     """After a crash or kill -9: remove leftover containers, run exactly the trials with no record."""
     ledger = Ledger(db, create=False)  # a run to resume is in an existing ledger: a mistyped --db is an error
-    tally, removed = resume_run(ledger, run, make_executor(executor, ray_address))
+    tally, removed = resume_run(ledger, run, make_executor(executor, ray_address, *_stored_where(ledger, run)))
     done(f"removed {removed} leftover container(s); {tally.total} trial(s) had no record")
     _finish(ledger, run, tally, as_json)
 
@@ -185,7 +208,8 @@ def rerun_cmd(
 ) -> None:
     """Re-run the trials with one outcome; each new trial supersedes the old (kept in history)."""
     ledger = Ledger(db, create=False)
-    tally = rerun(ledger, run, where, timeout_multiplier, make_executor(executor, ray_address))
+    where_ = make_executor(executor, ray_address, *_stored_where(ledger, run))
+    tally = rerun(ledger, run, where, timeout_multiplier, where_)
     _finish(ledger, run, tally, as_json)
 
 
@@ -197,10 +221,12 @@ def clean_cmd(
     ] = None,
     executor: ExecutorKind = "local",
     ray_address: RayAddress = None,
+    backend: Backend = "docker",
 ) -> None:
     """Remove every container (and image built for a run) carrying trialbook labels (on every node with ray)."""
     target = db or os.environ.get("TRIALBOOK_DB")
-    containers, images = clean(run, Ledger(target) if target else None, make_executor(executor, ray_address))
+    where = make_executor(executor, ray_address, backend)
+    containers, images = clean(run, Ledger(target) if target else None, where)
     done(f"removed {containers} container(s) and {images} image(s)" + (f" of run '{run}'" if run else ""))
 
 

@@ -28,6 +28,8 @@ class RunConfig(BaseModel):
     agent_options: dict[str, Any] = Field(default_factory=dict)  # e.g. the mini agent's endpoints
     warm_pool: bool = True  # containers started ahead of need (sandbox/warm.py)
     runtime: str = "auto"  # the containers' OCI runtime (DockerEngine.runtime_for)
+    backend: str = "docker"  # where sandboxes run (sandbox/backend.py's registry): resume and rerun use it too
+    engines: list[str] = Field(default_factory=list)  # --engine URL[=N]: the endpoints (harness/engines.py)
 
     def paths(self, run_name: str) -> RunPaths:
         return RunPaths.of(self.runs_dir, run_name)

@@ -6,16 +6,18 @@ stays the only ledger writer: it records each (plan, result) the executor yields
 
 from __future__ import annotations
 
+import contextlib
 import os
+import queue
 from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Protocol
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Protocol
 
 from trialbook.errors import UserError
 from trialbook.harness.config import Plan
 from trialbook.harness.stack import connect
 from trialbook.harness.trial import Interrupted, Stopper, TrialResult, TrialSettings, run_trial
-from trialbook.sandbox import DockerEngine
+from trialbook.sandbox.backend import RUN_BACKENDS, Backend
 from trialbook.tasks import TaskError, TaskSpec
 
 EXECUTORS = ("local", "ray")
@@ -53,8 +55,9 @@ class LocalExecutor:
 
     name = "local"
 
-    def __init__(self, engine: DockerEngine | None = None) -> None:
-        self.engine = engine or connect()
+    def __init__(self, engine: Backend | None = None) -> None:
+        self.engine: Any = engine or connect()
+        self.backend = self.engine.name  # recorded in the run's stack (harness/stack.sandbox_stack)
 
     def version(self) -> str:
         return self.engine.version()
@@ -67,19 +70,39 @@ class LocalExecutor:
     def results(
         self, plans: list[Plan], settings: TrialSettings, stopper: Stopper, concurrency: int, deadline_at: float | None
     ) -> Iterator[tuple[Plan, TrialResult | None]]:
+        for batch in self.batches(plans, settings, stopper, concurrency, deadline_at):
+            yield from batch
+
+    def batches(
+        self, plans: list[Plan], settings: TrialSettings, stopper: Stopper, concurrency: int, deadline_at: float | None
+    ) -> Iterator[list[tuple[Plan, TrialResult | None]]]:
+        """As `results`, but every trial that has finished by the time the caller asks comes in one list (the caller
+        records them in one ledger transaction: benchmarks/bench_scale.py). Finished futures reach a queue through
+        their done-callbacks: `wait` on all pending futures costs O(trials in flight) a call, O(n^2) a run."""
+
         def one(plan: Plan) -> TrialResult | None:
             try:
-                return run_trial(self.engine, plan.task, plan.attempt, settings, stopper)
+                return self.run_one(plan.task, plan.attempt, settings, stopper)
             except Interrupted:
                 return None
 
-        pool = ThreadPoolExecutor(max_workers=concurrency)
+        done: queue.SimpleQueue[Future[TrialResult | None]] = queue.SimpleQueue()
+        pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="trial")
         try:
-            pending: dict[Future[TrialResult | None], Plan] = {pool.submit(one, p): p for p in plans}
+            pending: dict[Future[TrialResult | None], Plan] = {}
+            for p in plans:
+                fut = pool.submit(one, p)
+                pending[fut] = p
+                fut.add_done_callback(done.put)
             while pending:
-                finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    yield pending.pop(fut), fut.result()
+                try:
+                    ready = [done.get(timeout=0.5)]
+                except queue.Empty:
+                    continue
+                with contextlib.suppress(queue.Empty):
+                    while True:
+                        ready.append(done.get_nowait())
+                yield [(pending.pop(fut), fut.result()) for fut in ready]
         except BaseException:  # Ctrl-C (or the consumer stopped): stop the execs in flight before waiting for them
             stopper.fire("interrupt")
             pool.shutdown(wait=True, cancel_futures=True)
@@ -93,12 +116,27 @@ class LocalExecutor:
         pass
 
 
-def make_executor(kind: str = "local", address: str | None = None) -> Executor:
-    """`local`, or `ray` on the cluster at `address` (else $RAY_ADDRESS, else the cluster this machine is part of)."""
+def make_executor(
+    kind: str = "local", address: str | None = None, backend: str = "docker", engines: list[str] | None = None,
+    concurrency: int = 1,
+) -> Executor:  # fmt: skip
+    """`local` (on `backend`: sandbox/backend.py's registry; over several `engines` endpoints: harness/engines.py),
+    or `ray` on the cluster at `address` (else $RAY_ADDRESS, else the cluster this machine is part of; its nodes
+    run Docker)."""
+    if backend not in RUN_BACKENDS:
+        raise UserError(f"--backend must be one of: {', '.join(RUN_BACKENDS)} (got '{backend}')")
     if kind == "local":
         if address:
             raise UserError("--ray-address goes with --executor ray")
-        return LocalExecutor()
+        if engines:
+            from trialbook.harness.engines import EnginesExecutor
+
+            return EnginesExecutor(engines, concurrency, backend)
+        return LocalExecutor(connect(backend))
+    if engines:
+        raise UserError("--engine goes with --executor local (a Ray node runs trials on its own daemon)")
+    if backend != "docker":
+        raise UserError(f"--executor ray runs on its nodes' Docker: --backend {backend} goes with --executor local")
     if kind == "ray":
         from trialbook.extras import require
 

@@ -18,7 +18,7 @@ from trialbook.harness.config import Plan, RunConfig, Tally
 from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.lock import run_lock
 from trialbook.harness.paths import RunPaths
-from trialbook.harness.results import record_trial, write_or_warn
+from trialbook.harness.results import recorded, write_or_warn
 from trialbook.harness.stack import update_stack
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
 from trialbook.ledger.store import Ledger
@@ -105,10 +105,8 @@ def _execute(
     with progress_bar() as bar:
         ptask = bar.add_task(run_name, total=len(plans), resolved=0, errors=0)
         try:
-            for plan, result in executor.results(plans, settings, stopper, config.concurrency, deadline_at):
-                if result is None:
-                    continue
-                trial_id = record_trial(ledger, run_id, result, plan.supersedes)  # the ledger first
+            finished = recorded(ledger, run_id, executor, plans, settings, stopper, config.concurrency, deadline_at)
+            for plan, result, trial_id in finished:  # each in the ledger first (in a group commit: results.py)
                 warning = write_or_warn(ledger, trial_id, paths.folder, run_name, result)
                 if plan.supersedes_name and warning is None:
                     _retire(paths, plan.supersedes_name)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from trialbook.harness.config import Plan
 from trialbook.harness.paths import TrialPaths
-from trialbook.harness.trial import TrialResult
+from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
 from trialbook.ledger.store import Ledger, trial_row
 from trialbook.outcomes import FINDINGS
 
@@ -17,13 +19,43 @@ _write_lock = threading.Lock()
 
 def record_trial(ledger: Ledger, run_id: int, result: TrialResult, supersedes: int | None = None) -> int:
     """Insert the trial (+ its logs as artifacts) in one transaction; mark `supersedes` replaced by it."""
-    t = result.trial
+    return record_trials(ledger, run_id, [(result, supersedes)])[0]
+
+
+def record_trials(ledger: Ledger, run_id: int, items: list[tuple[TrialResult, int | None]]) -> list[int]:
+    """Insert trials that finished together (each with the trial it supersedes, or None) in one transaction: one
+    commit and one summary refresh for all (SQLite's single writer records ~10x as many trials a second when a
+    thousand end at once: benchmarks/bench_scale.py). Their ids, in order."""
+    ids: list[int] = []
     with _write_lock, ledger.transaction() as conn:
-        new_id = ledger.record_trial(conn, trial_row(run_id, t), supersedes)
-        logs = [(new_id, "agent.log", result.agent_log), (new_id, "verifier.log", result.verifier_log)]
-        logs += [(new_id, name, text) for name, text in result.extra_files.items()]
+        logs: list[tuple[int, str, str]] = []
+        for result, supersedes in items:
+            new_id = ledger.record_trial(conn, trial_row(run_id, result.trial), supersedes)
+            ids.append(new_id)
+            logs += [(new_id, "agent.log", result.agent_log), (new_id, "verifier.log", result.verifier_log)]
+            logs += [(new_id, name, text) for name, text in result.extra_files.items()]
         ledger.insert_artifacts(conn, [row for row in logs if row[2]])
-    return new_id
+    return ids
+
+
+def recorded(
+    ledger: Ledger, run_id: int, executor: Any, plans: list[Plan], settings: TrialSettings, stopper: Stopper,
+    concurrency: int, deadline_at: float | None,
+) -> Iterator[tuple[Plan, TrialResult, int]]:  # fmt: skip
+    """The executor's finished trials, each yielded once it is in the ledger, with its id: the trials that finished
+    together are recorded in one transaction (record_trials) when the executor hands them over together (`batches`,
+    harness/executors.LocalExecutor), else one by one. Interrupted ones (None) are left out."""
+    batches = getattr(executor, "batches", None)
+    if batches is not None:
+        groups = batches(plans, settings, stopper, concurrency, deadline_at)
+    else:
+        groups = ([one] for one in executor.results(plans, settings, stopper, concurrency, deadline_at))
+    for group in groups:
+        done = [(plan, result) for plan, result in group if result is not None]
+        if done:
+            ids = record_trials(ledger, run_id, [(result, plan.supersedes) for plan, result in done])
+            for (plan, result), trial_id in zip(done, ids, strict=True):
+                yield plan, result, trial_id
 
 
 def harbor_result(result: TrialResult, run: str) -> dict[str, Any]:

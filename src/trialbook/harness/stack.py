@@ -10,7 +10,8 @@ from trialbook.agents.base import with_agent_stack
 from trialbook.errors import UserError
 from trialbook.harness.config import RunConfig
 from trialbook.ledger.store import Ledger
-from trialbook.sandbox import DaemonError, DockerEngine, docker_help
+from trialbook.sandbox import DaemonError, docker_help
+from trialbook.sandbox.backend import Backend, UnknownBackend, backend_class
 from trialbook.tasks import TaskSpec
 
 
@@ -20,11 +21,17 @@ class HasVersion(Protocol):
     def version(self) -> str: ...
 
 
-def connect() -> DockerEngine:
+def connect(backend: str = "docker", url: str | None = None) -> Backend:
+    """The run's sandbox backend (sandbox/backend.py's registry), connected; one line when it does not answer."""
     try:
-        return DockerEngine()
-    except DaemonError:
-        raise UserError(docker_help()) from None
+        cls = backend_class(backend)
+    except UnknownBackend as exc:
+        raise UserError(str(exc)) from None
+    try:
+        return cls(url=url) if url else cls()  # type: ignore[no-any-return]
+    except DaemonError as exc:
+        helper = getattr(cls, "unavailable_help", None)
+        raise UserError(helper(str(exc)) if helper else docker_help()) from None
 
 
 def sandbox_stack(engine: HasVersion, agent: str, specs: list[TaskSpec], images: dict[str, str]) -> dict[str, Any]:
@@ -35,7 +42,7 @@ def sandbox_stack(engine: HasVersion, agent: str, specs: list[TaskSpec], images:
     return {
         "harness": "trialbook",
         "harness_version": trialbook.__version__,
-        "engine": "docker",
+        "engine": getattr(engine, "backend", "docker"),  # the sandbox backend's registry name
         "engine_version": engine.version(),
         "agent": agent,
         "image": next(iter(distinct)) if len(distinct) == 1 else None,

@@ -32,6 +32,7 @@ class Engine(Protocol):
     warm: Any  # sandbox/warm.py's WarmPool while a pool is open, else None
 
     def forget(self, container_id: str) -> None: ...
+    def remove_container(self, container_id: str) -> None: ...
 
 
 KILL_GRACE_S = 5.0
@@ -408,7 +409,8 @@ class Sandbox:
         except NotFound:
             pass
         except APIError as exc:
-            if exc.status_code != 409:  # 409: not running (already stopped)
+            # 409: not running (already stopped); Podman answers 500 "container state improper" instead
+            if exc.status_code != 409 and "state improper" not in str(exc.explanation or exc):
                 raise DaemonError(f"cannot kill {self.name}: {exc}") from None
         except DockerException as exc:
             raise DaemonError(f"cannot kill {self.name}: {exc}") from None
@@ -560,7 +562,7 @@ class Sandbox:
             self.removed = True
             return
         try:
-            self.container.remove(force=True)
+            self.engine.remove_container(self.id)
         except NotFound:
             pass
         except (APIError, DockerException) as exc:

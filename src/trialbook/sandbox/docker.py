@@ -27,6 +27,7 @@ from docker.errors import APIError, BuildError, DockerException, ImageNotFound, 
 from docker.transport.unixconn import UnixHTTPAdapter, UnixHTTPConnectionPool
 from requests.exceptions import RequestException
 
+from trialbook.sandbox.backend import Capabilities
 from trialbook.sandbox.box import (
     SHELL_SETUP_PATH,
     ContainerStartError,
@@ -119,11 +120,20 @@ class SharedPoolAdapter(UnixHTTPAdapter):
 
 
 class DockerEngine:
-    """The daemon connection, image builds and container lifecycle."""
+    """The daemon connection, image builds and container lifecycle (sandbox/backend.py's Backend, named "docker")."""
 
-    def __init__(self, pool: int = 10) -> None:
+    name = "docker"
+    capabilities = Capabilities(host_layer=True, warm_pool=True, runtimes=True)
+    host_config_extra: tuple[tuple[str, Any], ...] = ()  # more of a container's host config (podman.py: ulimits)
+
+    def __init__(self, pool: int = 10, url: str | None = None) -> None:
+        """`url`: the daemon's address (unix:///path, tcp://host:port); None: DOCKER_HOST or the local socket."""
+        self.url = url
         try:
-            self.client = docker.from_env(timeout=120, max_pool_size=pool)
+            if url is None:
+                self.client = docker.from_env(timeout=120, max_pool_size=pool)
+            else:
+                self.client = docker.DockerClient(base_url=url, timeout=120, max_pool_size=pool)
             if self.client.api.base_url.startswith("http+docker://"):
                 # no proxy on a local socket: else requests reads the environment's proxy variables on every
                 # call to the daemon (~1.5 ms of CPU each, ~18 calls a trial; benchmarks/bench_harness.py --cpu)
@@ -176,6 +186,10 @@ class DockerEngine:
         if channel is not None:
             with contextlib.suppress(APIError, DockerException, RequestException):
                 self.client.api.wait(container_id, timeout=EXIT_WAIT_S)
+        self.remove_container(container_id)
+
+    def remove_container(self, container_id: str) -> None:
+        """Remove a container, running or not (sandbox/podman.py waits for one that is stopping)."""
         self.client.api.remove_container(container_id, force=True)
 
     def close_pool(self) -> None:
@@ -405,6 +419,7 @@ class DockerEngine:
             cap_drop=["ALL"],
             cap_add=list(CAPABILITIES),
             security_opt=list(SECURITY_OPT),
+            **dict(self.host_config_extra),
         )
         files = {} if spec.network else {"etc/hosts": LOOPBACK_HOSTS}
         if spec.shell_setup:
