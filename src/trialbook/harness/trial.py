@@ -18,7 +18,7 @@ from typing import Any
 
 from trialbook.agents.base import Agent, AgentResult, AgentStopped
 from trialbook.harness.paths import TRIAL_PREFIX
-from trialbook.outcomes import FINDINGS, POLICY, classify, error_kind, rule_for
+from trialbook.outcomes import FINDINGS, POLICY, ErrorKind, classify, error_kind, rule_for
 from trialbook.records import Outcome, Trial, is_graded
 from trialbook.sandbox import DockerEngine, Sandbox
 from trialbook.sandbox.box import TreeTooLargeError
@@ -51,7 +51,7 @@ AGENT_GRACE_S = 1.0  # an agent's own timeout handling gets this long before the
 
 
 class DeadlineExceeded(Exception):
-    pass
+    kind = ErrorKind.DEADLINE_EXCEEDED
 
 
 class Interrupted(Exception):
@@ -113,7 +113,7 @@ def _invalid(task: TaskError, attempt: int, name: str, agent: str) -> TrialResul
         task_id=task.task_id,
         attempt=attempt,
         outcome=Outcome.INFRA_ERROR,
-        exception="InvalidTaskError",
+        exception=ErrorKind.INVALID_TASK,
         exception_message=task.message,
         started_at=now,
         finished_at=now,
@@ -142,7 +142,7 @@ def run_trial(
             verdict, exc_type, exc_msg = _attempt(engine, task, attempt, name, settings, stopper, state)
             break
         except DeadlineExceeded as exc:
-            exc_type, exc_msg = "DeadlineExceeded", str(exc)
+            exc_type, exc_msg = ErrorKind.DEADLINE_EXCEEDED, str(exc)
             break
         except Interrupted:
             raise
@@ -292,14 +292,14 @@ def _attempt(
         except AgentStopped as stop:
             stopper.check()  # a deadline or interrupt, not the agent's own limit
             state["agent_result"] = stop.result
-            exc_type, exc_msg = type(stop).__name__, str(stop)
+            exc_type, exc_msg = error_kind(stop), str(stop)
         finally:
             box.until = None
         phases["agent_execution"] = round(time.monotonic() - t, 3)
         if exc_type is None and phases["agent_execution"] > budget + AGENT_GRACE_S:
-            exc_type, exc_msg = "AgentTimeoutError", f"agent returned after its {budget:g} s budget"
+            exc_type, exc_msg = ErrorKind.AGENT_TIMEOUT, f"agent returned after its {budget:g} s budget"
         if box.disk_hit:  # the agent's own doing: stopped, still graded (outcomes.POLICY)
-            exc_type = "DiskQuotaError"
+            exc_type = ErrorKind.DISK_QUOTA
             exc_msg = f"the agent's sandbox wrote {box.disk_hit:,} bytes, past its disk_mb = {task.disk_mb}"
         stopper.check()
         if hits := box.limit_hits():  # the agent's own limit hits are its business: it is still graded
@@ -325,7 +325,7 @@ def _attempt(
         if grading.extra.get("verifier_disk_hit"):
             state.setdefault("tags", []).append("disk_quota_in_tests")  # graded 0 (verify/isolation.grade)
         if grading.error is not None:
-            if grading.error[0] == "VerifierTimeoutError":
+            if grading.error[0] == ErrorKind.VERIFIER_TIMEOUT:
                 stopper.check()  # a deadline or interrupt cut the verifier: not its own timeout
             return grading.verdict, *grading.error  # a verdict only for a hang the change caused (blame.hang)
         return grading.verdict, exc_type, exc_msg
@@ -404,7 +404,7 @@ def _grade_diff(
         state.setdefault("tags", []).extend(hacks.signatures(change.patch))
     if change.too_long:
         grading.extra["paths_too_long"] = change.too_long
-    if grading.error is not None and grading.error[0] == "VerifierTimeoutError" and change.files:
+    if grading.error is not None and grading.error[0] == ErrorKind.VERIFIER_TIMEOUT and change.files:
         blame.hang(task, opener("b", None), grading, state)
     if grading.error is not None and grading.extra.get("limits_hit_in_tests") and change.files:
         blame.limits(task, opener("b", None), grading, state)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from trialbook.outcomes import ErrorKind
 from trialbook.sandbox import Sandbox, SandboxError
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.tasks import TaskSpec
@@ -130,7 +131,7 @@ def baseline(
                     failing_tests(v.log),
                 )  # fmt: skip
             else:
-                _BASELINES[key] = Baseline("timed_out" if base.error and base.error[0] == "VerifierTimeoutError"
+                _BASELINES[key] = Baseline("timed_out" if base.error and base.error[0] == ErrorKind.VERIFIER_TIMEOUT
                                            else (base.error or ("unknown",))[0])  # fmt: skip
     return _BASELINES[key]
 
@@ -149,8 +150,8 @@ def hang(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, s
         state.setdefault("tags", []).append("hung_with_change")
         limit = f"{task.verifier_timeout:g}"
         grading.verdict = Verdict(reward=0.0, graded_by="timeout", log=grading.log)
-        grading.error = ("HungWithChangeError", f"test.sh ran past its {limit} s timeout twice with the agent's "
-                         f"change; on the image as built it finished in {base.took:.1f} s")  # fmt: skip
+        grading.error = (ErrorKind.HUNG_WITH_CHANGE, f"test.sh ran past its {limit} s timeout twice with the "
+                         f"agent's change; on the image as built it finished in {base.took:.1f} s")  # fmt: skip
 
 
 def missing_reward(
@@ -160,8 +161,8 @@ def missing_reward(
     change stopped it (the code under test replaced /logs by a file, say; tests/harness/cheats/
     logs_replaced_at_import.sh): NoRewardWithChangeError; missing there too, the task writes none anyway."""
     _charge_the_change(task, open_box, grading, state, "reward_missing_with_change", "reward_file", (
-        "NoRewardWithChangeError", "test.sh wrote no reward with the agent's change (both tries); on the image as "
-        "built it wrote one"))  # fmt: skip
+        ErrorKind.NO_REWARD_WITH_CHANGE, "test.sh wrote no reward with the agent's change (both tries); on the image"
+        " as built it wrote one"))  # fmt: skip
 
 
 def limits(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]) -> None:
@@ -171,8 +172,8 @@ def limits(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading,
     there too, the task's limits are too tight for its own tests: SandboxLimitError, ungraded."""
     message = grading.error[1] if grading.error else "the sandbox's limits were hit"
     _charge_the_change(task, open_box, grading, state, "limits_hit_with_change", "limits", (
-        "LimitsHitWithChangeError", f"{message} with the agent's change; on the image as built the tests ran within "
-        "them"))  # fmt: skip
+        ErrorKind.LIMITS_HIT_WITH_CHANGE, f"{message} with the agent's change; on the image as built the tests ran"
+        " within them"))  # fmt: skip
 
 
 def _charge_the_change(
@@ -182,7 +183,7 @@ def _charge_the_change(
     state: dict[str, Any],
     tag: str,
     graded_by: str,
-    error: tuple[str, str],
+    error: tuple[ErrorKind, str],
 ) -> None:
     """A failure that would leave the trial ungraded: the verifier once without the change (the task's baseline).
     Finished there, the failure is the change's: graded 0 with `error`, tagged `tag`, not an ungraded infra error a
@@ -209,7 +210,7 @@ def reward_file(
     lower (unwitnessed_reward, in `with_change` boxes closed by `close`, else removed); and the grading half's strict
     checks (docs/threat-model-grading.md): the tests failing on the image as built (not_gold_reward), the exit status
     against pytest's report (runner.exit_disagrees)."""
-    if grading.error is not None and grading.error[0] == "RewardFileNotFoundError":
+    if grading.error is not None and grading.error[0] == ErrorKind.REWARD_FILE_NOT_FOUND:
         missing_reward(task, without_change, grading, state)
     untrusted_reward(task, without_change, grading, state)
     changed_outside(task, without_change, grading, state)
@@ -268,9 +269,9 @@ def untrusted_reward(
     elif verdict.outlived and base.outlived == 0:
         state.setdefault("tags", []).append("outlived_with_change")
         grading.verdict = verdict.model_copy(update={"reward": 0.0})
-        grading.error = ("OutlivedWithChangeError", f"{verdict.outlived} process(es) of the test run outlived test.sh "
-                         "with the agent's change, any of which could have rewritten its reward file; on the image as "
-                         "built none did")  # fmt: skip
+        grading.error = (ErrorKind.OUTLIVED_WITH_CHANGE, f"{verdict.outlived} process(es) of the test run outlived "
+                         "test.sh with the agent's change, any of which could have rewritten its reward file; on the "
+                         "image as built none did")  # fmt: skip
 
 
 def changed_outside(
@@ -297,9 +298,9 @@ def changed_outside(
     state.setdefault("tags", []).append("changed_outside_tree")
     grading.verdict = verdict.model_copy(update={"reward": 0.0})
     shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-    grading.error = ("ChangedOutsideTreeError", f"with the agent's change the tests left {shown} changed outside the "
-                     "working tree, which they do not on the image as built (any could change what test.sh ran after "
-                     "the tests)")  # fmt: skip
+    grading.error = (ErrorKind.CHANGED_OUTSIDE_TREE, f"with the agent's change the tests left {shown} changed outside "
+                     "the working tree, which they do not on the image as built (any could change what test.sh ran "
+                     "after the tests)")  # fmt: skip
 
 
 def unwitnessed_reward(
