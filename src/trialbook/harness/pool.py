@@ -117,7 +117,7 @@ def _execute(
                     if tally.folder_warnings == 1:
                         bar.console.print(f"warning: {warning} (the trial is recorded in the ledger)")
                 if result.image:
-                    images[result.trial.task_id] = result.image[1]
+                    images[result.trial.task_id] = result.image.id
                 t = result.trial
                 tally.done += 1
                 tally.resolved += is_resolved(t.outcome, t.reward)
