@@ -21,7 +21,8 @@ import json, statistics, sys, tempfile, time
 from trialbook.harness.results import record_trial
 from trialbook.harness.trial import TrialResult
 from trialbook.ledger.store import Ledger, trial_row
-from trialbook.records import Outcome, Run, Trial
+from trialbook.outcomes import Outcome
+from trialbook.records import Run, Trial
 
 size = int(sys.argv[1])
 ledger = Ledger(tempfile.mkdtemp() + "/bench.db")

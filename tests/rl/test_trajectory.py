@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 from trialbook.harness.results import record_trial
 from trialbook.harness.trial import TrialResult
 from trialbook.ledger.store import Ledger
-from trialbook.records import Outcome, Run, Trial
+from trialbook.outcomes import Outcome
+from trialbook.records import Run, Trial
 from trialbook.rl.trajectory import ARTIFACT, TAG, Trajectory, Turn, tagged
 
 SYSTEM = [1, 2, 3, 4]

@@ -15,7 +15,8 @@ import pytest
 from trialbook.harness.results import record_trial
 from trialbook.harness.trial import TrialResult
 from trialbook.ledger.store import Ledger
-from trialbook.records import Outcome, Trial
+from trialbook.outcomes import Outcome
+from trialbook.records import Trial
 from trialbook.stats.synthetic import task_ids, write_jsonl
 
 IDS = task_ids(20)

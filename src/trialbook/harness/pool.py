@@ -22,7 +22,7 @@ from trialbook.harness.results import record_trial, write_or_warn
 from trialbook.harness.stack import update_stack
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
 from trialbook.ledger.store import Ledger
-from trialbook.records import Outcome, is_resolved
+from trialbook.outcomes import Outcome, is_resolved
 from trialbook.sandbox.box import RuntimeUnknownError
 from trialbook.sandbox.docker import LABEL_LEDGER, LABEL_RUN_ID
 from trialbook.tasks import TaskSpec

@@ -15,7 +15,7 @@ from trialbook.harness.runner import check_grader, start_run
 from trialbook.harness.stack import connect
 from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
-from trialbook.records import is_graded, is_resolved
+from trialbook.outcomes import is_graded, is_resolved
 from trialbook.results import Result
 from trialbook.stats.comparison import Comparison
 from trialbook.stats.summary import run_summary

@@ -231,9 +231,6 @@ class RayExecutor:
         counts = self.clean_nodes(run, images, ledger).values()
         return sum(c for c, _ in counts), sum(i for _, i in counts)
 
-    def close(self) -> None:
-        pass
-
     # ---- trials ---------------------------------------------------------------------------------------
 
     def _blob(self, task: TaskSpec) -> tuple[Any, str]:

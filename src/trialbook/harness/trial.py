@@ -19,8 +19,8 @@ from typing import Any
 from trialbook.agents.base import Agent, AgentStopped
 from trialbook.harness.paths import TRIAL_PREFIX
 from trialbook.harness.trial_state import ImageRef, TrialExtra, TrialState, trial_tags
-from trialbook.outcomes import FINDINGS, POLICY, ErrorKind, classify, error_kind, rule_for
-from trialbook.records import Outcome, Trial, is_graded
+from trialbook.outcomes import FINDINGS, POLICY, ErrorKind, Outcome, classify, error_kind, is_graded, rule_for
+from trialbook.records import Trial
 from trialbook.sandbox import DockerEngine, Sandbox
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug

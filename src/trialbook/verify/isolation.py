@@ -14,7 +14,7 @@ infrastructure (the control): it counts as resolved only when both grades resolv
 every agent process and with the harness's files (shell setup, /tests, /logs) put back.
 
 A verifier that times out or errs is retried once in a fresh verifier container; a verifier that
-hits the sandbox's memory or pids limit is an infra error with that reason (harness/policy.py).
+hits the sandbox's memory or pids limit is an infra error with that reason (outcomes.POLICY).
 """
 
 from __future__ import annotations
