@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal, NamedTuple
 
-from trialbook.results import Result
+from trialbook.result_types import Result
 
 
 class Outcome(StrEnum):

@@ -17,7 +17,7 @@ import pytest
 
 import trialbook
 import trialbook.report
-from trialbook.results import ABSENT, Absent, Result, optional, renamed
+from trialbook.result_types import ABSENT, Absent, Result, optional, renamed
 
 # the modules that define the results the printers take (imported so their classes are known)
 RESULT_MODULES = [

@@ -16,7 +16,7 @@ from trialbook.harness.stack import connect
 from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import is_graded, is_resolved
-from trialbook.results import Result
+from trialbook.result_types import Result
 from trialbook.stats.comparison import Comparison
 from trialbook.stats.summary import run_summary
 from trialbook.tasks import load_tasks

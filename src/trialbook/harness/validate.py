@@ -29,7 +29,7 @@ from trialbook.ledger.store import Ledger
 from trialbook.names import safe_name
 from trialbook.outcomes import NOT_PASSING, Outcome, is_resolved
 from trialbook.records import Run
-from trialbook.results import ABSENT, Absent, Result, optional
+from trialbook.result_types import ABSENT, Absent, Result, optional
 from trialbook.tasks import TaskError, TaskSpec, load_tasks
 
 AGENTS = ("oracle", "nop")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trialbook.results import Result, optional
+from trialbook.result_types import Result, optional
 
 CI = list[float | None]
 
