@@ -18,7 +18,7 @@ import sys
 
 ONE = r"""
 import json, statistics, sys, tempfile, time
-from trialbook.harness.results import record_trial
+from trialbook.harness.trial_writer import record_trial
 from trialbook.harness.trial import TrialResult
 from trialbook.ledger.store import Ledger, trial_row
 from trialbook.outcomes import Outcome

@@ -18,9 +18,9 @@ from trialbook.harness.config import Plan, RunConfig, Tally
 from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.lock import run_lock
 from trialbook.harness.paths import RunPaths
-from trialbook.harness.results import record_trial, write_or_warn
 from trialbook.harness.stack import update_stack
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
+from trialbook.harness.trial_writer import record_trial, write_or_warn
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import Outcome, is_resolved
 from trialbook.sandbox.box import RuntimeUnknownError

@@ -37,9 +37,9 @@ from trialbook.errors import UserError
 from trialbook.harness.config import RunConfig
 from trialbook.harness.executors import Executor, make_executor
 from trialbook.harness.paths import DEFAULT_RUNS_DIR, RunPaths
-from trialbook.harness.results import record_trial, write_or_warn
 from trialbook.harness.runner import open_run
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
+from trialbook.harness.trial_writer import record_trial, write_or_warn
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import ErrorKind
 from trialbook.records import Run
