@@ -6,7 +6,7 @@ from rich.markup import escape
 
 from trialbook.report.layout import line, table
 from trialbook.result_types import Absent
-from trialbook.training.results import Bucket, PipelineResult, RolloutTruth, TokenAudit, TrainReport
+from trialbook.training.report_types import Bucket, PipelineResult, RolloutTruth, TokenAudit, TrainReport
 
 SHARE_LABELS = {
     "agent_timeout": "CBF",

@@ -24,7 +24,7 @@ from trialbook.training.encounters import encounter_table
 from trialbook.training.hacking import hack_table
 from trialbook.training.ingest import load_steps
 from trialbook.training.load import TrainData, load_trajectories
-from trialbook.training.results import TrainReport
+from trialbook.training.report_types import TrainReport
 from trialbook.training.stalls import stall_report
 from trialbook.training.trajectories import token_audit
 
