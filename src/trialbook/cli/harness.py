@@ -35,7 +35,7 @@ from trialbook.ledger.store import Ledger
 from trialbook.outcomes import PolicyRow, policy_rows
 from trialbook.report import layout, tables
 from trialbook.report.validate import print_validate
-from trialbook.stats.summary import run_summary
+from trialbook.stats.run_summaries import run_summary
 
 Multiplier = Annotated[
     float | None,
