@@ -1,7 +1,7 @@
 """Read-only queries for `trialbook serve`: typed rows, keyset pagination, a read-only connection.
 
 The web pages need less per row than `rows.RunRow` / `rows.TrialRow` (no JSON columns decoded for a
-listing) and a run's counts from its stored summary (ledger/summary.py; one grouped scan when that is
+listing) and a run's counts from its stored summary (ledger/summary_cache.py; one grouped scan when that is
 stale, where `reads.run_breakdown` makes six); hence these rows of their own.
 
 Every list is paged by id (`WHERE id > after ORDER BY id LIMIT n`), so a page costs the same on the
@@ -19,7 +19,7 @@ from sqlalchemy import and_, case, create_engine, event, func, select
 from sqlalchemy.engine import make_url
 
 from trialbook.errors import UserError
-from trialbook.ledger import schema, summary
+from trialbook.ledger import schema, summary_cache
 from trialbook.ledger.schema import artifacts, run_stats, run_summary, runs, tasks, trials
 from trialbook.ledger.statements import current as _current
 from trialbook.ledger.statements import graded as _graded
@@ -174,8 +174,8 @@ def run_kinds(ledger: Ledger) -> list[str]:
 
 
 def _fresh(conn: Any, run_ids: list[int]) -> set[int]:
-    """The runs whose stored summary (ledger/summary.py) still matches their trials: two seeks each."""
-    top, sup = summary.live_fingerprint(run_stats.c.run_id)
+    """The runs whose stored summary (ledger/summary_cache.py) still matches their trials: two seeks each."""
+    top, sup = summary_cache.live_fingerprint(run_stats.c.run_id)
     q = select(run_stats.c.run_id).where(
         run_stats.c.run_id.in_(run_ids), run_stats.c.top_id.is_not_distinct_from(top), run_stats.c.superseded == sup
     )
@@ -220,7 +220,7 @@ def run_by_name(ledger: Ledger, name: str) -> RunListing:
 
 
 def run_overview(ledger: Ledger, name: str) -> RunOverview:
-    """Outcomes, tags, per-repo counts of a run's current trials: the stored summary (ledger/summary.py)
+    """Outcomes, tags, per-repo counts of a run's current trials: the stored summary (ledger/summary_cache.py)
     when fresh, else one grouped pass over the run's trials (their JSON columns are not read)."""
     meta = ledger.get_run(name)
     run = RunListing(meta.id, meta.name, meta.kind, meta.created, meta.source)

@@ -29,7 +29,7 @@ SHARE_LABELS = {
 
 class RunCache:
     """A run's counts, kept until the run gains a trial (views.run_version). Counting reads only a
-    stored summary (ledger/summary.py) or, when that is stale, one grouped pass over the run; the
+    stored summary (ledger/summary_cache.py) or, when that is stale, one grouped pass over the run; the
     cache saves even that on the next visits."""
 
     def __init__(self) -> None:
