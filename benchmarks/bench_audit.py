@@ -22,7 +22,8 @@ from trialbook.audit.regrade import DEFAULT_JOBS, regrade_run
 from trialbook.importers.common import import_run
 from trialbook.importers.swebench import read_instances
 from trialbook.ledger.store import Ledger, trial_row
-from trialbook.records import Outcome, Run, Trial
+from trialbook.outcomes import Outcome
+from trialbook.records import Run, Trial
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "swebench-verified"
 LOGS = SHARED / "logs" / "20240620_sweagent_claude3.5sonnet"

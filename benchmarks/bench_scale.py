@@ -103,7 +103,7 @@ def _fake_backend() -> None:
 
 def one(n: int, sleep_s: float, backend_name: str) -> dict[str, object]:
     _fake_backend()
-    import trialbook.harness.results as results
+    import trialbook.harness.trial_writer as results
     from trialbook.harness.config import RunConfig
     from trialbook.harness.executors import LocalExecutor
     from trialbook.harness.runner import start_run

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal, NamedTuple
 
-from trialbook.results import Result
+from trialbook.result_types import Result
 
 
 class Outcome(StrEnum):
@@ -70,6 +70,39 @@ def is_resolved(outcome: str, reward: float | None) -> bool:
 # ---- the error policy ----------------------------------------------------------------------------
 
 
+class ErrorKind(StrEnum):
+    """The error policy's names: each is a key of `POLICY` (tests/test_error_kinds.py checks both ways). An
+    exception carries its name as `kind`; a verifier result as the first item of its `error` pair. Harbor's names
+    are here too, as its job folders write them (`exception_info.exception_type`)."""
+
+    AGENT_TIMEOUT = "AgentTimeoutError"
+    CONTEXT_OVERFLOW = "ContextOverflowError"
+    CONTEXT_LENGTH_EXCEEDED = "ContextLengthExceededError"
+    CONTEXT_WINDOW_EXCEEDED = "ContextWindowExceededError"
+    OUTPUT_LENGTH_EXCEEDED = "OutputLengthExceededError"
+    FORMAT = "FormatError"
+    DISK_QUOTA = "DiskQuotaError"
+    NON_ZERO_AGENT_EXIT_CODE = "NonZeroAgentExitCodeError"
+    VERIFIER_TIMEOUT = "VerifierTimeoutError"
+    HUNG_WITH_CHANGE = "HungWithChangeError"
+    REWARD_FILE_NOT_FOUND = "RewardFileNotFoundError"
+    NO_REWARD_WITH_CHANGE = "NoRewardWithChangeError"
+    SANDBOX_LIMIT = "SandboxLimitError"
+    CHANGE_TOO_LARGE = "ChangeTooLargeError"
+    LIMITS_HIT_WITH_CHANGE = "LimitsHitWithChangeError"
+    OUTLIVED_WITH_CHANGE = "OutlivedWithChangeError"
+    CHANGED_OUTSIDE_TREE = "ChangedOutsideTreeError"
+    ISOLATION = "IsolationError"
+    DAEMON = "DaemonError"
+    IMAGE_BUILD = "ImageBuildError"
+    CONTAINER_START = "ContainerStartError"
+    NODE_LOST = "NodeLostError"
+    ENDPOINT = "EndpointError"
+    INVALID_TASK = "InvalidTaskError"
+    GRADER_UNAVAILABLE = "GraderUnavailableError"
+    DEADLINE_EXCEEDED = "DeadlineExceeded"
+
+
 class Rule(NamedTuple):
     outcome: Outcome | None  # None: the verifier's reward decides (resolved / unresolved)
     retry: bool  # the harness retries the trial (with backoff) when this error ends a try
@@ -80,33 +113,51 @@ class Rule(NamedTuple):
 # Keys are exception type names: trialbook's own (an exception's `kind` where it has one, else its
 # class name), and Harbor's (`exception_info.exception_type` in imported job folders). Whether an
 # error is retried is decided here, by name, never by the exception's class hierarchy.
-POLICY: dict[str, Rule] = {
-    "AgentTimeoutError": Rule(Outcome.AGENT_TIMEOUT, False, True, "agent ran past task timeout x multiplier"),
-    "ContextOverflowError": Rule(Outcome.CONTEXT_OVERFLOW, False, True, "model context exceeded"),
-    "ContextLengthExceededError": Rule(Outcome.CONTEXT_OVERFLOW, False, True, "Harbor: model context exceeded"),
-    "ContextWindowExceededError": Rule(Outcome.CONTEXT_OVERFLOW, False, True, "Harbor/litellm: context exceeded"),
-    "OutputLengthExceededError": Rule(Outcome.CONTEXT_OVERFLOW, False, True, "Harbor: output length exceeded"),
-    "FormatError": Rule(Outcome.FORMAT_ERROR, False, True, "model output not parseable"),
-    "DiskQuotaError": Rule(Outcome.DISK_QUOTA, False, True, "agent's sandbox wrote past [environment] disk_mb"),
-    "NonZeroAgentExitCodeError": Rule(None, False, True, "Harbor: agent process failed; its sandbox is graded"),
-    "VerifierTimeoutError": Rule(Outcome.VERIFIER_TIMEOUT, False, False, "test.sh past its timeout twice: no grade"),
-    "HungWithChangeError": Rule(None, False, True, "test.sh past its timeout twice, in time without the change: 0"),
-    "RewardFileNotFoundError": Rule(Outcome.INFRA_ERROR, False, False, "test.sh wrote no reward and has no test lists"),
-    "NoRewardWithChangeError": Rule(None, False, True, "no reward with the change (twice), one without it: 0"),
-    "SandboxLimitError": Rule(Outcome.INFRA_ERROR, False, False, "verifier hit task.toml memory_mb/pids_limit"),
-    "ChangeTooLargeError": Rule(None, False, True, "agent's tree past the limits, time or size the image's fits: 0"),
-    "LimitsHitWithChangeError": Rule(None, False, True, "tests outgrew memory_mb/pids_limit with the change only: 0"),
-    "OutlivedWithChangeError": Rule(None, False, True, "reward file read with processes the change left running: 0"),
-    "ChangedOutsideTreeError": Rule(None, False, True, "reward file read, tests changed paths outside the tree: 0"),
-    "IsolationError": Rule(Outcome.INFRA_ERROR, False, False, "agent's diff not carried to the verifier (workdir/git)"),
-    "DaemonError": Rule(Outcome.INFRA_ERROR, True, False, "Docker daemon/API error"),
-    "ImageBuildError": Rule(Outcome.INFRA_ERROR, True, False, "task image missing or its build failed"),
-    "ContainerStartError": Rule(Outcome.INFRA_ERROR, True, False, "sandbox container did not start"),
-    "NodeLostError": Rule(Outcome.INFRA_ERROR, True, False, "Ray: the trial's node or worker died; run elsewhere"),
-    "EndpointError": Rule(Outcome.INFRA_ERROR, True, False, "model endpoint unreachable or failing (5xx)"),
-    "InvalidTaskError": Rule(Outcome.INFRA_ERROR, False, False, "task folder unusable (task.toml, test.sh)"),
-    "GraderUnavailableError": Rule(Outcome.INFRA_ERROR, False, False, "task has test lists; grader not importable"),
-    "DeadlineExceeded": Rule(Outcome.INCOMPLETE, False, False, "--deadline passed: trial stopped or never started"),
+POLICY: dict[ErrorKind, Rule] = {
+    ErrorKind.AGENT_TIMEOUT: Rule(Outcome.AGENT_TIMEOUT, False, True, "agent ran past task timeout x multiplier"),
+    ErrorKind.CONTEXT_OVERFLOW: Rule(Outcome.CONTEXT_OVERFLOW, False, True, "model context exceeded"),
+    ErrorKind.CONTEXT_LENGTH_EXCEEDED: Rule(Outcome.CONTEXT_OVERFLOW, False, True, "Harbor: model context exceeded"),
+    ErrorKind.CONTEXT_WINDOW_EXCEEDED: Rule(Outcome.CONTEXT_OVERFLOW, False, True, "Harbor/litellm: context exceeded"),
+    ErrorKind.OUTPUT_LENGTH_EXCEEDED: Rule(Outcome.CONTEXT_OVERFLOW, False, True, "Harbor: output length exceeded"),
+    ErrorKind.FORMAT: Rule(Outcome.FORMAT_ERROR, False, True, "model output not parseable"),
+    ErrorKind.DISK_QUOTA: Rule(Outcome.DISK_QUOTA, False, True, "agent's sandbox wrote past [environment] disk_mb"),
+    ErrorKind.NON_ZERO_AGENT_EXIT_CODE: Rule(None, False, True, "Harbor: agent process failed; its sandbox is graded"),
+    ErrorKind.VERIFIER_TIMEOUT: Rule(
+        Outcome.VERIFIER_TIMEOUT, False, False, "test.sh past its timeout twice: no grade"
+    ),
+    ErrorKind.HUNG_WITH_CHANGE: Rule(
+        None, False, True, "test.sh past its timeout twice, in time without the change: 0"
+    ),
+    ErrorKind.REWARD_FILE_NOT_FOUND: Rule(
+        Outcome.INFRA_ERROR, False, False, "test.sh wrote no reward and has no test lists"
+    ),
+    ErrorKind.NO_REWARD_WITH_CHANGE: Rule(None, False, True, "no reward with the change (twice), one without it: 0"),
+    ErrorKind.SANDBOX_LIMIT: Rule(Outcome.INFRA_ERROR, False, False, "verifier hit task.toml memory_mb/pids_limit"),
+    ErrorKind.CHANGE_TOO_LARGE: Rule(
+        None, False, True, "agent's tree past the limits, time or size the image's fits: 0"
+    ),
+    ErrorKind.LIMITS_HIT_WITH_CHANGE: Rule(
+        None, False, True, "tests outgrew memory_mb/pids_limit with the change only: 0"
+    ),
+    ErrorKind.OUTLIVED_WITH_CHANGE: Rule(
+        None, False, True, "reward file read with processes the change left running: 0"
+    ),
+    ErrorKind.CHANGED_OUTSIDE_TREE: Rule(
+        None, False, True, "reward file read, tests changed paths outside the tree: 0"
+    ),
+    ErrorKind.ISOLATION: Rule(
+        Outcome.INFRA_ERROR, False, False, "agent's diff not carried to the verifier (workdir/git)"
+    ),
+    ErrorKind.DAEMON: Rule(Outcome.INFRA_ERROR, True, False, "Docker daemon/API error"),
+    ErrorKind.IMAGE_BUILD: Rule(Outcome.INFRA_ERROR, True, False, "task image missing or its build failed"),
+    ErrorKind.CONTAINER_START: Rule(Outcome.INFRA_ERROR, True, False, "sandbox container did not start"),
+    ErrorKind.NODE_LOST: Rule(Outcome.INFRA_ERROR, True, False, "Ray: the trial's node or worker died; run elsewhere"),
+    ErrorKind.ENDPOINT: Rule(Outcome.INFRA_ERROR, True, False, "model endpoint unreachable or failing (5xx)"),
+    ErrorKind.INVALID_TASK: Rule(Outcome.INFRA_ERROR, False, False, "task folder unusable (task.toml, test.sh)"),
+    ErrorKind.GRADER_UNAVAILABLE: Rule(Outcome.INFRA_ERROR, False, False, "task has test lists; grader not importable"),
+    ErrorKind.DEADLINE_EXCEEDED: Rule(
+        Outcome.INCOMPLETE, False, False, "--deadline passed: trial stopped or never started"
+    ),
 }
 UNEXPECTED = Rule(Outcome.INFRA_ERROR, False, False, "unexpected harness error / unknown exception type")
 # what the verifier found in a graded trial that raised nothing, kept in its exception column so that `show` counts it:

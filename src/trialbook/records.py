@@ -1,7 +1,7 @@
 """The shared language of trialbook: tasks, runs, trials and stacks.
 
-The outcome rules (outcome table, error policy, rewards, per-test statuses, P2P regression) live in
-`trialbook.outcomes`; the names re-exported here keep `from trialbook.records import Outcome` working.
+The outcome rules (outcome table, error policy, rewards, per-test statuses, P2P regression) are
+`trialbook.outcomes`'s.
 """
 
 from __future__ import annotations
@@ -11,22 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trialbook.outcomes import (
-    GRADED,
-    NOT_PASSING,
-    OUTCOMES,
-    Outcome,
-    OutcomeRule,
-    TestStatus,
-    TestStatuses,
-    is_graded,
-    is_resolved,
-)
-
-__all__ = [
-    "GRADED", "NOT_PASSING", "OUTCOMES", "Outcome", "OutcomeRule", "TestStatus", "TestStatuses",
-    "is_graded", "is_resolved", "Run", "Stack", "Task", "Trial", "repo_from_task_id",
-]  # fmt: skip
+from trialbook.outcomes import Outcome, TestStatuses, is_graded, is_resolved
 
 
 def parse_time(value: Any) -> datetime:

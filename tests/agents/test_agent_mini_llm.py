@@ -28,7 +28,7 @@ from trialbook.agents.endpoints import probe
 from trialbook.agents.llama import LlamaServer
 from trialbook.harness.trial import Stopper, TrialSettings, run_trial
 from trialbook.ledger.store import Ledger
-from trialbook.records import GRADED
+from trialbook.outcomes import GRADED
 from trialbook.sandbox import DockerEngine
 from trialbook.tasks import load_tasks
 

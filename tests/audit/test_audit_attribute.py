@@ -15,7 +15,8 @@ from trialbook.audit.attribute import apportion, attribute_runs
 from trialbook.importers.common import import_run
 from trialbook.ledger.schema import trials as trials_table
 from trialbook.ledger.store import Ledger, trial_row
-from trialbook.records import Outcome, Run, Trial
+from trialbook.outcomes import Outcome
+from trialbook.records import Run, Trial
 
 
 def _cents(x: float) -> int:

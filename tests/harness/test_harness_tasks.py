@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 from paths import EXAMPLES
-from trialbook.harness.policy import POLICY, policy_rows, rule_for
-from trialbook.records import OUTCOMES, Outcome
+from trialbook.outcomes import OUTCOMES, POLICY, Outcome, policy_rows, rule_for
 
 
 def test_policy_agrees_with_the_outcome_table():

@@ -9,10 +9,10 @@ import secrets
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from trialbook.harness.trial_state import ImageRef, TrialState
 from trialbook.sandbox import DockerEngine, Sandbox
 from trialbook.sandbox.docker import LABEL_RUN
 from trialbook.tasks import TaskSpec
@@ -46,19 +46,19 @@ def _task(tmp_path: Path, lingering: bool = False) -> TaskSpec:
     return load_task(task)
 
 
-def _judge(tb: tuple[DockerEngine, str], task: TaskSpec, verdict: Verdict) -> tuple[Grading, dict[str, Any]]:
+def _judge(tb: tuple[DockerEngine, str], task: TaskSpec, verdict: Verdict) -> tuple[Grading, TrialState]:
     eng, run = tb
-    image = eng.ensure_image(task.task_id, None, task.dockerfile.parent, task.environment_hash, run, False)
-    state: dict[str, Any] = {"image": image}
+    image = ImageRef(*eng.ensure_image(task.task_id, None, task.dockerfile.parent, task.environment_hash, run, False))
+    state = TrialState(image=image)
 
     def open_box(_k: int) -> Sandbox:
         name = f"tb-{run}-{secrets.token_hex(3)}"
-        return eng.start(image[0], name, {LABEL_RUN: run}, task.cpus, task.memory_mb, task.pids_limit, False)
+        return eng.start(image.reference, name, {LABEL_RUN: run}, task.cpus, task.memory_mb, task.pids_limit, False)
 
     grading = Grading(verdict=verdict)
     blame._BASELINES.clear()
     blame.untrusted_reward(task, open_box, grading, state)
-    assert eng.containers(run) == [] and "cleanup_error" not in state
+    assert eng.containers(run) == [] and state.cleanup_error is None
     return grading, state
 
 
@@ -67,7 +67,7 @@ def test_a_reward_read_with_processes_the_change_left_is_graded_0(tb, tmp_path):
     grading, state = _judge(tb, _task(tmp_path), left)
     assert grading.verdict is not None and grading.verdict.reward == 0.0
     assert grading.error is not None and grading.error[0] == "OutlivedWithChangeError"
-    assert state["tags"] == ["outlived_with_change"]
+    assert state.tags == ["outlived_with_change"]
     assert grading.extra["without_change"]["outlived"] == 0 and grading.extra["without_change"]["end"] == "finished"
 
 
@@ -75,14 +75,14 @@ def test_a_reward_found_after_test_sh_was_killed_is_graded_as_killed(tb, tmp_pat
     killed = Verdict(reward=1.0, graded_by="reward_file", exit_code=137, file_reward=1.0)
     grading, state = _judge(tb, _task(tmp_path), killed)
     assert grading.verdict is not None and (grading.verdict.reward, grading.verdict.killed) == (0.0, True)
-    assert grading.error is None and "tags" not in state  # run_trial tags a killed verdict `verifier_killed`
+    assert grading.error is None and not state.tags  # run_trial tags a killed verdict `verifier_killed`
     assert (grading.extra["without_change"]["exit_code"] or 0) <= 128
 
 
 def test_a_task_whose_own_tests_leave_a_process_keeps_the_grade(tb, tmp_path):
     left = Verdict(reward=1.0, graded_by="reward_file", outlived=1, exit_code=0, file_reward=1.0)
     grading, state = _judge(tb, _task(tmp_path, lingering=True), left)
-    assert grading.verdict == left and grading.error is None and "tags" not in state
+    assert grading.verdict == left and grading.error is None and not state.tags
     assert grading.extra["without_change"]["outlived"] >= 1
 
 
@@ -94,4 +94,4 @@ def test_a_log_graded_per_test_or_a_zero_needs_no_baseline(tb, tmp_path):
         Verdict(reward=1.0, graded_by="reward_file", exit_code=1, file_reward=1.0),
     ):
         grading, state = _judge(tb, task, verdict)
-        assert grading.verdict == verdict and grading.extra == {} and state == {"image": state["image"]}
+        assert grading.verdict == verdict and grading.extra == {} and state == TrialState(image=state.image)

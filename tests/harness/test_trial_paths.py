@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 from trialbook.harness.paths import DEFAULT_RUNS_DIR, RunPaths
-from trialbook.harness.results import write_trial_dir
 from trialbook.harness.trial import TrialResult, trial_name
-from trialbook.records import Outcome, Trial
+from trialbook.harness.trial_writer import write_trial_dir
+from trialbook.outcomes import Outcome
+from trialbook.records import Trial
 
 
 def test_written_trial_folder_matches_trial_paths_and_imports_back(cli, tmp_path):

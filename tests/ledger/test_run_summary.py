@@ -1,4 +1,4 @@
-"""Per-run summaries (ledger/summary.py): written with every transaction, exact, and never trusted stale."""
+"""Per-run summaries (ledger/summary_cache.py): written with every transaction, exact, and never trusted stale."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def test_a_stale_summary_is_never_shown(cli, db: str, tmp_path: Path) -> None:
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from trialbook.ledger import summary  # noqa: E402
+from trialbook.ledger import summary_cache as summary  # noqa: E402
 
 OUTCOMES = ["resolved", "unresolved", "agent_timeout", "infra_error"]
 OPS = st.lists(

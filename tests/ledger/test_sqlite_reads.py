@@ -15,7 +15,7 @@ from trialbook.ledger import reads, schema, sqlite_reads, statements
 from trialbook.ledger.lite import LiteLedger, open_reads
 from trialbook.ledger.store import Ledger
 from trialbook.records import Run
-from trialbook.stats.summary import run_summary, runs_summary
+from trialbook.stats.run_summaries import run_summary, runs_summary
 
 ROWS = [
     {"task_id": "o__r-1", "repo": "o/r", "outcome": "resolved"},

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from paths import INSTANCES, RESULTS
-from trialbook.harness.policy import policy_rows
+from trialbook.outcomes import policy_rows
 
 BASE = "20240402_sweagent_gpt4"
 CANDS = ("20240620_sweagent_claude3.5sonnet", "20240612_MASAI_gpt4o", "20250726_mini-v1.0.0_gemini-2.5-pro")

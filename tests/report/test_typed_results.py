@@ -17,12 +17,12 @@ import pytest
 
 import trialbook
 import trialbook.report
-from trialbook.results import ABSENT, Absent, Result, optional, renamed
+from trialbook.result_types import ABSENT, Absent, Result, optional, renamed
 
 # the modules that define the results the printers take (imported so their classes are known)
 RESULT_MODULES = [
-    "trialbook.stats.summary", "trialbook.stats.comparison", "trialbook.stats.power", "trialbook.audit.audit",
-    "trialbook.audit.regrade", "trialbook.audit.attribute", "trialbook.training.results",
+    "trialbook.stats.run_summaries", "trialbook.stats.comparison", "trialbook.stats.power", "trialbook.audit.audit",
+    "trialbook.audit.regrade", "trialbook.audit.attribute", "trialbook.training.report_types",
     "trialbook.harness.validate", "trialbook.harness.quickstart", "trialbook.outcomes",
     "trialbook.tasks.swebench.generate", "trialbook.tasks.swebench.build",
 ]  # fmt: skip

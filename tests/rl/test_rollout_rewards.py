@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from trialbook.records import OUTCOMES, Outcome
+from trialbook.outcomes import OUTCOMES, Outcome
 from trialbook.rl.rewards import DEFAULT_POLICY, RewardPolicy, RewardRule
 
 

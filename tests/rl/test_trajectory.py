@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from trialbook.harness.results import record_trial
 from trialbook.harness.trial import TrialResult
+from trialbook.harness.trial_writer import record_trial
 from trialbook.ledger.store import Ledger
-from trialbook.records import Outcome, Run, Trial
+from trialbook.outcomes import Outcome
+from trialbook.records import Run, Trial
 from trialbook.rl.trajectory import ARTIFACT, TAG, Trajectory, Turn, tagged
 
 SYSTEM = [1, 2, 3, 4]

@@ -1,5 +1,5 @@
 """The FAKE backend "fake-sleep" (sandbox/fake.py) and the driver with many trials in flight on it: every trial
-recorded once, all of them in flight at once, the ledger written in group commits (harness/results.recorded)."""
+recorded once, all of them in flight at once, the ledger written in group commits (harness/trial_writer.recorded)."""
 
 from __future__ import annotations
 

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from trialbook.harness.results import record_trial
 from trialbook.harness.trial import TrialResult
+from trialbook.harness.trial_writer import record_trial
 from trialbook.ledger.store import Ledger
-from trialbook.records import Outcome, Trial
+from trialbook.outcomes import Outcome
+from trialbook.records import Trial
 from trialbook.stats.synthetic import task_ids, write_jsonl
 
 IDS = task_ids(20)

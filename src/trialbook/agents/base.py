@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, Field
 
 from trialbook.errors import UserError
+from trialbook.outcomes import ErrorKind
 
 if TYPE_CHECKING:
     from trialbook.sandbox import Sandbox
@@ -50,15 +51,15 @@ class AgentStopped(Exception):
 
 
 class AgentTimeoutError(AgentStopped):
-    pass
+    kind = ErrorKind.AGENT_TIMEOUT
 
 
 class ContextOverflowError(AgentStopped):
-    pass
+    kind = ErrorKind.CONTEXT_OVERFLOW
 
 
 class FormatError(AgentStopped):
-    pass
+    kind = ErrorKind.FORMAT
 
 
 class Agent(Protocol):

@@ -18,6 +18,7 @@ from typing import Any
 import requests
 
 from trialbook.errors import UserError
+from trialbook.outcomes import ErrorKind
 
 # How servers word a prompt longer than the context window (llama.cpp, vLLM, SGLang, OpenAI).
 CONTEXT_PATTERNS = re.compile(
@@ -30,7 +31,7 @@ CONTEXT_PATTERNS = re.compile(
 class EndpointError(Exception):
     """The model server is unreachable or failed (5xx): infra, retried (outcomes.POLICY)."""
 
-    kind = "EndpointError"
+    kind = ErrorKind.ENDPOINT
 
 
 class ContextLengthError(Exception):

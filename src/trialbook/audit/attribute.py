@@ -25,7 +25,7 @@ from trialbook.errors import UserError
 from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import is_resolved
-from trialbook.results import Result, renamed
+from trialbook.result_types import Result, renamed
 
 ORIGINAL = "@original"
 

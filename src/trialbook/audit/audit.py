@@ -20,7 +20,7 @@ from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.schema import trials
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import NOT_PASSING, is_graded, p2p_regression
-from trialbook.results import Result, optional
+from trialbook.result_types import Result, optional
 
 MIN_TRIALS = 2  # a test must run in at least this many trials before "fails in most" means anything
 

@@ -21,7 +21,7 @@ from trialbook.ledger import queries, schema
 from trialbook.ledger.rows import TaskLists, TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import NOT_PASSING, is_graded, is_resolved
-from trialbook.results import Result
+from trialbook.result_types import Result
 from trialbook.verify import canary as canaries
 
 if TYPE_CHECKING:

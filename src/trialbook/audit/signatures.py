@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-from trialbook.records import Outcome
+from trialbook.outcomes import Outcome
 from trialbook.verify import canary as canaries
 from trialbook.verify import findings, hacks
 

@@ -18,14 +18,15 @@ import typer
 from trialbook.cli.common import app
 from trialbook.errors import InputWarning, TrialbookError
 
-AREAS = ("data", "stats", "harness", "audit", "training", "web")
+AREAS = ("data", "stats", "harness", "audit", "tasks", "training", "web")
 COMMAND_AREAS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("import", "runs", "show", "export", "trials", "log"), ("data",)),
     **dict.fromkeys(("compare", "plan", "prereg"), ("stats",)),
     **dict.fromkeys(
         ("run", "resume", "rerun", "clean", "policy", "quickstart", "validate", "grade", "reverify"), ("harness",)
     ),
-    **dict.fromkeys(("regrade", "audit", "attribute", "tasks"), ("audit",)),
+    **dict.fromkeys(("regrade", "audit", "attribute"), ("audit",)),
+    "tasks": ("tasks",),
     **dict.fromkeys(("train", "sim"), ("training",)),
     **dict.fromkeys(("serve", "report"), ("web",)),
 }

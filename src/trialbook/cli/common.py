@@ -100,7 +100,7 @@ def _finite(value: Any) -> Any:
 def emit(data: Any, as_json: bool, human: Any, markdown: bool = False, as_csv: bool = False) -> None:
     """JSON on stdout (and nothing else) with --json, else the human renderer (as Markdown or CSV if asked)."""
     from trialbook.report import layout
-    from trialbook.results import to_json
+    from trialbook.result_types import to_json
 
     fmt = layout.formats(markdown, as_csv)
     if as_json:

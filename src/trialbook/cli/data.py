@@ -132,7 +132,7 @@ def runs_cmd(
 ) -> None:
     """List runs with their resolved rates."""
     from trialbook.report import tables
-    from trialbook.stats.summary import runs_summary
+    from trialbook.stats.run_summaries import runs_summary
 
     if ctx.invoked_subcommand is None:
         emit(runs_summary(summary_reading(db)), as_json, tables.print_runs, markdown, as_csv)
@@ -185,7 +185,7 @@ def show_cmd(
 ) -> None:
     """One run: rate, judged count, outcomes, tags, per-repo rates, stack."""
     from trialbook.report import tables
-    from trialbook.stats.summary import run_summary
+    from trialbook.stats.run_summaries import run_summary
 
     emit(run_summary(summary_reading(db), run), as_json, tables.print_show, markdown, as_csv)
 

@@ -28,15 +28,14 @@ from trialbook.errors import UserError
 from trialbook.harness.config import RunConfig, Tally
 from trialbook.harness.executors import make_executor
 from trialbook.harness.paths import DEFAULT_RUNS_DIR, run_folders
-from trialbook.harness.policy import policy_rows
 from trialbook.harness.quickstart import AgentTally, QuickstartResult, quickstart
 from trialbook.harness.runner import clean, rerun, resume_run, start_run
 from trialbook.harness.validate import ValidateOptions, validate
 from trialbook.ledger.store import Ledger
-from trialbook.outcomes import PolicyRow
+from trialbook.outcomes import PolicyRow, policy_rows
 from trialbook.report import layout, tables
 from trialbook.report.validate import print_validate
-from trialbook.stats.summary import run_summary
+from trialbook.stats.run_summaries import run_summary
 
 Multiplier = Annotated[
     float | None,

@@ -170,7 +170,7 @@ def train_watch_cmd(
 
     from trialbook.report import layout
     from trialbook.report.live import alert_line, print_state, step_line
-    from trialbook.results import to_json
+    from trialbook.result_types import to_json
     from trialbook.training.alerts import Thresholds
     from trialbook.training.watch import Watcher, watch
 

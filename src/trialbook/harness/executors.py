@@ -47,8 +47,6 @@ class Executor(Protocol):
         only those that ledger's runs started)."""
         ...
 
-    def close(self) -> None: ...
-
 
 class LocalExecutor:
     """Today's thread pool: every trial against this machine's Docker daemon."""
@@ -111,9 +109,6 @@ class LocalExecutor:
 
     def clean(self, run: str | None, images: bool = True, ledger: str | None = None) -> tuple[int, int]:
         return self.engine.clean(run, images=images, ledger=ledger)
-
-    def close(self) -> None:
-        pass
 
 
 def make_executor(

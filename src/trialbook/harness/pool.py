@@ -18,11 +18,11 @@ from trialbook.harness.config import Plan, RunConfig, Tally
 from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.lock import run_lock
 from trialbook.harness.paths import RunPaths
-from trialbook.harness.results import recorded, write_or_warn
 from trialbook.harness.stack import update_stack
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
+from trialbook.harness.trial_writer import recorded, write_or_warn
 from trialbook.ledger.store import Ledger
-from trialbook.records import Outcome, is_resolved
+from trialbook.outcomes import Outcome, is_resolved
 from trialbook.sandbox.box import RuntimeUnknownError
 from trialbook.sandbox.docker import LABEL_LEDGER, LABEL_RUN_ID
 from trialbook.tasks import TaskSpec
@@ -115,7 +115,7 @@ def _execute(
                     if tally.folder_warnings == 1:
                         bar.console.print(f"warning: {warning} (the trial is recorded in the ledger)")
                 if result.image:
-                    images[result.trial.task_id] = result.image[1]
+                    images[result.trial.task_id] = result.image.id
                 t = result.trial
                 tally.done += 1
                 tally.resolved += is_resolved(t.outcome, t.reward)

@@ -15,10 +15,10 @@ from trialbook.harness.runner import check_grader, start_run
 from trialbook.harness.stack import connect
 from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
-from trialbook.records import is_graded, is_resolved
-from trialbook.results import Result
+from trialbook.outcomes import is_graded, is_resolved
+from trialbook.result_types import Result
 from trialbook.stats.comparison import Comparison
-from trialbook.stats.summary import run_summary
+from trialbook.stats.run_summaries import run_summary
 from trialbook.tasks import load_tasks
 
 CHECKOUT = Path(__file__).resolve().parents[3]

@@ -35,7 +35,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from trialbook.errors import TrialbookError, UserError
 from trialbook.harness.config import Plan
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_trial, trial_name
-from trialbook.outcomes import classify
+from trialbook.outcomes import ErrorKind, classify
 from trialbook.records import Trial
 from trialbook.sandbox import DockerEngine
 from trialbook.sandbox.box import tar_bytes
@@ -44,7 +44,7 @@ from trialbook.tasks import TaskError, TaskSpec
 
 DOCKER = "docker"  # the custom resource a node offers per trial it may run at once: ray start --resources
 MB = 1024 * 1024
-NODE_LOST = "NodeLostError"  # outcomes.POLICY: infra_error, retried on another node
+NODE_LOST = ErrorKind.NODE_LOST  # outcomes.POLICY: infra_error, retried on another node
 CACHE = Path(tempfile.gettempdir()) / "trialbook-ray" / "tasks"
 CALL_TIMEOUT_S = 120.0
 PROBE_S = 5.0
@@ -230,9 +230,6 @@ class RayExecutor:
     def clean(self, run: str | None, images: bool = True, ledger: str | None = None) -> tuple[int, int]:
         counts = self.clean_nodes(run, images, ledger).values()
         return sum(c for c, _ in counts), sum(i for _, i in counts)
-
-    def close(self) -> None:
-        pass
 
     # ---- trials ---------------------------------------------------------------------------------------
 

@@ -25,7 +25,8 @@ from trialbook.harness.pool import check_runtime, execute
 from trialbook.harness.stack import sandbox_stack
 from trialbook.ledger.rows import RunRow
 from trialbook.ledger.store import Ledger
-from trialbook.records import Outcome, Run
+from trialbook.outcomes import Outcome
+from trialbook.records import Run
 from trialbook.tasks import TaskError, TaskSpec
 
 

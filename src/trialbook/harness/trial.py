@@ -16,15 +16,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from trialbook.agents.base import Agent, AgentResult, AgentStopped
+from trialbook.agents.base import Agent, AgentStopped
 from trialbook.harness.paths import TRIAL_PREFIX
-from trialbook.outcomes import FINDINGS, POLICY, classify, error_kind, rule_for
-from trialbook.records import Outcome, Trial, is_graded
+from trialbook.harness.trial_state import ImageRef, TrialExtra, TrialState, trial_tags
+from trialbook.outcomes import FINDINGS, POLICY, ErrorKind, Outcome, classify, error_kind, is_graded, rule_for
+from trialbook.records import Trial
 from trialbook.sandbox import DockerEngine, Sandbox
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
 from trialbook.tasks import TaskError, TaskSpec
-from trialbook.verify import blame, findings, footprint, hacks
+from trialbook.verify import blame, footprint, hacks
 from trialbook.verify import canary as canaries
 from trialbook.verify.isolation import (
     CarryOutgrown,
@@ -43,16 +44,14 @@ from trialbook.verify.isolation import (
     workdir_of,
 )
 from trialbook.verify.patch import kept_patch, patch_record
-from trialbook.verify.privilege import privilege_tags
 from trialbook.verify.runner import Verdict
 
-TRY_STATE = ("agent_result", "verifier_log", "image", "verifier", "patch", "tags", "agent_limit_hits")
 LOG_LIMIT = 200_000  # characters of a log kept in the ledger (the tail)
 AGENT_GRACE_S = 1.0  # an agent's own timeout handling gets this long before the harness cuts its execs
 
 
 class DeadlineExceeded(Exception):
-    pass
+    kind = ErrorKind.DEADLINE_EXCEEDED
 
 
 class Interrupted(Exception):
@@ -95,7 +94,7 @@ class TrialResult:
     name: str
     agent_log: str = ""
     verifier_log: str = ""
-    image: tuple[str, str] | None = None  # (reference, id)
+    image: ImageRef | None = None
     extra_files: dict[str, str] = field(default_factory=dict)
 
 
@@ -114,7 +113,7 @@ def _invalid(task: TaskError, attempt: int, name: str, agent: str) -> TrialResul
         task_id=task.task_id,
         attempt=attempt,
         outcome=Outcome.INFRA_ERROR,
-        exception="InvalidTaskError",
+        exception=ErrorKind.INVALID_TASK,
         exception_message=task.message,
         started_at=now,
         finished_at=now,
@@ -129,84 +128,57 @@ def run_trial(
     name = trial_name(settings.run, task.task_id, attempt)
     if isinstance(task, TaskError):
         return _invalid(task, attempt, name, settings.agent.name)
-    started, t0 = _now(), time.monotonic()
-    state: dict[str, Any] = {"phase_s": {}, "retries": 0}
-    exc_type: str | None = None
-    exc_msg: str | None = None
-    verdict: Verdict | None = None
+    state = TrialState(started=_now(), t0=time.monotonic())
     for k in range(settings.retries + 1):
-        state["retries"] = k
-        for key in TRY_STATE:  # nothing from a failed try leaks into the record
-            state.pop(key, None)
+        state.new_try(k)  # nothing from a failed try leaks into the record
         try:
             stopper.check()
-            verdict, exc_type, exc_msg = _attempt(engine, task, attempt, name, settings, stopper, state)
+            state.verdict, state.error, state.error_message = _attempt(
+                engine, task, attempt, name, settings, stopper, state
+            )
             break
         except DeadlineExceeded as exc:
-            exc_type, exc_msg = "DeadlineExceeded", str(exc)
+            state.error, state.error_message = ErrorKind.DEADLINE_EXCEEDED, str(exc)
             break
         except Interrupted:
             raise
         except Exception as exc:  # the policy table says which errors are retried; a harness bug costs one trial
-            exc_type = error_kind(exc)
-            exc_msg = str(exc) if exc_type in POLICY else f"unexpected: {exc}"
-            if not rule_for(exc_type).retry or k == settings.retries or stopper.event.is_set():
+            state.error = error_kind(exc)
+            state.error_message = str(exc) if state.error in POLICY else f"unexpected: {exc}"
+            if not rule_for(state.error).retry or k == settings.retries or stopper.event.is_set():
                 break
             stopper.event.wait(settings.backoff_s * 2**k)
             name = trial_name(settings.run, task.task_id, attempt)
+    return _result(task, attempt, name, settings, state)
+
+
+def _result(task: TaskSpec, attempt: int, name: str, settings: TrialSettings, state: TrialState) -> TrialResult:
+    """The trial's record, logs and files, from what its last try gathered."""
+    verdict, exc_type, exc_msg = state.verdict, state.error, state.error_message
     outcome, reward = _classify(exc_type, verdict)
-    tags = ["p2p_regression"] if verdict is not None and verdict.p2p_regression else []
-    tags += state.get("tags", [])
-    if verdict is not None and verdict.conflicts:
-        tags.append("conflicting_test_reports")
-    if verdict is not None and verdict.outlived:
-        tags.append("test_processes_outlived")
-    if verdict is not None and verdict.killed:
-        tags.append("verifier_killed")
-    if verdict is not None and verdict.foreign_rewards:
-        tags.append("foreign_reward_file")  # left unread: the task's tests never name it
-    if verdict is not None and verdict.output_cut:
-        tags.append("verifier_output_cut")  # past LOG_DISK_LIMIT: graded on its head and tail
-    if verdict is not None and verdict.canary_seen in canaries.SUBVERTED:
-        tags.append("runner_subverted")  # the test that must fail passed, or was hidden (verify/canary.py): failing
-    elif verdict is not None and verdict.canary_seen in canaries.UNSEEN and outcome == Outcome.RESOLVED:
-        tags.append("canary_missing")
-    tags += findings.verdict_tags(verdict)
-    if verdict is not None:
-        tags += privilege_tags(verdict)
+    tags = trial_tags(verdict, outcome == Outcome.RESOLVED, state.tags)
     if exc_type is None:
         exc_type = next((finding for finding in FINDINGS if finding in tags), None)
         exc_msg = FINDINGS.get(exc_type or "")
-    extra = {
-        "trial_name": name,
-        "agent": settings.agent.name,
-        "timeout_multiplier": settings.timeout_multiplier,
-        "agent_timeout_s": task.agent_timeout * settings.timeout_multiplier,
-        "verifier_timeout_s": task.verifier_timeout,
-        "retries": state["retries"],
-        "phase_s": state["phase_s"],
-        "verifier_hash": task.verifier_hash,
-        "tags": tags,
-    }
-    for key in ("cleanup_error", "verifier", "agent_limit_hits", "runtime"):
-        if state.get(key):
-            extra[key] = state[key]
-    if state.get("image"):
-        extra["image"], extra["image_id"] = state["image"]
-    agent_result: AgentResult | None = state.get("agent_result")
-    if agent_result is not None:
-        extra["agent_exit_code"] = agent_result.exit_code
-        extra.update({"agent_info": agent_result.info} if agent_result.info else {})
-        extra.update({"files": sorted(f"agent/{n}" for n in agent_result.files)} if agent_result.files else {})
-    if verdict is not None:
-        extra.update(graded_by=verdict.graded_by, file_reward=verdict.file_reward, test_exit_code=verdict.exit_code)
-        extra.update({"tests_user": verdict.tests_user} if verdict.tests_user else {})
-        extra.update({"rewards_by_tests": verdict.rewards_by_tests} if verdict.rewards_by_tests else {})
-        extra.update({"conflicting_tests": verdict.conflicts} if verdict.conflicts else {})
-        extra.update({"outlived_processes": verdict.outlived} if verdict.outlived else {})
-        extra.update({"foreign_reward_files": verdict.foreign_rewards} if verdict.foreign_rewards else {})
-        extra.update({"canary": {"name": verdict.canary, "seen": verdict.canary_seen}} if verdict.canary else {})
-        extra.update(findings.verdict_extra(verdict))
+    agent_result = state.agent_result
+    extra = TrialExtra(
+        trial_name=name,
+        agent=settings.agent.name,
+        timeout_multiplier=settings.timeout_multiplier,
+        agent_timeout_s=task.agent_timeout * settings.timeout_multiplier,
+        verifier_timeout_s=task.verifier_timeout,
+        retries=state.retries,
+        phase_s=state.phase_s,
+        verifier_hash=task.verifier_hash,
+        tags=tags,
+        cleanup_error=state.cleanup_error,
+        verifier=state.verifier,
+        agent_limit_hits=state.agent_limit_hits,
+        runtime=state.runtime,
+        image=state.image,
+        agent_result=agent_result,
+        verdict=verdict,
+    )
     trial = Trial(
         task_id=task.task_id,
         attempt=attempt,
@@ -215,27 +187,23 @@ def run_trial(
         reward=reward,
         exception=exc_type,
         exception_message=(exc_msg or "")[:2000] or None,
-        duration_s=round(time.monotonic() - t0, 3),
+        duration_s=round(time.monotonic() - state.t0, 3),
         turns=agent_result.turns if agent_result else None,
         tokens=agent_result.tokens if agent_result else None,
         tests=verdict.tests if verdict else None,
-        started_at=started,
+        started_at=state.started,
         finished_at=_now(),
-        extra=extra,
+        extra=extra.as_dict(),
     )
+    patch = kept_patch(state.patch) if state.patch else {}  # agent/patch.diff and the `patch.diff` artifact
     return TrialResult(
         trial,
         name,
         agent_log=agent_result.log[-LOG_LIMIT:] if agent_result else "",
-        verifier_log=state.get("verifier_log", "")[-LOG_LIMIT:],
-        image=state.get("image"),
-        extra_files={**(agent_result.files if agent_result else {}), **_patch_file(state)},
+        verifier_log=state.verifier_log[-LOG_LIMIT:],
+        image=state.image,
+        extra_files={**(agent_result.files if agent_result else {}), **patch},
     )
-
-
-def _patch_file(state: dict[str, Any]) -> dict[str, str]:
-    """The agent's change as the verifier applied it: agent/patch.diff and the `patch.diff` artifact."""
-    return kept_patch(state["patch"]) if state.get("patch") else {}
 
 
 def _classify(exc_type: str | None, verdict: Verdict | None) -> tuple[Outcome, float | None]:
@@ -250,20 +218,20 @@ def _attempt(
     name: str,
     settings: TrialSettings,
     stopper: Stopper,
-    state: dict[str, Any],
+    state: TrialState,
 ) -> tuple[Verdict | None, str | None, str | None]:
     """One try in a fresh container. Returns (verdict, exception type, message); raises SandboxError."""
-    phases = state["phase_s"]
+    phases = state.phase_s
     t = time.monotonic()
-    state["image"] = engine.ensure_image(
+    state.image = image = ImageRef(*engine.ensure_image(
         task.task_id, task.image, task.dockerfile.parent, task.environment_hash, settings.run, task.allow_network,
         settings.labels,
-    )  # fmt: skip
+    ))  # fmt: skip
     labels = {**settings.labels, LABEL_RUN: settings.run, LABEL_TRIAL: name, LABEL_TASK: task.task_id}
 
     def start(box_name: str, prepare: tuple[str, Callable[[Sandbox], Any]] | None = None) -> Sandbox:
         started = engine.start(
-            state["image"][0], box_name, labels, task.cpus, task.memory_mb, task.pids_limit, task.allow_network,
+            image.reference, box_name, labels, task.cpus, task.memory_mb, task.pids_limit, task.allow_network,
             stopper.event, env=task.env, workdir=task.workdir, shell_setup=task.shell_setup, prepare=prepare,
             runtime=settings.runtime,
         )  # fmt: skip
@@ -271,12 +239,12 @@ def _attempt(
         return started
 
     box = start(name)
-    state["runtime"] = box.runtime
+    state.runtime = box.runtime
     if task.isolation == "diff":  # the verifier's containers warm (and prepare) while the agent works
         with contextlib.suppress(IsolationError):  # no workdir: the trial meets it after the agent, as before
-            prep = _verifier_prep(engine, task, state)
+            prep = _verifier_prep(engine, task, image)
             engine.ahead(
-                state["image"][0], labels, task.cpus, task.memory_mb, task.pids_limit, task.allow_network,
+                image.reference, labels, task.cpus, task.memory_mb, task.pids_limit, task.allow_network,
                 env=task.env, workdir=task.workdir, shell_setup=task.shell_setup, prepare=prep,
                 runtime=settings.runtime,
             )  # fmt: skip
@@ -289,31 +257,31 @@ def _attempt(
         budget = task.agent_timeout * settings.timeout_multiplier
         box.until = t + budget + AGENT_GRACE_S  # enforced on every exec, even if an agent ignores its timeout
         try:
-            state["agent_result"] = settings.agent.run(box, task, budget)
+            state.agent_result = settings.agent.run(box, task, budget)
         except AgentStopped as stop:
             stopper.check()  # a deadline or interrupt, not the agent's own limit
-            state["agent_result"] = stop.result
-            exc_type, exc_msg = type(stop).__name__, str(stop)
+            state.agent_result = stop.result
+            exc_type, exc_msg = error_kind(stop), str(stop)
         finally:
             box.until = None
         phases["agent_execution"] = round(time.monotonic() - t, 3)
         if exc_type is None and phases["agent_execution"] > budget + AGENT_GRACE_S:
-            exc_type, exc_msg = "AgentTimeoutError", f"agent returned after its {budget:g} s budget"
+            exc_type, exc_msg = ErrorKind.AGENT_TIMEOUT, f"agent returned after its {budget:g} s budget"
         if box.disk_hit:  # the agent's own doing: stopped, still graded (outcomes.POLICY)
-            exc_type = "DiskQuotaError"
+            exc_type = ErrorKind.DISK_QUOTA
             exc_msg = f"the agent's sandbox wrote {box.disk_hit:,} bytes, past its disk_mb = {task.disk_mb}"
         stopper.check()
         if hits := box.limit_hits():  # the agent's own limit hits are its business: it is still graded
-            state["agent_limit_hits"] = hits
+            state.agent_limit_hits = hits
         t = time.monotonic()
         try:
             if task.isolation == "container":
                 # the change's patch, read before the tests run in that container (signatures only: verify/isolation)
-                patch = in_place_patch(box, workdir_of(engine, task, state["image"][0]), task.verifier_timeout)
+                patch = in_place_patch(box, workdir_of(engine, task, image.reference), task.verifier_timeout)
                 grading = _grade_container(box, task, stopper, lambda _k: start(f"{name}-b"), state)
                 keep_patch(patch, grading, state)
             else:
-                workdir = workdir_of(engine, task, state["image"][0])
+                workdir = workdir_of(engine, task, image.reference)
                 try:
                     change = capture(box, workdir)
                 except TreeTooLargeError as exc:
@@ -324,12 +292,12 @@ def _attempt(
                     grading = _grade_diff(start, name, change, task, stopper, state)
         finally:
             phases["verifier"] = round(time.monotonic() - t, 3)
-        state["verifier_log"] = grading.log
-        state["verifier"] = {"isolation": task.isolation, "tries": grading.tries, **grading.extra}
+        state.verifier_log = grading.log
+        state.verifier = {"isolation": task.isolation, "tries": grading.tries, **grading.extra}
         if grading.extra.get("verifier_disk_hit"):
-            state.setdefault("tags", []).append("disk_quota_in_tests")  # graded 0 (verify/isolation.grade)
+            state.tags.append("disk_quota_in_tests")  # graded 0 (verify/isolation.grade)
         if grading.error is not None:
-            if grading.error[0] == "VerifierTimeoutError":
+            if grading.error[0] == ErrorKind.VERIFIER_TIMEOUT:
                 stopper.check()  # a deadline or interrupt cut the verifier: not its own timeout
             return grading.verdict, *grading.error  # a verdict only for a hang the change caused (blame.hang)
         return grading.verdict, exc_type, exc_msg
@@ -339,23 +307,23 @@ def _attempt(
             change.tree.close()
 
 
-def _verifier_prep(engine: DockerEngine, task: TaskSpec, state: dict[str, Any]) -> tuple[str, Callable[[Sandbox], Any]]:
+def _verifier_prep(engine: DockerEngine, task: TaskSpec, image: ImageRef) -> tuple[str, Callable[[Sandbox], Any]]:
     """What a warm verifier container computes while it waits: the image's side of the agent's diff."""
-    workdir = workdir_of(engine, task, state["image"][0])
-    return "verifier", base_preparer(workdir, task.verifier_timeout, state["image"][1])
+    workdir = workdir_of(engine, task, image.reference)
+    return "verifier", base_preparer(workdir, task.verifier_timeout, image.id)
 
 
-def keep_patch(patch: str | None, grading: Grading, state: dict[str, Any]) -> None:
+def keep_patch(patch: str | None, grading: Grading, state: TrialState) -> None:
     """The agent's patch kept whole with the trial (verify/patch.py), and its reward-hacking signatures
     (verify/hacks.py)."""
-    state["patch"] = patch
+    state.patch = patch
     if patch:
         grading.extra["patch"] = patch_record(patch)
-        state.setdefault("tags", []).extend(hacks.signatures(patch))
+        state.tags.extend(hacks.signatures(patch))
 
 
 def _grade_container(
-    box: Sandbox, task: TaskSpec, stopper: Stopper, fresh: Callable[[int], Sandbox], state: dict[str, Any]
+    box: Sandbox, task: TaskSpec, stopper: Stopper, fresh: Callable[[int], Sandbox], state: TrialState
 ) -> Grading:
     """`isolation = "container"`: graded in the agent's own container, restored before each run; what a reward file
     says is checked against the verifier in a `fresh` container from the image (without the agent's work), as a
@@ -372,11 +340,11 @@ def _grade_container(
 
 
 def _grade_diff(
-    start: Callable[..., Sandbox], name: str, change: Change, task: TaskSpec, stopper: Stopper, state: dict[str, Any]
+    start: Callable[..., Sandbox], name: str, change: Change, task: TaskSpec, stopper: Stopper, state: TrialState
 ) -> Grading:
     """Grade the agent's diff in fresh containers; a test-infrastructure change is also graded without it."""
 
-    image_id = state["image"][1]
+    image_id = state.image_id
     prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout, image_id))  # as _verifier_prep
 
     def opener(suffix: str, exclude: list[str] | None) -> Callable[[int], Sandbox]:
@@ -408,13 +376,13 @@ def _grade_diff(
 
         return open_box
 
-    state["workdir"] = change.workdir  # the baseline's footprint is read outside it (verify/footprint.py)
+    state.workdir = change.workdir  # the baseline's footprint is read outside it (verify/footprint.py)
     read = footprint.reader(task, change.workdir, resolving=True)
     grading = grade(task, opener("v", []), lambda b: blame.remove_box(b, state), footprint=read)
     keep_patch(change.patch, grading, state)
     if change.too_long:
         grading.extra["paths_too_long"] = change.too_long
-    if grading.error is not None and grading.error[0] == "VerifierTimeoutError" and change.files:
+    if grading.error is not None and grading.error[0] == ErrorKind.VERIFIER_TIMEOUT and change.files:
         blame.hang(task, opener("b", None), grading, state)
     if grading.error is not None and grading.extra.get("limits_hit_in_tests") and change.files:
         blame.limits(task, opener("b", None), grading, state)
@@ -425,7 +393,7 @@ def _grade_diff(
         blame.missing_canary(task, opener("b", None), grading, state)
     if not change.test_infra:
         return grading
-    state.setdefault("tags", []).append("test_infra_changed")
+    state.tags.append("test_infra_changed")
     grading.extra["test_infra_files"] = [printable(p) for p in change.test_infra]
     if grading.verdict is not None and grading.verdict.reward >= 1.0:
         control = grade(task, opener("c", change.test_infra), lambda b: blame.remove_box(b, state))

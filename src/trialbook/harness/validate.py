@@ -27,8 +27,9 @@ from trialbook.harness.stack import sandbox_stack
 from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.names import safe_name
-from trialbook.records import NOT_PASSING, Outcome, Run, is_resolved
-from trialbook.results import ABSENT, Absent, Result, optional
+from trialbook.outcomes import NOT_PASSING, Outcome, is_resolved
+from trialbook.records import Run
+from trialbook.result_types import ABSENT, Absent, Result, optional
 from trialbook.tasks import TaskError, TaskSpec, load_tasks
 from trialbook.verify.gold import config_line, gold_statuses
 
@@ -414,7 +415,3 @@ def validate(
         variant_differences=variant_differences(per_variant), runs=runs, repeats=opts.repeats,
         timeout_multiplier=opts.timeout_multiplier,
     )  # fmt: skip
-
-
-def rule_rows() -> list[dict[str, str]]:
-    return [{"verdict": r.verdict, "meaning": r.meaning} for r in RULES]

@@ -28,8 +28,8 @@ from trialbook.importers.common import Batch, import_run, narrow
 from trialbook.ledger import queries
 from trialbook.ledger.steps import step_row
 from trialbook.ledger.store import Ledger, dumps
-from trialbook.outcomes import REWARD_RANGE, contradiction, reward_problem, scaled_reward
-from trialbook.records import GRADED, Outcome, Run, iso_time, repo_from_task_id
+from trialbook.outcomes import GRADED, REWARD_RANGE, Outcome, contradiction, reward_problem, scaled_reward
+from trialbook.records import Run, iso_time, repo_from_task_id
 
 OUTCOME_NAMES = frozenset(o.value for o in Outcome)
 INT_FIELDS = ("step", "wv", "epoch", "tokens", "turns")

@@ -89,7 +89,7 @@ trials = Table(
 # run_id only: imports append in run order, so this index stays cheap to maintain on bulk inserts.
 Index("ix_trials_run", trials.c.run_id)
 # v4 (issue 16): a partial index of the superseded trials only, which makes a run's superseded count
-# (half of its summary's fingerprint, ledger/summary.py) one seek answered by the index alone. An import's
+# (half of its summary's fingerprint, ledger/summary_cache.py) one seek answered by the index alone. An import's
 # new rows are all current, so it costs an import nothing; covering indexes of every trial (by outcome,
 # or by task) made a 1,000,000-trial import 45% and 100% slower (benchmarks/bench_import.py).
 SUMMARY_INDEXES = (
@@ -145,7 +145,7 @@ plan_checks = Table(
     Column("result", Text, nullable=False),  # JSON: verdicts and the candidate count adjusted for
 )
 
-# v4 (issue 16): per-run summary numbers, computed once by the writer (ledger/summary.py explains when
+# v4 (issue 16): per-run summary numbers, computed once by the writer (ledger/summary_cache.py explains when
 # they are exact); `serve` reads them instead of counting a million trials on every first visit.
 run_summary = Table(
     "run_summary",
@@ -167,7 +167,7 @@ run_stats = Table(
     Column("computed", String(40), nullable=False),
 )
 # v5: a run's current trials per task, kept by the writer beside run_summary so that a new trial updates the
-# distinct-task count with one key seek (ledger/summary.py), where counting it meant a pass over the run's rows.
+# distinct-task count with one key seek (ledger/summary_cache.py), where counting it meant a pass over the run's rows.
 run_tasks = Table(
     "run_tasks",
     metadata,

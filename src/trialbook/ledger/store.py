@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, func, select, t
 from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
 from trialbook.errors import TrialbookError, UserError
-from trialbook.ledger import locks, reads, schema, statements, summary
+from trialbook.ledger import locks, reads, schema, statements, summary_cache
 from trialbook.ledger.reads import loads
 from trialbook.ledger.rows import RunRow, TrialRow
 from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
@@ -110,7 +110,7 @@ class Ledger:
                         f" trialbook reads v{schema.SCHEMA_VERSION} and upgrades a ledger only where it can write it"
                     )
                 if schema.migrate(conn) < schema.SCHEMA_VERSION:
-                    summary.refresh(conn)  # an upgraded ledger's runs get their summaries in the same transaction
+                    summary_cache.refresh(conn)  # an upgraded ledger's runs get their summaries in the same transaction
         except (OperationalError, DatabaseError) as exc:
             raise UserError(masked(self.url, f"cannot open ledger {masked(self.url)}: {_first(exc.orig)}")) from None
         except schema.DamagedLedger as exc:
@@ -124,7 +124,7 @@ class Ledger:
         try:
             with self.engine.begin() as conn:
                 yield conn
-                summary.refresh(conn)  # the runs this transaction changed get their summary numbers again
+                summary_cache.refresh(conn)  # the runs this transaction changed get their summary numbers again
         # the driver's own errors too: bulk inserts run on the raw DBAPI cursor (insert_trials)
         except (SQLAlchemyError, self.engine.dialect.loaded_dbapi.Error) as exc:
             first = str(getattr(exc, "orig", None) or exc).splitlines()[0]  # never the SQL and its parameters
@@ -177,7 +177,7 @@ class Ledger:
         """Insert one trial row (TRIAL_COLUMNS order) and return its id; mark `supersedes` replaced by it."""
         res = conn.execute(trials.insert().values(dict(zip(TRIAL_COLUMNS, row, strict=True))))
         new_id = int(res.inserted_primary_key[0])  # the driver's last row id (SQLite) or RETURNING (PostgreSQL)
-        if supersedes is not None:  # marked once (ledger/summary.catch_up counts on it)
+        if supersedes is not None:  # marked once (ledger/summary_cache.catch_up counts on it)
             conn.execute(
                 trials.update().where(trials.c.id == supersedes, trials.c.superseded_by.is_(None))
                 .values(superseded_by=new_id)

@@ -19,7 +19,7 @@ from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.schema import artifacts, trials
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import Outcome
-from trialbook.results import Result
+from trialbook.result_types import Result
 
 # What `log --verifier / --agent / --patch` prints: the first of these names the trial has.
 LOG_KINDS: dict[str, tuple[str, ...]] = {

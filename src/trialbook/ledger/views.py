@@ -1,7 +1,7 @@
 """Read-only queries for `trialbook serve`: typed rows, keyset pagination, a read-only connection.
 
 The web pages need less per row than `rows.RunRow` / `rows.TrialRow` (no JSON columns decoded for a
-listing) and a run's counts from its stored summary (ledger/summary.py; one grouped scan when that is
+listing) and a run's counts from its stored summary (ledger/summary_cache.py; one grouped scan when that is
 stale, where `reads.run_breakdown` makes six); hence these rows of their own.
 
 Every list is paged by id (`WHERE id > after ORDER BY id LIMIT n`), so a page costs the same on the
@@ -19,7 +19,7 @@ from sqlalchemy import and_, case, create_engine, event, func, select
 from sqlalchemy.engine import make_url
 
 from trialbook.errors import UserError
-from trialbook.ledger import schema, summary
+from trialbook.ledger import schema, summary_cache
 from trialbook.ledger.schema import artifacts, run_stats, run_summary, runs, tasks, trials
 from trialbook.ledger.statements import current as _current
 from trialbook.ledger.statements import graded as _graded
@@ -70,7 +70,7 @@ def open_readonly(db: str | None) -> ReadOnlyLedger:
 
 
 @dataclass(frozen=True)
-class RunListing:
+class RunHeader:
     id: int
     name: str
     kind: str
@@ -102,7 +102,7 @@ class RepoTally:
 
 @dataclass
 class RunOverview:
-    run: RunListing
+    run: RunHeader
     config: dict[str, Any]
     stack: dict[str, Any]
     labels: dict[str, Any]
@@ -132,7 +132,7 @@ class TrialListing:
 @dataclass
 class TrialDetail:
     trial: TrialListing
-    run: RunListing
+    run: RunHeader
     step: int | None
     wv: int | None
     epoch: int | None
@@ -149,13 +149,13 @@ class TrialDetail:
     next_id: int | None
 
 
-def _run_row(r: Any) -> RunListing:
-    return RunListing(r.id, r.name, r.kind, r.created, r.source)
+def _run_row(r: Any) -> RunHeader:
+    return RunHeader(r.id, r.name, r.kind, r.created, r.source)
 
 
 def list_runs(
     ledger: Ledger, kind: str | None = None, name: str | None = None, after: int = 0, limit: int = 50
-) -> tuple[list[RunListing], bool]:
+) -> tuple[list[RunHeader], bool]:
     """One page of runs in id order; True when another page follows."""
     q = select(runs.c.id, runs.c.name, runs.c.kind, runs.c.created, runs.c.source).where(runs.c.id > after)
     if kind:
@@ -174,8 +174,8 @@ def run_kinds(ledger: Ledger) -> list[str]:
 
 
 def _fresh(conn: Any, run_ids: list[int]) -> set[int]:
-    """The runs whose stored summary (ledger/summary.py) still matches their trials: two seeks each."""
-    top, sup = summary.live_fingerprint(run_stats.c.run_id)
+    """The runs whose stored summary (ledger/summary_cache.py) still matches their trials: two seeks each."""
+    top, sup = summary_cache.live_fingerprint(run_stats.c.run_id)
     q = select(run_stats.c.run_id).where(
         run_stats.c.run_id.in_(run_ids), run_stats.c.top_id.is_not_distinct_from(top), run_stats.c.superseded == sup
     )
@@ -210,7 +210,7 @@ def run_counts(ledger: Ledger, run_ids: list[int]) -> dict[int, TrialCounts]:
     return {rid: got.get(rid, TrialCounts(0, 0, 0)) for rid in run_ids}
 
 
-def run_by_name(ledger: Ledger, name: str) -> RunListing:
+def run_by_name(ledger: Ledger, name: str) -> RunHeader:
     q = select(runs.c.id, runs.c.name, runs.c.kind, runs.c.created, runs.c.source).where(runs.c.name == name)
     with ledger.engine.connect() as conn:
         row = conn.execute(q).first()
@@ -220,10 +220,10 @@ def run_by_name(ledger: Ledger, name: str) -> RunListing:
 
 
 def run_overview(ledger: Ledger, name: str) -> RunOverview:
-    """Outcomes, tags, per-repo counts of a run's current trials: the stored summary (ledger/summary.py)
+    """Outcomes, tags, per-repo counts of a run's current trials: the stored summary (ledger/summary_cache.py)
     when fresh, else one grouped pass over the run's trials (their JSON columns are not read)."""
     meta = ledger.get_run(name)
-    run = RunListing(meta.id, meta.name, meta.kind, meta.created, meta.source)
+    run = RunHeader(meta.id, meta.name, meta.kind, meta.created, meta.source)
     mine = trials.c.run_id == run.id
     outcomes: Counter[str] = Counter()
     tags: Counter[str] = Counter()

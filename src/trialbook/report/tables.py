@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.markup import escape
 
 from trialbook.report.layout import line, table
-from trialbook.stats.summary import RunListing, RunSummary
+from trialbook.stats.run_summaries import RunListing, RunSummary
 
 
 def fmt_pct(value: float | None) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.markup import escape
 
 from trialbook.report.layout import line, table
-from trialbook.results import Absent
-from trialbook.training.results import Bucket, PipelineResult, RolloutTruth, TokenAudit, TrainReport
+from trialbook.result_types import Absent
+from trialbook.training.report_types import Bucket, PipelineResult, RolloutTruth, TokenAudit, TrainReport
 
 SHARE_LABELS = {
     "agent_timeout": "CBF",

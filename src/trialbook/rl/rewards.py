@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from trialbook.records import OUTCOMES, Outcome
+from trialbook.outcomes import OUTCOMES, Outcome
 
 VERIFIER = "verifier"
 

@@ -37,10 +37,11 @@ from trialbook.errors import UserError
 from trialbook.harness.config import RunConfig
 from trialbook.harness.executors import Executor, make_executor
 from trialbook.harness.paths import DEFAULT_RUNS_DIR, RunPaths
-from trialbook.harness.results import record_trial, write_or_warn
 from trialbook.harness.runner import open_run
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
+from trialbook.harness.trial_writer import record_trial, write_or_warn
 from trialbook.ledger.store import Ledger
+from trialbook.outcomes import ErrorKind
 from trialbook.records import Run
 from trialbook.rl.gateway import Gateway
 from trialbook.rl.rewards import DEFAULT_POLICY, RewardPolicy
@@ -92,7 +93,7 @@ class CompletionAgent:
             duration_s=round(time.monotonic() - start, 3),
             turns=1,
             files={"trajectory.json": json.dumps(trajectory, indent=1)},
-            info={"exit_status": "Submitted" if commands else "FormatError", "submitted": bool(commands)},
+            info={"exit_status": "Submitted" if commands else ErrorKind.FORMAT, "submitted": bool(commands)},
         )
         if not commands:
             raise FormatStop("the completion has no ```bash block", result)

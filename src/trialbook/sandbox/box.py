@@ -20,6 +20,7 @@ from typing import IO, Any, Protocol
 from docker.errors import APIError, DockerException, NotFound
 from requests.exceptions import RequestException
 
+from trialbook.outcomes import ErrorKind
 from trialbook.sandbox import quota
 from trialbook.sandbox.cgroup import cgroup_counters, parse_report
 from trialbook.sandbox.channel import TOOLS, Channel, ChannelBroken, ChannelBusy, command
@@ -52,18 +53,18 @@ SNAPSHOT_LIMIT = 4 << 30  # bytes of a working tree written by the container's o
 class SandboxError(Exception):
     """An infrastructure failure (the trial says nothing about the agent)."""
 
-    kind = "DaemonError"
+    kind = ErrorKind.DAEMON
 
 
 class DaemonError(SandboxError):
-    kind = "DaemonError"
+    kind = ErrorKind.DAEMON
 
 
 class TreeTooLargeError(SandboxError):
     """A working tree copied out of a container ran past SNAPSHOT_LIMIT bytes as an archive (verify/blame.py asks
     whether the image's own tree fits before it blames the change)."""
 
-    kind = "IsolationError"
+    kind = ErrorKind.ISOLATION
 
     def __init__(self, path: str, name: str, limit: int) -> None:
         super().__init__(f"{path} in {name} is over {limit:,} bytes as an archive")
@@ -71,17 +72,17 @@ class TreeTooLargeError(SandboxError):
 
 
 class ImageBuildError(SandboxError):
-    kind = "ImageBuildError"
+    kind = ErrorKind.IMAGE_BUILD
 
 
 class RuntimeUnknownError(SandboxError):
     """A run asked for an OCI runtime the Docker daemon does not have (DockerEngine.runtime_for)."""
 
-    kind = "ContainerStartError"
+    kind = ErrorKind.CONTAINER_START
 
 
 class ContainerStartError(SandboxError):
-    kind = "ContainerStartError"
+    kind = ErrorKind.CONTAINER_START
 
 
 def tar_bytes(local: Path, arcname: str, gzip: bool = False) -> bytes:

@@ -25,8 +25,8 @@ from trialbook.stats.comparison import (
     PassAtK,
     RepoComparison,
     SensitivityReport,
+    SensitivityVerdict,
     Split,
-    Verdict,
 )
 from trialbook.stats.kernel import clip_ci, did_interval, t_interval, win_loss
 from trialbook.stats.multiple import bonferroni_confidence, holm
@@ -230,7 +230,7 @@ def _sensitivity(ledger: Ledger, base_name: str, candidates: Sequence[str], runs
     ungraded = {n: int(s.trials.sum() - s.graded.sum()) for n, s in runs.items()}
     if not any(ungraded.values()):
         return None
-    verdicts: dict[str, dict[str, Verdict]] = {r.candidate: {} for r in rows if r.subset == "all"}
+    verdicts: dict[str, dict[str, SensitivityVerdict]] = {r.candidate: {} for r in rows if r.subset == "all"}
     for name, (base_rule, cand_rule) in SENSITIVITY.items():
         if base_rule is None:
             found = [r for r in rows if r.subset == "all"]
@@ -243,7 +243,7 @@ def _sensitivity(ledger: Ledger, base_name: str, candidates: Sequence[str], runs
                 found = []
         for r in found:
             if r.subset == "all" and r.candidate in verdicts:
-                verdicts[r.candidate][name] = Verdict(r.tasks_paired, r.diff_pp, r.ci_adjusted_pp, r.claim)
+                verdicts[r.candidate][name] = SensitivityVerdict(r.tasks_paired, r.diff_pp, r.ci_adjusted_pp, r.claim)
     return SensitivityReport(ungraded_trials=ungraded, verdicts=verdicts)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trialbook.results import Result, optional
+from trialbook.result_types import Result, optional
 
 CI = list[float | None]
 
@@ -103,7 +103,7 @@ class Split(Result):
 
 
 @dataclass(frozen=True)
-class Verdict(Result):
+class SensitivityVerdict(Result):
     tasks_paired: int
     diff_pp: float | None
     ci_adjusted_pp: CI | None
@@ -115,7 +115,7 @@ class SensitivityReport(Result):
     """The verdict per candidate with ungraded trials dropped / as failures / as successes."""
 
     ungraded_trials: dict[str, int]
-    verdicts: dict[str, dict[str, Verdict]]  # candidate -> rule -> verdict
+    verdicts: dict[str, dict[str, SensitivityVerdict]]  # candidate -> rule -> verdict
     preregistered: str | None = None  # the rule a prereg plan fixed
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
-from trialbook.results import Result, optional
+from trialbook.result_types import Result, optional
 from trialbook.stats import dist
 from trialbook.stats.compare import align, partial_caveat
 from trialbook.stats.scores import TaskScores, load_scores

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from trialbook.results import Result
+from trialbook.result_types import Result
 from trialbook.training.live import NEVER_FINISHED
 from trialbook.training.stalls import SLOW_FACTOR
 

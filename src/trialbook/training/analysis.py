@@ -17,14 +17,14 @@ from trialbook.errors import UserError
 from trialbook.ledger import queries
 from trialbook.ledger.store import Ledger
 from trialbook.stats.kernel import cluster_ratio_ci
+from trialbook.stats.run_summaries import pct
 from trialbook.stats.scores import check_metric
 from trialbook.stats.selection import read_task_list, resolve_repos
-from trialbook.stats.summary import pct
 from trialbook.training.encounters import encounter_table
 from trialbook.training.hacking import hack_table
 from trialbook.training.ingest import load_steps
 from trialbook.training.load import TrainData, load_trajectories
-from trialbook.training.results import TrainReport
+from trialbook.training.report_types import TrainReport
 from trialbook.training.stalls import stall_report
 from trialbook.training.trajectories import token_audit
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
-from trialbook.results import Result
+from trialbook.result_types import Result
 
 if TYPE_CHECKING:
     from trialbook.stats.comparison import CompareResult

@@ -25,7 +25,7 @@ import numpy as np
 
 from trialbook.ledger.queries import OUTCOME_LIST
 from trialbook.ledger.store import Ledger
-from trialbook.results import Result
+from trialbook.result_types import Result
 from trialbook.training.ingest import load_steps
 from trialbook.training.load import TrainData, load_trajectories
 from trialbook.training.stalls import SLOW_FACTOR, boundary_steps, empty_weight_versions, step_waits

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trialbook.errors import UserError
-from trialbook.results import Result
+from trialbook.result_types import Result
 from trialbook.training.load import TrainData
 from trialbook.training.sim_pipeline import PipelineConfig, empirical_sampler, simulate
 

@@ -23,7 +23,7 @@ from sqlalchemy import select
 from trialbook.errors import UserError
 from trialbook.ledger.schema import steps, trials
 from trialbook.ledger.store import Ledger
-from trialbook.results import Result
+from trialbook.result_types import Result
 
 QUANTILES = 4
 

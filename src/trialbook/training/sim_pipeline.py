@@ -23,7 +23,7 @@ import numpy as np
 import simpy
 
 from trialbook.errors import UserError
-from trialbook.training.results import PipelineResult
+from trialbook.training.report_types import PipelineResult
 
 # A boundary step is a stall when it waited more than this many times the median step interval.
 STALL_FACTOR = 2.0

@@ -21,7 +21,7 @@ import numpy as np
 import orjson
 
 from trialbook.errors import UserError
-from trialbook.training.results import RolloutTruth
+from trialbook.training.report_types import RolloutTruth
 
 # SWE-bench Verified's repos with roughly their task shares.
 REPOS = (

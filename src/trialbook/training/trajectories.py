@@ -18,7 +18,7 @@ from trialbook.errors import UserError
 from trialbook.ledger.schema import trials
 from trialbook.ledger.store import Ledger
 from trialbook.rl.trajectory import ARTIFACT, TAG, Trajectory
-from trialbook.training.results import BrokenTrial, TokenAudit, WvAudit
+from trialbook.training.report_types import BrokenTrial, TokenAudit, WvAudit
 
 
 def token_audit(ledger: Ledger, run_id: int) -> TokenAudit | None:

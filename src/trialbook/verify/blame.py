@@ -12,8 +12,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from trialbook.outcomes import ErrorKind
 from trialbook.sandbox import Sandbox, SandboxError
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.tasks import TaskSpec
@@ -32,12 +33,24 @@ from trialbook.verify.isolation import (
 from trialbook.verify.runner import Verdict, failing_tests, passing_tests, per_test_lines, witnessable
 
 
-def remove_box(box: Sandbox, state: dict[str, Any]) -> None:
+class TrialNotes(Protocol):
+    """What blame reads and writes of a trial's state (harness/trial_state.TrialState): the image's id and the working
+    tree its baselines run on, the tags it adds, a container it could not remove."""
+
+    tags: list[str]
+    cleanup_error: str | None
+    workdir: str | None
+
+    @property
+    def image_id(self) -> str: ...
+
+
+def remove_box(box: Sandbox, state: TrialNotes) -> None:
     """Remove a trial's container; a failure is the trial's `cleanup_error`, never its result."""
     try:
         box.remove()
     except SandboxError as exc:  # the trial's result stands; `clean` finds the leftover
-        state["cleanup_error"] = str(exc)
+        state.cleanup_error = str(exc)
 
 
 CARRY_MARGIN = 10  # a carry that times out is the change's doing when the image's own tree takes <= 1/10 of its time
@@ -49,9 +62,9 @@ _IMAGE_TREE_LOCK = threading.Lock()
 
 
 def _image_tree(
-    what: str, open_box: Callable[[], Sandbox], workdir: str, state: dict[str, Any], measure: Callable[[Sandbox], Any]
+    what: str, open_box: Callable[[], Sandbox], workdir: str, state: TrialNotes, measure: Callable[[Sandbox], Any]
 ) -> Any:
-    key = (what, state["image"][1], workdir)
+    key = (what, state.image_id, workdir)
     with _IMAGE_TREE_LOCK:
         if key not in _IMAGE_TREE:
             box = open_box()
@@ -63,7 +76,7 @@ def _image_tree(
 
 
 def big_tree(
-    exc: TreeTooLargeError, open_box: Callable[[], Sandbox], workdir: str, state: dict[str, Any]
+    exc: TreeTooLargeError, open_box: Callable[[], Sandbox], workdir: str, state: TrialNotes
 ) -> Grading:
     """The agent's working tree ran past the limit of a copy (sandbox/box.SNAPSHOT_LIMIT) as an archive. With the
     image's own tree at most half of it, the agent's tree is what grew (a sparse file of a terabyte, no disk behind
@@ -77,7 +90,7 @@ def big_tree(
     raise IsolationError(f"{exc}; the image's own tree is {own}") from None
 
 
-def slow_carry(exc: CarryTimeout, open_box: Callable[[], Sandbox], workdir: str, state: dict[str, Any]) -> None:
+def slow_carry(exc: CarryTimeout, open_box: Callable[[], Sandbox], workdir: str, state: TrialNotes) -> None:
     """Carrying the agent's change ran past its time once the image's side was done. When the harness indexes the
     image's own tree in a tenth of that time (or less), the agent's tree is what took it (300,000 files, say:
     tests/harness/test_carry_timeout.py): CarryOutgrown, graded 0 as ChangeTooLargeError, not an ungraded infra error
@@ -112,15 +125,15 @@ _BASELINE_LOCKS: dict[tuple[str, str, str, bool], threading.Lock] = {}
 
 
 def baseline(
-    task: TaskSpec, open_box: Callable[[int], Sandbox], state: dict[str, Any], witness: bool = False
+    task: TaskSpec, open_box: Callable[[int], Sandbox], state: TrialNotes, witness: bool = False
 ) -> Baseline:
     """The task's verifier once on its image as built (`witness`: with a canary planted, verify/runner.verify)."""
-    key = (task.task_id, task.verifier_hash, state["image"][1], witness)
+    key = (task.task_id, task.verifier_hash, state.image_id, witness)
     with _BASELINE_LOCKS.setdefault(key, threading.Lock()):
         if key not in _BASELINES:
             # set where the verifier's container is a fresh one (isolation "diff"); only changed_outside reads it, on
             # the baseline without a canary
-            workdir = state.get("workdir")
+            workdir = state.workdir
             read = footprints.reader(task, workdir, resolving=False) if workdir and not witness else None
             base = grade(task, open_box, lambda b: remove_box(b, state), tries=1, witness=witness, footprint=read)
             if base.verdict is not None:
@@ -130,12 +143,12 @@ def baseline(
                     failing_tests(v.log),
                 )  # fmt: skip
             else:
-                _BASELINES[key] = Baseline("timed_out" if base.error and base.error[0] == "VerifierTimeoutError"
+                _BASELINES[key] = Baseline("timed_out" if base.error and base.error[0] == ErrorKind.VERIFIER_TIMEOUT
                                            else (base.error or ("unknown",))[0])  # fmt: skip
     return _BASELINES[key]
 
 
-def hang(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]) -> None:
+def hang(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
     """Both tries of the verifier ran past its timeout with the agent's change: run it once without the change.
     Finished in time there, the hang is the change's (tests that never end are failing tests, as swebench's
     harness counts them): graded 0, HungWithChangeError, tagged `hung_with_change`; timed out there too, the task
@@ -144,45 +157,45 @@ def hang(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, s
     base = baseline(task, open_box, state)
     grading.extra["without_change"] = {"end": base.end, "duration_s": base.took}
     if base.end == "timed_out":
-        state.setdefault("tags", []).append("hangs_without_change")
+        state.tags.append("hangs_without_change")
     elif base.end == "finished" and base.took is not None:
-        state.setdefault("tags", []).append("hung_with_change")
+        state.tags.append("hung_with_change")
         limit = f"{task.verifier_timeout:g}"
         grading.verdict = Verdict(reward=0.0, graded_by="timeout", log=grading.log)
-        grading.error = ("HungWithChangeError", f"test.sh ran past its {limit} s timeout twice with the agent's "
-                         f"change; on the image as built it finished in {base.took:.1f} s")  # fmt: skip
+        grading.error = (ErrorKind.HUNG_WITH_CHANGE, f"test.sh ran past its {limit} s timeout twice with the "
+                         f"agent's change; on the image as built it finished in {base.took:.1f} s")  # fmt: skip
 
 
 def missing_reward(
-    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
+    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes
 ) -> None:
     """Both tries of test.sh ended without a reward file with the agent's change. Written without the change, the
     change stopped it (the code under test replaced /logs by a file, say; tests/harness/cheats/
     logs_replaced_at_import.sh): NoRewardWithChangeError; missing there too, the task writes none anyway."""
     _charge_the_change(task, open_box, grading, state, "reward_missing_with_change", "reward_file", (
-        "NoRewardWithChangeError", "test.sh wrote no reward with the agent's change (both tries); on the image as "
-        "built it wrote one"))  # fmt: skip
+        ErrorKind.NO_REWARD_WITH_CHANGE, "test.sh wrote no reward with the agent's change (both tries); on the image"
+        " as built it wrote one"))  # fmt: skip
 
 
-def limits(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]) -> None:
+def limits(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
     """The tests hit the sandbox's memory or pids limit with the agent's change. Within them without the change, the
     change made the tests outgrow them (code under test allocating, forking; tests/harness/cheats/
     memory_hog_at_import.sh): LimitsHitWithChangeError, as a test killed for memory fails in swebench's harness; hit
     there too, the task's limits are too tight for its own tests: SandboxLimitError, ungraded."""
     message = grading.error[1] if grading.error else "the sandbox's limits were hit"
     _charge_the_change(task, open_box, grading, state, "limits_hit_with_change", "limits", (
-        "LimitsHitWithChangeError", f"{message} with the agent's change; on the image as built the tests ran within "
-        "them"))  # fmt: skip
+        ErrorKind.LIMITS_HIT_WITH_CHANGE, f"{message} with the agent's change; on the image as built the tests ran"
+        " within them"))  # fmt: skip
 
 
 def _charge_the_change(
     task: TaskSpec,
     open_box: Callable[[int], Sandbox],
     grading: Grading,
-    state: dict[str, Any],
+    state: TrialNotes,
     tag: str,
     graded_by: str,
-    error: tuple[str, str],
+    error: tuple[ErrorKind, str],
 ) -> None:
     """A failure that would leave the trial ungraded: the verifier once without the change (the task's baseline).
     Finished there, the failure is the change's: graded 0 with `error`, tagged `tag`, not an ungraded infra error a
@@ -190,7 +203,7 @@ def _charge_the_change(
     base = baseline(task, open_box, state)
     grading.extra["without_change"] = {"end": base.end, "duration_s": base.took}
     if base.end == "finished":
-        state.setdefault("tags", []).append(tag)
+        state.tags.append(tag)
         grading.verdict = Verdict(reward=0.0, graded_by=graded_by, log=grading.log)
         grading.error = error
 
@@ -200,7 +213,7 @@ def reward_file(
     with_change: Callable[[int], Sandbox],
     without_change: Callable[[int], Sandbox],
     grading: Grading,
-    state: dict[str, Any],
+    state: TrialNotes,
     close: Callable[[Sandbox], None] | None = None,
 ) -> None:
     """What a reward file says (or does not), weighed against the image as built, in either isolation: none written
@@ -209,7 +222,7 @@ def reward_file(
     lower (unwitnessed_reward, in `with_change` boxes closed by `close`, else removed); and the grading half's strict
     checks (docs/threat-model.md): the tests failing on the image as built (not_gold_reward), the exit status
     against pytest's report (runner.exit_disagrees)."""
-    if grading.error is not None and grading.error[0] == "RewardFileNotFoundError":
+    if grading.error is not None and grading.error[0] == ErrorKind.REWARD_FILE_NOT_FOUND:
         missing_reward(task, without_change, grading, state)
     untrusted_reward(task, without_change, grading, state)
     changed_outside(task, without_change, grading, state)
@@ -220,7 +233,7 @@ def reward_file(
 
 
 def not_gold_reward(
-    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
+    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes
 ) -> None:
     """A reward file's strict verdict, anchored to the image as built: a resolving reward, from a log with pytest's
     per-test lines, in which a test reported failing without the change is not reported PASSED with it (xfailed,
@@ -239,7 +252,7 @@ def not_gold_reward(
 
 
 def untrusted_reward(
-    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
+    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes
 ) -> None:
     """A positive reward read from the reward file that test.sh may not have been the last to write: processes of the
     test run outlived test.sh (any of them could have replaced the file after test.sh wrote its own, before the
@@ -266,15 +279,15 @@ def untrusted_reward(
     if signalled and (base.exit_code or 0) <= 128:
         grading.verdict = verdict.model_copy(update={"reward": 0.0, "killed": True})
     elif verdict.outlived and base.outlived == 0:
-        state.setdefault("tags", []).append("outlived_with_change")
+        state.tags.append("outlived_with_change")
         grading.verdict = verdict.model_copy(update={"reward": 0.0})
-        grading.error = ("OutlivedWithChangeError", f"{verdict.outlived} process(es) of the test run outlived test.sh "
-                         "with the agent's change, any of which could have rewritten its reward file; on the image as "
-                         "built none did")  # fmt: skip
+        grading.error = (ErrorKind.OUTLIVED_WITH_CHANGE, f"{verdict.outlived} process(es) of the test run outlived "
+                         "test.sh with the agent's change, any of which could have rewritten its reward file; on the "
+                         "image as built none did")  # fmt: skip
 
 
 def changed_outside(
-    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
+    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes
 ) -> None:
     """A positive reward read from the reward file of a fresh verifier container that the run left changed outside
     the working tree and the places a run may write (verify/footprint.py: the container's own layer, read from
@@ -294,12 +307,12 @@ def changed_outside(
     if not paths:
         return
     grading.extra["changed_outside_tree"] = paths[:20]
-    state.setdefault("tags", []).append("changed_outside_tree")
+    state.tags.append("changed_outside_tree")
     grading.verdict = verdict.model_copy(update={"reward": 0.0})
     shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-    grading.error = ("ChangedOutsideTreeError", f"with the agent's change the tests left {shown} changed outside the "
-                     "working tree, which they do not on the image as built (any could change what test.sh ran after "
-                     "the tests)")  # fmt: skip
+    grading.error = (ErrorKind.CHANGED_OUTSIDE_TREE, f"with the agent's change the tests left {shown} changed outside "
+                     "the working tree, which they do not on the image as built (any could change what test.sh ran "
+                     "after the tests)")  # fmt: skip
 
 
 def unwitnessed_reward(
@@ -307,7 +320,7 @@ def unwitnessed_reward(
     with_change: Callable[[int], Sandbox],
     without_change: Callable[[int], Sandbox],
     grading: Grading,
-    state: dict[str, Any],
+    state: TrialNotes,
     close: Callable[[Sandbox], None] | None = None,
 ) -> None:
     """Resolved by a reward file, whose verifier decides by itself what a failure is: no canary rides along (it would
@@ -323,7 +336,7 @@ def unwitnessed_reward(
     if verdict is None or verdict.graded_by != "reward_file" or verdict.reward < 1.0:
         return
     if not witnessable(task):  # no canary can be planted in its test command: counted by `audit`
-        state.setdefault("tags", []).append("unwitnessed")
+        state.tags.append("unwitnessed")
         return
     control = grade(task, with_change, close or (lambda b: remove_box(b, state)), tries=1, witness=True)
     got = control.verdict
@@ -348,7 +361,7 @@ def unwitnessed_reward(
 
 
 def missing_canary(
-    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: dict[str, Any]
+    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes
 ) -> None:
     """Resolved with the change while the log has no failing report of the verifier's canary: run it once without
     the change. There the canary reported failing, so the runner reports it unless the change stops that (PASSED

@@ -14,7 +14,7 @@ infrastructure (the control): it counts as resolved only when both grades resolv
 every agent process and with the harness's files (shell setup, /tests, /logs) put back.
 
 A verifier that times out or errs is retried once in a fresh verifier container; a verifier that
-hits the sandbox's memory or pids limit is an infra error with that reason (harness/policy.py).
+hits the sandbox's memory or pids limit is an infra error with that reason (outcomes.POLICY).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from trialbook.outcomes import ErrorKind
 from trialbook.sandbox import DockerEngine, Sandbox, SandboxError
 from trialbook.tasks import TaskSpec
 from trialbook.verify.infra import infra_touched
@@ -75,7 +76,7 @@ class IsolationError(SandboxError):
     """The agent's change could not be carried to the verifier (no workdir, no git in the image). `agent_side`: it
     failed once the image's side of the diff was done, on the agent's tree."""
 
-    kind = "IsolationError"
+    kind = ErrorKind.ISOLATION
 
     def __init__(self, message: str, agent_side: bool = False) -> None:
         super().__init__(message)
@@ -408,7 +409,7 @@ class Grading:
     """What grading a trial produced, for the trial record."""
 
     verdict: Verdict | None = None
-    error: tuple[str, str] | None = None  # (exception type, message) when there is no verdict
+    error: tuple[ErrorKind, str] | None = None  # (policy name, message) when there is no verdict
     log: str = ""
     tries: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
@@ -448,7 +449,7 @@ def grade(
                 out.log = out.verdict.log
                 out.footprint = footprint(box, out.verdict) if footprint is not None else None
             except (VerifierTimeoutError, RewardFileNotFoundError) as exc:
-                out.verdict, out.error, out.log = None, (type(exc).__name__, str(exc)), exc.log
+                out.verdict, out.error, out.log = None, (exc.kind, str(exc)), exc.log
             hits = _new_hits(box.limit_hits(), before)
             disk = box.disk_hit
         finally:
@@ -469,7 +470,7 @@ def grade(
 
 
 def _limited(
-    out: Grading, task: TaskSpec, hits: dict[str, int], when: str, error: str = "SandboxLimitError"
+    out: Grading, task: TaskSpec, hits: dict[str, int], when: str, error: ErrorKind = ErrorKind.SANDBOX_LIMIT
 ) -> Grading:
     what = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in sorted(hits.items()))
     limits = f"memory_mb = {task.memory_mb}, pids_limit = {task.pids_limit}"
@@ -484,12 +485,12 @@ def _outgrown(out: Grading, task: TaskSpec, hits: dict[str, int]) -> Grading:
     change cannot be graded within the task's limits, by the agent's doing (a 300 MB file, say), and counts as
     failing (ChangeTooLargeError), not as an ungraded infra error that a policy could learn to reach for."""
     when = "while the agent's change was carried (the image's own tree fit)"
-    out = _limited(out, task, hits, when, "ChangeTooLargeError")
+    out = _limited(out, task, hits, when, ErrorKind.CHANGE_TOO_LARGE)
     return change_too_large(out, out.error[1] if out.error else when)
 
 
 def change_too_large(out: Grading, message: str) -> Grading:
-    out.error = ("ChangeTooLargeError", message)
+    out.error = (ErrorKind.CHANGE_TOO_LARGE, message)
     out.verdict = Verdict(reward=0.0, graded_by="change_too_large", log=out.log)
     return out
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from trialbook.outcomes import REWARD_FILES, parse_reward
+from trialbook.outcomes import REWARD_FILES, ErrorKind, parse_reward
 from trialbook.sandbox import Sandbox
 from trialbook.sandbox.box import NO_TOOLS, OUTPUT_TAIL, CappedSink, ExecResult, unpack_inline
 from trialbook.sandbox.cgroup import report_script
@@ -49,12 +49,16 @@ INLINE_LIMIT = 96_000  # base64 characters; one argv string may hold at most 128
 
 
 class VerifierTimeoutError(Exception):
+    kind = ErrorKind.VERIFIER_TIMEOUT
+
     def __init__(self, message: str, log: str) -> None:
         super().__init__(message)
         self.log = log
 
 
 class RewardFileNotFoundError(Exception):
+    kind = ErrorKind.REWARD_FILE_NOT_FOUND
+
     def __init__(self, message: str, log: str) -> None:
         super().__init__(message)
         self.log = log
@@ -62,6 +66,8 @@ class RewardFileNotFoundError(Exception):
 
 class GraderUnavailableError(Exception):
     """The task lists FAIL_TO_PASS / PASS_TO_PASS but the per-test grader cannot be imported."""
+
+    kind = ErrorKind.GRADER_UNAVAILABLE
 
 
 class Verdict(BaseModel):

@@ -153,7 +153,7 @@ def create_app(ledger: Ledger) -> Starlette:
         return _page("live.html", headers=LIVE_HEADERS, s=s, alerts=raised, interval=interval)
 
     def live_json(request: Request) -> Response:
-        from trialbook.results import to_json
+        from trialbook.result_types import to_json
 
         s, raised = live_state(request)
         return JSONResponse({"state": to_json(s), "alerts": to_json(raised)}, headers={"Cache-Control": "no-store"})

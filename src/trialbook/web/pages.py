@@ -29,7 +29,7 @@ SHARE_LABELS = {
 
 class RunCache:
     """A run's counts, kept until the run gains a trial (views.run_version). Counting reads only a
-    stored summary (ledger/summary.py) or, when that is stale, one grouped pass over the run; the
+    stored summary (ledger/summary_cache.py) or, when that is stale, one grouped pass over the run; the
     cache saves even that on the next visits."""
 
     def __init__(self) -> None:
@@ -65,7 +65,7 @@ def _counts(ledger: Ledger, cache: RunCache, run_ids: list[int]) -> dict[int, vi
     return out  # type: ignore[return-value]
 
 
-def _overview(ledger: Ledger, cache: RunCache, run: views.RunListing) -> views.RunOverview:
+def _overview(ledger: Ledger, cache: RunCache, run: views.RunHeader) -> views.RunOverview:
     version = views.run_version(ledger, run.id)
     overview = cache.get(("overview", *version), lambda: views.run_overview(ledger, run.name))
     cache.put(("counts", *version), overview.counts)  # the runs page's counts come with it: no second scan

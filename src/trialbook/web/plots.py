@@ -14,7 +14,7 @@ import matplotlib
 if TYPE_CHECKING:
     from trialbook.audit.audit import AuditResult
     from trialbook.stats.comparison import CompareResult
-    from trialbook.training.results import SlowStep, TrainReport
+    from trialbook.training.report_types import SlowStep, TrainReport
 
 matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402 - after the backend is chosen

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from trialbook.errors import UserError
-from trialbook.results import Result, optional, to_json
+from trialbook.result_types import Result, optional, to_json
 from trialbook.tasks.swebench.build_images import Builder, BuildFailed, base_tag, key_plan
 from trialbook.tasks.swebench.build_plan import (
     DEFAULT_EXCLUDE_NEWER,

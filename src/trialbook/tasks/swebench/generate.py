@@ -38,7 +38,7 @@ from swebench.harness.utils import get_modified_files
 
 from trialbook.errors import UserError
 from trialbook.files import json_lines
-from trialbook.results import Result
+from trialbook.result_types import Result
 from trialbook.tasks.swebench.versions import VERSIONS
 
 REPO_DIR = "/testbed"

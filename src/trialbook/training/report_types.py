@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trialbook.results import ABSENT, Absent, Result, optional, renamed
+from trialbook.result_types import ABSENT, Absent, Result, optional, renamed
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,7 +14,7 @@ from typing import Any
 from trialbook.ledger import reads
 from trialbook.ledger.reads import RowSource
 from trialbook.ledger.rows import Counts
-from trialbook.results import Result, optional
+from trialbook.result_types import Result, optional
 
 
 def pct(part: int, whole: int) -> float | None:

@@ -1,0 +1,144 @@
+"""What one trial gathers while it runs (`TrialState`) and the record extra it becomes (`TrialExtra`).
+
+A failed try leaves nothing in the record: the fields marked `per_try` are reset by `TrialState.new_try` before each
+try (tests/harness/test_trial_state.py). The verifier's blame rules (verify/blame.py) read and write the state through
+their `TrialNotes` protocol: its tags, its cleanup error, the working tree and the image's id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, NamedTuple
+
+from trialbook.agents.base import AgentResult
+from trialbook.verify import canary as canaries
+from trialbook.verify import findings
+from trialbook.verify.privilege import privilege_tags
+from trialbook.verify.runner import Verdict
+
+_PER_TRY = {"per_try": True}
+
+
+class ImageRef(NamedTuple):
+    """A task's image as the trial used it: the reference containers start from and the image's id."""
+
+    reference: str
+    id: str
+
+
+@dataclass
+class TrialState:
+    started: str = ""  # ISO time the trial began
+    t0: float = 0.0  # time.monotonic() then
+    phase_s: dict[str, float] = field(default_factory=dict)  # seconds per phase of the last try
+    retries: int = 0  # tries before the last one
+    cleanup_error: str | None = None  # a container that could not be removed (`clean` finds it)
+    runtime: str | None = None  # the OCI runtime the agent's container ran under
+    workdir: str | None = None  # the task's working tree, set where the verifier gets a fresh container
+    image: ImageRef | None = field(default=None, metadata=_PER_TRY)
+    agent_result: AgentResult | None = field(default=None, metadata=_PER_TRY)
+    agent_limit_hits: dict[str, int] | None = field(default=None, metadata=_PER_TRY)
+    verifier: dict[str, Any] | None = field(default=None, metadata=_PER_TRY)  # how it was graded: isolation, tries
+    verifier_log: str = field(default="", metadata=_PER_TRY)
+    patch: str = field(default="", metadata=_PER_TRY)  # the agent's change as the verifier applied it
+    tags: list[str] = field(default_factory=list, metadata=_PER_TRY)
+    # how the trial ended: the last try's verdict (None where it raised), its policy name and message
+    verdict: Verdict | None = None
+    error: str | None = None
+    error_message: str | None = None
+
+    def new_try(self, k: int) -> None:
+        """Start try `k` (0 first): every `per_try` field back to its default."""
+        self.retries = k
+        for f in fields(self):
+            if f.metadata.get("per_try"):
+                setattr(self, f.name, f.default_factory() if f.default_factory is not MISSING else f.default)
+
+    @property
+    def image_id(self) -> str:
+        if self.image is None:
+            raise RuntimeError("the trial's image is not known before the try has one")
+        return self.image.id
+
+
+def trial_tags(verdict: Verdict | None, resolved: bool, gathered: list[str]) -> list[str]:
+    """The trial's tags (`show` and the audit count them): what the verdict says besides its reward, around the ones
+    the try `gathered` (blame's, the patch's signatures)."""
+    tags = ["p2p_regression"] if verdict is not None and verdict.p2p_regression else []
+    tags += gathered
+    if verdict is not None:
+        flags = [
+            (bool(verdict.conflicts), "conflicting_test_reports"),
+            (bool(verdict.outlived), "test_processes_outlived"),
+            (verdict.killed, "verifier_killed"),
+            (bool(verdict.foreign_rewards), "foreign_reward_file"),  # left unread: the task's tests never name it
+            (verdict.output_cut, "verifier_output_cut"),  # past LOG_DISK_LIMIT: graded on its head and tail
+        ]
+        tags += [tag for on, tag in flags if on]
+        if verdict.canary_seen in canaries.SUBVERTED:
+            tags.append("runner_subverted")  # the test that must fail passed, or was hidden (verify/canary.py): failing
+        elif verdict.canary_seen in canaries.UNSEEN and resolved:
+            tags.append("canary_missing")
+    tags += findings.verdict_tags(verdict)
+    if verdict is not None:
+        tags += privilege_tags(verdict)
+    return tags
+
+
+@dataclass
+class TrialExtra:
+    """A live trial's `extra` (the ledger's trials.extra): what the harness knew besides the record's columns."""
+
+    trial_name: str
+    agent: str
+    timeout_multiplier: float
+    agent_timeout_s: float
+    verifier_timeout_s: float
+    retries: int
+    phase_s: dict[str, float]
+    verifier_hash: str
+    tags: list[str]
+    cleanup_error: str | None = None
+    verifier: dict[str, Any] | None = None
+    agent_limit_hits: dict[str, int] | None = None
+    runtime: str | None = None
+    image: ImageRef | None = None
+    agent_result: AgentResult | None = None
+    verdict: Verdict | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stored form: the fixed keys always, the others only where the trial has them."""
+        extra: dict[str, Any] = {
+            "trial_name": self.trial_name,
+            "agent": self.agent,
+            "timeout_multiplier": self.timeout_multiplier,
+            "agent_timeout_s": self.agent_timeout_s,
+            "verifier_timeout_s": self.verifier_timeout_s,
+            "retries": self.retries,
+            "phase_s": self.phase_s,
+            "verifier_hash": self.verifier_hash,
+            "tags": self.tags,
+        }
+        optional = {
+            "cleanup_error": self.cleanup_error,
+            "verifier": self.verifier,
+            "agent_limit_hits": self.agent_limit_hits,
+            "runtime": self.runtime,
+        }
+        extra.update({key: value for key, value in optional.items() if value})
+        if self.image:
+            extra["image"], extra["image_id"] = self.image
+        if (result := self.agent_result) is not None:
+            extra["agent_exit_code"] = result.exit_code
+            extra.update({"agent_info": result.info} if result.info else {})
+            extra.update({"files": sorted(f"agent/{n}" for n in result.files)} if result.files else {})
+        if (v := self.verdict) is not None:
+            extra.update(graded_by=v.graded_by, file_reward=v.file_reward, test_exit_code=v.exit_code)
+            extra.update({"tests_user": v.tests_user} if v.tests_user else {})
+            extra.update({"rewards_by_tests": v.rewards_by_tests} if v.rewards_by_tests else {})
+            extra.update({"conflicting_tests": v.conflicts} if v.conflicts else {})
+            extra.update({"outlived_processes": v.outlived} if v.outlived else {})
+            extra.update({"foreign_reward_files": v.foreign_rewards} if v.foreign_rewards else {})
+            extra.update({"canary": {"name": v.canary, "seen": v.canary_seen}} if v.canary else {})
+            extra.update(findings.verdict_extra(v))
+        return extra
