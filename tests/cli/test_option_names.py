@@ -33,6 +33,8 @@ NAMES: dict[str, tuple[str, str]] = {
     "--out": ("path", "where the command writes its output (file or folder)"),
     "--executor": ("text", "where trials run: local or ray"),
     "--ray-address": ("text", "the Ray cluster's address"),
+    "--backend": ("text", "the sandbox backend: docker or podman"),
+    "--engine": ("text", "a Docker/Podman endpoint URL trials are spread over"),
     # tasks and attempts
     "--tasks": ("int", "a number of tasks (planned, or in a simulated pool)"),
     "--task": ("text", "task id(s) to restrict to"),
