@@ -22,8 +22,9 @@ from pathlib import Path
 from bench_harness import make_task
 
 from trialbook.harness.config import RunConfig
-from trialbook.harness.executors import Executor, LocalExecutor, make_executor
+from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.runner import start_run
+from trialbook.harness.where import make_executor
 from trialbook.ledger.store import Ledger
 
 MB = 1024 * 1024

@@ -195,4 +195,4 @@ def test_only_the_ray_executor_imports_ray() -> None:
                 importers.add(str(path.relative_to(SRC)))
     assert importers == {"harness/raycluster.py"}
     users = {e.src_module for e in edges() if e.dst_module == "trialbook.harness.raycluster"}
-    assert users == {"trialbook.harness.executors"}
+    assert users == {"trialbook.harness.where"}

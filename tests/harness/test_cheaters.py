@@ -90,7 +90,7 @@ KILLED = {"kill_everything", "reward_then_kill"}
 # passing (verify/canary.py). By the change's own code, and, a second catch, by the forcing test-infra cheats
 SUBVERTED = {"runner_noop", "report_forced", "conftest_force_pass", "pytest_ini_plugin", "hidden_pytest_ini"}
 # ... and those that spare what looked like the canary (`test_<12 hex>`, or "canary" in its body): it is now named and
-# written like the task's own tests (verify/canary.canary_name), so they pass it too (docs/threat-model.md)
+# written like the task's own tests (verify/decoys.canary_name), so they pass it too (docs/threat-model.md)
 SUBVERTED |= {"dist_info_plugin", "test_package_init", "names_past_tail", "pax_path_header", "warning_before_names",
               "forged_then_exit"}  # fmt: skip
 # PASSED lines written to the test process's real stdout, then an exit before pytest reports: no canary at all, while

@@ -26,11 +26,11 @@ from trialbook.cli.common import (
 )
 from trialbook.errors import UserError
 from trialbook.harness.config import RunConfig, Tally
-from trialbook.harness.executors import make_executor
 from trialbook.harness.paths import DEFAULT_RUNS_DIR, run_folders
 from trialbook.harness.quickstart import AgentTally, QuickstartResult, quickstart
 from trialbook.harness.runner import clean, rerun, resume_run, start_run
 from trialbook.harness.validate import ValidateOptions, validate
+from trialbook.harness.where import make_executor
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import PolicyRow, policy_rows
 from trialbook.report import layout, tables

@@ -35,11 +35,12 @@ from trialbook.agents.mini import MiniAgent, SandboxEnvironment
 from trialbook.agents.registry import get_agent
 from trialbook.errors import UserError
 from trialbook.harness.config import RunConfig
-from trialbook.harness.executors import Executor, make_executor
+from trialbook.harness.executors import Executor
 from trialbook.harness.paths import DEFAULT_RUNS_DIR, RunPaths
 from trialbook.harness.runner import open_run
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
 from trialbook.harness.trial_writer import record_trial, write_or_warn
+from trialbook.harness.where import make_executor
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import ErrorKind
 from trialbook.records import Run

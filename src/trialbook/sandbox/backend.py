@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol, runtime_checkable
 
+from trialbook.outcomes import ErrorKind
 from trialbook.sandbox.box import SHELL_SETUP_PATH, DaemonError, ExecResult, SandboxError, tar_bytes, tar_text
 from trialbook.sandbox.cgroup import parse_report
 
@@ -26,7 +27,7 @@ from trialbook.sandbox.cgroup import parse_report
 class Unsupported(SandboxError):
     """A backend was asked for what its Capabilities say it cannot do (an infrastructure error: never a grade)."""
 
-    kind = "DaemonError"
+    kind = ErrorKind.DAEMON
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from trialbook.tasks.testscript import HEREDOC, commands, installed_by_patch, words
+from trialbook.verify import decoys
+from trialbook.verify.decoys import canary_name
 
 STOPS_AT_FIRST_FAILURE = ("-x", "--exitfirst", "--failfast", "--maxfail")
 SELECTS_BY_NAME = "-k"  # pytest's and Django's test-name filter: a canary of another name would not run
@@ -59,24 +61,6 @@ TESTCASE = (
     "\\n\\nimport unittest as _unittest_%s\\n\\n\\nclass Test%s(_unittest_%s.TestCase):\\n"
     "    def %s(self):\\n        self.assertEqual(%d, %d)\\n"
 )
-WORDS = (
-    "empty", "single", "negative", "large", "mixed", "order", "types", "zero", "nested", "repeat", "bounds",
-    "default", "none", "float", "edge", "sorted", "reverse", "duplicate", "small", "many", "input", "result",
-    "values", "case", "basic", "simple", "invalid", "missing", "extra", "twice", "copy", "inplace",
-)  # fmt: skip
-
-
-def canary_name(stem: str, existing: set[str], rng: random.Random | None = None) -> str:
-    """A fresh test name like the task's: `test_<stem>_<word>_<word>`, none of `existing` (a def of the same name
-    would replace the task's own test)."""
-    rng = rng or secrets.SystemRandom()
-    stem = re.sub(r"^test_|_tests?$", "", stem) or "case"
-    while True:
-        name = f"test_{stem}_{rng.choice(WORDS)}_{rng.choice(WORDS)}"
-        if name not in existing:
-            return name
-
-
 @dataclass(frozen=True)
 class Planted:
     script: str  # the test script with the planting line inserted
@@ -183,8 +167,6 @@ def plant(
                 "case $_trialbook_x in *x*) set -x ;; esac"
             )
         else:  # several, derived from the task's own tests, each at a random place among them (verify/decoys.py)
-            from trialbook.verify import decoys  # (it builds on this module's names)
-
             found_sources = {**(sources or {}), **decoys.patch_functions(script)}
             canaries = decoys.choose(files, found_sources, existing or set(), selected, rng, last=stops)
             name = ",".join(c.name for c in canaries)

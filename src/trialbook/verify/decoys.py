@@ -13,11 +13,11 @@ still won. Here every pytest-style run gets COUNT canaries (2 or 3, chosen per r
   at its first failure (`-x`), all of them go at the end of the last module (a failure before the task's tests would
   stop them).
 A module without a test function the harness can read (a derived source must parse, take no decorator and not be a
-coroutine) gets the plain canary of verify/canary.canary_name instead. Django-style unittest runs keep the one
+coroutine) gets the plain canary of canary_name instead. Django-style unittest runs keep the one
 unittest canary of verify/canary.py (unittest orders by name, not by place).
 
 What stays distinguishable (docs/threat-model.md): the first statement compares two literal numbers; the name is a
-task test's name plus one word of canary.WORDS; the body repeats that test's. A cheat that reads the test module and
+task test's name plus one word of WORDS; the body repeats that test's. A cheat that reads the test module and
 spares a `test_x_<word>` whose body holds `test_x`'s can tell them apart; it has to be written for this harness.
 """
 
@@ -26,11 +26,28 @@ from __future__ import annotations
 import ast
 import random
 import re
+import secrets
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from trialbook.verify.canary import WORDS, canary_name
+WORDS = (
+    "empty", "single", "negative", "large", "mixed", "order", "types", "zero", "nested", "repeat", "bounds",
+    "default", "none", "float", "edge", "sorted", "reverse", "duplicate", "small", "many", "input", "result",
+    "values", "case", "basic", "simple", "invalid", "missing", "extra", "twice", "copy", "inplace",
+)  # fmt: skip
+
+
+def canary_name(stem: str, existing: set[str], rng: random.Random | None = None) -> str:
+    """A fresh test name like the task's: `test_<stem>_<word>_<word>`, none of `existing` (a def of the same name
+    would replace the task's own test)."""
+    rng = rng or secrets.SystemRandom()
+    stem = re.sub(r"^test_|_tests?$", "", stem) or "case"
+    while True:
+        name = f"test_{stem}_{rng.choice(WORDS)}_{rng.choice(WORDS)}"
+        if name not in existing:
+            return name
+
 
 COUNT = (2, 3)
 _DIFF_FILE = re.compile(r"^diff --git a/\S+ b/(\S+)$")
