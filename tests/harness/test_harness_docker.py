@@ -182,14 +182,16 @@ def test_agent_reverting_uncommitted_setup_breaks_grading_without_the_reapply(en
     rows = {t["task_id"]: t for t in trials(db, "sphinx")}
     assert rows["with-reapply"]["outcome"] == "resolved"
     broken = rows["without-reapply"]
-    # every test of the task passed but pytest printed no per-test lines: graded unresolved. Its one failure is the
-    # verifier's canary (verify/canary.py), so the task's fallback reward, from pytest's exit code, says 0
+    # every test of the task passed but pytest printed no per-test lines: graded unresolved. Its only failures are the
+    # verifier's canaries (verify/decoys.py: 2-3 a run), so the task's fallback reward, from pytest's exit code, says 0
     assert broken["outcome"] == "unresolved" and broken["extra"]["file_reward"] == 0.0
     assert set(broken["tests"]["FAIL_TO_PASS"].values()) == {"missing"}
     log = next((tmp_path / "runs" / "sphinx").glob("*without-reapply*/verifier/test-stdout.txt")).read_text()
     canary = broken["extra"]["canary"]
-    assert canary["seen"] == "failed" and f"FAILED tests/test_textwrap2.py::{canary['name']}" in log
-    assert re.search(r"^1 failed, [1-9]\d* passed in ", log, re.MULTILINE), log[-500:]
+    names = canary["name"].split(",")
+    assert canary["seen"] == "failed" and 2 <= len(names) <= 3
+    assert all(f"FAILED tests/test_textwrap2.py::{name}" in log for name in names), log[-500:]
+    assert re.search(rf"^{len(names)} failed, [1-9]\d* passed in ", log, re.MULTILINE), log[-500:]
 
 
 def test_broken_tasks_fail_alone_and_image_builds_are_retried(engine, tmp_path, db):

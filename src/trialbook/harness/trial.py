@@ -277,7 +277,9 @@ def _attempt(
         try:
             if task.isolation == "container":
                 # the change's patch, read before the tests run in that container (signatures only: verify/isolation)
-                patch = in_place_patch(box, workdir_of(engine, task, image.reference), task.verifier_timeout)
+                # no working tree known (no workdir, no WORKDIR): no patch to keep, the grade does not need one
+                workdir = (task.workdir or engine.image_workdir(image.reference) or "").rstrip("/")
+                patch = in_place_patch(box, workdir, task.verifier_timeout) if workdir else None
                 grading = _grade_container(box, task, stopper, lambda _k: start(f"{name}-b"), state)
                 keep_patch(patch, grading, state)
             else:
