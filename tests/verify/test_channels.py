@@ -148,3 +148,25 @@ def test_a_real_pytest_run_agrees_only_when_honest(forgery: str) -> None:
         assert "exited 0" in str(why)
     if forgery == "remove":
         assert "missing" in str(why)
+
+
+def test_a_parameter_id_a_log_parser_shortened_is_found_by_its_tail() -> None:
+    # psf__requests-6028's P2P names `[/test_utils.py]`; pytest's junit has `[/testbed/tests/test_utils.py]`
+    junit = (
+        '<testsuites><testsuite><testcase classname="tests.test_utils.TestZ"'
+        ' name="test_u[/testbed/tests/test_utils.py]" /><testcase classname="tests.test_utils.TestZ"'
+        ' name="test_u[/etc/invalid/location]"><failure>x</failure>'
+        "</testcase></testsuite></testsuites>"
+    )
+    short = "tests/test_utils.py::TestZ::test_u[/test_utils.py]"
+    failing = "tests/test_utils.py::TestZ::test_u[/location]"
+    assert disagreement([junit], [1], {short: "PASSED"}, [short], True) is None
+    # the same shortening cannot hide a failure: the tail matches a failing testcase
+    assert "failed" in str(disagreement([junit], [1], {failing: "PASSED"}, [failing], True))
+    # a parameter id cut at its first space
+    junit2 = junit.replace("test_u[/testbed/tests/test_utils.py]", "test_u[&lt;meta charset=x&gt;]")
+    cut = "tests/test_utils.py::TestZ::test_u[<meta"
+    assert disagreement([junit2], [1], {cut: "PASSED"}, [cut], True) is None
+    # nor a test of another function or a tail that matches nothing
+    other = "tests/test_utils.py::TestZ::test_v[/test_utils.py]"
+    assert "does not have it" in str(disagreement([junit], [1], {other: "PASSED"}, [other], True))

@@ -96,8 +96,23 @@ def disagreement(
         text_status = status_map.get(test)
         if text_status not in TEXT_PASSING or " " in test:
             continue
-        got = merged.get(junit_key(test))
+        got = merged.get(junit_key(test)) or _renamed(merged, junit_key(test))
         want = (PASSED,) if text_status == "PASSED" else (XFAIL, SKIPPED)
         if got not in want:
             return f"the text log reports {test} {text_status}, the junit report {got or 'does not have it'}"
     return None
+
+
+def _renamed(merged: dict[str, str], key: str) -> str | None:
+    """The junit status of a parametrized test whose id a log parser shortened: swebench's requests parser keeps
+    `[/test_utils.py]` of pytest's `[/testbed/tests/test_utils.py]`, and `[<meta` of `[<meta charset="UTF-8">]` (cut
+    at a space). The same test function whose parameter id holds the shortened one; several such: failing if any
+    fails (a shortened name never hides a failure). None when there is none."""
+    base, bracket, param = key.partition("[")
+    fragment = param.removesuffix("]")
+    if not bracket or not fragment:
+        return None
+    found = [v for k, v in merged.items() if k.startswith(base + "[") and fragment in k[len(base) + 1 : -1]]
+    if not found:
+        return None
+    return FAILED if FAILED in found else found[0]
