@@ -5,16 +5,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-_CGROUP_FILES = {  # (counter, file, field) for cgroup v1 (cgroupfs driver) and v2 (systemd or cgroupfs)
+_CGROUP_FILES = {  # (counter, file, field): Docker, then Podman; cgroup v1 (cgroupfs) and v2 (systemd or cgroupfs)
     "oom_kills": [
         ("memory/docker/{id}/memory.oom_control", "oom_kill"),
         ("system.slice/docker-{id}.scope/memory.events", "oom_kill"),
         ("docker/{id}/memory.events", "oom_kill"),
+        ("memory/libpod_parent/libpod-{id}/memory.oom_control", "oom_kill"),  # Podman (cgroupfs manager)
+        ("machine.slice/libpod-{id}.scope/memory.events", "oom_kill"),
+        ("libpod_parent/libpod-{id}/memory.events", "oom_kill"),
     ],
     "pids_limit_hits": [
         ("pids/docker/{id}/pids.events", "max"),
         ("system.slice/docker-{id}.scope/pids.events", "max"),
         ("docker/{id}/pids.events", "max"),
+        ("pids/libpod_parent/libpod-{id}/pids.events", "max"),
+        ("machine.slice/libpod-{id}.scope/pids.events", "max"),
+        ("libpod_parent/libpod-{id}/pids.events", "max"),
     ],
 }
 
