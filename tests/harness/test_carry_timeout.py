@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from ledgerdicts import trial_dicts
+from trialbook.harness.trial_state import ImageRef, TrialState
 from trialbook.ledger.store import Ledger
 from trialbook.sandbox import DockerEngine, Sandbox, box
 from trialbook.sandbox.box import TreeTooLargeError
@@ -89,7 +90,7 @@ def _blame(tb: tuple[DockerEngine, str], tmp_path: Path, dockerfile: str, budget
     context.mkdir()
     (context / "Dockerfile").write_text(dockerfile)
     image = eng.ensure_image("carry", None, context, secrets.token_hex(6), run, False)
-    state: dict[str, Any] = {"image": image}
+    state = TrialState(image=ImageRef(*image))
 
     def open_box() -> Sandbox:
         return eng.start(image[0], f"tb-{run}-{secrets.token_hex(3)}", {LABEL_RUN: run}, 1.0, 512, 256, False)
@@ -98,7 +99,7 @@ def _blame(tb: tuple[DockerEngine, str], tmp_path: Path, dockerfile: str, budget
     blame._IMAGE_TREE.clear()
     with pytest.raises((CarryOutgrown, IsolationError)) as caught:
         blame.slow_carry(timeout, open_box, "/testbed", state)
-    assert eng.containers(run) == [] and "cleanup_error" not in state
+    assert eng.containers(run) == [] and state.cleanup_error is None
     return caught.value
 
 
@@ -140,7 +141,8 @@ def test_an_image_tree_over_half_the_limit_is_not_charged(tb, tmp_path, monkeypa
 
     blame._IMAGE_TREE.clear()
     with pytest.raises(IsolationError, match="the image's own tree is 40,0[0-9,]+ bytes, over half of it"):
-        blame.big_tree(TreeTooLargeError("/testbed", "x", LIMIT), open_box, "/testbed", {"image": image})
+        state = TrialState(image=ImageRef(*image))
+        blame.big_tree(TreeTooLargeError("/testbed", "x", LIMIT), open_box, "/testbed", state)
     assert eng.containers(run) == []
 
 
