@@ -98,6 +98,7 @@ NAMES: dict[str, tuple[str, str]] = {
     "--jobs": ("int", "local processes working at once"),
     "--min-trials": ("int", "trials a test must run in before 'fails in most' applies"),
     "--write-tasks": ("path", "file the artifact-showing tasks are written to"),
+    "--write-gold": ("flag", "write the gold statuses validate found into each task's tests/config.json"),
     "--build": ("flag", "build images here from source"),
     "--repos": ("path", "folder of <owner>__<name>.git mirrors"),
     "--image": ("text", "SWE-bench image layout: official or venv"),

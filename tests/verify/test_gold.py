@@ -1,7 +1,7 @@
 """`validate` records the gold statuses the strict verdict is anchored to (verify/gold.py): by hand, then for real on
 a copy of plain-bugfix whose suite expects one P2P test to XFAIL with the reference solution. Without GOLD_STATUSES
 the strict verdict refuses the oracle (an XFAIL is not a pass) and validate prints the entry that records it; with
-the entry in tests/config.json the same task validates `ok`."""
+the entry in tests/config.json (written by `validate --write-gold`) the same task validates `ok`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from paths import EXAMPLES
 from trialbook.cli import app
-from trialbook.verify.gold import config_line, gold_statuses
+from trialbook.errors import UserError
+from trialbook.verify.gold import config_line, gold_statuses, write_gold
 
 XF = "tests/test_stats.py::test_median_odd"
 
@@ -27,11 +28,33 @@ def test_a_status_kept_in_every_graded_oracle_run_is_gold() -> None:
     assert json.loads("{" + config_line({XF: "XFAIL"}) + "}") == {"GOLD_STATUSES": {XF: "XFAIL"}}
 
 
-def _validate(db: str, tasks: str, run: str, runs: str) -> dict:
+def test_write_gold_merges_into_config_json_atomically_and_refuses_what_it_cannot_write(tmp_path) -> None:
+    (tmp_path / "tests").mkdir()
+    config = tmp_path / "tests" / "config.json"
+    config.write_text(json.dumps({"FAIL_TO_PASS": ["a"], "GOLD_STATUSES": {"t::old": "SKIPPED", XF: "XPASS"}}))
+    assert write_gold(tmp_path, {XF: "XFAIL"}) == config
+    assert json.loads(config.read_text()) == {
+        "FAIL_TO_PASS": ["a"], "GOLD_STATUSES": {"t::old": "SKIPPED", XF: "XFAIL"},
+    }  # fmt: skip
+    assert [p.name for p in config.parent.iterdir()] == ["config.json"]  # no temporary file left
+    for text in ("[1, 2]", "{not json"):
+        config.write_text(text)
+        with pytest.raises(UserError, match="config.json: not"):
+            write_gold(tmp_path, {XF: "XFAIL"})
+        assert config.read_text() == text  # untouched
+    config.unlink()
+    config.symlink_to(tmp_path / "elsewhere.json")
+    (tmp_path / "elsewhere.json").write_text("{}")
+    with pytest.raises(UserError, match="not a regular file"):
+        write_gold(tmp_path, {XF: "XFAIL"})
+    assert (tmp_path / "elsewhere.json").read_text() == "{}"
+
+
+def _validate(db: str, tasks: str, run: str, runs: str, *more: str) -> tuple[dict, str]:
     res = CliRunner().invoke(app, ["validate", tasks, "--repeats", "1", "--run", run, "--runs-dir", runs, "--json",
-                                   "--db", db])  # fmt: skip
+                                   "--db", db, *more])  # fmt: skip
     assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
-    return {t["task_id"]: t for t in json.loads(res.stdout)["tasks"]}
+    return {t["task_id"]: t for t in json.loads(res.stdout)["tasks"]}, res.stderr
 
 
 @pytest.mark.docker
@@ -43,12 +66,14 @@ def test_validate_prints_the_gold_statuses_and_the_task_validates_with_them(engi
     text = tests.read_text().replace("def test_median_odd():\n    assert median([3, 1, 2]) == 2", xfailing)
     tests.write_text("import pytest\n" + text)
     db, runs = str(tmp_path / "l.db"), str(tmp_path / "runs")
-    first = _validate(db, str(tmp_path / "tasks"), "g1", runs)["xfail-gold"]
+    config = json.loads((task / "tests" / "config.json").read_text())
+    verdicts, err = _validate(db, str(tmp_path / "tasks"), "g1", runs, "--write-gold")
+    first = verdicts["xfail-gold"]
     assert first["verdict"] == "oracle_fails", first
     assert first["details"]["gold_statuses"] == {XF: "XFAIL"}
-    config = json.loads((task / "tests" / "config.json").read_text())
-    (task / "tests" / "config.json").write_text(
-        json.dumps({**config, **json.loads("{" + first["details"]["config_json"] + "}")})
-    )
-    second = _validate(db, str(tmp_path / "tasks"), "g2", runs)["xfail-gold"]
-    assert second["verdict"] == "ok", second
+    assert "task xfail-gold: GOLD_STATUSES (1 test(s)) written to" in err, err
+    written = json.loads((task / "tests" / "config.json").read_text())
+    assert written == {**config, **json.loads("{" + first["details"]["config_json"] + "}")}
+    verdicts, err = _validate(db, str(tmp_path / "tasks"), "g2", runs, "--write-gold")
+    assert verdicts["xfail-gold"]["verdict"] == "ok", verdicts
+    assert "nothing written" in err and json.loads((task / "tests" / "config.json").read_text()) == written

@@ -29,13 +29,15 @@ from trialbook.harness.config import RunConfig, Tally
 from trialbook.harness.paths import DEFAULT_RUNS_DIR, run_folders
 from trialbook.harness.quickstart import AgentTally, QuickstartResult, quickstart
 from trialbook.harness.runner import clean, rerun, resume_run, start_run
-from trialbook.harness.validate import ValidateOptions, validate
+from trialbook.harness.validate import ValidateOptions, ValidateResult, validate
 from trialbook.harness.where import make_executor
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import PolicyRow, policy_rows
 from trialbook.report import layout, tables
 from trialbook.report.validate import print_validate
 from trialbook.stats.run_summaries import run_summary
+from trialbook.tasks import load_tasks
+from trialbook.verify import gold
 
 Multiplier = Annotated[
     float | None,
@@ -315,6 +317,10 @@ def validate_cmd(
     ray_address: RayAddress = None,
     as_json: Json = False,
     db: Db = None,
+    write_gold: Annotated[
+        bool,
+        typer.Option("--write-gold", help="Write the gold statuses found (XFAIL...) to each task's tests/config.json."),
+    ] = False,
 ) -> None:
     """Check tasks: oracle and nop N times each, one verdict per task (ok, flaky, oracle_fails, ...).
 
@@ -331,8 +337,24 @@ def validate_cmd(
     )
     result = validate(Ledger(db), opts, image_variant, make_executor(executor, ray_address))
     emit(result, as_json, print_validate, markdown, as_csv)
+    if write_gold:
+        _write_gold(tasks_dir, result)
     if any(task.verdict != "ok" for task in result.tasks):
         raise typer.Exit(1)
+
+
+def _write_gold(tasks_dir: Path, result: ValidateResult) -> None:
+    """validate --write-gold: the default image's gold statuses into each task's tests/config.json (verify/gold.py)."""
+    found = {t.task_id: t.details["gold_statuses"] for t in result.tasks
+             if (t.variant is None or t.image is None) and t.details.get("gold_statuses")}  # fmt: skip
+    if not found:
+        done("no gold status other than PASSED found: nothing written")
+        return
+    specs, _ = load_tasks(tasks_dir, sorted(found))
+    for spec in specs:
+        path = gold.write_gold(spec.path, found[spec.task_id])
+        done(f"task {spec.task_id}: GOLD_STATUSES ({len(found[spec.task_id])} test(s)) written to {path}")
+    done("validate again to check the tasks with them")
 
 
 def _patch_run_done(ledger: Ledger, name: str, ran: object, as_json: bool) -> None:
