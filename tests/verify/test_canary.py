@@ -4,6 +4,7 @@ the test scripts of the 484 SWE-bench Verified instances `tasks from-swebench` w
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -12,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from paths import EXAMPLES, INSTANCES
+from paths import DATA, EXAMPLES, INSTANCES
 from trialbook.tasks.swebench.generate import write_tasks
 from trialbook.tasks.testscript import installed_by_patch, task_test_files
 from trialbook.verify.canary import TEST_MODULE, TESTCASE, plant, reading
-from trialbook.verify.decoys import patch_functions
+from trialbook.verify.decoys import module_functions, patch_functions
 from trialbook.verify.grading import grade_parsed, grade_test_log, parse_log
 
 NONCE = "5eed0f0cafe1"
@@ -39,6 +40,37 @@ def swebench_scripts(tmp_path_factory) -> dict[str, str]:
     out = tmp_path_factory.mktemp("swe")
     write_tasks(INSTANCES, out)
     return {t.name: (t / "tests" / "test.sh").read_text() for t in sorted(out.iterdir())}
+
+
+def test_with_the_image_modules_most_scripts_of_the_eight_repositories_get_derived_canaries(
+    swebench_scripts: dict[str, str],
+) -> None:
+    """verify/sources.py: the modules a canary goes into, read as the image holds them (the repository at the base
+    commit, here from data/swebench-repos), give a function to derive from where the test patch adds none whole."""
+    repos = {p.name.removesuffix(".git") for p in (DATA / "swebench-repos").glob("*.git")}
+    base = {}
+    for line in INSTANCES.read_text().splitlines():
+        inst = json.loads(line)
+        if inst["repo"].replace("/", "__") in repos:
+            base[inst["instance_id"]] = inst["base_commit"]
+    planted = patch_only = with_image = 0
+    for task, commit in base.items():
+        script = swebench_scripts.get(task, "")  # not written: an instance without FAIL_TO_PASS lists
+        got = plant(script, set(), NONCE)
+        if got is None or "_trialbook_plant" not in got.script:
+            continue
+        planted += 1
+        from_patch = any(patch_functions(script).get(f) for f in got.files)
+        git = DATA / "swebench-repos" / f"{task.rsplit('-', 1)[0]}.git"
+        from_image = False
+        for f in got.files:
+            shown = subprocess.run(["git", "--git-dir", str(git), "show", f"{commit}:{f}"], capture_output=True)
+            from_image |= shown.returncode == 0 and bool(module_functions(shown.stdout.decode(errors="replace")))
+        patch_only += from_patch
+        with_image += from_patch or from_image
+    # 128 instances, 118 planted pytest-style (Django's runner is not among the eight); the rest have only class
+    # methods or decorated (parametrized) tests in the module: the plain canary
+    assert (len(base), planted, patch_only, with_image) == (128, 118, 36, 77)
 
 
 def test_on_every_verified_script_it_goes_right_before_the_test_command(swebench_scripts: dict[str, str]) -> None:

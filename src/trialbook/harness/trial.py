@@ -25,7 +25,7 @@ from trialbook.sandbox import DockerEngine, Sandbox
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
 from trialbook.tasks import TaskError, TaskSpec
-from trialbook.verify import blame, footprint, hacks
+from trialbook.verify import blame, footprint, hacks, sources
 from trialbook.verify import canary as canaries
 from trialbook.verify.isolation import (
     CarryOutgrown,
@@ -356,6 +356,7 @@ def _grade_diff(
             stopper.check()
             vbox = start(f"{name}-{suffix}{k}", prepare)
             try:
+                sources.learn_image(vbox, task, change.workdir)  # before the change: what canaries copy
                 if exclude is not None:
                     apply_change(vbox, change, task, exclude, task.verifier_timeout, image_id)
             except IsolationError as exc:

@@ -117,6 +117,26 @@ def _selected_word(argv: list[str]) -> str | None:
     return None
 
 
+def _test_commands(script: str, task_files: set[str]) -> list[tuple[int, list[str], list[str]]]:
+    """The commands after the script's last heredoc that name test modules: (line, words, modules)."""
+    installed = installed_by_patch(script)
+    found = list(commands(script))
+    after = max((i for i, (_, text) in enumerate(found) if HEREDOC.search(text)), default=-1)
+    out = []
+    for start, text in found[after + 1 :]:
+        argv = words(text)
+        if files := _named_tests(argv, installed, task_files):
+            out.append((start, argv, files))
+    return out
+
+
+def test_modules(script: str, task_files: set[str]) -> list[str]:
+    """The test modules the canaries of `plant` may go into (relative to the test command's directory): those of
+    the test command it plants before, whether or not it then can."""
+    found = _test_commands(script, task_files)
+    return found[0][2] if found else []
+
+
 def plant(
     script: str,
     task_files: set[str],
@@ -134,14 +154,7 @@ def plant(
     patch from one) that names a test module the verifier installs: a file of that patch or, by name, one of the
     task's test files. `name`: one canary of that name (else COUNT of them, verify/decoys.py); `sources`: the task's
     own test functions by module file name (decoys.task_functions), which the canaries are derived from."""
-    installed = installed_by_patch(script)
-    found = list(commands(script))
-    after = max((i for i, (_, text) in enumerate(found) if HEREDOC.search(text)), default=-1)
-    for start, text in found[after + 1 :]:
-        argv = words(text)
-        files = _named_tests(argv, installed, task_files)
-        if not files:
-            continue
+    for start, argv, files in _test_commands(script, task_files):
         pytest = any(w == "pytest" or w.endswith("/pytest") or w == "py.test" for w in argv)
         stops = any(w in STOPS_AT_FIRST_FAILURE or w.startswith("--maxfail=") for w in argv)
         selected = _selected_word(argv)
@@ -167,7 +180,7 @@ def plant(
                 "case $_trialbook_x in *x*) set -x ;; esac"
             )
         else:  # several, derived from the task's own tests, each at a random place among them (verify/decoys.py)
-            found_sources = {**(sources or {}), **decoys.patch_functions(script)}
+            found_sources = decoys.merged(decoys.patch_functions(script), sources or {})
             canaries = decoys.choose(files, found_sources, existing or set(), selected, rng, last=stops)
             name = ",".join(c.name for c in canaries)
             line = decoys.planting(canaries)

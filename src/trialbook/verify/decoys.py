@@ -3,9 +3,10 @@
 Why: one canary, always appended last, written apart from the task's tests, is a fingerprint. A cheat spared it by
 its name, by its position, or by its text, and one that only no-ops tests named `*median*` knew nothing of it and
 still won. Here every pytest-style run gets COUNT canaries (2 or 3, chosen per run), each:
-- derived from a test function of the same module (from the task's tests/ folder, `task_functions`, or from the test
-  patch in test.sh, `patch_functions`): the task's test `test_x` becomes `test_x_<word>` with the same signature and
-  body, so a cheat that spares or fakes tests by name or by what their code calls treats it as it treats `test_x`;
+- derived from a test function of the same module (from the task's tests/ folder, `task_functions`, from the test
+  patch in test.sh, `patch_functions`, or from the module as the image was built, verify/sources.py): the task's
+  test `test_x` becomes `test_x_<word>` with the same signature and body, so a cheat that spares or fakes tests by
+  name or by what their code calls treats it as it treats `test_x`;
 - made to fail by a first statement comparing two different numbers, so the rest of the copied body never runs
   (no side effect of running a test twice);
 - inserted before the k-th top-level `def`, `class` or decorator that follows a blank line of the module, k random
@@ -75,20 +76,41 @@ def _usable(source: str) -> tuple[str, ast.FunctionDef] | None:
     return textwrap.dedent(source), node
 
 
+def module_functions(text: str) -> list[tuple[str, str]]:
+    """The top-level test functions of a module's source that a canary can be derived from: [(name, source)]."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    found = []
+    for node in tree.body:
+        source = ast.get_source_segment(text, node) if isinstance(node, ast.FunctionDef) else None
+        if source and _usable(source):
+            found.append((node.name, source))  # type: ignore[union-attr]
+    return found
+
+
 def task_functions(tests_dir: Path) -> dict[str, list[tuple[str, str]]]:
     """The top-level test functions of the task's own test files: file name -> [(name, source)]."""
     found: dict[str, list[tuple[str, str]]] = {}
     for path in sorted(tests_dir.rglob("*.py")):
         try:
             text = path.read_text()
-            tree = ast.parse(text)
-        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        except (OSError, UnicodeDecodeError):
             continue
-        for node in tree.body:
-            source = ast.get_source_segment(text, node) if isinstance(node, ast.FunctionDef) else None
-            if source and _usable(source):
-                found.setdefault(path.name, []).append((node.name, source))  # type: ignore[union-attr]
+        if functions := module_functions(text):
+            found[path.name] = functions
     return found
+
+
+def merged(*sources: dict[str, list[tuple[str, str]]]) -> dict[str, list[tuple[str, str]]]:
+    """Several sources' functions per module file, the first source's version of a name kept."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for source in sources:
+        for file, functions in source.items():
+            have = {name for name, _ in out.get(file, [])}
+            out.setdefault(file, []).extend(f for f in functions if f[0] not in have)
+    return out
 
 
 def patch_functions(script: str) -> dict[str, list[tuple[str, str]]]:

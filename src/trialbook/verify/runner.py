@@ -27,9 +27,9 @@ from trialbook.sandbox.box import NO_TOOLS, OUTPUT_TAIL, CappedSink, ExecResult,
 from trialbook.sandbox.cgroup import report_script
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, reward_files_named, task_test_files
+from trialbook.verify import sources
 from trialbook.verify.canary import Planted, in_log, plant
 from trialbook.verify.channels import disagreement
-from trialbook.verify.decoys import task_functions
 from trialbook.verify.markers import Seal, seal
 from trialbook.verify.privilege import Separated, exit_contradicts_log, read_markers, separate, staging
 
@@ -174,29 +174,9 @@ def _planted(task: TaskSpec, witness: bool = False) -> Planted | None:
     `witness`, for one graded by its reward file too (a run of its own: the canary fails an honest run as well)."""
     if not task.lists_tests and not witness:
         return None
-    key = (str(task.tests_dir), task.verifier_hash)
-    if key not in _SOURCES:
-        _SOURCES[key] = task_functions(task.tests_dir)
     script = read_script(task.tests_dir)
-    return plant(script, task_test_files(task.tests_dir), secrets.token_hex(6), _test_names(task), None, _SOURCES[key])
-
-
-_SOURCES: dict[tuple[str, str], dict[str, list[tuple[str, str]]]] = {}  # the task's test functions (verify/decoys.py)
-
-
-_NAMES: dict[tuple[str, str], set[str]] = {}
-
-
-def _test_names(task: TaskSpec) -> set[str]:
-    """Every `def test_...` / `class Test...` name in the task's test files (a canary must not reuse one)."""
-    key = (str(task.tests_dir), task.verifier_hash)
-    if key not in _NAMES:
-        found: set[str] = set()
-        for path in task.tests_dir.rglob("*.py"):
-            text = path.read_text(errors="replace")
-            found.update(re.findall(r"(?m)^\s*(?:def|class)\s+((?:test|Test)\w*)", text))
-        _NAMES[key] = found
-    return _NAMES[key]
+    own = task_test_files(task.tests_dir)
+    return plant(script, own, secrets.token_hex(6), sources.names(task), None, sources.functions(task))
 
 
 def _script(stage: str, mark: str, unpack: str | None = None, prepare: str = "") -> str:

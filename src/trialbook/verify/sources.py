@@ -1,0 +1,89 @@
+"""What the canaries are derived from (verify/decoys.py): the task's own test functions, from three places.
+
+1. The task's tests/ folder (`decoys.task_functions`): the files test.sh copies in, so theirs is what runs.
+2. The test patch in test.sh (`decoys.patch_functions`, read by verify/canary.plant): the functions it adds whole.
+3. The test modules as the image was built (`learn_image`). A SWE-bench test patch that only changes an existing
+   test function adds none whole, and such a module got the plain canary (`test_<stem>_<word>_<word>` asserting two
+   numbers equal) while the task's own tests look otherwise: a tell. The module is read once per task from a fresh
+   verifier container *before* the agent's change is carried into it (harness/trial._grade_diff), so the change
+   cannot choose what the canaries copy or are named after; the canary's failing first statement means the copied
+   body never runs (tests/verify/test_canary_sources.py).
+
+A module the image does not hold (the test patch creates it), one over SOURCE_LIMIT or not Python keeps what 1 and 2
+give, else the plain canary. The cache is per task folder and verifier: a task run under another image (validate's
+image variants) keeps the first image's functions, still the task's tests' own.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import PurePosixPath
+
+from trialbook.sandbox import Sandbox
+from trialbook.tasks import TaskSpec
+from trialbook.tasks.testscript import read_script, task_test_files
+from trialbook.verify.canary import test_modules
+from trialbook.verify.decoys import merged, module_functions, task_functions
+
+SOURCE_LIMIT = 2_000_000  # bytes of one module read from the image: a bigger one is not derived from
+Functions = dict[str, list[tuple[str, str]]]
+_Key = tuple[str, str]
+
+_TASK: dict[_Key, Functions] = {}
+_IMAGE: dict[_Key, Functions] = {}
+_NAMES: dict[_Key, set[str]] = {}
+_LOCK = threading.Lock()
+_TEST_NAME = re.compile(r"(?m)^\s*(?:def|class)\s+((?:test|Test)\w*)")
+
+
+def _key(task: TaskSpec) -> _Key:
+    return (str(task.tests_dir), task.verifier_hash)
+
+
+def functions(task: TaskSpec) -> Functions:
+    """The functions canaries of `task` may be derived from: the task folder's by file name, the image's by path."""
+    key = _key(task)
+    if key not in _TASK:  # once per task and verifier: a tests/ folder may hold much data
+        _TASK[key] = task_functions(task.tests_dir)
+    return merged(_TASK[key], _IMAGE.get(key, {}))
+
+
+def names(task: TaskSpec) -> set[str]:
+    """Every `def test_...` / `class Test...` name in the task's test files and the image's modules a canary goes
+    into (a canary must not reuse one: a def of the same name would replace the task's own test)."""
+    key = _key(task)
+    if key not in _NAMES:
+        found: set[str] = set()
+        for path in task.tests_dir.rglob("*.py"):
+            found.update(_TEST_NAME.findall(path.read_text(errors="replace")))
+        _NAMES[key] = found
+    return _NAMES[key]
+
+
+def learn_image(box: Sandbox, task: TaskSpec, workdir: str) -> None:
+    """Read the test modules the task's canaries go into from `box`, a verifier container of the image as built (no
+    change of the agent's in it yet), once per task; a module of the task's tests/ folder is not read (it is copied
+    over the image's)."""
+    key = _key(task)
+    if key in _IMAGE:
+        return
+    with _LOCK:
+        if key in _IMAGE:
+            return
+        own = task_test_files(task.tests_dir)
+        found: Functions = {}
+        seen: set[str] = set()
+        for file in test_modules(read_script(task.tests_dir), own):
+            if PurePosixPath(file).name in own:
+                continue
+            path = file if file.startswith("/") else f"{workdir.rstrip('/')}/{file}"
+            data = box.read_file(path)
+            if data is None or len(data) > SOURCE_LIMIT:
+                continue
+            text = data.decode("utf-8", errors="replace")
+            seen.update(_TEST_NAME.findall(text))
+            if derived := module_functions(text):
+                found[file] = derived
+        names(task).update(seen)
+        _IMAGE[key] = found
