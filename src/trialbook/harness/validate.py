@@ -255,19 +255,21 @@ def _ok(v: TaskView) -> dict[str, Any]:
     return {"summary": f"oracle resolved {o.resolved}/{o.n}, nop {n.resolved}/{n.n}{note}"}
 
 
-class Rule(NamedTuple):
+class VerdictRule(NamedTuple):
     verdict: str
     meaning: str
     check: Callable[[TaskView], dict[str, Any] | None]
 
 
-RULES: tuple[Rule, ...] = (
-    Rule("infra_error", "a trial could not run (invalid task folder, missing image, daemon): no verdict", _not_run),
-    Rule("verifier_timeout", "test.sh ran past [verifier] timeout_sec in some repeat", _verifier_timeout),
-    Rule("flaky", "the same agent got different results or per-test statuses across repeats", _flaky),
-    Rule("oracle_fails", "the reference solution is not resolved (failing tests listed)", _oracle_fails),
-    Rule("nop_passes", "doing nothing resolves the task or passes FAIL_TO_PASS tests", _nop_passes),
-    Rule("ok", "oracle always resolved, nop never, per-test statuses stable", _ok),
+RULES: tuple[VerdictRule, ...] = (
+    VerdictRule(
+        "infra_error", "a trial could not run (invalid task folder, missing image, daemon): no verdict", _not_run
+    ),
+    VerdictRule("verifier_timeout", "test.sh ran past [verifier] timeout_sec in some repeat", _verifier_timeout),
+    VerdictRule("flaky", "the same agent got different results or per-test statuses across repeats", _flaky),
+    VerdictRule("oracle_fails", "the reference solution is not resolved (failing tests listed)", _oracle_fails),
+    VerdictRule("nop_passes", "doing nothing resolves the task or passes FAIL_TO_PASS tests", _nop_passes),
+    VerdictRule("ok", "oracle always resolved, nop never, per-test statuses stable", _ok),
 )
 
 
