@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from trialbook.agents import get_agent
 from trialbook.agents.base import Agent
 from trialbook.harness.bootstrap import trial_settings
-from trialbook.harness.config import Plan, RunConfig, Tally
+from trialbook.harness.config import PlannedTrial, RunConfig, Tally
 from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.paths import RunPaths
 from trialbook.harness.stack import update_stack
@@ -45,7 +45,7 @@ def execute(
     run_id: int,
     run_name: str,
     config: RunConfig,
-    plans: list[Plan],
+    plans: list[PlannedTrial],
     timeout_multiplier: float | None = None,
     on_result: Callable[[TrialResult], None] | None = None,
     agent: Agent | None = None,
@@ -64,7 +64,7 @@ def _execute(
     executor: Executor,
     run_id: int,
     config: RunConfig,
-    plans: list[Plan],
+    plans: list[PlannedTrial],
     settings: TrialSettings,
     paths: RunPaths,
     on_result: Callable[[TrialResult], None] | None,
@@ -124,7 +124,7 @@ def _execute(
     return tally
 
 
-def _demand(plans: list[Plan]) -> dict[tuple[str, str], int]:
+def _demand(plans: list[PlannedTrial]) -> dict[tuple[str, str], int]:
     """Containers the trials will ask for: each its agent's, plus a fresh verifier's (diff isolation)."""
     demand: dict[tuple[str, str], int] = {}
     for plan in plans:

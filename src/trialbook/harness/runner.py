@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from trialbook.errors import TrialbookError, UserError
 from trialbook.harness.bootstrap import RunStart, prepare
-from trialbook.harness.config import Plan, RunConfig, Tally
+from trialbook.harness.config import PlannedTrial, RunConfig, Tally
 from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.lock import run_lock
 from trialbook.harness.pool import execute
@@ -42,9 +42,9 @@ def start_run(
         return _execute(ledger, start, run_id, name, plans), start.errors
 
 
-def planned(config: RunConfig, tasks: list[TaskSpec | TaskError]) -> list[Plan]:
+def planned(config: RunConfig, tasks: list[TaskSpec | TaskError]) -> list[PlannedTrial]:
     """Every (task, attempt) of the run; for the patch agent (grade, reverify) only those it has a patch for."""
-    plans = [Plan(t, a) for a in range(config.attempts) for t in tasks]
+    plans = [PlannedTrial(t, a) for a in range(config.attempts) for t in tasks]
     patches = config.agent_options.get("patches") if config.agent == "patch" else None
     if isinstance(patches, dict):
         plans = [p for p in plans if str(p.attempt) in patches.get(p.task.task_id, {})]
@@ -52,7 +52,12 @@ def planned(config: RunConfig, tasks: list[TaskSpec | TaskError]) -> list[Plan]:
 
 
 def _execute(
-    ledger: Ledger, start: RunStart, run_id: int, name: str, plans: list[Plan], timeout_multiplier: float | None = None
+    ledger: Ledger,
+    start: RunStart,
+    run_id: int,
+    name: str,
+    plans: list[PlannedTrial],
+    timeout_multiplier: float | None = None,
 ) -> Tally:
     """`execute` with the start's agent; the patch agent, which applies one stored patch per (task, attempt), is
     built once per attempt."""
@@ -111,7 +116,7 @@ def rerun(
         missing = sorted({t.task_id for t in targets} - set(by_id))
         if missing:
             raise TrialbookError(f"task folder(s) no longer in {config.tasks_dir}: {', '.join(missing)}")
-        plans = [Plan(by_id[t.task_id], t.attempt, t.id, (t.extra or {}).get("trial_name")) for t in targets]
+        plans = [PlannedTrial(by_id[t.task_id], t.attempt, t.id, (t.extra or {}).get("trial_name")) for t in targets]
         tally = _execute(ledger, start, run.id, name, plans, timeout_multiplier)
     note = {
         "where": outcome.value,

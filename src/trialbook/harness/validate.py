@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from trialbook.agents import get_agent
 from trialbook.errors import UserError
 from trialbook.harness.bootstrap import RunStart, prepare
-from trialbook.harness.config import Plan, RunConfig
+from trialbook.harness.config import PlannedTrial, RunConfig
 from trialbook.harness.executors import Executor
 from trialbook.harness.paths import DEFAULT_RUNS_DIR
 from trialbook.harness.pool import execute
@@ -362,7 +362,7 @@ def _run_variant(ledger: Ledger, start: RunStart, name: str, variant: Variant, o
     run = Run(name=name, kind="validate", config=stored, stack=stack, source=config.tasks_dir)
     with start.opened(ledger, run, opts.replace) as run_id:
         for k, agent in enumerate(AGENTS):
-            plans = [Plan(t, k * opts.repeats + a) for a in range(opts.repeats) for t in run_tasks]
+            plans = [PlannedTrial(t, k * opts.repeats + a) for a in range(opts.repeats) for t in run_tasks]
             agent_config = config.model_copy(update={"agent": agent})
             execute(ledger, start.executor, run_id, name, agent_config, plans, agent=get_agent(agent, {}))
     final = ledger.get_run(name).stack
