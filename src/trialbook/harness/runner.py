@@ -82,7 +82,7 @@ def _stored(ledger: Ledger, name: str) -> tuple[RunRow, RunConfig]:
     except ValidationError as exc:
         if "agent" not in run.config or "tasks_dir" not in run.config:
             raise UserError(f"run '{name}' was not made by `trialbook run` (imported runs cannot be resumed)") from None
-        first = exc.errors()[0]  # e.g. a timeout multiplier of inf, stored before non-finite numbers were refused
+        first = exc.errors()[0]  # e.g. an inf timeout multiplier an older ledger holds: one line
         where = ".".join(map(str, first["loc"]))
         raise UserError(f"run '{name}': its stored config cannot be run again: {where}: {first['msg']}") from None
 
