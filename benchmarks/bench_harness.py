@@ -56,7 +56,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
-from trialbook.harness.config import Plan, RunConfig
+from trialbook.harness.config import PlannedTrial, RunConfig
 from trialbook.harness.executors import LocalExecutor
 from trialbook.harness.pool import execute
 from trialbook.harness.stack import connect
@@ -195,7 +195,7 @@ def trialbook_block(
                        warm_pool=warm, runtime=runtime)  # fmt: skip
     with ledger.transaction() as conn:
         run_id = ledger.create_run(conn, Run(name=name, config=config.model_dump()), replace=True)
-    plans = [Plan(spec, a) for a in range(n)]
+    plans = [PlannedTrial(spec, a) for a in range(n)]
     t = time.perf_counter()
     tally = execute(ledger, LocalExecutor(engine), run_id, name, config, plans)
     wall = time.perf_counter() - t

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from trialbook.harness.config import Plan, RunConfig
+from trialbook.harness.config import PlannedTrial, RunConfig
 from trialbook.harness.executors import LocalExecutor
 from trialbook.harness.pool import execute
 from trialbook.harness.stack import connect
@@ -64,7 +64,7 @@ def test_a_pooled_container_never_serves_two_trials(engine, tmp_path):
         run_id = ledger.create_run(conn, Run(name=run, config=config.model_dump()))
     results = []
     try:
-        plans = [Plan(spec, a) for a in range(6)]
+        plans = [PlannedTrial(spec, a) for a in range(6)]
         tally = execute(ledger, LocalExecutor(tb), run_id, run, config, plans, on_result=results.append)
     finally:
         tb.clean(run)

@@ -83,7 +83,7 @@ def test_trial_page_shows_tests_log_and_neighbours(client: TestClient, web_db: P
     assert "report.json" in page  # artifacts
     from trialbook.ledger import views
 
-    cut = views.artifacts_of(open_readonly(str(web_db)), tid, limit_chars=100)
+    cut = views.artifact_tails(open_readonly(str(web_db)), tid, limit_chars=100)
     assert "report.json" in cut and all(len(a.text) <= 100 and a.cut == (a.size > 100) for a in cut.values())
     assert any(a.cut for a in cut.values()) and "characters, the last" not in page  # whole files shown here
     train = client.get(f"/runs/{TRAIN_RUN}").text

@@ -1,4 +1,4 @@
-"""What a run was asked to do (`RunConfig`, stored on the run), one planned trial (`Plan`), and the tally."""
+"""What a run was asked to do (`RunConfig`, stored on the run), one planned trial (`PlannedTrial`), and the tally."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class RunConfig(BaseModel):
 
 
 @dataclass
-class Plan:
+class PlannedTrial:
     task: TaskSpec | TaskError
     attempt: int
     supersedes: int | None = None

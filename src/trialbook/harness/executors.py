@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
-from trialbook.harness.config import Plan
+from trialbook.harness.config import PlannedTrial
 from trialbook.harness.stack import connect
 from trialbook.harness.trial import Interrupted, Stopper, TrialResult, TrialSettings, run_trial
 from trialbook.sandbox.backend import Backend
@@ -35,8 +35,13 @@ class Executor(Protocol):
         ...
 
     def results(
-        self, plans: list[Plan], settings: TrialSettings, stopper: Stopper, concurrency: int, deadline_at: float | None
-    ) -> Iterator[tuple[Plan, TrialResult | None]]:
+        self,
+        plans: list[PlannedTrial],
+        settings: TrialSettings,
+        stopper: Stopper,
+        concurrency: int,
+        deadline_at: float | None,
+    ) -> Iterator[tuple[PlannedTrial, TrialResult | None]]:
         """Run `plans`, at most `concurrency` at once; yield each as it finishes (None: interrupted, not recorded)."""
         ...
 
@@ -64,19 +69,29 @@ class LocalExecutor:
         return run_trial(self.engine, task, attempt, settings, stopper)
 
     def results(
-        self, plans: list[Plan], settings: TrialSettings, stopper: Stopper, concurrency: int, deadline_at: float | None
-    ) -> Iterator[tuple[Plan, TrialResult | None]]:
+        self,
+        plans: list[PlannedTrial],
+        settings: TrialSettings,
+        stopper: Stopper,
+        concurrency: int,
+        deadline_at: float | None,
+    ) -> Iterator[tuple[PlannedTrial, TrialResult | None]]:
         for batch in self.batches(plans, settings, stopper, concurrency, deadline_at):
             yield from batch
 
     def batches(
-        self, plans: list[Plan], settings: TrialSettings, stopper: Stopper, concurrency: int, deadline_at: float | None
-    ) -> Iterator[list[tuple[Plan, TrialResult | None]]]:
+        self,
+        plans: list[PlannedTrial],
+        settings: TrialSettings,
+        stopper: Stopper,
+        concurrency: int,
+        deadline_at: float | None,
+    ) -> Iterator[list[tuple[PlannedTrial, TrialResult | None]]]:
         """As `results`, but every trial that has finished by the time the caller asks comes in one list (the caller
         records them in one ledger transaction: benchmarks/bench_scale.py). Finished futures reach a queue through
         their done-callbacks: `wait` on all pending futures costs O(trials in flight) a call, O(n^2) a run."""
 
-        def one(plan: Plan) -> TrialResult | None:
+        def one(plan: PlannedTrial) -> TrialResult | None:
             try:
                 return self.run_one(plan.task, plan.attempt, settings, stopper)
             except Interrupted:
@@ -85,7 +100,7 @@ class LocalExecutor:
         done: queue.SimpleQueue[Future[TrialResult | None]] = queue.SimpleQueue()
         pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="trial")
         try:
-            pending: dict[Future[TrialResult | None], Plan] = {}
+            pending: dict[Future[TrialResult | None], PlannedTrial] = {}
             for p in plans:
                 fut = pool.submit(one, p)
                 pending[fut] = p

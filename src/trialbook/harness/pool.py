@@ -13,18 +13,17 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from trialbook.agents import get_agent
-from trialbook.errors import UserError
-from trialbook.harness.config import Plan, RunConfig, Tally
+from trialbook.agents.base import Agent
+from trialbook.harness.bootstrap import trial_settings
+from trialbook.harness.config import PlannedTrial, RunConfig, Tally
 from trialbook.harness.executors import Executor, LocalExecutor
-from trialbook.harness.lock import run_lock
 from trialbook.harness.paths import RunPaths
 from trialbook.harness.stack import update_stack
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
 from trialbook.harness.trial_writer import recorded, write_or_warn
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import Outcome, is_resolved
-from trialbook.sandbox.box import RuntimeUnknownError
-from trialbook.sandbox.docker import LABEL_LEDGER, LABEL_RUN_ID
+from trialbook.sandbox.docker import LABEL_LEDGER
 from trialbook.tasks import TaskSpec
 
 
@@ -46,33 +45,18 @@ def execute(
     run_id: int,
     run_name: str,
     config: RunConfig,
-    plans: list[Plan],
+    plans: list[PlannedTrial],
     timeout_multiplier: float | None = None,
     on_result: Callable[[TrialResult], None] | None = None,
+    agent: Agent | None = None,
 ) -> Tally:
-    """Run `plans`, `config.concurrency` at once, where `executor` says; each finished trial is recorded at once."""
-    check_runtime(executor, config.runtime)
-    settings = TrialSettings(
-        run=run_name,
-        agent=get_agent(config.agent, config.agent_options),
-        timeout_multiplier=timeout_multiplier or config.timeout_multiplier,
-        retries=config.retries,
-        backoff_s=config.backoff_s,
-        labels={LABEL_LEDGER: ledger.id, LABEL_RUN_ID: str(run_id)},
-        runtime=config.runtime,
-    )
-    with run_lock(config, run_name, ledger):
-        return _execute(ledger, executor, run_id, config, plans, settings, config.paths(run_name), on_result)
+    """Run `plans`, `config.concurrency` at once, where `executor` says; each finished trial is recorded at once.
 
-
-def check_runtime(executor: Executor, runtime: str) -> None:
-    """A runtime this daemon lacks is one line (UserError) before any trial; a Ray node's daemon is asked by its
-    first trial (a ContainerStartError there)."""
-    if isinstance(executor, LocalExecutor):
-        try:
-            executor.engine.runtime_for(runtime)
-        except RuntimeUnknownError as exc:
-            raise UserError(str(exc)) from None
+    Call it holding the run lock, with `agent` and the runtime checked by harness/bootstrap.py's `prepare`
+    (`agent=None` builds it from the config)."""
+    agent = agent or get_agent(config.agent, config.agent_options)
+    settings = trial_settings(ledger, run_id, run_name, config, agent, timeout_multiplier)
+    return _execute(ledger, executor, run_id, config, plans, settings, config.paths(run_name), on_result)
 
 
 def _execute(
@@ -80,7 +64,7 @@ def _execute(
     executor: Executor,
     run_id: int,
     config: RunConfig,
-    plans: list[Plan],
+    plans: list[PlannedTrial],
     settings: TrialSettings,
     paths: RunPaths,
     on_result: Callable[[TrialResult], None] | None,
@@ -140,7 +124,7 @@ def _execute(
     return tally
 
 
-def _demand(plans: list[Plan]) -> dict[tuple[str, str], int]:
+def _demand(plans: list[PlannedTrial]) -> dict[tuple[str, str], int]:
     """Containers the trials will ask for: each its agent's, plus a fresh verifier's (diff isolation)."""
     demand: dict[tuple[str, str], int] = {}
     for plan in plans:

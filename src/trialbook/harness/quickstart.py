@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from trialbook.errors import TrialbookError, UserError
+from trialbook.harness.bootstrap import check_grader
 from trialbook.harness.config import RunConfig
 from trialbook.harness.executors import Executor
-from trialbook.harness.runner import check_grader, start_run
+from trialbook.harness.runner import start_run
 from trialbook.harness.stack import connect
 from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger

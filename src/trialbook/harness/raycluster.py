@@ -33,7 +33,7 @@ from ray.exceptions import RayError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from trialbook.errors import TrialbookError, UserError
-from trialbook.harness.config import Plan
+from trialbook.harness.config import PlannedTrial
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_trial, trial_name
 from trialbook.outcomes import ErrorKind, classify
 from trialbook.records import Trial
@@ -264,10 +264,15 @@ class RayExecutor:
                     return _failed(task, attempt, settings, NODE_LOST, lost)
 
     def results(
-        self, plans: list[Plan], settings: TrialSettings, stopper: Stopper, concurrency: int, deadline_at: float | None
-    ) -> Iterator[tuple[Plan, TrialResult | None]]:
+        self,
+        plans: list[PlannedTrial],
+        settings: TrialSettings,
+        stopper: Stopper,
+        concurrency: int,
+        deadline_at: float | None,
+    ) -> Iterator[tuple[PlannedTrial, TrialResult | None]]:
         queue = deque(plans)
-        inflight: dict[Any, tuple[Plan, list[str]]] = {}
+        inflight: dict[Any, tuple[PlannedTrial, list[str]]] = {}
         any_lost = False
         try:
             while queue or inflight:

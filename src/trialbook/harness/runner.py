@@ -1,28 +1,24 @@
 """Starting, resuming and re-running a run (the pool that executes its trials is harness/pool.py).
 
-`start_run` creates the run first (config + stack) and then records each trial as it finishes,
-so a crash or kill -9 loses at most the trials in flight; `resume_run` runs exactly the planned
+`start_run` creates the run first (config + stack, through harness/bootstrap.py) and then records each
+trial as it finishes, so a crash or kill -9 loses at most the trials in flight; `resume_run` runs exactly the planned
 (task, attempt) pairs with no record, and `rerun` replaces chosen trials with new ones that
 supersede them.
 """
 
 from __future__ import annotations
 
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from trialbook.agents import get_agent
-from trialbook.agents.base import agent_stack, with_agent_stack
 from trialbook.errors import TrialbookError, UserError
-from trialbook.extras import require
-from trialbook.harness.config import Plan, RunConfig, Tally
+from trialbook.harness.bootstrap import RunStart, prepare
+from trialbook.harness.config import PlannedTrial, RunConfig, Tally
 from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.lock import run_lock
-from trialbook.harness.pool import check_runtime, execute
-from trialbook.harness.stack import sandbox_stack
+from trialbook.harness.pool import execute
 from trialbook.ledger.rows import RunRow
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import Outcome
@@ -33,34 +29,22 @@ from trialbook.tasks import TaskError, TaskSpec
 def start_run(
     ledger: Ledger, name: str, config: RunConfig, replace: bool = False, executor: Executor | None = None
 ) -> tuple[Tally, list[TaskError]]:
-    agent = get_agent(config.agent, config.agent_options)
-    specs, errors = config.load_tasks()
-    engine = executor or LocalExecutor()
-    check_grader(specs, local=engine.name == "local")
-    check_runtime(engine, config.runtime)
-    tasks: list[TaskSpec | TaskError] = sorted([*specs, *errors], key=lambda t: t.task_id)
+    start = prepare(config, executor)
     frozen = {  # absolute paths, and the plan itself: a task folder added later is not part of this run
         "tasks_dir": str(Path(config.tasks_dir).resolve()),
         "runs_dir": str(Path(config.runs_dir).resolve()),
-        "tasks": [t.task_id for t in tasks],
+        "tasks": [t.task_id for t in start.tasks],
     }
-    config = config.model_copy(update=frozen)
-    run = Run(
-        name=name,
-        kind="eval",
-        config=config.model_dump(),
-        stack=with_agent_stack(sandbox_stack(engine, config.agent, specs, {}), agent_stack(agent)),
-        source=config.tasks_dir,
-    )
-    plans = planned(config, tasks)
-    with run_lock(config, name, ledger):  # before --replace can delete a run another process is executing
-        run_id = open_run(ledger, run, config, specs, replace)
-        return _execute(ledger, engine, run_id, name, config, plans), errors
+    start.config = config = config.model_copy(update=frozen)
+    run = Run(name=name, kind="eval", config=config.model_dump(), stack=start.stack(), source=config.tasks_dir)
+    plans = planned(config, start.tasks)
+    with start.opened(ledger, run, replace) as run_id:  # the lock first: --replace must not delete a live run
+        return _execute(ledger, start, run_id, name, plans), start.errors
 
 
-def planned(config: RunConfig, tasks: list[TaskSpec | TaskError]) -> list[Plan]:
+def planned(config: RunConfig, tasks: list[TaskSpec | TaskError]) -> list[PlannedTrial]:
     """Every (task, attempt) of the run; for the patch agent (grade, reverify) only those it has a patch for."""
-    plans = [Plan(t, a) for a in range(config.attempts) for t in tasks]
+    plans = [PlannedTrial(t, a) for a in range(config.attempts) for t in tasks]
     patches = config.agent_options.get("patches") if config.agent == "patch" else None
     if isinstance(patches, dict):
         plans = [p for p in plans if str(p.attempt) in patches.get(p.task.task_id, {})]
@@ -69,16 +53,17 @@ def planned(config: RunConfig, tasks: list[TaskSpec | TaskError]) -> list[Plan]:
 
 def _execute(
     ledger: Ledger,
-    engine: Executor,
+    start: RunStart,
     run_id: int,
     name: str,
-    config: RunConfig,
-    plans: list[Plan],
+    plans: list[PlannedTrial],
     timeout_multiplier: float | None = None,
 ) -> Tally:
-    """`execute`; the patch agent, which applies one stored patch per (task, attempt), runs once per attempt."""
+    """`execute` with the start's agent; the patch agent, which applies one stored patch per (task, attempt), is
+    built once per attempt."""
+    config, engine = start.config, start.executor
     if config.agent != "patch" or config.attempts == 1:
-        return execute(ledger, engine, run_id, name, config, plans, timeout_multiplier)
+        return execute(ledger, engine, run_id, name, config, plans, timeout_multiplier, agent=start.agent)
     tally = Tally(total=len(plans))
     for attempt in sorted({p.attempt for p in plans}):
         options = {**config.agent_options, "attempt": attempt}
@@ -90,27 +75,6 @@ def _execute(
     return tally
 
 
-def check_grader(specs: list[TaskSpec], local: bool) -> None:
-    """Tasks that list FAIL_TO_PASS / PASS_TO_PASS are graded per test by swebench's parsers: without the
-    extra, refuse before any trial runs (else each would end infra_error, GraderUnavailableError). A Ray
-    node grades with its own packages."""
-    if local and any(s.lists_tests for s in specs):
-        require("swebench", "grading tasks that list FAIL_TO_PASS / PASS_TO_PASS (the example tasks do)")
-
-
-def open_run(ledger: Ledger, run: Run, config: RunConfig, specs: list[TaskSpec], replace: bool) -> int:
-    """Record a new run and its tasks; with `replace`, the replaced run's trial folders go too.
-
-    With `replace`, call it holding `run_lock(config, run.name)`: a live run must not lose its folders."""
-    with ledger.transaction() as conn:
-        run_id = ledger.create_run(conn, run, replace=replace)
-        ledger.upsert_tasks(conn, [s.record() for s in specs])
-    if replace:  # the replaced run's trial folders would otherwise be read back with the new ones
-        for old in config.paths(run.name).trial_folders():
-            shutil.rmtree(old, ignore_errors=True)
-    return run_id
-
-
 def _stored(ledger: Ledger, name: str) -> tuple[RunRow, RunConfig]:
     run = ledger.get_run(name)
     try:
@@ -118,7 +82,7 @@ def _stored(ledger: Ledger, name: str) -> tuple[RunRow, RunConfig]:
     except ValidationError as exc:
         if "agent" not in run.config or "tasks_dir" not in run.config:
             raise UserError(f"run '{name}' was not made by `trialbook run` (imported runs cannot be resumed)") from None
-        first = exc.errors()[0]  # e.g. a timeout multiplier of inf, stored before non-finite numbers were refused
+        first = exc.errors()[0]  # e.g. an inf timeout multiplier an older ledger holds: one line
         where = ".".join(map(str, first["loc"]))
         raise UserError(f"run '{name}': its stored config cannot be run again: {where}: {first['msg']}") from None
 
@@ -127,14 +91,12 @@ def resume_run(ledger: Ledger, name: str, executor: Executor | None = None) -> t
     """Remove the run's leftover containers (on every node of a cluster), then run every planned trial that
     has no record. Returns (tally, leftover containers removed)."""
     run, config = _stored(ledger, name)
-    engine = executor or LocalExecutor()
-    specs, errors = config.load_tasks()
-    tasks: list[TaskSpec | TaskError] = sorted([*specs, *errors], key=lambda t: t.task_id)
+    start = prepare(config, executor, grader=False)
     with run_lock(config, name, ledger):  # the containers of a live run are not leftovers
-        removed, _ = engine.clean(name, images=False, ledger=ledger.id)
+        removed, _ = start.executor.clean(name, images=False, ledger=ledger.id)
         recorded = {(t.task_id, t.attempt) for t in ledger.trial_rows(run.id, current_only=False)}
-        plans = [p for p in planned(config, tasks) if (p.task.task_id, p.attempt) not in recorded]
-        return _execute(ledger, engine, run.id, name, config, plans), removed
+        plans = [p for p in planned(config, start.tasks) if (p.task.task_id, p.attempt) not in recorded]
+        return _execute(ledger, start, run.id, name, plans), removed
 
 
 def rerun(
@@ -146,17 +108,16 @@ def rerun(
     except ValueError:
         raise UserError(f"--where must be one of: {', '.join(o.value for o in Outcome)}") from None
     run, config = _stored(ledger, name)
-    engine = executor or LocalExecutor()
-    specs, errors = config.load_tasks()
-    by_id: dict[str, TaskSpec | TaskError] = {t.task_id: t for t in [*specs, *errors]}
+    start = prepare(config, executor, grader=False)
+    by_id: dict[str, TaskSpec | TaskError] = {t.task_id: t for t in start.tasks}
     with run_lock(config, name, ledger):
-        engine.clean(name, images=False, ledger=ledger.id)
+        start.executor.clean(name, images=False, ledger=ledger.id)
         targets = [t for t in ledger.trial_rows(run.id) if t.outcome == outcome.value]
         missing = sorted({t.task_id for t in targets} - set(by_id))
         if missing:
             raise TrialbookError(f"task folder(s) no longer in {config.tasks_dir}: {', '.join(missing)}")
-        plans = [Plan(by_id[t.task_id], t.attempt, t.id, (t.extra or {}).get("trial_name")) for t in targets]
-        tally = _execute(ledger, engine, run.id, name, config, plans, timeout_multiplier)
+        plans = [PlannedTrial(by_id[t.task_id], t.attempt, t.id, (t.extra or {}).get("trial_name")) for t in targets]
+        tally = _execute(ledger, start, run.id, name, plans, timeout_multiplier)
     note = {
         "where": outcome.value,
         "timeout_multiplier": timeout_multiplier or config.timeout_multiplier,

@@ -241,7 +241,7 @@ def _attempt(
     box = start(name)
     state.runtime = box.runtime
     if task.isolation == "diff":  # the verifier's containers warm (and prepare) while the agent works
-        with contextlib.suppress(IsolationError):  # no workdir: the trial meets it after the agent, as before
+        with contextlib.suppress(IsolationError):  # no workdir: nothing warms; the verifier's start raises it
             prep = _verifier_prep(engine, task, image)
             engine.ahead(
                 image.reference, labels, task.cpus, task.memory_mb, task.pids_limit, task.allow_network,

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from trialbook.harness.config import Plan
+from trialbook.harness.config import PlannedTrial
 from trialbook.harness.paths import TrialPaths
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
 from trialbook.ledger.store import Ledger, trial_row
@@ -39,9 +39,9 @@ def record_trials(ledger: Ledger, run_id: int, items: list[tuple[TrialResult, in
 
 
 def recorded(
-    ledger: Ledger, run_id: int, executor: Any, plans: list[Plan], settings: TrialSettings, stopper: Stopper,
+    ledger: Ledger, run_id: int, executor: Any, plans: list[PlannedTrial], settings: TrialSettings, stopper: Stopper,
     concurrency: int, deadline_at: float | None,
-) -> Iterator[tuple[Plan, TrialResult, int]]:  # fmt: skip
+) -> Iterator[tuple[PlannedTrial, TrialResult, int]]:  # fmt: skip
     """The executor's finished trials, each yielded once it is in the ledger, with its id: the trials that finished
     together are recorded in one transaction (record_trials) when the executor hands them over together (`batches`,
     harness/executors.LocalExecutor), else one by one. Interrupted ones (None) are left out."""

@@ -16,13 +16,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from trialbook.agents import get_agent
 from trialbook.errors import UserError
-from trialbook.harness.config import Plan, RunConfig
-from trialbook.harness.executors import Executor, LocalExecutor
-from trialbook.harness.lock import run_lock
+from trialbook.harness.bootstrap import RunStart, prepare
+from trialbook.harness.config import PlannedTrial, RunConfig
+from trialbook.harness.executors import Executor
 from trialbook.harness.paths import DEFAULT_RUNS_DIR
 from trialbook.harness.pool import execute
-from trialbook.harness.runner import open_run
 from trialbook.harness.stack import sandbox_stack
 from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
@@ -30,7 +30,7 @@ from trialbook.names import safe_name
 from trialbook.outcomes import NOT_PASSING, Outcome, is_resolved
 from trialbook.records import Run
 from trialbook.result_types import ABSENT, Absent, Result, optional
-from trialbook.tasks import TaskError, TaskSpec, load_tasks
+from trialbook.tasks import TaskSpec
 from trialbook.verify.gold import config_line, gold_statuses
 
 AGENTS = ("oracle", "nop")
@@ -255,19 +255,21 @@ def _ok(v: TaskView) -> dict[str, Any]:
     return {"summary": f"oracle resolved {o.resolved}/{o.n}, nop {n.resolved}/{n.n}{note}"}
 
 
-class Rule(NamedTuple):
+class VerdictRule(NamedTuple):
     verdict: str
     meaning: str
     check: Callable[[TaskView], dict[str, Any] | None]
 
 
-RULES: tuple[Rule, ...] = (
-    Rule("infra_error", "a trial could not run (invalid task folder, missing image, daemon): no verdict", _not_run),
-    Rule("verifier_timeout", "test.sh ran past [verifier] timeout_sec in some repeat", _verifier_timeout),
-    Rule("flaky", "the same agent got different results or per-test statuses across repeats", _flaky),
-    Rule("oracle_fails", "the reference solution is not resolved (failing tests listed)", _oracle_fails),
-    Rule("nop_passes", "doing nothing resolves the task or passes FAIL_TO_PASS tests", _nop_passes),
-    Rule("ok", "oracle always resolved, nop never, per-test statuses stable", _ok),
+RULES: tuple[VerdictRule, ...] = (
+    VerdictRule(
+        "infra_error", "a trial could not run (invalid task folder, missing image, daemon): no verdict", _not_run
+    ),
+    VerdictRule("verifier_timeout", "test.sh ran past [verifier] timeout_sec in some repeat", _verifier_timeout),
+    VerdictRule("flaky", "the same agent got different results or per-test statuses across repeats", _flaky),
+    VerdictRule("oracle_fails", "the reference solution is not resolved (failing tests listed)", _oracle_fails),
+    VerdictRule("nop_passes", "doing nothing resolves the task or passes FAIL_TO_PASS tests", _nop_passes),
+    VerdictRule("ok", "oracle always resolved, nop never, per-test statuses stable", _ok),
 )
 
 
@@ -338,23 +340,8 @@ def default_run_name(tasks_dir: Path) -> str:
     return safe_name(f"validate-{tasks_dir.resolve().name}-{stamp}")
 
 
-def _run_variant(
-    ledger: Ledger,
-    engine: Executor,
-    name: str,
-    variant: Variant,
-    opts: ValidateOptions,
-    tasks: list[TaskSpec | TaskError],
-) -> int:
-    config = RunConfig(
-        tasks_dir=str(opts.tasks_dir.resolve()),
-        agent="oracle",
-        attempts=opts.repeats,
-        concurrency=opts.concurrency,
-        timeout_multiplier=opts.timeout_multiplier,
-        tasks=[t.task_id for t in tasks],
-        runs_dir=str(opts.runs_dir.resolve()),
-    )
+def _run_variant(ledger: Ledger, start: RunStart, name: str, variant: Variant, opts: ValidateOptions) -> int:
+    config, tasks = start.config, start.tasks
     run_tasks = [t.model_copy(update={"image": variant.image}) if variant.image and isinstance(t, TaskSpec) else t
                  for t in tasks]  # fmt: skip
     specs = [t for t in run_tasks if isinstance(t, TaskSpec)]
@@ -371,13 +358,13 @@ def _run_variant(
         },
         "image_variant": {"label": variant.label, "image": variant.image},
     }
-    stack = sandbox_stack(engine, "oracle+nop", specs, {})
+    stack = sandbox_stack(start.executor, "oracle+nop", specs, {})
     run = Run(name=name, kind="validate", config=stored, stack=stack, source=config.tasks_dir)
-    with run_lock(config, name, ledger):
-        run_id = open_run(ledger, run, config, [t for t in tasks if isinstance(t, TaskSpec)], opts.replace)
+    with start.opened(ledger, run, opts.replace) as run_id:
         for k, agent in enumerate(AGENTS):
-            plans = [Plan(t, k * opts.repeats + a) for a in range(opts.repeats) for t in run_tasks]
-            execute(ledger, engine, run_id, name, config.model_copy(update={"agent": agent}), plans)
+            plans = [PlannedTrial(t, k * opts.repeats + a) for a in range(opts.repeats) for t in run_tasks]
+            agent_config = config.model_copy(update={"agent": agent})
+            execute(ledger, start.executor, run_id, name, agent_config, plans, agent=get_agent(agent, {}))
     final = ledger.get_run(name).stack
     with ledger.transaction() as conn:
         ledger.set_run_stack(conn, run_id, {**final, "agent": "oracle+nop", "image_variant": variant.label})
@@ -389,17 +376,26 @@ def validate(
 ) -> ValidateResult:
     """Validate every task under each image variant."""
     variants = parse_variants(image_variants) or [Variant(None, None)]
-    specs, errors = load_tasks(opts.tasks_dir, opts.tasks)
-    tasks: list[TaskSpec | TaskError] = sorted([*specs, *errors], key=lambda t: t.task_id)
-    task_ids = [t.task_id for t in tasks]
-    engine = executor or LocalExecutor()
+    config = RunConfig(
+        tasks_dir=str(opts.tasks_dir.resolve()),
+        agent="oracle",
+        attempts=opts.repeats,
+        concurrency=opts.concurrency,
+        timeout_multiplier=opts.timeout_multiplier,
+        tasks=opts.tasks,
+        runs_dir=str(opts.runs_dir.resolve()),
+    )
+    # a task that cannot be graded is the task's infra_error verdict, not a refusal: grader=False
+    start = prepare(config, executor, agent=False, grader=False)
+    task_ids = [t.task_id for t in start.tasks]
+    start.config = config.model_copy(update={"tasks": task_ids})
     base = opts.run or default_run_name(opts.tasks_dir)
     out: list[TaskVerdict] = []
     per_variant: dict[str, list[TaskView]] = {}
     runs: dict[str, str] = {}
     for variant in variants:
         name = base if variant.label is None else f"{base}-{variant.label}"
-        run_id = _run_variant(ledger, engine, name, variant, opts, tasks)
+        run_id = _run_variant(ledger, start, name, variant, opts)
         views = task_views(list(ledger.trial_rows(run_id)), task_ids)
         per_variant[variant.label or "default"] = views
         runs[variant.label or "default"] = name

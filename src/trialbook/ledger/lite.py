@@ -1,6 +1,7 @@
 """A SQLAlchemy-free reader of a SQLite ledger for `runs` and `show`.
 
-Importing SQLAlchemy and its dialects is most of what `runs`/`show` would cost at start-up (issue 18).
+Importing SQLAlchemy and its dialects is most of what `runs`/`show` would cost at start-up
+(tests/ledger/test_sqlite_reads.py::test_runs_and_show_import_neither_sqlalchemy_nor_numpy).
 `open_reads` gives these commands a `LiteLedger` (stdlib sqlite3, the statements' SQLite text from
 sqlite_reads.py) when `--db` is a SQLite file at this trialbook's schema version; anything else (a
 PostgreSQL URL, a missing file, an older or newer schema, a file SQLite cannot read) goes to

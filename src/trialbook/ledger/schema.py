@@ -88,7 +88,7 @@ trials = Table(
 )
 # run_id only: imports append in run order, so this index stays cheap to maintain on bulk inserts.
 Index("ix_trials_run", trials.c.run_id)
-# v4 (issue 16): a partial index of the superseded trials only, which makes a run's superseded count
+# v4: a partial index of the superseded trials only, which makes a run's superseded count
 # (half of its summary's fingerprint, ledger/summary_cache.py) one seek answered by the index alone. An import's
 # new rows are all current, so it costs an import nothing; covering indexes of every trial (by outcome,
 # or by task) made a 1,000,000-trial import 45% and 100% slower (benchmarks/bench_import.py).
@@ -145,7 +145,7 @@ plan_checks = Table(
     Column("result", Text, nullable=False),  # JSON: verdicts and the candidate count adjusted for
 )
 
-# v4 (issue 16): per-run summary numbers, computed once by the writer (ledger/summary_cache.py explains when
+# v4: per-run summary numbers, computed once by the writer (ledger/summary_cache.py explains when
 # they are exact); `serve` reads them instead of counting a million trials on every first visit.
 run_summary = Table(
     "run_summary",
@@ -190,12 +190,12 @@ def _v2_identity(conn: Connection) -> None:
 
 
 def _v3_plans(conn: Connection) -> None:
-    """v3 (issue 15): preregistered plans and the log of their checks."""
+    """v3: preregistered plans and the log of their checks."""
     metadata.create_all(conn, tables=[plans, plan_checks])
 
 
 def _v4_summaries(conn: Connection) -> None:
-    """v4 (issue 16): the index of SUMMARY_INDEXES (a fresh ledger got it from _create_v1)
+    """v4: the index of SUMMARY_INDEXES (a fresh ledger got it from _create_v1)
     and run_summary/run_stats (Ledger fills them for the runs already there, in the same transaction)."""
     for index in SUMMARY_INDEXES:
         index.create(conn, checkfirst=True)
@@ -209,7 +209,7 @@ def _v5_run_tasks(conn: Connection) -> None:
     conn.execute(run_stats.delete())
 
 
-# v6 (issue 48): every verdict `compare` and `prereg check` printed, by family (a baseline's, or one named
+# v6: every verdict `compare` and `prereg check` printed, by family (a baseline's, or one named
 # with --family), so that a later look is adjusted for the earlier ones (stats/looks.py). A row with
 # candidate NULL resets its family: looks before it no longer count.
 looks = Table(
@@ -230,7 +230,7 @@ looks = Table(
 
 
 def _v6_looks(conn: Connection) -> None:
-    """v6 (issue 48): the looks table (self-contained: creates only it)."""
+    """v6: the looks table (self-contained: creates only it)."""
     metadata.create_all(conn, tables=[looks])
 
 

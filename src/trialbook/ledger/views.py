@@ -341,7 +341,7 @@ class Artifact:
         return len(self.text) < self.size
 
 
-def artifacts_of(ledger: Ledger, trial_id: int, limit_chars: int = 200_000) -> dict[str, Artifact]:
+def artifact_tails(ledger: Ledger, trial_id: int, limit_chars: int = 200_000) -> dict[str, Artifact]:
     """A trial's artifacts by name, each cut to its last `limit_chars` characters (the end of a log says most)."""
     tail = (func.substr(artifacts.c.content, -limit_chars) if ledger.is_sqlite
             else func.right(artifacts.c.content, limit_chars))  # fmt: skip

@@ -24,21 +24,21 @@ import os
 import re
 import time
 from collections.abc import Callable, Coroutine, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import trialbook
-from trialbook.agents.base import Agent, AgentResult, agent_stack, with_agent_stack
+from trialbook.agents.base import Agent, AgentResult, agent_stack
 from trialbook.agents.base import FormatError as FormatStop
 from trialbook.agents.mini import MiniAgent, SandboxEnvironment
 from trialbook.agents.registry import get_agent
 from trialbook.errors import UserError
+from trialbook.harness.bootstrap import RunStart, prepare, trial_settings
 from trialbook.harness.config import RunConfig
 from trialbook.harness.executors import Executor
 from trialbook.harness.paths import DEFAULT_RUNS_DIR, RunPaths
-from trialbook.harness.runner import open_run
-from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
+from trialbook.harness.trial import Stopper, TrialResult
 from trialbook.harness.trial_writer import record_trial, write_or_warn
 from trialbook.harness.where import make_executor
 from trialbook.ledger.store import Ledger
@@ -48,8 +48,7 @@ from trialbook.rl.gateway import Gateway
 from trialbook.rl.rewards import DEFAULT_POLICY, RewardPolicy
 from trialbook.rl.trajectory import ARTIFACT, Trajectory, tagged
 from trialbook.sandbox import Sandbox
-from trialbook.sandbox.docker import LABEL_LEDGER, LABEL_RUN_ID
-from trialbook.tasks import TaskSpec, load_tasks
+from trialbook.tasks import TaskSpec
 
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
 from minisweagent.exceptions import Submitted  # noqa: E402
@@ -164,32 +163,47 @@ class Rollouts:
         self.rewards = rewards
         self.gateway = gateway
         self.runs_dir = RunPaths.of(runs_dir, run).folder
-        specs, errors = load_tasks(Path(tasks_dir))
-        if errors:
-            raise UserError(f"unusable task folder(s): {', '.join(e.task_id for e in errors)}")
-        self.tasks: dict[str, TaskSpec] = {s.task_id: s for s in specs}
         if gateway is not None and not endpoints:
             endpoints = [gateway.url]
         self.options = {**(agent_options or {}), "endpoints": list(endpoints)}
         if model:
             self.options["model"] = model
+        self.config = self._config(tasks_dir, runs_dir, retries, timeout_multiplier)
         # "ray": each rollout is a Ray task on a cluster node (harness/raycluster.py); this process records it
-        self.executor = make_executor(executor, ray_address) if isinstance(executor, str) else executor
+        engine = make_executor(executor, ray_address) if isinstance(executor, str) else executor
+        start = prepare(self.config, engine, agent=False)  # the agents are per endpoint (`_agent`)
+        if start.errors:
+            raise UserError(f"unusable task folder(s): {', '.join(e.task_id for e in start.errors)}")
+        self.executor = start.executor
+        self.tasks: dict[str, TaskSpec] = {s.task_id: s for s in start.specs}
         self._agents: dict[tuple[str, ...], MiniAgent] = {}
         if serving is None and endpoints:
             serving = agent_stack(self._agent(None))
         if gateway is not None and "model" not in self.options:
             self.options["model"] = self._agent(None).model_name()  # asked once, not once per trial
-        self.config = RunConfig(
+            start.config = self.config = self._config(tasks_dir, runs_dir, retries, timeout_multiplier)
+        # the run lock is held until close(): a `--replace` (run, validate, an importer) of this run while the
+        # trainer writes to it is refused, as for a live `trialbook run`
+        self._held = ExitStack()
+        self.run_id = self._held.enter_context(start.opened(self.ledger, self._record_of(start, serving), append=True))
+        self.stopper = Stopper()
+
+    def _config(self, tasks_dir: str | Path, runs_dir: str | Path, retries: int, multiplier: float) -> RunConfig:
+        return RunConfig(
             tasks_dir=str(Path(tasks_dir).resolve()),
             agent="mini",
             retries=retries,
             runs_dir=str(Path(runs_dir).resolve()),
             agent_options=self.options,
-            timeout_multiplier=timeout_multiplier,
+            timeout_multiplier=multiplier,
         )
-        self.run_id = self._open(serving)
-        self.stopper = Stopper()
+
+    def _record_of(self, start: RunStart, serving: dict[str, Any] | None) -> Run:
+        """The train run's record: its config keeps the rewards policy (and the gateway) in force."""
+        config = {**self.config.model_dump(), "rewards": self.rewards.record()}
+        if self.gateway is not None:
+            config["gateway"] = {"engine": self.gateway.engine.name, "engine_url": self.gateway.engine_url}
+        return Run(name=self.run, kind="train", config=config, stack=start.stack(serving=serving))
 
     def _agent(self, endpoint: str | Sequence[str] | None) -> MiniAgent:
         urls = tuple([endpoint] if isinstance(endpoint, str) else endpoint or self.options["endpoints"])
@@ -200,23 +214,6 @@ class Rollouts:
             assert isinstance(agent, MiniAgent)
             self._agents[urls] = agent
         return self._agents[urls]
-
-    def _open(self, serving: dict[str, Any] | None) -> int:
-        try:
-            existing = self.ledger.get_run(self.run)
-        except UserError:
-            existing = None
-        if existing is not None:
-            if existing.kind != "train":
-                raise UserError(f"run '{self.run}' exists and is not a train run")
-            return existing.id
-        stack = {"harness": "trialbook", "harness_version": trialbook.__version__, "engine": "docker",
-                 "engine_version": self.executor.version()}  # fmt: skip
-        config = {**self.config.model_dump(), "rewards": self.rewards.record()}
-        if self.gateway is not None:
-            config["gateway"] = {"engine": self.gateway.engine.name, "engine_url": self.gateway.engine_url}
-        run = Run(name=self.run, kind="train", config=config, stack=with_agent_stack(stack, serving))
-        return open_run(self.ledger, run, self.config, list(self.tasks.values()), replace=False)
 
     async def rollout(
         self,
@@ -267,11 +264,7 @@ class Rollouts:
     ) -> Pending:
         if task_id not in self.tasks:
             raise UserError(f"unknown task '{task_id}' (known: {', '.join(sorted(self.tasks))})")
-        settings = TrialSettings(
-            run=self.run, agent=agent, retries=self.config.retries, backoff_s=self.config.backoff_s,
-            timeout_multiplier=self.config.timeout_multiplier,
-            labels={LABEL_LEDGER: self.ledger.id, LABEL_RUN_ID: str(self.run_id)},
-        )  # fmt: skip
+        settings = trial_settings(self.ledger, self.run_id, self.run, self.config, agent)
         task = self.tasks[task_id]
         result = await asyncio.to_thread(self.executor.run_one, task, attempt, settings, self.stopper)
         traj = None
@@ -362,5 +355,8 @@ class Rollouts:
         return [self._record(p, step, wv, epoch, mark) for p in members]
 
     def close(self) -> None:
-        """Remove any container this run left (there should be none)."""
-        self.executor.clean(self.run, images=False, ledger=self.ledger.id)
+        """Remove any container this run left (there should be none) and release the run lock."""
+        try:
+            self.executor.clean(self.run, images=False, ledger=self.ledger.id)
+        finally:
+            self._held.close()

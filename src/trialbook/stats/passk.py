@@ -12,7 +12,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # `show` computes pass@k without importing numpy (start-up time, issue 18)
+if TYPE_CHECKING:  # `show` computes pass@k without importing numpy (tests/ledger/test_sqlite_reads.py)
     import numpy as np
 
 

@@ -152,7 +152,7 @@ def hang(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, s
     """Both tries of the verifier ran past its timeout with the agent's change: run it once without the change.
     Finished in time there, the hang is the change's (tests that never end are failing tests, as swebench's
     harness counts them): graded 0, HungWithChangeError, tagged `hung_with_change`; timed out there too, the task
-    hangs anyway (the seed's sklearn-14710): verifier_timeout as before, not graded, tagged `hangs_without_change`;
+    hangs anyway (SWE-bench's sklearn-14710 does): verifier_timeout, not graded, tagged `hangs_without_change`;
     any other end of that run proves nothing either way: verifier_timeout, untagged."""
     base = baseline(task, open_box, state)
     grading.extra["without_change"] = {"end": base.end, "duration_s": base.took}

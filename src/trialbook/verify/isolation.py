@@ -43,7 +43,7 @@ BASE_LINE = "trialbook-base"  # what the base script prints: the tree id it wrot
 # (image id, workdir) -> the tree the harness's git indexes from a fresh container of that image, when it is the image
 # repository's own HEAD tree: every object of it is then in that repository, which a stage's git dir borrows, so
 # later verifier containers of the image skip indexing it (two git processes each, a full hash of a repository's
-# files); "" when it is not (the image's tree has changes of its own), so the base is computed every time, as before.
+# files); "" when it is not (the image's tree has changes of its own): the base is then computed in every container.
 # Learned only in verifier containers, which run nothing of the agent's before the change is applied.
 _BASES: dict[tuple[str, str], str] = {}
 # In the working tree, for each path the change adds (NUL-separated on stdin, via xargs): what is there is untracked

@@ -15,7 +15,7 @@ Reading (`segment`): the graded text runs from the first sealed start marker (no
 printed) to the first sealed end marker after it (which nothing of the tests can print). A marker without this
 run's nonce anywhere in the log (a plain `>>>>> End Test Output`, or one with a guessed or replayed nonce) is a
 forgery: it is not read as a marker, and the trial is graded 0, tagged `markers_forged`
-(verify/grading.grade_parsed). A script without markers is not sealed and its log is read whole, as before.
+(verify/grading.grade_parsed). A script without markers is not sealed and its log is read whole.
 """
 
 from __future__ import annotations

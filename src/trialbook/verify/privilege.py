@@ -26,8 +26,8 @@ or folder: `find_test_commands`) is prefixed with a shell function defined at th
 files stay readable, but test.sh and config.json (the F2P/P2P lists) are root's only. The harness reads reward files
 only when root owns them.
 
-A script with no test command found, or an image whose container does not run as root, runs as before (tagged
-`tests_not_separated`); docs/threat-model.md says what is guaranteed in each case.
+A script with no test command found, or an image whose container does not run as root, runs its tests as
+the verifier's own user (tagged `tests_not_separated`); docs/threat-model.md says what is guaranteed in each case.
 """
 
 from __future__ import annotations

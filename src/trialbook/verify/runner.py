@@ -92,7 +92,7 @@ class Verdict(BaseModel):
     seal: dict[str, str] | None = None  # the segment markers' nonces (verify/markers.Seal.as_record), for a regrade
     exit_disagrees: bool = False  # a reward of 1 from the exit status while the log reports a failure (exit_disagrees)
     # how the test command ran (verify/privilege.py): "setpriv" or "python3" (as its own uid), "root" (the image gave
-    # no way to drop root), None (no test command found in test.sh: it ran as before)
+    # no way to drop root), None (no test command found in test.sh: it ran as test.sh's user)
     tests_user: str | None = None
     rewards_by_tests: list[str] = []  # reward files the tests' uid wrote (removed before test.sh went on)
     exit_contradicts_log: bool = False  # a test command exited 0 after its runner reported a failure: graded 0

@@ -108,7 +108,7 @@ def run_page(ledger: Ledger, cache: RunCache, name: str, outcome: str | None, ta
 
 def trial_page(ledger: Ledger, trial_id: int) -> dict[str, Any]:
     d = views.trial_detail(ledger, trial_id)
-    files = views.artifacts_of(ledger, trial_id)
+    files = views.artifact_tails(ledger, trial_id)
     turns = None
     for n in TRAJECTORY_NAMES:
         if n in files:

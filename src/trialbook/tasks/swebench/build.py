@@ -25,7 +25,7 @@ from trialbook.tasks.swebench.build_images import Builder, BuildFailed, base_tag
 from trialbook.tasks.swebench.build_plan import (
     DEFAULT_EXCLUDE_NEWER,
     PYTHON_RULE,
-    Plan,
+    BuildPlan,
     local_source,
     make_plan,
     refusal,
@@ -100,7 +100,7 @@ def plan_all(
     exclude_newer: str,
     layout: str = "venv",
     from_lock: Path | None = None,
-) -> tuple[list[Plan], list[BuildLine]]:
+) -> tuple[list[BuildPlan], list[BuildLine]]:
     """Plans for the buildable instances, and one skipped/refused line for each other one."""
     if repos is not None and not repos.is_dir():
         raise UserError(f"--repos {repos} is not a folder")
@@ -136,13 +136,13 @@ def plan_all(
     return plans, lines
 
 
-def _lock_of(builder: Builder, plan: Plan) -> dict[str, Any]:
+def _lock_of(builder: Builder, plan: BuildPlan) -> dict[str, Any]:
     base = base_tag(plan.suite)
     env = read_environment(builder.client, plan.inst_tag, plan.venv)
     return make_lock(plan.instance_id, plan.suite, plan.layout, (base, builder.image_id(base)), plan.exclude_newer, env)
 
 
-def _build_one(builder: Builder, plan: Plan, registry: str | None, locks: dict[str, dict[str, Any]]) -> BuildLine:
+def _build_one(builder: Builder, plan: BuildPlan, registry: str | None, locks: dict[str, dict[str, Any]]) -> BuildLine:
     t0 = time.monotonic()
     official = image_for(plan.instance_id, registry) if plan.layout == "official" else None
     try:

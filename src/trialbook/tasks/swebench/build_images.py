@@ -27,7 +27,7 @@ import docker
 from docker.errors import APIError, DockerException, ImageNotFound
 from packaging.requirements import InvalidRequirement, Requirement
 
-from trialbook.tasks.swebench.build_plan import CONDA_EXCLUDE_NEWER, Plan, env_recipe, git
+from trialbook.tasks.swebench.build_plan import CONDA_EXCLUDE_NEWER, BuildPlan, env_recipe, git
 from trialbook.tasks.swebench.generate import HTTPBIN_VENV
 from trialbook.tasks.swebench.official_layout import CONDA_ACTIVATE, official_env_lines, official_inst_tail
 
@@ -83,7 +83,7 @@ NO_CUTOFF = "2100-01-01"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def exact_pins(plan: Plan) -> list[str]:
+def exact_pins(plan: BuildPlan) -> list[str]:
     """Names the spec pins to one version (`name==1.2`): the date cutoff must not hide the pinned version."""
     r = env_recipe(plan)
     lines = [*r["packages"], *r["pip_packages"], *(r["requirements"] or "").splitlines()]
@@ -98,7 +98,7 @@ def exact_pins(plan: Plan) -> list[str]:
     return sorted(names)
 
 
-def conda_names(plan: Plan) -> list[str]:
+def conda_names(plan: BuildPlan) -> list[str]:
     """Packages the official images took from conda's channel (the spec's `packages`), not pinned."""
     names = set()
     for p in env_recipe(plan)["packages"]:
@@ -111,13 +111,13 @@ def conda_names(plan: Plan) -> list[str]:
     return sorted(names - set(exact_pins(plan)))  # a version the spec pins is exempt from every cutoff
 
 
-def uv_install(args: str, plan: Plan) -> str:
+def uv_install(args: str, plan: BuildPlan) -> str:
     exempt = "".join(f" --exclude-newer-package {n}={NO_CUTOFF}" for n in exact_pins(plan))
     exempt += "".join(f" --exclude-newer-package {n}={CONDA_EXCLUDE_NEWER}" for n in conda_names(plan))
     return f"uv pip install --python {plan.venv}/bin/python --exclude-newer {plan.exclude_newer}{exempt} {args}"
 
 
-def pip_to_uv(command: str, plan: Plan) -> str:
+def pip_to_uv(command: str, plan: BuildPlan) -> str:
     """The spec's `python -m pip install ...` as a uv install resolved as of the date."""
     for prefix in ("python -m pip install", "pip install"):
         if command.startswith(prefix):
@@ -125,7 +125,7 @@ def pip_to_uv(command: str, plan: Plan) -> str:
     return command
 
 
-def env_dockerfile(plan: Plan) -> tuple[str, dict[str, str]]:
+def env_dockerfile(plan: BuildPlan) -> tuple[str, dict[str, str]]:
     """(Dockerfile, extra context files) of the environment image."""
     r = env_recipe(plan)
     d = plan
@@ -161,13 +161,13 @@ def env_dockerfile(plan: Plan) -> tuple[str, dict[str, str]]:
     return "\n".join(lines) + "\n", files
 
 
-def scm_env(plan: Plan) -> str:
+def scm_env(plan: BuildPlan) -> str:
     """setuptools_scm cannot read a version from a depth-1 clone: pretend the spec's version."""
     name = plan.inst["repo"].split("/")[1].upper().replace("-", "_")
     return f"SETUPTOOLS_SCM_PRETEND_VERSION_FOR_{name}={plan.version}.0"
 
 
-def inst_dockerfile(plan: Plan) -> str:
+def inst_dockerfile(plan: BuildPlan) -> str:
     steps = [*plan.specs.get("pre_install", [])]
     if plan.specs.get("install") and plan.extra.get("legacy_editable"):
         # pip (as of the date; the venv's own is too old) as the official images did: see legacy_editable
@@ -224,7 +224,7 @@ def content_key(dockerfile: str, files: dict[str, str]) -> str:
     return h.hexdigest()
 
 
-def key_plan(plan: Plan) -> None:
+def key_plan(plan: BuildPlan) -> None:
     """Set the plan's env and instance keys (the instance key covers the env key via FROM)."""
     env_df, env_files = env_dockerfile(plan)
     plan.env_key = content_key(env_df, env_files)
@@ -345,13 +345,13 @@ class Builder:
         except (APIError, DockerException) as exc:
             raise BuildFailed(f"docker build {tag}: {exc}") from None
 
-    def ensure_env(self, plan: Plan) -> None:
+    def ensure_env(self, plan: BuildPlan) -> None:
         self.ensure_base(plan.suite)
         dockerfile, files = env_dockerfile(plan)
         uv = uv_binary()
         self.build(plan.env_tag, dockerfile, files, lambda ctx: shutil.copy2(uv, ctx / "uv"))
 
-    def ensure_instance(self, plan: Plan) -> None:
+    def ensure_instance(self, plan: BuildPlan) -> None:
         self.ensure_env(plan)
 
         def checkout(ctx: Path) -> None:

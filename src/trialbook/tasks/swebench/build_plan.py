@@ -67,7 +67,7 @@ OFFICIAL_ENV = f"{CONDA_ROOT}/envs/testbed"
 
 
 @dataclass
-class Plan:
+class BuildPlan:
     """One instance's build: spec, source and the content hashes that name its images."""
 
     inst: dict[str, Any]
@@ -224,7 +224,7 @@ def conda_to_pip(packages: str) -> list[str]:
     return [re.sub(r"(?<![=<>!~])=(?!=)", "==", p) for p in packages.split()]
 
 
-def env_recipe(plan: Plan) -> dict[str, Any]:
+def env_recipe(plan: BuildPlan) -> dict[str, Any]:
     pkgs = plan.specs.get("packages", "")
     if pkgs == "environment.yml":
         packages = list(plan.extra.get("conda_env", []))
@@ -306,12 +306,12 @@ def reads_httpbin_url(source: Path, inst: dict[str, Any]) -> bool:
     return False
 
 
-def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: str) -> Plan:
+def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: str) -> BuildPlan:
     """The plan without its image keys (`build_images.key_plan` names the images from their recipes)."""
     specs = MAP_REPO_VERSION_TO_SPECS[inst["repo"]][version]
     python = python_for(str(specs["python"]))
     assert python is not None  # refusal() rules the others out
-    plan = Plan(inst, version, specs, SUITES[python], source, exclude_newer)
+    plan = BuildPlan(inst, version, specs, SUITES[python], source, exclude_newer)
     if specs.get("packages") == "requirements.txt":
         plan.requirements = read_requirements(source, inst["repo"], inst["base_commit"])
     elif specs.get("packages") == "environment.yml":

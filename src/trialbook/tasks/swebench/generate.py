@@ -2,7 +2,7 @@
 
 The verifier follows swebench 4.1.0's own eval script (`make_eval_script_list_py` with the
 instance's `MAP_REPO_VERSION_TO_SPECS` entry): reset the test files, apply the test patch, run the
-repo's test command, reset again. trialbook adds three things the seed paid for:
+repo's test command, reset again. trialbook adds three things, each closing a way that script misgrades:
 - the repo's `pre_install` file edits are re-applied when the file is clean (an agent's `git
   checkout` reverts the image's uncommitted sphinx tox.ini `-rA` edit: no per-test lines);
 - proxy variables are removed on the test line only (`env -u`), not for the whole verifier;
