@@ -176,7 +176,7 @@ def _planted(task: TaskSpec, witness: bool = False) -> Planted | None:
         return None
     script = read_script(task.tests_dir)
     own = task_test_files(task.tests_dir)
-    return plant(script, own, secrets.token_hex(6), sources.names(task), None, sources.functions(task))
+    return plant(script, own, secrets.token_hex(6), sources.taken_names(task), None, sources.derivable(task))
 
 
 def _script(stage: str, mark: str, unpack: str | None = None, prepare: str = "") -> str:

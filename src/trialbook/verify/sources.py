@@ -41,7 +41,7 @@ def _key(task: TaskSpec) -> _Key:
     return (str(task.tests_dir), task.verifier_hash)
 
 
-def functions(task: TaskSpec) -> Functions:
+def derivable(task: TaskSpec) -> Functions:
     """The functions canaries of `task` may be derived from: the task folder's by file name, the image's by path."""
     key = _key(task)
     if key not in _TASK:  # once per task and verifier: a tests/ folder may hold much data
@@ -49,7 +49,7 @@ def functions(task: TaskSpec) -> Functions:
     return merged(_TASK[key], _IMAGE.get(key, {}))
 
 
-def names(task: TaskSpec) -> set[str]:
+def taken_names(task: TaskSpec) -> set[str]:
     """Every `def test_...` / `class Test...` name in the task's test files and the image's modules a canary goes
     into (a canary must not reuse one: a def of the same name would replace the task's own test)."""
     key = _key(task)
@@ -85,5 +85,5 @@ def learn_image(box: Sandbox, task: TaskSpec, workdir: str) -> None:
             seen.update(_TEST_NAME.findall(text))
             if derived := module_functions(text):
                 found[file] = derived
-        names(task).update(seen)
+        taken_names(task).update(seen)
         _IMAGE[key] = found
