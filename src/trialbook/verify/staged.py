@@ -46,7 +46,8 @@ class Snapshot:
     script: str  # tests/test.sh ("" when it is not a readable file)
     hash: str  # sha256 over the members' names, types and contents
     rendered: dict[frozenset[str], bytes]  # the members' tar bytes (no end-of-archive) without the names given
-    zipped: dict[frozenset[str], zlib._Compress]  # a gzip stream's compressor fed `rendered` (copied per trial)
+    # a gzip stream's start (`rendered` compressed) and its compressor's state after it (copied per trial)
+    zipped: dict[frozenset[str], tuple[bytes, zlib._Compress]]
 
     def tar(self, arcname: str, hidden: frozenset[str], extra: list[tuple[tarfile.TarInfo, bytes]]) -> bytes:
         """The tests at `arcname` (members named in `hidden`, relative to the folder, left out) followed by `extra`
@@ -57,15 +58,15 @@ class Snapshot:
     def tar_gz(self, hidden: frozenset[str], extra: list[tuple[tarfile.TarInfo, bytes]]) -> bytes:
         """As `tar` at ARCNAME, gzipped: the compressor's state after the shared members is copied, not rebuilt."""
         self._rendered(hidden)
-        z = self.zipped[hidden].copy()
-        return z.compress(_close(extra)) + z.flush()
+        start, state = self.zipped[hidden]
+        z = state.copy()
+        return start + z.compress(_close(extra)) + z.flush()
 
     def _rendered(self, hidden: frozenset[str]) -> bytes:
         if hidden not in self.rendered:
             data = self._render(ARCNAME, hidden)
             z = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: a gzip header and trailer, as tarfile's w:gz writes
-            z.compress(data)
-            self.zipped[hidden], self.rendered[hidden] = z, data
+            self.zipped[hidden], self.rendered[hidden] = (z.compress(data), z), data
         return self.rendered[hidden]
 
     def _render(self, arcname: str, hidden: frozenset[str]) -> bytes:
