@@ -8,7 +8,6 @@ The container is always removed, whatever happens.
 from __future__ import annotations
 
 import contextlib
-import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from trialbook import tokens
 from trialbook.agents.base import Agent, AgentStopped
 from trialbook.harness.paths import TRIAL_PREFIX
 from trialbook.harness.trial_state import ImageRef, TrialExtra, TrialState, trial_tags
@@ -104,7 +104,7 @@ def _now() -> str:
 
 def trial_name(run: str, task_id: str, attempt: int) -> str:
     """`tb-<run>-<task>-<attempt>-<8hex>`: the container name (and the trial folder name)."""
-    return f"{TRIAL_PREFIX}{slug(run, 30)}-{slug(task_id, 60)}-{attempt}-{secrets.token_hex(4)}"
+    return f"{TRIAL_PREFIX}{slug(run, 30)}-{slug(task_id, 60)}-{attempt}-{tokens.token_hex(4)}"
 
 
 def _invalid(task: TaskError, attempt: int, name: str, agent: str) -> TrialResult:

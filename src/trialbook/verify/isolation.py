@@ -20,7 +20,6 @@ hits the sandbox's memory or pids limit is an infra error with that reason (outc
 from __future__ import annotations
 
 import re
-import secrets
 import shlex
 import tempfile
 import time
@@ -28,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from trialbook import tokens
 from trialbook.outcomes import ErrorKind
 from trialbook.sandbox import DockerEngine, Sandbox, SandboxError
 from trialbook.tasks import TaskSpec
@@ -123,7 +123,7 @@ class Change:
 
 
 def _stage() -> str:
-    return f".trialbook-{secrets.token_hex(6)}"
+    return f".trialbook-{tokens.token_hex(6)}"
 
 
 def workdir_of(engine: DockerEngine, task: TaskSpec, image: str) -> str:
@@ -353,7 +353,7 @@ def apply_change(
 
     One request: the tree comes in from the request's own text when it is small (else through `put_tar`
     first), then the diff and its application; each round trip is on the trial's critical path."""
-    mark = f"@@trialbook-{secrets.token_hex(6)}@@"
+    mark = f"@@trialbook-{tokens.token_hex(6)}@@"
     stage = box.prepared if isinstance(box.prepared, str) else None  # the image's side, computed while warm
     known = _BASES.get((image_id, change.workdir)) if stage is None else None
     learn = stage is None and _unlearnt(image_id, change.workdir)

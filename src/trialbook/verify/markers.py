@@ -24,6 +24,7 @@ import re
 import secrets
 from dataclasses import dataclass
 
+from trialbook import tokens
 from trialbook.tasks.testscript import HEREDOC
 
 START = ">>>>> Start Test Output"  # swebench.harness.constants.START_TEST_OUTPUT (no swebench import here)
@@ -38,7 +39,7 @@ class Seal:
 
     @classmethod
     def fresh(cls) -> Seal:
-        return cls(secrets.token_hex(8), secrets.token_hex(8))
+        return cls(tokens.token_hex(8), secrets.token_hex(8))
 
     @classmethod
     def from_record(cls, record: object) -> Seal | None:

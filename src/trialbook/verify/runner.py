@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import io
 import re
-import secrets
 import tarfile
 import tempfile
 from collections.abc import Callable
@@ -21,13 +20,14 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from trialbook import tokens
 from trialbook.outcomes import REWARD_FILES, ErrorKind, parse_reward
 from trialbook.sandbox import Sandbox
 from trialbook.sandbox.box import NO_TOOLS, OUTPUT_TAIL, CappedSink, ExecResult, unpack_inline
 from trialbook.sandbox.cgroup import report_script
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, reward_files_named, task_test_files
-from trialbook.verify import sources
+from trialbook.verify import sources, staged
 from trialbook.verify.canary import Planted, in_log, plant
 from trialbook.verify.channels import disagreement
 from trialbook.verify.markers import Seal, seal
@@ -45,6 +45,7 @@ CGROUP = "cgroup"  # the section of the script's output with the limit counters
 # a file printed line by line by the running shell's builtins (no fork, no tool the code under test could replace);
 # its last line may lack a newline
 READ_FILE = 'while IFS= read -r l || [ -n "$l" ]; do printf \'%s\\n\' "$l"; l=; done'
+SPOOL = 256 << 10  # bytes of the verifier's output held in memory before it goes to a temporary file
 INLINE_LIMIT = 96_000  # base64 characters; one argv string may hold at most 128 KiB on Linux
 
 
@@ -126,57 +127,88 @@ def _status_lines() -> Callable[..., str]:
     return status_lines
 
 
-def _tests_tar(task: TaskSpec, arcname: str, script: str | None, gzip: bool = False, logs: bool = False) -> bytes:
+def _tests_tar(
+    task: TaskSpec, arcname: str, script: str | None, gzip: bool = False, logs: bool = False,
+    snap: staged.Snapshot | None = None,
+) -> bytes:  # fmt: skip
     """The task's tests/ at `arcname`, its test.sh replaced by `script` when given (the canary planted); with
     `logs`, also empty `logs/` and `logs/verifier/` (to extract at / after the script removed them).
 
     A task graded per test is graded by the harness from its lists: its config.json (the F2P/P2P lists, which
-    name the tests a change could spare or fake) stays out of the container the tests run in."""
-    buf = io.BytesIO()
-    replaced = f"{arcname}/test.sh" if script is not None else None
-    hidden = {replaced, f"{arcname}/config.json" if task.lists_tests else None} - {None}
+    name the tests a change could spare or fake) stays out of the container the tests run in. The folder's members
+    come from its snapshot (verify/staged.py: read once per task, read again when it changed)."""
+    hidden = frozenset({"test.sh" if script is not None else "", "config.json" if task.lists_tests else ""} - {""})
+    extra: list[tuple[tarfile.TarInfo, bytes]] = []
+    if script is not None:
+        data = script.encode()
+        info = tarfile.TarInfo(f"{arcname}/test.sh")
+        info.size, info.mode = len(data), 0o755
+        extra.append((info, data))
+    for name in ("logs", LOG_DIR.strip("/")) if logs else ():
+        info = tarfile.TarInfo(name)
+        info.type, info.mode = tarfile.DIRTYPE, 0o755
+        extra.append((info, b""))
+    snap = snap or staged.snapshot(task.tests_dir)
+    if snap is not None:
+        return snap.tar_gz(hidden, extra) if gzip and arcname == staged.ARCNAME else snap.tar(arcname, hidden, extra)
+    buf = io.BytesIO()  # too big to keep, or unreadable: archived from disk
+    dropped = {f"{arcname}/{name}" for name in hidden}
     with tarfile.open(fileobj=buf, mode="w:gz" if gzip else "w") as tar:
-        tar.add(str(task.tests_dir), arcname=arcname, filter=lambda info: None if info.name in hidden else info)
-        if replaced is not None and script is not None:
-            data = script.encode()
-            info = tarfile.TarInfo(replaced)
-            info.size, info.mode = len(data), 0o755
-            tar.addfile(info, io.BytesIO(data))
-        for name in ("logs", LOG_DIR.strip("/")) if logs else ():
-            info = tarfile.TarInfo(name)
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
-            tar.addfile(info)
+        tar.add(str(task.tests_dir), arcname=arcname, filter=lambda info: None if info.name in dropped else info)
+        for info, data in extra:
+            tar.addfile(info, io.BytesIO(data) if info.isfile() else None)
     return buf.getvalue()
 
 
-def _inline_tests(task: TaskSpec, stage: str, script: str | None) -> str | None:
+def _inline_tests(task: TaskSpec, stage: str, script: str | None, snap: staged.Snapshot | None = None) -> str | None:
     """Shell that unpacks the tests from an inline base64 tar.gz, or None when they are too big."""
-    payload = base64.b64encode(_tests_tar(task, "tests", script, gzip=True)).decode()
+    payload = base64.b64encode(_tests_tar(task, "tests", script, gzip=True, snap=snap)).decode()
     return unpack_inline(payload, stage) if len(payload) <= INLINE_LIMIT else None
 
 
-def _put_tests(sandbox: Sandbox, task: TaskSpec, stage: str, script: str | None) -> None:
-    sandbox.put_tar("/", _tests_tar(task, f"{stage}/tests".strip("/"), script))
+def _put_tests(
+    sandbox: Sandbox, task: TaskSpec, stage: str, script: str | None, snap: staged.Snapshot | None = None
+) -> None:
+    sandbox.put_tar("/", _tests_tar(task, f"{stage}/tests".strip("/"), script, snap=snap))
 
 
-_NAMED: dict[tuple[str, str], tuple[str, ...]] = {}  # (tests folder, verifier hash) -> the reward files it names
+_NAMED: dict[tuple[str, str], tuple[str, ...]] = {}  # (tests folder, content hash) -> the reward files it names
 
 
-def _reward_files(task: TaskSpec) -> tuple[str, ...]:
-    key = (str(task.tests_dir), task.verifier_hash)
+def _key(task: TaskSpec, snap: staged.Snapshot | None = None) -> tuple[str, str]:
+    """What the caches below are keyed by: the tests folder and the hash of its content as read now (its snapshot,
+    verify/staged.py: a changed folder is a new key), else the hash the task was loaded with."""
+    snap = snap or staged.snapshot(task.tests_dir)
+    return str(task.tests_dir), snap.hash if snap is not None else task.verifier_hash
+
+
+def _original(task: TaskSpec, snap: staged.Snapshot | None) -> str:
+    """The task's own test.sh: its snapshot's, else read from disk."""
+    return snap.script if snap is not None else read_script(task.tests_dir)
+
+
+def _reward_files(task: TaskSpec, snap: staged.Snapshot | None = None) -> tuple[str, ...]:
+    key = _key(task, snap)
     if key not in _NAMED:  # once per task and verifier: a tests/ folder may hold much data
         _NAMED[key] = reward_files_named(task.tests_dir)
     return _NAMED[key]
 
 
-def _planted(task: TaskSpec, witness: bool = False) -> Planted | None:
+def _planted(task: TaskSpec, witness: bool = False, snap: staged.Snapshot | None = None) -> Planted | None:
     """The task's test.sh with a canary planted, for a task graded per test whose test command was found; with
     `witness`, for one graded by its reward file too (a run of its own: the canary fails an honest run as well)."""
     if not task.lists_tests and not witness:
         return None
-    script = read_script(task.tests_dir)
-    own = task_test_files(task.tests_dir)
-    return plant(script, own, secrets.token_hex(6), sources.taken_names(task), None, sources.derivable(task))
+    snap = snap or staged.snapshot(task.tests_dir)
+    key = _key(task, snap)
+    if key not in _FILES:
+        _FILES[key] = task_test_files(task.tests_dir)
+    script = _original(task, snap)
+    taken, derivable = sources.taken_names(task, key), sources.derivable(task, key)
+    return plant(script, _FILES[key], tokens.token_hex(6), taken, None, derivable)
+
+
+_FILES: dict[tuple[str, str], set[str]] = {}  # the names of the task's test files (testscript.task_test_files)
 
 
 def _script(stage: str, mark: str, unpack: str | None = None, prepare: str = "") -> str:
@@ -240,16 +272,16 @@ def _split(output: str, mark: str) -> tuple[str, dict[str, str], int | None]:
 
 def _run_last(
     sandbox: Sandbox, task: TaskSpec, stage: str, mark: str, timeout: float, full: CappedSink, test_sh: str | None,
-    prepare: str = "",
+    prepare: str = "", snap: staged.Snapshot | None = None,
 ) -> ExecResult | None:
     """The tests put in a fresh container (inline in the script when they are small), the script run as its last process
     (Sandbox.finish: PID 1 itself, which nothing in the container can kill or speak after; no `docker exec`,
     ~0.05 CPU s of the daemon's host); None when it has no channel."""
     if sandbox.channel is None:
         return None
-    unpack = sandbox.inline_unpack(_tests_tar(task, TESTS_DIR.strip("/"), test_sh, logs=True))
+    unpack = sandbox.inline_unpack(_tests_tar(task, TESTS_DIR.strip("/"), test_sh, logs=True, snap=snap))
     if unpack is None:
-        _put_tests(sandbox, task, stage, test_sh)
+        _put_tests(sandbox, task, stage, test_sh, snap)
     return sandbox.finish(_script(stage, mark, unpack, prepare), timeout=timeout, sink=full)
 
 
@@ -259,21 +291,22 @@ _ANSI = re.compile(r"\x1B(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])")
 _EXIT_DECIDES: dict[tuple[str, str], bool] = {}
 
 
-def _exit_decides(task: TaskSpec) -> bool:
+def _exit_decides(task: TaskSpec, snap: staged.Snapshot | None = None) -> bool:
     """Whether the task's test.sh turns the test command's exit status into its reward (Harbor's `pytest ...;
     rc=$?`, an `if pytest ...; then`): then its reward and the runner's report are two channels that must agree."""
-    key = (str(task.tests_dir), task.verifier_hash)
+    snap = snap or staged.snapshot(task.tests_dir)
+    key = _key(task, snap)
     if key not in _EXIT_DECIDES:
-        script = read_script(task.tests_dir)
+        script = _original(task, snap)
         _EXIT_DECIDES[key] = "pytest" in script and re.search(r"\$\?|\bif\s+(?:\S+\s+)*\S*pytest\b", script) is not None
     return _EXIT_DECIDES[key]
 
 
-def exit_disagrees(task: TaskSpec, log: str, file_reward: float | None) -> bool:
+def exit_disagrees(task: TaskSpec, log: str, file_reward: float | None, snap: staged.Snapshot | None = None) -> bool:
     """A reward of 1 from a test.sh that reads the test command's exit status, while pytest's own report in the log
     says a test failed: the exit status lied (the code under test ended the process with status 0 after the report,
     `atexit` + `os._exit(0)`). Graded 0, tagged `exit_status_disagrees`."""
-    if file_reward is None or file_reward < 1.0 or not _exit_decides(task):
+    if file_reward is None or file_reward < 1.0 or not _exit_decides(task, snap):
         return False
     return _REPORTED_FAILING.search(_ANSI.sub("", log)) is not None
 
@@ -305,31 +338,38 @@ def witnessable(task: TaskSpec) -> bool:
 def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = False) -> Verdict:
     """Run the task's verifier in `sandbox`; `witness`: with a canary planted even when the task is graded by its
     reward file (its reading is then the verdict's canary_seen, from the log: canary.in_log)."""
-    token = secrets.token_hex(6)
+    # every nonce of the run from one read of the system's random source (one syscall: each costs a wait for the GIL
+    # with a thousand trials in flight, benchmarks/bench_scale.py)
+    fresh = tokens.token_hex(6 + 8 + 8 + 8)
+    token = fresh[:12]
     stage, mark = f"/.trialbook-{token}", f"@@trialbook-{token}@@ "
-    planted = _planted(task, witness)
+    snap = staged.snapshot(task.tests_dir)  # the tests/ folder as read once for every trial of the task
+    original = _original(task, snap)
+    planted = _planted(task, witness, snap)
     # The nonces of the staged test.sh are not `token`, which the outer script's command line shows to every uid
-    nonce, markers = secrets.token_hex(8), Seal.fresh()
-    sealed, _ = seal(planted.script if planted else read_script(task.tests_dir), markers)
+    nonce, markers = fresh[12:28], Seal(fresh[28:44], fresh[44:60])
+    sealed, _ = seal(planted.script if planted else original, markers)
     separated: Separated = separate(sealed, nonce)
     test_sh = separated.script
     prepare = staging(separated)
     script = _script(stage, mark, prepare=prepare)
-    with tempfile.TemporaryFile() as full:  # the whole output, on disk up to LOG_DISK_LIMIT: memory holds its tail
+    # the whole output, on disk up to LOG_DISK_LIMIT (in memory up to SPOOL: a file opened and closed per run cost
+    # ~0.2 ms of the driver's time, benchmarks/bench_scale.py); memory holds its tail besides
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL) as full:
         capped = CappedSink(full, LOG_DISK_LIMIT)
         diff = task.isolation == "diff"
-        res = _run_last(sandbox, task, stage, mark, timeout, capped, test_sh, prepare) if diff else None
+        res = _run_last(sandbox, task, stage, mark, timeout, capped, test_sh, prepare, snap) if diff else None
         last = res is not None
         # inline tests save a copy into the container, but an exec's command line is readable by every uid in it: the
         # staged test.sh's nonces would be too, so only a script without them goes inline
-        secret = test_sh != read_script(task.tests_dir)
-        if res is None and not secret and (unpack := _inline_tests(task, stage, test_sh)) is not None:
+        secret = test_sh != original
+        if res is None and not secret and (unpack := _inline_tests(task, stage, test_sh, snap)) is not None:
             res = sandbox.exec(["bash", "-c", unpack + script], timeout=timeout, sink=capped, trusted=True)
         if res is None or (not last and res.exit_code == NO_TOOLS):  # no base64/tar in the image, or too big
             full.seek(0)
             full.truncate()
             capped = CappedSink(full, LOG_DISK_LIMIT)
-            _put_tests(sandbox, task, stage, test_sh)
+            _put_tests(sandbox, task, stage, test_sh, snap)
             res = sandbox.exec(["bash", "-c", script], timeout=timeout, sink=capped, trusted=True)
         log, files, outlived = _split(res.output, mark)
         log, ran = read_markers(log, nonce)
@@ -342,7 +382,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             raise VerifierTimeoutError(f"tests/test.sh ran past its {timeout:g} s limit", log)
         # a reward file the task's tests never name is not its verifier's: code under test wrote it (a reward.txt of 1
         # beside the reward.json test.sh writes would win: tests/harness/cheats/foreign_reward_file.sh)
-        named = _reward_files(task)
+        named = _reward_files(task, snap)
         foreign = sorted(name for name in files if name not in named)
         file_reward = parse_reward({name: text for name, text in files.items() if name in named})
         # Killed from inside the sandbox (the harness kills only on a timeout; a memory or pids limit is read from
@@ -402,7 +442,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
         )
     return Verdict(
         reward=0.0 if contradicted else file_reward,
-        exit_disagrees=exit_disagrees(task, log, file_reward),  # graded 0 by verify/blame.reward_file
+        exit_disagrees=exit_disagrees(task, log, file_reward, snap),  # graded 0 by verify/blame.reward_file
         graded_by="reward_file",
         foreign_rewards=foreign,
         output_cut=capped.over,

@@ -33,6 +33,7 @@ _Key = tuple[str, str]
 _TASK: dict[_Key, Functions] = {}
 _IMAGE: dict[_Key, Functions] = {}
 _NAMES: dict[_Key, set[str]] = {}
+_IMAGE_NAMES: dict[_Key, set[str]] = {}
 _LOCK = threading.Lock()
 _TEST_NAME = re.compile(r"(?m)^\s*(?:def|class)\s+((?:test|Test)\w*)")
 
@@ -41,24 +42,25 @@ def _key(task: TaskSpec) -> _Key:
     return (str(task.tests_dir), task.verifier_hash)
 
 
-def derivable(task: TaskSpec) -> Functions:
-    """The functions canaries of `task` may be derived from: the task folder's by file name, the image's by path."""
-    key = _key(task)
+def derivable(task: TaskSpec, key: _Key | None = None) -> Functions:
+    """The functions canaries of `task` may be derived from: the task folder's by file name, the image's by path.
+    `key`: the folder as read now (verify/runner._key: a changed folder is read again), else as loaded."""
+    key = key or _key(task)
     if key not in _TASK:  # once per task and verifier: a tests/ folder may hold much data
         _TASK[key] = task_functions(task.tests_dir)
-    return merged(_TASK[key], _IMAGE.get(key, {}))
+    return merged(_TASK[key], _IMAGE.get(_key(task), {}))
 
 
-def taken_names(task: TaskSpec) -> set[str]:
+def taken_names(task: TaskSpec, key: _Key | None = None) -> set[str]:
     """Every `def test_...` / `class Test...` name in the task's test files and the image's modules a canary goes
     into (a canary must not reuse one: a def of the same name would replace the task's own test)."""
-    key = _key(task)
+    key = key or _key(task)
     if key not in _NAMES:
         found: set[str] = set()
         for path in task.tests_dir.rglob("*.py"):
             found.update(_TEST_NAME.findall(path.read_text(errors="replace")))
         _NAMES[key] = found
-    return _NAMES[key]
+    return _NAMES[key] | _IMAGE_NAMES.get(_key(task), set())
 
 
 def learn_image(box: Sandbox, task: TaskSpec, workdir: str) -> None:
@@ -85,5 +87,5 @@ def learn_image(box: Sandbox, task: TaskSpec, workdir: str) -> None:
             seen.update(_TEST_NAME.findall(text))
             if derived := module_functions(text):
                 found[file] = derived
-        taken_names(task).update(seen)
+        _IMAGE_NAMES[key] = seen
         _IMAGE[key] = found
