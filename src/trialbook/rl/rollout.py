@@ -24,7 +24,6 @@ import os
 import re
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -182,10 +181,10 @@ class Rollouts:
         if gateway is not None and "model" not in self.options:
             self.options["model"] = self._agent(None).model_name()  # asked once, not once per trial
             start.config = self.config = self._config(tasks_dir, runs_dir, retries, timeout_multiplier)
-        # the run lock is held until close(): a `--replace` (run, validate, an importer) of this run while the
-        # trainer writes to it is refused, as for a live `trialbook run`
-        self._held = ExitStack()
-        self.run_id = self._held.enter_context(start.opened(self.ledger, self._record_of(start, serving), append=True))
+        # the run lock is held while the run is opened, not after: a trainer may write one train run from several
+        # processes (environment workers), each opening it (append=True) and recording its own trials
+        with start.opened(self.ledger, self._record_of(start, serving), append=True) as run_id:
+            self.run_id = run_id
         self.stopper = Stopper()
 
     def _config(self, tasks_dir: str | Path, runs_dir: str | Path, retries: int, multiplier: float) -> RunConfig:
@@ -355,8 +354,5 @@ class Rollouts:
         return [self._record(p, step, wv, epoch, mark) for p in members]
 
     def close(self) -> None:
-        """Remove any container this run left (there should be none) and release the run lock."""
-        try:
-            self.executor.clean(self.run, images=False, ledger=self.ledger.id)
-        finally:
-            self._held.close()
+        """Remove any container this run left (there should be none)."""
+        self.executor.clean(self.run, images=False, ledger=self.ledger.id)
