@@ -267,7 +267,7 @@ def _attempt(
         phases["agent_execution"] = round(time.monotonic() - t, 3)
         if exc_type is None and phases["agent_execution"] > budget + AGENT_GRACE_S:
             exc_type, exc_msg = ErrorKind.AGENT_TIMEOUT, f"agent returned after its {budget:g} s budget"
-        if box.disk_hit:  # the agent's own doing: stopped, still graded (outcomes.POLICY)
+        if box.look_at_disk():  # the agent's own doing: stopped, still graded (outcomes.POLICY)
             exc_type = ErrorKind.DISK_QUOTA
             exc_msg = f"the agent's sandbox wrote {box.disk_hit:,} bytes, past its disk_mb = {task.disk_mb}"
         stopper.check()
@@ -360,11 +360,11 @@ def _grade_diff(
                 if exclude is not None:
                     apply_change(vbox, change, task, exclude, task.verifier_timeout, image_id)
             except IsolationError as exc:
-                hits = vbox.limit_hits()
+                hits, disk = vbox.limit_hits(), vbox.look_at_disk()
                 blame.remove_box(vbox, state)
-                if vbox.disk_hit:  # the carried change filled the verifier's disk quota: the agent's doing
+                if disk:  # the carried change filled the verifier's disk quota: the agent's doing
                     raise CarryOutgrown(
-                        f"the agent's change took {vbox.disk_hit:,} bytes in the verifier, past disk_mb ="
+                        f"the agent's change took {disk:,} bytes in the verifier, past disk_mb ="
                         f" {task.disk_mb}"
                     ) from None
                 if hits:  # the task's own limits stopped the harness's git: on the image's tree, not the agent's doing

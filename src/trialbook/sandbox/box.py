@@ -223,6 +223,7 @@ class Sandbox:
         self.reported: tuple[dict[str, int], set[str]] | None = None
         self.disk_hit = 0  # bytes its own layer held when last found past its quota (watch_disk); 0: never
         self.disk_limit = 0
+        self._watched: tuple[str | None] | None = None  # (the layer's host folder,) once the disk watch started
 
     def watch_disk(self, limit: int) -> None:
         """Measure the container's own layer (what it wrote, whoever wrote it) against `limit` bytes until it is
@@ -235,9 +236,16 @@ class Sandbox:
     def _watch_disk(self) -> None:
         try:
             upper = self.upper_dir()
+            self._watched = (upper,)
         except DaemonError:
             return
         quota.watch(self, upper)
+
+    def look_at_disk(self) -> int:
+        """One look at the disk quota now (the watch's next may come after the phase ended): `disk_hit`."""
+        if self.disk_limit and not self.removed and self._watched is not None:
+            quota.look(self, self._watched[0])
+        return self.disk_hit
 
     def exec(
         self,

@@ -451,7 +451,7 @@ def grade(
             except (VerifierTimeoutError, RewardFileNotFoundError) as exc:
                 out.verdict, out.error, out.log = None, (exc.kind, str(exc)), exc.log
             hits = _new_hits(box.limit_hits(), before)
-            disk = box.disk_hit
+            disk = box.look_at_disk()
         finally:
             close_box(box)
         if disk:  # the tests wrote past the sandbox's disk quota with the change: graded, 0 (never ungraded)
