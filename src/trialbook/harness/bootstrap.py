@@ -7,7 +7,8 @@ The order is the rule: each step refuses with one line before any container star
 3. The executor connects; tasks that list FAIL_TO_PASS / PASS_TO_PASS need the swebench extra locally
    (`check_grader`), and the OCI runtime asked for must be one the local daemon has (`check_runtime`).
 4. `opened` takes the run lock (harness/lock.py) and only then records the run (`open_run`): a `--replace`
-   must not delete the folders of a run another process is executing (tests/harness/test_run_lock.py).
+   must not delete the folders of a run another process is executing (tests/harness/test_harness_docker.py:
+   test_ctrl_c_stops_cleanly_and_a_live_run_cannot_be_resumed_twice).
 The run record's stack is `sandbox_stack` plus the agent's serving stack, whoever starts it, so `compare`
 checks every kind of run against the same keys.
 """
