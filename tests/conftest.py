@@ -27,6 +27,40 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(FIXTURE_MARKERS[fixture])
 
 
+# `pytest -n 2 --dist loadfile` (scripts/test.sh's docker part) gives each worker whole modules (module-scoped
+# fixtures such as a Ray cluster; the `pg` database named after the module), and these modules to one worker as one
+# unit, one after the other in collection order:
+# - the ones that build SWE-bench images: two workers would debootstrap the same suite at once and retag
+#   trialbook-swe-base:<suite> under a build whose lock recorded the other's id; and a later module finds what an
+#   earlier one built by its content hash instead of building it again;
+# - the ones that start Ray clusters on this machine: the scale-out page's transcript ends with `ray stop`, which
+#   stops every Ray process of the machine, the other module's cluster too.
+# (Not `--dist loadgroup` with xdist_group marks: xdist 3.8 renames the node ids for it, which pytest 9's node ids
+# no longer allow.)
+SAME_WORKER = {
+    "tests/harness/test_grade_reverify_docker.py": "swebench-builds",
+    "tests/tasks/test_swebench_build_docker.py": "swebench-builds",
+    "tests/tasks/test_swebench_lock_docker.py": "swebench-builds",
+    "tests/tasks/test_swebench_official_docker.py": "swebench-builds",
+    "tests/tasks/test_swebench_sphinx_story.py": "swebench-builds",
+    "tests/docs/test_console_examples.py": "ray-clusters",
+    "tests/harness/test_ray_cluster.py": "ray-clusters",
+}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModulesAndUnits(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = super()._split_scope(nodeid)
+            return SAME_WORKER.get(module, module)
+
+    return ModulesAndUnits(config, log)  # type: ignore[arg-type]
+
+
 @dataclass
 class CliResult:
     exit_code: int

@@ -44,9 +44,12 @@ def trials(db: str, run: str, current_only: bool = True) -> list[dict]:
     return trial_dicts(ledger, run, current_only=current_only)
 
 
-def leftovers(client, run: str) -> list:
+def leftovers(client, run: str, db: str | None = None) -> list:
+    """The run's containers; with `db`, only that ledger's (a run of the same name may be live in another module's
+    ledger: scripts/test.sh runs the docker modules on two workers)."""
+    labels = [f"trialbook.run={run}", *([f"trialbook.ledger={Ledger(db).id}"] if db else [])]
     # sparse: a full list inspects each container and fails on one the daemon removes meanwhile
-    return client.containers.list(all=True, sparse=True, filters={"label": f"trialbook.run={run}"})
+    return client.containers.list(all=True, sparse=True, filters={"label": labels})
 
 
 def settled_leftovers(client, run: str, timeout: float = 60) -> list:
@@ -97,7 +100,7 @@ def test_oracle_resolves_every_task_not_designed_otherwise(examples_runs, engine
     assert set(rows["plain-bugfix"]["tests"]["FAIL_TO_PASS"].values()) == {"pass"}
     assert rows["slow-solution"]["reward"] == 0.0  # timed out agents are still graded
     assert rows["hung-verifier"]["reward"] is None
-    assert leftovers(engine, "oracle") == []
+    assert leftovers(engine, "oracle", db) == []  # test_rerun_counts_docker.py runs an `oracle` run too
 
 
 def test_nop_resolves_nothing(examples_runs):

@@ -24,11 +24,13 @@ def test_oom_and_pids_limit_are_infra_errors(engine, tmp_path, cli, db):
         shutil.copytree(EXAMPLE, tasks / name)
         toml = (tasks / name / "task.toml").read_text().replace("memory_mb = 512", limit)
         (tasks / name / "task.toml").write_text(toml.replace("timeout_sec = 60", "timeout_sec = 30"))
-    res = cli("run", str(tasks), "--agent", "oracle", "--run", "limits", "--concurrency", "2",
+    # a run name no other module uses: test_harness_docker.py checks that no container of its run `limits` is left,
+    # and scripts/test.sh runs the docker modules on two workers side by side
+    res = cli("run", str(tasks), "--agent", "oracle", "--run", "sandbox-limits", "--concurrency", "2",
               "--runs-dir", str(tmp_path / "runs"))  # fmt: skip
     assert res.exit_code == 0, res.stderr
     ledger = Ledger(db)
-    got = {t["task_id"]: t for t in trial_dicts(ledger, "limits")}
+    got = {t["task_id"]: t for t in trial_dicts(ledger, "sandbox-limits")}
     assert got["oom"]["outcome"] == "infra_error", got["oom"]
     assert got["oom"]["exception"] == "SandboxLimitError"
     assert "memory_mb = 6" in got["oom"]["exception_message"] and "oom kills" in got["oom"]["exception_message"]
