@@ -31,6 +31,8 @@ def test_every_registered_name_resolves_to_its_class():
 def test_unknown_agent_is_one_line_exit_2():
     with pytest.raises(UserError) as exc:
         get_agent("claude")
-    assert str(exc.value) == (
-        "unknown agent 'claude' (known: cmd, mini, nop, oracle, patch; or your own: module:Class, file.py:Class)"
-    ) and exc.value.exit_code == 2
+    assert (
+        str(exc.value)
+        == ("unknown agent 'claude' (known: cmd, mini, nop, oracle, patch; or your own: module:Class, file.py:Class)")
+        and exc.value.exit_code == 2
+    )

@@ -202,8 +202,11 @@ def test_resume_when_the_stored_runs_dir_became_read_only(tmp_path, cli, db):
     with read_only(mnt):
         res = tb("resume", "gone", "--db", db)
     one_line(res, 1, f"cannot write the run's folder {mnt / 'runs' / 'gone'}")
-    one_line(tb("resume", "inf", "--db", db), 2,
-             "run 'inf': its stored config cannot be run again: timeout_multiplier: Input should be a finite number")
+    one_line(
+        tb("resume", "inf", "--db", db),
+        2,
+        "run 'inf': its stored config cannot be run again: timeout_multiplier: Input should be a finite number",
+    )
     assert snapshot(Path(db), mnt) == before
 
 

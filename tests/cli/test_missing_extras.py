@@ -164,8 +164,10 @@ def test_regrading_logs_without_the_swebench_extra(tmp_path: Path) -> None:
     for command in ("regrade", "audit"):
         res = cli_blocked(["swebench"], command, "s", "--db", db)
         assert res.returncode == 2, (command, res.stderr)
-        assert res.stderr == ("error: grading test logs with swebench's parsers needs the swebench extra: "
-                              "pip install 'trialbook[swebench]'\n"), command
+        assert res.stderr == (
+            "error: grading test logs with swebench's parsers needs the swebench extra: "
+            "pip install 'trialbook[swebench]'\n"
+        ), command
 
 
 def test_running_tasks_with_test_lists_without_the_swebench_extra(tmp_path: Path) -> None:
@@ -176,7 +178,8 @@ def test_running_tasks_with_test_lists_without_the_swebench_extra(tmp_path: Path
     for args in (["run", str(EXAMPLES), "--agent", "oracle", "--run", "r", *runs], ["quickstart"]):
         res = cli_blocked(["swebench"], *args, "--db", db)
         assert res.returncode == 2, res.stderr
-        assert res.stderr == ("error: grading tasks that list FAIL_TO_PASS / PASS_TO_PASS (the example tasks do) "
-                              "needs the swebench extra: pip install 'trialbook[swebench]'\n"), args
+        assert res.stderr == (
+            "error: grading tasks that list FAIL_TO_PASS / PASS_TO_PASS (the example tasks do) "
+            "needs the swebench extra: pip install 'trialbook[swebench]'\n"
+        ), args
     assert not (tmp_path / "runs").exists()
-

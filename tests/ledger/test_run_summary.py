@@ -37,9 +37,7 @@ def test_summary_follows_imports_reruns_and_replaces(cli, db: str, tmp_path: Pat
         ledger.record_trial(conn, tuple(row.values()), supersedes=2)
     assert _stats(db) == {run.id: (5, 1, 3)}
     o = views.run_overview(ro, "a")
-    assert (o.counts, o.superseded, o.outcomes) == (
-        views.TrialCounts(4, 4, 3), 1, {"resolved": 3, "agent_timeout": 1}
-    )
+    assert (o.counts, o.superseded, o.outcomes) == (views.TrialCounts(4, 4, 3), 1, {"resolved": 3, "agent_timeout": 1})
 
     _import(cli, tmp_path, "a", ["unresolved"], "--replace")
     new = views.run_by_name(ledger, "a")
@@ -73,11 +71,19 @@ from trialbook.ledger import summary_cache as summary  # noqa: E402
 OUTCOMES = ["resolved", "unresolved", "agent_timeout", "infra_error"]
 OPS = st.lists(
     st.one_of(
-        st.tuples(st.just("trial"), st.integers(0, 5), st.sampled_from(OUTCOMES), st.sampled_from([None, "r1", "r2"]),
-                  st.sampled_from([None, "E"]), st.booleans()),  # fmt: skip
+        st.tuples(
+            st.just("trial"),
+            st.integers(0, 5),
+            st.sampled_from(OUTCOMES),
+            st.sampled_from([None, "r1", "r2"]),
+            st.sampled_from([None, "E"]),
+            st.booleans(),
+        ),  # fmt: skip
         st.tuples(st.just("rerun"), st.integers(0, 40), st.sampled_from(OUTCOMES)),
         st.tuples(st.just("import"), st.integers(1, 4), st.booleans()),
-        st.tuples(st.just("run"),),
+        st.tuples(
+            st.just("run"),
+        ),
     ),
     min_size=1,
     max_size=25,
@@ -88,8 +94,9 @@ def _stored(conn) -> dict[str, list]:
     """The stored summaries, read through `conn` (a sqlite3 or SQLAlchemy connection)."""
     run = conn.execute if isinstance(conn, sqlite3.Connection) else conn.exec_driver_sql
     return {
-        "cells": sorted(run("SELECT run_id, outcome, repo, exception, trials, resolved FROM run_summary").fetchall(),
-                        key=repr),  # fmt: skip
+        "cells": sorted(
+            run("SELECT run_id, outcome, repo, exception, trials, resolved FROM run_summary").fetchall(), key=repr
+        ),  # fmt: skip
         "tasks": sorted(run("SELECT run_id, task_id, trials FROM run_tasks").fetchall()),
         "stats": sorted(run("SELECT run_id, top_id, superseded, tasks FROM run_stats").fetchall()),
     }

@@ -78,8 +78,9 @@ def test_xarray_environment_yml_is_installed_from_pypi_as_of_condas_date(xarray_
     assert {"dask", "matplotlib", "scitools-iris", "netcdf4", "numbagg"} <= set(env)  # mapped, and the pip: list
     assert not {"dask-core", "matplotlib-base", "iris"} & set(env)
     assert plan.extra["debian_packages"] == ["libeccodes0"]  # cfgrib's C library (conda installs it beside)
-    assert "RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends libeccodes0" in (
-        env_dockerfile(plan)[0]
+    assert (
+        "RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends libeccodes0"
+        in (env_dockerfile(plan)[0])
     )
     assert plan.extra["conda_left_out"] == ["cdms2", "hdf5", "pip"]
     install = uv_install("x", plan)

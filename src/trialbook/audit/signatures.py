@@ -231,8 +231,9 @@ SIGNATURES: tuple[Signature, ...] = (
         " change): the runner was made to pass what fails (by the code under test or a forcing plugin): graded as"
         " failing (verify/canary.py)",
         False,
-        check=lambda ev: (ev.grade is not None and ev.grade.canary in canaries.SUBVERTED)
-        or _tagged("runner_subverted")(ev),
+        check=lambda ev: (
+            (ev.grade is not None and ev.grade.canary in canaries.SUBVERTED) or _tagged("runner_subverted")(ev)
+        ),
     ),
     Signature(
         "canary_missing",

@@ -20,7 +20,11 @@ Jobs = Annotated[int | None, typer.Option("--jobs", min=1, help="Processes parsi
 
 @app.command("regrade")
 def regrade_cmd(
-    run: RunArg, jobs: Jobs = None, as_json: Json = False, markdown: Markdown = False, as_csv: Csv = False,
+    run: RunArg,
+    jobs: Jobs = None,
+    as_json: Json = False,
+    markdown: Markdown = False,
+    as_csv: Csv = False,
     db: Db = None,
 ) -> None:
     """Re-grade every trial that has a verifier log with trialbook's grader; list disagreements."""

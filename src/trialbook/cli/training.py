@@ -148,9 +148,10 @@ def train_watch_cmd(
         str | None, typer.Option("--until", help="Exit once this alert fires (see `train alerts`).")
     ] = None,
     timeout: Annotated[
-        float | None, typer.Option(
+        float | None,
+        typer.Option(
             "--timeout", help="Stop after this many seconds (exit 1 if --until never fired).", callback=finite
-        )
+        ),
     ] = None,
     webhook: Annotated[str | None, typer.Option("--webhook", help="POST each alert as JSON to this URL.")] = None,
     bucket: Annotated[int, typer.Option("--bucket", help="Weight versions per signature bucket.")] = 5,
@@ -184,7 +185,7 @@ def train_watch_cmd(
     def show(w: Watcher, new: list) -> None:
         s = w.state
         assert s is not None
-        for problem in w.webhook_errors[shown["errors"]:]:
+        for problem in w.webhook_errors[shown["errors"] :]:
             typer.echo(f"warning: {problem}", err=True)
         shown["errors"] = len(w.webhook_errors)
         if as_json:

@@ -189,4 +189,3 @@ class _Gone:
             raise DaemonError(self.why)
 
         return fail
-

@@ -140,7 +140,10 @@ def quickstart(
             )
     tasks = [QuickTask(tid, expected.get(tid), per_task[tid]) for tid in sorted(per_task)]
     return QuickstartResult(
-        agent=candidate, runs=runs, tasks=tasks, comparison=_paired(ledger, f"{prefix}-nop", f"{prefix}-{candidate}"),
+        agent=candidate,
+        runs=runs,
+        tasks=tasks,
+        comparison=_paired(ledger, f"{prefix}-nop", f"{prefix}-{candidate}"),
         next=f"trialbook compare {prefix}-nop {prefix}-{candidate}",
     )
 

@@ -364,8 +364,7 @@ def _grade_diff(
                 blame.remove_box(vbox, state)
                 if disk:  # the carried change filled the verifier's disk quota: the agent's doing
                     raise CarryOutgrown(
-                        f"the agent's change took {disk:,} bytes in the verifier, past disk_mb ="
-                        f" {task.disk_mb}"
+                        f"the agent's change took {disk:,} bytes in the verifier, past disk_mb = {task.disk_mb}"
                     ) from None
                 if hits:  # the task's own limits stopped the harness's git: on the image's tree, not the agent's doing
                     raise LimitHit(hits, exc.agent_side) from None

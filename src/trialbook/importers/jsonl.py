@@ -262,9 +262,7 @@ class Checked(NamedTuple):
     steps: list[tuple[int, Any]]  # (line, step object) of `optimizer_step` lines
 
 
-def check_block(
-    data: bytes, run_id: int, train: bool, reward_range: tuple[float, float] = REWARD_RANGE
-) -> Checked:
+def check_block(data: bytes, run_id: int, train: bool, reward_range: tuple[float, float] = REWARD_RANGE) -> Checked:
     """Decode and check a block of lines. Needs no state across blocks, so it can run in a worker
     process (see importers.blocks)."""
     numbers, raws = block_lines(data)

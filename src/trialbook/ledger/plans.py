@@ -55,7 +55,10 @@ def log_check(ledger: Ledger, plan_hash: str, base: str, candidates: list[str], 
     with ledger.transaction() as conn:
         conn.execute(
             plan_checks.insert().values(
-                plan_hash=plan_hash, checked_at=now(), base=base, candidates=json.dumps(candidates),
+                plan_hash=plan_hash,
+                checked_at=now(),
+                base=base,
+                candidates=json.dumps(candidates),
                 result=json.dumps(result, sort_keys=True, default=str),
             )  # fmt: skip
         )

@@ -51,8 +51,16 @@ def _task_scores() -> Select:
     r0 = func.coalesce(trials.c.reward, 0.0)
     reward_sq = func.coalesce(func.sum(case((graded, r0 * r0), else_=0.0)), 0.0)
     return (
-        select(trials.c.task_id, func.max(trials.c.repo), func.count(), sum_if(graded), sum_if(resolved), reward,
-               partial, reward_sq)  # fmt: skip
+        select(
+            trials.c.task_id,
+            func.max(trials.c.repo),
+            func.count(),
+            sum_if(graded),
+            sum_if(resolved),
+            reward,
+            partial,
+            reward_sq,
+        )  # fmt: skip
         .where(trials.c.run_id == _run_id, current)
         .group_by(trials.c.task_id)
         .order_by(trials.c.task_id)

@@ -26,11 +26,7 @@ from trialbook.ledger.statements import sum_if
 def live_fingerprint(run_id: Any) -> tuple[Any, Any]:
     """Scalar subqueries for a run's (highest trial id, superseded trials): index seeks, no scan."""
     top = select(func.max(trials.c.id)).where(trials.c.run_id == run_id).scalar_subquery()
-    sup = (
-        select(func.count())
-        .where(trials.c.run_id == run_id, trials.c.superseded_by.is_not(None))
-        .scalar_subquery()
-    )
+    sup = select(func.count()).where(trials.c.run_id == run_id, trials.c.superseded_by.is_not(None)).scalar_subquery()
     return top, sup
 
 
@@ -142,8 +138,10 @@ _ADDED = select(*_ROW).where(trials.c.run_id == bindparam("run"), trials.c.id > 
 _CELL = (run_summary.c.run_id == bindparam("run"), run_summary.c.outcome == bindparam("o"),
          run_summary.c.repo.is_not_distinct_from(bindparam("r")),
          run_summary.c.exception.is_not_distinct_from(bindparam("e")))  # fmt: skip
-_CELL_ADD = run_summary.update().where(*_CELL).values(
-    trials=run_summary.c.trials + bindparam("dn"), resolved=run_summary.c.resolved + bindparam("dk")
+_CELL_ADD = (
+    run_summary.update()
+    .where(*_CELL)
+    .values(trials=run_summary.c.trials + bindparam("dn"), resolved=run_summary.c.resolved + bindparam("dk"))
 )
 _CELL_NEW = run_summary.insert().values(
     run_id=bindparam("run"), outcome=bindparam("o"), repo=bindparam("r"), exception=bindparam("e"),
@@ -153,8 +151,10 @@ _TASK = (run_tasks.c.run_id == bindparam("run"), run_tasks.c.task_id == bindpara
 _TASK_GET = select(run_tasks.c.trials).where(*_TASK)
 _TASK_ADD = run_tasks.update().where(*_TASK).values(trials=run_tasks.c.trials + bindparam("dn"))
 _TASK_NEW = run_tasks.insert().values(run_id=bindparam("run"), task_id=bindparam("t"), trials=bindparam("dn"))
-_STATS_SET = run_stats.update().where(run_stats.c.run_id == bindparam("run")).values(
-    top_id=bindparam("top"), superseded=bindparam("sup"), tasks=bindparam("n_tasks"), computed=bindparam("at")
+_STATS_SET = (
+    run_stats.update()
+    .where(run_stats.c.run_id == bindparam("run"))
+    .values(top_id=bindparam("top"), superseded=bindparam("sup"), tasks=bindparam("n_tasks"), computed=bindparam("at"))
 )
 
 

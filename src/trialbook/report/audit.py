@@ -65,8 +65,7 @@ def print_audit(a: AuditResult) -> None:
         rows.append([name, "yes" if sig.artifact else "no", str(sig.trials), str(sig.unresolved),
                      f"{sig.resolved}" + (f" ({100 * of_resolved:.1f}%)" if of_resolved else ""),
                      f"{sig.p2p_penalties}" + (f" ({100 * share:.1f}%)" if share else "")])  # fmt: skip
-    table(["signature", "artifact", "trials", "unresolved", "resolved", "P2P penalties"], rows,
-          title="log signatures")
+    table(["signature", "artifact", "trials", "unresolved", "resolved", "P2P penalties"], rows, title="log signatures")
     for name, sig in a.by_signature.items():
         if sig.trials:
             line(f"  [bold]{name}[/bold]: {escape(sig.meaning)}")

@@ -76,8 +76,7 @@ def summary_paragraph(r: TrainReport) -> str:
         s.append(f"{r.bucket}-version-bucket {rate} {late}% late vs {_pct(b[0].pass_pct)}% early")
     for row in [e for e in r.encounters if e.ci_pp is not None][::-1][:2]:
         s.append(
-            f"same task, {_ordinal(row.k)} encounter - 1st = {row.diff_pp:+.1f} {_ci(row.ci_pp)}"
-            f" over {row.tasks} tasks"
+            f"same task, {_ordinal(row.k)} encounter - 1st = {row.diff_pp:+.1f} {_ci(row.ci_pp)} over {row.tasks} tasks"
         )
     passes = [p for p in r.passes if p.pass_pct is not None]
     if passes:

@@ -212,9 +212,7 @@ def _render(template: str, messages: list[dict[str, Any]], bos: str, eos: str) -
         raise UserError(f"chat template: {message}")
 
     env.globals["raise_exception"] = raise_exception
-    return env.from_string(template).render(
-        messages=messages, add_generation_prompt=True, bos_token=bos, eos_token=eos
-    )
+    return env.from_string(template).render(messages=messages, add_generation_prompt=True, bos_token=bos, eos_token=eos)
 
 
 class LlamaCppPython:
@@ -445,8 +443,11 @@ class Gateway:
             "created": int(started),
             "model": model,
             "choices": [choice],
-            "usage": {"prompt_tokens": len(gen.prompt_ids), "completion_tokens": n_completion,
-                      "total_tokens": len(gen.prompt_ids) + n_completion},  # fmt: skip
+            "usage": {
+                "prompt_tokens": len(gen.prompt_ids),
+                "completion_tokens": n_completion,
+                "total_tokens": len(gen.prompt_ids) + n_completion,
+            },  # fmt: skip
             "prompt_token_ids": gen.prompt_ids,
             "weight_version": wv_end,
         }

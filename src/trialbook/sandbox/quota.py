@@ -24,6 +24,7 @@ class Watched(Protocol):
 
     def kill_processes(self) -> Any: ...
 
+
 # how often a container's own layer is measured against its disk quota (Sandbox.watch_disk): walking the host folder
 # of the layer (overlay2's upper dir, a local daemon), else the daemon's own size of it (a walk of its own: rarer)
 DISK_POLL_S = 0.5

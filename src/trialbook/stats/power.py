@@ -171,9 +171,13 @@ def _design(omega2: float, sampling: float, tasks: int | None, repeats: int | No
         if needed(k) <= tasks:
             return tasks, k, f"K={k} attempts per task give {tasks} tasks {100 * POWER:.0f}% power for +{effect:g} pp"
     k = KS[-1]
-    return tasks, k, (
-        f"no K up to {k} gives {tasks} tasks {100 * POWER:.0f}% power for +{effect:g} pp: at K={k} it takes"
-        f" {needed(k)} tasks"
+    return (
+        tasks,
+        k,
+        (
+            f"no K up to {k} gives {tasks} tasks {100 * POWER:.0f}% power for +{effect:g} pp: at K={k} it takes"
+            f" {needed(k)} tasks"
+        ),
     )
 
 

@@ -79,8 +79,14 @@ class RunSummary(RunListing):
 def runs_summary(ledger: RowSource) -> list[RunListing]:
     return [
         RunListing(
-            name=r.name, kind=r.kind, created=r.created, tasks=r.counts.tasks, trials=r.counts.trials,
-            judged=r.counts.judged, resolved=r.counts.resolved, resolved_pct=pct(r.counts.resolved, r.counts.judged),
+            name=r.name,
+            kind=r.kind,
+            created=r.created,
+            tasks=r.counts.tasks,
+            trials=r.counts.trials,
+            judged=r.counts.judged,
+            resolved=r.counts.resolved,
+            resolved_pct=pct(r.counts.resolved, r.counts.judged),
             mean_reward=_mean_reward(r.counts),
         )  # fmt: skip
         for r in reads.runs_with_counts(ledger)

@@ -138,4 +138,3 @@ def load_scores(ledger: RowSource, run_name: str, metric: str = "resolved") -> T
         reward_sq=np.array(sq, dtype=float),
         metric=check_metric(metric),
     )
-

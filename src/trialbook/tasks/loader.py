@@ -79,10 +79,22 @@ HARBOR_ONLY: dict[str, frozenset[str]] = {
     "": frozenset({"version", "schema_version", "task", "source", "solution"}),
     "agent": frozenset({"user", "network_mode", "allowed_hosts"}),
     "verifier": frozenset({"env", "user", "network_mode", "allowed_hosts"}),
-    "environment": frozenset({
-        "build_timeout_sec", "storage_mb", "gpus", "gpu_types", "allow_internet", "network_mode", "allowed_hosts",
-        "mcp_servers", "skills_dir", "healthcheck", "memory", "storage",
-    }),  # fmt: skip
+    "environment": frozenset(
+        {
+            "build_timeout_sec",
+            "storage_mb",
+            "gpus",
+            "gpu_types",
+            "allow_internet",
+            "network_mode",
+            "allowed_hosts",
+            "mcp_servers",
+            "skills_dir",
+            "healthcheck",
+            "memory",
+            "storage",
+        }
+    ),  # fmt: skip
 }
 _SECTIONS: dict[str, type[BaseModel]] = {
     "": _TaskToml, "agent": _Agent, "verifier": _Verifier, "environment": _Environment,
@@ -120,7 +132,7 @@ def _schema(raw: dict[str, Any]) -> tuple[int, ...] | None:
     if value is None:
         return None
     if not (isinstance(value, str) and re.fullmatch(r"\d+(\.\d+)*", value)):
-        raise ValueError(f"invalid task.toml: version must be a string like \"1.1\", not {value!r}")
+        raise ValueError(f'invalid task.toml: version must be a string like "1.1", not {value!r}')
     return tuple(int(part) for part in value.split("."))
 
 

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from trialbook.training.prefetch import PrefetchEstimate
 
 
-
 @dataclass
 class Thresholds:
     infra_error_pct: float = 5.0  # infrastructure errors above this share of the latest bucket's trajectories

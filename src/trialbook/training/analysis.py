@@ -178,24 +178,26 @@ def train_report(
             b["pass_pct_all_repos"] = with_all.get(b["wv_from"])
     judged = data.count(data.graded)
     audit = token_audit(ledger, run.id)
-    return TrainReport.from_json({
-        "run": run_name,
-        "kind": run.kind,
-        "metric": metric,
-        "trajectories": data.trajectories,
-        "judged": judged,
-        "pass_pct": pct(data.score(data.graded), judged),
-        "tasks": int(len(np.unique(data.task))),
-        "steps": len(steps),
-        "bucket": bucket,
-        "excluded_repos": dropped,
-        "buckets": buckets,
-        "passes": pass_table(data),
-        "encounters": encounters,
-        "last_minus_first": last,
-        "stalls": stall_report(everything, steps, gpus),
-        "eval_overlap": overlap,
-        "warnings": warnings,
-        "tokens": None if audit is None else audit.to_json(),
-        **({"hacking": hacking} if (hacking := hack_table(ledger, run.id, bucket)) else {}),
-    })
+    return TrainReport.from_json(
+        {
+            "run": run_name,
+            "kind": run.kind,
+            "metric": metric,
+            "trajectories": data.trajectories,
+            "judged": judged,
+            "pass_pct": pct(data.score(data.graded), judged),
+            "tasks": int(len(np.unique(data.task))),
+            "steps": len(steps),
+            "bucket": bucket,
+            "excluded_repos": dropped,
+            "buckets": buckets,
+            "passes": pass_table(data),
+            "encounters": encounters,
+            "last_minus_first": last,
+            "stalls": stall_report(everything, steps, gpus),
+            "eval_overlap": overlap,
+            "warnings": warnings,
+            "tokens": None if audit is None else audit.to_json(),
+            **({"hacking": hacking} if (hacking := hack_table(ledger, run.id, bucket)) else {}),
+        }
+    )

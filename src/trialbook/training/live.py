@@ -175,7 +175,6 @@ def stuck_tasks(data: TrainData) -> list[dict[str, Any]]:
     return sorted(out, key=lambda x: (-x["trajectories"], x["task_id"]))
 
 
-
 def live_state(
     ledger: Ledger,
     run_name: str,

@@ -177,16 +177,20 @@ def simulate(cfg: PipelineConfig, sample: DurationSampler) -> PipelineResult:
     boundaries = _boundaries(steps, float(np.median(intervals)))
     idle = sum(s["wait_s"] for s in steps)
     versions = range(min(sim.wv_groups), max(sim.wv_groups) + 1)  # inside the run, not after its last admission
-    return PipelineResult.from_json({
-        "config": vars(cfg),
-        "steps": len(steps),
-        "total_s": round(total, 1),
-        "steps_per_hour": round(3600 * len(steps) / total, 3) if total else None,
-        "trainer_idle_fraction": round(idle / total, 4) if total else 0.0,
-        "median_step_interval_s": round(float(np.median(intervals)), 1),
-        "boundary_stalls": [{"epoch": b["epoch"], "wait_s": b["wait_s"]} for b in boundaries if b["stall"]],
-        "boundaries": boundaries,
-        "empty_wv": [v for v in versions if v not in sim.wv_groups],
-        "trajectories_by_wv": {str(v): n * cfg.group for v, n in sorted(sim.wv_groups.items())},
-        "step_log": [{**s, "wait_s": round(s["wait_s"], 1), "finished_s": round(s["finished_s"], 1)} for s in steps],
-    })
+    return PipelineResult.from_json(
+        {
+            "config": vars(cfg),
+            "steps": len(steps),
+            "total_s": round(total, 1),
+            "steps_per_hour": round(3600 * len(steps) / total, 3) if total else None,
+            "trainer_idle_fraction": round(idle / total, 4) if total else 0.0,
+            "median_step_interval_s": round(float(np.median(intervals)), 1),
+            "boundary_stalls": [{"epoch": b["epoch"], "wait_s": b["wait_s"]} for b in boundaries if b["stall"]],
+            "boundaries": boundaries,
+            "empty_wv": [v for v in versions if v not in sim.wv_groups],
+            "trajectories_by_wv": {str(v): n * cfg.group for v, n in sorted(sim.wv_groups.items())},
+            "step_log": [
+                {**s, "wait_s": round(s["wait_s"], 1), "finished_s": round(s["finished_s"], 1)} for s in steps
+            ],
+        }
+    )

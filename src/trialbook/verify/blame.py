@@ -75,9 +75,7 @@ def _image_tree(
     return _IMAGE_TREE[key]
 
 
-def big_tree(
-    exc: TreeTooLargeError, open_box: Callable[[], Sandbox], workdir: str, state: TrialNotes
-) -> Grading:
+def big_tree(exc: TreeTooLargeError, open_box: Callable[[], Sandbox], workdir: str, state: TrialNotes) -> Grading:
     """The agent's working tree ran past the limit of a copy (sandbox/box.SNAPSHOT_LIMIT) as an archive. With the
     image's own tree at most half of it, the agent's tree is what grew (a sparse file of a terabyte, no disk behind
     it: tests/harness/test_carry_timeout.py): graded 0 as ChangeTooLargeError, not an ungraded infra error;
@@ -124,9 +122,7 @@ _BASELINES: dict[tuple[str, str, str, bool], Baseline] = {}
 _BASELINE_LOCKS: dict[tuple[str, str, str, bool], threading.Lock] = {}
 
 
-def baseline(
-    task: TaskSpec, open_box: Callable[[int], Sandbox], state: TrialNotes, witness: bool = False
-) -> Baseline:
+def baseline(task: TaskSpec, open_box: Callable[[int], Sandbox], state: TrialNotes, witness: bool = False) -> Baseline:
     """The task's verifier once on its image as built (`witness`: with a canary planted, verify/runner.verify)."""
     key = (task.task_id, task.verifier_hash, state.image_id, witness)
     with _BASELINE_LOCKS.setdefault(key, threading.Lock()):
@@ -166,9 +162,7 @@ def hang(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, s
                          f"agent's change; on the image as built it finished in {base.took:.1f} s")  # fmt: skip
 
 
-def missing_reward(
-    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes
-) -> None:
+def missing_reward(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
     """Both tries of test.sh ended without a reward file with the agent's change. Written without the change, the
     change stopped it (the code under test replaced /logs by a file, say; tests/harness/cheats/
     logs_replaced_at_import.sh): NoRewardWithChangeError; missing there too, the task writes none anyway."""
@@ -232,9 +226,7 @@ def reward_file(
     unwitnessed_reward(task, with_change, without_change, grading, state, close)
 
 
-def not_gold_reward(
-    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes
-) -> None:
+def not_gold_reward(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
     """A reward file's strict verdict, anchored to the image as built: a resolving reward, from a log with pytest's
     per-test lines, in which a test reported failing without the change is not reported PASSED with it (xfailed,
     skipped or not run: the code under test called `pytest.xfail()` or `pytest.skip()` on the branch it gets wrong,
@@ -251,9 +243,7 @@ def not_gold_reward(
         grading.verdict = verdict.model_copy(update={"reward": 0.0, "not_gold": off, "official_reward": verdict.reward})
 
 
-def untrusted_reward(
-    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes
-) -> None:
+def untrusted_reward(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
     """A positive reward read from the reward file that test.sh may not have been the last to write: processes of the
     test run outlived test.sh (any of them could have replaced the file after test.sh wrote its own, before the
     harness killed them: tests/harness/cheats/reward_rewriter.sh), or test.sh died of a signal (exit above 128) with
@@ -286,9 +276,7 @@ def untrusted_reward(
                          "image as built none did")  # fmt: skip
 
 
-def changed_outside(
-    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes
-) -> None:
+def changed_outside(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
     """A positive reward read from the reward file of a fresh verifier container that the run left changed outside
     the working tree and the places a run may write (verify/footprint.py: the container's own layer, read from
     outside it; /tests by content): test.sh may run a tool of the image or a script of its tests after the tests,
@@ -360,9 +348,7 @@ def unwitnessed_reward(
     grading.verdict = verdict.model_copy(update={"reward": 0.0, "canary": got.canary, "canary_seen": seen})
 
 
-def missing_canary(
-    task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes
-) -> None:
+def missing_canary(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
     """Resolved with the change while the log has no failing report of the verifier's canary: run it once without
     the change. There the canary reported failing, so the runner reports it unless the change stops that (PASSED
     lines written to the test process's real stdout, then an exit before pytest reports): graded as failing, the

@@ -61,6 +61,8 @@ TESTCASE = (
     "\\n\\nimport unittest as _unittest_%s\\n\\n\\nclass Test%s(_unittest_%s.TestCase):\\n"
     "    def %s(self):\\n        self.assertEqual(%d, %d)\\n"
 )
+
+
 @dataclass(frozen=True)
 class Planted:
     script: str  # the test script with the planting line inserted

@@ -38,6 +38,7 @@ ROOT_TEST_FOLDERS = ("test", "testing")
 SETTINGS = ("--settings=", "DJANGO_SETTINGS_MODULE=")  # the settings module a Django runner imports
 RELATIVE = re.compile(r"[\w+-][\w.+-]*(/[\w.+-]+)*")  # a relative path as a word of a command (no `=`, `$`, glob)
 
+
 def infra_touched(paths: list[str], task: TaskSpec) -> list[str]:
     """The paths of a change that touch test infrastructure: the runner's configuration (TEST_CONFIG_FILES), the
     task's test files, a working-tree file the test script names or runs (Django's `tests/runtests.py` and its

@@ -71,7 +71,6 @@ NOT_CARRIED = (":(exclude,glob)**/__pycache__/**", ":(exclude,glob)**/*.pyc", ":
 NO_CONVERSION = "* -text -filter -ident -working-tree-encoding !eol"
 
 
-
 class IsolationError(SandboxError):
     """The agent's change could not be carried to the verifier (no workdir, no git in the image). `agent_side`: it
     failed once the image's side of the diff was done, on the agent's tree."""
@@ -258,7 +257,7 @@ def _apply_script(stage: str, tree_stage: str, workdir: str, exclude: list[str],
         # the patch's head in this answer; a longer one kept aside, read back as bytes by `apply_change` (printed whole,
         # 11 MB of it had made the carry outrun its budget: tests/harness/cheats/names_past_tail.sh)
         f"head -c {PATCH_KEEP} {s}/patch.diff\n"
-        f"[ -z \"$(find {s}/patch.diff -size +{PATCH_KEEP}c 2>/dev/null)\" ] || mv {s}/patch.diff {s}.patch\n"
+        f'[ -z "$(find {s}/patch.diff -size +{PATCH_KEEP}c 2>/dev/null)" ] || mv {s}/patch.diff {s}.patch\n'
         f"rm -rf {s} {t}\n"
     )
 

@@ -198,7 +198,7 @@ def _prologue(nonce: str) -> str:
     privileges. Quiet under `set -x` and safe under `set -euo pipefail`: what it does is the harness's, not the
     task's log."""
     u = TESTS_UID
-    drop = (f"setpriv --reuid={u} --regid={u} --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs")
+    drop = f"setpriv --reuid={u} --regid={u} --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs"
     # the same by syscalls, for an image without util-linux's setpriv (prctl 24: PR_CAPBSET_DROP, 38:
     # PR_SET_NO_NEW_PRIVS; setuid from root to another uid clears the permitted and effective sets)
     py = (

@@ -229,9 +229,7 @@ def _script(stage: str, mark: str, unpack: str | None = None, prepare: str = "")
         # (tests with the shell's builtins first: in a fresh container there is mostly nothing to remove)
         f"for p in {TESTS_DIR} {LOG_DIR}; do {{ [ -e $p ] || [ -L $p ]; }} && rm -rf $p; done\n"
         "{ [ -e /logs ] || [ -L /logs ]; } && { [ ! -d /logs ] || [ -L /logs ]; } && rm -rf /logs\n"
-        f"{staged} || {{ echo 'trialbook: could not stage the tests' >&2; exit 97; }}\n"
-        + prepare
-        +
+        f"{staged} || {{ echo 'trialbook: could not stage the tests' >&2; exit 97; }}\n" + prepare +
         # sourced: bash reads all of it before it runs a line (a script it reads as it runs, and the code under
         # test could rewrite what test.sh does after the tests: tests/harness/cheats/test_sh_rewritten.sh)
         f"bash -c '. \"$0\"' {TESTS_DIR}/test.sh\nrc=$?\n"
@@ -271,8 +269,15 @@ def _split(output: str, mark: str) -> tuple[str, dict[str, str], int | None]:
 
 
 def _run_last(
-    sandbox: Sandbox, task: TaskSpec, stage: str, mark: str, timeout: float, full: CappedSink, test_sh: str | None,
-    prepare: str = "", snap: staged.Snapshot | None = None,
+    sandbox: Sandbox,
+    task: TaskSpec,
+    stage: str,
+    mark: str,
+    timeout: float,
+    full: CappedSink,
+    test_sh: str | None,
+    prepare: str = "",
+    snap: staged.Snapshot | None = None,
 ) -> ExecResult | None:
     """The tests put in a fresh container (inline in the script when they are small), the script run as its last process
     (Sandbox.finish: PID 1 itself, which nothing in the container can kill or speak after; no `docker exec`,

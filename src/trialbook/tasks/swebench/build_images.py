@@ -38,6 +38,8 @@ BASE_PACKAGES = "python3,python3-venv,git,patch,ca-certificates"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 LABEL = "trialbook.swebench"
 SYSTEM_PTH = "/usr/lib/python3/dist-packages/trialbook-venv.pth"
+
+
 # A C toolchain for compiled extensions (astropy): Debian's gcc and the headers of the suite's Python, which is
 # the venv's (`python3 -m venv` of the system interpreter).
 def apt_install(packages: list[str]) -> str:

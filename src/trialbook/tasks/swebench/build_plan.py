@@ -30,9 +30,7 @@ SUITES = {"3.9": "bullseye", "3.11": "bookworm"}
 # no cp311 ones), and none further than PYTHON_REACH minor versions away (refused: 3.5, 3.6). The choice is
 # recorded on the task (`[metadata] python_asked`, `python`) and in the lock file; validation checks it.
 PYTHON_REACH = 2
-PYTHON_RULE = (
-    f"nearest Python here by minor version, the older on a tie, at most {PYTHON_REACH} minor versions away"
-)
+PYTHON_RULE = f"nearest Python here by minor version, the older on a tie, at most {PYTHON_REACH} minor versions away"
 
 
 def python_for(asked: str) -> str | None:
@@ -49,6 +47,8 @@ def python_for(asked: str) -> str | None:
         if hm == major and abs(hn - minor) <= PYTHON_REACH:
             near.append((abs(hn - minor), hn, have))
     return min(near)[2] if near else None
+
+
 # Unpinned packages resolve as of the day the published sweb.eval images were built (an environment
 # resolved today is not the one the instances were validated in: today's pytest and docutils break
 # flask's and sphinx's suites). Their logs show it: setuptools_scm versions stamped d20240725, and
@@ -292,9 +292,7 @@ def has_compiled_sources(source: Path, commit: str) -> bool:
     """Whether the tree carries C/C++/Cython sources outside its tests (astropy's extensions; sphinx keeps a .pyx
     test fixture): its install compiles them, so the environment image gets a C toolchain."""
     done = git(["-C", str(source), "ls-tree", "-r", "--name-only", commit])
-    return any(
-        COMPILED.search(p) and not {"test", "tests"} & set(p.split("/")[:-1]) for p in done.stdout.splitlines()
-    )
+    return any(COMPILED.search(p) and not {"test", "tests"} & set(p.split("/")[:-1]) for p in done.stdout.splitlines())
 
 
 def reads_httpbin_url(source: Path, inst: dict[str, Any]) -> bool:

@@ -464,9 +464,7 @@ class TasksWritten(Result):
     skipped: list[Skipped]
 
 
-def write_tasks(
-    instances: Path, out: Path, ids: list[str] | None = None, registry: str | None = None
-) -> TasksWritten:
+def write_tasks(instances: Path, out: Path, ids: list[str] | None = None, registry: str | None = None) -> TasksWritten:
     """Task folders on the official images (`registry`: pulled from there instead of Docker Hub)."""
     rows = read_instances(instances)
     if ids:
