@@ -5,6 +5,11 @@ as a fresh process, against `python -c pass` as the floor. Reports the median wa
 median CPU time (user + system of the child): on a loaded machine the wall time mostly measures the
 queue for a core, the CPU time what the command itself costs. Target (issue 18): <= 0.3 s.
 
+`--run` adds `trialbook run` end to end, one oracle trial of examples/tasks/plain-bugfix on the local Docker daemon
+(its image built by a warm-up run first; each timed run `--replace`s the last): the fixed cost of a run (imports,
+image and daemon checks, the ledger opened, the task loaded) on top of one real trial (two containers, pytest,
+per-test grading). The CPU figure is trialbook's process only, not the daemon's (issue 42).
+
 `--before SRC` (e.g. the `src` folder of an older checkout: `git archive HEAD~3 src | tar -x -C /tmp/old`)
 also times every command with that code first on PYTHONPATH, alternating the two runs by run so that
 both see the same load: a side-by-side before/after.
@@ -24,7 +29,9 @@ import time
 from pathlib import Path
 
 
-def timed(cmd: list[str], n: int, envs: dict[str, dict[str, str]]) -> dict[str, dict[str, float]]:
+def timed(
+    cmd: list[str], n: int, envs: dict[str, dict[str, str]], same_output: bool = True
+) -> dict[str, dict[str, float]]:
     """Median wall and CPU time of `cmd` under each env, the envs taking turns run by run."""
     walls: dict[str, list[float]] = {label: [] for label in envs}
     cpus: dict[str, list[float]] = {label: [] for label in envs}
@@ -40,7 +47,7 @@ def timed(cmd: list[str], n: int, envs: dict[str, dict[str, str]]) -> dict[str, 
             if proc.returncode != 0:
                 sys.exit(f"{' '.join(cmd)} failed: {proc.stderr.decode()[-500:]}")
             outputs.setdefault(label, proc.stdout)
-    if len(set(outputs.values())) > 1:  # before and after must print the same bytes
+    if same_output and len(set(outputs.values())) > 1:  # before and after must print the same bytes
         sys.exit(f"{' '.join(cmd)}: the outputs differ between {', '.join(outputs)}")
     return {
         label: {"wall_median_s": round(statistics.median(walls[label]), 3),
@@ -68,6 +75,9 @@ def trialbook() -> list[str]:
 def main() -> None:
     args = sys.argv[1:]
     old_src = None
+    run = "--run" in args
+    if run:
+        args.remove("--run")
     if "--before" in args:
         at = args.index("--before")
         old_src = str(Path(args[at + 1]).resolve())
@@ -87,9 +97,19 @@ def main() -> None:
             "trialbook show base": [*trialbook(), "show", "base", "--db", str(db)],
             "trialbook compare --help": [*trialbook(), "compare", "--help"],
         }
+        if run:
+            tasks = Path(tmp) / "tasks"
+            shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "tasks" / "plain-bugfix",
+                            tasks / "plain-bugfix")  # fmt: skip
+            cmd = [*trialbook(), "run", str(tasks), "--run", "r", "--agent", "oracle", "--replace", "--json",
+                   "--db", str(db), "--runs-dir", str(Path(tmp) / "runs")]  # fmt: skip
+            for one in envs.values():  # the image built, the daemon's caches warm
+                subprocess.run(cmd, check=True, capture_output=True, env=one)
+            commands["trialbook run (1 oracle trial, plain-bugfix)"] = cmd
         out: dict[str, object] = {}
         for name, cmd in commands.items():
-            rows = timed(cmd, n, envs if name != "python -c pass (floor)" else {"after": env})
+            envs_now = envs if name != "python -c pass (floor)" else {"after": env}
+            rows = timed(cmd, n, envs_now, same_output=not name.startswith("trialbook run"))
             out[name] = rows["after"] if len(rows) == 1 else rows
     floor = out["python -c pass (floor)"]
     for row in out.values():
