@@ -8,7 +8,9 @@ queue for a core, the CPU time what the command itself costs. Target (issue 18):
 `--run` adds `trialbook run` end to end, one oracle trial of examples/tasks/plain-bugfix on the local Docker daemon
 (its image built by a warm-up run first; each timed run `--replace`s the last): the fixed cost of a run (imports,
 image and daemon checks, the ledger opened, the task loaded) on top of one real trial (two containers, pytest,
-per-test grading). The CPU figure is trialbook's process only, not the daemon's (issue 42).
+per-test grading). The CPU figure is trialbook's process only, not the daemon's; `to_trial_start` is the time from
+the process's launch to its trial's start (result.json's started_at): the fixed cost before the first container
+(issue 42).
 
 `--before SRC` (e.g. the `src` folder of an older checkout: `git archive HEAD~3 src | tar -x -C /tmp/old`)
 also times every command with that code first on PYTHONPATH, alternating the two runs by run so that
@@ -26,22 +28,28 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 
 def timed(
-    cmd: list[str], n: int, envs: dict[str, dict[str, str]], same_output: bool = True
+    cmd: list[str], n: int, envs: dict[str, dict[str, str]], same_output: bool = True, runs: Path | None = None
 ) -> dict[str, dict[str, float]]:
-    """Median wall and CPU time of `cmd` under each env, the envs taking turns run by run."""
+    """Median wall and CPU time of `cmd` under each env, the envs taking turns run by run; with `runs` (a `trialbook
+    run`'s runs folder), also the median seconds from the process's launch to its trial's start (result.json)."""
+    firsts: dict[str, list[float]] = {label: [] for label in envs}
     walls: dict[str, list[float]] = {label: [] for label in envs}
     cpus: dict[str, list[float]] = {label: [] for label in envs}
     outputs: dict[str, bytes] = {}
     for _ in range(n):
         for label, env in envs.items():
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            t = time.perf_counter()
+            t, launched = time.perf_counter(), time.time()
             proc = subprocess.run(cmd, capture_output=True, env=env)
             walls[label].append(time.perf_counter() - t)
+            if runs is not None:
+                started = json.loads(next(runs.glob("*/*/result.json")).read_text())["started_at"]
+                firsts[label].append(datetime.fromisoformat(started).timestamp() - launched)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpus[label].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
             if proc.returncode != 0:
@@ -49,11 +57,14 @@ def timed(
             outputs.setdefault(label, proc.stdout)
     if same_output and len(set(outputs.values())) > 1:  # before and after must print the same bytes
         sys.exit(f"{' '.join(cmd)}: the outputs differ between {', '.join(outputs)}")
-    return {
+    out = {
         label: {"wall_median_s": round(statistics.median(walls[label]), 3),
                 "cpu_median_s": round(statistics.median(cpus[label]), 3)}
         for label in envs
     }  # fmt: skip
+    for label in envs if runs is not None else ():
+        out[label]["to_trial_start_median_s"] = round(statistics.median(firsts[label]), 3)
+    return out
 
 
 def make_ledger(db: Path, env: dict[str, str]) -> None:
@@ -109,7 +120,8 @@ def main() -> None:
         out: dict[str, object] = {}
         for name, cmd in commands.items():
             envs_now = envs if name != "python -c pass (floor)" else {"after": env}
-            rows = timed(cmd, n, envs_now, same_output=not name.startswith("trialbook run"))
+            is_run = name.startswith("trialbook run (")
+            rows = timed(cmd, n, envs_now, same_output=not is_run, runs=Path(tmp) / "runs" if is_run else None)
             out[name] = rows["after"] if len(rows) == 1 else rows
     floor = out["python -c pass (floor)"]
     for row in out.values():
