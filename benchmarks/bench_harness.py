@@ -32,7 +32,19 @@ through the daemon.
 `--floor` also times, interleaved with the others, the least any trial with verifier isolation can cost: two
 containers per trial created as the harness creates them (no network stack, limits, no log), each running
 `true` and removed once it exited, nothing else. `--isolation container` runs the task with `[verifier]
-isolation = "container"` (graded in the agent's own container: one container a trial, as the bare run).
+isolation = "container"` (graded in the agent's own container: one container a trial, as the bare run; with
+`--task`, written into the copy's task.toml).
+
+`--task DIR`: a real task folder instead of the trivial task (e.g. examples/tasks/plain-bugfix: its oracle solution,
+its test.sh running pytest, graded per test when it lists FAIL_TO_PASS / PASS_TO_PASS, the verifier's canaries and
+witness included as `trialbook run` runs them); the bare loop then does the same work in one container,
+`docker run --rm --network none -v DIR/solution:/solution:ro -v DIR/tests:/tests:ro IMAGE bash -c 'bash
+/solution/solve.sh && bash /tests/test.sh; cat /logs/verifier/reward.txt'` (the solution applied, the same pytest
+command run), and each way must resolve every trial.
+
+`--one-container` (with `--task`): also trialbook with the task's `[verifier] isolation = "container"`, interleaved
+(the agent's own container graded: no second container, no diff carried), so the CPU the verifier's second container
+costs shows by difference.
 
 `--runtime` (default auto, as `trialbook run`): the OCI runtime of trialbook's containers and the floor's; the bare
 `docker run` uses the daemon's default (runc), as a user's does. `auto` is crun where the daemon has it
@@ -46,7 +58,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -103,6 +117,13 @@ def make_task(root: Path, isolation: str = "diff") -> Path:
     return task
 
 
+def isolate(task_dir: Path, isolation: str) -> None:
+    """Set the task's `[verifier] isolation` in its task.toml."""
+    toml = task_dir / "task.toml"
+    text = re.sub(r"(?m)^isolation\s*=.*\n", "", toml.read_text())
+    toml.write_text(text.replace("[verifier]\n", f'[verifier]\nisolation = "{isolation}"\n', 1))
+
+
 def _proc_cpu(pid: int, children: bool = False) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = sum(int(x) for x in (fields[13:15] if children else fields[11:13]))
@@ -151,10 +172,16 @@ def measured(block: Callable[[], float], n: int, cpu: list[dict[str, float]] | N
     return wall
 
 
-def bare_block(image: str, n: int, c: int, runtime: str | None = None) -> float:
+def bare_block(image: str, n: int, c: int, runtime: str | None = None, task: Path | None = None) -> float:
+    """`n` bare `docker run --rm` of the trivial task's solve and test (or with `task`, that folder's solve.sh and
+    test.sh, mounted read-only), `c` at once."""
     script = f"{SOLVE}; {TEST}; cat /logs/verifier/reward.txt"
-    cmd = ["docker", "run", "--rm", "--network", "none", *(["--runtime", runtime] if runtime else []), image]
-    cmd += ["sh", "-c", script]
+    cmd = ["docker", "run", "--rm", "--network", "none", *(["--runtime", runtime] if runtime else [])]
+    if task is None:
+        cmd += [image, "sh", "-c", script]
+    else:
+        cmd += ["-v", f"{task / 'solution'}:/solution:ro", "-v", f"{task / 'tests'}:/tests:ro", image, "bash", "-c"]
+        cmd += ["bash /solution/solve.sh && bash /tests/test.sh >/dev/null 2>&1; cat /logs/verifier/reward.txt"]
 
     def one(_: int) -> None:
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -208,11 +235,14 @@ def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False, floor: bo
     head += ["bare same runtime s/trial", "ratio"] if same else []
     head += ["--no-warm-pool s/trial", "ratio"] if cold else []
     head += ["floor s/trial", "ratio"] if floor else []
+    one = "one_container_s" in rows[0]
+    head += ["one container s/trial"] if one else []
     who = ("dockerd", "containerd", "shims", "client")
     if cpu:
         head += [f"CPU {w} bare/tb" for w in who] + ["CPU s/trial bare/tb", "ratio", "machine bare/tb", "ratio"]
         head += ["steal bare/tb"]
         head += ["CPU s/trial floor", "machine floor"] if floor else []
+        head += ["CPU s/trial one container", "machine one container"] if one else []
     head += ["load avg (1 min)"]
     lines = [head]
     for r in rows:
@@ -221,6 +251,7 @@ def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False, floor: bo
         line += [f"{r['same_s']:.3f}", f"{r['same_ratio']:.2f}"] if same else []
         line += [f"{r['cold_s']:.3f}", f"{r['cold_ratio']:.2f}"] if cold else []
         line += [f"{r['floor_s']:.3f}", f"{r['floor_ratio']:.2f}"] if floor else []
+        line += [f"{r['one_container_s']:.3f}"] if one else []
         if cpu:
             line += [f"{r[f'cpu_bare_{w}_s']:.3f}/{r[f'cpu_trialbook_{w}_s']:.3f}" for w in who]
             bare, tb = r["cpu_bare_s"], r["cpu_trialbook_s"]
@@ -232,6 +263,7 @@ def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False, floor: bo
                 f"{r['cpu_bare_steal_s']:.3f}/{r['cpu_trialbook_steal_s']:.3f}",
             ]
             line += [f"{r['cpu_floor_s']:.3f}", f"{r['cpu_floor_machine_s']:.3f}"] if floor else []
+            line += [f"{r['cpu_one_s']:.3f}", f"{r['cpu_one_machine_s']:.3f}"] if one else []
         lines.append([*line, f"{r['load_1min']:.1f}"])
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)) for line in lines)
@@ -259,8 +291,16 @@ def main() -> None:
     ap.add_argument(
         "--isolation",
         choices=("diff", "container"),
-        default="diff",
-        help="the task's [verifier] isolation: \"container\" grades the agent's own container (one container a trial)",
+        help="the task's [verifier] isolation (default: diff; with --task, the task's own): \"container\" grades the"
+        " agent's own container (one container a trial)",
+    )
+    ap.add_argument(
+        "--task", type=Path, help="a real task folder (its oracle solution and tests) instead of the trivial one"
+    )
+    ap.add_argument(
+        "--one-container",
+        action="store_true",
+        help='with --task: also trialbook with isolation = "container" (one container a trial), interleaved',
     )
     ap.add_argument("--runtime", default="auto", help="trialbook's (and the floor's) OCI runtime: auto, default, NAME")
     ap.add_argument(
@@ -278,7 +318,20 @@ def main() -> None:
     same = False
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        spec = load_task(make_task(root, args.isolation))
+        one_spec = None
+        if args.task:  # a copy: trialbook_block's tasks_dir is the folder above it
+            task_dir = root / "tasks" / args.task.resolve().name
+            shutil.copytree(args.task, task_dir)
+            if args.isolation:
+                isolate(task_dir, args.isolation)
+            spec, bare_task = load_task(task_dir), task_dir
+            if args.one_container:  # its own tasks folder: trialbook_block's tasks_dir
+                one_dir = root / "tasks-one" / task_dir.name
+                shutil.copytree(task_dir, one_dir)
+                isolate(one_dir, "container")
+                one_spec = load_task(one_dir)
+        else:
+            spec, bare_task = load_task(make_task(root, args.isolation or "diff")), None
         engine = connect()
         engine.channels = not args.no_channel
         image, _ = engine.ensure_image(
@@ -290,7 +343,7 @@ def main() -> None:
         print(f"trialbook's runtime: {runtime or 'the daemon default'}; bare: the daemon default"
               + (f", and {runtime} (--same-runtime)" if same else ""), flush=True)  # fmt: skip
         try:
-            bare_block(image, 2, 1)  # warm-up: image layers in the page cache, imports done
+            bare_block(image, 2, 1, task=bare_task)  # warm-up: image layers in the page cache, imports done
             trialbook_block(ledger, engine, spec, root, 2, 1, True, "warmup")
             n = args.trials
             for c in levels:
@@ -298,17 +351,23 @@ def main() -> None:
                 cpu_bare: list[dict[str, float]] | None = [] if args.cpu else None
                 cpu_tb: list[dict[str, float]] | None = [] if args.cpu else None
                 cpu_floor: list[dict[str, float]] | None = [] if args.cpu and args.floor else None
+                one, cpu_one = [], ([] if args.cpu and one_spec else None)
                 order = ["bare", "trialbook"] + ["same"] * same + ["cold"] * cold + ["floor"] * args.floor
+                order += ["one"] * (one_spec is not None)
                 trials = partial(trialbook_block, ledger, engine, spec, root, n, c, runtime=args.runtime)
                 for r in range(args.rounds):
                     for way in order[r % len(order) :] + order[: r % len(order)]:  # each way first in turn
                         time.sleep(SETTLE_S)
                         if way == "bare":
-                            bare.append(measured(partial(bare_block, image, n, c), n, cpu_bare))
+                            bare.append(measured(partial(bare_block, image, n, c, task=bare_task), n, cpu_bare))
                         elif way == "trialbook":
                             tb.append(measured(partial(trials, True, f"c{c}-r{r}"), n, cpu_tb))
                         elif way == "same":
-                            bare_same.append(bare_block(image, n, c, runtime) / n)
+                            bare_same.append(bare_block(image, n, c, runtime, bare_task) / n)
+                        elif way == "one":
+                            block = partial(trialbook_block, ledger, engine, one_spec, root, n, c, True,
+                                            f"c{c}-r{r}-one", args.runtime)  # fmt: skip
+                            one.append(measured(block, n, cpu_one))
                         elif way == "cold":
                             tb_cold.append(trials(False, f"c{c}-r{r}-cold") / n)
                         else:
@@ -316,7 +375,7 @@ def main() -> None:
                 b = statistics.median(bare)
                 row = {"concurrency": c, "trials": args.trials, "rounds": args.rounds, "bare_s": round(b, 3)}
                 row["trialbook_s"] = round(statistics.median(tb), 3)
-                for way, samples in (("bare", cpu_bare), ("trialbook", cpu_tb), ("floor", cpu_floor)):
+                for way, samples in (("bare", cpu_bare), ("trialbook", cpu_tb), ("floor", cpu_floor), ("one", cpu_one)):
                     for who in samples[0] if samples else ():
                         row[f"cpu_{way}_{who}_s"] = round(statistics.median(x[who] for x in samples), 4)
                     if samples:
@@ -332,6 +391,8 @@ def main() -> None:
                 if cold:
                     row["cold_s"] = round(statistics.median(tb_cold), 3)
                     row["cold_ratio"] = round(row["cold_s"] / b, 3)
+                if one:
+                    row["one_container_s"] = round(statistics.median(one), 3)
                 if args.floor:
                     row["floor_s"] = round(statistics.median(floor), 3)
                     row["floor_ratio"] = round(row["floor_s"] / b, 3)

@@ -9,6 +9,7 @@ an extra. Call `require` where such a module is first imported, so a missing ext
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 from trialbook.errors import UserError
 
@@ -36,3 +37,17 @@ def require(extra: str, what: str) -> None:
             importlib.import_module(module)
         except ImportError as exc:  # missing, or installed without its own dependencies
             raise MissingExtraError(f"{what} needs the {extra} extra: pip install 'trialbook[{extra}]'") from exc
+
+
+def present(extra: str, what: str) -> None:
+    """`require` without importing: each module's top-level package is found on the path (importlib's finders, a few
+    ms), or the same one line as `require`. For an extra whose import costs seconds (swebench's: datasets, pandas,
+    modal) where the import itself can wait for the first use; an extra installed without its own dependencies is
+    then reported where it is first imported."""
+    for module in EXTRAS[extra]:
+        try:
+            found = importlib.util.find_spec(module.split(".")[0]) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise MissingExtraError(f"{what} needs the {extra} extra: pip install 'trialbook[{extra}]'")

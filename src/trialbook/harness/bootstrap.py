@@ -16,15 +16,16 @@ checks every kind of run against the same keys.
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
 from trialbook.agents import get_agent
 from trialbook.agents.base import Agent, agent_stack, with_agent_stack
 from trialbook.errors import UserError
-from trialbook.extras import require
+from trialbook.extras import present
 from trialbook.harness.config import RunConfig
 from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.lock import run_lock
@@ -107,10 +108,21 @@ def prepare(
 
 def check_grader(specs: list[TaskSpec], local: bool) -> None:
     """Tasks that list FAIL_TO_PASS / PASS_TO_PASS are graded per test by swebench's parsers: without the
-    extra, refuse before any trial runs (else each would end infra_error, GraderUnavailableError). A Ray
-    node grades with its own packages."""
+    extra (its package not found: `present`, no import), refuse before any trial runs (else each would end
+    infra_error, GraderUnavailableError); the import itself starts in a thread (`_import_grader`). A Ray node grades
+    with its own packages."""
     if local and any(s.lists_tests for s in specs):
-        require("swebench", "grading tasks that list FAIL_TO_PASS / PASS_TO_PASS (the example tasks do)")
+        present("swebench", "grading tasks that list FAIL_TO_PASS / PASS_TO_PASS (the example tasks do)")
+        threading.Thread(target=_import_grader, name="trialbook-grader-import").start()
+
+
+def _import_grader() -> None:
+    """Import the grader (swebench: ~0.75 s, datasets and modal with it) while the first containers start, rather
+    than before them; the first trial that grades waits on the same import (Python's per-module import lock). A
+    failure is left to that trial, whose own import names the cause (verify/runner._grader: GraderUnavailableError).
+    Not a daemon thread: the interpreter does not exit in the middle of an extension module's import."""
+    with suppress(Exception):  # reported by the trial that grades (above)
+        import trialbook.verify.grading  # noqa: F401
 
 
 def check_runtime(executor: Executor, runtime: str) -> None:
