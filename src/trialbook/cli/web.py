@@ -77,7 +77,7 @@ def report_cmd(
     """One self-contained HTML file with the compare, training and audit views (plots included)."""
     _need_extra("trialbook report --html")
     from trialbook.ledger.views import open_readonly
-    from trialbook.web import report
+    from trialbook.web import standalone
 
     ledger = open_readonly(db)
     sections = []
@@ -85,11 +85,11 @@ def report_cmd(
         names = comma_list(compare) or []
         if len(names) < 2:
             raise UserError("--compare takes BASE,CAND[,CAND...]: a baseline and at least one candidate")
-        sections.append(report.compare_section(ledger, names[0], names[1:], split, min_diff, by_repo, metric,
+        sections.append(standalone.compare_section(ledger, names[0], names[1:], split, min_diff, by_repo, metric,
                                                exclude_repo or []))  # fmt: skip
     if train:
-        sections.append(report.training_section(ledger, train, bucket))
+        sections.append(standalone.training_section(ledger, train, bucket))
     if audit:
-        sections.append(report.audit_section(ledger, audit))
-    size = report.write_html(html, sections, title)
+        sections.append(standalone.audit_section(ledger, audit))
+    size = standalone.write_html(html, sections, title)
     done(f"wrote {html} ({size / 1024:.0f} KiB, {len(sections)} section(s))")
