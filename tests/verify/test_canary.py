@@ -4,7 +4,9 @@ the test scripts of the 484 SWE-bench Verified instances `tasks from-swebench` w
 
 from __future__ import annotations
 
+import ast
 import json
+import random
 import re
 import shutil
 import subprocess
@@ -17,7 +19,7 @@ from paths import DATA, EXAMPLES, INSTANCES
 from trialbook.tasks.swebench.generate import write_tasks
 from trialbook.tasks.testscript import installed_by_patch, task_test_files
 from trialbook.verify.canary import TEST_MODULE, TESTCASE, plant, reading
-from trialbook.verify.decoys import module_functions, patch_functions
+from trialbook.verify.decoys import _derive, module_functions, patch_functions
 from trialbook.verify.grading import grade_parsed, grade_test_log, parse_log
 
 NONCE = "5eed0f0cafe1"
@@ -71,6 +73,34 @@ def test_with_the_image_modules_most_scripts_of_the_eight_repositories_get_deriv
     # 128 instances, 118 planted pytest-style (Django's runner is not among the eight); the rest have only class
     # methods or decorated (parametrized) tests in the module: the plain canary
     assert (len(base), planted, patch_only, with_image) == (128, 118, 36, 77)
+
+
+def test_every_test_function_of_the_real_modules_derives_a_canary_that_fails_first() -> None:
+    """Every top-level test function of every module a test patch of the eight repositories touches, as the image
+    holds it (the repository at the base commit): its derived canary parses and its first statement (after a
+    docstring) is the failing assert. A test whose first statement is a decorated nested def (flask's
+    `@app.route("/")` then `def index():`) once got the assert between decorator and def: a module that no longer
+    parsed, every test missing in that run (flask-5014, flaky in validate)."""
+    repos = {p.name.removesuffix(".git") for p in (DATA / "swebench-repos").glob("*.git")}
+    derived = 0
+    for line in INSTANCES.read_text().splitlines():
+        inst = json.loads(line)
+        if inst["repo"].replace("/", "__") not in repos or not inst.get("test_patch"):
+            continue
+        git = DATA / "swebench-repos" / f"{inst['repo'].replace('/', '__')}.git"
+        for f in re.findall(r"^diff --git a/(\S+\.py) ", inst["test_patch"], re.M):
+            shown = subprocess.run(
+                ["git", "--git-dir", str(git), "show", f"{inst['base_commit']}:{f}"], capture_output=True
+            )
+            for name, source in module_functions(shown.stdout.decode(errors="replace")) if not shown.returncode else []:
+                canary = _derive(f"{name}_edge", source, random.Random(derived))
+                assert canary is not None, (inst["instance_id"], name)
+                node = ast.parse(canary).body[0]
+                assert isinstance(node, ast.FunctionDef) and node.name == f"{name}_edge"
+                body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+                assert isinstance(body[0], ast.Assert), (inst["instance_id"], name)
+                derived += 1
+    assert derived == 1765
 
 
 def test_on_every_verified_script_it_goes_right_before_the_test_command(swebench_scripts: dict[str, str]) -> None:

@@ -154,13 +154,22 @@ def _derive(name: str, source: str, rng: random.Random) -> str | None:
     if first.lineno <= node.lineno:  # `def test_x(): body` on one line
         return None
     docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-    at = (first.end_lineno or first.lineno) if docstring else first.lineno - 1
-    indent = re.match(r"[ \t]*", lines[first.lineno - 1]).group(0)  # type: ignore[union-attr]
+    # a decorated first statement (a nested `@app.route` def) starts at its first decorator, not at its `def`
+    decorators = getattr(first, "decorator_list", None) or []
+    start = min([first.lineno, *(d.lineno for d in decorators)])
+    at = (first.end_lineno or first.lineno) if docstring else start - 1
+    indent = re.match(r"[ \t]*", lines[start - 1]).group(0)  # type: ignore[union-attr]
     a, b = rng.sample(range(2, 100), 2)
     lines.insert(at, f"{indent}assert {a} == {b}")
     head = lines[node.lineno - 1]
     lines[node.lineno - 1] = head.replace(f"def {node.name}", f"def {name}", 1)
-    return "\n".join(lines).rstrip() + "\n"
+    derived = "\n".join(lines).rstrip() + "\n"
+    try:  # whatever else the line arithmetic missed: no canary from this test rather than a broken module
+        body = ast.parse(derived).body[0].body  # type: ignore[attr-defined]
+    except (SyntaxError, ValueError, AttributeError, IndexError):
+        return None
+    check = body[1] if docstring and len(body) > 1 else body[0]
+    return derived if isinstance(check, ast.Assert) else None
 
 
 def _sources_for(file: str, sources: dict[str, list[tuple[str, str]]]) -> list[tuple[str, str]]:
