@@ -44,35 +44,40 @@ def swebench_scripts(tmp_path_factory) -> dict[str, str]:
     return {t.name: (t / "tests" / "test.sh").read_text() for t in sorted(out.iterdir())}
 
 
+def _held_instances() -> list[dict]:
+    """The Verified instances whose repository data/swebench-repos holds (at their base commits)."""
+    repos = {p.name.removesuffix(".git") for p in (DATA / "swebench-repos").glob("*.git")}
+    instances = [json.loads(line) for line in INSTANCES.read_text().splitlines()]
+    return [inst for inst in instances if inst["repo"].replace("/", "__") in repos]
+
+
+def _at_base(inst: dict, path: str) -> str | None:
+    """`path` as the instance's image holds it (its repository at the base commit), None where it does not."""
+    git = DATA / "swebench-repos" / f"{inst['repo'].replace('/', '__')}.git"
+    shown = subprocess.run(["git", "--git-dir", str(git), "show", f"{inst['base_commit']}:{path}"], capture_output=True)
+    return None if shown.returncode else shown.stdout.decode(errors="replace")
+
+
 def test_with_the_image_modules_most_scripts_of_the_eight_repositories_get_derived_canaries(
     swebench_scripts: dict[str, str],
 ) -> None:
     """verify/sources.py: the modules a canary goes into, read as the image holds them (the repository at the base
     commit, here from data/swebench-repos), give a function to derive from where the test patch adds none whole."""
-    repos = {p.name.removesuffix(".git") for p in (DATA / "swebench-repos").glob("*.git")}
-    base = {}
-    for line in INSTANCES.read_text().splitlines():
-        inst = json.loads(line)
-        if inst["repo"].replace("/", "__") in repos:
-            base[inst["instance_id"]] = inst["base_commit"]
+    held = _held_instances()
     planted = patch_only = with_image = 0
-    for task, commit in base.items():
-        script = swebench_scripts.get(task, "")  # not written: an instance without FAIL_TO_PASS lists
+    for inst in held:
+        script = swebench_scripts.get(inst["instance_id"], "")  # not written: an instance without FAIL_TO_PASS lists
         got = plant(script, set(), NONCE)
         if got is None or "_trialbook_plant" not in got.script:
             continue
         planted += 1
         from_patch = any(patch_functions(script).get(f) for f in got.files)
-        git = DATA / "swebench-repos" / f"{task.rsplit('-', 1)[0]}.git"
-        from_image = False
-        for f in got.files:
-            shown = subprocess.run(["git", "--git-dir", str(git), "show", f"{commit}:{f}"], capture_output=True)
-            from_image |= shown.returncode == 0 and bool(module_functions(shown.stdout.decode(errors="replace")))
+        from_image = any(module_functions(_at_base(inst, f) or "") for f in got.files)
         patch_only += from_patch
         with_image += from_patch or from_image
     # 128 instances, 118 planted pytest-style (Django's runner is not among the eight); the rest have only class
     # methods or decorated (parametrized) tests in the module: the plain canary
-    assert (len(base), planted, patch_only, with_image) == (128, 118, 36, 77)
+    assert (len(held), planted, patch_only, with_image) == (128, 118, 36, 77)
 
 
 def test_every_test_function_of_the_real_modules_derives_a_canary_that_fails_first() -> None:
@@ -81,18 +86,10 @@ def test_every_test_function_of_the_real_modules_derives_a_canary_that_fails_fir
     docstring) is the failing assert. A test whose first statement is a decorated nested def (flask's
     `@app.route("/")` then `def index():`) once got the assert between decorator and def: a module that no longer
     parsed, every test missing in that run (flask-5014, flaky in validate)."""
-    repos = {p.name.removesuffix(".git") for p in (DATA / "swebench-repos").glob("*.git")}
     derived = 0
-    for line in INSTANCES.read_text().splitlines():
-        inst = json.loads(line)
-        if inst["repo"].replace("/", "__") not in repos or not inst.get("test_patch"):
-            continue
-        git = DATA / "swebench-repos" / f"{inst['repo'].replace('/', '__')}.git"
-        for f in re.findall(r"^diff --git a/(\S+\.py) ", inst["test_patch"], re.M):
-            shown = subprocess.run(
-                ["git", "--git-dir", str(git), "show", f"{inst['base_commit']}:{f}"], capture_output=True
-            )
-            for name, source in module_functions(shown.stdout.decode(errors="replace")) if not shown.returncode else []:
+    for inst in _held_instances():
+        for f in re.findall(r"^diff --git a/(\S+\.py) ", inst.get("test_patch") or "", re.M):
+            for name, source in module_functions(_at_base(inst, f) or ""):
                 canary = _derive(f"{name}_edge", source, random.Random(derived))
                 assert canary is not None, (inst["instance_id"], name)
                 node = ast.parse(canary).body[0]
