@@ -52,6 +52,17 @@ def test_repos_folder_without_the_repository(cli, tmp_path):
     assert_one_line_exit_2(res, out, "psf__requests.git", REQUESTS)
 
 
+def test_a_repository_git_cannot_read_is_named_as_such(cli, tmp_path):
+    """The shared pydata__xarray.git came without its (empty) refs/ folder: git does not see a repository there,
+    which is what the line says (not a missing base commit)."""
+    repo = tmp_path / "repos" / "psf__requests.git"
+    shutil.copytree(REPOS / "psf__requests.git", repo)
+    shutil.rmtree(repo / "refs")
+    out = tmp_path / "out"
+    res = build(cli, one_instance(tmp_path, REQUESTS), out, "--repos", str(tmp_path / "repos"))
+    assert_one_line_exit_2(res, out, "not a repository git can read", f"mkdir -p {repo}/refs")
+
+
 def test_repos_is_not_a_folder(cli, tmp_path):
     out = tmp_path / "out"
     res = build(cli, one_instance(tmp_path, REQUESTS), out, "--repos", str(tmp_path / "nowhere"))

@@ -11,9 +11,17 @@ from pathlib import Path
 import pytest
 
 from paths import DATA, INSTANCES
-from trialbook.tasks.swebench.build_images import TOOLCHAIN, env_dockerfile, exact_pins, uv_install
+from trialbook.tasks.swebench.build_images import (
+    CCACHE_ENV,
+    TOOLCHAIN,
+    content_key,
+    env_dockerfile,
+    exact_pins,
+    uv_install,
+)
 from trialbook.tasks.swebench.build_plan import (
     CONDA_EXCLUDE_NEWER,
+    conda_to_pip,
     local_source,
     make_plan,
     python_for,
@@ -50,7 +58,9 @@ def test_astropy_gets_a_toolchain_sphinx_with_its_pyx_fixture_does_not():
     astropy = plan_for("astropy__astropy-14309")
     dockerfile = env_dockerfile(astropy)[0].splitlines()
     assert astropy.extra["toolchain"] and dockerfile[2] == f"RUN {TOOLCHAIN}"  # right after FROM/LABEL: shared
-    assert "python3-dev" in TOOLCHAIN
+    assert dockerfile[3] == CCACHE_ENV and "python3-dev" in TOOLCHAIN
+    # ccache answers the compiler names setuptools and sysconfig call, from a folder ahead of /usr/bin on PATH
+    assert "ln -s /usr/bin/ccache /usr/local/bin/x86_64-linux-gnu-gcc" in TOOLCHAIN
     sphinx = plan_for("sphinx-doc__sphinx-7910")  # tests/roots/test-ext-autodoc/target/cython.pyx
     assert "toolchain" not in sphinx.extra and TOOLCHAIN not in env_dockerfile(sphinx)[0]
 
@@ -87,3 +97,33 @@ def test_xarray_environment_yml_is_installed_from_pypi_as_of_condas_date(xarray_
     assert f"--exclude-newer-package zarr={CONDA_EXCLUDE_NEWER}" in install
     assert "numpy" in exact_pins(plan) and f"numpy={CONDA_EXCLUDE_NEWER}" not in install  # the spec's pin wins
     assert "--exclude-newer-package numpy=2100-01-01" in install
+
+
+def test_a_version_shares_one_environment_file_read_at_its_newest_base_commit(xarray_repos):
+    """swebench builds one environment per version, from the environment.yml at its environment_setup_commit; the
+    shared rows lack that field, so the newest base commit of the version holding the file stands for it: xarray
+    0.12's older commits (3095: only ci/requirements/py3*.yml) are built, and 3993's `h5py=2` is not what all get."""
+    rows = list(ROWS.values())
+    plans = {}
+    for n in ("2905", "3095", "3993", "4687"):
+        inst = ROWS[f"pydata__xarray-{n}"]
+        plans[n] = make_plan(inst, "0.12", local_source(xarray_repos, inst), "2024-07-25", rows)
+    commits = {p.extra["environment_commit"] for p in plans.values()}
+    assert commits == {ROWS["pydata__xarray-4687"]["base_commit"]}  # the newest 0.12 base commit (2022-01-18)
+    assert len({content_key(*env_dockerfile(p)) for p in plans.values()}) == 1  # one environment image for the version
+    # without the other rows an instance reads its own base commit, as before (3095 has none: one clear error)
+    alone = ROWS["pydata__xarray-3095"]
+    with pytest.raises(ValueError, match="no environment.yml"):
+        make_plan(alone, "0.12", local_source(xarray_repos, alone), "2024-07-25")
+    # a row naming its environment_setup_commit is read there
+    named = {**ROWS["pydata__xarray-3993"], "environment_setup_commit": ROWS["pydata__xarray-2905"]["base_commit"]}
+    plan = make_plan(named, "0.12", local_source(xarray_repos, named), "2024-07-25", rows)
+    assert plan.extra["environment_commit"] == ROWS["pydata__xarray-2905"]["base_commit"]
+
+
+def test_condas_fuzzy_pin_is_a_wildcard_and_not_exempt_from_the_date():
+    assert conda_to_pip("h5py=2 pip=20.2 numpy==1.23.0 scipy>=1") == ["h5py==2.*", "pip==20.2.*", "numpy==1.23.0",
+                                                                    "scipy>=1"]  # fmt: skip
+    plan = plan_for("astropy__astropy-14309")
+    plan.specs = {**plan.specs, "packages": "h5py=2 numpy==1.23.0", "pip_packages": []}
+    assert exact_pins(plan) == ["numpy"]

@@ -100,8 +100,10 @@ def plan_all(
     exclude_newer: str,
     layout: str = "venv",
     from_lock: Path | None = None,
+    every: list[dict[str, Any]] | None = None,
 ) -> tuple[list[BuildPlan], list[BuildLine]]:
-    """Plans for the buildable instances, and one skipped/refused line for each other one."""
+    """Plans for the buildable instances, and one skipped/refused line for each other one; `every`: all rows of the
+    instances file (a version's environment file is read at one commit for all its instances: make_plan)."""
     if repos is not None and not repos.is_dir():
         raise UserError(f"--repos {repos} is not a folder")
     plans, lines = [], []
@@ -118,7 +120,7 @@ def plan_all(
         assert version is not None  # skip_reason/refusal rule out an unknown version
         source = local_source(repos, inst) if repos is not None else upstream_source(upstream_cache(), inst)
         try:
-            plan = make_plan(inst, version, source, exclude_newer)
+            plan = make_plan(inst, version, source, exclude_newer, every or rows)
         except ValueError as exc:  # e.g. the spec's requirements file is not in the repository
             lines.append(BuildLine(inst["instance_id"], "infra_error", str(exc)))
             continue
@@ -214,12 +216,13 @@ def build_tasks(
 ) -> TasksBuilt:
     """`layout` "official": images in the published sweb.eval layout, tagged with their official names (under
     `registry` when given) and task folders exactly as `write_tasks` writes them for those names."""
-    rows = _select(read_instances(instances), ids, instances)
+    every = read_instances(instances)
+    rows = _select(every, ids, instances)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} exists and is not a folder")
     if from_lock is not None and not from_lock.is_dir():
         raise UserError(f"--from-lock {from_lock} is not a folder")
-    plans, lines = plan_all(rows, repos, exclude_newer, layout, from_lock)
+    plans, lines = plan_all(rows, repos, exclude_newer, layout, from_lock, every)
     try:
         builder = Builder() if plans else None
     except BuildFailed as exc:
@@ -250,8 +253,8 @@ def build_tasks(
                     official_image=r.official_image,
                     metadata={"python": str(r.python), **asked, "image_layout": plan.layout},
                 )
-                left_out = {"conda_left_out": plan.extra["conda_left_out"]} if plan.extra.get("conda_left_out") else {}
-                lock = {**locks[plan.instance_id], **asked, **left_out, "image": plan.inst_tag}
+                noted = {k: plan.extra[k] for k in ("conda_left_out", "environment_commit") if plan.extra.get(k)}
+                lock = {**locks[plan.instance_id], **asked, **noted, "image": plan.inst_tag}
                 (tmp / plan.instance_id / LOCK_FILE).write_text(lock_text(lock))
         lines = results + lines
         (tmp / REPORT).write_text(json.dumps(_merged_report(out, lines, exclude_newer), indent=1) + "\n")

@@ -48,7 +48,20 @@ def apt_install(packages: list[str]) -> str:
     return f"apt-get update -qq && {install} && rm -rf /var/lib/apt/lists/*"
 
 
-TOOLCHAIN = apt_install(["gcc", "g++", "libc6-dev", "python3-dev"])
+# ccache answers each compiler by its name from /usr/local/bin (ahead of /usr/bin on every PATH the images set): the
+# eval script re-installs the tree in every verifier run (`pip install -e .`), and PEP 660 builds extensions in a
+# temporary folder, so without it every run compiled astropy's extensions and wcslib again (~12 min of a trial
+# under load). The cache the instance build fills answers those compiles: the same compiler, flags and preprocessed
+# sources give the same objects. World-writable, so a shell of another uid that compiles still works.
+CCACHE_DIR = "/opt/ccache"
+COMPILERS = ("cc", "c++", "gcc", "g++", "x86_64-linux-gnu-gcc", "x86_64-linux-gnu-g++")
+TOOLCHAIN = (
+    apt_install(["gcc", "g++", "libc6-dev", "python3-dev", "ccache"])
+    + " && "
+    + " && ".join(f"ln -s /usr/bin/ccache /usr/local/bin/{c}" for c in COMPILERS)
+    + f" && mkdir -m 1777 {CCACHE_DIR}"
+)
+CCACHE_ENV = f"ENV CCACHE_DIR={CCACHE_DIR} CCACHE_UMASK=000 CCACHE_NOHASHDIR=1"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -95,7 +108,7 @@ def exact_pins(plan: BuildPlan) -> list[str]:
             req = Requirement(line.split("#")[0].strip())
         except InvalidRequirement:
             continue
-        if any(s.operator in ("==", "===") for s in req.specifier):
+        if any(s.operator == "===" or (s.operator == "==" and not s.version.endswith(".*")) for s in req.specifier):
             names.add(req.name.lower())
     return sorted(names)
 
@@ -136,7 +149,7 @@ def env_dockerfile(plan: BuildPlan) -> tuple[str, dict[str, str]]:
     lines = [
         f"FROM {base_tag(r['suite'])}",
         f"LABEL {LABEL}=env",
-        *([f"RUN {TOOLCHAIN}"] if plan.extra.get("toolchain") else []),  # first: one layer per suite, shared
+        *([f"RUN {TOOLCHAIN}", CCACHE_ENV] if plan.extra.get("toolchain") else []),  # first: one layer per suite
         *([f"RUN {apt_install(plan.extra['debian_packages'])}"] if plan.extra.get("debian_packages") else []),
         "COPY uv /usr/local/bin/uv",
         f"RUN python3 -m venv {venv} && {venv}/bin/python --version",

@@ -22,6 +22,7 @@ from swebench.harness.test_spec.python import clean_requirements
 from swebench.harness.utils import get_modified_files
 
 from trialbook.errors import UserError
+from trialbook.tasks.swebench.versions import VERSIONS
 
 # Debian releases that debootstrap can make here, by the Python they ship.
 SUITES = {"3.9": "bullseye", "3.11": "bookworm"}
@@ -123,6 +124,10 @@ def local_source(repos: Path, inst: dict[str, Any]) -> Path:
     folder = repo_folder(repos, inst["repo"])
     if not (folder / "HEAD").exists() and not (folder / ".git").exists():
         raise UserError(f"--repos {repos} has no repository {folder.name} (needed by {inst['instance_id']})")
+    if git(["-C", str(folder), "rev-parse", "--git-dir"]).returncode != 0:
+        # git needs HEAD, objects/ and refs/ to see a repository (the shared pydata__xarray.git came without refs/)
+        raise UserError(f"{folder} is not a repository git can read (a bare one needs HEAD, objects/ and refs/: "
+                        f"`mkdir -p {folder}/refs` if only refs/ is missing)")  # fmt: skip
     if not has_commit(folder, inst["base_commit"]):
         raise UserError(f"{folder} does not hold base commit {inst['base_commit']} of {inst['instance_id']}")
     return folder
@@ -220,8 +225,13 @@ def read_environment_yml(source: Path, repo: str, commit: str) -> tuple[list[str
 
 
 def conda_to_pip(packages: str) -> list[str]:
-    """The spec's `packages` (conda names, `name=1.2` pins) as pip requirements."""
-    return [re.sub(r"(?<![=<>!~])=(?!=)", "==", p) for p in packages.split()]
+    """The spec's `packages` (conda names and match specs) as pip requirements: conda's `name=1.2` is a fuzzy match,
+    any 1.2.* (xarray's `h5py=2`: pip's `==2` would ask for 2.0 exactly), `name==1.2` an exact one."""
+    out = []
+    for p in packages.split():
+        fuzzy = re.fullmatch(r"([^=<>!~]+)=([^=<>!~,|*]+)", p)
+        out.append(f"{fuzzy[1]}=={fuzzy[2]}.*" if fuzzy else p)
+    return out
 
 
 def env_recipe(plan: BuildPlan) -> dict[str, Any]:
@@ -304,8 +314,34 @@ def reads_httpbin_url(source: Path, inst: dict[str, Any]) -> bool:
     return False
 
 
-def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: str) -> BuildPlan:
-    """The plan without its image keys (`build_images.key_plan` names the images from their recipes)."""
+def environment_commit(inst: dict[str, Any], version: str, rows: list[dict[str, Any]], source: Path) -> str:
+    """The commit whose environment.yml a conda-file spec's environment is built from. swebench reads it at the
+    instance's `environment_setup_commit`, one per repository version (the newest instance's base commit of that
+    version in the full dataset), so all instances of a version share one environment. Rows without that field
+    (the shared data) get the newest base commit, by committer date, among the instances of the same repository and
+    version that the repository holds with the file (xarray 0.12's older base commits have only
+    ci/requirements/py3*.yml)."""
+    if inst.get("environment_setup_commit"):
+        return str(inst["environment_setup_commit"])
+    paths = MAP_REPO_TO_ENV_YML_PATHS[inst["repo"]]
+    dated = []
+    for row in rows:
+        if row["repo"] != inst["repo"] or (row.get("version") or VERSIONS.get(row["instance_id"])) != version:
+            continue
+        sha = row["base_commit"]
+        if not any(git(["-C", str(source), "cat-file", "-e", f"{sha}:{p}"]).returncode == 0 for p in paths):
+            continue
+        when = git(["-C", str(source), "show", "-s", "--format=%ct", sha])
+        if when.returncode == 0 and when.stdout.strip().isdigit():
+            dated.append((int(when.stdout.strip()), sha))
+    return max(dated)[1] if dated else str(inst["base_commit"])
+
+
+def make_plan(
+    inst: dict[str, Any], version: str, source: Path, exclude_newer: str, rows: list[dict[str, Any]] | None = None
+) -> BuildPlan:
+    """The plan without its image keys (`build_images.key_plan` names the images from their recipes); `rows`: every
+    instance of the instances file (a conda-file spec's environment is read at `environment_commit`)."""
     specs = MAP_REPO_VERSION_TO_SPECS[inst["repo"]][version]
     python = python_for(str(specs["python"]))
     assert python is not None  # refusal() rules the others out
@@ -313,7 +349,9 @@ def make_plan(inst: dict[str, Any], version: str, source: Path, exclude_newer: s
     if specs.get("packages") == "requirements.txt":
         plan.requirements = read_requirements(source, inst["repo"], inst["base_commit"])
     elif specs.get("packages") == "environment.yml":
-        env, left_out, debian = read_environment_yml(source, inst["repo"], inst["base_commit"])
+        commit = environment_commit(inst, version, rows or [inst], source)
+        env, left_out, debian = read_environment_yml(source, inst["repo"], commit)
+        plan.extra["environment_commit"] = commit
         plan.extra["conda_env"], plan.extra["conda_left_out"] = env, left_out
         if debian:
             plan.extra["debian_packages"] = debian
