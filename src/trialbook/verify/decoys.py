@@ -3,23 +3,30 @@
 Why: one canary, always appended last, written apart from the task's tests, is a fingerprint. A cheat spared it by
 its name, by its position, or by its text, and one that only no-ops tests named `*median*` knew nothing of it and
 still won. Here every pytest-style run gets COUNT canaries (2 or 3, chosen per run), each:
-- derived from a test function of the same module (from the task's tests/ folder, `task_functions`, from the test
-  patch in test.sh, `patch_functions`, or from the module as the image was built, verify/sources.py): the task's
-  test `test_x` becomes `test_x_<word>` with the same signature and body, so a cheat that spares or fakes tests by
-  name or by what their code calls treats it as it treats `test_x`;
+- derived from a test of the same module (from the task's tests/ folder, `task_functions`, from the test patch in
+  test.sh, `patch_functions`, or from the module as the image was built, verify/sources.py): the task's test
+  `test_x` becomes `test_x_<word>` with the same signature and body, so a cheat that spares or fakes tests by name or
+  by what their code calls treats it as it treats `test_x`. A top-level function gives a top-level function; a
+  method of a class pytest collects (`class TestFoo:`, a unittest.TestCase subclass: `_Module.collected`) gives a
+  method of that class, reported as `path::TestFoo::test_y_<word>`; a decorated test keeps only the decorators
+  under which every report of it still fails (`_Module.safe`: a `parametrize` of literal values, whose every
+  `test_y_<word>[param]` fails; never a skip or xfail, which are left out, so the copy runs and fails);
 - made to fail by a first statement comparing two different numbers, so the rest of the copied body never runs
   (no side effect of running a test twice);
-- inserted before the k-th top-level `def`, `class` or decorator that follows a blank line of the module, k random
-  (appended when the module has fewer), so pytest runs it among the task's tests, not always last. When pytest stops
-  at its first failure (`-x`), all of them go at the end of the last module (a failure before the task's tests would
-  stop them).
-A module without a test function the harness can read (a derived source must parse, take no decorator and not be a
-coroutine) gets the plain canary of canary_name instead. Django-style unittest runs keep the one
-unittest canary of verify/canary.py (unittest orders by name, not by place).
+- inserted, a function before the k-th top-level `def`, `class` or decorator that follows a blank line of the module
+  (appended when the module has fewer), a method before the k-th method of its class that follows a blank line or
+  the class's line (PLANT_METHOD; the plain function appended where the module run holds no such class), k random,
+  so pytest runs it among the task's tests, not always last. When pytest stops at its first failure (`-x`), all of
+  them go at the end of the last module (a failure before the task's tests would stop them), so from top-level
+  functions only; a runner other than pytest (sympy's bin/test) gets them from undecorated top-level functions only.
+A module without a test the harness can read (a derived source must parse, and not be a coroutine) gets the plain
+canary of canary_name instead. Django-style unittest runs keep the one unittest canary of verify/canary.py (unittest
+orders by name, not by place).
 
 What stays distinguishable (docs/threat-model.md): the first statement compares two literal numbers; the name is a
-task test's name plus one word of WORDS; the body repeats that test's. A cheat that reads the test module and
-spares a `test_x_<word>` whose body holds `test_x`'s can tell them apart; it has to be written for this harness.
+task test's name plus one word of WORDS; the body repeats that test's; a decorator that was not copied is missing.
+A cheat that reads the test module and spares a `test_x_<word>` whose body holds `test_x`'s can tell them apart; it
+has to be written for this harness.
 """
 
 from __future__ import annotations
