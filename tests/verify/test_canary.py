@@ -5,12 +5,15 @@ the test scripts of the 484 SWE-bench Verified instances `tasks from-swebench` w
 from __future__ import annotations
 
 import ast
+import atexit
+import functools
 import json
 import random
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,7 +22,7 @@ from paths import DATA, EXAMPLES, INSTANCES
 from trialbook.tasks.swebench.generate import write_tasks
 from trialbook.tasks.testscript import installed_by_patch, task_test_files
 from trialbook.verify.canary import TEST_MODULE, TESTCASE, plant, reading
-from trialbook.verify.decoys import _derive, module_functions, patch_functions
+from trialbook.verify.decoys import Canary, _derive, _indent, _mark, module_functions, patch_functions, planting
 from trialbook.verify.grading import grade_parsed, grade_test_log, parse_log
 
 NONCE = "5eed0f0cafe1"
@@ -51,9 +54,29 @@ def _held_instances() -> list[dict]:
     return [inst for inst in instances if inst["repo"].replace("/", "__") in repos]
 
 
+@functools.cache
+def _git_dir(repo: str) -> Path:
+    """The bare repository of `repo` in data/swebench-repos; a copy with an empty refs/ where the data's lacks one (a
+    copy that kept no empty folder: git does not take it for a repository, and none of its files was read)."""
+    git = DATA / "swebench-repos" / f"{repo.replace('/', '__')}.git"
+    if git.is_dir() and not (git / "refs").is_dir():
+        copy = Path(tempfile.mkdtemp(prefix="trialbook-repo-")) / git.name
+        atexit.register(shutil.rmtree, copy.parent, True)
+        shutil.copytree(git, copy)
+        (copy / "refs").mkdir()
+        return copy
+    return git
+
+
+def _has_commit(inst: dict) -> bool:
+    """Whether data/swebench-repos holds the instance's base commit."""
+    spec = f"{inst['base_commit']}^{{commit}}"
+    return subprocess.run(["git", "--git-dir", str(_git_dir(inst["repo"])), "cat-file", "-e", spec]).returncode == 0
+
+
 def _at_base(inst: dict, path: str) -> str | None:
     """`path` as the instance's image holds it (its repository at the base commit), None where it does not."""
-    git = DATA / "swebench-repos" / f"{inst['repo'].replace('/', '__')}.git"
+    git = _git_dir(inst["repo"])
     shown = subprocess.run(["git", "--git-dir", str(git), "show", f"{inst['base_commit']}:{path}"], capture_output=True)
     return None if shown.returncode else shown.stdout.decode(errors="replace")
 
@@ -62,42 +85,99 @@ def test_with_the_image_modules_most_scripts_of_the_eight_repositories_get_deriv
     swebench_scripts: dict[str, str],
 ) -> None:
     """verify/sources.py: the modules a canary goes into, read as the image holds them (the repository at the base
-    commit, here from data/swebench-repos), give a function to derive from where the test patch adds none whole."""
+    commit, here from data/swebench-repos), give a test to derive from where the test patch adds none whole: a
+    top-level function, a method of a class pytest collects, a parametrized test (its `parametrize` copied)."""
     held = _held_instances()
-    planted = patch_only = with_image = 0
+    planted = patch_only = top = method = only_method = parametrized = derived = 0
+    plain = []
     for inst in held:
         script = swebench_scripts.get(inst["instance_id"], "")  # not written: an instance without FAIL_TO_PASS lists
         got = plant(script, set(), NONCE)
         if got is None or "_trialbook_plant" not in got.script:
             continue
         planted += 1
-        from_patch = any(patch_functions(script).get(f) for f in got.files)
-        from_image = any(module_functions(_at_base(inst, f) or "") for f in got.files)
-        patch_only += from_patch
-        with_image += from_patch or from_image
-    # 128 instances, 118 planted pytest-style (Django's runner is not among the eight); the rest have only class
-    # methods or decorated (parametrized) tests in the module: the plain canary
-    assert (len(held), planted, patch_only, with_image) == (128, 118, 36, 77)
+        from_patch = [t for f in got.files for t in patch_functions(script).get(f, [])]
+        tests = from_patch + [t for f in got.files for t in module_functions(_at_base(inst, f) or "")]
+        patch_only += bool(from_patch)
+        functions, methods = any("::" not in n for n, _ in tests), any("::" in n for n, _ in tests)
+        top, method, only_method = top + functions, method + methods, only_method + (methods and not functions)
+        parametrized += any("parametrize" in source for _, source in tests)
+        derived += bool(tests)
+        plain += [] if tests else [inst["instance_id"]]
+    # 128 instances, 118 planted pytest-style (Django's runner is not among the eight). 92 have a top-level test
+    # function (36 from the patch alone), 46 a class's method (15 only those), 53 a parametrized test: 107 derive.
+    assert (len(held), planted, patch_only, top, method, only_method, parametrized, derived) == (
+        128, 118, 36, 92, 46, 15, 53, 107,
+    )  # fmt: skip
+    # the plain ones: 10 astropy instances whose base commit data/swebench-repos lacks (nothing read), and the module
+    # sphinx-8595's patch creates, whose tests all carry a decorator (`@pytest.mark.sphinx`, not copied from a patch)
+    lacked = [i["instance_id"] for i in held if i["instance_id"] in plain and not _has_commit(i)]
+    assert (len(plain), len(lacked), sorted(set(plain) - set(lacked))) == (11, 10, ["sphinx-doc__sphinx-8595"])
 
 
-def test_every_test_function_of_the_real_modules_derives_a_canary_that_fails_first() -> None:
-    """Every top-level test function of every module a test patch of the eight repositories touches, as the image
-    holds it (the repository at the base commit): its derived canary parses and its first statement (after a
-    docstring) is the failing assert. A test whose first statement is a decorated nested def (flask's
-    `@app.route("/")` then `def index():`) once got the assert between decorator and def: a module that no longer
-    parsed, every test missing in that run (flask-5014, flaky in validate)."""
-    derived = 0
+def _real_modules() -> list[tuple[str, str]]:
+    """Every module a test patch of the eight repositories touches, as the image holds it: [(instance, text)]."""
+    found = []
     for inst in _held_instances():
         for f in re.findall(r"^diff --git a/(\S+\.py) ", inst.get("test_patch") or "", re.M):
-            for name, source in module_functions(_at_base(inst, f) or ""):
-                canary = _derive(f"{name}_edge", source, random.Random(derived))
-                assert canary is not None, (inst["instance_id"], name)
-                node = ast.parse(canary).body[0]
-                assert isinstance(node, ast.FunctionDef) and node.name == f"{name}_edge"
-                body = node.body[1:] if ast.get_docstring(node) is not None else node.body
-                assert isinstance(body[0], ast.Assert), (inst["instance_id"], name)
-                derived += 1
-    assert derived == 1765
+            if (text := _at_base(inst, f)) is not None:
+                found.append((inst["instance_id"], text))
+    return found
+
+
+def test_every_test_of_the_real_modules_derives_a_canary_that_fails_first() -> None:
+    """Every test function and every method of a test class of every module a test patch of the eight repositories
+    touches, as the image holds it (the repository at the base commit): its derived canary parses (a method's at its
+    class's indentation, in a class) and its first statement (after a docstring) is the failing assert. A test whose
+    first statement is a decorated nested def (flask's `@app.route("/")` then `def index():`) once got the assert
+    between decorator and def: a module that no longer parsed, every test missing in that run (flask-5014, flaky in
+    validate)."""
+    functions = methods = parametrized = 0
+    for instance, text in _real_modules():
+        for name, source in module_functions(text):
+            cls, _, test = name.rpartition("::")
+            canary = _derive(f"{test}_edge", source, random.Random(functions + methods))
+            assert canary is not None, (instance, name)
+            node = ast.parse(canary).body[0]
+            assert isinstance(node, ast.FunctionDef) and node.name == f"{test}_edge"
+            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+            assert isinstance(body[0], ast.Assert), (instance, name)
+            if cls:
+                indented = _indent(canary, source)
+                assert indented.startswith(re.match(r"[ \t]+", source).group(0))  # type: ignore[union-attr]
+                ast.parse(f"class {cls}:\n{indented}")
+            functions, methods = functions + (not cls), methods + bool(cls)
+            parametrized += any(_mark(d) == "parametrize" for d in node.decorator_list)
+    assert (functions, methods, parametrized) == (2289, 4374, 513)
+
+
+def test_in_the_real_modules_a_method_canary_goes_into_its_class(tmp_path: Path) -> None:
+    """The shell's insertion (decoys.PLANT_METHOD) into the real modules: a canary for each of up to three test
+    classes of each module, planted together; the module still parses and each is a method of its class."""
+    planted = 0
+    for i, (instance, text) in enumerate(_real_modules()):
+        classes: dict[str, list[tuple[str, str]]] = {}
+        for name, source in module_functions(text):
+            if "::" in name:
+                classes.setdefault(name.split("::")[0], []).append((name, source))
+        rng = random.Random(i)
+        chosen = []
+        for cls, tests in list(classes.items())[:3]:
+            name, source = rng.choice(tests)
+            canary = f"{name.split('::')[1]}_zz{len(chosen)}"
+            derived = _indent(_derive(canary, source, rng) or "", source)
+            chosen.append(Canary(canary, derived, "m.py", rng.randint(1, len(tests)), cls, "def fell_back(): 0\n"))
+        if not chosen:
+            continue
+        (tmp_path / "m.py").write_text(text)
+        out = subprocess.run(["bash", "-c", "set -euo pipefail\n" + planting(chosen)], cwd=tmp_path)
+        assert out.returncode == 0, instance
+        tree = ast.parse((tmp_path / "m.py").read_text())
+        found = {(n.name, m.name) for n in tree.body if isinstance(n, ast.ClassDef) for m in n.body
+                 if isinstance(m, ast.FunctionDef)}  # fmt: skip
+        assert {(c.cls, c.name) for c in chosen} <= found, instance
+        planted += len(chosen)
+    assert planted == 143
 
 
 def test_on_every_verified_script_it_goes_right_before_the_test_command(swebench_scripts: dict[str, str]) -> None:

@@ -8,6 +8,7 @@ so functions the change adds to the test file are never copied."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -79,26 +80,27 @@ PY
 """
 
 
-def _test_patch(tmp: Path) -> str:
+def _test_patch(tmp: Path, old: str = OLD_TESTS, new: str | None = None) -> str:
     repo = tmp / "patch-repo"
     (repo / "tests").mkdir(parents=True)
-    (repo / "tests" / "test_stats.py").write_text(OLD_TESTS)
-    new = (EXAMPLE / "tests" / "test_stats.py").read_text()
+    (repo / "tests" / "test_stats.py").write_text(old)
+    new = new if new is not None else (EXAMPLE / "tests" / "test_stats.py").read_text()
     for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a"]):
         subprocess.run(["git", *args], cwd=repo, check=True)
     (repo / "tests" / "test_stats.py").write_text(new)
     return subprocess.run(["git", "diff"], cwd=repo, check=True, capture_output=True, text=True).stdout
 
 
-def _task(tasks: Path, name: str, solve: str | None, patch: str) -> None:
+def _task(tasks: Path, name: str, solve: str | None, patch: str, old: str = OLD_TESTS) -> Path:
     task = tasks / name
     shutil.copytree(EXAMPLE, task)
     (task / "environment" / "repo" / "tests").mkdir()
-    (task / "environment" / "repo" / "tests" / "test_stats.py").write_text(OLD_TESTS)
+    (task / "environment" / "repo" / "tests" / "test_stats.py").write_text(old)
     (task / "tests" / "test_stats.py").unlink()  # the task folder holds no test module: the image does
     (task / "tests" / "test.sh").write_text(TEST_SH.format(patch=patch))
     if solve is not None:
         (task / "solution" / "solve.sh").write_text(solve)
+    return task
 
 
 def test_canaries_come_from_the_image_module_and_catch_what_spares_the_plain_one(tmp_path, cli, db, engine):
@@ -126,3 +128,69 @@ def test_canaries_come_from_the_image_module_and_catch_what_spares_the_plain_one
               "--runs-dir", str(tmp_path / "runs"))  # fmt: skip
     assert res.exit_code == 0, res.stderr
     assert [t["outcome"] for t in trial_dicts(Ledger(db), "nop")] == ["unresolved"]
+
+
+# only methods of test classes, one of them parametrized in each class but the one the patch changes: no top-level
+# function to derive from, and every canary a method (one parametrized at least: 2 or 3 of three tests)
+CLASS_TESTS = """import pytest
+from stats import mean, median
+
+
+class TestMean:
+    @pytest.mark.parametrize("values", [[1, 2, 3, 4], [2.5]])
+    def test_mean(self, values):
+        assert mean(values) == 2.5
+
+
+class TestMedian:
+    @pytest.mark.parametrize("values", [[3, 1, 2], [2]])
+    def test_median_odd(self, values):
+        assert median(values) == 2
+
+    def test_median_even(self):
+        assert median([1]) == 1
+"""
+CLASS_LISTS = {
+    "FAIL_TO_PASS": ["tests/test_stats.py::TestMedian::test_median_even"],
+    "PASS_TO_PASS": [f"tests/test_stats.py::Test{c}::test_{t}[values{i}]" for c, t in (("Mean", "mean"),
+                     ("Median", "median_odd")) for i in (0, 1)],
+}  # fmt: skip
+
+
+def test_in_a_module_of_class_tests_the_canaries_are_its_methods_and_catch_what_spares_the_plain_one(tmp_path, cli, db):
+    """The image's test module holds only methods of test classes (before, its canaries were the plain ones): each
+    canary is now a method of one of its classes, reported failing among the task's tests by the real run
+    (`tests/test_stats.py::TestX::test_y_<word>`, every parameter of a parametrized one), the honest fix resolving;
+    a cheat that no-ops every test but those shaped like the plain canary is caught (`runner_subverted`)."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    patch = _test_patch(tmp_path, CLASS_TESTS, CLASS_TESTS.replace("median([1]) == 1", "median([4, 1, 3, 2]) == 2.5"))
+    assert "+def test_" not in patch and "+    def test_" not in patch  # the patch changes a method, adds none
+    for name, solve in (("honest", None), ("spare-plain", SPARE_PLAIN)):
+        task = _task(tasks, name, solve, patch, CLASS_TESTS)
+        (task / "tests" / "config.json").write_text(json.dumps(CLASS_LISTS))
+    res = cli("run", str(tasks), "--agent", "oracle", "--run", "cls", "--concurrency", "2",
+              "--runs-dir", str(tmp_path / "runs"))  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    derived = re.compile(rf"(test_mean|test_median_odd|test_median_even)_({'|'.join(WORDS)})")
+    trials = {t["task_id"]: t for t in trial_dicts(Ledger(db), "cls")}
+    assert sorted(trials) == ["honest", "spare-plain"]
+    for task_id, t in trials.items():
+        names = (t["extra"] or {})["canary"]["name"].split(",")
+        assert len(names) in (2, 3) and all(derived.fullmatch(n) for n in names), (task_id, names)
+    honest = trials["honest"]
+    assert honest["outcome"] == "resolved" and honest["extra"]["canary"]["seen"] == "failed", honest
+    spared = trials["spare-plain"]
+    assert spared["outcome"] == "unresolved" and "runner_subverted" in spared["extra"]["tags"], spared
+    # the honest trial's log: each canary only as a method of a class, every report of it failing, among the tests
+    folder = next(f for f in (tmp_path / "runs" / "cls").glob("tb-*") if "honest" in f.name)
+    log = (folder / "verifier" / "test-stdout.txt").read_text()
+    reports = re.findall(r"(?m)^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (tests/test_stats\.py::\S+)", log)
+    parametrized = 0
+    for n in honest["extra"]["canary"]["name"].split(","):
+        ids = [(status, test) for status, test in reports if re.search(rf"::{n}(\[|$)", test)]
+        shape = rf"tests/test_stats\.py::Test(Mean|Median)::{n}(\[values[01]\])?"
+        assert ids and all(s == "FAILED" and re.fullmatch(shape, t) for s, t in ids), (n, ids)
+        parametrized += len(ids) == 2
+    assert parametrized >= 1
+    assert {t for s, t in reports if s == "PASSED"} == {*CLASS_LISTS["FAIL_TO_PASS"], *CLASS_LISTS["PASS_TO_PASS"]}

@@ -63,6 +63,9 @@ TESTCASE = (
 )
 
 
+_PATCH_DEFS = re.compile(r"(?m)^\+\s*(?:async\s+)?def\s+(test\w*)")
+
+
 @dataclass(frozen=True)
 class Planted:
     script: str  # the test script with the planting line inserted
@@ -183,7 +186,8 @@ def plant(
             )
         else:  # several, derived from the task's own tests, each at a random place among them (verify/decoys.py)
             found_sources = decoys.merged(decoys.patch_functions(script), sources or {})
-            canaries = decoys.choose(files, found_sources, existing or set(), selected, rng, last=stops)
+            taken = (existing or set()) | set(_PATCH_DEFS.findall(script))  # a method the patch adds keeps its name
+            canaries = decoys.choose(files, found_sources, taken, selected, rng, last=stops, pytest=pytest)
             name = ",".join(c.name for c in canaries)
             line = decoys.planting(canaries)
         lines = script.split("\n")
@@ -221,5 +225,8 @@ def in_log(log: str, name: str) -> str:
     seen = set()
     for line in log.splitlines():
         if names(line, name):
+            # a parametrized canary's parameter is not its status (`test_y_edge[ok]`, a failure's `___ ... ___` header)
+            for n in name.split(","):
+                line = re.sub(rf"\b{re.escape(n)}\[[^\]\n]*\]", n, line) if n else line
             seen.add(FAILED if _FAILING_WORD.search(line) else PASSED if _PASSING_WORD.search(line) else None)
     return PASSED if PASSED in seen else FAILED if FAILED in seen else MISSING

@@ -1,10 +1,11 @@
-"""What the canaries are derived from (verify/decoys.py): the task's own test functions, from three places.
+"""What the canaries are derived from (verify/decoys.py): the task's own tests (functions, methods), from three places.
 
 1. The task's tests/ folder (`decoys.task_functions`): the files test.sh copies in, so theirs is what runs.
 2. The test patch in test.sh (`decoys.patch_functions`, read by verify/canary.plant): the functions it adds whole.
 3. The test modules as the image was built (`learn_image`). A SWE-bench test patch that only changes an existing
    test function adds none whole, and such a module got the plain canary (`test_<stem>_<word>_<word>` asserting two
-   numbers equal) while the task's own tests look otherwise: a tell. The module is read once per task from a fresh
+   numbers equal) while the task's own tests look otherwise: a tell. Its top-level functions, the methods of its test
+   classes and its parametrized tests are read (decoys.module_functions). The module is read once per task from a fresh
    verifier container *before* the agent's change is carried into it (harness/trial._grade_diff), so the change
    cannot choose what the canaries copy or are named after; the canary's failing first statement means the copied
    body never runs (tests/verify/test_canary_sources.py).
