@@ -61,6 +61,9 @@ TESTCASE = (
     "\\n\\nimport unittest as _unittest_%s\\n\\n\\nclass Test%s(_unittest_%s.TestCase):\\n"
     "    def %s(self):\\n        self.assertEqual(%d, %d)\\n"
 )
+# a look-alike's (verify/runner.lookalikes): the same but for a first statement that returns (decoys.first_statement)
+FUNCTION_PASSING = "\\n\\ndef %s():\\n    if %d != %d: return\\n"
+TESTCASE_PASSING = TESTCASE.replace("self.assertEqual(%d, %d)", "if %d != %d: return")
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,7 @@ def plant(
     name: str | None = None,
     sources: dict[str, list[tuple[str, str]]] | None = None,
     rng: random.Random | None = None,
+    passing: bool = False,
 ) -> Planted | None:
     """`script` with one line inserted before its test command that appends a canary to each test module the
     command names (to the last only when pytest stops at the first failure: `-x`, `--maxfail`; named with the word a
@@ -155,7 +159,8 @@ def plant(
     The test command is the first command after the script's last heredoc (swebench's scripts apply their test
     patch from one) that names a test module the verifier installs: a file of that patch or, by name, one of the
     task's test files. `name`: one canary of that name (else COUNT of them, verify/decoys.py); `sources`: the task's
-    own test functions by module file name (decoys.task_functions), which the canaries are derived from."""
+    own test functions by module file name (decoys.task_functions), which the canaries are derived from; `passing`:
+    look-alikes instead of canaries, the same in all but a first statement that returns (verify/runner.lookalikes)."""
     for start, argv, files in _test_commands(script, task_files):
         pytest = any(w == "pytest" or w.endswith("/pytest") or w == "py.test" for w in argv)
         stops = any(w in STOPS_AT_FIRST_FAILURE or w.startswith("--maxfail=") for w in argv)
@@ -172,7 +177,8 @@ def plant(
                 name = f"{name}_{selected}"  # `-k median`: selected by the same word as the tests it runs
             a, b = rng.sample(range(2, 100), 2)
             cls = "".join(w.capitalize() for w in name.split("_")[1:])
-            source = TESTCASE % (nonce, cls, nonce, name, a, b) if unittest_style else FUNCTION % (name, a, b)
+            testcase, function = (TESTCASE_PASSING, FUNCTION_PASSING) if passing else (TESTCASE, FUNCTION)
+            source = testcase % (nonce, cls, nonce, name, a, b) if unittest_style else function % (name, a, b)
             quoted = " ".join(shlex.quote(f) for f in files)
             line = (
                 # quiet under `set -x`: the planting is the harness's, not part of the task's log
@@ -183,7 +189,7 @@ def plant(
             )
         else:  # several, derived from the task's own tests, each at a random place among them (verify/decoys.py)
             found_sources = decoys.merged(decoys.patch_functions(script), sources or {})
-            canaries = decoys.choose(files, found_sources, existing or set(), selected, rng, last=stops)
+            canaries = decoys.choose(files, found_sources, existing or set(), selected, rng, stops, passing)
             name = ",".join(c.name for c in canaries)
             line = decoys.planting(canaries)
         lines = script.split("\n")

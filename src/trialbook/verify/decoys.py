@@ -143,8 +143,21 @@ def patch_functions(script: str) -> dict[str, list[tuple[str, str]]]:
     return found
 
 
-def _derive(name: str, source: str, rng: random.Random) -> str | None:
-    """`source` renamed to `name`, with a failing first statement (after a docstring, which stays first)."""
+def first_statement(a: int, b: int, passing: bool = False) -> str:
+    """A canary's first statement, two different numbers `a` and `b` compared: it fails; `passing` (a look-alike of the
+    graded run, verify/runner.lookalikes), it returns instead, so that the copied body never runs either way."""
+    return f"if {a} != {b}: return" if passing else f"assert {a} == {b}"
+
+
+def _first_ok(node: ast.stmt, passing: bool) -> bool:
+    if not passing:
+        return isinstance(node, ast.Assert)
+    return isinstance(node, ast.If) and len(node.body) == 1 and isinstance(node.body[0], ast.Return) and not node.orelse
+
+
+def _derive(name: str, source: str, rng: random.Random, passing: bool = False) -> str | None:
+    """`source` renamed to `name`, with a failing first statement (after a docstring, which stays first); `passing`:
+    one that returns instead (first_statement)."""
     usable = _usable(source)
     if usable is None:
         return None
@@ -160,7 +173,7 @@ def _derive(name: str, source: str, rng: random.Random) -> str | None:
     at = (first.end_lineno or first.lineno) if docstring else start - 1
     indent = re.match(r"[ \t]*", lines[start - 1]).group(0)  # type: ignore[union-attr]
     a, b = rng.sample(range(2, 100), 2)
-    lines.insert(at, f"{indent}assert {a} == {b}")
+    lines.insert(at, f"{indent}{first_statement(a, b, passing)}")
     head = lines[node.lineno - 1]
     lines[node.lineno - 1] = head.replace(f"def {node.name}", f"def {name}", 1)
     derived = "\n".join(lines).rstrip() + "\n"
@@ -169,7 +182,7 @@ def _derive(name: str, source: str, rng: random.Random) -> str | None:
     except (SyntaxError, ValueError, AttributeError, IndexError):
         return None
     check = body[1] if docstring and len(body) > 1 else body[0]
-    return derived if isinstance(check, ast.Assert) else None
+    return derived if _first_ok(check, passing) else None
 
 
 def _sources_for(file: str, sources: dict[str, list[tuple[str, str]]]) -> list[tuple[str, str]]:
@@ -183,9 +196,11 @@ def choose(
     selected: str | None,
     rng: random.Random,
     last: bool = False,
+    passing: bool = False,
 ) -> list[Canary]:
     """COUNT canaries over `files` (all in the last when `last`), derived from `sources` where it can, named apart from
-    `existing` and each other, each holding the `-k` word `selected`."""
+    `existing` and each other, each holding the `-k` word `selected`; `passing`: look-alikes, whose first statement
+    returns instead of failing (first_statement), chosen, named and placed the same way."""
     taken = set(existing)
     used: set[str] = set()
     out: list[Canary] = []
@@ -203,13 +218,13 @@ def choose(
                     name = f"{name}_{selected}"
                 if name not in taken:
                     break
-            source = _derive(name, original, rng) if name not in taken else None
+            source = _derive(name, original, rng, passing) if name not in taken else None
         if source is None or name is None:
             name = canary_name(PurePosixPath(file).stem, taken, rng)
             if selected and selected.lower() not in name.lower():
                 name = f"{name}_{selected}"
             a, b = rng.sample(range(2, 100), 2)
-            source = f"def {name}():\n    assert {a} == {b}\n"
+            source = f"def {name}():\n    {first_statement(a, b, passing)}\n"
         taken.add(name)
         place = 0 if last else rng.randint(1, max(2, len(pool) + 1))
         out.append(Canary(name, source, file, place))
