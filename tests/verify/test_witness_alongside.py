@@ -1,5 +1,5 @@
-"""The witness run beside the graded run (verify/witness.py) and the graded run's look-alikes (verify/runner.lookalikes),
-on copies of examples/tasks/plain-bugfix graded by their reward file (no tests/config.json; test.sh writes 1 from
+"""The witness run beside the graded run (verify/witness.py) and the graded run's look-alikes
+(verify/runner.lookalikes), on copies of examples/tasks/plain-bugfix graded by their reward file (no tests/config.json; test.sh writes 1 from
 pytest's exit status).
 
 `early` is a change active only in the first seconds after the agent ended: the agent writes the time it ends, and
