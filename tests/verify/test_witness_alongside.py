@@ -1,6 +1,6 @@
 """The witness run beside the graded run (verify/witness.py) and the graded run's look-alikes
-(verify/runner.lookalikes), on copies of examples/tasks/plain-bugfix graded by their reward file (no tests/config.json; test.sh writes 1 from
-pytest's exit status).
+(verify/runner.lookalikes), on copies of examples/tasks/plain-bugfix graded by their reward file (no
+tests/config.json; test.sh writes 1 from pytest's exit status).
 
 `early` is a change active only in the first seconds after the agent ended: the agent writes the time it ends, and
 the code under test, imported by the tests, makes pytest's test call a no-op while fewer than WINDOW seconds have
