@@ -16,9 +16,10 @@ tagged `runner_subverted`; not reported there either, the runner's own settings 
 stands, tagged `canary_missing`: they must not cost an honest fix.
 
 Only tasks graded per test get one in their verifier's run (a reward file's verifier decides by itself what a
-failure means, and a canary would fail an honest run too); a resolved trial of a task graded by its reward file is
-run once more with one, its reading taken from the lines of the log that name it (`in_log`,
-verify/blame.unwitnessed_reward). When pytest stops at the first failure (`-x`, `--maxfail`) it goes last into the
+failure means, and a canary would fail an honest run too); a task graded by its reward file has a witness run with
+them, beside its graded run (verify/witness.py), read when the graded run resolved, from the lines of the log that
+name them (`in_log`, verify/blame.unwitnessed_reward), and its graded run holds look-alikes that pass instead
+(`plant(..., passing=True)`, verify/runner.lookalikes). When pytest stops at the first failure (`-x`, `--maxfail`) it goes last into the
 last module (it stops nothing); a `-k WORD` filter names it with that word; a folder the command runs (`pytest
 tests/`) gets it in its test modules. Never when another runner stops at the first failure (`--failfast`) or a `-k`
 expression is more than a word: a trial graded per test without one is tagged `unwitnessed`. Named and written like

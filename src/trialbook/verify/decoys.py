@@ -13,6 +13,9 @@ still won. Here every pytest-style run gets COUNT canaries (2 or 3, chosen per r
   (appended when the module has fewer), so pytest runs it among the task's tests, not always last. When pytest stops
   at its first failure (`-x`), all of them go at the end of the last module (a failure before the task's tests would
   stop them).
+The graded run of a task graded by its reward file gets look-alikes instead (`passing`, verify/runner.lookalikes): the
+same count, names and places, a first statement that returns (first_statement), so that they pass, the copied body
+never run, and its test modules hold as many functions as the witness's.
 A module without a test function the harness can read (a derived source must parse, take no decorator and not be a
 coroutine) gets the plain canary of canary_name instead. Django-style unittest runs keep the one
 unittest canary of verify/canary.py (unittest orders by name, not by place).
