@@ -19,13 +19,13 @@ Only tasks graded per test get one in their verifier's run (a reward file's veri
 failure means, and a canary would fail an honest run too); a task graded by its reward file has a witness run with
 them, beside its graded run (verify/witness.py), read when the graded run resolved, from the lines of the log that
 name them (`in_log`, verify/blame.unwitnessed_reward), and its graded run holds look-alikes that pass instead
-(`plant(..., passing=True)`, verify/runner.lookalikes). When pytest stops at the first failure (`-x`, `--maxfail`) it
-goes last into the last module (it stops nothing); a `-k WORD` filter names it with that word; a folder the command runs (`pytest
-tests/`) gets it in its test modules. Never when another runner stops at the first failure (`--failfast`) or a `-k`
-expression is more than a word: a trial graded per test without one is tagged `unwitnessed`. Named and written like
-the task's tests (`canary_name`: no nonce, no message of its own), it is still readable in the test file once
-planted: it catches the blanket subversions a policy finds by trying, and those that spare what looks like a
-verifier's test (docs/threat-model.md).
+(`plant(..., passing=True)`, verify/runner.lookalikes). When pytest stops at the first failure (`-x`, `--maxfail`)
+it goes last into the last module (it stops nothing); a `-k WORD` filter names it with that word; a folder the
+command runs (`pytest tests/`) gets it in its test modules. Never when another runner stops at the first failure
+(`--failfast`) or a `-k` expression is more than a word: a trial graded per test without one is tagged
+`unwitnessed`. Named and written like the task's tests (`canary_name`: no nonce, no message of its own), it is still
+readable in the test file once planted: it catches the blanket subversions a policy finds by trying, and those that
+spare what looks like a verifier's test (docs/threat-model.md).
 """
 
 from __future__ import annotations
