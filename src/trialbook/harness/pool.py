@@ -25,6 +25,7 @@ from trialbook.ledger.store import Ledger
 from trialbook.outcomes import Outcome, is_resolved
 from trialbook.sandbox.docker import LABEL_LEDGER
 from trialbook.tasks import TaskSpec
+from trialbook.verify import witness as witnesses
 
 
 def progress_bar() -> Progress:
@@ -125,13 +126,22 @@ def _execute(
 
 
 def _demand(plans: list[PlannedTrial]) -> dict[tuple[str, str], int]:
-    """Containers the trials will ask for: each its agent's, plus a fresh verifier's (diff isolation)."""
+    """Containers the trials will ask for: each its agent's, plus a fresh verifier's (diff isolation), two for a task
+    graded by its reward file (its witness run beside the graded one: verify/witness.py)."""
     demand: dict[tuple[str, str], int] = {}
+    side: dict[str, bool] = {}  # per task: planting is read once, however many trials it has
     for plan in plans:
         if isinstance(plan.task, TaskSpec):
-            roles = ("agent", "verifier") if plan.task.isolation == "diff" else ("agent",)
+            task = plan.task
+            if task.isolation == "diff" and task.task_id not in side:
+                try:
+                    side[task.task_id] = witnesses.alongside(task)
+                except Exception:  # noqa: BLE001 - a hint to the warm pool: the trial meets whatever failed itself
+                    side[task.task_id] = False
+            roles = ("agent", "verifier") if task.isolation == "diff" else ("agent",)
             for role in roles:
-                demand[plan.task.task_id, role] = demand.get((plan.task.task_id, role), 0) + 1
+                n = 2 if role == "verifier" and side[task.task_id] else 1
+                demand[task.task_id, role] = demand.get((task.task_id, role), 0) + n
     return demand
 
 

@@ -27,6 +27,7 @@ from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
 from trialbook.tasks import TaskError, TaskSpec
 from trialbook.verify import blame, footprint, hacks, sources
 from trialbook.verify import canary as canaries
+from trialbook.verify import witness as witnesses
 from trialbook.verify.isolation import (
     CarryOutgrown,
     CarryTimeout,
@@ -344,21 +345,26 @@ def _grade_container(
 def _grade_diff(
     start: Callable[..., Sandbox], name: str, change: Change, task: TaskSpec, stopper: Stopper, state: TrialState
 ) -> Grading:
-    """Grade the agent's diff in fresh containers; a test-infrastructure change is also graded without it."""
+    """Grade the agent's diff in fresh containers; a test-infrastructure change is also graded without it. A task
+    graded by its reward file has its witness run (verify/blame.unwitnessed_reward) started beside the graded run,
+    in a container of its own (verify/witness.py): joined, its container removed, before this returns or raises."""
 
     image_id = state.image_id
     prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout, image_id))  # as _verifier_prep
 
-    def opener(suffix: str, exclude: list[str] | None) -> Callable[[int], Sandbox]:
-        """Fresh verifier boxes with the change applied minus `exclude` (None: the image as built)."""
+    def opener(
+        suffix: str, exclude: list[str] | None, begin: Callable[..., Sandbox] = start, keep: bool = True
+    ) -> Callable[[int], Sandbox]:
+        """Fresh verifier boxes (started by `begin`) with the change applied minus `exclude` (None: the image as
+        built); `keep`: what the carry learns of the change kept in it (apply_change)."""
 
         def open_box(k: int) -> Sandbox:
             stopper.check()
-            vbox = start(f"{name}-{suffix}{k}", prepare)
+            vbox = begin(f"{name}-{suffix}{k}", prepare)
             try:
                 sources.learn_image(vbox, task, change.workdir)  # before the change: what canaries copy
                 if exclude is not None:
-                    apply_change(vbox, change, task, exclude, task.verifier_timeout, image_id)
+                    apply_change(vbox, change, task, exclude, task.verifier_timeout, image_id, keep)
             except IsolationError as exc:
                 hits, disk = vbox.limit_hits(), vbox.look_at_disk()
                 blame.remove_box(vbox, state)
@@ -379,8 +385,31 @@ def _grade_diff(
         return open_box
 
     state.workdir = change.workdir  # the baseline's footprint is read outside it (verify/footprint.py)
-    read = footprint.reader(task, change.workdir, resolving=True)
-    grading = grade(task, opener("v", []), lambda b: blame.remove_box(b, state), footprint=read)
+    close = lambda b: blame.remove_box(b, state)  # noqa: E731
+    side = witnesses.SideBySide(task, stopper.event, name) if witnesses.alongside(task) else None
+    graded = opener("v", [])
+    if side is not None:
+        side.start(opener("w", [], side.begin(start), keep=False), close)
+        graded = side.graded(graded)
+    try:
+        grading = grade(task, graded, close, footprint=footprint.reader(task, change.workdir, resolving=True))
+        if side is not None and not (change.files and witnesses.needed(grading)):
+            side.cancel()  # nothing for it to decide: cut short, discarded
+        return _after_grade(grading, opener, change, task, state, side.result if side is not None else None)
+    finally:
+        if side is not None:
+            side.cancel()
+
+
+def _after_grade(
+    grading: Grading,
+    opener: Callable[..., Callable[[int], Sandbox]],
+    change: Change,
+    task: TaskSpec,
+    state: TrialState,
+    witness: Callable[[], Grading] | None,
+) -> Grading:
+    """What follows the graded run of a diff: the blame rules (verify/blame.py) and the test-infrastructure control."""
     keep_patch(change.patch, grading, state)
     if change.too_long:
         grading.extra["paths_too_long"] = change.too_long
@@ -389,7 +418,7 @@ def _grade_diff(
     if grading.error is not None and grading.extra.get("limits_hit_in_tests") and change.files:
         blame.limits(task, opener("b", None), grading, state)
     if change.files:
-        blame.reward_file(task, opener("w", []), opener("b", None), grading, state)
+        blame.reward_file(task, opener("w", []), opener("b", None), grading, state, witness=witness)
     verdict = grading.verdict
     if verdict is not None and verdict.reward >= 1.0 and verdict.canary_seen in canaries.UNSEEN and change.files:
         blame.missing_canary(task, opener("b", None), grading, state)

@@ -209,13 +209,14 @@ def reward_file(
     grading: Grading,
     state: TrialNotes,
     close: Callable[[Sandbox], None] | None = None,
+    witness: Callable[[], Grading] | None = None,
 ) -> None:
     """What a reward file says (or does not), weighed against the image as built, in either isolation: none written
     (missing_reward), one test.sh may not have written last (untrusted_reward), one read where the code under test
     changed what test.sh may run after the tests (changed_outside; a fresh container's only), one the canary does not
-    lower (unwitnessed_reward, in `with_change` boxes closed by `close`, else removed); and the grading half's strict
-    checks (docs/threat-model.md): the tests failing on the image as built (not_gold_reward), the exit status
-    against pytest's report (runner.exit_disagrees)."""
+    lower (unwitnessed_reward: the witness run beside the graded one, `witness`, else one now in `with_change` boxes
+    closed by `close`, else removed); and the grading half's strict checks (docs/threat-model.md): the tests failing
+    on the image as built (not_gold_reward), the exit status against pytest's report (runner.exit_disagrees)."""
     if grading.error is not None and grading.error[0] == ErrorKind.REWARD_FILE_NOT_FOUND:
         missing_reward(task, without_change, grading, state)
     untrusted_reward(task, without_change, grading, state)
@@ -223,7 +224,7 @@ def reward_file(
     not_gold_reward(task, without_change, grading, state)
     if grading.verdict is not None and grading.verdict.exit_disagrees and grading.verdict.reward >= 1.0:
         grading.verdict = grading.verdict.model_copy(update={"reward": 0.0})  # runner.exit_disagrees
-    unwitnessed_reward(task, with_change, without_change, grading, state, close)
+    unwitnessed_reward(task, with_change, without_change, grading, state, close, witness)
 
 
 def not_gold_reward(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
@@ -310,25 +311,34 @@ def unwitnessed_reward(
     grading: Grading,
     state: TrialNotes,
     close: Callable[[Sandbox], None] | None = None,
+    witness: Callable[[], Grading] | None = None,
 ) -> None:
     """Resolved by a reward file, whose verifier decides by itself what a failure is: no canary rides along (it would
-    fail an honest run too), so the verifier runs once more with the change and one, a test that must fail appended
-    to the test modules its command names (verify/canary.py). The reward drops and no canary passes: the runner reports
+    fail an honest run too; the graded run holds look-alikes that pass instead, verify/runner.lookalikes), so the
+    verifier runs once more with the change and canaries, tests that must fail planted among the test modules its
+    command names (verify/canary.py, verify/decoys.py): in fresh containers, the witness run started beside the
+    graded one (`witness`: its result, verify/witness.py), else (the agent's own container) one run now, in
+    `with_change` boxes closed by `close`. The reward drops and no canary passes: the runner reports
     truthfully and the grade stands. A canary is reported passing: the runner was made to pass what fails (pytest's
     test call made a no-op: tests/harness/cheats/runner_noop.sh); or it is not reported while it is reported failing
     on the image as built: the change hid it (the test process ended with status 0 before any test ran:
     tests/harness/cheats/exit0_at_import.sh). Either way graded 0, tagged `runner_subverted`. Reported failing
-    without a lower reward (the task's test.sh ignores failures), not reported there either, or a control that
-    did not finish: the grade stands."""
+    without a lower reward (the task's test.sh ignores failures), not reported there either, or a witness that
+    did not finish (an infra error of its own among them: recorded as its `raised`): the grade stands."""
     verdict = grading.verdict
     if verdict is None or verdict.graded_by != "reward_file" or verdict.reward < 1.0:
         return
     if not witnessable(task):  # no canary can be planted in its test command: counted by `audit`
         state.tags.append("unwitnessed")
         return
-    control = grade(task, with_change, close or (lambda b: remove_box(b, state)), tries=1, witness=True)
+    if witness is not None:
+        control = witness()
+    else:
+        control = grade(task, with_change, close or (lambda b: remove_box(b, state)), tries=1, witness=True)
     got = control.verdict
     grading.extra["witness"] = {"reward": got.reward if got else None, "canary": got.canary_seen if got else None}
+    if "raised" in control.extra:
+        grading.extra["witness"]["raised"] = control.extra["raised"]
     if got is not None and got.exit_disagrees:  # the canary reported failing, the exit status said success
         grading.verdict = verdict.model_copy(update={"reward": 0.0, "exit_disagrees": True})
         return

@@ -22,6 +22,9 @@ still won. Here every pytest-style run gets COUNT canaries (2 or 3, chosen per r
 A module without a test the harness can read (a derived source must parse, and not be a coroutine) gets the plain
 canary of canary_name instead. Django-style unittest runs keep the one unittest canary of verify/canary.py (unittest
 orders by name, not by place).
+The graded run of a task graded by its reward file gets look-alikes instead (`passing`, verify/runner.lookalikes): the
+same count, names and places, a first statement that returns (first_statement), so that they pass, the copied body
+never run, and its test modules hold as many functions as the witness's.
 
 What stays distinguishable (docs/threat-model.md): the first statement compares two literal numbers; the name is a
 task test's name plus one word of WORDS; the body repeats that test's; a decorator that was not copied is missing.
@@ -301,8 +304,21 @@ def patch_functions(script: str) -> dict[str, list[tuple[str, str]]]:
     return found
 
 
-def _derive(name: str, source: str, rng: random.Random) -> str | None:
-    """`source` renamed to `name`, with a failing first statement (after a docstring, which stays first)."""
+def first_statement(a: int, b: int, passing: bool = False) -> str:
+    """A canary's first statement, two different numbers `a` and `b` compared: it fails; `passing` (a look-alike of the
+    graded run, verify/runner.lookalikes), it returns instead, so that the copied body never runs either way."""
+    return f"if {a} != {b}: return" if passing else f"assert {a} == {b}"
+
+
+def _first_ok(node: ast.stmt, passing: bool) -> bool:
+    if not passing:
+        return isinstance(node, ast.Assert)
+    return isinstance(node, ast.If) and len(node.body) == 1 and isinstance(node.body[0], ast.Return) and not node.orelse
+
+
+def _derive(name: str, source: str, rng: random.Random, passing: bool = False) -> str | None:
+    """`source` renamed to `name`, with a failing first statement (after a docstring, which stays first); `passing`:
+    one that returns instead (first_statement)."""
     usable = _usable(source)
     if usable is None:
         return None
@@ -318,7 +334,7 @@ def _derive(name: str, source: str, rng: random.Random) -> str | None:
     at = (first.end_lineno or first.lineno) if docstring else start - 1
     indent = re.match(r"[ \t]*", lines[start - 1]).group(0)  # type: ignore[union-attr]
     a, b = rng.sample(range(2, 100), 2)
-    lines.insert(at, f"{indent}assert {a} == {b}")
+    lines.insert(at, f"{indent}{first_statement(a, b, passing)}")
     head = lines[node.lineno - 1]
     lines[node.lineno - 1] = head.replace(f"def {node.name}", f"def {name}", 1)
     derived = "\n".join(lines).rstrip() + "\n"
@@ -327,16 +343,16 @@ def _derive(name: str, source: str, rng: random.Random) -> str | None:
     except (SyntaxError, ValueError, AttributeError, IndexError):
         return None
     check = body[1] if docstring and len(body) > 1 else body[0]
-    return derived if isinstance(check, ast.Assert) else None
+    return derived if _first_ok(check, passing) else None
 
 
 def _sources_for(file: str, sources: dict[str, list[tuple[str, str]]]) -> list[tuple[str, str]]:
     return sources.get(file) or sources.get(PurePosixPath(file).name) or []
 
 
-def _plain(name: str, rng: random.Random) -> str:
+def _plain(name: str, rng: random.Random, passing: bool = False) -> str:
     a, b = rng.sample(range(2, 100), 2)
-    return f"def {name}():\n    assert {a} == {b}\n"
+    return f"def {name}():\n    {first_statement(a, b, passing)}\n"
 
 
 def _indent(source: str, like: str) -> str:
@@ -353,10 +369,13 @@ def choose(
     rng: random.Random,
     last: bool = False,
     pytest: bool = True,
+    passing: bool = False,
 ) -> list[Canary]:
     """COUNT canaries over `files` (all in the last when `last`), derived from `sources` where it can, named apart from
     `existing` and each other, each holding the `-k` word `selected`. A class's method only when `pytest` runs the
-    module and not `last` (the end of the module is outside any class), a decorated test only when `pytest`."""
+    module and not `last` (the end of the module is outside any class), a decorated test only when `pytest`.
+    `passing`: look-alikes, whose first statement returns instead of failing (first_statement), chosen, named and
+    placed the same way."""
     taken = set(existing)
     used: set[str] = set()
     out: list[Canary] = []
@@ -378,18 +397,18 @@ def choose(
                     name = f"{name}_{selected}"
                 if name not in taken:
                     break
-            source = _derive(name, original, rng) if name not in taken else None
+            source = _derive(name, original, rng, passing) if name not in taken else None
             if source is not None and cls:
                 source = _indent(source, original)
         if source is None or name is None:
             name = canary_name(PurePosixPath(file).stem, taken, rng)
             if selected and selected.lower() not in name.lower():
                 name = f"{name}_{selected}"
-            source, cls = _plain(name, rng), ""
+            source, cls = _plain(name, rng, passing), ""
         taken.add(name)
         if cls:  # before a method of its class (no more than it holds: PLANT_METHOD stops at the last)
             place = rng.randint(1, max(1, sum(1 for n, _ in pool if n.startswith(cls + "::"))))
-            out.append(Canary(name, source, file, place, cls, _plain(name, rng)))
+            out.append(Canary(name, source, file, place, cls, _plain(name, rng, passing)))
             continue
         top = sum(1 for n, _ in pool if "::" not in n)
         place = 0 if last else rng.randint(1, max(2, top + 1))

@@ -8,7 +8,8 @@ upper dir walked here (a few ms); else through the daemon, `docker diff` and /te
 ~0.1-0.6 CPU s a reading on this 2-core machine). Outside /tests an entry counts by what it is (a file, a folder, a
 link and its target, a deletion), not by its bytes: a tool test.sh installs in both runs may differ in them (a
 timestamp), as may a report test.sh writes under /tests. The files the harness staged there (the task's tests/,
-added in every run) count by their content too. verify/blame.changed_outside
+added in every run) count by their content too, but
+the test modules look-alikes go into (by_content). verify/blame.changed_outside
 compares a resolving reward file's footprint with the one the verifier leaves on the image as built, read the same
 way; the verifier's Python writes no bytecode there (verify/runner.py), so that a module imported only on the
 fixed code's path leaves no .pyc behind.
@@ -23,11 +24,14 @@ import tarfile
 import tempfile
 import threading
 from collections.abc import Callable
+from pathlib import PurePosixPath
 
 from trialbook.sandbox import Sandbox
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.tasks import TaskSpec
-from trialbook.verify.runner import TESTS_DIR, Verdict
+from trialbook.tasks.testscript import read_script, task_test_files
+from trialbook.verify.canary import test_modules
+from trialbook.verify.runner import TESTS_DIR, Verdict, lookalikes
 
 # Where a run leaves what it may: scratch space, logs, the kernel's own file systems, the per-user caches, settings and
 # data a library fills on first use (XDG's: matplotlib's, pip's), pytest's cache, the verifier's staging folder; and
@@ -80,9 +84,20 @@ def reader(task: TaskSpec, workdir: str, resolving: bool) -> Callable[[Sandbox, 
 
     def read_box(box: Sandbox, verdict: Verdict) -> dict[str, str] | None:
         wanted = verdict.graded_by == "reward_file" and (verdict.reward > 0 or not resolving)
-        return read(box, workdir, staged(task)) if wanted else None
+        return read(box, workdir, by_content(task)) if wanted else None
 
     return read_box
+
+
+def by_content(task: TaskSpec) -> frozenset[str]:
+    """The staged files at /tests counted by their content: all (staged) but the test modules look-alikes go into
+    (verify/runner.lookalikes), which differ from run to run by the harness's doing; those count as files."""
+    files = staged(task)
+    if not lookalikes(task):
+        return files
+    planted = test_modules(read_script(task.tests_dir), task_test_files(task.tests_dir))
+    modules = {PurePosixPath(m).name for m in planted}
+    return frozenset(p for p in files if PurePosixPath(p).name not in modules)
 
 
 def read(box: Sandbox, workdir: str, tests: frozenset[str]) -> dict[str, str]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import shlex
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -119,6 +120,8 @@ class Change:
     test_infra: list[str] = field(default_factory=list)
     patch: str = ""
     too_long: int = 0  # paths of the agent's tree longer than PATH_MAX allows in the verifier: not carried
+    # held while `tree` is read: the graded run's box and the witness's are carried into side by side (verify/witness)
+    reading: threading.Lock = field(default_factory=threading.Lock)
 
 
 def _stage() -> str:
@@ -345,10 +348,17 @@ def _harness_exec(box: Sandbox, script: str, timeout: float, whole: bool = False
 
 
 def apply_change(
-    box: Sandbox, change: Change, task: TaskSpec, exclude: list[str], timeout: float, image_id: str = ""
+    box: Sandbox,
+    change: Change,
+    task: TaskSpec,
+    exclude: list[str],
+    timeout: float,
+    image_id: str = "",
+    keep: bool = True,
 ) -> None:
     """Put the agent's tree next to the image's in `box` (a fresh container of the image `image_id`, "": unnamed)
-    and apply its diff (minus `exclude`) there.
+    and apply its diff (minus `exclude`) there; `keep`: the change's paths and patch kept in `change` when it has
+    none yet (not by the witness's box, carried into beside the graded run's: verify/witness.py).
 
     One request: the tree comes in from the request's own text when it is small (else through `put_tar`
     first), then the diff and its application; each round trip is on the trial's critical path."""
@@ -362,10 +372,11 @@ def apply_change(
         base = _git_dir_script(change.stage, change.workdir) + f"echo {known} > /{change.stage}/base\n"
     else:
         base = _base_script(change.stage, change.workdir, learn)
-    change.tree.seek(0)
-    unpack = box.inline_unpack(change.tree)
-    if unpack is None:
-        box.put_tar("/", change.tree)
+    with change.reading:
+        change.tree.seek(0)
+        unpack = box.inline_unpack(change.tree)
+        if unpack is None:
+            box.put_tar("/", change.tree)
     script = _git(stage or change.stage, change.workdir) + (
         (f"( {unpack}) || exit {APPLY_FAILED}\n" if unpack else "")
         + base
@@ -386,11 +397,14 @@ def apply_change(
     if code != 0:
         tail = printable(patch.strip()[-300:])
         raise IsolationError(f"could not apply the agent's diff (exit {code}): {tail}", agent_side=True)
+    whole = whole_patch(box, stage or change.stage, patch) if not exclude else None  # its kept file removed
+    if not keep:
+        return
     if not change.files and names:
         change.files = [p for p in names.split("\0") if p]
         change.test_infra = infra_touched(change.files, task)
-    if not exclude:
-        change.patch = whole_patch(box, stage or change.stage, patch)
+    if whole is not None:
+        change.patch = whole
 
 
 def restore_container(box: Sandbox, task: TaskSpec) -> None:

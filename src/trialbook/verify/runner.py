@@ -85,6 +85,7 @@ class Verdict(BaseModel):
     killed: bool = False  # the verifier's script was killed from inside the sandbox (graded as failing)
     canary: str | None = None  # the canary test's name (verify/canary.py); None: none planted
     canary_seen: str | None = None  # what the log said: failed, passed (graded failing), skipped, missing, hidden
+    lookalikes: str | None = None  # the look-alikes' names, comma-separated (lookalikes): never read as canaries
     # graded per test: the reward is the strict verdict (verify/grading.strict_verdict), `official_reward` swebench's
     # (leaderboard parity); `not_gold`: the listed tests without their gold status, and what the log said of them
     official_reward: float | None = None
@@ -194,10 +195,13 @@ def _reward_files(task: TaskSpec, snap: staged.Snapshot | None = None) -> tuple[
     return _NAMED[key]
 
 
-def _planted(task: TaskSpec, witness: bool = False, snap: staged.Snapshot | None = None) -> Planted | None:
+def _planted(
+    task: TaskSpec, witness: bool = False, snap: staged.Snapshot | None = None, passing: bool = False
+) -> Planted | None:
     """The task's test.sh with a canary planted, for a task graded per test whose test command was found; with
-    `witness`, for one graded by its reward file too (a run of its own: the canary fails an honest run as well)."""
-    if not task.lists_tests and not witness:
+    `witness`, for one graded by its reward file too (a run of its own: the canary fails an honest run as well);
+    `passing`: with look-alikes instead (lookalikes)."""
+    if not task.lists_tests and not witness and not passing:
         return None
     snap = snap or staged.snapshot(task.tests_dir)
     key = _key(task, snap)
@@ -205,7 +209,7 @@ def _planted(task: TaskSpec, witness: bool = False, snap: staged.Snapshot | None
         _FILES[key] = task_test_files(task.tests_dir)
     script = _original(task, snap)
     taken, derivable = sources.taken_names(task, key), sources.derivable(task, key)
-    return plant(script, _FILES[key], tokens.token_hex(6), taken, None, derivable)
+    return plant(script, _FILES[key], tokens.token_hex(6), taken, None, derivable, passing=passing)
 
 
 _FILES: dict[tuple[str, str], set[str]] = {}  # the names of the task's test files (testscript.task_test_files)
@@ -340,6 +344,30 @@ def witnessable(task: TaskSpec) -> bool:
     return not task.lists_tests and _planted(task, witness=True) is not None
 
 
+# a test.sh that reads more of the run than its exit status: a count or report of pytest's ("N passed", a junit file),
+# which look-alikes would change (lookalikes)
+_READS_THE_RUN = re.compile(r"passed|\b(?:grep|awk|jq|wc)\b|junit|json-report|report-log|--json", re.IGNORECASE)
+_LOOKALIKES: dict[tuple[str, str], bool] = {}
+
+
+def lookalikes(task: TaskSpec, snap: staged.Snapshot | None = None) -> bool:
+    """Whether the runs of a task graded by its reward file other than the witness get look-alikes: the canaries'
+    count, names and places, derived the same way (verify/decoys.py), each first statement returning instead of
+    failing, so that they pass and never run the copied body, and the witness's test modules hold no more functions
+    than the graded run's (docs/threat-model.md). Only where the witness is planted (witnessable) and test.sh turns
+    the test command's exit status into its reward and reads nothing else of the run (_READS_THE_RUN): a passing
+    test changes no exit status but pytest's 5 (nothing collected, verify/blame's not_gold_reward answers a change
+    that hides every test), while a count it reads would change with them."""
+    snap = snap or staged.snapshot(task.tests_dir)
+    key = _key(task, snap)
+    if key not in _LOOKALIKES:
+        script = _original(task, snap)
+        _LOOKALIKES[key] = (
+            witnessable(task) and _exit_decides(task, snap) and _READS_THE_RUN.search(script) is None
+        )  # fmt: skip
+    return _LOOKALIKES[key]
+
+
 def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = False) -> Verdict:
     """Run the task's verifier in `sandbox`; `witness`: with a canary planted even when the task is graded by its
     reward file (its reading is then the verdict's canary_seen, from the log: canary.in_log)."""
@@ -351,9 +379,10 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
     snap = staged.snapshot(task.tests_dir)  # the tests/ folder as read once for every trial of the task
     original = _original(task, snap)
     planted = _planted(task, witness, snap)
+    alike = _planted(task, snap=snap, passing=True) if planted is None and lookalikes(task, snap) else None
     # The nonces of the staged test.sh are not `token`, which the outer script's command line shows to every uid
     nonce, markers = fresh[12:28], Seal(fresh[28:44], fresh[44:60])
-    sealed, _ = seal(planted.script if planted else original, markers)
+    sealed, _ = seal(planted.script if planted else alike.script if alike else original, markers)
     separated: Separated = separate(sealed, nonce)
     test_sh = separated.script
     prepare = staging(separated)
@@ -454,6 +483,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
         outlived=(outlived or 0) + ran.left,
         canary=planted.name if planted else None,
         canary_seen=in_log(log, planted.name) if planted else None,
+        lookalikes=alike.name if alike else None,
         file_reward=file_reward,
         exit_code=res.exit_code,
         tests_user=tests_user,

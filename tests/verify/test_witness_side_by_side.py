@@ -1,0 +1,173 @@
+"""The witness beside the graded run without a daemon (verify/witness.py): both runs' tests start together, a witness
+that raises or is cut never holds the graded run or the trial, its box is removed in every path; the graded run's
+look-alikes (verify/runner.lookalikes) pass without running the copied body, on the task shapes that read only
+pytest's exit status (docs/threat-model.md)."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from paths import EXAMPLES
+from trialbook.sandbox import SandboxError
+from trialbook.tasks import load_task
+from trialbook.tasks.testscript import task_test_files
+from trialbook.verify import blame
+from trialbook.verify import witness as witnesses
+from trialbook.verify.canary import plant
+from trialbook.verify.decoys import task_functions
+from trialbook.verify.isolation import Grading
+from trialbook.verify.runner import Verdict, lookalikes
+
+EXAMPLE = EXAMPLES / "plain-bugfix"
+TASK = SimpleNamespace(verifier_timeout=5.0)
+
+
+class Box:
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.removed = False
+
+
+def _grade(started: dict[str, float], boxes: list[Box], hold: float = 0.0):
+    """A stand-in for isolation.grade: open the box, note when its tests would start, hold, close it."""
+
+    def grade(task, open_box, close_box, tries=2, witness=False, footprint=None):  # noqa: ARG001
+        box = open_box(0)
+        boxes.append(box)
+        started["witness" if witness else "graded"] = time.monotonic()
+        try:
+            box.stop.wait(hold)
+            cut = box.stop.is_set()
+        finally:
+            close_box(box)
+        return Grading(verdict=None if cut else Verdict(reward=0.0, graded_by="reward_file"))
+
+    return grade
+
+
+def _close(box: Box) -> None:
+    box.removed = True
+
+
+def test_both_runs_tests_start_together_and_the_witness_box_is_removed(monkeypatch) -> None:
+    started: dict[str, float] = {}
+    boxes: list[Box] = []
+    monkeypatch.setattr(witnesses, "grade", _grade(started, boxes))
+    side = witnesses.SideBySide(TASK, threading.Event())  # type: ignore[arg-type]
+
+    def slow_open(_k: int) -> Box:
+        time.sleep(0.5)  # a cold container and its carry
+        return side.begin(Box)()
+
+    side.start(slow_open, _close)
+    graded = side.graded(lambda _k: Box())
+    t = time.monotonic()
+    graded(0)
+    started["graded"] = time.monotonic()
+    assert started["graded"] - t >= 0.4  # the graded run's tests waited for the witness's box
+    got = side.result()
+    assert got.verdict is not None and got.verdict.reward == 0.0
+    assert abs(started["graded"] - started["witness"]) < 0.2
+    assert boxes and all(b.removed for b in boxes)
+    t = time.monotonic()
+    graded(1)  # a retry runs alone
+    assert time.monotonic() - t < 0.1
+
+
+def test_a_witness_that_raises_never_holds_the_graded_run_and_the_grade_stands(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(witnesses, "grade", _grade({}, []))
+    side = witnesses.SideBySide(TASK, threading.Event())  # type: ignore[arg-type]
+
+    def broken(_k: int) -> Box:
+        raise SandboxError("the daemon went away")
+
+    side.start(broken, _close)
+    t = time.monotonic()
+    side.graded(lambda _k: Box())(0)
+    assert time.monotonic() - t < 1.0
+    assert "SandboxError: the daemon went away" in side.result().extra["raised"]
+    task = load_task(_reward_file_task(tmp_path, "cd /testbed\npython3 -m pytest -rA tests/test_stats.py\nrc=$?"))
+    grading = Grading(verdict=Verdict(reward=1.0, graded_by="reward_file"))
+    state = SimpleNamespace(tags=[], cleanup_error=None, workdir=None, image_id="x")
+    blame.unwitnessed_reward(task, None, None, grading, state, witness=side.result)  # type: ignore[arg-type]
+    assert grading.verdict is not None and grading.verdict.reward == 1.0  # like a witness that did not finish
+    assert grading.extra["witness"]["reward"] is None and "raised" in grading.extra["witness"]
+
+
+@pytest.mark.parametrize("how", ["cancel", "stop"])
+def test_a_cut_witness_ends_at_once_and_its_box_is_removed(monkeypatch, how: str) -> None:
+    boxes: list[Box] = []
+    monkeypatch.setattr(witnesses, "grade", _grade({}, boxes, hold=30.0))
+    stop = threading.Event()
+    side = witnesses.SideBySide(TASK, stop)  # type: ignore[arg-type]
+    side.start(lambda _k: side.begin(Box)(), _close)
+    side.graded(lambda _k: Box())(0)
+    t = time.monotonic()
+    if how == "cancel":  # not needed (the graded run did not resolve), or the trial raised
+        side.cancel()
+    else:  # the run's deadline or interrupt
+        stop.set()
+        assert side.result().verdict is None
+    assert time.monotonic() - t < 2.0
+    assert boxes and all(b.removed for b in boxes)
+
+
+def _stats_tree(tmp: Path) -> Path:
+    shutil.copytree(EXAMPLE / "environment" / "repo", tmp, dirs_exist_ok=True)
+    solve = (EXAMPLE / "solution" / "solve.sh").read_text()
+    (tmp / "stats.py").write_text(solve.split("<<'PY'\n", 1)[1].rsplit("PY\n", 1)[0])
+    (tmp / "tests").mkdir()
+    shutil.copy(EXAMPLE / "tests" / "test_stats.py", tmp / "tests")
+    return tmp
+
+
+def test_lookalikes_pass_without_running_the_copied_body_and_canaries_fail(tmp_path: Path) -> None:
+    tests = EXAMPLE / "tests"
+    existing = {"test_mean", "test_median_odd", "test_median_even"}
+    command = f"set -euo pipefail\n{sys.executable} -m pytest -rA -p no:cacheprovider tests/test_stats.py\n"
+    for seed in range(4):
+        for passing in (True, False):
+            tree = _stats_tree(tmp_path / f"{seed}-{passing}")
+            # a copied body that ran would fail: every test's body calls a function that now raises
+            broken = "\n\ndef mean(values):\n    raise E\n\n\ndef median(values):\n    raise E\n"
+            (tree / "stats.py").write_text((tree / "stats.py").read_text() + broken)
+            planted = plant(command, task_test_files(tests), "n", existing, None, task_functions(tests),
+                            random.Random(seed), passing=passing)  # fmt: skip
+            assert planted is not None
+            out = subprocess.run(["bash", "-c", planted.script], cwd=tree, capture_output=True, text=True).stdout
+            names = planted.name.split(",")
+            assert len(names) in (2, 3)
+            status = "PASSED" if passing else "FAILED"
+            for n in names:
+                assert f"{status} tests/test_stats.py::{n}" in out, out
+
+
+@pytest.mark.parametrize(
+    ("script", "alike"),
+    [
+        ("cd /testbed\npython3 -m pytest -rA tests/test_stats.py\nrc=$?\necho $(( rc == 0 )) > /logs/verifier/r", True),
+        ("cd /testbed\nif python3 -m pytest tests/test_stats.py; then echo 1 > /logs/verifier/reward.txt; fi", True),
+        ("cd /testbed\npython3 -m pytest tests/test_stats.py | tee o\ngrep -q '3 passed' o && echo 1 > r", False),
+        ("cd /testbed\npython3 -m pytest --junitxml=j.xml tests/test_stats.py\npython3 /tests/score.py j.xml", False),
+        ("cd /testbed\npython3 -m pytest tests/test_stats.py -x -k 'a and b'\nrc=$?", False),  # not witnessable
+    ],
+)  # fmt: skip
+def test_lookalikes_only_where_test_sh_reads_the_exit_status_alone(tmp_path: Path, script: str, alike: bool) -> None:
+    assert lookalikes(load_task(_reward_file_task(tmp_path, script))) is alike
+
+
+def _reward_file_task(tmp: Path, script: str) -> Path:
+    task_dir = tmp / "task"
+    shutil.copytree(EXAMPLE, task_dir)
+    (task_dir / "tests" / "config.json").unlink()
+    (task_dir / "tests" / "test.sh").write_text("#!/bin/bash\n" + script + "\n")
+    return task_dir
