@@ -351,3 +351,69 @@ def test_where_no_class_method_can_go_the_canaries_are_top_level() -> None:
             chosen = choose(["tests/test_stats.py"], sources, set(), None, random.Random(seed), **kwargs)
             assert all(not c.cls and re.fullmatch(r"test_stats_[a-z]+_[a-z]+", c.name) for c in chosen), chosen
     assert any(c.cls for c in choose(["tests/test_stats.py"], sources, set(), None, random.Random(0)))
+
+
+NAMES_BOUND_LATER = """import pytest
+
+
+def test_first():
+    assert True
+
+
+frames = [1, 2]
+
+
+@pytest.mark.parametrize("frame", frames)
+def test_frames(frame, scale=2):
+    assert frame * scale
+
+
+class TestA:
+    cases = [3, 4]
+
+    @pytest.mark.parametrize("case", [5, 6])
+    def test_case(self, case):
+        assert case
+
+    def test_other(self):
+        assert True
+
+    def test_last(self):
+        assert True
+
+
+def test_end():
+    assert True
+"""
+
+
+def test_a_canary_goes_after_the_test_it_copies_so_the_names_its_decorators_use_are_bound(tmp_path: Path) -> None:
+    """astropy-13398's module failed to import: a canary copied `@pytest.mark.parametrize('testframe',
+    totest_frames)` and was planted above `totest_frames = [...]`. Places are counted after the copied test's `def`
+    (a method's within its class), so whatever its decorators and defaults name is bound first; a class's last
+    method is not copied (no method after it to go before)."""
+    sources = {"m.py": module_functions(NAMES_BOUND_LATER)}
+    assert "TestA::test_last" in dict(sources["m.py"])
+    seen: set[str] = set()
+    for seed in range(60):
+        canaries_ = choose(["m.py"], sources, set(), None, random.Random(seed))
+        planted = _plant_in(tmp_path, NAMES_BOUND_LATER, canaries_)
+        done = subprocess.run([sys.executable, "-c", "import m"], cwd=tmp_path, capture_output=True, text=True)
+        assert done.returncode == 0, (seed, done.stderr, planted)
+        order = [n.name for n in ast.walk(ast.parse(planted)) if isinstance(n, ast.FunctionDef)]
+        for c in canaries_:
+            assert c.after != "test_last" and c.name in order, (seed, c)
+            if c.after:
+                assert order.index(c.name) > order.index(c.after), (seed, c.name, order)
+                seen.add(c.after)
+    assert {"test_first", "test_frames", "test_case"} <= seen  # derived from each of them, the decorated too
+    # a real pytest run of one planting: the copied parametrize runs each of its canaries' cases, all failing
+    canaries_ = choose(["m.py"], sources, set(), None, random.Random(7))
+    _plant_in(tmp_path, NAMES_BOUND_LATER, canaries_)
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "m.py"], cwd=tmp_path,
+                         capture_output=True, text=True)  # fmt: skip
+    summary = run.stdout.strip().splitlines()[-1]
+    counts = re.fullmatch(r"(\d+) failed, (\d+) passed in [\d.]+s", summary)
+    assert counts and "ERROR" not in run.stdout, run.stdout  # nothing fails to collect
+    # every canary fails (the copied parametrize: once per case), every task test passes
+    assert int(counts[2]) == 1 + 2 + 2 + 1 + 1 + 1, run.stdout

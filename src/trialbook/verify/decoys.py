@@ -14,8 +14,10 @@ still won. Here every pytest-style run gets COUNT canaries (2 or 3, chosen per r
 - made to fail by a first statement comparing two different numbers, so the rest of the copied body never runs
   (no side effect of running a test twice);
 - inserted, a function before the k-th top-level `def`, `class` or decorator that follows a blank line of the module
-  (appended when the module has fewer), a method before the k-th method of its class that follows a blank line or
-  the class's line (PLANT_METHOD; the plain function appended where the module run holds no such class), k random,
+  after the test it copies (appended when the module has fewer), a method before the k-th method of its class that
+  follows a blank line or the class's line after the method it copies (PLANT_METHOD; the plain function appended
+  where the module run holds no such class), k random: after its original, whatever the copied decorators, defaults
+  and annotations name is bound when the canary's are evaluated,
   so pytest runs it among the task's tests, not always last. When pytest stops at its first failure (`-x`), all of
   them go at the end of the last module (a failure before the task's tests would stop them), so from top-level
   functions only; a runner other than pytest (sympy's bin/test) gets them from undecorated top-level functions only.
@@ -71,9 +73,13 @@ class Canary:
     file: str  # the module it goes into (relative to the test command's directory)
     place: int  # before the place-th top-level def/class/decorator after a blank line; 0: appended
     # a method: the class it goes into (before its place-th method, PLANT_METHOD), and the plain function appended
-    # instead where the module run holds no such class with a method after a blank line
+    # instead where the module run holds no such class
     cls: str = ""
     fallback: str = ""
+    # the test it was derived from: places are counted after that test's `def` line, so every name its decorators,
+    # defaults and annotations use is bound when the canary's are evaluated (astropy's
+    # `@pytest.mark.parametrize('testframe', totest_frames)` planted above `totest_frames = [...]` failed the module)
+    after: str = ""
 
 
 # What a derived canary may copy, so that every report of it still fails (a skipped canary does not fail, and the
@@ -385,7 +391,8 @@ def choose(
         if last or not pytest:
             pool = [f for f in pool if "::" not in f[0] and (pytest or not _decorated(f[1]))]
         name = source = None
-        cls = ""
+        cls = after = ""  # after: the test it is derived from (none for a plain one, which uses no name of the module)
+        pool = _placeable(pool)
         fresh = [f for f in pool if f[0] not in used] or pool  # distinct tests first: more of them witnessed
         if fresh:
             base, original = rng.choice(fresh)
@@ -398,6 +405,7 @@ def choose(
                 if name not in taken:
                     break
             source = _derive(name, original, rng, passing) if name not in taken else None
+            after = test if source is not None else ""
             if source is not None and cls:
                 source = _indent(source, original)
         if source is None or name is None:
@@ -406,48 +414,72 @@ def choose(
                 name = f"{name}_{selected}"
             source, cls = _plain(name, rng, passing), ""
         taken.add(name)
-        if cls:  # before a method of its class (no more than it holds: PLANT_METHOD stops at the last)
-            place = rng.randint(1, max(1, sum(1 for n, _ in pool if n.startswith(cls + "::"))))
-            out.append(Canary(name, source, file, place, cls, _plain(name, rng, passing)))
+        if cls:  # before a method of its class after the one it copies (no more than it holds: PLANT_METHOD stops)
+            later = _later([n for n, _ in pool if n.startswith(cls + "::")], f"{cls}::{after}")
+            place = rng.randint(1, max(1, later))
+            out.append(Canary(name, source, file, place, cls, _plain(name, rng, passing), after))
             continue
-        top = sum(1 for n, _ in pool if "::" not in n)
-        place = 0 if last else rng.randint(1, max(2, top + 1))
-        out.append(Canary(name, source, file, place))
+        tops = [n for n, _ in pool if "::" not in n]
+        later = _later(tops, after) if after else len(tops)
+        place = 0 if last else rng.randint(1, max(2, later + 1))
+        out.append(Canary(name, source, file, place, "", "", after))
     return out
+
+
+def _placeable(pool: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The tests a canary can be derived from and placed after: a class's last method has no method of the class
+    after it to go before (PLANT_METHOD would append the plain function instead), so it is not chosen."""
+    last: dict[str, str] = {}
+    for name, _ in pool:
+        if "::" in name:
+            last[name.rpartition("::")[0]] = name
+    return [f for f in pool if "::" not in f[0] or last[f[0].rpartition("::")[0]] != f[0]]
+
+
+def _later(names: list[str], original: str) -> int:
+    """How many of `names` (in the module's order) come after `original`."""
+    return len(names) - names.index(original) - 1 if original in names else len(names)
 
 
 def _decorated(source: str) -> bool:
     return textwrap.dedent(source).lstrip().startswith("@")
 
 
-# Insert "$3" before the "$2"-th top-level def/class/decorator that follows a blank line of file "$1" (0 or fewer such
-# lines: append), with the shell's builtins only (no tool of the image, which the code under test may have replaced)
+# Insert "$3" before the "$2"-th top-level def/class/decorator that follows a blank line of file "$1" and comes after
+# the line `def "$4"(` (from the top when "$4" is empty; 0 or fewer such lines, or no such def: append), with the
+# shell's builtins only (no tool of the image, which the code under test may have replaced)
 PLANT_FUNCTION = (
     '_trialbook_plant() { { [ -f "$1" ] && [ ! -L "$1" ]; } || return 0; '
-    'local _l _n=0 _p=x _d= _a; mapfile -t _a < "$1"; '
+    'local _l _n=0 _p=x _d= _o= _a; mapfile -t _a < "$1"; [ -z "$4" ] && _o=1; '
     '{ for _l in "${_a[@]}"; do '
-    "if [ -z \"$_d\" ] && [ \"$2\" -gt 0 ] && [ -z \"$_p\" ]; then case $_l in 'def '*|'class '*|'@'*|'async def '*) "
+    'if [ -z "$_d" ] && [ -n "$_o" ] && [ "$2" -gt 0 ] && [ -z "$_p" ]; then '
+    "case $_l in 'def '*|'class '*|'@'*|'async def '*) "
     '_n=$((_n+1)); if [ "$_n" -ge "$2" ]; then printf \'%s\\n\\n\' "$3"; _d=1; fi ;; esac; fi; '
+    'if [ -z "$_o" ]; then case $_l in "def $4("*|"async def $4("*) _o=1 ;; esac; fi; '
     "printf '%s\\n' \"$_l\"; _p=$_l; done; "
     '[ -n "$_d" ] || printf \'\\n\\n%s\' "$3"; } > "$1"; }; '
 )
-# Insert the method "$3" into the top-level class "$4" of file "$1", before the "$2"-th of its lines at the methods'
-# indentation "$5" that starts a def or a decorator and follows a blank line or the class's own line (the last such
-# line where the class has fewer): a first pass counts them up to the class's end (a line that starts with neither
-# blank nor comment), the second inserts. No such class, or none such line in it: the plain function "$6" appended.
+# Insert the method "$3" into the top-level class "$4" of file "$1", after its method `def "$7"(` at the methods'
+# indentation "$5" (anywhere in the class when "$7" is empty), before the "$2"-th of the class's later lines at that
+# indentation that start a def or a decorator and follow a blank line or the class's own line (the last such line
+# where the class has fewer): a first pass counts them up to the class's end (a line that starts with neither blank
+# nor comment: a string's line at column 0 ends the count too, so nothing goes inside a string), the second inserts.
+# No such class, or no such line after that method: the plain function "$6" appended.
 PLANT_METHOD = (
     '_trialbook_plant_in() { { [ -f "$1" ] && [ ! -L "$1" ]; } || return 0; '
-    'local _l _n=0 _k=0 _t _p= _c= _d= _a; mapfile -t _a < "$1"; '
-    'for _l in "${_a[@]}"; do if [ -n "$_c" ]; then '
+    'local _l _n=0 _k=0 _t _p= _c= _d= _o= _a; mapfile -t _a < "$1"; '
+    '[ -z "$7" ] && _o=1; for _l in "${_a[@]}"; do if [ -n "$_c" ]; then '
     "case $_l in ''|[[:space:]]*|'#'*) ;; *) break ;; esac; "
-    'if [ -z "${_p//[[:space:]]/}" ] || [ "$_p" = "$_c" ]; then '
+    'if [ -n "$_o" ] && { [ -z "${_p//[[:space:]]/}" ] || [ "$_p" = "$_c" ]; }; then '
     'case $_l in "$5def "*|"$5async def "*|"$5@"*) _n=$((_n+1)) ;; esac; fi; '
+    'case $_l in "$5def $7("*|"$5async def $7("*) _o=1 ;; esac; '
     'else case $_l in "class $4("*|"class $4:"*) _c=$_l ;; esac; fi; _p=$_l; done; '
-    '_t=$2; [ "$_t" -gt "$_n" ] && _t=$_n; [ "$_t" -lt 1 ] && [ "$_n" -gt 0 ] && _t=1; _c=; _p=; '
-    '{ for _l in "${_a[@]}"; do if [ -z "$_d" ] && [ "$_t" -gt 0 ] && [ -n "$_c" ]; then '
-    'if [ -z "${_p//[[:space:]]/}" ] || [ "$_p" = "$_c" ]; then '
+    '_t=$2; [ "$_t" -gt "$_n" ] && _t=$_n; [ "$_t" -lt 1 ] && [ "$_n" -gt 0 ] && _t=1; _c=; _p=; _o=; '
+    '[ -z "$7" ] && _o=1; { for _l in "${_a[@]}"; do if [ -z "$_d" ] && [ "$_t" -gt 0 ] && [ -n "$_c" ]; then '
+    'if [ -n "$_o" ] && { [ -z "${_p//[[:space:]]/}" ] || [ "$_p" = "$_c" ]; }; then '
     'case $_l in "$5def "*|"$5async def "*|"$5@"*) _k=$((_k+1)); '
     'if [ "$_k" -ge "$_t" ]; then printf \'%s\\n\\n\' "$3"; _d=1; fi ;; esac; fi; '
+    'case $_l in "$5def $7("*|"$5async def $7("*) _o=1 ;; esac; '
     'elif [ -z "$_c" ]; then case $_l in "class $4("*|"class $4:"*) _c=$_l ;; esac; fi; '
     "printf '%s\\n' \"$_l\"; _p=$_l; done; "
     '[ -n "$_d" ] || printf \'\\n\\n%s\' "$6"; } > "$1"; }; '
@@ -466,9 +498,9 @@ def planting(canaries: list[Canary]) -> str:
         if c.cls:
             indent = re.match(r"[ \t]*", c.source).group(0)  # type: ignore[union-attr]
             calls += f"_trialbook_plant_in {_ansi_c(c.file)} {c.place} {_ansi_c(c.source)} {_ansi_c(c.cls)} "
-            calls += f"{_ansi_c(indent)} {_ansi_c(c.fallback)}; "
+            calls += f"{_ansi_c(indent)} {_ansi_c(c.fallback)} {_ansi_c(c.after)}; "
         else:
-            calls += f"_trialbook_plant {_ansi_c(c.file)} {c.place} {_ansi_c(c.source)}; "
+            calls += f"_trialbook_plant {_ansi_c(c.file)} {c.place} {_ansi_c(c.source)} {_ansi_c(c.after)}; "
     methods = any(c.cls for c in canaries)
     return (
         "{ _trialbook_x=$-; set +x; } 2>/dev/null; "
