@@ -417,3 +417,14 @@ def test_a_canary_goes_after_the_test_it_copies_so_the_names_its_decorators_use_
     assert counts and "ERROR" not in run.stdout, run.stdout  # nothing fails to collect
     # every canary fails (the copied parametrize: once per case), every task test passes
     assert int(counts[2]) == 1 + 2 + 2 + 1 + 1 + 1, run.stdout
+
+
+def test_a_canary_copies_parametrize_only_while_it_makes_a_few_cases() -> None:
+    """xarray-6744's test_rolling_reduce, copied with its stacked parametrize decorators, gave 960 failing cases: the
+    junit report passed the size the verifier reads and an honest run was graded 0 (`channels_disagree`). Past
+    MAX_CASES the copy leaves its parametrize out (it then errors for want of its arguments: failing all the same)."""
+    few = '@pytest.mark.parametrize("a", [1, 2])\n@pytest.mark.parametrize("b", [3, 4])\ndef test_few(a, b):\n'
+    many = '@pytest.mark.parametrize("a", [1, 2, 3])\n@pytest.mark.parametrize("b", [4, 5, 6])\ndef test_many(a, b):\n'
+    found = dict(module_functions(f"import pytest\n\n\n{few}    pass\n\n\n{many}    pass\n"))
+    assert found["test_few"].count("parametrize") == 2  # 4 cases
+    assert "parametrize" not in found["test_many"] and found["test_many"].startswith("def test_many(a, b):")

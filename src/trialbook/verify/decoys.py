@@ -98,6 +98,10 @@ SKIPPING = frozenset(
 _MARKS_ARG = re.compile(r"\bmarks\s*=")
 _NEWLINE = re.compile(r"\r\n?|\n")  # the line ends ast counts (not splitlines', which counts a form feed)
 _DISPLAY = (ast.List, ast.Tuple, ast.Set, ast.Dict)
+# At most this many tests from one canary's copied `parametrize` decorators (their product), else they are left out
+# (the copy then errors for want of its arguments, which fails it too): xarray-6744's test_rolling_reduce copied gave
+# 960 failing cases, whose junit report passed the size the verifier reads, and an honest run was graded 0
+MAX_CASES = 8
 
 
 def _mark(decorator: ast.expr) -> str | None:
@@ -197,6 +201,16 @@ class _Module:
         named = (n.id for n in ast.walk(values) if isinstance(n, ast.Name))
         return not any(_skips(self.assigned[n]) for n in named if n in self.assigned)
 
+    def cases(self, decorators: list[ast.expr]) -> int:
+        """How many tests the `parametrize` decorators among `decorators` make of one function (their product)."""
+        count = 1
+        for d in decorators:
+            if isinstance(d, ast.Call) and _mark(d) == "parametrize":
+                values = _values(d)
+                values = self.assigned.get(values.id) if isinstance(values, ast.Name) else values
+                count *= len(values.keys if isinstance(values, ast.Dict) else values.elts) if values else 1  # type: ignore[union-attr]
+        return count
+
     def collected(self, node: ast.ClassDef, depth: int = 0) -> bool:
         """Whether pytest collects the class and runs a method added to it as it runs the others, failing: named
         `Test*` (or a `*TestCase` subclass, which pytest runs as unittest does), defined once, without `__init__`
@@ -243,6 +257,8 @@ def module_functions(text: str) -> list[tuple[str, str]]:
         if not isinstance(node, ast.FunctionDef) or not node.name.startswith("test"):
             return
         keep = [d for d in node.decorator_list if decorated and module.safe(d)]
+        if module.cases(keep) > MAX_CASES:  # xarray's test_rolling_reduce: 960 failing cases bloat the reports
+            keep = [d for d in keep if not (isinstance(d, ast.Call) and _mark(d) == "parametrize")]
         source = _segment(lines, node, keep)
         if _usable(source):
             found.append((prefix + node.name, source))
