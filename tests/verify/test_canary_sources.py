@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_decoys import CLASS_TESTS as CLASS_FIXED  # the module of class tests as its test patch leaves it
 
 from ledgerdicts import trial_dicts
 from trialbook.ledger.store import Ledger
@@ -131,25 +132,8 @@ def test_canaries_come_from_the_image_module_and_catch_what_spares_the_plain_one
 
 
 # only methods of test classes, one of them parametrized in each class but the one the patch changes: no top-level
-# function to derive from, and every canary a method (one parametrized at least: 2 or 3 of three tests)
-CLASS_TESTS = """import pytest
-from stats import mean, median
-
-
-class TestMean:
-    @pytest.mark.parametrize("values", [[1, 2, 3, 4], [2.5]])
-    def test_mean(self, values):
-        assert mean(values) == 2.5
-
-
-class TestMedian:
-    @pytest.mark.parametrize("values", [[3, 1, 2], [2]])
-    def test_median_odd(self, values):
-        assert median(values) == 2
-
-    def test_median_even(self):
-        assert median([1]) == 1
-"""
+# function to derive from, and every canary a method (one parametrized at least)
+CLASS_TESTS = CLASS_FIXED.replace("median([4, 1, 3, 2]) == 2.5", "median([1]) == 1")  # before its test patch
 CLASS_LISTS = {
     "FAIL_TO_PASS": ["tests/test_stats.py::TestMedian::test_median_even"],
     "PASS_TO_PASS": [f"tests/test_stats.py::Test{c}::test_{t}[values{i}]" for c, t in (("Mean", "mean"),
@@ -164,7 +148,7 @@ def test_in_a_module_of_class_tests_the_canaries_are_its_methods_and_catch_what_
     a cheat that no-ops every test but those shaped like the plain canary is caught (`runner_subverted`)."""
     tasks = tmp_path / "tasks"
     tasks.mkdir()
-    patch = _test_patch(tmp_path, CLASS_TESTS, CLASS_TESTS.replace("median([1]) == 1", "median([4, 1, 3, 2]) == 2.5"))
+    patch = _test_patch(tmp_path, CLASS_TESTS, CLASS_FIXED)
     assert "+def test_" not in patch and "+    def test_" not in patch  # the patch changes a method, adds none
     for name, solve in (("honest", None), ("spare-plain", SPARE_PLAIN)):
         task = _task(tasks, name, solve, patch, CLASS_TESTS)
