@@ -12,6 +12,7 @@ import re
 import subprocess
 import tomllib
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -323,18 +324,25 @@ def environment_commit(inst: dict[str, Any], version: str, rows: list[dict[str, 
     ci/requirements/py3*.yml)."""
     if inst.get("environment_setup_commit"):
         return str(inst["environment_setup_commit"])
-    paths = MAP_REPO_TO_ENV_YML_PATHS[inst["repo"]]
+    same = tuple(
+        row["base_commit"]
+        for row in rows
+        if row["repo"] == inst["repo"] and (row.get("version") or VERSIONS.get(row["instance_id"])) == version
+    )
+    return _newest_with(source, tuple(MAP_REPO_TO_ENV_YML_PATHS[inst["repo"]]), same) or str(inst["base_commit"])
+
+
+@cache
+def _newest_with(source: Path, paths: tuple[str, ...], commits: tuple[str, ...]) -> str | None:
+    """The newest of `commits` (committer date) whose tree holds one of `paths`; once per version, not per instance."""
     dated = []
-    for row in rows:
-        if row["repo"] != inst["repo"] or (row.get("version") or VERSIONS.get(row["instance_id"])) != version:
-            continue
-        sha = row["base_commit"]
+    for sha in commits:
         if not any(git(["-C", str(source), "cat-file", "-e", f"{sha}:{p}"]).returncode == 0 for p in paths):
             continue
         when = git(["-C", str(source), "show", "-s", "--format=%ct", sha])
         if when.returncode == 0 and when.stdout.strip().isdigit():
             dated.append((int(when.stdout.strip()), sha))
-    return max(dated)[1] if dated else str(inst["base_commit"])
+    return max(dated)[1] if dated else None
 
 
 def make_plan(
