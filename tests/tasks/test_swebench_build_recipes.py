@@ -7,12 +7,13 @@ import json
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from paths import DATA, INSTANCES
 from trialbook.tasks.swebench.build_images import env_dockerfile, inst_dockerfile, key_plan
 from trialbook.tasks.swebench.build_plan import DEFAULT_EXCLUDE_NEWER, conda_to_pip, make_plan
-from trialbook.tasks.swebench.generate import build_test_sh
+from trialbook.tasks.swebench.generate import build_task_toml, build_test_sh
 from trialbook.tasks.swebench.versions import VERSIONS
 
 REPOS = DATA / "swebench-repos"
@@ -124,6 +125,21 @@ def test_local_httpbin_only_for_requests_test_files_that_read_httpbin_url(tmp_pa
         assert "httpbin" not in plan.extra, instance_id
         assert "/opt/httpbin" not in inst_dockerfile(plan)
         assert "HTTPBIN" not in build_test_sh(plan.inst, plan.version, venv=True)
+
+
+def test_the_unroutable_network_only_for_test_files_that_connect_to_the_tarpit_address():
+    # requests' TARPIT (10.255.255.1): the test expects the connect to time out, which a sandbox without a network
+    # answers at once (sandbox/docker.py UNROUTABLE_NETWORK)
+    for instance_id in ("psf__requests-2317", "psf__requests-2931", "psf__requests-5414"):
+        plan = plan_for(instance_id)
+        assert plan.extra.get("unroutable_network") is True, instance_id
+        toml = tomllib.loads(build_task_toml(plan.inst, plan.version, "img:tag", unroutable=True))
+        assert toml["environment"]["unroutable_network"] is True and "allow_network" not in toml["environment"]
+    # the older requests files have no such test, 6028 changes tests/test_utils.py only, other repos none
+    for instance_id in ("psf__requests-1724", "psf__requests-1921", "psf__requests-6028", "pallets__flask-5014"):
+        plan = plan_for(instance_id)
+        assert "unroutable_network" not in plan.extra, instance_id
+        assert "unroutable" not in build_task_toml(plan.inst, plan.version, "img:tag")
 
 
 def test_the_build_requirements_the_offline_reinstall_needs_are_installed_beside_the_environment():

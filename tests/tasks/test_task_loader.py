@@ -51,6 +51,18 @@ def test_broken_folders_become_one_line_errors_for_that_task_only(tmp_path):
     assert all("\n" not in m for m in messages.values())
 
 
+def test_unroutable_network_is_read_and_excludes_allow_network(tmp_path):
+    toml = _copy(tmp_path, "unroutable") / "task.toml"
+    toml.write_text(toml.read_text() + "unroutable_network = true\n")
+    (spec,) = load_tasks(tmp_path / "tasks")[0]
+    assert spec.unroutable_network and not spec.allow_network
+    toml.write_text(toml.read_text() + "allow_network = true\n")
+    specs, errors = load_tasks(tmp_path / "tasks")
+    assert specs == [] and [e.message for e in errors] == [
+        "task.toml: [environment] allow_network and unroutable_network exclude each other"
+    ]
+
+
 def test_tasks_filter_and_unknown_ids(tmp_path):
     specs, _ = load_tasks(EXAMPLES, ["proxy-env", "flaky-p2p"])
     assert sorted(s.task_id for s in specs) == ["flaky-p2p", "proxy-env"]

@@ -29,6 +29,10 @@ def test_a_node_id_reads_as_pytest_writes_it_in_junit() -> None:
     assert junit_key("tests/test_a.py::TestX::test_b[1-2]") == "tests.test_a.TestX::test_b[1-2]"
     assert junit_key("t_test.py::test_fix") == "t_test::test_fix"
     assert junit_key("a/b.py::C::()::test_d") == "a.b.C::test_d"
+    # a parameter id holding `::` and `/` (requests-5414's IPv6 URL) is the testcase name's, untouched: read as a
+    # path, an honest run's passing test went missing from the junit side and the run was graded 0
+    ipv6 = "tests/test_requests.py::TestRequests::test_errors[http://fe80::5054:ff:fe5a:fc0-InvalidURL]"
+    assert junit_key(ipv6) == "tests.test_requests.TestRequests::test_errors[http://fe80::5054:ff:fe5a:fc0-InvalidURL]"
 
 
 def test_a_report_is_read_per_testcase_and_an_unsafe_one_not_at_all() -> None:

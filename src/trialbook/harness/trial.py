@@ -22,6 +22,7 @@ from trialbook.harness.trial_state import ImageRef, TrialExtra, TrialState, tria
 from trialbook.outcomes import FINDINGS, POLICY, ErrorKind, Outcome, classify, error_kind, is_graded, rule_for
 from trialbook.records import Trial
 from trialbook.sandbox import DockerEngine, Sandbox
+from trialbook.sandbox.backend import UNROUTABLE
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
 from trialbook.tasks import TaskError, TaskSpec
@@ -229,12 +230,12 @@ def _attempt(
         settings.labels,
     ))  # fmt: skip
     labels = {**settings.labels, LABEL_RUN: settings.run, LABEL_TRIAL: name, LABEL_TASK: task.task_id}
+    network = UNROUTABLE if task.unroutable_network else task.allow_network
 
     def start(box_name: str, prepare: tuple[str, Callable[[Sandbox], Any]] | None = None) -> Sandbox:
         started = engine.start(
-            image.reference, box_name, labels, task.cpus, task.memory_mb, task.pids_limit, task.allow_network,
-            stopper.event, env=task.env, workdir=task.workdir, shell_setup=task.shell_setup, prepare=prepare,
-            runtime=settings.runtime,
+            image.reference, box_name, labels, task.cpus, task.memory_mb, task.pids_limit, network, stopper.event,
+            env=task.env, workdir=task.workdir, shell_setup=task.shell_setup, prepare=prepare, runtime=settings.runtime,
         )  # fmt: skip
         started.watch_disk(task.disk_mb << 20)
         return started
@@ -245,9 +246,8 @@ def _attempt(
         with contextlib.suppress(IsolationError):  # no workdir: nothing warms; the verifier's start raises it
             prep = _verifier_prep(engine, task, image)
             engine.ahead(
-                image.reference, labels, task.cpus, task.memory_mb, task.pids_limit, task.allow_network,
-                env=task.env, workdir=task.workdir, shell_setup=task.shell_setup, prepare=prep,
-                runtime=settings.runtime,
+                image.reference, labels, task.cpus, task.memory_mb, task.pids_limit, network, env=task.env,
+                workdir=task.workdir, shell_setup=task.shell_setup, prepare=prep, runtime=settings.runtime,
             )  # fmt: skip
     phases["environment_setup"] = round(time.monotonic() - t, 3)
     exc_type: str | None = None

@@ -30,11 +30,28 @@ class Unsupported(SandboxError):
     kind = ErrorKind.DAEMON
 
 
+# A sandbox's network (task.toml [environment]): no network stack at all (the default), the internet
+# (allow_network), or UNROUTABLE (unroutable_network): one interface on which every address past the sandbox, the
+# host's included, is unroutable, so that a connect waits for its timeout, as to an address the internet drops
+# (test suites time connects out against 10.255.255.1), where with no network it fails at once
+NO_NETWORK, INTERNET, UNROUTABLE = "none", "internet", "unroutable"
+
+
+def network_mode(network: bool | str) -> str:
+    """The network a sandbox starts with: False is NO_NETWORK, True INTERNET, else the mode named."""
+    if isinstance(network, bool):
+        return INTERNET if network else NO_NETWORK
+    if network not in (NO_NETWORK, INTERNET, UNROUTABLE):
+        raise ValueError(f"unknown network mode {network!r}")
+    return network
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a backend can do beyond the six calls every one has. The harness asks before it relies on one."""
 
     network_off: bool = True  # a sandbox starts with no network at all (a task without allow_network requires it)
+    unroutable_network: bool = False  # network_mode UNROUTABLE: an interface whose every address past it is unroutable
     limits: frozenset[str] = frozenset({"cpus", "memory_mb", "pids_limit"})  # limits it enforces
     layer_changes: bool = True  # changes(): the backend's own listing of what differs from the image
     host_layer: bool = False  # upper_dir(): the sandbox's writable layer is a folder on this host
@@ -113,13 +130,13 @@ class Backend(Protocol):
 
     def start(
         self, image: str, name: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int,
-        network: bool, stop: threading.Event | None = None, env: dict[str, str] | None = None,
+        network: bool | str, stop: threading.Event | None = None, env: dict[str, str] | None = None,
         workdir: str | None = None, shell_setup: str | None = None,
         prepare: tuple[str, Callable[[Any], Any]] | None = None, runtime: str = "auto",
     ) -> Any: ...  # fmt: skip
 
     def ahead(
-        self, image: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int, network: bool,
+        self, image: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int, network: bool | str,
         env: dict[str, str] | None = None, workdir: str | None = None, shell_setup: str | None = None,
         prepare: tuple[str, Callable[[Any], Any]] | None = None, runtime: str = "auto",
     ) -> None: ...  # fmt: skip

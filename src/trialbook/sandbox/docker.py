@@ -27,7 +27,7 @@ from docker.errors import APIError, BuildError, DockerException, ImageNotFound, 
 from docker.transport.unixconn import UnixHTTPAdapter, UnixHTTPConnectionPool
 from requests.exceptions import RequestException
 
-from trialbook.sandbox.backend import Capabilities
+from trialbook.sandbox.backend import INTERNET, NO_NETWORK, UNROUTABLE, Capabilities, Unsupported, network_mode
 from trialbook.sandbox.box import (
     SHELL_SETUP_PATH,
     ContainerStartError,
@@ -50,6 +50,13 @@ LABEL_RUN_ID = "trialbook.run_id"
 # benchmarks/bench_harness.py --cpu), just the empty namespace runc makes with its loopback up; Docker then
 # writes no /etc/hosts, so the harness writes this one (what Docker writes for --network none).
 CHANNEL_MIN_PIDS = 8
+# The network of UNROUTABLE containers (sandbox/backend.py), made once per daemon: `internal` (no route out, no
+# NAT), no IPv4 address of the host's on its bridge (inhibit_ipv4: the containers' gateway never answers, so a
+# connect to any address past the container waits for its timeout, and no service of the host is reachable), no
+# traffic between two containers on it (enable_icc=false), and no IPv6 in them (no link-local path to the host).
+UNROUTABLE_NETWORK = "trialbook-unroutable"
+UNROUTABLE_OPTIONS = {"com.docker.network.bridge.inhibit_ipv4": "true", "com.docker.network.bridge.enable_icc": "false"}
+UNROUTABLE_SYSCTLS = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
 EXIT_WAIT_S = 2.0  # how long a removal waits for a container whose channel ended to stop by itself
 LOOPBACK_HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 # The OCI runtime `auto` picks when the daemon has it registered (scripts/docker-up.sh registers it): crun, in C,
@@ -123,7 +130,7 @@ class DockerEngine:
     """The daemon connection, image builds and container lifecycle (sandbox/backend.py's Backend, named "docker")."""
 
     name = "docker"
-    capabilities = Capabilities(host_layer=True, warm_pool=True, runtimes=True)
+    capabilities = Capabilities(host_layer=True, warm_pool=True, runtimes=True, unroutable_network=True)
     host_config_extra: tuple[tuple[str, Any], ...] = ()  # more of a container's host config (podman.py: ulimits)
 
     def __init__(self, pool: int = 10, url: str | None = None) -> None:
@@ -154,6 +161,7 @@ class DockerEngine:
         self._runtime_of: dict[str, str] = {}  # container id -> the runtime it was created with (Sandbox.runtime)
         self._auto_refused = False  # AUTO_RUNTIME could not start a container here: `auto` is the default since
         self.channels = True  # whether new containers get one (benchmarks compare without)
+        self._unroutable_checked = False  # UNROUTABLE_NETWORK found as it should be (_unroutable_network)
 
     def open_pool(self, concurrency: int) -> WarmPool:
         """Start keeping containers warm (sandbox/warm.py) until close_pool()."""
@@ -313,7 +321,7 @@ class DockerEngine:
         cpus: float,
         memory_mb: int,
         pids_limit: int,
-        network: bool,
+        network: bool | str,
         stop: threading.Event | None = None,
         env: dict[str, str] | None = None,
         workdir: str | None = None,
@@ -344,7 +352,7 @@ class DockerEngine:
         cpus: float,
         memory_mb: int,
         pids_limit: int,
-        network: bool,
+        network: bool | str,
         env: dict[str, str] | None = None,
         workdir: str | None = None,
         shell_setup: str | None = None,
@@ -361,12 +369,13 @@ class DockerEngine:
 
     @staticmethod
     def _spec(
-        image: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int, network: bool,
+        image: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int, network: bool | str,
         env: dict[str, str] | None, workdir: str | None, shell_setup: str | None,
         prepare: tuple[str, Callable[[Sandbox], Any]] | None, runtime: str,
     ) -> Spec:  # fmt: skip
         return Spec(
-            image, cpus, memory_mb, pids_limit, network, tuple(sorted((env or {}).items())), workdir, shell_setup,
+            image, cpus, memory_mb, pids_limit, network_mode(network), tuple(sorted((env or {}).items())), workdir,
+            shell_setup,
             tuple(sorted((k, v) for k, v in labels.items() if k != LABEL_TRIAL)), prepare[0] if prepare else "",
             runtime,
         )  # fmt: skip
@@ -407,8 +416,10 @@ class DockerEngine:
         env = dict(spec.env)
         if spec.shell_setup:
             env["BASH_ENV"] = SHELL_SETUP_PATH
+        mode = network_mode(spec.network)
         host = api.create_host_config(
-            network_mode="bridge" if spec.network else "none",
+            network_mode={NO_NETWORK: "none", INTERNET: "bridge"}.get(mode) or self._unroutable_network(),
+            sysctls=UNROUTABLE_SYSCTLS if mode == UNROUTABLE else None,
             nano_cpus=int(spec.cpus * 1e9),
             mem_limit=f"{spec.memory_mb}m",
             pids_limit=spec.pids_limit,
@@ -421,7 +432,7 @@ class DockerEngine:
             security_opt=list(SECURITY_OPT),
             **dict(self.host_config_extra),
         )
-        files = {} if spec.network else {"etc/hosts": LOOPBACK_HOSTS}
+        files = {"etc/hosts": LOOPBACK_HOSTS} if mode == NO_NETWORK else {}
         if spec.shell_setup:
             files[SHELL_SETUP_PATH.lstrip("/")] = spec.shell_setup + "\n"
         root = self._image_config(spec.image)[1]
@@ -437,7 +448,7 @@ class DockerEngine:
                 name=name,
                 labels=labels,
                 host_config=host,
-                network_disabled=not spec.network,
+                network_disabled=mode == NO_NETWORK,
                 environment=env or None,
                 working_dir=spec.workdir,
                 stdin_open=with_channel,
@@ -457,6 +468,34 @@ class DockerEngine:
             self._channels[cid] = channel
         self._runtime_of[cid] = runtime or str(self.info().get("DefaultRuntime") or "default")
         return cid
+
+    def _unroutable_network(self) -> str:
+        """UNROUTABLE_NETWORK's name, the network made first if the daemon has none of that name (checked once per
+        engine); one of that name made otherwise (not internal, or other options) is refused."""
+        if not self.capabilities.unroutable_network:
+            raise Unsupported(f"the {self.name} backend cannot start a sandbox on an unroutable network")
+        with self._lock_for(UNROUTABLE_NETWORK):
+            if self._unroutable_checked:
+                return UNROUTABLE_NETWORK
+            api = self.client.api
+            try:
+                if not api.networks(names=[UNROUTABLE_NETWORK]):
+                    with contextlib.suppress(APIError):  # made meanwhile by another engine: inspected below
+                        api.create_network(
+                            UNROUTABLE_NETWORK, driver="bridge", internal=True, options=UNROUTABLE_OPTIONS,
+                            labels={"trialbook.network": UNROUTABLE},
+                        )  # fmt: skip
+                net = api.inspect_network(UNROUTABLE_NETWORK)
+            except (APIError, DockerException) as exc:
+                raise ContainerStartError(f"the network {UNROUTABLE_NETWORK} could not be made: {exc}") from None
+            options = net.get("Options") or {}
+            if not net.get("Internal") or any(options.get(k) != v for k, v in UNROUTABLE_OPTIONS.items()):
+                raise ContainerStartError(
+                    f"the Docker network {UNROUTABLE_NETWORK} is not internal with {UNROUTABLE_OPTIONS}: remove it "
+                    f"(docker network rm {UNROUTABLE_NETWORK}) and trialbook makes it again"
+                )
+            self._unroutable_checked = True
+        return UNROUTABLE_NETWORK
 
     def _remove_by_name(self, name: str) -> None:
         with contextlib.suppress(APIError, DockerException):

@@ -142,7 +142,7 @@ class FakeSleepBackend:
 
     def start(
         self, image: str, name: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int,
-        network: bool, stop: threading.Event | None = None, env: dict[str, str] | None = None,
+        network: bool | str, stop: threading.Event | None = None, env: dict[str, str] | None = None,
         workdir: str | None = None, shell_setup: str | None = None,
         prepare: tuple[str, Callable[[Any], Any]] | None = None, runtime: str = "auto",
     ) -> FakeBox:  # fmt: skip
@@ -155,7 +155,7 @@ class FakeSleepBackend:
         return box
 
     def ahead(
-        self, image: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int, network: bool,
+        self, image: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int, network: bool | str,
         env: dict[str, str] | None = None, workdir: str | None = None, shell_setup: str | None = None,
         prepare: tuple[str, Callable[[Any], Any]] | None = None, runtime: str = "auto",
     ) -> None:  # fmt: skip

@@ -40,7 +40,7 @@ class Spec:
     cpus: float
     memory_mb: int
     pids_limit: int
-    network: bool
+    network: str  # sandbox/backend.py network_mode
     env: tuple[tuple[str, str], ...]
     workdir: str | None
     shell_setup: str | None

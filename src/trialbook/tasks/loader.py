@@ -58,6 +58,9 @@ class _Environment(_Section):
     # is stopped (outcome disk_quota, graded) or the tests graded 0 (sandbox/quota.py, started by Sandbox.watch_disk)
     disk_mb: int = Field(10240, gt=0, le=1 << 30)
     allow_network: bool = False
+    # a network on which every address past the sandbox is unroutable (sandbox/backend.py UNROUTABLE): for test
+    # suites that expect a connect to time out (10.255.255.1) rather than fail at once as with no network
+    unroutable_network: bool = False
     # how the agent's shell starts (SWE-bench images keep the repo's Python in a conda env)
     workdir: str | None = None
     shell_setup: str | None = None
@@ -177,6 +180,7 @@ class TaskSpec(BaseModel):
     memory_mb: int
     pids_limit: int
     allow_network: bool
+    unroutable_network: bool = False  # [environment] unroutable_network
     disk_mb: int = 10240
     workdir: str | None = None
     shell_setup: str | None = None  # sourced by every `bash` in the sandbox (BASH_ENV), agents and verifier
@@ -307,6 +311,8 @@ def load_task(path: Path) -> TaskSpec:
     if (path / "solution" / "solve.sh").is_file():  # read again by TaskSpec.record when the run is opened
         read_text(path / "solution" / "solve.sh", "solution/solve.sh")
     env = parsed.environment
+    if env.allow_network and env.unroutable_network:
+        raise ValueError("task.toml: [environment] allow_network and unroutable_network exclude each other")
     if env.docker_image is None and not (path / "environment" / "Dockerfile").is_file():
         raise ValueError("task.toml has no [environment] docker_image and there is no environment/Dockerfile")
     instruction = path / "instruction.md"
@@ -324,6 +330,7 @@ def load_task(path: Path) -> TaskSpec:
         pids_limit=env.pids_limit,
         disk_mb=env.disk_mb,
         allow_network=env.allow_network,
+        unroutable_network=env.unroutable_network,
         workdir=env.workdir,
         shell_setup=env.shell_setup,
         env=env.env,

@@ -36,11 +36,14 @@ TEXT_PASSING = ("PASSED", "XFAIL")
 
 def junit_key(test_id: str) -> str:
     """A pytest node id as its junit testcase reads (`classname::name`), pytest's own mangling
-    (`tests/test_a.py::TestX::test_b[1]` -> `tests.test_a.TestX::test_b[1]`)."""
-    names = [n for n in test_id.split("::") if n != "()"]
+    (`tests/test_a.py::TestX::test_b[1]` -> `tests.test_a.TestX::test_b[1]`). A parameter id is kept whole: it
+    may hold `::` or `/` itself (requests' `test_errors[http://fe80::5054:ff:fe5a:fc0-InvalidURL]`)."""
+    path, bracket, param = test_id.partition("[")
+    names = [n for n in path.split("::") if n != "()"]
     if not names:
         return test_id
     names[0] = names[0].replace("/", ".").removesuffix(".py")
+    names[-1] += bracket + param
     if len(names) == 1:
         return names[0]
     return ".".join(names[:-1]) + "::" + names[-1]

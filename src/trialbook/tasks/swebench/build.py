@@ -250,6 +250,7 @@ def build_tasks(
                     tmp / plan.instance_id,
                     built_image=None if official else plan.inst_tag,
                     httpbin=bool(plan.extra.get("httpbin")),
+                    unroutable=bool(plan.extra.get("unroutable_network")),
                     official_image=r.official_image,
                     metadata={"python": str(r.python), **asked, "image_layout": plan.layout},
                 )

@@ -62,6 +62,9 @@ CONDA_EXCLUDE_NEWER = "2024-01-15"
 UPSTREAM = "https://github.com/{repo}.git"
 # Old psf/requests test files take httpbin's address from this variable (default http://httpbin.org/).
 HTTPBIN_KNOB = re.compile(r"""environ\.get\(\s*['"]HTTPBIN_URL['"]""")
+# The address test suites connect to in order to see a connect time out (requests' and urllib3's TARPIT): the
+# internet drops it, a sandbox without a network refuses it at once, so such a task gets the unroutable network.
+TARPIT = re.compile(r"(?<![\d.])10\.255\.255\.1(?![\d.])")
 GIT_TIMEOUT = 300
 VENV = "/opt/venv"
 CONDA_ROOT = "/opt/miniconda3"
@@ -306,13 +309,24 @@ def has_compiled_sources(source: Path, commit: str) -> bool:
     return any(COMPILED.search(p) and not {"test", "tests"} & set(p.split("/")[:-1]) for p in done.stdout.splitlines())
 
 
-def reads_httpbin_url(source: Path, inst: dict[str, Any]) -> bool:
-    """Whether a test file the test patch touches reads HTTPBIN_URL at base_commit (old requests)."""
+def _test_files_say(source: Path, inst: dict[str, Any], pattern: re.Pattern[str]) -> bool:
+    """Whether a test file the test patch touches matches `pattern` at base_commit."""
     for path in get_modified_files(inst["test_patch"]):
         done = git(["-C", str(source), "show", f"{inst['base_commit']}:{path}"])
-        if done.returncode == 0 and HTTPBIN_KNOB.search(done.stdout):
+        if done.returncode == 0 and pattern.search(done.stdout):
             return True
     return False
+
+
+def reads_httpbin_url(source: Path, inst: dict[str, Any]) -> bool:
+    """Whether a test file the test patch touches reads HTTPBIN_URL at base_commit (old requests)."""
+    return _test_files_say(source, inst, HTTPBIN_KNOB)
+
+
+def connects_to_tarpit(source: Path, inst: dict[str, Any]) -> bool:
+    """Whether a test file the test patch touches, at base_commit or as the patch leaves it, names TARPIT."""
+    added = "\n".join(line for line in inst["test_patch"].splitlines() if line.startswith("+"))
+    return bool(TARPIT.search(added)) or _test_files_say(source, inst, TARPIT)
 
 
 def environment_commit(inst: dict[str, Any], version: str, rows: list[dict[str, Any]], source: Path) -> str:
@@ -371,6 +385,8 @@ def make_plan(
         plan.extra["legacy_editable"] = True
     if reads_httpbin_url(source, inst):
         plan.extra["httpbin"] = True
+    if connects_to_tarpit(source, inst):
+        plan.extra["unroutable_network"] = True
     if has_compiled_sources(source, inst["base_commit"]):
         plan.extra["toolchain"] = True
     # The eval script re-installs the tree offline without build isolation (generate.OFFLINE_PIP), with what the

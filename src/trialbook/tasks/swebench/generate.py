@@ -311,13 +311,19 @@ def _toml_str(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
 
 
-def _env_lines(instance_id: str, built_image: str | None, official_image: str | None = None) -> list[str]:
+def _env_lines(
+    instance_id: str, built_image: str | None, official_image: str | None = None, unroutable: bool = False
+) -> list[str]:
+    # its test files connect to build_plan.TARPIT and expect the connect to time out, as the internet makes it
+    network = ["# its tests expect a connect to 10.255.255.1 to time out", "unroutable_network = true"]
+    network = network if unroutable else []
     if built_image is not None:  # the image's ENV already puts /opt/venv first on PATH
         return [
             f"docker_image = {_toml_str(built_image)}",
             f"workdir = {_toml_str(REPO_DIR)}",
             "cpus = 2",
             "memory_mb = 4096",
+            *network,
             "",
         ]
     return [
@@ -326,6 +332,7 @@ def _env_lines(instance_id: str, built_image: str | None, official_image: str | 
         f"shell_setup = {_toml_str(SHELL_SETUP)}",
         "cpus = 2",
         "memory_mb = 4096",
+        *network,
         "",
         "[environment.env]",
         *[f"{k} = {_toml_str(v)}" for k, v in AGENT_ENV.items()],
@@ -339,6 +346,7 @@ def build_task_toml(
     built_image: str | None = None,
     official_image: str | None = None,
     metadata: dict[str, str] | None = None,
+    unroutable: bool = False,
 ) -> str:
     head = (
         [
@@ -368,7 +376,7 @@ def build_task_toml(
         f"timeout_sec = {VERIFIER_TIMEOUT}",
         "",
         "[environment]",
-        *_env_lines(inst["instance_id"], built_image, official_image),
+        *_env_lines(inst["instance_id"], built_image, official_image, unroutable),
     ]
     return "\n".join(lines)
 
@@ -410,6 +418,7 @@ def task_files(
     httpbin: bool = False,
     official_image: str | None = None,
     metadata: dict[str, str] | None = None,
+    unroutable: bool = False,
 ) -> dict[str, str]:
     """Every file of the task folder, by relative path (built before anything is written)."""
     config = {
@@ -422,7 +431,7 @@ def task_files(
     }
     return {
         "instruction.md": inst.get("problem_statement") or "",
-        "task.toml": build_task_toml(inst, version, built_image, official_image, metadata),
+        "task.toml": build_task_toml(inst, version, built_image, official_image, metadata, unroutable),
         "tests/config.json": json.dumps(config, indent=1) + "\n",
         "tests/grade.py": build_grade_py(inst["repo"]),
         "tests/test.sh": build_test_sh(inst, version, venv=built_image is not None, httpbin=httpbin),
@@ -438,10 +447,12 @@ def write_task(
     httpbin: bool = False,
     official_image: str | None = None,
     metadata: dict[str, str] | None = None,
+    unroutable: bool = False,
 ) -> None:
     """`httpbin`: the image has a local httpbin (`--build`, test files that read HTTPBIN_URL). Without
-    `built_image` the task is on the official image (`official_image`, default its Docker Hub name)."""
-    files = task_files(inst, version, built_image, httpbin, official_image, metadata)
+    `built_image` the task is on the official image (`official_image`, default its Docker Hub name).
+    `unroutable`: its sandboxes get the unroutable network (build_plan.connects_to_tarpit)."""
+    files = task_files(inst, version, built_image, httpbin, official_image, metadata, unroutable)
     (folder / "environment").mkdir(parents=True, exist_ok=True)  # the image is prebuilt: no Dockerfile
     for rel, text in files.items():
         path = folder / rel
