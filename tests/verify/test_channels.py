@@ -174,3 +174,21 @@ def test_a_parameter_id_a_log_parser_shortened_is_found_by_its_tail() -> None:
     # nor a test of another function or a tail that matches nothing
     other = "tests/test_utils.py::TestZ::test_v[/test_utils.py]"
     assert "does not have it" in str(disagreement([junit], [1], {other: "PASSED"}, [other], True))
+
+
+def test_a_parameter_id_cut_right_after_its_bracket_reads_every_case_of_that_function() -> None:
+    # pytest-7324's `test_syntax_oddeties[    true           ]`: swebench's parser keeps `test_syntax_oddeties[`, which
+    # an honest oracle run passed and the channels check read as absent from the junit report (graded 0)
+    junit = (
+        '<testsuites><testsuite><testcase classname="testing.test_mark_expression"'
+        ' name="test_syntax_oddeties[    true           ]" /><testcase classname="testing.test_mark_expression"'
+        ' name="test_syntax_oddeties[(      true     )]" /></testsuite></testsuites>'
+    )
+    cut = "testing/test_mark_expression.py::test_syntax_oddeties["
+    assert disagreement([junit], [0], {cut: "PASSED"}, [cut], True) is None
+    # one failing case among them: the cut id is failing (it hides no failure)
+    failing = junit.replace('(      true     )]" />', '(      true     )]"><failure>x</failure></testcase>')
+    assert "the junit report failed" in str(disagreement([failing], [1], {cut: "PASSED"}, [cut], True))
+    # another function's cases are not read for it
+    other = "testing/test_mark_expression.py::test_basic["
+    assert "does not have it" in str(disagreement([junit], [0], {other: "PASSED"}, [other], True))

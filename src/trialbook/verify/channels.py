@@ -109,11 +109,12 @@ def disagreement(
 def _renamed(merged: dict[str, str], key: str) -> str | None:
     """The junit status of a parametrized test whose id a log parser shortened: swebench's requests parser keeps
     `[/test_utils.py]` of pytest's `[/testbed/tests/test_utils.py]`, and `[<meta` of `[<meta charset="UTF-8">]` (cut
-    at a space). The same test function whose parameter id holds the shortened one; several such: failing if any
-    fails (a shortened name never hides a failure). None when there is none."""
+    at a space; `[` alone when the id starts with one). The same test function whose parameter id holds the
+    shortened one; several such: failing if any fails (a shortened name never hides a failure). None when there is
+    none."""
     base, bracket, param = key.partition("[")
-    fragment = param.removesuffix("]")
-    if not bracket or not fragment:
+    fragment = param.removesuffix("]")  # "" when cut right after "[" (pytest-7324's `[    true           ]`)
+    if not bracket:
         return None
     found = [v for k, v in merged.items() if k.startswith(base + "[") and fragment in k[len(base) + 1 : -1]]
     if not found:
