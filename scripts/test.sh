@@ -98,12 +98,19 @@ for entry in "${pids[@]}"; do
   [ "${entry#*:}" = ci-setup-model ] || others+=("${entry#*:}")
 done
 wait_setups "${others[@]}"
-say "set-up but the model's done in $(elapsed); python -m pytest -m '(docker or podman or postgres or browser) and not llm' $*"
+services="(docker or podman or postgres or browser) and not llm"
+say "set-up but the model's done in $(elapsed); python -m pytest -n 2 --dist loadfile -m '$services and not timing' $*, then -m '$services and timing' $*"
 slow=0
-# one worker: `-n 2 --dist loadfile` (tests/conftest.py keeps the SWE-bench-building and the Ray modules each on one
-# worker) took the part from ~1,600 s to ~1,000 s here, but timing bounds (a hung verifier stopped within 2x its
-# timeout) failed under it while the model server builds beside it; a developer may pass it
-python -m pytest -m "(docker or podman or postgres or browser) and not llm" "$@" || slow=$?
+# two workers, whole modules each (tests/conftest.py keeps the SWE-bench-building modules on one worker, the Ray ones
+# on one): ~1,000 s where one worker took ~1,600 s. The modules that bound a wall time (`timing`, tests/conftest.py:
+# a hung verifier stopped within its timeout plus a grace) failed beside another module while the model server
+# built, so they run after, on one worker
+python -m pytest -n 2 --dist loadfile --durations=15 -m "$services and not timing" "$@" || slow=$?
+[ "$slow" -eq 5 ] && slow=0
+timing=0
+python -m pytest --durations=5 -m "$services and timing" "$@" || timing=$?
+[ "$timing" -eq 5 ] && timing=0
+[ "$slow" -ne 0 ] || slow=$timing
 wait_setups ci-setup-model
 say "model set-up done in $(elapsed); python -m pytest -m llm $*"
 model=0

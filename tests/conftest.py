@@ -20,11 +20,25 @@ app = load()  # every area's commands
 FIXTURE_MARKERS = {"engine": "docker", "pg": "postgres", "llama": "llm"}
 
 
+# Modules whose service tests bound a wall time (a hung verifier stopped within its timeout plus a grace, a quick
+# image tree indexed within 0.4 s): scripts/test.sh runs them on one worker after the others, which run on two
+TIMING_MODULES = {
+    "tests/agents/test_mini_scripted_exits.py",
+    "tests/agents/test_own_agents_docker.py",
+    "tests/harness/test_carry_timeout.py",
+    "tests/harness/test_harness_docker.py",
+    "tests/harness/test_hung_with_change.py",
+    "tests/sandbox/test_channel.py",
+}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for fixture in getattr(item, "fixturenames", ()):
             if fixture in FIXTURE_MARKERS:
                 item.add_marker(FIXTURE_MARKERS[fixture])
+        if item.nodeid.split("::", 1)[0] in TIMING_MODULES:
+            item.add_marker("timing")
 
 
 # `pytest -n 2 --dist loadfile` (scripts/test.sh's docker part) gives each worker whole modules (module-scoped
