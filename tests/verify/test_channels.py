@@ -192,3 +192,14 @@ def test_a_parameter_id_cut_right_after_its_bracket_reads_every_case_of_that_fun
     # another function's cases are not read for it
     other = "testing/test_mark_expression.py::test_basic["
     assert "does not have it" in str(disagreement([junit], [0], {other: "PASSED"}, [other], True))
+
+
+def test_a_listed_name_that_is_no_node_id_is_not_looked_for_in_the_junit_report() -> None:
+    # pytest-7521's PASS_TO_PASS holds `[100%]` (swebench's parser read it off a progress line): no testcase can
+    # have that name, so an honest run was graded 0 for its absence; real node ids are still checked beside it
+    junit = '<testsuites><testsuite><testcase classname="t_test" name="test_a" /></testsuite></testsuites>'
+    statuses = {"[100%]": "PASSED", "t_test.py::test_a": "PASSED", "t_test.py::test_b": "PASSED"}
+    assert disagreement([junit], [0], statuses, ["[100%]", "t_test.py::test_a"], True) is None
+    assert "t_test.py::test_b PASSED" in str(
+        disagreement([junit], [0], statuses, ["[100%]", "t_test.py::test_b"], True)
+    )

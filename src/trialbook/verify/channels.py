@@ -97,7 +97,9 @@ def disagreement(
         return None
     for test in graded:
         text_status = status_map.get(test)
-        if text_status not in TEXT_PASSING or " " in test:
+        # not a pytest node id, so no junit testcase can name it: the official P2P lists of pytest 5262 and 7521
+        # hold `[100%]`, which swebench's parser read off a progress line
+        if text_status not in TEXT_PASSING or " " in test or "::" not in test:
             continue
         got = merged.get(junit_key(test)) or _renamed(merged, junit_key(test))
         want = (PASSED,) if text_status == "PASSED" else (XFAIL, SKIPPED)
