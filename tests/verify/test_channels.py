@@ -203,3 +203,29 @@ def test_a_listed_name_that_is_no_node_id_is_not_looked_for_in_the_junit_report(
     assert "t_test.py::test_b PASSED" in str(
         disagreement([junit], [0], statuses, ["[100%]", "t_test.py::test_b"], True)
     )
+
+
+def test_a_listed_test_of_an_inner_pytester_run_is_read_from_the_text_log_alone() -> None:
+    # pytest-7521's PASS_TO_PASS holds `test_capsysbinary.py::test_hello`: a test of testing/test_capture.py writes
+    # that file in a pytester folder and runs it; its PASSED line is the inner run's, never in the outer junit report
+    junit = (
+        '<testsuites><testsuite><testcase classname="testing.test_capture" name="test_capsysbinary" />'
+        "</testsuite></testsuites>"
+    )
+    test_sh = "pytest -rA testing/test_capture.py\n"
+    inner, outer = "test_capsysbinary.py::test_hello", "testing/test_capture.py::test_capsysbinary"
+    statuses = {inner: "PASSED", outer: "PASSED"}
+    assert disagreement([junit], [0], statuses, [inner, outer], True, test_sh) is None
+    # without test.sh to say so, it is looked for (and missing)
+    assert "does not have it" in str(disagreement([junit], [0], statuses, [inner, outer], True))
+    # a test of a file test.sh names is checked as ever, and so is one whose module the junit report holds
+    gone = "testing/test_capture.py::test_forged"
+    assert "does not have it" in str(disagreement([junit], [0], {gone: "PASSED"}, [gone], True, test_sh))
+    elsewhere = "testing/test_capture.py::test_other"
+    assert "does not have it" in str(disagreement([junit], [0], {elsewhere: "PASSED"}, [elsewhere], True, "pytest\n"))
+    # a module that failed to collect is in the report as an error: a forged PASSED line of it is still caught
+    broken = junit.replace(
+        "</testsuite>", '<testcase classname="" name="testing.test_fix"><error>x</error></testcase></testsuite>'
+    )
+    fix = "testing/test_fix.py::test_fix"
+    assert "does not have it" in str(disagreement([broken], [1], {fix: "PASSED"}, [fix], True, "pytest\n"))

@@ -76,11 +76,21 @@ def parse_junit(xml: str) -> dict[str, str] | None:
 
 
 def disagreement(
-    reports: list[str | None], exits: list[int], status_map: dict[str, str], graded: Iterable[str], resolves: bool
+    reports: list[str | None],
+    exits: list[int],
+    status_map: dict[str, str],
+    graded: Iterable[str],
+    resolves: bool,
+    test_sh: str | None = None,
 ) -> str | None:
     """Why the channels of a run disagree, or None. `reports`: each pytest command's report text as root read it
     (None: asked for and absent); `exits`: those commands' exit statuses; `status_map`: the text log's parsed
-    statuses; `graded`: the tests the grade reads; `resolves`: whether the text log would resolve the task."""
+    statuses; `graded`: the tests the grade reads; `resolves`: whether the text log would resolve the task;
+    `test_sh`: the task's own test.sh: a listed test whose file it never names and of whose module the junit report
+    has no testcase is not one the run's pytest collected (pytest-7521's PASS_TO_PASS holds
+    `test_capsysbinary.py::test_hello`, a test that a test of testing/test_capture.py writes and runs in a pytester
+    folder: its PASSED line is that inner run's), so it is read from the text log alone. The agent changes neither
+    test.sh nor the lists; a test.sh that names no test file leaves the junit side to decide (docs/threat-model.md)."""
     if not reports:
         return None
     merged: dict[str, str] = {}
@@ -101,11 +111,20 @@ def disagreement(
         # hold `[100%]`, which swebench's parser read off a progress line
         if text_status not in TEXT_PASSING or " " in test or "::" not in test:
             continue
+        if test_sh is not None and test.split("::", 1)[0] not in test_sh and not _module_in(merged, test):
+            continue
         got = merged.get(junit_key(test)) or _renamed(merged, junit_key(test))
         want = (PASSED,) if text_status == "PASSED" else (XFAIL, SKIPPED)
         if got not in want:
             return f"the text log reports {test} {text_status}, the junit report {got or 'does not have it'}"
     return None
+
+
+def _module_in(merged: dict[str, str], test: str) -> bool:
+    """Whether the junit report has a testcase of `test`'s module (a collection error's too: classname "", the
+    module's dotted path as its name)."""
+    module = junit_key(test.split("::", 1)[0])
+    return any(k.startswith((module + ".", module + "::")) or k == "::" + module for k in merged)
 
 
 def _renamed(merged: dict[str, str], key: str) -> str | None:

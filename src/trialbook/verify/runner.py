@@ -440,7 +440,9 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
         canary = planted.name if planted else None
         lists = (task.fail_to_pass or [], task.pass_to_pass or [])
         graded = _grader()(text, task.repo, *lists, task.task_id, canary, task.gold_statuses, markers)
-        channels = disagreement(ran.reports, ran.report_exits, graded.statuses, [*lists[0], *lists[1]], graded.strict)
+        channels = disagreement(
+            ran.reports, ran.report_exits, graded.statuses, [*lists[0], *lists[1]], graded.strict, original
+        )  # fmt: skip
         return Verdict(
             reward=1.0 if graded.strict and not contradicted and channels is None else 0.0,
             channels=channels,
