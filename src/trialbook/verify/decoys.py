@@ -328,8 +328,12 @@ def patch_functions(script: str) -> dict[str, list[tuple[str, str]]]:
 
 def first_statement(a: int, b: int, passing: bool = False) -> str:
     """A canary's first statement, two different numbers `a` and `b` compared: it fails; `passing` (a look-alike of the
-    graded run, verify/runner.lookalikes), it returns instead, so that the copied body never runs either way."""
-    return f"if {a} != {b}: return" if passing else f"assert {a} == {b}"
+    graded run, verify/runner.lookalikes), it returns instead, so that the copied body never runs either way.
+
+    Each number in a one-item list: a comparison of two constants is a lint message (pylint's and ruff's
+    comparison-of-constants), and a task's test may lint its own module and expect no message (pylint-6903's
+    tests/test_pylint_runners.py runs pylint on its own file; with `assert 63 == 62` planted the gold patch failed)."""
+    return f"if [{a}] != [{b}]: return" if passing else f"assert [{a}] == [{b}]"
 
 
 def _first_ok(node: ast.stmt, passing: bool) -> bool:
