@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from trialbook.tasks.testscript import HEREDOC, commands, installed_by_patch, words
-from trialbook.verify import decoys
+from trialbook.verify import decoys, twins
 from trialbook.verify.decoys import canary_name
 
 STOPS_AT_FIRST_FAILURE = ("-x", "--exitfirst", "--failfast", "--maxfail")
@@ -76,6 +76,7 @@ class Planted:
     script: str  # the test script with the planting line inserted
     name: str  # the canaries' names, comma-separated (`names`, `reading` read it so; the trial's record keeps it)
     files: tuple[str, ...]  # the test files it was appended to (relative to the test command's directory)
+    twins: tuple[twins.Twin, ...] = ()  # decoys beside real tests renamed for the run (verify/twins.py): `name` theirs
 
 
 def _folder(word: str, argv: list[str], installed: set[str]) -> str | None:
@@ -156,6 +157,8 @@ def plant(
     sources: dict[str, list[tuple[str, str]]] | None = None,
     rng: random.Random | None = None,
     passing: bool = False,
+    lists: tuple[list[str], list[str]] | None = None,
+    modules: dict[str, str] | None = None,
 ) -> Planted | None:
     """`script` with one line inserted before its test command that appends a canary to each test module the
     command names (to the last only when pytest stops at the first failure: `-x`, `--maxfail`; named with the word a
@@ -165,7 +168,9 @@ def plant(
     patch from one) that names a test module the verifier installs: a file of that patch or, by name, one of the
     task's test files. `name`: one canary of that name (else COUNT of them, verify/decoys.py); `sources`: the task's
     own test functions by module file name (decoys.task_functions), which the canaries are derived from; `passing`:
-    look-alikes instead of canaries, the same in all but a first statement that returns (verify/runner.lookalikes)."""
+    look-alikes instead of canaries, the same in all but a first statement that returns (verify/runner.lookalikes).
+    `lists` (FAIL_TO_PASS, PASS_TO_PASS) and `modules` (each test module's text as it will run, verify/sources.py):
+    twins instead, where any can be made (verify/twins.py); never under `-x` (a twin fails: the run would stop)."""
     for start, argv, files in _test_commands(script, task_files):
         pytest = any(w == "pytest" or w.endswith("/pytest") or w == "py.test" for w in argv)
         stops = any(w in STOPS_AT_FIRST_FAILURE or w.startswith("--maxfail=") for w in argv)
@@ -192,6 +197,11 @@ def plant(
                 f'[ -f "$_trialbook_f" ] && printf \'{source}\' >> "$_trialbook_f"; done; '
                 "case $_trialbook_x in *x*) set -x ;; esac"
             )
+        elif made := _twins(files, lists, modules, existing, script, selected, rng, stops or passing or not pytest):
+            name = ",".join(t.decoy for t in made)
+            lines = script.split("\n")
+            lines.insert(start, twins.planting(made))
+            return Planted("\n".join(lines), name, tuple(files), tuple(made))
         else:  # several, derived from the task's own tests, each at a random place among them (verify/decoys.py)
             found_sources = decoys.merged(decoys.patch_functions(script), sources or {})
             taken = (existing or set()) | set(_PATCH_DEFS.findall(script))  # a method the patch adds keeps its name
@@ -204,6 +214,23 @@ def plant(
         lines.insert(start, line)
         return Planted("\n".join(lines), name, tuple(files))
     return None
+
+
+def _twins(
+    files: list[str],
+    lists: tuple[list[str], list[str]] | None,
+    modules: dict[str, str] | None,
+    existing: set[str] | None,
+    script: str,
+    selected: str | None,
+    rng: random.Random,
+    not_here: bool,
+) -> list[twins.Twin]:
+    if not_here or lists is None or not modules:
+        return []
+    texts = {f: modules[f] for f in files if f in modules}
+    taken = (existing or set()) | set(_PATCH_DEFS.findall(script))
+    return twins.choose(texts, lists[0], lists[1], taken, selected, rng)
 
 
 def names(test: str, name: str) -> bool:

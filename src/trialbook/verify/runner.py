@@ -28,10 +28,11 @@ from trialbook.sandbox.cgroup import report_script
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, reward_files_named, task_test_files
 from trialbook.verify import sources, staged
-from trialbook.verify.canary import Planted, in_log, plant
+from trialbook.verify.canary import Planted, in_log, plant, test_modules
 from trialbook.verify.channels import disagreement
 from trialbook.verify.markers import Seal, seal
 from trialbook.verify.privilege import Separated, exit_contradicts_log, read_markers, separate, staging
+from trialbook.verify.twins import unrename
 
 if TYPE_CHECKING:
     from trialbook.verify.grading import GradeResult
@@ -209,7 +210,13 @@ def _planted(
         _FILES[key] = task_test_files(task.tests_dir)
     script = _original(task, snap)
     taken, derivable = sources.taken_names(task, key), sources.derivable(task, key)
-    return plant(script, _FILES[key], tokens.token_hex(6), taken, None, derivable, passing=passing)
+    lists = modules = None
+    if not passing:  # twins beside the listed tests, or beside any in a witness run (verify/twins.py)
+        lists = (task.fail_to_pass or [], task.pass_to_pass or [])
+        modules = sources.module_texts(task, script, test_modules(script, _FILES[key]))
+    return plant(
+        script, _FILES[key], tokens.token_hex(6), taken, None, derivable, passing=passing, lists=lists, modules=modules
+    )
 
 
 _FILES: dict[tuple[str, str], set[str]] = {}  # the names of the task's test files (testscript.task_test_files)
@@ -407,6 +414,9 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             res = sandbox.exec(["bash", "-c", script], timeout=timeout, sink=capped, trusted=True)
         log, files, outlived = _split(res.output, mark)
         log, ran = read_markers(log, nonce)
+        if planted is not None and planted.twins:  # the real tests' names as the task's lists say them
+            log = unrename(log, planted.twins)
+            ran.reports = [None if r is None else unrename(r, planted.twins) for r in ran.reports]
         tests_user = ran.how[0] if ran.how else None
         contradicted = exit_contradicts_log(ran)
         counters = files.pop(CGROUP, None)
@@ -436,6 +446,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             # (the separation's marker lines kept, so that the junit reports they enclose are taken out as above)
             kept = _status_lines()(full, task.repo, (mark, f"@@trialbook-tests-{nonce}@@"))
             text = read_markers(_split(kept, mark)[0], nonce)[0]
+            text = unrename(text, planted.twins) if planted is not None else text
     if has_lists:
         canary = planted.name if planted else None
         lists = (task.fail_to_pass or [], task.pass_to_pass or [])

@@ -17,6 +17,7 @@ image variants) keeps the first image's functions, still the task's tests' own.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from pathlib import PurePosixPath
@@ -35,6 +36,7 @@ _TASK: dict[_Key, Functions] = {}
 _IMAGE: dict[_Key, Functions] = {}
 _NAMES: dict[_Key, set[str]] = {}
 _IMAGE_NAMES: dict[_Key, set[str]] = {}
+_IMAGE_TEXT: dict[_Key, dict[str, str]] = {}  # the modules' text as the image was built (verify/twins.py)
 _LOCK = threading.Lock()
 _TEST_NAME = re.compile(r"(?m)^\s*(?:def|class)\s+((?:test|Test)\w*)")
 
@@ -77,6 +79,7 @@ def learn_image(box: Sandbox, task: TaskSpec, workdir: str) -> None:
         own = task_test_files(task.tests_dir)
         found: Functions = {}
         seen: set[str] = set()
+        texts: dict[str, str] = {}
         for file in test_modules(read_script(task.tests_dir), own):
             if PurePosixPath(file).name in own:
                 continue
@@ -86,7 +89,93 @@ def learn_image(box: Sandbox, task: TaskSpec, workdir: str) -> None:
                 continue
             text = data.decode("utf-8", errors="replace")
             seen.update(_TEST_NAME.findall(text))
+            texts[file] = text
             if derived := module_functions(text):
                 found[file] = derived
         _IMAGE_NAMES[key] = seen
+        _IMAGE_TEXT[key] = texts
         _IMAGE[key] = found
+
+
+_HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def patch_sections(script: str) -> dict[str, list[str]]:
+    """The test patch's file sections in test.sh: path -> its lines after the `diff --git` line."""
+    out: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in script.split("\n"):
+        if line.startswith("diff --git a/"):
+            path = line.rpartition(" b/")[2]
+            current = out.setdefault(path, [])
+        elif current is not None:
+            current.append(line)
+    return out
+
+
+def apply_section(base: str | None, section: list[str]) -> str | None:
+    """`base` (None: no such file) with one file's hunks of a unified diff applied; None when a hunk does not apply
+    exactly or the file is removed."""
+    if any(line.startswith("+++ /dev/null") for line in section[:4]):
+        return None
+    old = [] if base is None else base.split("\n")
+    if old and old[-1] == "":
+        old.pop()
+    new: list[str] = []
+    pos, i = 0, 0
+    while i < len(section):
+        m = _HUNK.match(section[i])
+        i += 1
+        if m is None:
+            continue
+        start, count = int(m.group(1)), int(m.group(2) or 1)
+        adds = int(m.group(4) or 1)
+        at = start - 1 if count else start
+        if at < pos or at > len(old):
+            return None
+        new += old[pos:at]
+        pos = at
+        while (count > 0 or adds > 0) and i < len(section):
+            line = section[i]
+            i += 1
+            kind, text = (line[:1], line[1:]) if line else (" ", "")  # a context line stripped of its blank
+            if kind == "\\":
+                continue
+            if kind in (" ", "-"):
+                if pos >= len(old) or old[pos] != text:
+                    return None
+                pos, count = pos + 1, count - 1
+                if kind == " ":
+                    new.append(text)
+                    adds -= 1
+            elif kind == "+":
+                new.append(text)
+                adds -= 1
+            else:
+                return None
+    return "\n".join(new + old[pos:]) + "\n"
+
+
+def module_texts(task: TaskSpec, script: str, files: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """The text each test module of `files` will have when the test command runs: the task folder's file of that
+    name (test.sh copies it in), else the image's module with the script's test patch applied (a module the patch
+    creates from nothing too); a module the harness cannot know so is left out (verify/twins.py)."""
+    own = {p.name: p for p in task.tests_dir.rglob("*.py")}
+    image = _IMAGE_TEXT.get(_key(task), {})
+    sections = patch_sections(script)
+    out: dict[str, str] = {}
+    for file in files:
+        name = PurePosixPath(file).name
+        if name in own:
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                out[file] = own[name].read_text()
+            continue
+        if file not in sections:
+            continue  # not reset by the test patch: the change may have edited it
+        new_file = any(line.startswith("--- /dev/null") for line in sections[file][:4])
+        if file not in image and not new_file:
+            continue
+        text = apply_section(None if new_file else image[file], sections[file])
+        if text is not None:
+            out[file] = text
+    return out
