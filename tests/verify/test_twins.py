@@ -47,7 +47,11 @@ def test_end():
     x = [1, 2]
     assert x == [1, 2]'''
 F2P = ["tests/test_cls.py::TestThing::test_add", "tests/test_cls.py::test_param[1-2]", "tests/test_cls.py::test_end"]
-P2P = ["tests/test_stats.py::test_mean", "tests/test_cls.py::TestThing::test_last", "tests/test_stats.py::test_median_odd"]
+P2P = [
+    "tests/test_stats.py::test_mean",
+    "tests/test_cls.py::TestThing::test_last",
+    "tests/test_stats.py::test_median_odd",
+]
 
 
 @pytest.mark.parametrize(
