@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from trialbook.verify.channels import REPORT_LIMIT, disagreement, junit_key, parse_junit
+from trialbook.verify.channels import REPORT_LIMIT, canary_in_reports, disagreement, junit_key, parse_junit
 from trialbook.verify.grading import grade_test_log
 from trialbook.verify.privilege import read_markers, separate
 
@@ -62,6 +62,27 @@ def test_the_three_channels_must_agree() -> None:
     assert "does not have it" in str(
         disagreement([JUNIT], [1], {"t_test.py::test_new": "PASSED"}, ["t_test.py::test_new"], True)
     )
+
+
+def test_every_channel_accounts_for_every_test_whatever_the_exit_status() -> None:
+    # issue 55, class 3: the exit status is compared both ways, an empty report is no report
+    passing_report = JUNIT.replace('<failure message="assert 1 == 2">tb</failure>', "")
+    assert disagreement([passing_report], [0], PASSING, F2P + P2P, True) is None
+    assert "exited 1 while its junit report holds no failure" in str(
+        disagreement([passing_report], [1], PASSING, F2P + P2P, True)
+    )
+    empty = '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" /></testsuites>'
+    assert "holds no test" in str(disagreement([empty], [0], PASSING, F2P + P2P, True))
+    # a run that does not resolve is not called a disagreement for it (its grade is 0 anyway)
+    assert disagreement([empty], [1], {F2P[0]: "FAILED"}, F2P + P2P, False) is None
+
+
+def test_the_canaries_are_read_from_the_junit_report_too() -> None:
+    report = JUNIT.replace('name="test_fix"', 'name="test_fix_edge"')
+    assert canary_in_reports([report], "test_fix_edge") == "failed"
+    assert canary_in_reports([report], "test_keep,test_fix_edge") == "passed"  # test_keep[1] passed
+    assert canary_in_reports([report], "test_other") == "missing"
+    assert canary_in_reports([None], "test_fix_edge") is None
 
 
 def test_report_sections_are_taken_out_of_the_log() -> None:

@@ -107,5 +107,8 @@ def test_a_conflict_of_a_test_no_list_grades_is_not_reported() -> None:
     end = "+ : '>>>>> End Test Output'"
     forged = log.replace(f"PASSED {graded}", f"FAILED {graded}").replace(end, printed + end)
     grade = grade_test_log(forged, instance["repo"], f2p, p2p, canary="test_fc2a8ea26b1e")
-    assert (grade.resolved, grade.canary) == (False, "failed")  # its real report fails: the runner is intact
+    # a canary reported passing once passed, whatever else the log prints of it: FAILED lines printed for every name
+    # a canary could take must not outvote the runner's PASSED (issue 55, class 3); a PASSED line forged for it
+    # only costs the forger
+    assert (grade.resolved, grade.canary) == (False, "passed")
     assert grade.conflicts == sorted([graded, "testing/test_skipping.py::test_fc2a8ea26b1e"])

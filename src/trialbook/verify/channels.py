@@ -100,8 +100,15 @@ def disagreement(
             if resolves:
                 return "the junit report of a pytest run is missing or unreadable"
             continue
-        if i < len(exits) and exits[i] == 0 and FAILED in parsed.values():
+        failing = FAILED in parsed.values()
+        if i < len(exits) and exits[i] == 0 and failing:
             return "a pytest run exited 0 while its junit report holds a failure"
+        # every channel accounts for every test (issue 55, class 3): an empty report, or a failing exit status
+        # beside a report without a failure, is a disagreement, never "no information"
+        if resolves and not parsed:
+            return "the junit report of a pytest run holds no test"
+        if resolves and i < len(exits) and exits[i] != 0 and not failing:
+            return f"a pytest run exited {exits[i]} while its junit report holds no failure"
         merged.update(parsed)
     if not merged:
         return None
@@ -141,3 +148,27 @@ def _renamed(merged: dict[str, str], key: str) -> str | None:
     if not found:
         return None
     return FAILED if FAILED in found else found[0]
+
+
+def canary_in_reports(reports: list[str | None], names: str) -> str | None:
+    """What the junit reports say of the canaries `names` (comma-separated function names): "passed" when any
+    testcase of one passed (or xfailed), "failed" when every one failed, "missing" when a readable report has none
+    of them; None when no report was read. The runner writes this channel apart from the text log, so a text log
+    forged to say "failed" does not hide a canary the runner passed."""
+    wanted = [n for n in names.split(",") if n]
+    seen: list[str] = []
+    read = False
+    for text in reports:
+        parsed = parse_junit(text) if text is not None else None
+        if parsed is None:
+            continue
+        read = True
+        for key, status in parsed.items():
+            name = key.rpartition("::")[2].split("[", 1)[0]
+            if name in wanted:
+                seen.append(status)
+    if not read:
+        return None
+    if any(s in (PASSED, XFAIL) for s in seen):
+        return "passed"
+    return "failed" if seen and all(s == FAILED for s in seen) else "missing"

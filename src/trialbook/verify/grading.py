@@ -290,6 +290,10 @@ def grade_parsed(
     strict, not_gold = strict_verdict(status_map, repo, fail_to_pass, pass_to_pass, gold)
     graded = {*fail_to_pass, *pass_to_pass}
     seen = canaries.reading(status_map, canary) if canary else None
+    # a canary the log reports both passing and failing passed once: FAILED lines printed for every name a canary
+    # could take must not outvote the runner's PASSED (issue 55, class 3)
+    if canary and any(canaries.names(t, canary) for t in conflicts or []):
+        seen = canaries.PASSED
     if canary_expected and seen in canaries.UNSEEN:
         seen = canaries.HIDDEN
     if marker is not None or seen in canaries.SUBVERTED:

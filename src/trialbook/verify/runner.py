@@ -27,9 +27,10 @@ from trialbook.sandbox.box import NO_TOOLS, OUTPUT_TAIL, CappedSink, ExecResult,
 from trialbook.sandbox.cgroup import report_script
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, reward_files_named, task_test_files
+from trialbook.verify import canary as canaries
 from trialbook.verify import sources, staged
 from trialbook.verify.canary import Planted, in_log, plant, test_modules
-from trialbook.verify.channels import disagreement
+from trialbook.verify.channels import canary_in_reports, disagreement
 from trialbook.verify.markers import Seal, seal
 from trialbook.verify.privilege import Separated, exit_contradicts_log, read_markers, separate, staging
 from trialbook.verify.twins import unrename
@@ -454,8 +455,15 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
         channels = disagreement(
             ran.reports, ran.report_exits, graded.statuses, [*lists[0], *lists[1]], graded.strict, original
         )  # fmt: skip
+        seen = graded.canary
+        if canary and ran.reports and graded.canary != canaries.PASSED:
+            in_report = canary_in_reports(ran.reports, canary)  # the runner's own channel for the canaries
+            if in_report == canaries.PASSED:
+                seen = canaries.PASSED
+            elif in_report in (canaries.MISSING, None) and graded.strict and channels is None:
+                channels = "the canaries the text log reports are not in the junit report"
         return Verdict(
-            reward=1.0 if graded.strict and not contradicted and channels is None else 0.0,
+            reward=1.0 if graded.strict and not contradicted and channels is None and seen != canaries.PASSED else 0.0,
             channels=channels,
             official_reward=1.0 if graded.resolved else 0.0,
             not_gold=graded.not_gold,
@@ -468,7 +476,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             foreign_rewards=foreign,
             output_cut=capped.over,
             canary=canary,
-            canary_seen=graded.canary,
+            canary_seen=seen,
             outlived=(outlived or 0) + ran.left,
             killed=killed,
             file_reward=file_reward,
