@@ -241,6 +241,7 @@ def _attempt(
         return started
 
     box = start(name)
+    box.attempt = attempt
     state.runtime = box.runtime
     if task.isolation == "diff":  # the verifier's containers warm (and prepare) while the agent works
         with contextlib.suppress(IsolationError):  # no workdir: nothing warms; the verifier's start raises it
