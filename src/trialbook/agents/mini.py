@@ -333,7 +333,7 @@ class MiniAgent:
         attempt = getattr(sandbox, "attempt", None)
         seed = attempt_seed(opts.seed, task.task_id, attempt or 0) if opts.seed is not None else None
         model = ChatModel(self.pool, opts, self.model_name(), deadline, seed)
-        env = SandboxEnvironment(sandbox, deadline, opts.command_timeout, opts.env, opts.cwd)
+        env = SandboxEnvironment(sandbox, deadline, opts.command_timeout, opts.env)
         loop = DefaultAgent(
             model,
             env,

@@ -10,7 +10,7 @@ provider name, or `agent.cost_limit`, is not used: `--model` names the served mo
     model:        observation_template, format_error_template, action_regex (text actions), model_class,
                   model_kwargs: temperature, top_p, seed, max_tokens / max_completion_tokens, stop, and any
                   other key the server takes (sent as is, e.g. `reasoning_effort`, `extra_body`)
-    environment:  timeout (-> command_timeout), env, cwd
+    environment:  timeout (-> command_timeout), env (commands run in the task's own workdir, whatever `cwd` says)
 
 A config with `action_regex` (or a `*textbased*` model class) has the model reply in text with a fenced command;
 any other (mini-swe-agent's own default, its swebench.yaml) calls the `bash` tool (OpenAI tool calls).
@@ -85,7 +85,6 @@ class MiniOptions(BaseModel):
     format_error_template: str = FORMAT_ERROR_TEMPLATE
     action_regex: str = ACTION_REGEX
     env: dict[str, str] = Field(default_factory=dict)  # every command's environment (besides the task's)
-    cwd: str | None = None  # where commands run (default: the task's workdir)
     agent_config: str | None = None  # the config file given (path and sha256, for the record)
 
 
@@ -179,8 +178,6 @@ def options_from_config(config: dict[str, Any]) -> dict[str, Any]:
         out["command_timeout"] = env["timeout"]
     if isinstance(env.get("env"), dict):
         out["env"] = {str(k): str(v) for k, v in env["env"].items()}
-    if env.get("cwd"):
-        out["cwd"] = str(env["cwd"])
     out.update(config.get("trialbook") or {})  # -c NAME=VALUE of MiniOptions' own names
     return out
 
