@@ -56,6 +56,10 @@ def _finish(ledger: Ledger, name: str, tally: Tally, as_json: bool) -> None:
     if folders:
         done(f"trial folders: {_shown(folders[0])}/ (`trialbook trials {name}` lists them)")
     emit(run_summary(ledger, name), as_json, tables.print_show)
+    if tally.infra:  # the run is not whole: a script or CI job must not read it as done (docs/reference/output.md)
+        done(f"error: {tally.infra} trial(s) ended infra_error (`trialbook trials {name} --where infra_error` "
+             f"shows why; `trialbook rerun {name} --where infra_error` runs them again)")  # fmt: skip
+        raise typer.Exit(1)
 
 
 def _shown(path: Path) -> str:
@@ -120,6 +124,23 @@ def run_cmd(
         ),
     ] = None,
     retries: Annotated[int, typer.Option("--retries", min=0, help="Retries of infra failures.")] = 2,
+    stop_after_errors: Annotated[
+        int,
+        typer.Option(
+            "--stop-after-errors",
+            min=0,
+            help="Stop the run when this many trials in a row end with the same infrastructure error (0: never).",
+        ),
+    ] = 5,  # fmt: skip
+    progress_every: Annotated[
+        float,
+        typer.Option(
+            "--progress-every",
+            min=0.1,
+            callback=finite,
+            help="Seconds between progress lines when stderr is not a terminal (a log: nohup, Slurm, CI).",
+        ),
+    ] = 30.0,  # fmt: skip
     warm_pool: Annotated[
         bool, typer.Option("--warm-pool/--no-warm-pool", help="Start the next containers ahead of need.")
     ] = True,
@@ -211,6 +232,8 @@ def run_cmd(
         timeout_multiplier=timeout_multiplier or 1.0,
         deadline_minutes=deadline,
         retries=retries,
+        stop_after_errors=stop_after_errors,
+        progress_every_s=progress_every,
         warm_pool=warm_pool,
         runtime=runtime,
         backend=backend,
