@@ -44,6 +44,7 @@ def _root(
 ) -> None:
     """Run agent trials, keep them in one ledger, compare runs with honest statistics."""
 
+
 Db = Annotated[
     str | None, typer.Option("--db", help="Ledger: SQLite path or postgresql:// URL [env TRIALBOOK_DB; ./trialbook.db]")
 ]
