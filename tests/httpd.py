@@ -12,8 +12,14 @@ Respond = Callable[[str, str, bytes], tuple[int, bytes]]
 
 class LocalServer:
     def __init__(self, respond: Respond) -> None:
+        self.headers: list[dict[str, str]] = []  # each request's headers, in order
+        self._local = local = threading.local()
+        seen = self.headers
+
         class Handler(BaseHTTPRequestHandler):
             def _handle(self, method: str) -> None:
+                local.headers = dict(self.headers)
+                seen.append(local.headers)
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 status, data = respond(method, self.path, body)
                 self.send_response(status)
@@ -34,6 +40,10 @@ class LocalServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def request_headers(self) -> dict[str, str]:
+        """The headers of the request `respond` is answering (called from inside it)."""
+        return self._local.headers
 
     def close(self) -> None:
         self.httpd.shutdown()

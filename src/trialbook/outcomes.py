@@ -98,6 +98,8 @@ class ErrorKind(StrEnum):
     CONTAINER_START = "ContainerStartError"
     NODE_LOST = "NodeLostError"
     ENDPOINT = "EndpointError"
+    ENDPOINT_AUTH = "EndpointAuthError"
+    ENDPOINT_MODEL = "EndpointModelError"
     INVALID_TASK = "InvalidTaskError"
     GRADER_UNAVAILABLE = "GraderUnavailableError"
     DEADLINE_EXCEEDED = "DeadlineExceeded"
@@ -153,6 +155,10 @@ POLICY: dict[ErrorKind, Rule] = {
     ErrorKind.CONTAINER_START: Rule(Outcome.INFRA_ERROR, True, False, "sandbox container did not start"),
     ErrorKind.NODE_LOST: Rule(Outcome.INFRA_ERROR, True, False, "Ray: the trial's node or worker died; run elsewhere"),
     ErrorKind.ENDPOINT: Rule(Outcome.INFRA_ERROR, True, False, "model endpoint unreachable or failing (5xx)"),
+    ErrorKind.ENDPOINT_AUTH: Rule(
+        Outcome.INFRA_ERROR, False, False, "model endpoint answered 401/403: key missing/wrong"
+    ),
+    ErrorKind.ENDPOINT_MODEL: Rule(Outcome.INFRA_ERROR, False, False, "model endpoint answered 404: no such model"),
     ErrorKind.INVALID_TASK: Rule(Outcome.INFRA_ERROR, False, False, "task folder unusable (task.toml, test.sh)"),
     ErrorKind.GRADER_UNAVAILABLE: Rule(Outcome.INFRA_ERROR, False, False, "task has test lists; grader not importable"),
     ErrorKind.DEADLINE_EXCEEDED: Rule(

@@ -35,11 +35,15 @@ class ScriptedModel(LocalServer):
     def __init__(self, script: Callable[[int], str | tuple[int, str]]) -> None:
         self.chats = 0
 
-        def respond(method: str, path: str, _body: bytes) -> tuple[int, bytes]:
+        def respond(method: str, path: str, body: bytes) -> tuple[int, bytes]:
             if method == "GET" and path == "/v1/models":
                 return 200, json.dumps({"data": [{"id": "scripted", "owned_by": "trialbook-tests"}]}).encode()
             if method != "POST" or path != "/v1/chat/completions":
                 return 404, b"{}"
+            if json.loads(body).get("max_tokens") == 1:  # the start-up's one-token check: not a trial's call
+                return 200, json.dumps(
+                    {"choices": [{"message": {"content": "OK"}, "finish_reason": "length"}]}
+                ).encode()
             self.chats += 1
             reply = script(self.chats)
             if isinstance(reply, tuple):

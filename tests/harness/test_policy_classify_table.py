@@ -45,6 +45,8 @@ TABLE: dict[str | None, tuple[bool, tuple[str, str, str, str]]] = {
     "ImageBuildError": (True, INFRA),
     "ContainerStartError": (True, INFRA),
     "EndpointError": (True, INFRA),
+    "EndpointAuthError": (False, INFRA),  # 401/403: the same for every trial
+    "EndpointModelError": (False, INFRA),  # 404: no such model
     "NodeLostError": (True, INFRA),  # --executor ray: the trial's node died; submitted again elsewhere
     "InvalidTaskError": (False, INFRA),
     "GraderUnavailableError": (False, INFRA),

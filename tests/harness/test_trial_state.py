@@ -19,7 +19,16 @@ def test_a_new_try_resets_what_a_try_gathered_and_keeps_the_trials_own() -> None
     before = state.tags
     state.new_try(1)
     per_try = {f.name for f in fields(TrialState) if f.metadata.get("per_try")}
-    assert per_try == {"image", "agent_result", "agent_limit_hits", "verifier", "verifier_log", "patch", "tags"}
+    assert per_try == {
+        "image",
+        "agent_result",
+        "agent_limit_hits",
+        "verifier",
+        "verifier_log",
+        "patch",
+        "tags",
+        "traceback",
+    }
     assert {name: getattr(state, name) for name in per_try} == {name: getattr(TrialState(), name) for name in per_try}
     assert before == ["test_infra_changed"] and state.tags == [] and state.tags is not before  # a fresh list
     kept = (state.retries, state.cleanup_error, state.runtime, state.phase_s)

@@ -181,3 +181,31 @@ def test_export_bad_input(cli, train_db, monkeypatch) -> None:
     assert cli("compare", "a", "b", "--export", "nowhere").exit_code == 2
     res = cli("train", "export", "train-a", "--to", "mlflow")  # no --tracking-uri, no MLFLOW_TRACKING_URI
     assert res.exit_code == 2 and "MLFLOW_TRACKING_URI" in res.stderr
+
+
+def test_each_export_without_its_extra_is_one_line(cli, train_db, db: str, tmp_path: Path) -> None:
+    """As without the extras installed (the modules marked missing): one line naming the extra, exit 2, no traceback,
+    and no wandb-export/ folder left behind."""
+    _eval_runs(cli, tmp_path)
+    code = "import sys; sys.modules['wandb'] = sys.modules['mlflow'] = None; from trialbook.cli import main; main()"
+    for args in (["train", "export", "train-a", "--to", "wandb"], ["train", "export", "train-a", "--to", "mlflow",
+                 "--tracking-uri", "file:///tmp/x"], ["compare", "base", "cand", "--export", "wandb"],
+                 ["compare", "base", "cand", "--export", "mlflow"]):  # fmt: skip
+        res = subprocess.run([sys.executable, "-c", code, *args, "--db", db], capture_output=True, text=True,
+                             cwd=tmp_path)  # fmt: skip
+        target = args[args.index("--to") + 1] if "--to" in args else args[-1]
+        assert res.returncode == 2, (args, res.stderr)
+        assert (
+            res.stderr
+            == f"error: exporting to {target} needs the '{target}' extra: pip install 'trialbook[{target}]'\n"
+        )
+    assert not (tmp_path / "wandb-export").exists()
+
+
+def test_an_mlflow_server_that_does_not_answer_is_one_line(cli, train_db, monkeypatch) -> None:
+    pytest.importorskip("mlflow")
+    from trialbook.agents.llama import free_port
+
+    res = cli("train", "export", "train-a", "--to", "mlflow", "--tracking-uri", f"http://127.0.0.1:{free_port()}")
+    assert res.exit_code == 2 and res.stderr.startswith("error: MLflow tracking URI http://127.0.0.1:")
+    assert res.stderr.count("\n") == 1

@@ -83,21 +83,25 @@ def agent_stack(agent: Agent) -> dict[str, Any] | None:
 
 
 # which agent takes which option (the command line's flags, by their agent_options key)
-AGENT_OPTIONS: dict[str, tuple[str, ...]] = {
-    "mini": ("endpoints", "model", "max_turns", "max_tokens", "max_output_tokens"),
-    "cmd": ("command",),
-}
+def _takes(agent: str) -> tuple[str, ...]:
+    """The options `agent` takes: mini's are its MiniOptions fields (imported here: base imports no agent)."""
+    if agent == "mini":
+        from trialbook.agents.mini_config import MiniOptions
+
+        return tuple(MiniOptions.model_fields)
+    return {"cmd": ("command",)}.get(agent, ())
+
+
+FLAGS = {"endpoints": "--endpoint", "command": "--agent-cmd", "max_output_tokens": "--max-output-tokens",
+         "headers": "--header", "agent_config": "--agent-config"}  # fmt: skip
 
 
 def agent_options(agent: str, **given: Any) -> dict[str, Any]:
     """Agent options from command-line flags (None: not given); only mini and cmd take any."""
     options = {k: v for k, v in given.items() if v not in (None, [], ())}
-    wrong = [k for k in options if k not in AGENT_OPTIONS.get(agent, ())]
+    wrong = [k for k in options if k not in _takes(agent)]
     if wrong:
-        owner = next((a for a, keys in AGENT_OPTIONS.items() if wrong[0] in keys), "mini")
-        flags = ", ".join(
-            "--endpoint" if k == "endpoints" else "--agent-cmd" if k == "command" else "--" + k.replace("_", "-")
-            for k in wrong
-        )
+        owner = "cmd" if wrong[0] == "command" else "mini"
+        flags = ", ".join(FLAGS.get(k, "--" + k.replace("_", "-")) for k in wrong)
         raise UserError(f"{flags}: only the {owner} agent takes these options")
     return options

@@ -19,10 +19,17 @@ import threading
 import time
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from trialbook.agents.base import AgentResult, AgentTimeoutError, ContextOverflowError, FormatError
-from trialbook.agents.endpoints import ContextLengthError, EndpointError, EndpointPool, probe
+from trialbook.agents.endpoints import (
+    ContextLengthError,
+    EndpointError,
+    EndpointModelError,
+    EndpointPool,
+    EngineInfo,
+    auth_headers,
+    probe,
+)
+from trialbook.agents.mini_config import SUBMIT, MiniOptions, attempt_seed
 from trialbook.errors import UserError
 from trialbook.extras import require
 from trialbook.sandbox import Sandbox
@@ -36,68 +43,40 @@ from minisweagent.agents.default import DefaultAgent  # noqa: E402
 from minisweagent.exceptions import FormatError as MiniFormatError  # noqa: E402
 from minisweagent.exceptions import LimitsExceeded, Submitted, TimeExceeded  # noqa: E402
 from minisweagent.models.utils.actions_text import format_observation_messages, parse_regex_actions  # noqa: E402
+from minisweagent.models.utils.actions_toolcall import (  # noqa: E402
+    BASH_TOOL,
+    format_toolcall_observation_messages,
+    parse_toolcall_actions,
+)
 
-SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
-
-# Short on purpose: small models have 2k-token windows. The action format is mini-swe-agent's own.
-SYSTEM_TEMPLATE = """You are a software engineer working in a Linux shell on a code repository.
-Every reply: one short THOUGHT line, then exactly ONE bash command in a block like this:
-
-```mswea_bash_command
-ls
-```
-
-Each command runs in a new shell in the repository. When the fix is done, reply with the command
-`echo @SUBMIT@` alone.""".replace("@SUBMIT@", SUBMIT)
-
-INSTANCE_TEMPLATE = """Fix this issue in the repository:
-
-{{task}}
-
-Reply with one THOUGHT line and one ```mswea_bash_command block."""
-
-OBSERVATION_TEMPLATE = """<returncode>{{output.returncode}}</returncode>
-{% if output.exception_info %}<exception>{{output.exception_info}}</exception>
-{% endif %}<output>
-{{ output.output[-3000:] }}</output>"""
-
-FORMAT_ERROR_TEMPLATE = """Format error: {{error}} Reply with one THOUGHT line and exactly ONE
-```mswea_bash_command block (to finish: echo @SUBMIT@).""".replace("@SUBMIT@", SUBMIT)
-
-ACTION_REGEX = r"```mswea_bash_command\s*\n(.*?)\n```"
-
-
-class MiniOptions(BaseModel):
-    """The agent's settings (stored in the run config as `agent_options`)."""
-
-    endpoints: list[str] = Field(default_factory=list)
-    model: str | None = None  # default: the first model the endpoint lists
-    max_turns: int = Field(30, ge=1)  # model calls
-    max_tokens: int = Field(0, ge=0)  # prompt + completion tokens over the trial; 0: no limit
-    max_output_tokens: int = Field(384, ge=1)  # per call
-    max_format_errors: int = Field(3, ge=1)  # in a row, then format_error
-    temperature: float = Field(0.0, ge=0)
-    seed: int | None = None
-    command_timeout: float = Field(60.0, gt=0)  # one bash action
-    logprobs: bool = False  # ask for token logprobs (recorded per call when returned)
+__all__ = ["MiniAgent", "MiniOptions"]
 
 
 class SandboxEnvironment:
     """mini-swe-agent Environment: each action is `bash -c` in the trial's container."""
 
-    def __init__(self, sandbox: Sandbox, deadline: float, command_timeout: float) -> None:
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        deadline: float,
+        command_timeout: float,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> None:
         self.sandbox = sandbox
         self.deadline = deadline
         self.command_timeout = command_timeout
-        self.config = {"container": sandbox.name, "command_timeout": command_timeout}
+        self.env = env or {}
+        self.cwd = cwd
+        self.config = {"container": sandbox.name, "command_timeout": command_timeout, "cwd": cwd, "env": env}
 
     def execute(self, action: dict, cwd: str = "") -> dict[str, Any]:
         if self.sandbox.stop.is_set():  # the run's --deadline or Ctrl-C: end the loop, the harness decides
             raise TimeExceeded({"role": "exit", "content": "the run was stopped", "extra": _exit("TimeExceeded")})
         timeout = max(min(self.command_timeout, self.deadline - time.monotonic()), 0.5)
-        env = {"PAGER": "cat", "MANPAGER": "cat", "PIP_PROGRESS_BAR": "off", "TQDM_DISABLE": "1"}
+        env = {"PAGER": "cat", "MANPAGER": "cat", "PIP_PROGRESS_BAR": "off", "TQDM_DISABLE": "1", **self.env}
         res = self.sandbox.exec(
-            ["bash", "-c", action.get("command", "")], timeout=timeout, env=env, workdir=cwd or None
+            ["bash", "-c", action.get("command", "")], timeout=timeout, env=env, workdir=cwd or self.cwd or None
         )
         output: dict[str, Any] = {"output": res.output, "returncode": res.exit_code, "exception_info": ""}
         if res.timed_out:
@@ -121,11 +100,15 @@ class SandboxEnvironment:
 class ChatModel:
     """mini-swe-agent Model over OpenAI-compatible chat completions (text-based actions)."""
 
-    def __init__(self, pool: EndpointPool, options: MiniOptions, model: str, deadline: float) -> None:
+    def __init__(
+        self, pool: EndpointPool, options: MiniOptions, model: str, deadline: float, seed: int | None = None
+    ) -> None:
         self.pool = pool
         self.options = options
         self.deadline = deadline
-        self.config = {"model_name": model, "endpoints": pool.urls, **options.model_dump(exclude={"endpoints"})}
+        self.seed = seed  # this trial's (attempt_seed of the run's)
+        self.config = {"model_name": model, "endpoints": pool.urls, "seed_used": seed,
+                       **options.model_dump(exclude={"endpoints", "headers"})}  # fmt: skip
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.calls: list[dict[str, Any]] = []  # per call: endpoint, tokens, finish reason, logprobs
@@ -135,14 +118,21 @@ class ChatModel:
         return self.prompt_tokens + self.completion_tokens
 
     def _payload(self, messages: list[dict]) -> dict[str, Any]:
+        opts = self.options
         payload: dict[str, Any] = {
+            **opts.model_kwargs,
             "model": self.config["model_name"],
-            "messages": [{"role": m["role"], "content": m.get("content") or ""} for m in messages],
-            "max_tokens": self.options.max_output_tokens,
-            "temperature": self.options.temperature,
+            "messages": [_api_message(m) for m in messages],
+            "max_tokens": opts.max_output_tokens,
+            "temperature": opts.temperature,
+            "top_p": opts.top_p,
         }
-        if self.options.seed is not None:
-            payload["seed"] = self.options.seed
+        if opts.actions == "toolcall":
+            payload["tools"] = [BASH_TOOL]
+        if self.seed is not None:
+            payload["seed"] = self.seed
+        if opts.stop:
+            payload["stop"] = opts.stop
         if self.options.logprobs:
             payload["logprobs"] = True
             payload["top_logprobs"] = 1  # llama-cpp-python returns none without it
@@ -162,7 +152,8 @@ class ChatModel:
         usage = body.get("usage") or {}
         self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
         self.completion_tokens += int(usage.get("completion_tokens") or 0)
-        content = (choice.get("message") or {}).get("content") or ""
+        message = choice.get("message") or {}
+        content = message.get("content") or ""
         call = {
             "endpoint": url,
             "prompt_tokens": usage.get("prompt_tokens"),
@@ -174,17 +165,28 @@ class ChatModel:
         }
         self.calls.append(call)
         extra = {"endpoint": url, "usage": usage, "cost": 0.0, "timestamp": time.time()}
+        tool_calls = message.get("tool_calls") or []
         try:
-            actions = parse_regex_actions(
-                content,
-                action_regex=ACTION_REGEX,
-                format_error_template=FORMAT_ERROR_TEMPLATE,
-                template_kwargs={"finish_reason": choice.get("finish_reason")},
-            )
+            if opts.actions == "toolcall":
+                actions = parse_toolcall_actions(
+                    [_ToolCall(c) for c in tool_calls if isinstance(c, dict)],
+                    format_error_template=opts.format_error_template,
+                    template_kwargs={"finish_reason": choice.get("finish_reason")},
+                )
+            else:
+                actions = parse_regex_actions(
+                    content,
+                    action_regex=opts.action_regex,
+                    format_error_template=opts.format_error_template,
+                    template_kwargs={"finish_reason": choice.get("finish_reason")},
+                )
         except MiniFormatError as exc:  # mini-swe-agent keeps only its error prompt: keep what the model said too
             exc.messages[0]["extra"].update(extra, model_reply=content)
             raise
-        return {"role": "assistant", "content": content, "extra": {"actions": actions, **extra}}
+        reply: dict[str, Any] = {"role": "assistant", "content": content, "extra": {"actions": actions, **extra}}
+        if opts.actions == "toolcall" and tool_calls:
+            reply["tool_calls"] = tool_calls
+        return reply
 
     def format_message(self, **kwargs: Any) -> dict:
         return dict(kwargs)
@@ -192,15 +194,37 @@ class ChatModel:
     def format_observation_messages(
         self, message: dict, outputs: list[dict], template_vars: dict | None = None
     ) -> list[dict]:
-        return format_observation_messages(
-            outputs, observation_template=OBSERVATION_TEMPLATE, template_vars=template_vars
-        )
+        template = self.options.observation_template
+        if self.options.actions == "toolcall":
+            actions = (message.get("extra") or {}).get("actions") or []
+            return format_toolcall_observation_messages(
+                actions=actions, outputs=outputs, observation_template=template, template_vars=template_vars
+            )
+        return format_observation_messages(outputs, observation_template=template, template_vars=template_vars)
 
     def get_template_vars(self, **kwargs: Any) -> dict[str, Any]:
         return dict(self.config)
 
     def serialize(self) -> dict:
         return {"info": {"config": {"model": self.config, "model_type": "trialbook.agents.mini.ChatModel"}}}
+
+
+class _ToolCall:
+    """An OpenAI tool call (JSON) as mini-swe-agent's parser reads one (attributes, as litellm's objects have)."""
+
+    def __init__(self, call: dict[str, Any]) -> None:
+        function = call.get("function") or {}
+        self.id = call.get("id")
+        self.function = type("Function", (), {"name": function.get("name"), "arguments": function.get("arguments")})
+
+
+def _api_message(m: dict[str, Any]) -> dict[str, Any]:
+    """A message as the chat API takes it: role and content, and a tool call's id / an assistant's tool calls."""
+    out: dict[str, Any] = {"role": m["role"], "content": m.get("content") or ""}
+    for key in ("tool_calls", "tool_call_id"):
+        if m.get(key):
+            out[key] = m[key]
+    return out
 
 
 def _exit(status: str) -> dict[str, str]:
@@ -230,7 +254,9 @@ class MiniAgent:
 
     def __init__(self, options: MiniOptions) -> None:
         self.options = options
-        self.pool = EndpointPool(options.endpoints)
+        if any(k.lower() == "authorization" for k in options.headers):
+            raise UserError("--header Authorization: give the key in an environment variable (--api-key-env VAR)")
+        self.pool = EndpointPool(options.endpoints, auth_headers(options.api_key_env, options.headers))
         self._model: str | None = options.model
         self._lock = threading.Lock()
 
@@ -246,7 +272,7 @@ class MiniAgent:
     def model_name(self) -> str:
         with self._lock:
             if self._model is None:
-                models = probe(self.pool.urls[0]).models
+                models = probe(self.pool.urls[0], headers=self.pool.headers).models
                 if not models:
                     raise EndpointError(f"{self.pool.urls[0]} lists no model; pass --model")
                 self._model = models[0]
@@ -255,29 +281,64 @@ class MiniAgent:
     def stack(self) -> dict[str, Any]:
         """The serving engine(s) as the endpoints report them, for the run's stack."""
         try:
-            infos = [probe(url) for url in self.pool.urls]
+            infos = [probe(url, headers=self.pool.headers) for url in self.pool.urls]
+            model = self.preflight(infos)
         except EndpointError as exc:
             raise UserError(f"cannot start the mini agent: {exc}") from None
         engines = sorted({i.engine or "unknown" for i in infos})
         versions = sorted({i.engine_version or "unknown" for i in infos})
+        opts = self.options
+        windows = sorted({i.context_window for i in infos if i.context_window})
         return {
             "engine": ", ".join(engines),
             "engine_version": ", ".join(versions),
-            "model": self.model_name(),
+            "model": model,
             "endpoints": len(self.pool.urls),
             "agent_loop": f"mini-swe-agent {MINI_VERSION}",
+            "sampling": {
+                "temperature": opts.temperature,
+                "top_p": opts.top_p,
+                "seed": opts.seed,
+                "max_output_tokens": opts.max_output_tokens,
+                "stop": opts.stop,
+                **({"model_kwargs": opts.model_kwargs} if opts.model_kwargs else {}),
+            },  # fmt: skip
+            "actions": opts.actions,
+            **({"agent_config": opts.agent_config} if opts.agent_config else {}),
+            **({"context_window": windows[0] if len(windows) == 1 else windows} if windows else {}),
         }
+
+    def preflight(self, infos: list[EngineInfo]) -> str:
+        """Before the first container: the model is one each endpoint lists (else one line with the names they do),
+        and one short completion answers. Returns the model's name."""
+        model = self.model_name()
+        for url, info in zip(self.pool.urls, infos, strict=True):
+            if info.models and model not in info.models:
+                shown = ", ".join(info.models[:10]) + (" ..." if len(info.models) > 10 else "")
+                raise EndpointModelError(f"{url} does not serve model '{model}' (it lists: {shown}); check --model")
+        payload = {"model": model, "messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 1}
+        for _ in self.pool.urls:  # least-outstanding: one call reaches each idle endpoint in turn
+            try:
+                self.pool.chat(payload, timeout=120.0)
+            except ContextLengthError:
+                pass  # it answered, and about the prompt
+            except TimeoutError as exc:
+                raise EndpointError(f"a one-token completion did not answer: {exc}") from None
+        return model
 
     def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
         start = time.monotonic()
         deadline = start + timeout
-        model = ChatModel(self.pool, self.options, self.model_name(), deadline)
-        env = SandboxEnvironment(sandbox, deadline, self.options.command_timeout)
+        opts = self.options
+        attempt = getattr(sandbox, "attempt", None)
+        seed = attempt_seed(opts.seed, task.task_id, attempt or 0) if opts.seed is not None else None
+        model = ChatModel(self.pool, opts, self.model_name(), deadline, seed)
+        env = SandboxEnvironment(sandbox, deadline, opts.command_timeout, opts.env)
         loop = DefaultAgent(
             model,
             env,
-            system_template=SYSTEM_TEMPLATE,
-            instance_template=INSTANCE_TEMPLATE,
+            system_template=opts.system_template,
+            instance_template=opts.instance_template,
             step_limit=self.options.max_turns,
             cost_limit=0.0,
             wall_time_limit_seconds=max(int(timeout), 1),
@@ -321,6 +382,7 @@ class MiniAgent:
                 "prompt_tokens": model.prompt_tokens,
                 "completion_tokens": model.completion_tokens,
                 "model": model.config["model_name"],
+                "seed": model.seed,
                 "endpoints": sorted({c["endpoint"] for c in model.calls}),
             },
         )

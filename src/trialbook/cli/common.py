@@ -21,7 +21,29 @@ app = typer.Typer(
     add_completion=False,
     # plain Click help: Typer's rich help imports rich.markdown + markdown-it (~1/3 of `compare --help`)
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"trialbook {version('trialbook')}")
+        except PackageNotFoundError:
+            typer.echo("trialbook (not installed: run from a source tree)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    show_version: Annotated[
+        bool, typer.Option("--version", help="Print the version and exit.", callback=_version, is_eager=True)
+    ] = False,
+) -> None:
+    """Run agent trials, keep them in one ledger, compare runs with honest statistics."""
+
 
 Db = Annotated[
     str | None, typer.Option("--db", help="Ledger: SQLite path or postgresql:// URL [env TRIALBOOK_DB; ./trialbook.db]")

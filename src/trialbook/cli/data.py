@@ -209,15 +209,23 @@ def export_cmd(
 Where = Annotated[str | None, typer.Option("--where", help="Only trials with this outcome, e.g. infra_error.")]
 
 
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def _print_trials(data: object) -> None:
     from trialbook.report import layout
 
+    trials = data.trials  # type: ignore[attr-defined]
+    causes = any(t.cause for t in trials)  # the column only where some trial has one
     rows = [
         [str(t.id), t.task_id, str(t.attempt), t.outcome, "" if t.reward is None else f"{t.reward:g}",
          t.exception or "", "" if t.duration_s is None else f"{t.duration_s:.1f}", t.trial_name or ""]
-        for t in data.trials  # type: ignore[attr-defined]
+        + ([_short(t.cause or "", 100)] if causes else [])
+        for t in trials
     ]  # fmt: skip
     headers = ["id", "task", "attempt", "outcome", "reward", "exception", "seconds", "trial name"]
+    headers += ["cause"] if causes else []
     layout.table(headers, rows, title=f"trials of run '{data.run}'")  # type: ignore[attr-defined]
     if data.folder:  # type: ignore[attr-defined]
         layout.line(f"trial folders: {_shown(Path(data.folder))}/<trial name>/", markup=False)  # type: ignore[attr-defined]
@@ -257,6 +265,14 @@ def _print_files(data: object) -> None:
                 markup=False)  # fmt: skip
     if t.folder:
         layout.line(f"folder: {t.folder}", markup=False)
+    if data.exception_message:  # type: ignore[attr-defined]
+        layout.line(f"cause: {t.exception}: {data.exception_message}", markup=False)  # type: ignore[attr-defined]
+    if data.traceback:  # type: ignore[attr-defined]
+        layout.line("traceback (kept as traceback.txt):", markup=False)
+        layout.line(data.traceback.rstrip("\n"), markup=False)  # type: ignore[attr-defined]
+    if not data.files:  # type: ignore[attr-defined]
+        layout.line("the ledger keeps no log of this trial (its record and cause are above)", markup=False)
+        return
     layout.table(["stored file", "characters"], [[f.name, str(f.chars)] for f in data.files])  # type: ignore[attr-defined]
     layout.line("print one: --verifier, --agent or --patch", markup=False)
 

@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 
 from trialbook.agents.base import agent_options
+from trialbook.agents.mini_config import DEFAULTS as MINI
+from trialbook.agents.mini_config import config_options
 from trialbook.cli.common import (
     Csv,
     Db,
@@ -54,6 +56,10 @@ def _finish(ledger: Ledger, name: str, tally: Tally, as_json: bool) -> None:
     if folders:
         done(f"trial folders: {_shown(folders[0])}/ (`trialbook trials {name}` lists them)")
     emit(run_summary(ledger, name), as_json, tables.print_show)
+    if tally.infra:  # the run is not whole: a script or CI job must not read it as done (docs/reference/output.md)
+        done(f"error: {tally.infra} trial(s) ended infra_error (`trialbook trials {name} --where infra_error` "
+             f"shows why; `trialbook rerun {name} --where infra_error` runs them again)")  # fmt: skip
+        raise typer.Exit(1)
 
 
 def _shown(path: Path) -> str:
@@ -118,6 +124,23 @@ def run_cmd(
         ),
     ] = None,
     retries: Annotated[int, typer.Option("--retries", min=0, help="Retries of infra failures.")] = 2,
+    stop_after_errors: Annotated[
+        int,
+        typer.Option(
+            "--stop-after-errors",
+            min=0,
+            help="Stop the run when this many trials in a row end with the same infrastructure error (0: never).",
+        ),
+    ] = 5,  # fmt: skip
+    progress_every: Annotated[
+        float,
+        typer.Option(
+            "--progress-every",
+            min=0.1,
+            callback=finite,
+            help="Seconds between progress lines when stderr is not a terminal (a log: nohup, Slurm, CI).",
+        ),
+    ] = 30.0,  # fmt: skip
     warm_pool: Annotated[
         bool, typer.Option("--warm-pool/--no-warm-pool", help="Start the next containers ahead of need.")
     ] = True,
@@ -127,10 +150,68 @@ def run_cmd(
     endpoint: Annotated[
         list[str] | None, typer.Option("--endpoint", help="mini: OpenAI-compatible URL (repeatable).")
     ] = None,
-    model: Annotated[str | None, typer.Option("--model", help="mini: model name (default: the server's).")] = None,
-    max_turns: Annotated[int | None, typer.Option("--max-turns", min=1, help="mini: model calls per trial.")] = None,
-    max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=1, help="mini: tokens per trial.")] = None,
-    max_output: Annotated[int | None, typer.Option("--max-output-tokens", min=1, help="mini: per reply.")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="mini: model name (default: the server's first).")
+    ] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key-env",
+            help="mini: the environment variable holding the endpoint's API key (sent as "
+            "Bearer; never stored) [default: OPENAI_API_KEY where set].",
+        ),
+    ] = None,  # fmt: skip
+    header: Annotated[
+        list[str] | None, typer.Option("--header", help="mini: NAME=VALUE sent on every request (repeatable; stored).")
+    ] = None,
+    agent_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--agent-config",
+            help="mini: a config file in mini-swe-agent's YAML shape (prompts, sampling, "
+            "limits; e.g. its swebench.yaml).",
+        ),
+    ] = None,  # fmt: skip
+    config_set: Annotated[
+        list[str] | None,
+        typer.Option(
+            "-c",
+            "--config",
+            help="mini: KEY=VALUE over the config: model.model_kwargs.temperature=0.6, "
+            "agent.step_limit=100, or an option's name (repeatable).",
+        ),
+    ] = None,  # fmt: skip
+    temperature: Annotated[
+        float | None,
+        typer.Option(
+            "--temperature", min=0, callback=finite, help=f"mini: sampling temperature [default: {MINI.temperature:g}]."
+        ),
+    ] = None,  # fmt: skip
+    top_p: Annotated[
+        float | None,
+        typer.Option(
+            "--top-p", min=0, max=1, callback=finite, help=f"mini: nucleus sampling [default: {MINI.top_p:g}]."
+        ),
+    ] = None,  # fmt: skip
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed",
+            help=f"mini: the run's seed; each (task, attempt) samples with its own, derived from it "
+            f"[default: {MINI.seed}].",
+        ),
+    ] = None,  # fmt: skip
+    max_turns: Annotated[
+        int | None, typer.Option("--max-turns", min=1, help=f"mini: model calls per trial [default: {MINI.max_turns}].")
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option("--max-tokens", min=1, help="mini: prompt + completion tokens per trial [default: no limit]."),
+    ] = None,  # fmt: skip
+    max_output: Annotated[
+        int | None,
+        typer.Option("--max-output-tokens", min=1, help=f"mini: tokens per reply [default: {MINI.max_output_tokens}]."),
+    ] = None,
     tasks: TaskIds = None,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     replace: Replace = False,
@@ -151,16 +232,24 @@ def run_cmd(
         timeout_multiplier=timeout_multiplier or 1.0,
         deadline_minutes=deadline,
         retries=retries,
+        stop_after_errors=stop_after_errors,
+        progress_every_s=progress_every,
         warm_pool=warm_pool,
         runtime=runtime,
         backend=backend,
         engines=engine or [],
         tasks=comma_list(tasks),
         runs_dir=str(runs_dir.resolve()),
-        agent_options=agent_options(
+        agent_options=_options(
             agent,
+            config_options(agent_config, config_set),
             endpoints=endpoint,
             model=model,
+            api_key_env=api_key_env,
+            headers=_headers(header),
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
             max_turns=max_turns,
             max_tokens=max_tokens,
             max_output_tokens=max_output,
@@ -173,6 +262,22 @@ def run_cmd(
     for err in errors:
         done(f"task {err.task_id}: {err.message} (recorded as infra_error)")
     _finish(ledger, run, tally, as_json)
+
+
+def _options(agent: str, from_config: dict[str, object], **flags: object) -> dict[str, object]:
+    """The agent's options: the config file's and -c's, then the flags given (a flag wins)."""
+    given = {k: v for k, v in flags.items() if v not in (None, [], ())}
+    return agent_options(agent, **{**from_config, **given})
+
+
+def _headers(given: list[str] | None) -> dict[str, str] | None:
+    out: dict[str, str] = {}
+    for item in given or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise UserError(f"--header {item}: expected NAME=VALUE")
+        out[name.strip()] = value
+    return out or None
 
 
 def _stored_where(ledger: Ledger, run: str) -> tuple[str, list[str], int]:

@@ -30,6 +30,8 @@ class RunConfig(BaseModel):
     runtime: str = "auto"  # the containers' OCI runtime (DockerEngine.runtime_for)
     backend: str = "docker"  # where sandboxes run (sandbox/backend.py's registry): resume and rerun use it too
     engines: list[str] = Field(default_factory=list)  # --engine URL[=N]: the endpoints (harness/engines.py)
+    stop_after_errors: int = Field(5, ge=0)  # the same infra error on this many trials in a row stops the run; 0: never
+    progress_every_s: float = Field(30.0, gt=0, allow_inf_nan=False)  # a progress line when stderr is not a terminal
 
     def paths(self, run_name: str) -> RunPaths:
         return RunPaths.of(self.runs_dir, run_name)
@@ -55,3 +57,4 @@ class Tally:
     interrupted: bool = False
     deadline_hit: bool = False
     folder_warnings: int = 0  # trials recorded whose folder could not be written (full --runs-dir)
+    infra: int = 0  # trials that ended infra_error (`run` then exits 1: docs/reference/output.md)

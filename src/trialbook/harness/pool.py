@@ -9,15 +9,13 @@ import threading
 import time
 from collections.abc import Callable
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
 from trialbook.agents import get_agent
 from trialbook.agents.base import Agent
 from trialbook.harness.bootstrap import trial_settings
 from trialbook.harness.config import PlannedTrial, RunConfig, Tally
 from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.paths import RunPaths
+from trialbook.harness.progress import Breaker, CircuitOpen, progress, sigterm_as_interrupt, stopped_line, warn
 from trialbook.harness.stack import update_stack
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
 from trialbook.harness.trial_writer import recorded, write_or_warn
@@ -26,18 +24,6 @@ from trialbook.outcomes import Outcome, is_resolved
 from trialbook.sandbox.docker import LABEL_LEDGER
 from trialbook.tasks import TaskSpec
 from trialbook.verify import witness as witnesses
-
-
-def progress_bar() -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("resolved {task.fields[resolved]} · errors {task.fields[errors]}"),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=False,
-    )
 
 
 def execute(
@@ -87,8 +73,8 @@ def _execute(
     if engine is not None:
         engine.open_pool(config.concurrency).plan(_demand(plans))
 
-    with progress_bar() as bar:
-        ptask = bar.add_task(run_name, total=len(plans), resolved=0, errors=0)
+    breaker = Breaker(config.stop_after_errors)
+    with sigterm_as_interrupt(), progress(run_name, len(plans), config.progress_every_s) as shown:
         try:
             finished = recorded(ledger, run_id, executor, plans, settings, stopper, config.concurrency, deadline_at)
             for plan, result, trial_id in finished:  # each in the ledger first (in a group commit: results.py)
@@ -98,23 +84,28 @@ def _execute(
                 if warning is not None:
                     tally.folder_warnings += 1
                     if tally.folder_warnings == 1:
-                        bar.console.print(f"warning: {warning} (the trial is recorded in the ledger)")
+                        warn(shown, f"warning: {warning} (the trial is recorded in the ledger)")
                 if result.image:
                     images[result.trial.task_id] = result.image.id
                 t = result.trial
                 tally.done += 1
                 tally.resolved += is_resolved(t.outcome, t.reward)
                 tally.errors += t.outcome in (Outcome.INFRA_ERROR, Outcome.VERIFIER_TIMEOUT)
+                tally.infra += t.outcome == Outcome.INFRA_ERROR
                 tally.deadline_hit |= t.outcome == Outcome.INCOMPLETE
-                bar.update(ptask, advance=1, resolved=tally.resolved, errors=tally.errors)
+                shown.update(tally.done, tally.resolved, tally.errors)
                 if on_result:
                     on_result(result)
-        except KeyboardInterrupt:
+                if breaker.record(t) and tally.done < tally.total:
+                    raise CircuitOpen(breaker.message(run_name, tally, t))
+        except (KeyboardInterrupt, CircuitOpen) as exc:
             tally.interrupted = True
             stopper.fire("interrupt")
             if engine is not None:
                 engine.close_pool()  # no warm-up in flight may outlive the clean below
             executor.clean(run_name, images=False, ledger=settings.labels[LABEL_LEDGER])
+            if isinstance(exc, KeyboardInterrupt):
+                warn(shown, stopped_line(run_name, tally, "interrupted"))
             raise
         finally:
             if timer is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -49,6 +50,8 @@ from trialbook.verify.patch import kept_patch, patch_record
 from trialbook.verify.runner import Verdict
 
 LOG_LIMIT = 200_000  # characters of a log kept in the ledger (the tail)
+TRACEBACK_LIMIT = 20_000  # characters of an exception's traceback kept (the tail: where it was raised)
+TRACEBACK_FILE = "traceback.txt"  # a ledger artifact and agent/traceback.txt in the trial folder
 AGENT_GRACE_S = 1.0  # an agent's own timeout handling gets this long before the harness cuts its execs
 
 
@@ -145,6 +148,7 @@ def run_trial(
         except Interrupted:
             raise
         except Exception as exc:  # the policy table says which errors are retried; a harness bug costs one trial
+            state.traceback = traceback.format_exc()[-TRACEBACK_LIMIT:]  # `trialbook log ID` prints it
             state.error = error_kind(exc)
             state.error_message = str(exc) if state.error in POLICY else f"unexpected: {exc}"
             if not rule_for(state.error).retry or k == settings.retries or stopper.event.is_set():
@@ -204,7 +208,11 @@ def _result(task: TaskSpec, attempt: int, name: str, settings: TrialSettings, st
         agent_log=agent_result.log[-LOG_LIMIT:] if agent_result else "",
         verifier_log=state.verifier_log[-LOG_LIMIT:],
         image=state.image,
-        extra_files={**(agent_result.files if agent_result else {}), **patch},
+        extra_files={
+            **(agent_result.files if agent_result else {}),
+            **patch,
+            **({TRACEBACK_FILE: state.traceback} if state.traceback else {}),
+        },  # fmt: skip
     )
 
 
@@ -241,6 +249,7 @@ def _attempt(
         return started
 
     box = start(name)
+    box.attempt = attempt
     state.runtime = box.runtime
     if task.isolation == "diff":  # the verifier's containers warm (and prepare) while the agent works
         with contextlib.suppress(IsolationError):  # no workdir: nothing warms; the verifier's start raises it

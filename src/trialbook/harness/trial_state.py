@@ -42,6 +42,7 @@ class TrialState:
     verifier_log: str = field(default="", metadata=_PER_TRY)
     patch: str = field(default="", metadata=_PER_TRY)  # the agent's change as the verifier applied it
     tags: list[str] = field(default_factory=list, metadata=_PER_TRY)
+    traceback: str | None = field(default=None, metadata=_PER_TRY)  # an agent's or the harness's exception, as raised
     # how the trial ended: the last try's verdict (None where it raised), its policy name and message
     verdict: Verdict | None = None
     error: str | None = None

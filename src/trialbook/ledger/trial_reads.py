@@ -18,8 +18,10 @@ from trialbook.errors import UserError
 from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.schema import artifacts, trials
 from trialbook.ledger.store import Ledger
-from trialbook.outcomes import Outcome
+from trialbook.outcomes import FINDINGS, Outcome
 from trialbook.result_types import Result
+
+TRACEBACK_FILE = "traceback.txt"  # harness/trial.py keeps an exception's traceback under this name
 
 # What `log --verifier / --agent / --patch` prints: the first of these names the trial has.
 LOG_KINDS: dict[str, tuple[str, ...]] = {
@@ -40,6 +42,7 @@ class TrialLine(Result):
     duration_s: float | None
     trial_name: str | None
     folder: str | None  # the trial's folder, for a run `trialbook run` made
+    cause: str | None = None  # why it ended as it did: the first line of its exception's message
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ class TrialFiles(Result):
     trial: TrialLine
     run: str
     files: list[StoredFile]
+    exception_message: str | None = None  # whole (the line's `cause` is its first line)
+    traceback: str | None = None  # the exception's traceback, where the trial kept one (TRACEBACK_FILE)
 
 
 # (run config, run name) -> the run's trial folder, None for an imported run: harness/paths.py's rule, which the
@@ -75,7 +80,15 @@ def _line(t: TrialRow, folder: Path | None) -> TrialLine:
     name = (t.extra or {}).get("trial_name")
     where = folder / name if folder is not None and isinstance(name, str) and (folder / name).is_dir() else None
     return TrialLine(t.id, t.task_id, t.attempt, t.outcome, t.reward, t.exception, t.duration_s,
-                     name if isinstance(name, str) else None, str(where) if where else None)  # fmt: skip
+                     name if isinstance(name, str) else None, str(where) if where else None,
+                     cause(t.exception, t.exception_message))  # fmt: skip
+
+
+def cause(exception: str | None, message: str | None) -> str | None:
+    """The first line of an exception's message (a finding's is its meaning: `show` counts those)."""
+    if not exception or exception in FINDINGS or not message:
+        return None
+    return (message.strip().splitlines() or [""])[0][:300] or None
 
 
 def list_trials(
@@ -119,7 +132,9 @@ def trial_files(ledger: Ledger, ref: str, folder_of: FolderOf = _no_folder) -> T
     q = select(artifacts.c.name, func.length(artifacts.c.content)).where(artifacts.c.trial_id == t.id)
     with ledger.engine.connect() as conn:
         files = [StoredFile(n, int(size or 0)) for n, size in conn.execute(q.order_by(artifacts.c.name))]
-    return TrialFiles(_line(t, folder_of(ledger.get_run(run).config, run)), run, files)
+    kept = ledger.artifact(t.id, TRACEBACK_FILE) if any(f.name == TRACEBACK_FILE for f in files) else None
+    line = _line(t, folder_of(ledger.get_run(run).config, run))
+    return TrialFiles(line, run, files, t.exception_message if line.cause else None, kept or None)
 
 
 def trial_log(ledger: Ledger, ref: str, kind: str) -> str:

@@ -219,6 +219,7 @@ class Sandbox:
         self.prepared: Any = None  # what start(prepare=...) returned for a warm container (None: cold)
         self.channel: Channel | None = None  # the container's command channel (sandbox/channel.py), if any
         self.runtime: str | None = None  # the OCI runtime it was created with (DockerEngine.runtime_for)
+        self.attempt: int | None = None  # the trial's attempt, set on the agent's box (its seeds derive from it)
         # the limit counters its last process (Sandbox.finish) read from inside, once that ended with the container
         self.reported: tuple[dict[str, int], set[str]] | None = None
         self.disk_hit = 0  # bytes its own layer held when last found past its quota (watch_disk); 0: never

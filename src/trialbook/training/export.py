@@ -90,15 +90,25 @@ def paired_rows(res: CompareResult) -> list[list[Any]]:
 
 
 def _need(module: str, extra: str) -> Any:
+    """The library, imported; or one line naming the extra (call it before any other import of the library)."""
     try:
         return __import__(module)
     except ImportError:
         raise UserError(f"exporting to {extra} needs the '{extra}' extra: pip install 'trialbook[{extra}]'") from None
 
 
+def has_extra(target: str) -> None:
+    """The target's library is installed (found, not imported: W&B's import takes seconds), else the one line."""
+    import importlib.util
+
+    if importlib.util.find_spec(target) is None:
+        raise UserError(f"exporting to {target} needs the '{target}' extra: pip install 'trialbook[{target}]'")
+
+
 def check_target(target: str) -> str:
     if target not in TARGETS:
         raise UserError(f"--to/--export must be one of {', '.join(TARGETS)}, not {target!r}")
+    has_extra(target)
     return target
 
 
@@ -139,7 +149,7 @@ def _finish(run: Any) -> None:
 @_quiet
 def train_to_wandb(ledger: Ledger, run_name: str, directory: Path, project: str = "trialbook") -> Exported:
     rows, alerts, config = train_series(ledger, run_name)
-    import wandb
+    wandb = _need("wandb", "wandb")
 
     run = _wandb_run(run_name, directory, project, {"trialbook_run": run_name, **config})
     try:
@@ -156,7 +166,7 @@ def train_to_wandb(ledger: Ledger, run_name: str, directory: Path, project: str 
 
 @_quiet
 def compare_to_wandb(res: CompareResult, directory: Path, project: str = "trialbook") -> Exported:
-    import wandb
+    wandb = _need("wandb", "wandb")
 
     name = f"compare {res.baseline} vs {', '.join(sorted({c.candidate for c in res.comparisons}))}"
     run = _wandb_run(name, directory, project, {"baseline": res.baseline, "metric": res.metric,
@@ -181,14 +191,20 @@ def _mlflow_client(tracking_uri: str | None, experiment: str) -> tuple[Any, str,
     uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
     if not uri:
         raise UserError("no MLflow tracking server: give --tracking-uri or set MLFLOW_TRACKING_URI")
-    client = MlflowClient(tracking_uri=uri)
-    found = client.get_experiment_by_name(experiment)
-    exp_id = found.experiment_id if found is not None else client.create_experiment(experiment)
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # an unreachable server: one line now, not minutes
+    try:
+        client = MlflowClient(tracking_uri=uri)
+        found = client.get_experiment_by_name(experiment)
+        exp_id = found.experiment_id if found is not None else client.create_experiment(experiment)
+    except Exception as exc:  # noqa: BLE001 - any store error (unreachable, unsupported scheme, missing package): one line
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise UserError(f"MLflow tracking URI {uri}: {type(exc).__name__}: {first}") from None
     return client, exp_id, uri
 
 
 @_quiet
 def train_to_mlflow(ledger: Ledger, run_name: str, tracking_uri: str | None, experiment: str = "trialbook") -> Exported:
+    _need("mlflow", "mlflow")
     from mlflow.entities import Metric, Param
 
     client, exp_id, uri = _mlflow_client(tracking_uri, experiment)  # no server: one line before any work
@@ -210,6 +226,7 @@ def train_to_mlflow(ledger: Ledger, run_name: str, tracking_uri: str | None, exp
 
 @_quiet
 def compare_to_mlflow(res: CompareResult, tracking_uri: str | None, experiment: str = "trialbook") -> Exported:
+    _need("mlflow", "mlflow")
     from mlflow.entities import Metric
 
     client, exp_id, uri = _mlflow_client(tracking_uri, experiment)
