@@ -108,7 +108,7 @@ def test_every_f2p_test_gets_a_twin_and_the_shell_plants_exactly_what_python_sim
     modules = {"tests/test_stats.py": EXAMPLE.read_text(), "tests/test_cls.py": MODULE}
     f2p = ["tests/test_stats.py::test_median_even", *F2P]
     for seed in range(12):
-        made = twins.choose(modules, f2p, P2P, set(), None, random.Random(seed))
+        made = twins.choose_twins(modules, f2p, P2P, set(), None, random.Random(seed))
         tests = {(t.file, t.test) for t in made}
         # every FAIL_TO_PASS test, and at most P2P_TWINS listed others; test_name has a line outside its indentation
         assert {(f.partition("::")[0], f.partition("::")[2].split("[")[0]) for f in f2p} <= tests
@@ -119,7 +119,7 @@ def test_every_f2p_test_gets_a_twin_and_the_shell_plants_exactly_what_python_sim
         for file, text in modules.items():
             (work / file).parent.mkdir(parents=True, exist_ok=True)
             (work / file).write_text(text)
-        subprocess.run(["bash", "-c", "set -euo pipefail; " + twins.planting(made)], cwd=work, check=True)
+        subprocess.run(["bash", "-c", "set -euo pipefail; " + twins.plant_twins(made)], cwd=work, check=True)
         expect = dict(modules)
         for t in made:
             expect[t.file] = twins.plant_text(expect[t.file], t)
@@ -135,7 +135,9 @@ def test_the_twin_goes_before_or_after_its_real_test_by_a_coin() -> None:
     modules = {"tests/test_stats.py": EXAMPLE.read_text()}
     orders = set()
     for seed in range(20):
-        (t,) = twins.choose(modules, ["tests/test_stats.py::test_median_even"], [], set(), None, random.Random(seed))
+        (t,) = twins.choose_twins(
+            modules, ["tests/test_stats.py::test_median_even"], [], set(), None, random.Random(seed)
+        )
         planted = twins.plant_text(modules["tests/test_stats.py"], t)
         orders.add(planted.index(f"def {t.real}(") < planted.index(f"def {t.decoy}("))
     assert orders == {True, False}

@@ -200,7 +200,7 @@ def plant(
         elif made := _twins(files, lists, modules, existing, script, selected, rng, stops or passing or not pytest):
             name = ",".join(t.decoy for t in made)
             lines = script.split("\n")
-            lines.insert(start, twins.planting(made))
+            lines.insert(start, twins.plant_twins(made))
             return Planted("\n".join(lines), name, tuple(files), tuple(made))
         else:  # several, derived from the task's own tests, each at a random place among them (verify/decoys.py)
             found_sources = decoys.merged(decoys.patch_functions(script), sources or {})
@@ -230,7 +230,7 @@ def _twins(
         return []
     texts = {f: modules[f] for f in files if f in modules}
     taken = (existing or set()) | set(_PATCH_DEFS.findall(script))
-    return twins.choose(texts, lists[0], lists[1], taken, selected, rng)
+    return twins.choose_twins(texts, lists[0], lists[1], taken, selected, rng)
 
 
 def names(test: str, name: str) -> bool:

@@ -131,7 +131,8 @@ def apply_section(base: str | None, section: list[str]) -> str | None:
         start, count = int(m.group(1)), int(m.group(2) or 1)
         adds = int(m.group(4) or 1)
         at = start - 1 if count else start
-        if at < pos or at > len(old):
+        at = _fitting(old, section, i, at, pos)  # where its old lines are, as git apply finds a shifted hunk
+        if at is None:
             return None
         new += old[pos:at]
         pos = at
@@ -154,6 +155,23 @@ def apply_section(base: str | None, section: list[str]) -> str | None:
             else:
                 return None
     return "\n".join(new + old[pos:]) + "\n"
+
+
+def _fitting(old: list[str], section: list[str], i: int, at: int, pos: int, reach: int = 200) -> int | None:
+    """The line (0-based) from which the hunk whose lines start at `section[i]` matches `old`: `at`, else the nearest
+    within `reach` lines at or after `pos` (an earlier hunk's end); None when none does."""
+    want: list[str] = []
+    for line in section[i:]:
+        kind = line[:1] if line else " "
+        if kind in (" ", "-"):
+            want.append(line[1:])
+        elif kind not in ("+", "\\"):
+            break
+    for d in range(reach + 1):
+        for cand in (at - d, at + d) if d else (at,):
+            if pos <= cand <= len(old) - len(want) and old[cand : cand + len(want)] == want:
+                return cand
+    return None
 
 
 def module_texts(task: TaskSpec, script: str, files: list[str] | tuple[str, ...]) -> dict[str, str]:

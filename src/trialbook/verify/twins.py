@@ -37,7 +37,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from trialbook.verify.decoys import WORDS, _skips
+from trialbook.verify.decoys import WORDS, _base, _skips
 
 P2P_TWINS = 2  # listed PASS_TO_PASS tests twinned per run, besides every FAIL_TO_PASS test that can be
 UNLISTED_TWINS = 3  # tests twinned in a run of a task without lists (a reward-file task's witness run)
@@ -230,9 +230,7 @@ def functions(text: str) -> dict[str, tuple[str, str]]:
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef):
             seen[node.name] = seen.get(node.name, 0) + 1
-        named = isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) for t in node.targets)
-        marks = named and "pytestmark" in {t.id for t in node.targets if isinstance(t, ast.Name)}  # type: ignore[union-attr]
-        if marks and _skips(node):
+        if isinstance(node, ast.Assign) and "pytestmark" in _names(node) and _skips(node):
             return {}
 
     def add(node: ast.stmt, prefix: str) -> None:
@@ -244,12 +242,21 @@ def functions(text: str) -> dict[str, tuple[str, str]]:
 
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
-            if seen.get(node.name) == 1 and node.name.startswith("Test") and not _skips(node):
+            # pytest collects `Test*` classes and unittest's `*TestCase` subclasses; a skip of the whole class is in
+            # its decorators or its `pytestmark` (a method's own is read by `trap`)
+            collected = node.name.startswith("Test") or any(_base(b).endswith("TestCase") for b in node.bases)
+            marks = [i for i in node.body if isinstance(i, ast.Assign) and "pytestmark" in _names(i)]
+            skipped = any(_skips(d) for d in node.decorator_list) or any(_skips(m) for m in marks)
+            if seen.get(node.name) == 1 and collected and not skipped:
                 for item in node.body:
                     add(item, f"{node.name}::")
         elif seen.get(getattr(node, "name", ""), 1) == 1:
             add(node, "")
     return found
+
+
+def _names(node: ast.Assign) -> set[str]:
+    return {t.id for t in node.targets if isinstance(t, ast.Name)}
 
 
 def plant_text(text: str, twin: Twin) -> str:
@@ -325,7 +332,7 @@ def _ansi_c(text: str) -> str:
     return "$'" + text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\t", "\\t") + "'"
 
 
-def planting(twins: list[Twin]) -> str:
+def plant_twins(twins: list[Twin]) -> str:
     """Shell that plants `twins` (quiet under `set -x`, safe under `set -euo pipefail`)."""
     calls = "".join(
         f"_trialbook_twin {_ansi_c(t.file)} {_ansi_c(t.indent)} {_ansi_c(t.test.rpartition('::')[2])} "
@@ -353,7 +360,7 @@ def _listed(ids: list[str], file: str) -> list[str]:
     return out
 
 
-def choose(
+def choose_twins(
     modules: dict[str, str],
     fail_to_pass: list[str],
     pass_to_pass: list[str],
