@@ -62,6 +62,10 @@ P2P = [
         ("def test_a():\n    assert f(2) == pytest.approx(2.5)\n", True),
         ("def test_a():\n    assert f(2) is True\n", True),
         ("def test_a():\n    assert f(2) == [1, 'b', 3.0]\n", True),
+        ("def test_a():\n    np.testing.assert_allclose(f(2), 0.25)\n", True),
+        ("def test_a(pytester):\n    r = pytester.runpytest()\n    r.stdout.fnmatch_lines(['*1 passed*'])\n", True),
+        ("def test_a():\n    assert_not_equal(f(2), 3)\n", False),
+        ("def test_a():\n    assert_identical(f(2), g(3))\n", False),
         # never when the assertion may not be reached, nor compared with no literal, nor skipped
         ("def test_a():\n    if g():\n        assert f(2) == 3\n", False),
         ("def test_a():\n    if g():\n        return\n    assert f(2) == 3\n", False),
@@ -162,3 +166,6 @@ def test_the_test_patch_is_applied_to_the_image_module() -> None:
     got = apply_section(base, sections["tests/test_a.py"])
     assert got == base + "\n\ndef test_two():\n    assert a.g() == 2\n"
     assert apply_section(base.replace("== 1", "== 5"), sections["tests/test_a.py"]) is None  # context differs
+    # a hunk whose lines moved (sphinx-8459's applies 1 line off): found where its old lines are, as git apply does
+    shifted = "# one\n# two\n" + base
+    assert apply_section(shifted, sections["tests/test_a.py"]) == "# one\n# two\n" + got

@@ -131,7 +131,7 @@ def apply_section(base: str | None, section: list[str]) -> str | None:
         start, count = int(m.group(1)), int(m.group(2) or 1)
         adds = int(m.group(4) or 1)
         at = start - 1 if count else start
-        at = _fitting(old, section, i, at, pos)  # where its old lines are, as git apply finds a shifted hunk
+        at = _fitting(old, section[i:], count, at, pos)  # where its old lines are, as git apply finds a shifted hunk
         if at is None:
             return None
         new += old[pos:at]
@@ -157,11 +157,13 @@ def apply_section(base: str | None, section: list[str]) -> str | None:
     return "\n".join(new + old[pos:]) + "\n"
 
 
-def _fitting(old: list[str], section: list[str], i: int, at: int, pos: int, reach: int = 200) -> int | None:
-    """The line (0-based) from which the hunk whose lines start at `section[i]` matches `old`: `at`, else the nearest
-    within `reach` lines at or after `pos` (an earlier hunk's end); None when none does."""
+def _fitting(old: list[str], hunk: list[str], count: int, at: int, pos: int, reach: int = 200) -> int | None:
+    """The line (0-based) from which the `count` old lines of `hunk` (its lines after its header) match `old`: `at`,
+    else the nearest within `reach` lines at or after `pos` (an earlier hunk's end); None when none does."""
     want: list[str] = []
-    for line in section[i:]:
+    for line in hunk:
+        if len(want) >= count:
+            break
         kind = line[:1] if line else " "
         if kind in (" ", "-"):
             want.append(line[1:])

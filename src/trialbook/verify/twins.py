@@ -117,16 +117,25 @@ def _expected(stmt: ast.stmt) -> tuple[ast.expr, bool] | None:
         return side, _approx(side)
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         call = stmt.value
-        f = call.func
-        if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self"):
-            return None
-        if f.attr not in EQUALS | NEAR or len(call.args) < 2:
+        name = _base(call.func)
+        if name == "fnmatch_lines" and len(call.args) == 1 and isinstance(call.args[0], ast.List | ast.Tuple):
+            return (call.args[0], False) if _literal(call.args[0]) else None  # pytester's ordered line patterns
+        if not _comparing(name) or len(call.args) < 2:
             return None
         first, second = call.args[0], call.args[1]
         if _literal(first) == _literal(second):
             return None
-        return (first if _literal(first) else second), f.attr in NEAR
+        return (first if _literal(first) else second), any(w in name.lower() for w in ("almost", "close", "approx"))
     return None
+
+
+def _comparing(name: str) -> bool:
+    """An assertion helper that compares its first two arguments for equality (`assertEqual`, numpy's
+    `assert_array_equal`, `assert_allclose`, xarray's `assert_identical`), never one that negates or orders."""
+    low = name.lower()
+    if name in EQUALS | NEAR:
+        return True
+    return low.startswith("assert") and any(w in low for w in ("equal", "close", "identical")) and "not" not in low
 
 
 def _exits(stmt: ast.stmt) -> bool:
