@@ -5,15 +5,30 @@ capabilities, as every other process of the verifier. So it could signal, ptrace
 (/proc/<pid>/mem) of test.sh's shell after it, write the reward file itself, and change what test.sh runs after the
 tests (`core.fsmonitor` in .git/config, hooks). A rule per trick does not converge; a uid boundary does.
 
+Install and build steps too: SWE-bench's eval scripts re-install the repository (`pip install -e .`) before the test
+command, and setuptools imports the working tree's code then (a setup.py that imports the package, `version = attr:`).
+As root, that code read the staged test.sh (canaries, nonces, the hidden test patch) and replaced the setpriv the
+prologue had probed once. So nothing of the agent runs with more privilege than the test run: each install or build
+step (`_is_build_command`) runs as the same uid, into an install prefix of its own that only its python reads (the
+image's environment stays root's, so root's python after the tests reads no .pth file the agent's code wrote), and
+the programs root runs here are resolved once on the system's PATH before anything of that uid ran, called by that
+path and checked when used.
+
 How (`separate`): every test command of the staged test.sh (a command that runs a test runner or names a test module
-or folder: `find_test_commands`) is prefixed with a shell function defined at the script's top. For each run it
+or folder: `find_test_commands`) is prefixed with a shell function defined at the script's top, every install or
+build step with its twin (BUILD_FUNCTION: no test markers, no junit report, its status under a `build` marker). For
+each run it
 - gives the working tree (the nearest folder holding `.git` above the command's directory) to TESTS_UID: every file
   and folder but the top `.git` (the repository's configuration and hooks, which root's later `git` reads) and files
   with more than one link (a hard link to a file outside the tree); the top folder itself stays root's and is made
   sticky and world-writable while the command runs (new files there, such as `.pytest_cache`, work; the tests can
   neither remove nor rename the root-owned `.git`; git's ownership check still sees root's repository);
+- while a test command runs, makes the top `.git` mode 0700 (root's: the repository's history, which holds the
+  unmodified tests, is not the tests' to read);
 - runs the command as TESTS_UID:TESTS_UID, no supplementary groups, no capabilities (inheritable, ambient and bounding
-  sets cleared), no new privileges (`setpriv`; else the image's python3 does the same by syscalls);
+  sets cleared), no new privileges (`setpriv`; else the image's python3, `-I -S`, does the same by syscalls), with a
+  HOME and an install prefix of its own (`PIP_PREFIX`, `PIP_IGNORE_INSTALLED`, `PIP_NO_DEPS`; HOOK, named by
+  PYTHONPATH, makes the prefix a site folder of that uid's python);
 - kills every process of TESTS_UID when the command returns (nothing of the tests outlives it);
 - removes any reward file the tests' uid left in /logs/verifier (that folder is sticky and world-writable while the
   tests run, so a test runner may write its own reports there, such as Harbor's ctrf.json; root's write after it then
