@@ -132,7 +132,9 @@ def _copy(tasks: Path, shape: str, name: str, solve: str | None) -> None:
     elif shape in SWEBENCH:
         _swebench(task)
     toml = (task / "task.toml").read_text()
-    toml = toml.replace("[verifier]\ntimeout_sec = 60", f'[verifier]\ntimeout_sec = 20\nisolation = "{isolation}"')
+    timeout = 90 if shape in SWEBENCH else 20  # a re-install (seconds on a loaded machine), and a witness run beside
+    verifier = f'[verifier]\ntimeout_sec = {timeout}\nisolation = "{isolation}"'
+    toml = toml.replace("[verifier]\ntimeout_sec = 60", verifier)
     (task / "task.toml").write_text(toml + f"disk_mb = {DISK_MB}\n")
 
 
