@@ -7,6 +7,7 @@ import subprocess
 import pytest
 
 from trialbook.verify.privilege import (
+    BUILD_FUNCTION,
     FUNCTION,
     Reading,
     exit_contradicts_log,
@@ -37,6 +38,39 @@ from trialbook.verify.privilege import (
 )
 def test_the_test_commands_of_each_shape(script: str, found: list[tuple[int, int]]) -> None:
     assert find_test_commands(script) == found
+
+
+@pytest.mark.parametrize(
+    ("script", "found"),
+    [
+        # SWE-bench's eval scripts re-install the repository before the test command: its setup.py runs
+        ("python -m pip install -e .\npython -m pip install -v --no-use-pep517 --no-build-isolation -e .\n",
+         [(0, 0), (1, 0)]),
+        ("python setup.py install\npython3 setup.py build_ext --inplace\n", [(0, 0), (1, 0)]),
+        ("pip install -e .[test]\nuv pip install -e .\nenv FOO=1 make -j2\n", [(0, 0), (1, 0), (2, 0)]),
+        ("cd /testbed && python -m pip install . && pytest tests/\n", [(0, 15)]),
+        ("python -m build\npoetry install\n./configure --prefix=/usr\n", [(0, 0), (1, 0), (2, 0)]),
+        # not installs: a test command, the harness's own grader, git, a pip that only lists
+        ("pytest tests/\npython3 /tests/grade.py log\ngit apply -v -\npip list\npip freeze\n", []),
+    ],
+)  # fmt: skip
+def test_the_install_and_build_steps_of_each_shape(script: str, found: list[tuple[int, int]]) -> None:
+    assert find_test_commands(script, build=True) == found
+
+
+def test_an_install_runs_through_the_build_function_and_prints_no_test_run(tmp_path) -> None:
+    """An install step gets the prologue and the same uid (BUILD_FUNCTION), and /tests is hidden from it even when no
+    test command is found; its marker is a `build` status, never a test run of `Reading.runs`."""
+    sep = separate("#!/bin/bash\ncd /testbed\npython -m pip install -e . && pytest tests/\n", "n")
+    assert (sep.commands, sep.builds) == (1, 1)
+    assert f"{BUILD_FUNCTION} python -m pip install -e . && {FUNCTION} pytest tests/" in sep.script
+    only = separate("#!/bin/bash\npython setup.py develop\nbash run_tests.sh\n", "n")
+    assert (only.commands, only.builds) == (0, 1) and "chmod 700 /tests" in staging(only)
+    _, reading = read_markers("@@trialbook-tests-n@@ left 1\n@@trialbook-tests-n@@ build 1 setpriv\n", "n")
+    assert (reading.builds, reading.runs, reading.left) == ([1], [], 1)
+    path = tmp_path / "t.sh"
+    path.write_text(sep.script)
+    assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0
 
 
 def test_a_separated_script_runs_its_command_through_the_function_and_keeps_bash_valid(tmp_path) -> None:

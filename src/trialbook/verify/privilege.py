@@ -5,15 +5,30 @@ capabilities, as every other process of the verifier. So it could signal, ptrace
 (/proc/<pid>/mem) of test.sh's shell after it, write the reward file itself, and change what test.sh runs after the
 tests (`core.fsmonitor` in .git/config, hooks). A rule per trick does not converge; a uid boundary does.
 
+Install and build steps too: SWE-bench's eval scripts re-install the repository (`pip install -e .`) before the test
+command, and setuptools imports the working tree's code then (a setup.py that imports the package, `version = attr:`).
+As root, that code read the staged test.sh (canaries, nonces, the hidden test patch) and replaced the setpriv the
+prologue had probed once. So nothing of the agent runs with more privilege than the test run: each install or build
+step (`_is_build_command`) runs as the same uid, into an install prefix of its own that only its python reads (the
+image's environment stays root's, so root's python after the tests reads no .pth file the agent's code wrote), and
+the programs root runs here are resolved once on the system's PATH before anything of that uid ran, called by that
+path and checked when used.
+
 How (`separate`): every test command of the staged test.sh (a command that runs a test runner or names a test module
-or folder: `find_test_commands`) is prefixed with a shell function defined at the script's top. For each run it
+or folder: `find_test_commands`) is prefixed with a shell function defined at the script's top, every install or
+build step with its twin (BUILD_FUNCTION: no test markers, no junit report, its status under a `build` marker). For
+each run it
 - gives the working tree (the nearest folder holding `.git` above the command's directory) to TESTS_UID: every file
   and folder but the top `.git` (the repository's configuration and hooks, which root's later `git` reads) and files
   with more than one link (a hard link to a file outside the tree); the top folder itself stays root's and is made
   sticky and world-writable while the command runs (new files there, such as `.pytest_cache`, work; the tests can
   neither remove nor rename the root-owned `.git`; git's ownership check still sees root's repository);
+- while a test command runs, makes the top `.git` mode 0700 (root's: the repository's history, which holds the
+  unmodified tests, is not the tests' to read);
 - runs the command as TESTS_UID:TESTS_UID, no supplementary groups, no capabilities (inheritable, ambient and bounding
-  sets cleared), no new privileges (`setpriv`; else the image's python3 does the same by syscalls);
+  sets cleared), no new privileges (`setpriv`; else the image's python3, `-I -S`, does the same by syscalls), with a
+  HOME and an install prefix of its own (`PIP_PREFIX`, `PIP_IGNORE_INSTALLED`, `PIP_NO_DEPS`; HOOK, named by
+  PYTHONPATH, makes the prefix a site folder of that uid's python);
 - kills every process of TESTS_UID when the command returns (nothing of the tests outlives it);
 - removes any reward file the tests' uid left in /logs/verifier (that folder is sticky and world-writable while the
   tests run, so a test runner may write its own reports there, such as Harbor's ctrf.json; root's write after it then
@@ -45,6 +60,7 @@ from trialbook.verify.channels import REPORT_LIMIT
 TESTS_UID = 60999  # the test command's uid and gid (no name in the image's /etc/passwd is needed)
 TESTS_USER = "trialbook-tests"  # its USER / LOGNAME (getpass, pytest's tmp_path base folder)
 FUNCTION = "__trialbook_tests"
+BUILD_FUNCTION = "__trialbook_build"  # an install or build step of the working tree: the same uid, no test markers
 LOG_DIR = "/logs/verifier"
 # a test runner as a program, a module run with `-m`, or a script of the repository's own
 RUNNERS = frozenset(("pytest", "py.test", "tox", "nox", "nosetests", "nose2", "trial", "runtests.py", "test"))
@@ -56,6 +72,12 @@ INTERPRETER = re.compile(r"python[\d.]*|pypy[\d.]*")
 TEST_FILE = re.compile(r"(test_.*|.*_tests?|tests)\.py")
 TEST_DIR = re.compile(r"(\./)?(tests?|testing)(/.*)?")
 # shell words after which a command starts (`if pytest ...; then`)
+# an install or build step: it runs the working tree's code (setup.py, a build backend importing the package,
+# a Makefile), so it runs as the tests' uid too (`_is_build_command`)
+INSTALLERS = frozenset(("pip", "pip3", "uv", "poetry", "pdm", "pipenv", "conda", "mamba", "micromamba", "hatch"))
+INSTALL_VERBS = frozenset(("install", "develop", "sync", "wheel", "build"))
+BUILDERS = frozenset(("make", "gmake", "cmake", "meson", "ninja", "configure", "setup.py"))
+PIP_PROGRAM = re.compile(r"pip[\d.]*")
 KEYWORDS = frozenset(("if", "then", "else", "elif", "while", "until", "do", "!", "{", "time"))
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=\S*")
 NOT_SEPARATED = "tests_not_separated"  # no test command found in test.sh, or no way to drop root: it ran as root
@@ -69,6 +91,7 @@ class Separated:
     nonce: str  # the markers' nonce
     commands: int  # how many test commands run unprivileged (0: none was found)
     tests_readable: bool  # whether a test command names /tests (its files then stay readable)
+    builds: int = 0  # how many install or build steps run unprivileged too
 
 
 @dataclass
@@ -83,6 +106,7 @@ class Reading:
     # each pytest run's junit report as root read it (None: absent) and its exit status (verify/channels.py)
     reports: list[str | None] = field(default_factory=list)
     report_exits: list[int] = field(default_factory=list)
+    builds: list[int] = field(default_factory=list)  # each install or build step's exit status (run as that uid)
 
 
 def _is_test_command(argv: list[str]) -> bool:
@@ -103,6 +127,31 @@ def _is_test_command(argv: list[str]) -> bool:
             return True
         if name.endswith(".py") and "::" in word:
             return True
+    return False
+
+
+def _is_build_command(argv: list[str]) -> bool:
+    """Whether a simple command's words install or build the working tree: `pip install`, `python -m pip install`,
+    `uv pip install`, `poetry install`, `python setup.py <anything>`, `make`, a `./configure` (a test command is
+    never one)."""
+    if not argv or _is_test_command(argv):
+        return False
+    program = PurePosixPath(argv[0]).name
+    args = argv[1:]
+    if program in LAUNCHERS and program not in INSTALLERS:  # `env FOO=1 pip install .`, `timeout 600 make`
+        rest = [w for w in args if not ASSIGNMENT.fullmatch(w) and not w.startswith("-")]
+        return bool(rest) and _is_build_command(args[args.index(rest[0]) :])
+    if program in BUILDERS:
+        return True
+    if PIP_PROGRAM.fullmatch(program) or program in INSTALLERS:
+        return any(w in INSTALL_VERBS for w in args)
+    if INTERPRETER.fullmatch(program):
+        if any(PurePosixPath(w).name == "setup.py" for w in args):
+            return True
+        if "-m" in args and args.index("-m") + 1 < len(args):
+            module = args[args.index("-m") + 1]
+            later = args[args.index("-m") + 2 :]
+            return module == "build" or (module in ("pip", "uv") and any(w in INSTALL_VERBS for w in later))
     return False
 
 
@@ -164,9 +213,11 @@ def _command_start(text: str, start: int) -> tuple[int, list[str]] | None:
     return (i, argv) if argv else None
 
 
-def find_test_commands(script: str) -> list[tuple[int, int]]:
-    """(line index, column) of each test command's program in `script`, outside heredocs; a command on a continued
-    line is found only when it starts on the first physical line."""
+def find_test_commands(script: str, build: bool = False) -> list[tuple[int, int]]:
+    """(line index, column) of each test command's program in `script` (`build`: of each install or build step,
+    `_is_build_command`), outside heredocs; a command on a continued line is found only when it starts on the first
+    physical line."""
+    wanted = _is_build_command if build else _is_test_command
     lines = script.split("\n")
     found = []
     for index, text in commands(script):
@@ -178,7 +229,7 @@ def find_test_commands(script: str) -> list[tuple[int, int]]:
             col, argv = got
             if argv[0] in ("exec", "eval", "source", ".") or col >= len(first):
                 continue
-            if _is_test_command(argv):
+            if wanted(argv):
                 found.append((index, col))
     return found
 
@@ -193,36 +244,91 @@ COUNT_AND_KILL = (
 )
 
 
+SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+# the programs root runs in the prologue and the function: resolved once on SYSTEM_PATH before anything of the tests'
+# uid ran, called by that path, and checked again each time (`__tb_ok`: a root-owned file in a root-owned folder)
+TOOLS = ("setpriv", "python3", "env", "find", "chown", "chmod", "stat", "mktemp", "mkdir", "rm")
+# Imported by every python of the tests' uid (PYTHONPATH names its folder, root's and read-only): the uid's own
+# install prefix as a site folder (its .pth files read), then the image's own sitecustomize, which this one shadows
+HOOK = """# trialbook (verify/privilege.py): the tests' uid's install prefix, a site folder of its python only
+import os as _os, site as _site, sys as _sys
+_d = "%s/lib/python%%d.%%d/site-packages" %% _sys.version_info[:2]
+try:
+    _os.makedirs(_d, exist_ok=True)
+    _site.addsitedir(_d)
+    import importlib.machinery as _m, importlib.util as _u
+    _here = _os.path.dirname(_os.path.abspath(__file__))
+    _s = _m.PathFinder.find_spec("sitecustomize", [p for p in _sys.path if p and _os.path.abspath(p) != _here])
+    if _s is not None and _s.loader is not None:
+        _s.loader.exec_module(_u.module_from_spec(_s))
+except Exception:
+    pass
+"""
+
+
 def _prologue(nonce: str) -> str:
-    """The function a test command is run through (see the module's docstring), and how the image lets root drop its
-    privileges. Quiet under `set -x` and safe under `set -euo pipefail`: what it does is the harness's, not the
-    task's log."""
+    """The functions an install or build step and a test command are run through (see the module's docstring), and
+    how the image lets root drop its privileges. Quiet under `set -x` and safe under `set -euo pipefail`: what it
+    does is the harness's, not the task's log."""
     u = TESTS_UID
-    drop = f"setpriv --reuid={u} --regid={u} --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs"
+    drop = f"--reuid={u} --regid={u} --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs"
     # the same by syscalls, for an image without util-linux's setpriv (prctl 24: PR_CAPBSET_DROP, 38:
-    # PR_SET_NO_NEW_PRIVS; setuid from root to another uid clears the permitted and effective sets)
+    # PR_SET_NO_NEW_PRIVS; setuid from root to another uid clears the permitted and effective sets); run with -I -S:
+    # root's python reads no PYTHON* variable, no site folder and no .pth file before it drops
     py = (
         "import ctypes,os,sys\nc=ctypes.CDLL(None,use_errno=True)\n[c.prctl(24,n,0,0,0) for n in range(64)]\n"
-        f"c.prctl(38,1,0,0,0)\nos.setgroups([])\nos.setgid({u})\nos.setuid({u})\nos.execvp(sys.argv[1],sys.argv[1:])"
+        f"c.prctl(38,1,0,0,0)\nos.setgroups([])\nos.setgid({u})\nos.setuid({u})\nos.execv(sys.argv[1],sys.argv[1:])"
     )
     reward_paths = " ".join(f"{LOG_DIR}/{f}" for f in REWARD_FILES)
     mark = f"@@trialbook-tests-{nonce}@@"
+    tools = " ".join(TOOLS)
     return f"""{{ __tb_x=$-; set +x; }} 2>/dev/null
-__tb_as=
+__tb_as= __tb_py=
+for __tb_t in {tools}; do
+  __tb_p=$(PATH={SYSTEM_PATH} command -v "$__tb_t" 2>/dev/null) || __tb_p=
+  case $__tb_p in /*) ;; *) __tb_p= ;; esac
+  eval "__tb_$__tb_t=\\$__tb_p"
+done
+__tb_ok() {{ [ -n "$1" ] && [ -f "$1" ] && [ -O "$1" ] && [ -O "${{1%/*}}" ]; }}
+__tb_sys() {{  # a tool as resolved at the start, refused when it is no longer root's
+  local __tb_p; eval "__tb_p=\\${{__tb_$1:-}}"; shift
+  if __tb_ok "$__tb_p"; then "$__tb_p" "$@"; else return 126; fi
+}}
 if [ "${{EUID:-1}}" = 0 ]; then
-  if command -v setpriv >/dev/null 2>&1 && {drop} true 2>/dev/null; then __tb_as=setpriv
-  elif command -v python3 >/dev/null 2>&1 && python3 -c {shlex.quote(py)} true 2>/dev/null; then __tb_as=python3
+  if __tb_ok "$__tb_setpriv" && __tb_ok "$__tb_env" && "$__tb_setpriv" {drop} -- "$__tb_env" true 2>/dev/null
+  then __tb_as=setpriv
+  elif __tb_ok "$__tb_python3" && __tb_ok "$__tb_env" && "$__tb_python3" -I -S -c {shlex.quote(py)} "$__tb_env" true \\
+    2>/dev/null; then __tb_as=python3
   fi
 fi
-__tb_drop() {{  # a HOME of its own (root's is not readable to it); git trusts the tree it was handed
-  set -- env HOME="${{__tb_home:-/tmp}}" USER={TESTS_USER} LOGNAME={TESTS_USER} GIT_CONFIG_COUNT=1 \
+if [ -n "$__tb_as" ] && __tb_py=$(__tb_sys mktemp -d /tmp/tb-py.XXXXXX 2>/dev/null); then
+  # root's folder for the uid's python: its install prefix and HOME (the uid's), the hook (root's, read-only)
+  {{ __tb_sys chmod 755 "$__tb_py" && __tb_sys mkdir "$__tb_py/hook" "$__tb_py/prefix" "$__tb_py/home" &&
+    printf {shlex.quote(HOOK)} "$__tb_py/prefix" > "$__tb_py/hook/sitecustomize.py" &&
+    __tb_sys chmod 755 "$__tb_py/hook" && __tb_sys chmod 644 "$__tb_py/hook/sitecustomize.py" &&
+    __tb_sys chown {u}:{u} "$__tb_py/prefix" "$__tb_py/home"; }} 2>/dev/null || __tb_py=
+fi
+__tb_drop() {{  # as the tests' uid: a HOME and an install prefix of its own; git trusts the tree it was handed
+  {{ local __tb_z=$-; set +x; }} 2>/dev/null
+  set -- HOME="${{__tb_py:-/tmp}}${{__tb_py:+/home}}" USER={TESTS_USER} LOGNAME={TESTS_USER} GIT_CONFIG_COUNT=1 \\
     GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*' "$@"
-  if [ "$__tb_as" = setpriv ]; then {drop} -- "$@"
-  else python3 -c {shlex.quote(py)} "$@"; fi
+  [ -n "$__tb_py" ] && set -- PYTHONPATH="$__tb_py/hook${{PYTHONPATH:+:$PYTHONPATH}}" PIP_PREFIX="$__tb_py/prefix" \\
+    PIP_IGNORE_INSTALLED=1 PIP_NO_DEPS=1 PIP_NO_WARN_SCRIPT_LOCATION=1 PATH="$__tb_py/prefix/bin:$PATH" "$@"
+  if [ "$__tb_as" = setpriv ] && __tb_ok "$__tb_setpriv" && __tb_ok "$__tb_env"; then
+    case $__tb_z in *x*) set -x ;; esac
+    "$__tb_setpriv" {drop} -- "$__tb_env" "$@"
+  elif [ "$__tb_as" = python3 ] && __tb_ok "$__tb_python3" && __tb_ok "$__tb_env"; then
+    case $__tb_z in *x*) set -x ;; esac
+    "$__tb_python3" -I -S -c {shlex.quote(py)} "$__tb_env" "$@"
+  else printf 'trialbook: %s is no longer the one found at the start: not run\\n' "$__tb_as" >&2; return 126
+  fi
 }}
-{FUNCTION}() {{
+{BUILD_FUNCTION}() {{ __tb_run build "$@"; }}
+{FUNCTION}() {{ __tb_run test "$@"; }}
+__tb_run() {{
   {{ __tb_y=$-; set +x; }} 2>/dev/null
-  printf '\\n{mark} start %s\\n' "${{__tb_as:-root}}"
+  __tb_kind=$1; shift
+  [ "$__tb_kind" = test ] && printf '\\n{mark} start %s\\n' "${{__tb_as:-root}}"
   __tb_rc=0
   if [ -n "$__tb_as" ]; then
     __tb_top=$PWD
@@ -230,16 +336,21 @@ __tb_drop() {{  # a HOME of its own (root's is not readable to it); git trusts t
       __tb_top=${{__tb_top%/*}}; __tb_top=${{__tb_top:-/}}
     done
     [ "$__tb_top" = / ] && __tb_top=$PWD
-    __tb_mode=
+    __tb_mode= __tb_git=
     case $__tb_top in
       /|/bin|/boot|/dev|/etc|/lib*|/proc|/root|/sbin|/sys|/usr|/var|/tmp|/tests|/logs|/logs/*) ;;
-      *) find "$__tb_top" -xdev -path "$__tb_top/.git" -prune -o ! -path "$__tb_top" \\( -type d -o -links 1 \\) \\
-           -exec chown -h {u}:{u} {{}} + 2>/dev/null || :
-         __tb_mode=$(stat -c %a "$__tb_top" 2>/dev/null) || __tb_mode=755
-         chmod 1777 "$__tb_top" 2>/dev/null || : ;;
+      *) __tb_sys find "$__tb_top" -xdev -path "$__tb_top/.git" -prune -o ! -path "$__tb_top" \\
+           \\( -type d -o -links 1 \\) -exec "$__tb_chown" -h {u}:{u} {{}} + 2>/dev/null || :
+         __tb_mode=$(__tb_sys stat -c %a "$__tb_top" 2>/dev/null) || __tb_mode=755
+         __tb_sys chmod 1777 "$__tb_top" 2>/dev/null || :
+         # the repository's history is root's alone while tests run (the unmodified tests are in it)
+         if [ "$__tb_kind" = test ] && [ -d "$__tb_top/.git" ] && [ ! -L "$__tb_top/.git" ]; then
+           __tb_git=$(__tb_sys stat -c %a "$__tb_top/.git" 2>/dev/null) && __tb_sys chmod 700 "$__tb_top/.git" \\
+             2>/dev/null || __tb_git=
+         fi ;;
     esac
-    __tb_home=$(mktemp -d /tmp/tb-home.XXXXXX 2>/dev/null) && chown {u}:{u} "$__tb_home" 2>/dev/null || __tb_home=/tmp
     __tb_rep= __tb_pytest= __tb_prev=
+    [ "$__tb_kind" = test ] || __tb_pytest=no
     for __tb_w in "$@" ${{PYTEST_ADDOPTS:-}}; do  # a pytest run without a junit report of its own (verify/channels.py)
       case $__tb_w in
         --junitxml*|--junit-xml*|no:junitxml|-pno:junitxml) __tb_pytest=no; break ;;
@@ -248,16 +359,17 @@ __tb_drop() {{  # a HOME of its own (root's is not readable to it); git trusts t
       [ "$__tb_prev" = -m ] && [ "$__tb_w" = pytest ] && __tb_pytest=${{__tb_pytest:-yes}}
       __tb_prev=$__tb_w
     done
-    if [ "$__tb_pytest" = yes ] && __tb_rep=$(mktemp -d /tmp/tb-rep.XXXXXX 2>/dev/null); then
-      chown {u}:{u} "$__tb_rep" 2>/dev/null || :
-      set -- env PYTEST_ADDOPTS="${{PYTEST_ADDOPTS:+$PYTEST_ADDOPTS }}--junitxml=$__tb_rep/junit.xml" "$@"
+    if [ "$__tb_pytest" = yes ] && __tb_rep=$(__tb_sys mktemp -d /tmp/tb-rep.XXXXXX 2>/dev/null); then
+      __tb_sys chown {u}:{u} "$__tb_rep" 2>/dev/null || :
+      set -- PYTEST_ADDOPTS="${{PYTEST_ADDOPTS:+$PYTEST_ADDOPTS }}--junitxml=$__tb_rep/junit.xml" "$@"
     else __tb_rep=
     fi
     case $__tb_y in *x*) set -x ;; esac
     __tb_drop "$@" && __tb_rc=0 || __tb_rc=$?
     {{ set +x; }} 2>/dev/null
-    __tb_left=$(__tb_drop sh -c {shlex.quote(COUNT_AND_KILL)} 2>/dev/null) || __tb_left=
+    __tb_left=$(__tb_drop /bin/sh -c {shlex.quote(COUNT_AND_KILL)} 2>/dev/null) || __tb_left=
     printf '\\n{mark} left %s\\n' "${{__tb_left:-0}}"
+    [ -n "$__tb_git" ] && {{ __tb_sys chmod "$__tb_git" "$__tb_top/.git" 2>/dev/null || :; }}
     if [ -n "$__tb_rep" ]; then  # read by root once nothing of the tests runs, with the shell's builtins only
       __tb_f="$__tb_rep/junit.xml"
       if [ -f "$__tb_f" ] && [ ! -L "$__tb_f" ]; then
@@ -265,12 +377,12 @@ __tb_drop() {{  # a HOME of its own (root's is not readable to it); git trusts t
         printf '\\n{mark} report %s\\n%s\\n{mark} report-end\\n' "$__tb_rc" "$__tb_xml"; __tb_xml=
       else printf '\\n{mark} report %s\\n\\n{mark} report-missing\\n' "$__tb_rc"
       fi
-      rm -rf -- "$__tb_rep"
+      __tb_sys rm -rf -- "$__tb_rep"
     fi
-    [ -n "$__tb_mode" ] && {{ chmod "$__tb_mode" "$__tb_top" 2>/dev/null || :; }}
+    [ -n "$__tb_mode" ] && {{ __tb_sys chmod "$__tb_mode" "$__tb_top" 2>/dev/null || :; }}
     for __tb_f in {reward_paths}; do
       if [ -L "$__tb_f" ] || {{ [ -e "$__tb_f" ] && [ ! -O "$__tb_f" ]; }}; then
-        rm -f -- "$__tb_f"; printf '\\n{mark} reward %s\\n' "${{__tb_f##*/}}"
+        __tb_sys rm -rf -- "$__tb_f"; printf '\\n{mark} reward %s\\n' "${{__tb_f##*/}}"
       fi
     done
   else
@@ -278,7 +390,9 @@ __tb_drop() {{  # a HOME of its own (root's is not readable to it); git trusts t
     "$@" && __tb_rc=0 || __tb_rc=$?
     {{ set +x; }} 2>/dev/null
   fi
-  printf '\\n{mark} end %s %s\\n' "$__tb_rc" "${{__tb_as:-root}}"
+  if [ "$__tb_kind" = test ]; then printf '\\n{mark} end %s %s\\n' "$__tb_rc" "${{__tb_as:-root}}"
+  else printf '\\n{mark} build %s %s\\n' "$__tb_rc" "${{__tb_as:-root}}"
+  fi
   case $__tb_y in *x*) set -x ;; esac
   return $__tb_rc
 }}
@@ -287,24 +401,28 @@ case $__tb_x in *x*) set -x ;; esac
 
 
 def separate(script: str, nonce: str) -> Separated:
-    """`script` with each test command run through FUNCTION (the module's docstring), its definition put after the
-    shebang; unchanged but for the prologue when none is found (then it prints no markers)."""
+    """`script` with each test command run through FUNCTION and each install or build step through BUILD_FUNCTION
+    (the module's docstring), their definitions put after the shebang; unchanged but for the prologue when neither is
+    found (then it prints no markers)."""
     found = find_test_commands(script)
+    builds = find_test_commands(script, build=True)
     lines = script.split("\n")
     named_tests = False
-    for index, col in sorted(found, reverse=True):
+    for index, col, function in sorted([*((i, c, FUNCTION) for i, c in found),
+                                        *((i, c, BUILD_FUNCTION) for i, c in builds)], reverse=True):  # fmt: skip
         line = lines[index]
-        named_tests = named_tests or any(w == "/tests" or w.startswith("/tests/") for w in words(line[col:]))
-        lines[index] = f"{line[:col]}{FUNCTION} {line[col:]}"
+        if function == FUNCTION:
+            named_tests = named_tests or any(w == "/tests" or w.startswith("/tests/") for w in words(line[col:]))
+        lines[index] = f"{line[:col]}{function} {line[col:]}"
     named_tests = named_tests or re.search(r"\bcd\s+/tests\b", script) is not None
     head = 1 if lines and lines[0].startswith("#!") else 0
-    body = "\n".join([*lines[:head], _prologue(nonce) if found else "", *lines[head:]])
-    return Separated(body, nonce, len(found), named_tests)
+    body = "\n".join([*lines[:head], _prologue(nonce) if found or builds else "", *lines[head:]])
+    return Separated(body, nonce, len(found), named_tests, len(builds))
 
 
 def staging(separated: Separated | None) -> str:
     """Shell (run as root before test.sh) that makes /tests root's own and /logs/verifier writable but sticky."""
-    if separated is None or not separated.commands:
+    if separated is None or not (separated.commands or separated.builds):
         return ""
     secrets = "chmod 600 /tests/test.sh /tests/config.json 2>/dev/null"
     tests = secrets if separated.tests_readable else "chmod 700 /tests"
@@ -338,6 +456,9 @@ def read_markers(log: str, nonce: str) -> tuple[str, Reading]:
                 reading.how.append(how or "root")
             reading.runs.append((int(status) if status.isdigit() else -1, "\n".join(kept if span is None else span)))
             span = None
+        elif kind == "build":  # an install or build step's status (no test run: not in `runs`)
+            status = arg.strip().partition(" ")[0]
+            reading.builds.append(int(status) if status.isdigit() else -1)
         elif kind == "left":
             reading.left += int(arg.strip()) if arg.strip().isdigit() else 0
         elif kind == "reward":
