@@ -58,7 +58,7 @@ def test_two_hundred_trials_in_flight_each_recorded_once(tmp_path: Path) -> None
     n = 200
     config = RunConfig(
         tasks_dir=str(tmp_path / "tasks"), agent="cmd", agent_options={"command": "sleep 2"}, attempts=n,
-        concurrency=n, runs_dir=str(tmp_path / "runs"), retries=0,
+        concurrency=n, runs_dir=str(tmp_path / "runs"), retries=0, stop_after_errors=0,
     )  # fmt: skip
     backend = FakeSleepBackend()
     ledger = Ledger(str(tmp_path / "ledger.db"))

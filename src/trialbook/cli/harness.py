@@ -47,6 +47,14 @@ Multiplier = Annotated[
 ]
 
 
+def _unit(param: typer.CallbackParam, value: float | None) -> float | None:
+    """A finite number from 0 to 1 (Click's range would answer inf with its usage text, not one line)."""
+    finite(param, value)
+    if value is not None and not 0 <= value <= 1:
+        raise UserError(f"{param.opts[0]} must be from 0 to 1, not {value:g}")
+    return value
+
+
 def _finish(ledger: Ledger, name: str, tally: Tally, as_json: bool) -> None:
     extra = " (stopped at --deadline; stragglers recorded incomplete)" if tally.deadline_hit else ""
     if tally.folder_warnings:
@@ -189,9 +197,7 @@ def run_cmd(
     ] = None,  # fmt: skip
     top_p: Annotated[
         float | None,
-        typer.Option(
-            "--top-p", min=0, max=1, callback=finite, help=f"mini: nucleus sampling [default: {MINI.top_p:g}]."
-        ),
+        typer.Option("--top-p", callback=_unit, help=f"mini: nucleus sampling, 0 to 1 [default: {MINI.top_p:g}]."),
     ] = None,  # fmt: skip
     seed: Annotated[
         int | None,

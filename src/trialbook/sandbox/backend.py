@@ -76,6 +76,7 @@ class Box(Protocol):
     disk_limit: int
     removed: bool
     channel: Any  # a command channel (sandbox/channel.py) or None: the verifier's run is then a trusted exec
+    attempt: int | None  # the trial's attempt, on the agent's box (an agent's per-attempt seed derives from it)
 
     def exec(
         self, cmd: list[str], timeout: float, env: dict[str, str] | None = None, workdir: str | None = None,
@@ -169,6 +170,7 @@ class BoxBase:
         self.disk_limit = 0
         self.removed = False
         self.channel: Any = None  # no command channel: the verifier runs as a trusted exec
+        self.attempt: int | None = None
         self.reported: tuple[dict[str, int], set[str]] | None = None
 
     # the six calls a backend implements
