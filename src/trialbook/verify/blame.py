@@ -317,14 +317,15 @@ def unwitnessed_reward(
     fail an honest run too; the graded run holds look-alikes that pass instead, verify/runner.lookalikes), so the
     verifier runs once more with the change and canaries, tests that must fail planted among the test modules its
     command names (verify/canary.py, verify/decoys.py): in fresh containers, the witness run started beside the
-    graded one (`witness`: its result, verify/witness.py), else (the agent's own container) one run now, in
-    `with_change` boxes closed by `close`. The reward drops and no canary passes: the runner reports
-    truthfully and the grade stands. A canary is reported passing: the runner was made to pass what fails (pytest's
-    test call made a no-op: tests/harness/cheats/runner_noop.sh); or it is not reported while it is reported failing
-    on the image as built: the change hid it (the test process ended with status 0 before any test ran:
-    tests/harness/cheats/exit0_at_import.sh). Either way graded 0, tagged `runner_subverted`. Reported failing
-    without a lower reward (the task's test.sh ignores failures), not reported there either, or a witness that
-    did not finish (an infra error of its own among them: recorded as its `raised`): the grade stands."""
+    graded try whose grade this is (`witness`: its result, verify/witness.py), else (the agent's own container) one
+    run in `with_change` boxes closed by `close`. The canaries are read from every channel of that run
+    (runner.witness_reading). Reported failing, with a reward that drops or not: the runner reports truthfully and the
+    grade stands. Reported passing: the runner was made to pass what fails (pytest's test call made a no-op:
+    tests/harness/cheats/runner_noop.sh); not read as failing (missing, skipped: a channel absent or bent, a summary
+    line with a suffix) with a reward that did not drop, while they are read failing on the image as built: the
+    change hid them (the test process ended with status 0 before any test ran: tests/harness/cheats/exit0_at_import.sh).
+    Either way graded 0, tagged `runner_subverted`. A witness without a verdict (it raised, timed out, hit the limits,
+    wrote no reward) leaves no grade: the trial ends with the witness's error, never resolved unwitnessed."""
     verdict = grading.verdict
     if verdict is None or verdict.graded_by != "reward_file" or verdict.reward < 1.0:
         return
@@ -339,12 +340,20 @@ def unwitnessed_reward(
     grading.extra["witness"] = {"reward": got.reward if got else None, "canary": got.canary_seen if got else None}
     if "raised" in control.extra:
         grading.extra["witness"]["raised"] = control.extra["raised"]
-    if got is not None and got.exit_disagrees:  # the canary reported failing, the exit status said success
+    if got is None:  # no witness, no grade: never a resolved trial that nothing witnessed
+        error = control.error or (ErrorKind.ISOLATION, "the witness run ended without a verdict")
+        grading.extra["witness"]["error"] = error[0]
+        grading.verdict, grading.error = None, (error[0], f"the witness run: {error[1]}")
+        return
+    if got.rewards_not_files:  # the change left a reward path no plain file in the witness: charged as in a graded run
+        grading.verdict = verdict.model_copy(update={"reward": 0.0, "rewards_not_files": got.rewards_not_files})
+        return
+    if got.exit_disagrees:  # the canary reported failing, the exit status said success
         grading.verdict = verdict.model_copy(update={"reward": 0.0, "exit_disagrees": True})
         return
     # a canary reported passing is a subversion whatever the reward: with several canaries a cheat that spares some
     # lowers the reward through the others (verify/decoys.py: tests/verify/attacks/grading/spare_by_name.sh)
-    if got is None or got.canary_seen == canaries.FAILED:
+    if got.canary_seen == canaries.FAILED:
         return
     if got.reward < verdict.reward and got.canary_seen != canaries.PASSED:
         return
