@@ -104,7 +104,7 @@ def test_a_witness_that_raises_never_holds_the_graded_run_and_leaves_no_grade(mo
     task = load_task(_reward_file_task(tmp_path, "cd /testbed\npython3 -m pytest -rA tests/test_stats.py\nrc=$?"))
     grading = Grading(verdict=Verdict(reward=1.0, graded_by="reward_file"))
     state = SimpleNamespace(tags=[], cleanup_error=None, workdir=None, image_id="x")
-    blame.unwitnessed_reward(task, None, None, grading, state, witness=tries.result)  # type: ignore[arg-type]
+    blame.unwitnessed_reward(task, None, grading, state, tries.result)  # type: ignore[arg-type]
     # no witness's verdict, no grade: the trial ends with the witness's error (ungraded), never resolved unwitnessed
     assert grading.verdict is None and grading.error is not None and grading.error[0] == "DaemonError"
     assert grading.extra["witness"]["reward"] is None and "raised" in grading.extra["witness"]

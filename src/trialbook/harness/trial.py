@@ -282,11 +282,8 @@ def _attempt(
                 workdir = (task.workdir or engine.image_workdir(image.reference) or "").rstrip("/")
                 patch = in_place_patch(box, workdir, task.verifier_timeout) if workdir else None
                 # a reward-file task's witnesses run in fresh containers, the agent's tree carried in (verify/witness)
-                witnessed = None
-                if witnesses.alongside(task):
-                    got = _witness_change(box, workdir)
-                    change = got if isinstance(got, Change) else None
-                    witnessed = _witnessing(start, name, got, task, stopper, state)
+                change = _witness_change(box, workdir) if witnesses.alongside(task) else None
+                witnessed = _witnessing(start, name, change, task, stopper, state) if change is not None else None
                 grading = _grade_container(box, task, stopper, lambda _k: start(f"{name}-b"), state, witnessed)
                 keep_patch(patch, grading, state)
             else:
@@ -331,16 +328,16 @@ def keep_patch(patch: str | None, grading: Grading, state: TrialState) -> None:
         state.tags.extend(hacks.signatures(patch))
 
 
-def _witness_change(box: Sandbox, workdir: str) -> Change | str:
+def _witness_change(box: Sandbox, workdir: str) -> Change | None:
     """`isolation = "container"`, a task graded by its reward file: the agent's working tree, copied out before any
-    run touches the container, for its witnesses' fresh containers; why not, when it cannot be (then each witness
-    raises, and a resolving grade is none: blame.unwitnessed_reward)."""
+    run touches the container, for its witnesses' fresh containers; None when it cannot be (no working tree known,
+    or past what a copy holds): then nothing witnesses it (tagged `unwitnessed`, blame.unwitnessed_reward)."""
+    if not workdir:
+        return None
     try:
-        if not workdir:
-            raise IsolationError("the working tree is unknown")
         return capture(box, workdir)
-    except (TreeTooLargeError, IsolationError) as exc:
-        return f"the agent's tree could not be copied for its witness: {exc}"[:500]
+    except (TreeTooLargeError, IsolationError):
+        return None
 
 
 def _grade_container(
@@ -366,7 +363,7 @@ def _grade_container(
         if witnessed is not None and not witnesses.needed(grading):
             witnessed.cancel()
         result = witnessed.result if witnessed is not None else None
-        blame.reward_file(task, reopen, fresh, grading, state, close=lambda _b: None, witness=result)
+        blame.reward_file(task, fresh, grading, state, witness=result)
     finally:
         if witnessed is not None:
             witnessed.cancel()
@@ -374,23 +371,14 @@ def _grade_container(
 
 
 def _witnessing(
-    start: Callable[..., Sandbox], name: str, change: Change | str, task: TaskSpec, stopper: Stopper, state: TrialState
+    start: Callable[..., Sandbox], name: str, change: Change, task: TaskSpec, stopper: Stopper, state: TrialState
 ) -> witnesses.Witnessed:
-    """Witnesses for each graded try: fresh containers of the image, `change` carried in (not kept in it); a str:
-    why there is none to carry (each witness raises it)."""
-    close = lambda b: blame.remove_box(b, state)  # noqa: E731
-    if isinstance(change, str):
-        reason = change
-
-        def fail(_k: int) -> Sandbox:
-            raise IsolationError(reason)
-
-        return witnesses.Witnessed(task, stopper.event, name, lambda _w, _k: fail, close)
+    """Witnesses for each graded try: fresh containers of the image, `change` carried in (not kept in it)."""
     prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout, state.image_id))
     return witnesses.Witnessed(
         task, stopper.event, name,
         lambda w, k: _opener(w.begin(start), f"{name}-w{k}-", change, task, stopper, state, prepare, [], False),
-        close,
+        lambda b: blame.remove_box(b, state),
     )  # fmt: skip
 
 
@@ -440,7 +428,7 @@ def _after_grade(
     if grading.error is not None and grading.extra.get("limits_hit_in_tests") and change.files:
         blame.limits(task, opener("b", None), grading, state)
     if change.files:
-        blame.reward_file(task, opener("w", []), opener("b", None), grading, state, witness=witness)
+        blame.reward_file(task, opener("b", None), grading, state, witness=witness)
     verdict = grading.verdict
     if verdict is not None and verdict.reward >= 1.0 and verdict.canary_seen in canaries.UNSEEN and change.files:
         blame.missing_canary(task, opener("b", None), grading, state)

@@ -204,19 +204,17 @@ def _charge_the_change(
 
 def reward_file(
     task: TaskSpec,
-    with_change: Callable[[int], Sandbox],
     without_change: Callable[[int], Sandbox],
     grading: Grading,
     state: TrialNotes,
-    close: Callable[[Sandbox], None] | None = None,
     witness: Callable[[], Grading] | None = None,
 ) -> None:
     """What a reward file says (or does not), weighed against the image as built, in either isolation: none written
     (missing_reward), one test.sh may not have written last (untrusted_reward), one read where the code under test
-    changed what test.sh may run after the tests (changed_outside; a fresh container's only), one the canary does not
-    lower (unwitnessed_reward: the witness run beside the graded one, `witness`, else one now in `with_change` boxes
-    closed by `close`, else removed); and the grading half's strict checks (docs/threat-model.md): the tests failing
-    on the image as built (not_gold_reward), the exit status against pytest's report (runner.exit_disagrees)."""
+    changed what test.sh may run after the tests (changed_outside; a fresh container's only), one the canaries do not
+    lower (unwitnessed_reward: the witness run beside the graded try, `witness`); and the grading half's strict checks
+    (docs/threat-model.md): the tests failing on the image as built (not_gold_reward), the exit status against
+    pytest's report (runner.exit_disagrees)."""
     if grading.error is not None and grading.error[0] == ErrorKind.REWARD_FILE_NOT_FOUND:
         missing_reward(task, without_change, grading, state)
     untrusted_reward(task, without_change, grading, state)
@@ -224,7 +222,7 @@ def reward_file(
     not_gold_reward(task, without_change, grading, state)
     if grading.verdict is not None and grading.verdict.exit_disagrees and grading.verdict.reward >= 1.0:
         grading.verdict = grading.verdict.model_copy(update={"reward": 0.0})  # runner.exit_disagrees
-    unwitnessed_reward(task, with_change, without_change, grading, state, close, witness)
+    unwitnessed_reward(task, without_change, grading, state, witness)
 
 
 def not_gold_reward(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
@@ -306,19 +304,18 @@ def changed_outside(task: TaskSpec, open_box: Callable[[int], Sandbox], grading:
 
 def unwitnessed_reward(
     task: TaskSpec,
-    with_change: Callable[[int], Sandbox],
     without_change: Callable[[int], Sandbox],
     grading: Grading,
     state: TrialNotes,
-    close: Callable[[Sandbox], None] | None = None,
     witness: Callable[[], Grading] | None = None,
 ) -> None:
     """Resolved by a reward file, whose verifier decides by itself what a failure is: no canary rides along (it would
     fail an honest run too; the graded run holds look-alikes that pass instead, verify/runner.lookalikes), so the
     verifier runs once more with the change and canaries, tests that must fail planted among the test modules its
-    command names (verify/canary.py, verify/decoys.py): in fresh containers, the witness run started beside the
-    graded try whose grade this is (`witness`: its result, verify/witness.py), else (the agent's own container) one
-    run in `with_change` boxes closed by `close`. The canaries are read from every channel of that run
+    command names (verify/canary.py, verify/decoys.py): the witness run started beside the graded try whose grade
+    this is, in a fresh container of its own (`witness`: its result, verify/witness.py; None: the change could not
+    be carried into one, `isolation = "container"` without a known working tree: tagged `unwitnessed`, as where no
+    canary can be planted, and the grade stands). The canaries are read from every channel of that run
     (runner.witness_reading). Reported failing, with a reward that drops or not: the runner reports truthfully and the
     grade stands. Reported passing: the runner was made to pass what fails (pytest's test call made a no-op:
     tests/harness/cheats/runner_noop.sh); not read as failing (missing, skipped: a channel absent or bent, a summary
@@ -329,13 +326,10 @@ def unwitnessed_reward(
     verdict = grading.verdict
     if verdict is None or verdict.graded_by != "reward_file" or verdict.reward < 1.0:
         return
-    if not witnessable(task):  # no canary can be planted in its test command: counted by `audit`
+    if not witnessable(task) or witness is None:  # no canary can be planted, or no fresh container: `audit` counts it
         state.tags.append("unwitnessed")
         return
-    if witness is not None:
-        control = witness()
-    else:
-        control = grade(task, with_change, close or (lambda b: remove_box(b, state)), tries=1, witness=True)
+    control = witness()
     got = control.verdict
     grading.extra["witness"] = {"reward": got.reward if got else None, "canary": got.canary_seen if got else None}
     if "raised" in control.extra:
