@@ -98,8 +98,8 @@ class Verdict(BaseModel):
     # no way to drop root), None (no test command found in test.sh: it ran as test.sh's user)
     tests_user: str | None = None
     rewards_by_tests: list[str] = []  # reward files the tests' uid wrote (removed before test.sh went on)
-    # reward paths left as no plain file (a folder, a link, a fifo) when test.sh ended: the change's doing, graded 0
-    # (tag `reward_not_a_file`) rather than an infra error retried alone (docs/threat-model.md, G16)
+    # graded by a reward file: reward paths left as no plain file (a folder, a link, a fifo) when test.sh ended, the
+    # change's doing, graded 0 (tag `reward_not_a_file`) rather than an infra error retried alone (threat model, G16)
     rewards_not_files: list[str] = []
     exit_contradicts_log: bool = False  # a test command exited 0 after its runner reported a failure: graded 0
     channels: str | None = None  # why exit status, text log and junit report disagree (verify/channels.py): 0
@@ -539,7 +539,6 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             tests_user=tests_user,
             rewards_by_tests=ran.rewards_by_tests,
             exit_contradicts_log=contradicted,
-            rewards_not_files=not_files,
             log=log,
             duration_s=res.duration_s,
         )
