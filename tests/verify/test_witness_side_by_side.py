@@ -18,6 +18,7 @@ from types import SimpleNamespace
 import pytest
 
 from paths import EXAMPLES
+from trialbook.harness.trial_state import trial_tags
 from trialbook.sandbox import SandboxError
 from trialbook.tasks import load_task
 from trialbook.tasks.testscript import task_test_files
@@ -108,6 +109,30 @@ def test_a_witness_that_raises_never_holds_the_graded_run_and_leaves_no_grade(mo
     # no witness's verdict, no grade: the trial ends with the witness's error (ungraded), never resolved unwitnessed
     assert grading.verdict is None and grading.error is not None and grading.error[0] == "DaemonError"
     assert grading.extra["witness"]["reward"] is None and "raised" in grading.extra["witness"]
+
+
+@pytest.mark.parametrize(
+    ("witness", "reward", "tag"),
+    [
+        (Verdict(reward=0.0, graded_by="reward_file", canary_seen="failed"), 1.0, None),  # truthful: the grade stands
+        (Verdict(reward=0.0, graded_by="reward_file", canary_seen="failed", rewards_not_files=["reward.txt"]), 0.0,
+         "reward_not_a_file"),  # the change left a folder at the reward path in the witness only
+        (Verdict(reward=1.0, graded_by="reward_file", canary_seen="passed"), 0.0, "runner_subverted"),
+        (None, None, None),  # no verdict: no grade
+    ],
+)  # fmt: skip
+def test_what_the_witness_says_decides(tmp_path: Path, witness: Verdict | None, reward: float | None, tag) -> None:
+    task = load_task(_reward_file_task(tmp_path, "cd /testbed\npython3 -m pytest -rA tests/test_stats.py\nrc=$?"))
+    grading = Grading(verdict=Verdict(reward=1.0, graded_by="reward_file"))
+    state = SimpleNamespace(tags=[], cleanup_error=None, workdir=None, image_id="x")
+    control = Grading(verdict=witness, error=None if witness else ("VerifierTimeoutError", "ran past its 30 s limit"))
+    blame.unwitnessed_reward(task, None, grading, state, lambda: control)  # type: ignore[arg-type]
+    got = grading.verdict
+    assert (got.reward if got else None) == reward
+    if witness is None:
+        assert grading.error is not None and grading.error[0] == "VerifierTimeoutError"
+    tags = trial_tags(got, False, state.tags)
+    assert tag is None or tag in tags
 
 
 @pytest.mark.parametrize("how", ["cancel", "stop"])
