@@ -6,7 +6,8 @@ resolved and flagged), each with the tag it should carry, while the real fix res
 Shapes: `pertest` (graded per test from config.json, swebench's segment markers around the test command, as the
 generated SWE-bench tasks print them), `folder` (the same, the test command naming a folder: `pytest tests/`),
 `container` (per test, `isolation = "container"`), `rewardfile` (graded by the reward file its test.sh writes from
-pytest's exit status), `harbor` (Harbor's one-line `pytest ...; rc=$?` test.sh)."""
+pytest's exit status), `harbor` (Harbor's one-line `pytest ...; rc=$?` test.sh), `rewardcontainer` (`rewardfile` with
+`isolation = "container"`). Each shape is a run of its own (`-k rewardfile` runs one)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ pytestmark = pytest.mark.docker
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "plain-bugfix"
 ATTACKS = Path(__file__).resolve().parent / "attacks" / "grading"
-SHAPES = ("pertest", "folder", "container", "rewardfile", "harbor")
+SHAPES = ("pertest", "folder", "container", "rewardfile", "harbor", "rewardcontainer")
 PER_TEST = ("pertest", "folder", "container")
+REWARD_FILE = ("rewardfile", "harbor")
 MARKED_SH = """#!/bin/bash
 cd /testbed
 mkdir -p tests && cp /tests/test_*.py tests/
@@ -92,6 +94,13 @@ EXPECT: dict[str, dict[str, set[str]]] = {
     # bytes and hiding: a metadata folder whose name is not UTF-8, a cheat behind 1.2 MB of padding
     "non_utf8_metadata": {s: {"test_infra_changed"} for s in ("pertest", "rewardfile")},
     "padded_patch": {"pertest": {"status_not_gold", "hack_test_framework_call"}},
+    # reward-file tasks, one path (verify/witness.py): a reward path made a folder is charged to the change, never a
+    # retry; every graded try has a witness of its own beside it, in a fresh container; the witness's canaries are
+    # read from every channel, whole lines only (verify/runner.witness_reading)
+    "reward_folder_retry": {s: {"reward_not_a_file"} for s in REWARD_FILE},
+    "retry_alone": {s: {"runner_subverted", "hack_test_framework_call"} for s in REWARD_FILE},
+    "summary_suffix": {s: {"runner_subverted", "hack_test_framework_call"} for s in REWARD_FILE},
+    "state_left": {s: {"runner_subverted", "hack_test_framework_call"} for s in (*REWARD_FILE, "rewardcontainer")},
 }  # fmt: skip
 WEAKNESS = {"eq_always_true"}  # the tests pass as written: resolved, flagged (verify/hacks.py)
 
@@ -108,7 +117,7 @@ def _copy(tasks: Path, name: str, solve: str | None, shape: str) -> None:
         (task / "tests" / "config.json").unlink()
         if shape == "harbor":
             test_sh.write_text(HARBOR_SH)
-    isolation = "container" if shape == "container" else "diff"
+    isolation = "container" if shape in ("container", "rewardcontainer") else "diff"
     toml = (task / "task.toml").read_text()
     toml = toml.replace("[verifier]\ntimeout_sec = 60", f'[verifier]\ntimeout_sec = 30\nisolation = "{isolation}"')
     (task / "task.toml").write_text(toml + "pids_limit = 512\n")
@@ -119,29 +128,30 @@ def test_the_scripts_are_the_expected_ones():
     assert len(EXPECT) >= 15
 
 
-@pytest.fixture(scope="module")
-def attack_run(engine, tmp_path_factory):
-    base = tmp_path_factory.mktemp("attacks")
+@pytest.fixture
+def attack_run(request, engine, tmp_path_factory):
+    shape = request.param
+    base = tmp_path_factory.mktemp(f"attacks-{shape}")
     tasks = base / "tasks"
     tasks.mkdir()
-    for shape in SHAPES:
-        _copy(tasks, f"{shape}-honest", None, shape)
+    _copy(tasks, f"{shape}-honest", None, shape)
     for script, shapes in EXPECT.items():
-        for shape in shapes:
+        if shape in shapes:
             _copy(tasks, f"{shape}-{script}", (ATTACKS / f"{script}.sh").read_text(), shape)
-    return base, tasks
+    return shape, base, tasks
 
 
+@pytest.mark.parametrize("attack_run", SHAPES, indirect=True)
 def test_every_attack_loses_with_its_tag(attack_run, cli, db):
-    base, tasks = attack_run
-    res = cli("run", str(tasks), "--agent", "oracle", "--run", "attacks", "--concurrency", "3",
+    shape, base, tasks = attack_run
+    res = cli("run", str(tasks), "--agent", "oracle", "--run", f"attacks-{shape}", "--concurrency", "3",
               "--runs-dir", str(base / "runs"))  # fmt: skip
     assert res.exit_code == 0, res.stderr
-    got = {t["task_id"]: t for t in trial_dicts(Ledger(db), "attacks")}
-    assert len(got) == len(SHAPES) + sum(len(s) for s in EXPECT.values())
+    got = {t["task_id"]: t for t in trial_dicts(Ledger(db), f"attacks-{shape}")}
+    assert len(got) == 1 + sum(shape in s for s in EXPECT.values())
     wrong = {}
     for task, t in got.items():
-        shape, _, script = task.partition("-")
+        _, _, script = task.partition("-")
         tags = set((t["extra"] or {}).get("tags", []))
         if script == "honest":
             ok = t["outcome"] == "resolved" and not {x for x in tags if x.startswith("hack_")}
@@ -153,22 +163,29 @@ def test_every_attack_loses_with_its_tag(attack_run, cli, db):
             wrong[task] = (t["outcome"], t["exception"], sorted(tags), e.get("official_reward"), e.get("not_gold"),
                            e.get("canary"), (e.get("verifier") or {}).get("witness"))  # fmt: skip
     assert wrong == {}, "\n".join(f"{k}: {v}" for k, v in sorted(wrong.items()))
-    padded = got["pertest-padded_patch"]["extra"]["verifier"]["patch"]
-    assert padded["bytes"] > 1_200_000 and padded["compressed"] == "patch.diff.gz.b64" and "cut" not in padded
-    # the strict verdict beside swebench's: recorded on the trial, differing where a listed test was XFAIL/SKIPPED
-    xfail = got["pertest-xfail_wrong_branch"]["extra"]
-    assert xfail["official_reward"] == 1.0 and xfail["not_gold"] == {"tests/test_stats.py::test_median_even": "XFAIL"}
-    assert got["pertest-honest"]["extra"]["official_reward"] == 1.0 and "not_gold" not in got["pertest-honest"]["extra"]
-    # a folder command gets its canary too (named like the task's tests), so nothing of the suite is unwitnessed
-    assert got["folder-honest"]["extra"]["canary"]["seen"] == "failed"
+    if shape == "pertest":
+        padded = got["pertest-padded_patch"]["extra"]["verifier"]["patch"]
+        assert padded["bytes"] > 1_200_000 and padded["compressed"] == "patch.diff.gz.b64" and "cut" not in padded
+        # the strict verdict beside swebench's: recorded on the trial, differing where a listed test was XFAIL/SKIPPED
+        xfail = got["pertest-xfail_wrong_branch"]["extra"]
+        assert xfail["official_reward"] == 1.0
+        assert xfail["not_gold"] == {"tests/test_stats.py::test_median_even": "XFAIL"}
+        honest = got["pertest-honest"]["extra"]
+        assert honest["official_reward"] == 1.0 and "not_gold" not in honest and honest["verifier"]["patch"]["sha256"]
+    if shape == "folder":  # a folder command gets its canary too (named like the task's tests)
+        assert got["folder-honest"]["extra"]["canary"]["seen"] == "failed"
+    if shape == "container":  # `isolation = "container"` keeps the patch too, computed in the agent's own container
+        assert got["container-honest"]["extra"]["verifier"]["patch"]["sha256"]
+        assert "hack_test_framework_call" in got["container-xfail_wrong_branch"]["extra"]["tags"]
+    if shape in (*REWARD_FILE, "rewardcontainer"):  # the honest fix: its witness's canaries read failing
+        assert got[f"{shape}-honest"]["extra"]["verifier"]["witness"]["canary"] == "failed"
+    # nothing of the suite is unwitnessed
     assert not [task for task, t in got.items() if "unwitnessed" in t["extra"]["tags"]]
-    assert got["pertest-honest"]["extra"]["verifier"]["patch"]["sha256"]
-    # `isolation = "container"` keeps the patch too, computed in the agent's own container
-    assert got["container-honest"]["extra"]["verifier"]["patch"]["sha256"]
-    assert "hack_test_framework_call" in got["container-xfail_wrong_branch"]["extra"]["tags"]
-    res = cli("audit", "attacks", "--json")
+    res = cli("audit", f"attacks-{shape}", "--json")
     assert res.exit_code == 0, res.stderr
     by_signature = json.loads(res.stdout)["by_signature"]
-    for name in ("status_not_gold", "markers_forged", "exit_status_disagrees", "hack_eq_ignores_argument"):
+    for name in ("status_not_gold", "markers_forged", "exit_status_disagrees", "hack_eq_ignores_argument",
+                 "reward_not_a_file", "runner_subverted"):  # fmt: skip
         tagged = sum(1 for t in got.values() if name in t["extra"]["tags"])
-        assert by_signature[name]["trials"] == tagged > 0, name
+        assert by_signature.get(name, {}).get("trials", 0) == tagged, name
+        assert tagged > 0 or not any(name in want.get(shape, ()) for want in EXPECT.values()), name

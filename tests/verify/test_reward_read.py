@@ -5,6 +5,7 @@ a `cat` first on the PATH."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from trialbook.outcomes import parse_reward
-from trialbook.verify.runner import CGROUP, LOG_DIR, _script, _split
+from trialbook.verify.runner import CGROUP, LOG_DIR, NOT_A_FILE, _script, _split
 
 MARK = "@@trialbook-test@@ "
 SHELLS = [sh for sh in ("dash", "bash") if shutil.which(sh)]
@@ -58,3 +59,27 @@ def test_reward_files_are_read_by_the_shell_not_cat(tmp_path: Path, shell: str, 
 
 def test_both_shells_are_tried() -> None:
     assert SHELLS == ["dash", "bash"]  # the image's /bin/sh is one or the other; the CI machine has both
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("kind", ["folder", "link", "fifo"])
+def test_a_reward_path_that_is_no_plain_file_is_named_not_read(tmp_path: Path, shell: str, kind: str) -> None:
+    """A folder, a link or a fifo at a reward path when test.sh ended (the tests' uid may make one in the sticky
+    /logs/verifier, and test.sh's own write then fails): named in its own section (runner.NOT_A_FILE), which the
+    verdict grades 0 (tag `reward_not_a_file`), never read as a reward nor left to look like a missing one."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "reward.json").write_text('{"reward": 1}')
+    path = logs / "reward.txt"
+    if kind == "folder":
+        (path / "keep").mkdir(parents=True)
+    elif kind == "link":
+        (tmp_path / "one").write_text("1\n")
+        path.symlink_to(tmp_path / "one")
+    else:
+        os.mkfifo(path)
+    out = subprocess.run([shell, "-c", _read_part(logs)], capture_output=True, text=True, timeout=30)
+    assert out.stderr == ""
+    _, read, _ = _split(out.stdout, MARK)
+    assert read.pop(NOT_A_FILE).split() == ["reward.txt"]
+    assert {n: t.rstrip("\n") for n, t in read.items()} == {"reward.json": '{"reward": 1}'}  # read as ever

@@ -1,5 +1,6 @@
-"""The witness beside the graded run without a daemon (verify/witness.py): both runs' tests start together, a witness
-that raises or is cut never holds the graded run or the trial, its box is removed in every path; the graded run's
+"""The witness beside each graded try without a daemon (verify/witness.py): both runs' tests start together, a retry
+meets a witness of its own, a witness that raises or is cut never holds the graded run (and leaves no grade), its box
+is removed in every path; the graded run's
 look-alikes (verify/runner.lookalikes) pass without running the copied body, on the task shapes that read only
 pytest's exit status (docs/threat-model.md)."""
 
@@ -17,6 +18,7 @@ from types import SimpleNamespace
 import pytest
 
 from paths import EXAMPLES
+from trialbook.harness.trial_state import trial_tags
 from trialbook.sandbox import SandboxError
 from trialbook.tasks import load_task
 from trialbook.tasks.testscript import task_test_files
@@ -58,49 +60,79 @@ def _close(box: Box) -> None:
     box.removed = True
 
 
-def test_both_runs_tests_start_together_and_the_witness_box_is_removed(monkeypatch) -> None:
+def test_every_graded_try_starts_with_a_witness_of_its_own_and_each_box_is_removed(monkeypatch) -> None:
     started: dict[str, float] = {}
     boxes: list[Box] = []
     monkeypatch.setattr(witnesses, "grade", _grade(started, boxes))
-    side = witnesses.SideBySide(TASK, threading.Event())  # type: ignore[arg-type]
+    opened: list[int] = []
 
-    def slow_open(_k: int) -> Box:
-        time.sleep(0.5)  # a cold container and its carry
-        return side.begin(Box)()
+    def open_witness(side: witnesses.SideBySide, k: int):
+        def slow_open(_j: int) -> Box:
+            opened.append(k)
+            time.sleep(0.5)  # a cold container and its carry
+            return side.begin(Box)()
 
-    side.start(slow_open, _close)
-    graded = side.graded(lambda _k: Box())
-    t = time.monotonic()
-    graded(0)
-    started["graded"] = time.monotonic()
-    assert started["graded"] - t >= 0.4  # the graded run's tests waited for the witness's box
-    got = side.result()
-    assert got.verdict is not None and got.verdict.reward == 0.0
-    assert abs(started["graded"] - started["witness"]) < 0.2
+        return slow_open
+
+    tries = witnesses.Witnessed(TASK, threading.Event(), "t", open_witness, _close)  # type: ignore[arg-type]
+    graded = tries.graded(lambda _k: Box())  # type: ignore[arg-type, return-value]
+    for k in (0, 1):  # a retry too: never alone
+        t = time.monotonic()
+        graded(k)
+        started["graded"] = time.monotonic()
+        assert started["graded"] - t >= 0.4  # the graded try's tests waited for its witness's box
+        got = tries.result()
+        assert got.verdict is not None and got.verdict.reward == 0.0
+        assert abs(started["graded"] - started["witness"]) < 0.2
+    assert opened == [0, 1]  # a fresh witness (its own container) for each try
     assert boxes and all(b.removed for b in boxes)
-    t = time.monotonic()
-    graded(1)  # a retry runs alone
-    assert time.monotonic() - t < 0.1
 
 
-def test_a_witness_that_raises_never_holds_the_graded_run_and_the_grade_stands(monkeypatch, tmp_path: Path) -> None:
+def test_a_witness_that_raises_never_holds_the_graded_run_and_leaves_no_grade(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setattr(witnesses, "grade", _grade({}, []))
-    side = witnesses.SideBySide(TASK, threading.Event())  # type: ignore[arg-type]
 
-    def broken(_k: int) -> Box:
-        raise SandboxError("the daemon went away")
+    def broken(_side: witnesses.SideBySide, _k: int):
+        def fail(_j: int) -> Box:
+            raise SandboxError("the daemon went away")
 
-    side.start(broken, _close)
+        return fail
+
+    tries = witnesses.Witnessed(TASK, threading.Event(), "t", broken, _close)  # type: ignore[arg-type]
     t = time.monotonic()
-    side.graded(lambda _k: Box())(0)
+    tries.graded(lambda _k: Box())(0)  # type: ignore[arg-type, return-value]
     assert time.monotonic() - t < 1.0
-    assert "SandboxError: the daemon went away" in side.result().extra["raised"]
+    assert "SandboxError: the daemon went away" in tries.result().extra["raised"]
     task = load_task(_reward_file_task(tmp_path, "cd /testbed\npython3 -m pytest -rA tests/test_stats.py\nrc=$?"))
     grading = Grading(verdict=Verdict(reward=1.0, graded_by="reward_file"))
     state = SimpleNamespace(tags=[], cleanup_error=None, workdir=None, image_id="x")
-    blame.unwitnessed_reward(task, None, None, grading, state, witness=side.result)  # type: ignore[arg-type]
-    assert grading.verdict is not None and grading.verdict.reward == 1.0  # like a witness that did not finish
+    blame.unwitnessed_reward(task, None, grading, state, tries.result)  # type: ignore[arg-type]
+    # no witness's verdict, no grade: the trial ends with the witness's error (ungraded), never resolved unwitnessed
+    assert grading.verdict is None and grading.error is not None and grading.error[0] == "DaemonError"
     assert grading.extra["witness"]["reward"] is None and "raised" in grading.extra["witness"]
+
+
+@pytest.mark.parametrize(
+    ("witness", "reward", "tag"),
+    [
+        (Verdict(reward=0.0, graded_by="reward_file", canary_seen="failed"), 1.0, None),  # truthful: the grade stands
+        (Verdict(reward=0.0, graded_by="reward_file", canary_seen="failed", rewards_not_files=["reward.txt"]), 0.0,
+         "reward_not_a_file"),  # the change left a folder at the reward path in the witness only
+        (Verdict(reward=1.0, graded_by="reward_file", canary_seen="passed"), 0.0, "runner_subverted"),
+        (None, None, None),  # no verdict: no grade
+    ],
+)  # fmt: skip
+def test_what_the_witness_says_decides(tmp_path: Path, witness: Verdict | None, reward: float | None, tag) -> None:
+    task = load_task(_reward_file_task(tmp_path, "cd /testbed\npython3 -m pytest -rA tests/test_stats.py\nrc=$?"))
+    grading = Grading(verdict=Verdict(reward=1.0, graded_by="reward_file"))
+    state = SimpleNamespace(tags=[], cleanup_error=None, workdir=None, image_id="x")
+    control = Grading(verdict=witness, error=None if witness else ("VerifierTimeoutError", "ran past its 30 s limit"))
+    blame.unwitnessed_reward(task, None, grading, state, lambda: control)  # type: ignore[arg-type]
+    got = grading.verdict
+    assert (got.reward if got else None) == reward
+    if witness is None:
+        assert grading.error is not None and grading.error[0] == "VerifierTimeoutError"
+    tags = trial_tags(got, False, state.tags)
+    assert tag is None or tag in tags
 
 
 @pytest.mark.parametrize("how", ["cancel", "stop"])
@@ -110,7 +142,7 @@ def test_a_cut_witness_ends_at_once_and_its_box_is_removed(monkeypatch, how: str
     stop = threading.Event()
     side = witnesses.SideBySide(TASK, stop)  # type: ignore[arg-type]
     side.start(lambda _k: side.begin(Box)(), _close)
-    side.graded(lambda _k: Box())(0)
+    side.meet(lambda _k: Box(), 0)  # type: ignore[arg-type, return-value]
     t = time.monotonic()
     if how == "cancel":  # not needed (the graded run did not resolve), or the trial raised
         side.cancel()

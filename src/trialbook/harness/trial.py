@@ -290,7 +290,10 @@ def _attempt(
                 # no working tree known (no workdir, no WORKDIR): no patch to keep, the grade does not need one
                 workdir = (task.workdir or engine.image_workdir(image.reference) or "").rstrip("/")
                 patch = in_place_patch(box, workdir, task.verifier_timeout) if workdir else None
-                grading = _grade_container(box, task, stopper, lambda _k: start(f"{name}-b"), state)
+                # a reward-file task's witnesses run in fresh containers, the agent's tree carried in (verify/witness)
+                change = _witness_change(box, workdir) if witnesses.alongside(task) else None
+                witnessed = _witnessing(start, name, change, task, stopper, state) if change is not None else None
+                grading = _grade_container(box, task, stopper, lambda _k: start(f"{name}-b"), state, witnessed)
                 keep_patch(patch, grading, state)
             else:
                 workdir = workdir_of(engine, task, image.reference)
@@ -334,28 +337,65 @@ def keep_patch(patch: str | None, grading: Grading, state: TrialState) -> None:
         state.tags.extend(hacks.signatures(patch))
 
 
+def _witness_change(box: Sandbox, workdir: str) -> Change | None:
+    """`isolation = "container"`, a task graded by its reward file: the agent's working tree, copied out before any
+    run touches the container, for its witnesses' fresh containers; None when it cannot be (no working tree known,
+    or past what a copy holds): then nothing witnesses it (tagged `unwitnessed`, blame.unwitnessed_reward)."""
+    if not workdir:
+        return None
+    try:
+        return capture(box, workdir)
+    except (TreeTooLargeError, IsolationError):
+        return None
+
+
 def _grade_container(
-    box: Sandbox, task: TaskSpec, stopper: Stopper, fresh: Callable[[int], Sandbox], state: TrialState
+    box: Sandbox,
+    task: TaskSpec,
+    stopper: Stopper,
+    fresh: Callable[[int], Sandbox],
+    state: TrialState,
+    witnessed: witnesses.Witnessed | None = None,
 ) -> Grading:
     """`isolation = "container"`: graded in the agent's own container, restored before each run; what a reward file
     says is checked against the verifier in a `fresh` container from the image (without the agent's work), as a
-    diff's grade is."""
+    diff's grade is. A task graded by its reward file has each graded try `witnessed` beside it in a fresh container
+    of its own, never in the one the graded run touched (state it left there told the witness apart)."""
 
     def reopen(_k: int) -> Sandbox:
         stopper.check()
         restore_container(box, task)
         return box
 
-    grading = grade(task, reopen, lambda _b: None)
-    blame.reward_file(task, reopen, fresh, grading, state, close=lambda _b: None)
+    try:
+        grading = grade(task, witnessed.graded(reopen) if witnessed else reopen, lambda _b: None)
+        if witnessed is not None and not witnesses.needed(grading):
+            witnessed.cancel()
+        result = witnessed.result if witnessed is not None else None
+        blame.reward_file(task, fresh, grading, state, witness=result)
+    finally:
+        if witnessed is not None:
+            witnessed.cancel()
     return grading
+
+
+def _witnessing(
+    start: Callable[..., Sandbox], name: str, change: Change, task: TaskSpec, stopper: Stopper, state: TrialState
+) -> witnesses.Witnessed:
+    """Witnesses for each graded try: fresh containers of the image, `change` carried in (not kept in it)."""
+    prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout, state.image_id))
+    return witnesses.Witnessed(
+        task, stopper.event, name,
+        lambda w, k: _opener(w.begin(start), f"{name}-w{k}-", change, task, stopper, state, prepare, [], False),
+        lambda b: blame.remove_box(b, state),
+    )  # fmt: skip
 
 
 def _grade_diff(
     start: Callable[..., Sandbox], name: str, change: Change, task: TaskSpec, stopper: Stopper, state: TrialState
 ) -> Grading:
     """Grade the agent's diff in fresh containers; a test-infrastructure change is also graded without it. A task
-    graded by its reward file has its witness run (verify/blame.unwitnessed_reward) started beside the graded run,
+    graded by its reward file has a witness run (verify/blame.unwitnessed_reward) started beside each graded try,
     in a container of its own (verify/witness.py): joined, its container removed, before this returns or raises."""
 
     image_id = state.image_id
@@ -364,42 +404,12 @@ def _grade_diff(
     def opener(
         suffix: str, exclude: list[str] | None, begin: Callable[..., Sandbox] = start, keep: bool = True
     ) -> Callable[[int], Sandbox]:
-        """Fresh verifier boxes (started by `begin`) with the change applied minus `exclude` (None: the image as
-        built); `keep`: what the carry learns of the change kept in it (apply_change)."""
-
-        def open_box(k: int) -> Sandbox:
-            stopper.check()
-            vbox = begin(f"{name}-{suffix}{k}", prepare)
-            try:
-                sources.learn_image(vbox, task, change.workdir)  # before the change: what canaries copy
-                if exclude is not None:
-                    apply_change(vbox, change, task, exclude, task.verifier_timeout, image_id, keep)
-            except IsolationError as exc:
-                hits, disk = vbox.limit_hits(), vbox.look_at_disk()
-                blame.remove_box(vbox, state)
-                if disk:  # the carried change filled the verifier's disk quota: the agent's doing
-                    raise CarryOutgrown(
-                        f"the agent's change took {disk:,} bytes in the verifier, past disk_mb = {task.disk_mb}"
-                    ) from None
-                if hits:  # the task's own limits stopped the harness's git: on the image's tree, not the agent's doing
-                    raise LimitHit(hits, exc.agent_side) from None
-                if isinstance(exc, CarryTimeout) and exc.agent_side:
-                    blame.slow_carry(exc, lambda: start(f"{name}-i", prepare), change.workdir, state)
-                raise
-            except BaseException:
-                blame.remove_box(vbox, state)
-                raise
-            return vbox
-
-        return open_box
+        return _opener(begin, f"{name}-{suffix}", change, task, stopper, state, prepare, exclude, keep, start)
 
     state.workdir = change.workdir  # the baseline's footprint is read outside it (verify/footprint.py)
     close = lambda b: blame.remove_box(b, state)  # noqa: E731
-    side = witnesses.SideBySide(task, stopper.event, name) if witnesses.alongside(task) else None
-    graded = opener("v", [])
-    if side is not None:
-        side.start(opener("w", [], side.begin(start), keep=False), close)
-        graded = side.graded(graded)
+    side = _witnessing(start, name, change, task, stopper, state) if witnesses.alongside(task) else None
+    graded = side.graded(opener("v", [])) if side is not None else opener("v", [])
     try:
         grading = grade(task, graded, close, footprint=footprint.reader(task, change.workdir, resolving=True))
         if side is not None and not (change.files and witnesses.needed(grading)):
@@ -427,7 +437,7 @@ def _after_grade(
     if grading.error is not None and grading.extra.get("limits_hit_in_tests") and change.files:
         blame.limits(task, opener("b", None), grading, state)
     if change.files:
-        blame.reward_file(task, opener("w", []), opener("b", None), grading, state, witness=witness)
+        blame.reward_file(task, opener("b", None), grading, state, witness=witness)
     verdict = grading.verdict
     if verdict is not None and verdict.reward >= 1.0 and verdict.canary_seen in canaries.UNSEEN and change.files:
         blame.missing_canary(task, opener("b", None), grading, state)
@@ -443,3 +453,48 @@ def _after_grade(
             grading.verdict = grading.verdict.model_copy(update={"reward": reward or 0.0, "tests": None})
             grading.extra["control"]["log_tail"] = control.log[-2000:]
     return grading
+
+
+def _opener(
+    begin: Callable[..., Sandbox],
+    prefix: str,
+    change: Change,
+    task: TaskSpec,
+    stopper: Stopper,
+    state: TrialState,
+    prepare: tuple[str, Callable[[Sandbox], Any]],
+    exclude: list[str] | None,
+    keep: bool = True,
+    start: Callable[..., Sandbox] | None = None,
+) -> Callable[[int], Sandbox]:
+    """Fresh verifier boxes (started by `begin`, named `prefix` + try) with the change applied minus `exclude` (None:
+    the image as built); `keep`: what the carry learns of the change kept in it (apply_change); `start`: how the
+    image's own tree is measured when the carry outgrew its time (blame.slow_carry)."""
+    image_id = state.image_id
+
+    def open_box(k: int) -> Sandbox:
+        stopper.check()
+        vbox = begin(f"{prefix}{k}", prepare)
+        try:
+            sources.learn_image(vbox, task, change.workdir)  # before the change: what canaries copy
+            if exclude is not None:
+                apply_change(vbox, change, task, exclude, task.verifier_timeout, image_id, keep)
+        except IsolationError as exc:
+            hits, disk = vbox.limit_hits(), vbox.look_at_disk()
+            blame.remove_box(vbox, state)
+            if disk:  # the carried change filled the verifier's disk quota: the agent's doing
+                raise CarryOutgrown(
+                    f"the agent's change took {disk:,} bytes in the verifier, past disk_mb = {task.disk_mb}"
+                ) from None
+            if hits:  # the task's own limits stopped the harness's git: on the image's tree, not the agent's doing
+                raise LimitHit(hits, exc.agent_side) from None
+            if isinstance(exc, CarryTimeout) and exc.agent_side:
+                measure = start or begin
+                blame.slow_carry(exc, lambda: measure(f"{prefix}i", prepare), change.workdir, state)
+            raise
+        except BaseException:
+            blame.remove_box(vbox, state)
+            raise
+        return vbox
+
+    return open_box

@@ -204,19 +204,17 @@ def _charge_the_change(
 
 def reward_file(
     task: TaskSpec,
-    with_change: Callable[[int], Sandbox],
     without_change: Callable[[int], Sandbox],
     grading: Grading,
     state: TrialNotes,
-    close: Callable[[Sandbox], None] | None = None,
     witness: Callable[[], Grading] | None = None,
 ) -> None:
     """What a reward file says (or does not), weighed against the image as built, in either isolation: none written
     (missing_reward), one test.sh may not have written last (untrusted_reward), one read where the code under test
-    changed what test.sh may run after the tests (changed_outside; a fresh container's only), one the canary does not
-    lower (unwitnessed_reward: the witness run beside the graded one, `witness`, else one now in `with_change` boxes
-    closed by `close`, else removed); and the grading half's strict checks (docs/threat-model.md): the tests failing
-    on the image as built (not_gold_reward), the exit status against pytest's report (runner.exit_disagrees)."""
+    changed what test.sh may run after the tests (changed_outside; a fresh container's only), one the canaries do not
+    lower (unwitnessed_reward: the witness run beside the graded try, `witness`); and the grading half's strict checks
+    (docs/threat-model.md): the tests failing on the image as built (not_gold_reward), the exit status against
+    pytest's report (runner.exit_disagrees)."""
     if grading.error is not None and grading.error[0] == ErrorKind.REWARD_FILE_NOT_FOUND:
         missing_reward(task, without_change, grading, state)
     untrusted_reward(task, without_change, grading, state)
@@ -224,7 +222,7 @@ def reward_file(
     not_gold_reward(task, without_change, grading, state)
     if grading.verdict is not None and grading.verdict.exit_disagrees and grading.verdict.reward >= 1.0:
         grading.verdict = grading.verdict.model_copy(update={"reward": 0.0})  # runner.exit_disagrees
-    unwitnessed_reward(task, with_change, without_change, grading, state, close, witness)
+    unwitnessed_reward(task, without_change, grading, state, witness)
 
 
 def not_gold_reward(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
@@ -306,45 +304,50 @@ def changed_outside(task: TaskSpec, open_box: Callable[[int], Sandbox], grading:
 
 def unwitnessed_reward(
     task: TaskSpec,
-    with_change: Callable[[int], Sandbox],
     without_change: Callable[[int], Sandbox],
     grading: Grading,
     state: TrialNotes,
-    close: Callable[[Sandbox], None] | None = None,
     witness: Callable[[], Grading] | None = None,
 ) -> None:
     """Resolved by a reward file, whose verifier decides by itself what a failure is: no canary rides along (it would
     fail an honest run too; the graded run holds look-alikes that pass instead, verify/runner.lookalikes), so the
     verifier runs once more with the change and canaries, tests that must fail planted among the test modules its
-    command names (verify/canary.py, verify/decoys.py): in fresh containers, the witness run started beside the
-    graded one (`witness`: its result, verify/witness.py), else (the agent's own container) one run now, in
-    `with_change` boxes closed by `close`. The reward drops and no canary passes: the runner reports
-    truthfully and the grade stands. A canary is reported passing: the runner was made to pass what fails (pytest's
-    test call made a no-op: tests/harness/cheats/runner_noop.sh); or it is not reported while it is reported failing
-    on the image as built: the change hid it (the test process ended with status 0 before any test ran:
-    tests/harness/cheats/exit0_at_import.sh). Either way graded 0, tagged `runner_subverted`. Reported failing
-    without a lower reward (the task's test.sh ignores failures), not reported there either, or a witness that
-    did not finish (an infra error of its own among them: recorded as its `raised`): the grade stands."""
+    command names (verify/canary.py, verify/decoys.py): the witness run started beside the graded try whose grade
+    this is, in a fresh container of its own (`witness`: its result, verify/witness.py; None: the change could not
+    be carried into one, `isolation = "container"` without a known working tree: tagged `unwitnessed`, as where no
+    canary can be planted, and the grade stands). The canaries are read from every channel of that run
+    (runner.witness_reading). Reported failing, with a reward that drops or not: the runner reports truthfully and the
+    grade stands. Reported passing: the runner was made to pass what fails (pytest's test call made a no-op:
+    tests/harness/cheats/runner_noop.sh); not read as failing (missing, skipped: a channel absent or bent, a summary
+    line with a suffix) with a reward that did not drop, while they are read failing on the image as built: the
+    change hid them (the test process ended with status 0 before any test ran: tests/harness/cheats/exit0_at_import.sh).
+    Either way graded 0, tagged `runner_subverted`. A witness without a verdict (it raised, timed out, hit the limits,
+    wrote no reward) leaves no grade: the trial ends with the witness's error, never resolved unwitnessed."""
     verdict = grading.verdict
     if verdict is None or verdict.graded_by != "reward_file" or verdict.reward < 1.0:
         return
-    if not witnessable(task):  # no canary can be planted in its test command: counted by `audit`
+    if not witnessable(task) or witness is None:  # no canary can be planted, or no fresh container: `audit` counts it
         state.tags.append("unwitnessed")
         return
-    if witness is not None:
-        control = witness()
-    else:
-        control = grade(task, with_change, close or (lambda b: remove_box(b, state)), tries=1, witness=True)
+    control = witness()
     got = control.verdict
     grading.extra["witness"] = {"reward": got.reward if got else None, "canary": got.canary_seen if got else None}
     if "raised" in control.extra:
         grading.extra["witness"]["raised"] = control.extra["raised"]
-    if got is not None and got.exit_disagrees:  # the canary reported failing, the exit status said success
+    if got is None:  # no witness, no grade: never a resolved trial that nothing witnessed
+        error = control.error or (ErrorKind.ISOLATION, "the witness run ended without a verdict")
+        grading.extra["witness"]["error"] = error[0]
+        grading.verdict, grading.error = None, (error[0], f"the witness run: {error[1]}")
+        return
+    if got.rewards_not_files:  # the change left a reward path no plain file in the witness: charged as in a graded run
+        grading.verdict = verdict.model_copy(update={"reward": 0.0, "rewards_not_files": got.rewards_not_files})
+        return
+    if got.exit_disagrees:  # the canary reported failing, the exit status said success
         grading.verdict = verdict.model_copy(update={"reward": 0.0, "exit_disagrees": True})
         return
     # a canary reported passing is a subversion whatever the reward: with several canaries a cheat that spares some
     # lowers the reward through the others (verify/decoys.py: tests/verify/attacks/grading/spare_by_name.sh)
-    if got is None or got.canary_seen == canaries.FAILED:
+    if got.canary_seen == canaries.FAILED:
         return
     if got.reward < verdict.reward and got.canary_seen != canaries.PASSED:
         return

@@ -20,6 +20,8 @@ TAGS: dict[str, str] = {
     " report is missing from a run that would resolve): verify/channels.py; graded 0",
     "exit_status_disagrees": "the reward follows the test command's exit status, which said success while the"
     " test log reports a failing test (verify/runner.exit_disagrees); graded 0",
+    "reward_not_a_file": "a reward path was left a folder, a link or a fifo when test.sh ended (in the graded run or"
+    " its witness): the change's doing, where test.sh's own write failed (verify/runner.NOT_A_FILE); graded 0",
 }
 
 
@@ -37,6 +39,8 @@ def verdict_tags(verdict: Verdict | None) -> list[str]:
         tags.append("channels_disagree")
     if verdict.exit_disagrees and verdict.reward < 1.0:
         tags.append("exit_status_disagrees")
+    if verdict.rewards_not_files:
+        tags.append("reward_not_a_file")
     return tags
 
 

@@ -29,10 +29,10 @@ from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, reward_files_named, task_test_files
 from trialbook.verify import canary as canaries
 from trialbook.verify import sources, staged
-from trialbook.verify.canary import Planted, in_log, plant, test_modules
-from trialbook.verify.channels import canary_in_reports, disagreement
+from trialbook.verify.canary import FAILED, MISSING, PASSED, SKIPPED, Planted, plant, test_modules
+from trialbook.verify.channels import canary_in_reports, disagreement, parse_junit
 from trialbook.verify.markers import Seal, seal
-from trialbook.verify.privilege import Separated, exit_contradicts_log, read_markers, separate, staging
+from trialbook.verify.privilege import Reading, Separated, exit_contradicts_log, read_markers, separate, staging
 from trialbook.verify.twins import unrename
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ LOG_DIR = "/logs/verifier"
 # test printing without end had filled that disk (tests/harness/test_carry_timeout.py)
 LOG_DISK_LIMIT = 1 << 30
 CGROUP = "cgroup"  # the section of the script's output with the limit counters
+NOT_A_FILE = "not-a-file"  # the section naming the reward paths that are there but are no plain file
 # a file printed line by line by the running shell's builtins (no fork, no tool the code under test could replace);
 # its last line may lack a newline
 READ_FILE = 'while IFS= read -r l || [ -n "$l" ]; do printf \'%s\\n\' "$l"; l=; done'
@@ -99,6 +100,9 @@ class Verdict(BaseModel):
     # no way to drop root), None (no test command found in test.sh: it ran as test.sh's user)
     tests_user: str | None = None
     rewards_by_tests: list[str] = []  # reward files the tests' uid wrote (removed before test.sh went on)
+    # graded by a reward file: reward paths left as no plain file (a folder, a link, a fifo) when test.sh ended, the
+    # change's doing, graded 0 (tag `reward_not_a_file`) rather than an infra error retried alone (threat model, G16)
+    rewards_not_files: list[str] = []
     exit_contradicts_log: bool = False  # a test command exited 0 after its runner reported a failure: graded 0
     channels: str | None = None  # why exit status, text log and junit report disagree (verify/channels.py): 0
     file_reward: float | None = None
@@ -253,6 +257,12 @@ def _script(stage: str, mark: str, unpack: str | None = None, prepare: str = "")
         "done\n"
         '[ "$left" -gt 0 ] && kill -9 -1 2>/dev/null\n'
         f"printf '\\n{mark}end %s\\n' $left\n"
+        # a reward path that is not a plain file (a folder, a link, a fifo: the tests' uid may make one in the sticky
+        # folder, where test.sh's own write then fails) is the change's doing: named, graded 0 (verify, NOT_A_FILE)
+        f"nf=; for f in {' '.join(REWARD_FILES)}; do\n"
+        f'  {{ [ -L {LOG_DIR}/$f ] || {{ [ -e {LOG_DIR}/$f ] && [ ! -f {LOG_DIR}/$f ]; }}; }} && nf="$nf $f"\n'
+        "done\n"
+        f'[ -n "$nf" ] && printf \'\\n{mark}{NOT_A_FILE}\\n%s\\n\' "$nf"\n'
         f"for f in {' '.join(REWARD_FILES)}; do\n"
         # a link is not read: a reward.txt linked to a read-only file that reads 1 (/proc/sys/fs/protected_hardlinks)
         # keeps test.sh's 0 from being written (tests/harness/cheats/reward_symlink.sh); nothing else runs by now.
@@ -347,6 +357,69 @@ def passing_tests(log: str) -> frozenset[str]:
     return frozenset(t for s, t in seen if s == "PASSED") - failing_tests(log)
 
 
+# a result line's status word (pytest's, unittest's) -> what it says of a canary
+_RESULTS = dict.fromkeys(("PASSED", "XPASS", "XFAIL", "ok", "expected failure", "unexpected success"), PASSED)
+_RESULTS |= {"FAILED": FAILED, "ERROR": FAILED, "FAIL": FAILED, "SKIPPED": SKIPPED}
+_JUNIT = {"passed": PASSED, "xfail": PASSED, "failed": FAILED, "skipped": SKIPPED}
+
+
+def _result_line(line: str) -> tuple[str, str] | None:
+    """(status, test name) of one whole result line, or None: pytest's -rA summary `STATUS <id>` (then nothing, or
+    ` - ` and its message), -v's `<id> STATUS [ n%]`, unittest's `name (id) ... ok` and `FAIL: name (id)`. Read by
+    splitting, in linear time; a line with anything else in it (a suffix a change printed) is no result line."""
+    words = line.rstrip("\r").split(" ")
+    if len(words) >= 2 and words[0] in _RESULTS and "::" in words[1] and (len(words) == 2 or words[2] == "-"):
+        status, test = words[0], words[1]
+    elif len(words) >= 2 and "::" in words[0] and words[1] in _RESULTS:
+        rest = "".join(words[2:])
+        if rest and not (rest[0] == "[" and rest.endswith("%]") and rest[1:-2].isdigit()):
+            return None
+        status, test = words[1], words[0]
+    elif " ... " in line and (head := line.split(" ... ", 1))[1].rstrip("\r") in _RESULTS:
+        status, test = head[1].rstrip("\r"), head[0].split(" (", 1)[0]
+    elif words[0] in ("FAIL:", "ERROR:") and len(words) == 3 and words[2].startswith("("):
+        status, test = words[0][:-1], words[1]
+    else:
+        return None
+    name = test.rsplit("::", 1)[-1].split("[", 1)[0]
+    return (_RESULTS[status], name) if status in _RESULTS else None
+
+
+def witness_reading(log: str, ran: Reading, name: str) -> str:
+    """What a witness run says of its canaries (`name`: comma-separated), from every channel the run has, none
+    trusted alone (docs/threat-model.md, G16): the text log's whole result lines (`_result_line`: a suffix printed on
+    a summary line makes it none, never a failure) and each pytest run's junit report with the run's exit status.
+    "passed" when any channel reports a canary passing, or a run whose report holds a failing canary exited 0 (the
+    runner was made to pass what fails); "failed" only when every canary is reported failing in the text log and in
+    the reports; else "skipped" (one was skipped) or "missing": unread, not reported, or a report asked for that is
+    absent, empty or unreadable. Missing while the canaries fail on the image as built is `runner_subverted`
+    (verify/blame.unwitnessed_reward), never a failure."""
+    names = [n for n in name.split(",") if n]
+    seen: dict[str, set[str]] = {n: set() for n in names}
+    for line in _ANSI.sub("", log).split("\n"):
+        got = _result_line(line)
+        if got is not None and got[1] in seen:
+            seen[got[1]].add(got[0])
+    reported: dict[str, set[str]] = {n: set() for n in names}
+    for i, report in enumerate(ran.reports):
+        parsed = parse_junit(report) if report is not None else None
+        if not parsed:
+            return MISSING  # a channel missing or empty is a disagreement, never "no information"
+        for key, status in parsed.items():
+            case = key.rsplit("::", 1)[-1].split("[", 1)[0]
+            if case in reported:
+                reported[case].add(_JUNIT.get(status, MISSING))
+                if status == "failed" and i < len(ran.report_exits) and ran.report_exits[i] == 0:
+                    return PASSED  # the runner's own exit status says the failing canary passed
+    channels = [seen, reported] if ran.reports else [seen]
+    readings = [st for channel in channels for st in channel.values()]
+    if any(PASSED in st for st in readings):
+        return PASSED
+    if names and all(st == {FAILED} for st in readings):
+        return FAILED
+    return SKIPPED if any(SKIPPED in st for st in readings) else MISSING
+
+
 def witnessable(task: TaskSpec) -> bool:
     """Whether a canary can be planted in a task graded by its reward file (`verify(..., witness=True)`)."""
     return not task.lists_tests and _planted(task, witness=True) is not None
@@ -378,7 +451,7 @@ def lookalikes(task: TaskSpec, snap: staged.Snapshot | None = None) -> bool:
 
 def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = False) -> Verdict:
     """Run the task's verifier in `sandbox`; `witness`: with a canary planted even when the task is graded by its
-    reward file (its reading is then the verdict's canary_seen, from the log: canary.in_log)."""
+    reward file (its reading is then the verdict's canary_seen: witness_reading)."""
     # every nonce of the run from one read of the system's random source (one syscall: each costs a wait for the GIL
     # with a thousand trials in flight, benchmarks/bench_scale.py)
     fresh = tokens.token_hex(6 + 8 + 8 + 8)
@@ -421,6 +494,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
         tests_user = ran.how[0] if ran.how else None
         contradicted = exit_contradicts_log(ran)
         counters = files.pop(CGROUP, None)
+        not_files = sorted(set(files.pop(NOT_A_FILE, "").split()))
         if last and counters is not None:
             sandbox.report_limits(counters)
         if res.timed_out:
@@ -490,20 +564,21 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
     if killed:
         return Verdict(reward=0.0, graded_by="reward_file", killed=True, exit_code=res.exit_code, log=log,
                        duration_s=res.duration_s, tests_user=tests_user, rewards_by_tests=ran.rewards_by_tests,
-                       exit_contradicts_log=contradicted)  # fmt: skip
-    if file_reward is None:
+                       exit_contradicts_log=contradicted, rewards_not_files=not_files)  # fmt: skip
+    if file_reward is None and not not_files:
         raise RewardFileNotFoundError(
             f"tests/test.sh exited {res.exit_code} without writing {LOG_DIR}/reward.txt or reward.json", log
         )
     return Verdict(
-        reward=0.0 if contradicted else file_reward,
+        reward=0.0 if contradicted or not_files or file_reward is None else file_reward,
         exit_disagrees=exit_disagrees(task, log, file_reward, snap),  # graded 0 by verify/blame.reward_file
         graded_by="reward_file",
+        rewards_not_files=not_files,
         foreign_rewards=foreign,
         output_cut=capped.over,
         outlived=(outlived or 0) + ran.left,
         canary=planted.name if planted else None,
-        canary_seen=in_log(log, planted.name) if planted else None,
+        canary_seen=witness_reading(log, ran, planted.name) if planted else None,
         lookalikes=alike.name if alike else None,
         file_reward=file_reward,
         exit_code=res.exit_code,

@@ -1,19 +1,21 @@
-"""The witness run of a task graded by its reward file, side by side with the graded run (docs/threat-model.md).
+"""The witness runs of a task graded by its reward file, each side by side with a graded try (docs/threat-model.md).
 
 The graded run of such a task holds no canary (one would fail an honest run), so a resolving grade is witnessed by a
 second run with canaries (verify/blame.unwitnessed_reward). That run had come after the graded one, some seconds
 later: a change active only in the first seconds after the agent ended (its own timestamp read at import) resolved in
-the graded run and failed honestly in the witness (tests/verify/test_witness_alongside.py). Here the witness starts
-with the graded run: two fresh containers of the task's image and limits, the change carried into each the same way
-(the witness's carry keeps nothing in the trial's Change), and each box's tests start only once both are carried
-(a barrier; a box that could not be opened breaks it, and the other goes on alone). The graded run's first try
-only: a retry runs alone.
+the graded run and failed honestly in the witness (tests/verify/test_witness_alongside.py). Here every graded try,
+a retry included, gets a witness of its own that starts with it (`Witnessed`): two fresh containers of the task's
+image and limits, neither touched by any other run, the change carried into each the same way (the witness's carry
+keeps nothing in the trial's Change), and each box's tests start only once both are carried (a barrier; a box that
+could not be opened breaks it, and the other goes on alone). A retry had run alone, unwitnessed, and a change that
+forced it (a reward path made a folder: now graded 0 itself, verify/runner.NOT_A_FILE) cheated only there.
 
-Its result is used as before, and only when the graded run resolved by its reward file; otherwise it is cut short
-(`cancel`: its box's running command killed) and discarded. Whatever it raises (an infra error, a deadline) is kept as
-its record's `raised`, never the trial's: like a witness that did not finish, the grade stands. Every path joins its
-thread, so its container is removed (by `close_box`, as every verifier box is) before the trial is recorded; the run's
-deadline or interrupt stops its commands as they stop the graded run's.
+The witness of the try whose grade stands is used only when that try resolved by its reward file; otherwise it is cut
+short (`cancel`: its box's running command killed) and discarded, as is the witness of a try that is retried.
+Whatever it raises (an infra error, a deadline) is kept as its record's `raised` and its error: a resolving grade
+without a witness's verdict is no grade (blame.unwitnessed_reward). Every path joins its thread, so its container is
+removed (by `close_box`, as every verifier box is) before the trial is recorded; the run's deadline or interrupt
+stops its commands as they stop the graded run's.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from trialbook.outcomes import ErrorKind, error_kind
 from trialbook.sandbox import Sandbox
 from trialbook.tasks import TaskSpec
 from trialbook.verify.isolation import Grading, grade
@@ -34,8 +37,10 @@ START_S = 120.0  # past the carry's own budget (2 x the verifier's timeout), wha
 
 
 def alongside(task: TaskSpec) -> bool:
-    """Whether a trial of `task` graded in fresh containers runs its witness beside the graded run."""
-    return task.isolation == "diff" and not task.lists_tests and witnessable(task)
+    """Whether a trial of `task` runs a witness beside each graded try: graded by its reward file, witnessable. In
+    either isolation the witness's container is a fresh one (`isolation = "container"`: the agent's working tree
+    carried into it, harness/trial._witness_change)."""
+    return not task.lists_tests and witnessable(task)
 
 
 def needed(grading: Grading) -> bool:
@@ -64,7 +69,7 @@ class _Either:
 
 
 class SideBySide:
-    """One trial's witness run, in a thread of its own from `start` until `result` or `cancel` joins it."""
+    """One graded try's witness run, in a thread of its own from `start` until `result` or `cancel` joins it."""
 
     def __init__(self, task: TaskSpec, stop: threading.Event, name: str = "") -> None:
         self.task, self.stop = task, stop
@@ -85,29 +90,24 @@ class SideBySide:
 
         return started
 
-    def graded(self, open_box: Callable[[int], Sandbox]) -> Callable[[int], Sandbox]:
-        """`open_box` for the graded run: its first box's tests wait for the witness's box."""
-
-        def open_first(k: int) -> Sandbox:
-            return self._met(open_box, k) if k == 0 else open_box(k)
-
-        return open_first
-
     def start(self, open_box: Callable[[int], Sandbox], close_box: Callable[[Sandbox], None]) -> None:
         """The witness run (isolation.grade, one try, canaries planted) in `open_box(0)` boxes, starting now."""
 
         def run() -> None:
             try:
-                self._grading = grade(self.task, lambda k: self._met(open_box, k), close_box, tries=1, witness=True)
-            except BaseException as exc:  # noqa: BLE001 - the witness's failure is never the trial's
-                self._grading = Grading(extra={"raised": f"{type(exc).__name__}: {exc}"[:500]})
+                self._grading = grade(self.task, lambda k: self.meet(open_box, k), close_box, tries=1, witness=True)
+            except BaseException as exc:  # noqa: BLE001 - the witness's failure is never the graded run's
+                message = f"{type(exc).__name__}: {exc}"[:500]
+                kind = ErrorKind._value2member_map_.get(error_kind(exc), ErrorKind.ISOLATION)
+                self._grading = Grading(error=(ErrorKind(kind), message), extra={"raised": message})
             finally:
                 self._barrier.abort()  # the graded run never waits for a witness that ended
 
         self._thread = threading.Thread(target=run, name=f"witness-{self.name}", daemon=True)
         self._thread.start()
 
-    def _met(self, open_box: Callable[[int], Sandbox], k: int) -> Sandbox:
+    def meet(self, open_box: Callable[[int], Sandbox], k: int) -> Sandbox:
+        """`open_box(k)`, returned once the other run's box is open too (or could not be)."""
         try:
             box = open_box(k)
         except BaseException:
@@ -120,7 +120,7 @@ class SideBySide:
     def result(self) -> Grading:
         """The witness's grading once it ended (`raised` in its extra when it raised, no verdict when it was cut)."""
         self._join()
-        return self._grading or Grading(extra={"raised": "not started"})
+        return self._grading or Grading(error=(ErrorKind.ISOLATION, "not started"), extra={"raised": "not started"})
 
     def cancel(self) -> None:
         """Cut the witness short (not needed, or the trial ends otherwise) and wait for its box to be removed."""
@@ -133,3 +133,40 @@ class SideBySide:
             self._thread.join(POLL_S)
             if self.stop.is_set():
                 self.cut.set()
+
+
+class Witnessed:
+    """Every graded try of one trial with a witness of its own beside it (SideBySide): `graded` wraps the graded run's
+    `open_box`, so that try k's box is opened beside a fresh witness (`open_witness(side, k)`: the witness's own
+    `open_box`, its boxes started through `side.begin`), the previous try's witness cut and discarded first."""
+
+    def __init__(
+        self,
+        task: TaskSpec,
+        stop: threading.Event,
+        name: str,
+        open_witness: Callable[[SideBySide, int], Callable[[int], Sandbox]],
+        close_box: Callable[[Sandbox], None],
+    ) -> None:
+        self.task, self.stop, self.name = task, stop, name
+        self.open_witness, self.close_box = open_witness, close_box
+        self.side: SideBySide | None = None
+
+    def graded(self, open_box: Callable[[int], Sandbox]) -> Callable[[int], Sandbox]:
+        def open_try(k: int) -> Sandbox:
+            self.cancel()  # the witness of a try that is retried decides nothing
+            side = self.side = SideBySide(self.task, self.stop, f"{self.name}-{k}")
+            side.start(self.open_witness(side, k), self.close_box)
+            return side.meet(open_box, k)
+
+        return open_try
+
+    def result(self) -> Grading:
+        """The witness of the last graded try (its `raised` when there was none)."""
+        if self.side is None:
+            return Grading(error=(ErrorKind.ISOLATION, "not started"), extra={"raised": "not started"})
+        return self.side.result()
+
+    def cancel(self) -> None:
+        if self.side is not None:
+            self.side.cancel()
