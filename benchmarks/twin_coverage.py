@@ -349,7 +349,7 @@ def show(s: dict[str, Any]) -> None:
     print(f"instances read: {s['instances_read']} (skipped: {skipped}); measured {s['measured']}")
     print(f"  every F2P test twinned: {s['all_f2p_twinned']}")
     print(f"  some F2P tests twinned: {s['some_f2p_twinned']}")
-    print(f"  no F2P test twinned:    {s['no_f2p_twinned']} (the old canaries are used)")
+    print(f"  no F2P test twinned:    {s['no_f2p_twinned']} (PASS_TO_PASS twins where any, else the canaries)")
     print(f"F2P ids: {s['f2p_ids']} ({s['f2p_ids_not_path_name']} not of the form path::name)")
     share = s["f2p_tests_twinned"] / max(1, s["f2p_tests"])
     print(f"F2P tests (parameters dropped): {s['f2p_tests']}, twinned {s['f2p_tests_twinned']} ({share:.0%})")
