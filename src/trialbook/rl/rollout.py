@@ -48,11 +48,13 @@ from trialbook.rl.rewards import DEFAULT_POLICY, RewardPolicy
 from trialbook.rl.trajectory import ARTIFACT, Trajectory, tagged
 from trialbook.sandbox import Sandbox
 from trialbook.tasks import TaskSpec
+from trialbook.verify import linear
 
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
 from minisweagent.exceptions import Submitted  # noqa: E402
 
-ACTION = re.compile(r"```(?:mswea_bash_command|bash|sh)\s*\n(.*?)\n?```", re.DOTALL)
+# the model's reply, read in time linear in it (RE2: verify/linear.py)
+ACTION = linear.compile(r"```(?:mswea_bash_command|bash|sh)\s*\n(.*?)\n?```", re.DOTALL)
 
 
 def actions(reply: str) -> list[str]:
