@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -30,6 +30,8 @@ class RunConfig(BaseModel):
     runtime: str = "auto"  # the containers' OCI runtime (DockerEngine.runtime_for)
     backend: str = "docker"  # where sandboxes run (sandbox/backend.py's registry): resume and rerun use it too
     engines: list[str] = Field(default_factory=list)  # --engine URL[=N]: the endpoints (harness/engines.py)
+    # a reward-hacking signature on a rewarded trial: its training reward 0 ("zero") or a tag only (rl/rewards.py)
+    hack_policy: Literal["zero", "tag"] = "zero"
 
     def paths(self, run_name: str) -> RunPaths:
         return RunPaths.of(self.runs_dir, run_name)
