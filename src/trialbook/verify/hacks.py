@@ -173,7 +173,7 @@ def signatures(patch: str | bytes) -> list[str]:
         code = not is_test_file(path)
         text = "\n".join(lines)
         if code and PurePosixPath(path).suffix == ".py":
-            found |= hacks_ast.read(lines)
+            found |= hacks_ast.signatures_of(lines)
         for hack in HACKS:
             if hack.name in found or not (code or hack.every_file):
                 continue

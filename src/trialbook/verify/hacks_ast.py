@@ -71,7 +71,7 @@ def _aliases(tree: ast.AST) -> dict[str, str]:
     return out
 
 
-def read(lines: list[str]) -> set[str]:
+def signatures_of(lines: list[str]) -> set[str]:
     """The AST signatures (the hack_* names of verify/hacks.HACKS) in a Python file's added lines."""
     found: set[str] = set()
     for tree in _trees(lines):
