@@ -145,6 +145,7 @@ def yes(flag: bool) -> str:
 
 def outcomes_page() -> str:
     from trialbook.outcomes import FINDINGS, OUTCOMES, policy_rows
+    from trialbook.rl.rewards import HACK_POLICIES
 
     lines = [
         NOTE.format(source="OUTCOMES and POLICY in src/trialbook/outcomes.py"),
@@ -186,6 +187,22 @@ def outcomes_page() -> str:
         "|---|---|",
     ]
     lines += [f"| `{name}` | {cell(meaning)} |" for name, meaning in FINDINGS.items()]
+    lines += [
+        "",
+        "## Reward-hacking signatures and the training reward",
+        "",
+        "A signature read from the agent's patch (a `hack_*` tag: verify/hacks.py, docs/threat-model.md G14) leaves",
+        "the outcome and the verifier's reward as they are (leaderboard parity). What a trainer learns from is set",
+        "per run by `--hack-policy` (`trialbook run`; `RewardPolicy.hack_policy` for rollouts), recorded with the run",
+        "(`config.hack_policy`, a rollout run's `config.rewards`). Under `zero` a trial with a positive reward",
+        "and a signature keeps `extra.train_reward` 0 and the tags that cost it in `extra.hack_zeroed`.",
+        "",
+        "| --hack-policy | training reward of a rewarded trial with a signature |",
+        "|---|---|",
+    ]
+    lines += [
+        f"| `{name}`{' (default)' if name == 'zero' else ''} | {cell(text)} |" for name, text in HACK_POLICIES.items()
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -35,6 +35,7 @@ NAMES: dict[str, tuple[str, str]] = {
     "--ray-address": ("text", "the Ray cluster's address"),
     "--backend": ("text", "the sandbox backend: docker or podman"),
     "--engine": ("text", "a Docker/Podman endpoint URL trials are spread over"),
+    "--hack-policy": ("text", "what a reward-hacking signature does to a rewarded trial's training reward"),
     # tasks and attempts
     "--tasks": ("int", "a number of tasks (planned, or in a simulated pool)"),
     "--task": ("text", "task id(s) to restrict to"),

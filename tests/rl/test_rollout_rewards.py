@@ -66,3 +66,27 @@ def test_a_custom_fixed_reward_is_used() -> None:
     assert policy.reward("format_error", 1.0) == -0.1
     rows = {r["outcome"]: r for r in policy.rows()}
     assert rows["format_error"]["reward"] == -0.1 and rows["infra_error"]["masked"] is True
+
+
+def test_a_hack_signature_costs_the_training_reward_by_default_and_only_tags_under_tag() -> None:
+    tags = ["status_not_gold", "hack_test_framework_call"]
+    assert DEFAULT_POLICY.hack_policy == "zero"
+    assert DEFAULT_POLICY.reward("resolved", 1.0, tags=tags) == 0.0
+    assert DEFAULT_POLICY.reward("agent_timeout", 0.5, submitted=True, tags=tags) == 0.0
+    assert DEFAULT_POLICY.zeroed(1.0, tags) == ["hack_test_framework_call"]
+    assert DEFAULT_POLICY.zeroed(0.0, tags) == [] and DEFAULT_POLICY.zeroed(None, tags) == []
+    assert DEFAULT_POLICY.reward("resolved", 1.0, tags=["status_not_gold"]) == 1.0  # a finding is no signature
+    assert DEFAULT_POLICY.reward("infra_error", None, tags=tags) is None  # masked stays masked
+    tag_only = RewardPolicy(hack_policy="tag")
+    assert tag_only.reward("resolved", 1.0, tags=tags) == 1.0 and tag_only.zeroed(1.0, tags) == []
+    assert json.loads(json.dumps(tag_only.record()))["hack_policy"] == "tag"
+    with pytest.raises(ValueError):
+        RewardPolicy(hack_policy="ignore")
+
+
+def test_every_signature_of_the_static_screen_is_a_hack_tag() -> None:
+    from trialbook.rl.rewards import hack_tags
+    from trialbook.verify import hacks
+
+    names = [h.name for h in hacks.HACKS]
+    assert hack_tags(names) == names

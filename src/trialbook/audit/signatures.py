@@ -3,7 +3,8 @@
 Each rule is data: a name, what it means, whether it is a verifier *artifact* (the grade is not
 evidence about the agent's patch), the regular expressions that reveal it in the verifier's test
 output or the harness log around it, and optionally a structural check on the grade itself.
-Add a rule by adding a row; `audit` reports every row, matched or not.
+Add a rule by adding a row; `audit` reports every row, matched or not. The logs are the code under test's output:
+every pattern runs on RE2 (verify/linear.py), in time linear in the log; one RE2 refuses is refused at import.
 """
 
 from __future__ import annotations
@@ -14,20 +15,37 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from trialbook.outcomes import Outcome
 from trialbook.verify import canary as canaries
-from trialbook.verify import findings, hacks
+from trialbook.verify import findings, hacks, linear
 
 if TYPE_CHECKING:
     from trialbook.audit.regrade import Evidence
 
-ANSI = re.compile(r"\x1B(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])")
+ANSI = linear.ANSI
 # pytest -rA prints what the tests that passed captured in a PASSES section, up to the short test summary: a
 # pattern found only there (pytest-5809's pastebin test catches a failed name lookup and passes) explains no failure
-PASSES = re.compile(r"(?ms)^=+ PASSES =+$.*?(?=^=+ short test summary info =+$|\Z)")
+PASSES_HEADER = linear.compile(r"=+ PASSES =+")
+SUMMARY_HEADER = linear.compile(r"=+ short test summary info =+")
 PASS_STATUSES = frozenset(("PASSED", "XFAIL"))
 # pytest's final summary line, decorated ("==== 1 failed, 2 passed in 0.2s ====") or with -q ("3 passed in 0.04s")
-PASSED_SUMMARY = re.compile(r"(?m)^=*\s*(?:\d+ [a-z]+, )*[1-9]\d* passed(?:, \d+ [a-z]+)* in [\d.]+ ?s")
-COLLECTION = re.compile(r"errors? during collection")
-SETUP_ERROR = re.compile(r"_ ERROR at setup of (\S+) _")
+PASSED_SUMMARY = linear.compile(r"(?m)^=*\s*(?:\d+ [a-z]+, )*[1-9]\d* passed(?:, \d+ [a-z]+)* in [\d.]+ ?s")
+COLLECTION = linear.compile(r"errors? during collection")
+SETUP_ERROR = linear.compile(r"_ ERROR at setup of (\S+) _")
+
+
+def without_passes(text: str) -> str:
+    """`text` without pytest's PASSES sections: from a `=== PASSES ===` line up to the next short test summary
+    line (kept), or the end (a line scan: the section's end is a lookahead, which RE2 has not)."""
+    if "PASSES" not in text:
+        return text
+    kept, skipping = [], False
+    for line in text.split("\n"):
+        if skipping and SUMMARY_HEADER.fullmatch(line):
+            skipping = False
+        elif not skipping and PASSES_HEADER.fullmatch(line):
+            skipping = True
+        if not skipping:
+            kept.append(line)
+    return "\n".join(kept)
 
 
 def _missing_tests(ev: Evidence) -> bool:
@@ -46,7 +64,7 @@ def _no_per_test_lines(ev: Evidence) -> bool:
     """
     if ev.grade is None or ev.grade.marker is not None or not ev.log:
         return False
-    ran = PASSED_SUMMARY.search(ANSI.sub("", ev.log)) is not None
+    ran = PASSED_SUMMARY.search(linear.strip_ansi(ev.log)) is not None
     return ran and _missing_tests(ev) and _saw_no_pass(ev)
 
 
@@ -54,7 +72,7 @@ def _collection_error(ev: Evidence) -> bool:
     """Nothing ran: pytest stopped at collection (often the patch's own syntax/import error)."""
     if ev.grade is None or ev.grade.marker is not None or not ev.log:
         return False
-    stopped = COLLECTION.search(ANSI.sub("", ev.log)) is not None
+    stopped = COLLECTION.search(linear.strip_ansi(ev.log)) is not None
     return stopped and _missing_tests(ev) and _saw_no_pass(ev)
 
 
@@ -62,7 +80,7 @@ def _setup_error_on_listed_test(ev: Evidence) -> bool:
     """A F2P/P2P test errored at setup (fixture/environment), before the code under test ran."""
     if ev.grade is None or not ev.log:
         return False
-    names = {m.group(1) for m in SETUP_ERROR.finditer(ANSI.sub("", ev.log))}
+    names = {m.group(1) for m in SETUP_ERROR.finditer(linear.strip_ansi(ev.log))}
     listed = [t for g in ev.grade.tests.values() for t, s in g.items() if s != "pass"]
     return any(t.endswith("::" + n) or t == n or t.startswith(n + " ") for t in listed for n in names)
 
@@ -252,14 +270,14 @@ SIGNATURES: tuple[Signature, ...] = (
 )
 
 BY_NAME: dict[str, Signature] = {s.name: s for s in SIGNATURES}
-_COMPILED: dict[str, tuple[re.Pattern[str], ...]] = {
-    s.name: tuple(re.compile(p, re.MULTILINE) for p in s.patterns) for s in SIGNATURES
+_COMPILED: dict[str, tuple[linear.Pattern, ...]] = {
+    s.name: tuple(linear.compile(p, re.MULTILINE) for p in s.patterns) for s in SIGNATURES
 }
 
 
 def matches(ev: Evidence) -> list[str]:
     """Names of the signatures this trial's logs show, in table order."""
-    texts = [PASSES.sub("", ANSI.sub("", t)) for t in (ev.log, ev.side_log) if t]
+    texts = [without_passes(linear.strip_ansi(t)) for t in (ev.log, ev.side_log) if t]
     found = []
     for sig in SIGNATURES:
         hit = sig.check is not None and sig.check(ev)

@@ -37,6 +37,7 @@ from trialbook.ledger.store import Ledger
 from trialbook.outcomes import PolicyRow, policy_rows
 from trialbook.report import layout, tables
 from trialbook.report.validate import print_validate
+from trialbook.rl.rewards import HACK_POLICIES
 from trialbook.stats.run_summaries import run_summary
 from trialbook.tasks import load_tasks
 from trialbook.verify import gold
@@ -225,11 +226,20 @@ def run_cmd(
     ray_address: RayAddress = None,
     backend: Backend = "docker",
     engine: Engines = None,
+    hack_policy: Annotated[
+        str,
+        typer.Option(
+            "--hack-policy",
+            help="A reward-hacking signature (hack_*) on a rewarded trial: zero (its training reward 0) or tag (only).",
+        ),
+    ] = "zero",
     as_json: Json = False,
     db: Db = None,
 ) -> None:
     """Run an agent on every task in TASKS_DIR, each trial in its own Docker sandbox."""
     agent = _agent_name(agent, agent_cmd)
+    if hack_policy not in HACK_POLICIES:
+        raise UserError(f"--hack-policy must be one of {', '.join(HACK_POLICIES)}, not '{hack_policy}'")
     config = RunConfig(
         tasks_dir=str(tasks_dir),
         agent=agent,
@@ -244,6 +254,7 @@ def run_cmd(
         runtime=runtime,
         backend=backend,
         engines=engine or [],
+        hack_policy=hack_policy,
         tasks=comma_list(tasks),
         runs_dir=str(runs_dir.resolve()),
         agent_options=_options(

@@ -162,4 +162,5 @@ def trial_settings(
         backoff_s=config.backoff_s,
         labels={LABEL_LEDGER: ledger.id, LABEL_RUN_ID: str(run_id)},
         runtime=config.runtime,
+        hack_policy=config.hack_policy,
     )

@@ -22,6 +22,7 @@ from trialbook.harness.paths import TRIAL_PREFIX
 from trialbook.harness.trial_state import ImageRef, TrialExtra, TrialState, trial_tags
 from trialbook.outcomes import FINDINGS, POLICY, ErrorKind, Outcome, classify, error_kind, is_graded, rule_for
 from trialbook.records import Trial
+from trialbook.rl.rewards import RewardPolicy
 from trialbook.sandbox import DockerEngine, Sandbox
 from trialbook.sandbox.backend import UNROUTABLE
 from trialbook.sandbox.box import TreeTooLargeError
@@ -91,6 +92,7 @@ class TrialSettings:
     backoff_s: float = 2.0
     labels: dict[str, str] = field(default_factory=dict)  # on every container: the ledger's id, the run's id
     runtime: str = "auto"  # the containers' OCI runtime (DockerEngine.runtime_for)
+    hack_policy: str = "zero"  # a hack_* tag on a rewarded trial: its training reward 0 (rl/rewards.HACK_POLICIES)
 
 
 @dataclass
@@ -185,6 +187,8 @@ def _result(task: TaskSpec, attempt: int, name: str, settings: TrialSettings, st
         agent_result=agent_result,
         verdict=verdict,
     )
+    if zeroed := RewardPolicy(hack_policy=settings.hack_policy).zeroed(reward, tags):
+        extra.hack_zeroed = zeroed  # its training reward is 0; the grade and the outcome stand
     trial = Trial(
         task_id=task.task_id,
         attempt=attempt,

@@ -12,6 +12,11 @@ A group (one task at one step: the trajectories whose rewards GRPO compares) wit
 by `group` (GROUP_POLICIES): masking one member alone would leave the others' advantages computed against a
 partial group (the bias SkyRL avoids by masking the whole group), so either the whole group is masked or the
 member is re-run first. Every masked group is kept on its trials (`extra.group_masked`).
+
+A reward-hacking signature (a `hack_*` tag: verify/hacks.py) on a trial with a positive reward costs that reward under
+`hack_policy` "zero", the default (`HACK_POLICIES`; `run --hack-policy`): the verifier's grade and the outcome stand
+(leaderboard parity), the training reward is 0, and the tags that cost it are kept (`extra.hack_zeroed`). Training
+multiplies whatever it rewards; a signature that changes nothing is a reward for the hack.
 """
 
 from __future__ import annotations
@@ -44,6 +49,18 @@ DEFAULT_RULES: dict[Outcome, RewardRule] = {
 }
 
 
+HACK_POLICIES: dict[str, str] = {
+    "zero": "a trial with a reward-hacking signature (a hack_* tag) trains with reward 0; its grade stands",
+    "tag": "the signature is a tag only: the trial trains with the verifier's reward",
+}
+HACK_PREFIX = "hack_"  # every verify/hacks.HACKS name
+
+
+def hack_tags(tags: list[str] | tuple[str, ...] | None) -> list[str]:
+    """The reward-hacking signatures among a trial's tags."""
+    return [t for t in tags or () if t.startswith(HACK_PREFIX)]
+
+
 GROUP_POLICIES: dict[str, str] = {
     "mask": "a group with a masked member is masked whole: none of its trajectories trains",
     "retry": "a masked member is re-run (up to group_retries times); if still masked, the group is masked whole",
@@ -55,6 +72,7 @@ class RewardPolicy(BaseModel):
     finalize_reward_scale: float = Field(1.0, ge=0.0)
     group: Literal["mask", "retry"] = "mask"
     group_retries: int = Field(1, ge=0)
+    hack_policy: Literal["zero", "tag"] = "zero"
 
     def model_post_init(self, __context: Any) -> None:
         missing = set(Outcome) - set(self.rules)
@@ -64,8 +82,11 @@ class RewardPolicy(BaseModel):
     def masked(self, outcome: str) -> bool:
         return self.rules[Outcome(outcome)].masked
 
-    def reward(self, outcome: str, verifier_reward: float | None, submitted: bool = False) -> float | None:
-        """The training reward of one trajectory; None when the policy masks it out."""
+    def reward(
+        self, outcome: str, verifier_reward: float | None, submitted: bool = False, tags: list[str] | None = None
+    ) -> float | None:
+        """The training reward of one trajectory; None when the policy masks it out; 0 when `tags` hold a
+        reward-hacking signature under hack_policy "zero"."""
         rule = self.rules[Outcome(outcome)]
         if rule.masked:
             return None
@@ -73,7 +94,13 @@ class RewardPolicy(BaseModel):
             base = float(verifier_reward) if verifier_reward is not None else 0.0
         else:
             base = float(rule.reward)
+        if self.zeroed(base, tags):
+            return 0.0
         return base * self.finalize_reward_scale if submitted else base
+
+    def zeroed(self, reward: float | None, tags: list[str] | None) -> list[str]:
+        """The signatures that cost a positive `reward` under this policy (none under "tag")."""
+        return hack_tags(tags) if self.hack_policy == "zero" and reward is not None and reward > 0 else []
 
     def record(self) -> dict[str, Any]:
         """What is stored on the run (JSON-ready)."""
@@ -82,6 +109,7 @@ class RewardPolicy(BaseModel):
             "finalize_reward_scale": self.finalize_reward_scale,
             "group": self.group,
             "group_retries": self.group_retries,
+            "hack_policy": self.hack_policy,
         }
 
     def rows(self) -> list[dict[str, Any]]:

@@ -48,11 +48,13 @@ from trialbook.rl.rewards import DEFAULT_POLICY, RewardPolicy
 from trialbook.rl.trajectory import ARTIFACT, Trajectory, tagged
 from trialbook.sandbox import Sandbox
 from trialbook.tasks import TaskSpec
+from trialbook.verify import linear
 
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
 from minisweagent.exceptions import Submitted  # noqa: E402
 
-ACTION = re.compile(r"```(?:mswea_bash_command|bash|sh)\s*\n(.*?)\n?```", re.DOTALL)
+# the model's reply, read in time linear in it (RE2: verify/linear.py)
+ACTION = linear.compile(r"```(?:mswea_bash_command|bash|sh)\s*\n(.*?)\n?```", re.DOTALL)
 
 
 def actions(reply: str) -> list[str]:
@@ -195,6 +197,7 @@ class Rollouts:
             runs_dir=str(Path(runs_dir).resolve()),
             agent_options=self.options,
             timeout_multiplier=multiplier,
+            hack_policy=self.rewards.hack_policy,
         )
 
     def _record_of(self, start: RunStart, serving: dict[str, Any] | None) -> Run:
@@ -278,8 +281,11 @@ class Rollouts:
         t = result.trial
         info = (t.extra or {}).get("agent_info") or {}
         submitted = bool(info.get("submitted"))
-        reward = None if group_masked else self.rewards.reward(t.outcome, t.reward, submitted)
+        tags = (t.extra or {}).get("tags") or []
+        reward = None if group_masked else self.rewards.reward(t.outcome, t.reward, submitted, tags)
         extra = {**(t.extra or {}), "group_id": group_id, "train_reward": reward, "masked": reward is None}
+        if zeroed := ([] if group_masked else self.rewards.zeroed(t.reward, tags)):
+            extra["hack_zeroed"] = zeroed
         if group_masked:
             extra["group_masked"] = group_masked
         if traj is not None and traj.turns:

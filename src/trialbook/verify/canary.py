@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from trialbook.tasks.testscript import HEREDOC, commands, installed_by_patch, words
-from trialbook.verify import decoys, twins
+from trialbook.verify import decoys, linear, twins
 from trialbook.verify.decoys import canary_name
 
 STOPS_AT_FIRST_FAILURE = ("-x", "--exitfirst", "--failfast", "--maxfail")
@@ -236,7 +236,24 @@ def _twins(
 def names(test: str, name: str) -> bool:
     """Whether the test id `test` (a parser's key: file, class and function) is a canary of `name` (several names
     comma-separated: `Planted.name`)."""
-    return any(re.search(rf"\b{re.escape(n)}(?![\w])", test) is not None for n in name.split(",") if n)
+    return any(_names_one(test, n) for n in name.split(",") if n)
+
+
+def _is_word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _names_one(text: str, name: str) -> bool:
+    """Whether `name` occurs in `text` as a whole word (no word character on either side): a scan, linear in `text`
+    (a log line is the code under test's)."""
+    at = text.find(name)
+    while at >= 0:
+        end = at + len(name)
+        before = text[at - 1] if at else ""  # `\b` before it, as the regex had it
+        if _is_word(before) != _is_word(name[0]) and (end == len(text) or not _is_word(text[end])):
+            return True
+        at = text.find(name, at + 1)
+    return False
 
 
 def reading(status_map: dict[str, str], name: str) -> str:
@@ -250,8 +267,8 @@ def reading(status_map: dict[str, str], name: str) -> str:
     return SKIPPED if seen else MISSING
 
 
-_FAILING_WORD = re.compile(r"\b(FAILED|ERROR|FAIL)\b")
-_PASSING_WORD = re.compile(r"\b(PASSED|XPASS|XFAIL|ok)\b")
+_FAILING_WORD = linear.compile(r"\b(FAILED|ERROR|FAIL)\b")
+_PASSING_WORD = linear.compile(r"\b(PASSED|XPASS|XFAIL|ok)\b")
 
 
 def in_log(log: str, name: str) -> str:
@@ -264,6 +281,6 @@ def in_log(log: str, name: str) -> str:
         if names(line, name):
             # a parametrized canary's parameter is not its status (`test_y_edge[ok]`, a failure's `___ ... ___` header)
             for n in name.split(","):
-                line = re.sub(rf"\b{re.escape(n)}\[[^\]\n]*\]", n, line) if n else line
+                line = linear.compile(rf"\b{re.escape(n)}\[[^\]\n]*\]").sub(n, line) if n else line
             seen.add(FAILED if _FAILING_WORD.search(line) else PASSED if _PASSING_WORD.search(line) else None)
     return PASSED if PASSED in seen else FAILED if FAILED in seen else MISSING

@@ -23,7 +23,6 @@ harness logs (e.g. the June-2024 leaderboard logs) have no markers and are parse
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import IO, Any, NamedTuple
@@ -33,6 +32,7 @@ from pydantic import BaseModel
 from trialbook.extras import require
 from trialbook.outcomes import NOT_PASSING, p2p_regression
 from trialbook.verify import canary as canaries
+from trialbook.verify import linear
 from trialbook.verify import markers as seals
 from trialbook.verify.markers import Seal
 
@@ -61,6 +61,8 @@ from swebench.harness.log_parsers.python import (  # noqa: E402
     parse_log_pytest_v2,
 )
 
+linear.bind_swebench()  # the parsers read the code under test's output: on RE2, linear in it (verify/linear.py)
+
 # swebench's harness markers that mean "no valid test run": the official grader then sees no tests.
 BAD_MARKERS: dict[str, str] = {
     APPLY_PATCH_FAIL: "patch_apply_failed",
@@ -86,7 +88,7 @@ DEFAULT_PARSER = parse_log_pytest_v2
 # are handed over: the same lines, in the same order, so the status map is exactly the same
 # (the grading tests check this on every real log, with `fast=False`).
 _STATUSES = tuple(s.value for s in TestStatus)
-_V2_COLOUR = re.compile(r"\[(\d+)m")  # what parse_log_pytest_v2 strips from each line, then
+_V2_COLOUR = linear.compile(r"\[(\d+)m")  # what parse_log_pytest_v2 strips from each line, then
 _V2_CONTROL = str.maketrans("", "", "".join(chr(c) for c in range(1, 32) if c != 10))  # controls
 
 

@@ -55,6 +55,7 @@ from typing import Protocol
 
 from trialbook.outcomes import REWARD_FILES
 from trialbook.tasks.testscript import commands, words
+from trialbook.verify import linear
 from trialbook.verify.channels import REPORT_LIMIT
 
 TESTS_UID = 60999  # the test command's uid and gid (no name in the image's /etc/passwd is needed)
@@ -476,8 +477,8 @@ def read_markers(log: str, nonce: str) -> tuple[str, Reading]:
 
 # A failure the runner itself reported in its summary: pytest's last line (`=== 1 failed, 2 passed in 0.1s ===`),
 # unittest's `FAILED (failures=1)`; an exit status of 0 after one is the code under test's (an `os._exit(0)` at
-# exit), not the runner's
-RUNNER_FAILED = re.compile(
+# exit), not the runner's. The output is the code under test's: RE2, linear in it (verify/linear.py)
+RUNNER_FAILED = linear.compile(
     r"^=+ .*\b\d+ (failed|errors?)\b.* in [\d.]+s.*=+\s*$|^FAILED \((failures|errors)=\d+", re.MULTILINE
 )
 

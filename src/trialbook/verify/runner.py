@@ -28,7 +28,7 @@ from trialbook.sandbox.cgroup import report_script
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, reward_files_named, task_test_files
 from trialbook.verify import canary as canaries
-from trialbook.verify import sources, staged
+from trialbook.verify import linear, sources, staged
 from trialbook.verify.canary import FAILED, MISSING, PASSED, SKIPPED, Planted, plant, test_modules
 from trialbook.verify.channels import canary_in_reports, disagreement, parse_junit
 from trialbook.verify.markers import Seal, seal
@@ -313,8 +313,10 @@ def _run_last(
 
 
 # a failing test in pytest's own words: a -rA summary line, or its final count ("=== 1 failed, 2 passed in 0.1s ===")
-_REPORTED_FAILING = re.compile(r"(?m)^(?:FAILED|ERROR) \S+::|^=+ (?:\d+ \w+, )*\d+ (?:failed|errors?)\b.* in [\d.]+ ?s")
-_ANSI = re.compile(r"\x1B(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])")
+# (the log is the code under test's output: every pattern over it is RE2's, linear in it: verify/linear.py)
+_REPORTED_FAILING = linear.compile(
+    r"(?m)^(?:FAILED|ERROR) \S+::|^=+ (?:\d+ \w+, )*\d+ (?:failed|errors?)\b.* in [\d.]+ ?s"
+)
 _EXIT_DECIDES: dict[tuple[str, str], bool] = {}
 
 
@@ -335,25 +337,27 @@ def exit_disagrees(task: TaskSpec, log: str, file_reward: float | None, snap: st
     `atexit` + `os._exit(0)`). Graded 0, tagged `exit_status_disagrees`."""
     if file_reward is None or file_reward < 1.0 or not _exit_decides(task, snap):
         return False
-    return _REPORTED_FAILING.search(_ANSI.sub("", log)) is not None
+    return _REPORTED_FAILING.search(linear.strip_ansi(log)) is not None
 
 
-_PER_TEST = re.compile(r"(?m)^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+::\S+)")
+_PER_TEST = linear.compile(r"(?m)^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+::\S+)")
 
 
 def per_test_lines(log: str) -> bool:
     """Whether the log has pytest's per-test result lines (-rA)."""
-    return _PER_TEST.search(_ANSI.sub("", log)) is not None
+    return _PER_TEST.search(linear.strip_ansi(log)) is not None
 
 
 def failing_tests(log: str) -> frozenset[str]:
     """The tests pytest's per-test lines report FAILED or ERROR."""
-    return frozenset(m.group(2) for m in _PER_TEST.finditer(_ANSI.sub("", log)) if m.group(1) in ("FAILED", "ERROR"))
+    return frozenset(
+        m.group(2) for m in _PER_TEST.finditer(linear.strip_ansi(log)) if m.group(1) in ("FAILED", "ERROR")
+    )
 
 
 def passing_tests(log: str) -> frozenset[str]:
     """The tests pytest's per-test lines report PASSED (and never failing: a forged line beside a real failure)."""
-    seen = [(m.group(1), m.group(2)) for m in _PER_TEST.finditer(_ANSI.sub("", log))]
+    seen = [(m.group(1), m.group(2)) for m in _PER_TEST.finditer(linear.strip_ansi(log))]
     return frozenset(t for s, t in seen if s == "PASSED") - failing_tests(log)
 
 
@@ -396,7 +400,7 @@ def witness_reading(log: str, ran: Reading, name: str) -> str:
     (verify/blame.unwitnessed_reward), never a failure."""
     names = [n for n in name.split(",") if n]
     seen: dict[str, set[str]] = {n: set() for n in names}
-    for line in _ANSI.sub("", log).split("\n"):
+    for line in linear.strip_ansi(log).split("\n"):
         got = _result_line(line)
         if got is not None and got[1] in seen:
             seen[got[1]].add(got[0])
