@@ -188,3 +188,43 @@ def test_requests_the_gateway_cannot_translate_get_one_clear_error(gateway: Gate
     resp = requests.post(gateway.url_for("bad-1") + path, json=body, timeout=30)
     assert resp.status_code == 400 and message in json.dumps(resp.json())
     assert gateway.calls("bad-1") == []
+
+
+# A Hermes-style template (Qwen2.5's tool form, shortened): what the llama.cpp engines render, the gateway reading
+# the tool calls back out of the generated text
+HERMES = (
+    r"{%- if tools %}{{- '<|im_start|>system\n<tools>' }}{%- for t in tools %}{{- '\n' + (t | tojson) }}{%- endfor %}"
+    r"{{- '\n</tools><|im_end|>\n' }}{%- endif %}"
+    r"{%- for m in messages %}"
+    r"{%- if m.role == 'assistant' %}{{- '<|im_start|>assistant\n' + (m.content or '') }}"
+    r"{%- for tc in m.tool_calls or [] %}{%- if m.content or not loop.first %}{{- '\n' }}{%- endif %}"
+    r"""{{- '<tool_call>\n{"name": "' + tc.function.name + '", "arguments": ' + (tc.function.arguments | tojson) }}"""
+    r"{{- '}\n</tool_call>' }}{%- endfor %}{{- '<|im_end|>\n' }}"
+    r"{%- elif m.role == 'tool' %}{{- '<|im_start|>user\n<tool_response>\n' + m.content }}"
+    r"{{- '\n</tool_response><|im_end|>\n' }}"
+    r"{%- else %}{{- '<|im_start|>' + m.role + '\n' + m.content + '<|im_end|>\n' }}{%- endif %}"
+    r"{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}"
+)
+
+
+def test_a_text_engines_tool_calls_are_read_back_and_render_the_same_prompt() -> None:
+    from trialbook.rl.chat_wire import template_messages, text_message
+    from trialbook.rl.engines import _render
+
+    history = [{"role": "user", "content": TASK}]
+    prompt = _render(HERMES, template_messages(history), "", "", TOOLS)
+    assert '"description": "Run a shell command."' in prompt  # transformers' tojson: no HTML escapes
+    call = '<tool_call>\n{{"name": "bash", "arguments": {{"command": "{}"}}}}\n</tool_call>'
+    generated = f"<think>Look first.</think>Let me look.\n{call.format('ls')}\n{call.format('cat <calc.py>')}"
+    message = text_message(generated, tools_offered=True)
+    assert (message["content"], message["reasoning_content"]) == ("Let me look.", "Look first.")
+    assert [(tc["function"]["name"], json.loads(tc["function"]["arguments"])) for tc in message["tool_calls"]] == [
+        ("bash", {"command": "ls"}), ("bash", {"command": "cat <calc.py>"})]  # fmt: skip
+    assert text_message(generated, tools_offered=False) == {"role": "assistant", "content": generated}
+    not_json = "<tool_call>not json</tool_call>"
+    assert text_message(not_json, True) == {"role": "assistant", "content": not_json}
+    # the client sends the message back as it got it: the next prompt is this one plus the generation (its
+    # reasoning aside: this template, as Qwen's, drops it from the history)
+    history += [{**message, "reasoning_content": None}, {"role": "tool", "tool_call_id": "x", "content": "calc.py"}]
+    again = _render(HERMES, template_messages(history), "", "", TOOLS)
+    assert again.startswith(prompt + generated.split("</think>")[1] + "<|im_end|>\n")
