@@ -85,6 +85,8 @@ def agent_stack(agent: Agent) -> dict[str, Any] | None:
 # which agent takes which option (the command line's flags, by their agent_options key)
 AGENT_OPTIONS: dict[str, tuple[str, ...]] = {
     "mini": ("endpoints", "model", "max_turns", "max_tokens", "max_output_tokens"),
+    "mini-swe-agent": ("endpoints", "model", "max_turns"),
+    "mini-swe-agent-backticks": ("endpoints", "model", "max_turns"),
     "cmd": ("command",),
 }
 

@@ -25,6 +25,8 @@ from trialbook.errors import UserError
 AGENTS: dict[str, str] = {
     "cmd": "trialbook.agents.command:CommandAgent",
     "mini": "trialbook.agents.mini:MiniAgent",
+    "mini-swe-agent": "trialbook.agents.miniswe:MiniSweAgent",
+    "mini-swe-agent-backticks": "trialbook.agents.miniswe:MiniSweBackticksAgent",
     "nop": "trialbook.agents.nop:NopAgent",
     "oracle": "trialbook.agents.oracle:OracleAgent",
     "patch": "trialbook.agents.patch:PatchAgent",
