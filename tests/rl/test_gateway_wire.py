@@ -228,3 +228,19 @@ def test_a_text_engines_tool_calls_are_read_back_and_render_the_same_prompt() ->
     history += [{**message, "reasoning_content": None}, {"role": "tool", "tool_call_id": "x", "content": "calc.py"}]
     again = _render(HERMES, template_messages(history), "", "", TOOLS)
     assert again.startswith(prompt + generated.split("</think>")[1] + "<|im_end|>\n")
+
+
+def test_codex_namespaced_tools_are_flattened_and_hosted_tools_dropped() -> None:
+    """Codex CLI 0.171 sends a `namespace` of functions (its sub-agent tools) and `web_search` beside its functions."""
+    spawn = {"type": "function", "name": "spawn_agent", "parameters": {"type": "object", "properties": {}}}
+    tools = [{"type": "function", **TOOLS[0]["function"]}, {"type": "namespace", "name": "multi_agent_v1",
+             "description": "Sub-agents.", "tools": [spawn]}, {"type": "web_search"}]  # fmt: skip
+    reply = {"content": None, "tool_calls": [
+        {"id": "call_s", "type": "function", "function": {"name": "spawn_agent", "arguments": "{}"}}]}  # fmt: skip
+    with ScriptedEngine([reply]) as eng, Gateway(eng.url, engine_kind="vllm") as gw:
+        client = openai.OpenAI(base_url=gw.url_for("ns-1"), api_key="x")
+        out = client.responses.create(model="policy", input="Go.", tools=tools)
+    assert [t["function"]["name"] for t in eng.requests[0]["tools"]] == ["bash", "spawn_agent"]
+    (call,) = out.output
+    assert (call.type, call.name, call.call_id, call.model_dump().get("namespace")) == (
+        "function_call", "spawn_agent", "call_s", "multi_agent_v1")  # fmt: skip

@@ -5,7 +5,9 @@ events the OpenAI SDK and Codex read (`response.created` ... `response.completed
 
 The translation is made so that a history sent back unchanged renders the same prompt: the items of one assistant
 turn (reasoning, message, function calls) become one chat message again, each `function_call_output` a `tool`
-message. Stateless only: `previous_response_id` (server-kept history) is refused with a clear error.
+message. Stateless only: `previous_response_id` (server-kept history) is refused with a clear error. Tools: function
+tools, and Codex's `namespace` groups flattened into their functions (a call names its namespace again); hosted
+tools (web_search, file_search, ...) are dropped, as the engine runs none of them.
 """
 
 from __future__ import annotations
@@ -20,13 +22,21 @@ from trialbook.rl.chat_wire import reasoning_of, text_of
 
 
 def _tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Function tools as chat tools; a `namespace` (Codex's groups of tools) is flattened into its functions;
+    hosted tools (web_search, file_search, ...) are dropped: the engine runs none of them."""
     out = []
     for t in tools:
-        if t.get("type") != "function":
-            raise UserError(f"the gateway's Responses API takes function tools only, not {t.get('type')!r}")
-        fn = {k: t[k] for k in ("name", "description", "parameters", "strict") if t.get(k) is not None}
-        out.append({"type": "function", "function": fn})
+        if t.get("type") == "namespace":
+            out += _tools(t.get("tools") or [])
+        elif t.get("type") == "function":
+            fn = {k: t[k] for k in ("name", "description", "parameters", "strict") if t.get(k) is not None}
+            out.append({"type": "function", "function": fn})
     return out
+
+
+def _namespaces(tools: list[dict[str, Any]]) -> dict[str, str]:
+    """Which namespace each namespaced function is in (its calls name it, as Codex expects)."""
+    return {f["name"]: t["name"] for t in tools if t.get("type") == "namespace" for f in t.get("tools") or []}
 
 
 def _tool_choice(choice: Any) -> Any:
@@ -86,8 +96,9 @@ def to_chat(body: dict[str, Any]) -> dict[str, Any]:
         else:
             raise UserError(f"the gateway's Responses API does not take input items of type {kind!r}")
     chat: dict[str, Any] = {"model": body.get("model"), "messages": messages}
-    if body.get("tools"):
-        chat["tools"] = _tools(body["tools"])
+    tools = _tools(body.get("tools") or [])
+    if tools:
+        chat["tools"] = tools
     for src, dst in (("max_output_tokens", "max_tokens"), ("temperature", "temperature"), ("top_p", "top_p"),
                      ("parallel_tool_calls", "parallel_tool_calls"), ("seed", "seed")):  # fmt: skip
         if body.get(src) is not None:
@@ -115,12 +126,16 @@ def from_chat(out: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
         msg = {"type": "message", "id": _id("msg"), "role": "assistant", "status": "completed", "content": [part]}
         output.append(msg)
+    spaces = _namespaces(body.get("tools") or [])
     for tc in message.get("tool_calls") or []:
         fn = tc.get("function") or {}
         args = fn.get("arguments")
-        output.append({"type": "function_call", "id": _id("fc"), "call_id": tc.get("id") or _id("call"),
-                       "name": fn.get("name"), "status": "completed",
-                       "arguments": args if isinstance(args, str) else json.dumps(args)})  # fmt: skip
+        item = {"type": "function_call", "id": _id("fc"), "call_id": tc.get("id") or _id("call"),
+                "name": fn.get("name"), "status": "completed",
+                "arguments": args if isinstance(args, str) else json.dumps(args)}  # fmt: skip
+        if fn.get("name") in spaces:
+            item["namespace"] = spaces[fn["name"]]
+        output.append(item)
     usage = out["usage"]
     incomplete = choice.get("finish_reason") == "length"
     return {
