@@ -87,6 +87,7 @@ AGENT_OPTIONS: dict[str, tuple[str, ...]] = {
     "mini": ("endpoints", "model", "max_turns", "max_tokens", "max_output_tokens"),
     "mini-swe-agent": ("endpoints", "model", "max_turns"),
     "mini-swe-agent-backticks": ("endpoints", "model", "max_turns"),
+    **dict.fromkeys(("codex", "claude-code", "opencode"), ("endpoints", "model")),
     "cmd": ("command",),
 }
 

@@ -84,12 +84,14 @@ def install(name: str, timeout: float = 900.0) -> Path:
     return found
 
 
-def headless(name: str, url: str, model: str, instruction: str, workdir: str, home: str) -> tuple[list[str], dict]:
+def headless(
+    name: str, url: str, model: str, instruction: str, workdir: str, home: str, exe: str | None = None
+) -> tuple[list[str], dict]:
     """(argv, environment additions) that run NAME once, non-interactively, on `instruction` in `workdir`, with
     its model at `url` (an OpenAI-style base URL ending in /v1: the gateway's `url_for(trial)`), its state in
-    `home`, and no approval prompts (the sandbox is the boundary)."""
+    `home`, and no approval prompts (the sandbox is the boundary). `exe`: where the binary is (default: the cache)."""
     a = agent(name)
-    exe = str(binary(name) or folder(name) / a.binary)
+    exe = exe or str(binary(name) or folder(name) / a.binary)
     if name == "codex":
         provider = ["-c", "model_provider=trialbook", "-c", "model_providers.trialbook.name=trialbook",
                     "-c", f"model_providers.trialbook.base_url={url}", "-c",

@@ -232,15 +232,18 @@ def _attempt(
     labels = {**settings.labels, LABEL_RUN: settings.run, LABEL_TRIAL: name, LABEL_TASK: task.task_id}
     network = UNROUTABLE if task.unroutable_network else task.allow_network
 
-    def start(box_name: str, prepare: tuple[str, Callable[[Sandbox], Any]] | None = None) -> Sandbox:
+    def start(box_name: str, prepare: tuple[str, Callable[[Sandbox], Any]] | None = None, **more: Any) -> Sandbox:
         started = engine.start(
             image.reference, box_name, labels, task.cpus, task.memory_mb, task.pids_limit, network, stopper.event,
             env=task.env, workdir=task.workdir, shell_setup=task.shell_setup, prepare=prepare, runtime=settings.runtime,
+            **more,
         )  # fmt: skip
         started.watch_disk(task.disk_mb << 20)
         return started
 
-    box = start(name)
+    # an agent that brings its own files into its sandbox (an installed CLI, its model's socket: cli_agents.py)
+    mounts = getattr(settings.agent, "sandbox_mounts", None)
+    box = start(name, mounts=tuple(mounts(name))) if callable(mounts) else start(name)
     state.runtime = box.runtime
     if task.isolation == "diff":  # the verifier's containers warm (and prepare) while the agent works
         with contextlib.suppress(IsolationError):  # no workdir: nothing warms; the verifier's start raises it

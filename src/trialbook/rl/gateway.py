@@ -29,8 +29,11 @@ rollout whose weights changed mid-episode says so.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import socketserver
 import threading
 import time
 import uuid
@@ -119,6 +122,7 @@ class Gateway:
     _calls: dict[str, list[Call]] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _server: ThreadingHTTPServer | None = field(default=None, init=False, repr=False)
+    _unix: list[_UnixServer] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.engine_url = normalize(self.engine_url)
@@ -163,11 +167,26 @@ class Gateway:
         self.port = int(self._server.server_address[1])
         self._server.serve_forever()
 
+    def start_unix(self, path: str | Path) -> Gateway:
+        """Also answer on a Unix socket at `path`: a sandbox with no network reaches the gateway through it (the
+        socket's folder bound into the container, a relay there on 127.0.0.1: agents/cli_agents.py)."""
+        server = _UnixServer(str(path), _handler(self))
+        os.chmod(path, 0o666)  # the sandbox's user, whoever it is, connects
+        self._unix.append(server)
+        threading.Thread(target=server.serve_forever, name="trialbook-gateway-unix", daemon=True).start()
+        return self
+
     def stop(self) -> None:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        for server in self._unix:
+            server.shutdown()
+            server.server_close()
+            with contextlib.suppress(OSError):
+                os.unlink(server.server_address)
+        self._unix = []
 
     def __enter__(self) -> Gateway:
         return self.start()
@@ -221,6 +240,10 @@ class Gateway:
             "prompt_token_ids": gen.prompt_ids,
             "weight_version": wv_end,
         }
+
+
+class _UnixServer(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
 
 
 def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
