@@ -344,7 +344,8 @@ class DockerEngine:
         )  # fmt: skip
         if mounts:
             spec = dataclasses.replace(spec, mounts=tuple(mounts))
-        got = self.warm.take(spec, self._hook(prepare)) if self.warm is not None else None
+        # a container with mounts is one trial's own (its agent's socket folder): never from, nor refilled by, the pool
+        got = self.warm.take(spec, self._hook(prepare)) if self.warm is not None and not spec.mounts else None
         if got is not None:
             box = self._box(got.id, got.name, stop)
             box.prepared = got.prepared
