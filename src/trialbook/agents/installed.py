@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,16 +72,24 @@ def install(name: str, timeout: float = 900.0) -> Path:
     if npm is None:
         raise UserError("installing an agent needs npm (Node.js) on this machine")
     where = folder(name)
-    where.mkdir(parents=True, exist_ok=True)
-    cmd = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(where), f"{a.package}@{a.version}"]
+    where.parent.mkdir(parents=True, exist_ok=True)
+    # into a scratch folder first, renamed when complete: a reader (a test, a trial) sees all of it or none
+    scratch = Path(tempfile.mkdtemp(prefix=f".{where.name}-", dir=where.parent))
+    cmd = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(scratch), f"{a.package}@{a.version}"]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        if done.returncode != 0 or not (scratch / a.binary).is_file():
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise UserError(f"npm install {a.package}@{a.version} failed: {last}")
+        shutil.rmtree(where, ignore_errors=True)
+        scratch.rename(where)
     except subprocess.TimeoutExpired:
         raise UserError(f"npm install {a.package}@{a.version} ran past {timeout:g} s") from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     found = binary(name)
-    if done.returncode != 0 or found is None:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise UserError(f"npm install {a.package}@{a.version} failed: {last}")
+    if found is None:
+        raise UserError(f"{name}: {where / a.binary} is not an executable file after the install")
     return found
 
 
