@@ -1,4 +1,4 @@
-"""`--agent codex | claude-code | opencode` (agents/cli_agents.py): each CLI, mounted read-only from the agents cache
+"""`--agent codex | claude-code | opencode` (rl/cli_agents.py): each CLI, mounted read-only from the agents cache
 into plain-bugfix's sandbox, runs headless there and reaches its model only through the gateway's socket (the
 sandbox has no network): a real `trialbook run` in Docker, against the scripted engine (tests/rl/scripted_engine.py)
 whose tool call fixes the bug and, in the same sandbox, probes a package index and a port of the host. The trial

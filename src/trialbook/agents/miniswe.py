@@ -76,7 +76,7 @@ def load_config(config: str) -> tuple[dict[str, Any], str, str]:
     return data, path.name, hashlib.sha256(raw).hexdigest()
 
 
-class SandboxEnvironment:
+class MiniSweEnvironment:
     """mini-swe-agent's Environment protocol over the trial's sandbox, with the config's environment section."""
 
     def __init__(self, sandbox: Sandbox, config: dict[str, Any], deadline: float, timeout: float) -> None:
@@ -167,7 +167,7 @@ class MiniSweAgent:
         command_timeout = float(self.options.command_timeout or env_config.get("timeout") or 60)
         if task.workdir and env_config.get("cwd") and env_config["cwd"] != task.workdir:
             env_config = {**env_config, "cwd": task.workdir}  # the task says where its repository is
-        env = SandboxEnvironment(sandbox, env_config, deadline, command_timeout)
+        env = MiniSweEnvironment(sandbox, env_config, deadline, command_timeout)
         model = get_model(config=self._model_config(self.url))
         agent_config = {**self.config["agent"], "wall_time_limit_seconds": max(int(timeout), 1), "cost_limit": 0}
         if self.options.max_turns:

@@ -23,14 +23,14 @@ from trialbook.agents.base import Agent
 from trialbook.errors import UserError
 
 AGENTS: dict[str, str] = {
-    "claude-code": "trialbook.agents.cli_agents:ClaudeCodeAgent",
+    "claude-code": "trialbook.rl.cli_agents:ClaudeCodeAgent",
     "cmd": "trialbook.agents.command:CommandAgent",
-    "codex": "trialbook.agents.cli_agents:CodexAgent",
+    "codex": "trialbook.rl.cli_agents:CodexAgent",
     "mini": "trialbook.agents.mini:MiniAgent",
     "mini-swe-agent": "trialbook.agents.miniswe:MiniSweAgent",
     "mini-swe-agent-backticks": "trialbook.agents.miniswe:MiniSweBackticksAgent",
     "nop": "trialbook.agents.nop:NopAgent",
-    "opencode": "trialbook.agents.cli_agents:OpencodeAgent",
+    "opencode": "trialbook.rl.cli_agents:OpencodeAgent",
     "oracle": "trialbook.agents.oracle:OracleAgent",
     "patch": "trialbook.agents.patch:PatchAgent",
 }

@@ -169,7 +169,7 @@ class Gateway:
 
     def start_unix(self, path: str | Path) -> Gateway:
         """Also answer on a Unix socket at `path`: a sandbox with no network reaches the gateway through it (the
-        socket's folder bound into the container, a relay there on 127.0.0.1: agents/cli_agents.py)."""
+        socket's folder bound into the container, a relay there on 127.0.0.1: rl/cli_agents.py)."""
         server = _UnixServer(str(path), _handler(self))
         os.chmod(path, 0o666)  # the sandbox's user, whoever it is, connects
         self._unix.append(server)
@@ -327,9 +327,9 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
                 if api == "chat":
                     out = gw.complete(trial, body, role=role)
                 elif api == "responses":
-                    out = gw.complete(trial, responses_api.to_chat(body), api=api, role=role)
+                    out = gw.complete(trial, responses_api.responses_to_chat(body), api=api, role=role)
                 else:
-                    out = gw.complete(trial, messages_api.to_chat(body), api=api, role=role)
+                    out = gw.complete(trial, messages_api.messages_to_chat(body), api=api, role=role)
             except (ValueError, UserError) as exc:
                 self._error(api, 400, str(exc))
                 return
@@ -348,10 +348,12 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
                 else:
                     self._json(200, out, wv)
                 return
-            wire = responses_api if api == "responses" else messages_api
-            reply = wire.from_chat(out, body)
+            if api == "responses":
+                reply, events = responses_api.response_from_chat(out, body), responses_api.response_events
+            else:
+                reply, events = messages_api.message_from_chat(out, body), messages_api.message_events
             if stream:
-                self._send(200, sse(wire.events(reply), done=False, named=True), "text/event-stream", wv)
+                self._send(200, sse(events(reply), done=False, named=True), "text/event-stream", wv)
             else:
                 self._json(200, reply, wv)
 

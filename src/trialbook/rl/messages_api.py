@@ -84,7 +84,7 @@ def _user(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def to_chat(body: dict[str, Any]) -> dict[str, Any]:
+def messages_to_chat(body: dict[str, Any]) -> dict[str, Any]:
     """An Anthropic Messages request as the chat completion the engine is asked."""
     if not isinstance(body.get("messages"), list) or not body["messages"]:
         raise UserError("a message request needs a non-empty messages list")
@@ -120,7 +120,7 @@ def _input(arguments: Any) -> Any:
     return arguments or {}
 
 
-def from_chat(out: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+def message_from_chat(out: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
     """The gateway's chat completion as an Anthropic message."""
     choice = out["choices"][0]
     message = choice["message"]
@@ -162,7 +162,7 @@ def _block_events(i: int, block: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def events(message: dict[str, Any]) -> list[dict[str, Any]]:
+def message_events(message: dict[str, Any]) -> list[dict[str, Any]]:
     """A message as the stream of events a streaming client reads."""
     usage = message["usage"]
     start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 0}}

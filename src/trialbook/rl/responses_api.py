@@ -50,7 +50,7 @@ def _reasoning_text(item: dict[str, Any]) -> str:
     return "".join(str(p.get("text") or "") for p in parts if isinstance(p, dict))
 
 
-def to_chat(body: dict[str, Any]) -> dict[str, Any]:
+def responses_to_chat(body: dict[str, Any]) -> dict[str, Any]:
     """A Responses request as the chat completion the engine is asked."""
     if body.get("previous_response_id"):
         raise UserError("previous_response_id: the gateway keeps no responses; send the whole input (store=false)")
@@ -112,7 +112,7 @@ def _id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:24]}"
 
 
-def from_chat(out: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+def response_from_chat(out: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
     """The gateway's chat completion as a response object."""
     choice = out["choices"][0]
     message = choice["message"]
@@ -182,7 +182,7 @@ def _item_events(i: int, item: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def events(response: dict[str, Any]) -> list[dict[str, Any]]:
+def response_events(response: dict[str, Any]) -> list[dict[str, Any]]:
     """A response as the stream of events a streaming client reads, each with its sequence number."""
     pending = {**response, "status": "in_progress", "output": [], "usage": None, "incomplete_details": None}
     evs: list[dict[str, Any]] = [{"type": "response.created", "response": pending},

@@ -338,7 +338,7 @@ class DockerEngine:
         while it waited (its result is box.prepared; a cold container, or any container while
         `prepare_ahead` is off, is not prepared: box.prepared is None). `runtime`: see runtime_for. `mounts`:
         (host path, container path, read-only) bound into the container (an installed agent's binary, the socket
-        of its model gateway: agents/cli_agents.py)."""
+        of its model gateway: rl/cli_agents.py)."""
         spec = self._spec(
             image, labels, cpus, memory_mb, pids_limit, network, env, workdir, shell_setup, prepare, runtime
         )  # fmt: skip
