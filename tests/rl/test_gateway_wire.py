@@ -6,8 +6,11 @@ call is recorded with the engine's ids, and a two-turn tool-calling episode stay
 
 from __future__ import annotations
 
+import http.client
 import json
+import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import anthropic
 import openai
@@ -244,3 +247,41 @@ def test_codex_namespaced_tools_are_flattened_and_hosted_tools_dropped() -> None
     (call,) = out.output
     assert (call.type, call.name, call.call_id, call.model_dump().get("namespace")) == (
         "function_call", "spawn_agent", "call_s", "multi_agent_v1")  # fmt: skip
+
+
+class _UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path: str) -> None:
+        super().__init__("localhost", timeout=30)
+        self.path = path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(self.path)
+
+
+def test_a_sandboxs_socket_records_its_own_trial_and_nothing_else(engine: ScriptedEngine, tmp_path) -> None:
+    """The socket a sandbox reaches the gateway by (rl/cli_agents.py): its calls are its trial's, whatever key they
+    name; it cannot take or read the record, nor reach the engine past the recorded routes."""
+    sock = str(tmp_path / "gateway.sock")
+    with Gateway(engine.url, engine_kind="vllm") as gw:
+        gw.start_unix(sock, trial="trial-a")
+
+        def ask(method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+            conn = _UnixHTTP(sock)
+            conn.request(method, path, json.dumps(body) if body else None, {"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            status, data = resp.status, json.loads(resp.read())
+            conn.close()
+            return status, data
+
+        chat = {"model": "policy", "messages": [{"role": "user", "content": TASK}], "tools": TOOLS}
+        status, out = ask("POST", "/t/trial-b/v1/chat/completions", chat)
+        assert status == 200 and out["choices"][0]["message"]["tool_calls"] == ACT["tool_calls"]
+        assert ask("GET", "/v1/models")[0] == 200  # reads pass through to the engine
+        for method, path in (("POST", "/admin/take/trial-a"), ("GET", "/admin/calls/trial-a"),
+                             ("POST", "/admin/weight_version"), ("POST", "/v1/completions")):  # fmt: skip
+            status, out = ask(method, path, {"version": 9, "prompt": "x"})
+            assert status == 403 and "not from a sandbox" in out["error"]["message"], (method, path)
+        assert [c.index for c in gw.calls("trial-a")] == [0] and gw.calls("trial-b") == []
+        assert gw.weight_version is None and len(engine.requests) == 1
+    assert not Path(sock).exists()  # removed when the gateway stops

@@ -148,7 +148,7 @@ class InstalledCliAgent:
         model = self.model_name()
         try:
             with Gateway(self.url, side_models=(agent(self.name).side_model or "-",)) as gw:
-                gw.start_unix(sockets / "gateway.sock")
+                gw.start_unix(sockets / "gateway.sock", trial=sandbox.name)
                 relay = sandbox.exec(["bash", "-c", f"mkdir -p {HOME} && {START_RELAY}"], timeout=30)
                 if relay.exit_code != 0:
                     raise UserError(f"{self.name}: {relay.output.strip()[-300:]} (the image needs python3)")

@@ -167,10 +167,12 @@ class Gateway:
         self.port = int(self._server.server_address[1])
         self._server.serve_forever()
 
-    def start_unix(self, path: str | Path) -> Gateway:
+    def start_unix(self, path: str | Path, trial: str) -> Gateway:
         """Also answer on a Unix socket at `path`: a sandbox with no network reaches the gateway through it (the
-        socket's folder bound into the container, a relay there on 127.0.0.1: rl/cli_agents.py)."""
+        socket's folder bound into the container, a relay there on 127.0.0.1: rl/cli_agents.py). Every call on it
+        is `trial`'s, whatever key it names, and it answers no admin call and passes no unrecorded POST on."""
         server = _UnixServer(str(path), _handler(self))
+        server.trial = trial
         os.chmod(path, 0o666)  # the sandbox's user, whoever it is, connects
         self._unix.append(server)
         threading.Thread(target=server.serve_forever, name="trialbook-gateway-unix", daemon=True).start()
@@ -244,6 +246,7 @@ class Gateway:
 
 class _UnixServer(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
+    trial = ""  # the one trial every call on this socket is recorded under
 
 
 def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
@@ -259,7 +262,19 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
             m = _TRIAL_PATH.match(path)
             if m:
                 trial, path = m.group(1), m.group(2)
-            return trial, path
+            pinned = getattr(self.server, "trial", None)  # a sandbox's socket: every call is its trial's
+            return (pinned or trial), path
+
+        def _sandboxed(self, method: str, path: str) -> bool:
+            """A sandbox's socket answers the model APIs and reads (GET /v1/models) only: no admin call (taking or
+            rewriting its own record), no POST the gateway would pass to the engine unrecorded. True: refused."""
+            if not isinstance(self.server, _UnixServer):
+                return False
+            recorded = ROUTES.get(path.split("?", 1)[0].rstrip("/")) is not None
+            if path.startswith("/admin/") or (method == "POST" and not recorded):
+                self._json(403, {"error": {"message": f"{method} {path.split('?', 1)[0]}: not from a sandbox"}})
+                return True
+            return False
 
         def _send(self, status: int, body: bytes, ctype: str = "application/json", extra: dict | None = None):
             try:
@@ -291,6 +306,8 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's names
             trial, path = self._split()
+            if self._sandboxed("GET", path):
+                return
             if path.startswith("/admin/calls/"):
                 self._json(200, [asdict(c) for c in gw.calls(path.removeprefix("/admin/calls/"))])
             elif path == "/admin/weight_version":
@@ -301,6 +318,8 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802
             trial, path = self._split()
             raw = self._body()
+            if self._sandboxed("POST", path):
+                return
             if path == "/admin/weight_version":
                 try:
                     gw.set_weight_version(int(json.loads(raw)["version"]))
