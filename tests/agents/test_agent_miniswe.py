@@ -81,3 +81,24 @@ def test_the_leaderboards_config_solves_a_task_through_the_gateway(engine, cli, 
     assert stack["agent_loop"] == f"mini-swe-agent {minisweagent.__version__}"
     info = json.loads(Ledger(db).artifact(trial["id"], "trajectory.json"))["info"]
     assert (info["agent_config"], info["agent_config_sha256"]) == ("swebench.yaml", sha)
+
+
+@pytest.mark.docker
+def test_the_backticks_twin_parses_actions_from_text(engine, cli, db: str, tmp_path: Path) -> None:
+    """`mini-swe-agent-backticks`: swebench_backticks.yaml with mini-swe-agent's text-based model class (no tools)."""
+
+    def action(command: str) -> dict:
+        return {"content": f"THOUGHT: next.\n\n```mswea_bash_command\n{command}\n```"}
+
+    with ScriptedEngine([action(FIX), action(SUBMIT)]) as model, Gateway(model.url, engine_kind="vllm") as gw:
+        res = cli("run", str(EXAMPLES), "--agent", "mini-swe-agent-backticks", "--endpoint", gw.url_for("bt-1"),
+                  "--model", "policy", "--run", "bt", "--tasks", "plain-bugfix", "--retries", "0",
+                  "--runs-dir", str(tmp_path / "runs"))  # fmt: skip
+        calls = gw.take("bt-1")
+    assert res.exit_code == 0, res.stderr
+    (trial,) = trial_dicts(Ledger(db), "bt")
+    assert (trial["outcome"], trial["reward"], trial["turns"]) == ("resolved", 1.0, 2), trial["exception_message"]
+    assert all("tools" not in r for r in model.requests)  # text-parsed: no tool offered
+    assert "mswea_bash_command" in model.requests[0]["messages"][0]["content"]
+    assert Ledger(db).get_run("bt").stack["agent_config"] == "swebench_backticks.yaml"
+    assert len(calls) == 2 and Trajectory.from_calls(calls).broken == []
