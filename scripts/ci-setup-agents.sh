@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CI: the agent CLIs the agent tests run (tests/agents/test_cli_agents_*.py), installed at their pinned versions
-# into the agents cache (`trialbook agents install`: npm, ~830 MB for the three; fast when installed). Without
+# into the agents cache (`trialbook agents install`: npm, ~1 GB for the three as installed here; fast when installed). Without
 # npm, or without the network, the tests that need a CLI skip and say which command installs it.
 set -euo pipefail
 PY="${PYTHON:-python}"
