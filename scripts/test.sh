@@ -8,6 +8,7 @@
 #   the real services, prepared side by side (each scripts/ci-setup-*.sh is idempotent and works alone):
 #   Docker + the trialbook-base:bookworm image, a PostgreSQL server on 127.0.0.1, the model server's
 #   packages (llama-cpp-python built from source, SmolLM2-135M) and the `train` extra.
+#   The agent CLIs (Codex, Claude Code, opencode) into the agents cache with npm (scripts/ci-setup-agents.sh).
 # .ci/run runs this script. Idempotent: what is installed is skipped (a second run goes straight to the tests).
 set -euo pipefail
 ME="test"

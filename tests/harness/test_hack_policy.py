@@ -1,4 +1,4 @@
-"""A fired signature costs the training reward (rl/rewards.py, docs/reference/outcomes.md): the real fix of plain-bugfix
+"""A fired signature costs the training reward (rewards.py, docs/reference/outcomes.md): the real fix of plain-bugfix
 with an exit hook beside it resolves and is tagged `hack_exit_hook`; under `run`'s default `--hack-policy zero` its
 training reward is 0 (`extra.train_reward`, the tags that cost it in `extra.hack_zeroed`) while the verifier's reward
 and the outcome stand, and the policy is recorded with the run; under `--hack-policy tag` the tag is all."""

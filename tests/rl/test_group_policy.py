@@ -1,4 +1,4 @@
-"""The group rule of the rewards policy (rl/rewards.py GROUP_POLICIES) on real trials: a group with a masked
+"""The group rule of the rewards policy (rewards.py GROUP_POLICIES) on real trials: a group with a masked
 member is masked whole, or the member is re-run first; either way the choice and the masked group are recorded.
 
 The members are real trials run by the harness in Docker: the oracle (resolved) and a task whose image cannot

@@ -89,7 +89,16 @@ def _takes(agent: str) -> tuple[str, ...]:
         from trialbook.agents.mini_config import MiniOptions
 
         return tuple(MiniOptions.model_fields)
-    return {"cmd": ("command",)}.get(agent, ())
+    return OTHERS.get(agent, ())
+
+
+# the options of the agents other than mini (agents/miniswe.py, agents/cli_agents.py)
+OTHERS: dict[str, tuple[str, ...]] = {
+    "mini-swe-agent": ("endpoints", "model", "max_turns"),
+    "mini-swe-agent-backticks": ("endpoints", "model", "max_turns"),
+    **dict.fromkeys(("codex", "claude-code", "opencode"), ("endpoints", "model")),
+    "cmd": ("command",),
+}
 
 
 FLAGS = {"endpoints": "--endpoint", "command": "--agent-cmd", "max_output_tokens": "--max-output-tokens",

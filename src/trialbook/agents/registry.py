@@ -23,9 +23,14 @@ from trialbook.agents.base import Agent
 from trialbook.errors import UserError
 
 AGENTS: dict[str, str] = {
+    "claude-code": "trialbook.rl.cli_agents:ClaudeCodeAgent",
     "cmd": "trialbook.agents.command:CommandAgent",
+    "codex": "trialbook.rl.cli_agents:CodexAgent",
     "mini": "trialbook.agents.mini:MiniAgent",
+    "mini-swe-agent": "trialbook.agents.miniswe:MiniSweAgent",
+    "mini-swe-agent-backticks": "trialbook.agents.miniswe:MiniSweBackticksAgent",
     "nop": "trialbook.agents.nop:NopAgent",
+    "opencode": "trialbook.rl.cli_agents:OpencodeAgent",
     "oracle": "trialbook.agents.oracle:OracleAgent",
     "patch": "trialbook.agents.patch:PatchAgent",
 }

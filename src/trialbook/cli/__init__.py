@@ -18,7 +18,7 @@ import typer
 from trialbook.cli.common import app
 from trialbook.errors import InputWarning, TrialbookError
 
-AREAS = ("data", "stats", "harness", "audit", "tasks", "training", "web")
+AREAS = ("data", "stats", "harness", "audit", "tasks", "training", "web", "agents")
 COMMAND_AREAS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("import", "runs", "show", "export", "trials", "log"), ("data",)),
     **dict.fromkeys(("compare", "plan", "prereg"), ("stats",)),
@@ -27,6 +27,7 @@ COMMAND_AREAS: dict[str, tuple[str, ...]] = {
     ),
     **dict.fromkeys(("regrade", "audit", "attribute"), ("audit",)),
     "tasks": ("tasks",),
+    "agents": ("agents",),
     **dict.fromkeys(("train", "sim"), ("training",)),
     **dict.fromkeys(("serve", "report"), ("web",)),
 }

@@ -37,7 +37,7 @@ from trialbook.ledger.store import Ledger
 from trialbook.outcomes import PolicyRow, policy_rows
 from trialbook.report import layout, tables
 from trialbook.report.validate import print_validate
-from trialbook.rl.rewards import HACK_POLICIES
+from trialbook.rewards import HACK_POLICIES
 from trialbook.stats.run_summaries import run_summary
 from trialbook.tasks import load_tasks
 from trialbook.verify import gold
@@ -118,7 +118,11 @@ def run_cmd(
     run: Annotated[str, typer.Option("--run", help="Run name.", callback=valid_run)],
     agent: Annotated[
         str | None,
-        typer.Option("--agent", help="oracle, nop, mini (an LLM), or your own: module:Class or file.py:Class."),
+        typer.Option(
+            "--agent",
+            help="oracle, nop, mini (an LLM), mini-swe-agent, codex, claude-code, opencode (docs/agents.md), "
+            "or your own: module:Class or file.py:Class.",
+        ),
     ] = None,
     agent_cmd: Annotated[
         str | None, typer.Option("--agent-cmd", help="A command run as the agent in the sandbox (bash -c).")

@@ -32,7 +32,7 @@ class RunConfig(BaseModel):
     engines: list[str] = Field(default_factory=list)  # --engine URL[=N]: the endpoints (harness/engines.py)
     stop_after_errors: int = Field(5, ge=0)  # the same infra error on this many trials in a row stops the run; 0: never
     progress_every_s: float = Field(30.0, gt=0, allow_inf_nan=False)  # a progress line when stderr is not a terminal
-    # a reward-hacking signature on a rewarded trial: its training reward 0 ("zero") or a tag only (rl/rewards.py)
+    # a reward-hacking signature on a rewarded trial: its training reward 0 ("zero") or a tag only (rewards.py)
     hack_policy: Literal["zero", "tag"] = "zero"
 
     def paths(self, run_name: str) -> RunPaths:

@@ -22,7 +22,7 @@ from trialbook.harness.paths import TRIAL_PREFIX
 from trialbook.harness.trial_state import ImageRef, TrialExtra, TrialState, trial_tags
 from trialbook.outcomes import FINDINGS, POLICY, ErrorKind, Outcome, classify, error_kind, is_graded, rule_for
 from trialbook.records import Trial
-from trialbook.rl.rewards import RewardPolicy
+from trialbook.rewards import RewardPolicy
 from trialbook.sandbox import DockerEngine, Sandbox
 from trialbook.sandbox.backend import UNROUTABLE
 from trialbook.sandbox.box import TreeTooLargeError
@@ -92,7 +92,7 @@ class TrialSettings:
     backoff_s: float = 2.0
     labels: dict[str, str] = field(default_factory=dict)  # on every container: the ledger's id, the run's id
     runtime: str = "auto"  # the containers' OCI runtime (DockerEngine.runtime_for)
-    hack_policy: str = "zero"  # a hack_* tag on a rewarded trial: its training reward 0 (rl/rewards.HACK_POLICIES)
+    hack_policy: str = "zero"  # a hack_* tag on a rewarded trial: its training reward 0 (rewards.HACK_POLICIES)
 
 
 @dataclass
@@ -244,15 +244,18 @@ def _attempt(
     labels = {**settings.labels, LABEL_RUN: settings.run, LABEL_TRIAL: name, LABEL_TASK: task.task_id}
     network = UNROUTABLE if task.unroutable_network else task.allow_network
 
-    def start(box_name: str, prepare: tuple[str, Callable[[Sandbox], Any]] | None = None) -> Sandbox:
+    def start(box_name: str, prepare: tuple[str, Callable[[Sandbox], Any]] | None = None, **more: Any) -> Sandbox:
         started = engine.start(
             image.reference, box_name, labels, task.cpus, task.memory_mb, task.pids_limit, network, stopper.event,
             env=task.env, workdir=task.workdir, shell_setup=task.shell_setup, prepare=prepare, runtime=settings.runtime,
+            **more,
         )  # fmt: skip
         started.watch_disk(task.disk_mb << 20)
         return started
 
-    box = start(name)
+    # an agent that brings its own files into its sandbox (an installed CLI, its model's socket: cli_agents.py)
+    mounts = getattr(settings.agent, "sandbox_mounts", None)
+    box = start(name, mounts=tuple(mounts(name))) if callable(mounts) else start(name)
     box.attempt = attempt
     state.runtime = box.runtime
     if task.isolation == "diff":  # the verifier's containers warm (and prepare) while the agent works

@@ -106,7 +106,7 @@ class TrialExtra:
     image: ImageRef | None = None
     agent_result: AgentResult | None = None
     verdict: Verdict | None = None
-    hack_zeroed: list[str] | None = None  # the hack_* tags that cost its training reward (rl/rewards.py)
+    hack_zeroed: list[str] | None = None  # the hack_* tags that cost its training reward (rewards.py)
 
     def as_dict(self) -> dict[str, Any]:
         """The stored form: the fixed keys always, the others only where the trial has them."""
@@ -128,7 +128,7 @@ class TrialExtra:
             "runtime": self.runtime,
         }
         extra.update({key: value for key, value in optional.items() if value})
-        if self.hack_zeroed:  # its training reward is 0 (rl/rewards.py), the verifier's reward and outcome stand
+        if self.hack_zeroed:  # its training reward is 0 (rewards.py), the verifier's reward and outcome stand
             extra |= {"hack_zeroed": self.hack_zeroed, "train_reward": 0.0}
         if self.image:
             extra["image"], extra["image_id"] = self.image

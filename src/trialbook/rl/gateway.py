@@ -10,16 +10,18 @@ for every model call of a trial, the exact token ids the engine saw and produced
 An agent the gateway knows nothing about (any HTTP client) only needs the base URL: chat completions are
 answered in OpenAI's shape; everything else (`/v1/models`, `/props`, ...) passes through to the engine.
 
-How the ids are had, per engine (ENGINES; the `source` of each call says which way):
-- vLLM / SGLang: the chat endpoint returns them (`return_token_ids`): `returned`.
-- llama.cpp's own server: the gateway renders the prompt with the engine (`/apply-template`), tokenizes it
-  with the engine (`/tokenize`) and generates from those ids (`/completion`, `n_probs`, `return_tokens`):
-  `returned`.
-- llama-cpp-python's server (no token ids anywhere in its API): the gateway renders the model's chat template
-  itself, generates with `/v1/completions` (logprobs: one piece per generated token), and asks the engine's
-  tokenizer (`/extras/tokenize`, `/extras/detokenize`) for the prompt's ids (the same call the engine makes on
-  that text) and for each piece's id, checked by detokenizing it back: `engine-tokenizer`. A piece that maps to
-  no single id (a token cut inside a UTF-8 character) makes the call `inexact` rather than guessed.
+Every exchange is kept whole: the engine's message (content, tool calls, reasoning) goes back to the client as
+the engine gave it, plain or as the standard stream of chunks (chat_wire.py), and is recorded with its ids.
+Three wire APIs are answered and recorded, each on `/v1/...` or `/t/<trial>/v1/...` (a query string changes
+nothing: Claude Code calls `/v1/messages?beta=true`):
+- OpenAI chat completions (`/v1/chat/completions`);
+- OpenAI's Responses API (`/v1/responses`, Codex CLI), translated to chat completions and back (responses_api.py);
+- Anthropic's Messages API (`/v1/messages`, Claude Code), translated likewise (messages_api.py).
+How each engine gives the ids: engines.py (ENGINES; the `source` of each call says which way).
+
+Each call is tagged with its role in the episode: `policy` (the agent's turns), or `side` (a title, a summary, a
+small-model helper: a request with header `X-Trialbook-Role: side`, or for a model named in `side_models`);
+Trajectory.from_calls keeps only the policy's turns.
 The weight version of a call is what the engine reports (header `X-Weight-Version` or a `weight_version`
 field), else the last one the trainer set; both the version at the call's start and at its end are kept, so a
 rollout whose weights changed mid-episode says so.
@@ -27,32 +29,51 @@ rollout whose weights changed mid-episode says so.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import socketserver
 import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import requests
 
-from trialbook.agents.endpoints import normalize, probe
+from trialbook.agents.endpoints import normalize
 from trialbook.errors import UserError
+from trialbook.rl import messages_api, responses_api
+from trialbook.rl.chat_wire import chat_chunks, sse
+from trialbook.rl.engines import (  # noqa: F401 - re-exported: the gateway's callers import them from here
+    ENGINES,
+    WV_HEADER,
+    Engine,
+    EngineHTTPError,
+    Generation,
+    LlamaCppPython,
+    LlamaCppServer,
+    OpenAITokens,
+    _render,
+    engine_for,
+    template_of,
+)
 
 TRIAL_HEADER = "X-Trialbook-Trial"
 # verifiers' clients send the rollout's trajectory id in this header on every call: the trial key when
 # neither TRIAL_HEADER nor a /t/<key>/ path names one
 SESSION_HEADER = "X-Session-ID"
-WV_HEADER = "X-Weight-Version"
+ROLE_HEADER = "X-Trialbook-Role"  # `side`: a call that is no turn of the policy's episode
+ROUTES = {"/v1/chat/completions": "chat", "/v1/responses": "responses", "/v1/messages": "messages"}
 _TRIAL_PATH = re.compile(r"^/t/([A-Za-z0-9._:@=+-]{1,200})(/.*)$")
 
 
 @dataclass
 class Call:
-    """One chat completion through the gateway, as the engine saw and produced it."""
+    """One model call through the gateway, as the engine saw and produced it."""
 
     trial: str
     index: int  # the call's number within its trial (0, 1, ...)
@@ -68,6 +89,9 @@ class Call:
     started: float
     finished: float
     text: str = ""
+    message: dict[str, Any] | None = None  # the assistant message the client got (content, tool_calls, reasoning)
+    api: str = "chat"  # the wire API the client spoke: chat | responses | messages
+    role: str = "policy"  # policy (a turn of the episode) | side (a title, a helper: not trained on)
 
     @property
     def exact(self) -> bool:
@@ -83,261 +107,6 @@ def take_calls(gateway_url: str, trial: str, timeout: float = 30.0) -> list[Call
 
 
 @dataclass
-class Generation:
-    """What an engine adapter returns for one chat request."""
-
-    text: str
-    finish_reason: str | None
-    prompt_ids: list[int]
-    completion_ids: list[int]
-    logprobs: list[float | None]
-    source: str
-    model: str | None = None
-    weight_version: int | None = None
-
-
-class Engine(Protocol):
-    name: str
-
-    def chat(self, body: dict[str, Any], timeout: float) -> Generation: ...
-
-
-def _post(url: str, payload: dict[str, Any], timeout: float) -> requests.Response:
-    resp = requests.post(url, json=payload, timeout=timeout)
-    if resp.status_code != 200:
-        raise EngineHTTPError(resp.status_code, resp.text[:2000])
-    return resp
-
-
-class EngineHTTPError(Exception):
-    def __init__(self, status: int, text: str) -> None:
-        super().__init__(f"engine answered {status}: {text[:300]}")
-        self.status = status
-        self.text = text
-
-
-def _max_tokens(body: dict[str, Any], default: int = 256) -> int:
-    value = body.get("max_completion_tokens") or body.get("max_tokens")
-    return int(value) if value else default
-
-
-def _stops(body: dict[str, Any]) -> list[str]:
-    stop = body.get("stop")
-    return [stop] if isinstance(stop, str) else list(stop or [])
-
-
-def _reported_wv(resp: requests.Response, data: Any) -> int | None:
-    raw = resp.headers.get(WV_HEADER)
-    if raw is None and isinstance(data, dict):
-        raw = data.get("weight_version")
-    try:
-        return None if raw is None else int(raw)
-    except (TypeError, ValueError):
-        return None
-
-
-class OpenAITokens:
-    """vLLM (and engines that follow it): the chat endpoint returns `prompt_token_ids` and each choice's
-    `token_ids` when asked with `return_token_ids`; logprobs with `logprobs`."""
-
-    name = "vllm"
-
-    def __init__(self, base: str) -> None:
-        self.base = base
-
-    def chat(self, body: dict[str, Any], timeout: float) -> Generation:
-        payload = {**body, "stream": False, "return_token_ids": True, "logprobs": True}
-        resp = _post(f"{self.base}/chat/completions", payload, timeout)
-        data = resp.json()
-        choice = data["choices"][0]
-        content = ((choice.get("logprobs") or {}).get("content")) or []
-        ids = choice.get("token_ids")
-        prompt = data.get("prompt_token_ids") or choice.get("prompt_token_ids")
-        return Generation(
-            text=(choice.get("message") or {}).get("content") or "",
-            finish_reason=choice.get("finish_reason"),
-            prompt_ids=list(prompt or []),
-            completion_ids=list(ids or []),
-            logprobs=[t.get("logprob") for t in content] if content else [None] * len(ids or []),
-            source="returned" if ids is not None and prompt is not None else "none",
-            model=data.get("model"),
-            weight_version=_reported_wv(resp, data),
-        )
-
-
-class LlamaCppServer:
-    """llama.cpp's own server: template and tokenizer from the engine, generation from the ids."""
-
-    name = "llama.cpp"
-
-    def __init__(self, base: str) -> None:
-        self.root = base.removesuffix("/v1")
-
-    def chat(self, body: dict[str, Any], timeout: float) -> Generation:
-        messages = [{"role": m["role"], "content": m.get("content") or ""} for m in body["messages"]]
-        prompt = _post(f"{self.root}/apply-template", {"messages": messages}, timeout).json()["prompt"]
-        tokenized = {"content": prompt, "add_special": True, "parse_special": True}
-        ids = _post(f"{self.root}/tokenize", tokenized, timeout).json()["tokens"]
-        payload: dict[str, Any] = {
-            "prompt": ids, "n_predict": _max_tokens(body), "temperature": body.get("temperature", 1.0),
-            "n_probs": 1, "return_tokens": True, "stop": _stops(body), "cache_prompt": True,
-        }  # fmt: skip
-        for key in ("top_p", "seed"):
-            if body.get(key) is not None:
-                payload[key] = body[key]
-        resp = _post(f"{self.root}/completion", payload, timeout)
-        data = resp.json()
-        probs = data.get("completion_probabilities") or []
-        out = list(data.get("tokens") or [p.get("id") for p in probs])
-        stop = data.get("stop_type")
-        return Generation(
-            text=data.get("content") or "",
-            finish_reason="length" if stop == "limit" else "stop",
-            prompt_ids=list(ids),
-            completion_ids=out,
-            logprobs=[p.get("logprob") for p in probs] if len(probs) == len(out) else [None] * len(out),
-            source="returned",
-            model=data.get("model"),
-            weight_version=_reported_wv(resp, data),
-        )
-
-
-def _render(template: str, messages: list[dict[str, Any]], bos: str, eos: str) -> str:
-    """A Hugging Face chat template, rendered the way transformers renders it (sandboxed Jinja)."""
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-
-    def raise_exception(message: str) -> None:
-        raise UserError(f"chat template: {message}")
-
-    env.globals["raise_exception"] = raise_exception
-    return env.from_string(template).render(messages=messages, add_generation_prompt=True, bos_token=bos, eos_token=eos)
-
-
-class LlamaCppPython:
-    """llama-cpp-python's server: its API has no token ids, so the gateway renders the chat template, generates
-    from the text, and maps the prompt and every generated piece to ids with the engine's own tokenizer."""
-
-    name = "llama-cpp-python"
-
-    def __init__(self, base: str, chat_template: str, bos_token: str = "", eos_token: str = "") -> None:
-        self.base = base
-        self.root = base.removesuffix("/v1")
-        self.template, self.bos, self.eos = chat_template, bos_token, eos_token
-        self._piece: dict[int, str] = {}  # id -> its text, as the engine detokenizes it
-        self._id: dict[str, int] = {}  # piece -> id, checked both ways
-        self._lead: list[int] | None = None  # what the tokenizer puts before any text (a BOS, or nothing)
-        self._lock = threading.Lock()
-
-    def _tokenize(self, text: str, model: str | None, timeout: float) -> list[int]:
-        return list(_post(f"{self.root}/extras/tokenize", {"input": text, "model": model}, timeout).json()["tokens"])
-
-    def _detokenize(self, token: int, model: str | None, timeout: float) -> str:
-        with self._lock:
-            if token in self._piece:
-                return self._piece[token]
-        text = _post(f"{self.root}/extras/detokenize", {"tokens": [token], "model": model}, timeout).json()["text"]
-        with self._lock:
-            self._piece[token] = text
-        return text
-
-    def _bare(self, text: str, model: str | None, timeout: float) -> list[int]:
-        """Tokenize without the leading special token(s) the engine adds to every text."""
-        if self._lead is None:
-            self._lead = self._tokenize("", model, timeout)
-        ids = self._tokenize(text, model, timeout)
-        return ids[len(self._lead) :] if ids[: len(self._lead)] == self._lead else ids
-
-    def _piece_ids(self, pieces: list[str], text: str, model: str | None, timeout: float) -> list[int] | None:
-        """The id of every generated piece, each checked by detokenizing it; None if one has no single id."""
-        whole = self._bare(text, model, timeout)
-        if len(whole) == len(pieces) and all(
-            self._detokenize(i, model, timeout) == p for i, p in zip(whole, pieces, strict=True)
-        ):
-            return whole
-        out = []
-        for piece in pieces:
-            known = self._id.get(piece)
-            if known is None:
-                cand = self._bare(piece, model, timeout)
-                if len(cand) != 1 or self._detokenize(cand[0], model, timeout) != piece:
-                    return None
-                known = self._id[piece] = cand[0]
-            out.append(known)
-        return out
-
-    def chat(self, body: dict[str, Any], timeout: float) -> Generation:
-        messages = [{"role": m["role"], "content": m.get("content") or ""} for m in body["messages"]]
-        prompt = _render(self.template, messages, self.bos, self.eos)
-        model = body.get("model")
-        stops = _stops(body)
-        payload: dict[str, Any] = {"prompt": prompt, "max_tokens": _max_tokens(body), "logprobs": 1,
-                                   "temperature": body.get("temperature", 1.0), "stop": stops or None}  # fmt: skip
-        for key in ("model", "top_p", "seed", "presence_penalty", "frequency_penalty"):
-            if body.get(key) is not None:
-                payload[key] = body[key]
-        resp = _post(f"{self.base}/completions", payload, timeout)
-        data = resp.json()
-        choice = data["choices"][0]
-        lp = choice.get("logprobs") or {}
-        pieces, logprobs = list(lp.get("tokens") or []), list(lp.get("token_logprobs") or [])
-        text = choice.get("text") or ""
-        prompt_ids = self._tokenize(prompt, model, timeout)
-        ids = self._piece_ids(pieces, text, model, timeout)
-        finish = choice.get("finish_reason")
-        if ids is not None and finish == "stop" and not stops and self.eos:
-            # the engine stopped on its end-of-turn token, which it generated but does not return: it is part
-            # of the sequence the model saw (the chat template puts it after the reply in the next prompt)
-            ids = [*ids, *self._bare(self.eos, model, timeout)]
-            logprobs = [*logprobs, None]
-        return Generation(
-            text=text,
-            finish_reason=finish,
-            prompt_ids=prompt_ids,
-            completion_ids=ids or [],
-            logprobs=logprobs if ids is not None else [],
-            source="engine-tokenizer" if ids is not None else "inexact",
-            model=data.get("model"),
-            weight_version=_reported_wv(resp, data),
-        )
-
-
-def template_of(gguf: str | Path) -> tuple[str, str, str]:
-    """(chat template, BOS text, EOS text) from a GGUF file's metadata (reads the vocabulary only)."""
-    from llama_cpp import Llama
-
-    llm = Llama(model_path=str(gguf), vocab_only=True, verbose=False)
-    meta = llm.metadata
-    template = meta.get("tokenizer.chat_template")
-    if not template:
-        raise UserError(f"{gguf} has no tokenizer.chat_template: pass chat_template=")
-
-    def text(key: str) -> str:
-        value = meta.get(key)
-        return "" if value is None else llm.detokenize([int(value)], special=True).decode("utf-8", "replace")
-
-    return template, text("tokenizer.ggml.bos_token_id"), text("tokenizer.ggml.eos_token_id")
-
-
-ENGINES = {"vllm": OpenAITokens, "sglang": OpenAITokens, "llama.cpp": LlamaCppServer,
-           "llama-cpp-python": LlamaCppPython}  # fmt: skip
-
-
-def engine_for(url: str, chat_template: tuple[str, str, str] | None = None, kind: str | None = None) -> Engine:
-    """The adapter for the engine at `url` (asked what it is unless `kind` says)."""
-    base = normalize(url)
-    kind = kind or probe(base).engine or ""
-    if kind == "llama-cpp-python":
-        if chat_template is None:
-            raise UserError("a llama-cpp-python engine needs chat_template= (template_of(model.gguf))")
-        return LlamaCppPython(base, *chat_template)
-    if kind == "llama.cpp":
-        return LlamaCppServer(base)
-    return OpenAITokens(base)
-
-
-@dataclass
 class Gateway:
     """The proxy itself (a thread in this process, or `python -m trialbook.rl.gateway` for a shared one)."""
 
@@ -349,9 +118,11 @@ class Gateway:
     timeout_s: float = 600.0
     log: Path | None = None  # every call also appended here as one JSON line
     weight_version: int | None = None
+    side_models: tuple[str, ...] = ()  # requests for these model names are side calls (ROLE_HEADER does it too)
     _calls: dict[str, list[Call]] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _server: ThreadingHTTPServer | None = field(default=None, init=False, repr=False)
+    _unix: list[_UnixServer] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.engine_url = normalize(self.engine_url)
@@ -396,11 +167,28 @@ class Gateway:
         self.port = int(self._server.server_address[1])
         self._server.serve_forever()
 
+    def start_unix(self, path: str | Path, trial: str) -> Gateway:
+        """Also answer on a Unix socket at `path`: a sandbox with no network reaches the gateway through it (the
+        socket's folder bound into the container, a relay there on 127.0.0.1: rl/cli_agents.py). Every call on it
+        is `trial`'s, whatever key it names, and it answers no admin call and passes no unrecorded POST on."""
+        server = _UnixServer(str(path), _handler(self))
+        server.trial = trial
+        os.chmod(path, 0o666)  # the sandbox's user, whoever it is, connects
+        self._unix.append(server)
+        threading.Thread(target=server.serve_forever, name="trialbook-gateway-unix", daemon=True).start()
+        return self
+
     def stop(self) -> None:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        for server in self._unix:
+            server.shutdown()
+            server.server_close()
+            with contextlib.suppress(OSError):
+                os.unlink(server.server_address)
+        self._unix = []
 
     def __enter__(self) -> Gateway:
         return self.start()
@@ -408,8 +196,9 @@ class Gateway:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def complete(self, trial: str, body: dict[str, Any]) -> dict[str, Any]:
-        """Run one chat request through the engine, record it, and answer in OpenAI's chat shape."""
+    def complete(self, trial: str, body: dict[str, Any], api: str = "chat", role: str | None = None) -> dict[str, Any]:
+        """Run one chat request through the engine, record it, and answer in OpenAI's chat shape (the engine's
+        whole message: content, tool calls, reasoning)."""
         if not isinstance(body.get("messages"), list) or not body["messages"]:
             raise UserError("a chat completion needs a non-empty messages list")
         wv_start, started = self.weight_version, time.time()
@@ -418,23 +207,25 @@ class Gateway:
         if gen.weight_version is not None and wv_start is None:
             wv_start = gen.weight_version
         model = gen.model or body.get("model") or ""
+        message = dict(gen.message) if gen.message is not None else {"role": "assistant", "content": gen.text}
+        finish = gen.finish_reason
+        if message.get("tool_calls") and finish == "stop":  # a text engine's reply read as tool calls
+            finish = "tool_calls"
+        role = role or ("side" if body.get("model") in self.side_models else "policy")
         with self._lock:
             calls = self._calls.setdefault(trial, [])
+            kept = {k: v for k, v in message.items() if v is not None}
             call = Call(trial=trial, index=len(calls), model=model, engine=self.engine.name, source=gen.source,
                         prompt_ids=gen.prompt_ids, completion_ids=gen.completion_ids, logprobs=gen.logprobs,
-                        finish_reason=gen.finish_reason, wv_start=wv_start, wv_end=wv_end, started=started,
-                        finished=time.time(), text=gen.text)  # fmt: skip
+                        finish_reason=finish, wv_start=wv_start, wv_end=wv_end, started=started,
+                        finished=time.time(), text=gen.text, message=kept, api=api, role=role)  # fmt: skip
             calls.append(call)
             if self.log is not None:
                 with self.log.open("a") as fh:
                     fh.write(json.dumps(asdict(call)) + "\n")
         n_completion = len(gen.completion_ids)
-        choice: dict[str, Any] = {
-            "index": 0,
-            "message": {"role": "assistant", "content": gen.text},
-            "finish_reason": gen.finish_reason,
-            "token_ids": gen.completion_ids,
-        }
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish,
+                                  "token_ids": gen.completion_ids}  # fmt: skip
         if body.get("logprobs"):
             choice["logprobs"] = {"content": [{"token": "", "logprob": v, "top_logprobs": []} for v in gen.logprobs]}
         return {
@@ -453,6 +244,11 @@ class Gateway:
         }
 
 
+class _UnixServer(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+    trial = ""  # the one trial every call on this socket is recorded under
+
+
 def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -466,7 +262,19 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
             m = _TRIAL_PATH.match(path)
             if m:
                 trial, path = m.group(1), m.group(2)
-            return trial, path
+            pinned = getattr(self.server, "trial", None)  # a sandbox's socket: every call is its trial's
+            return (pinned or trial), path
+
+        def _sandboxed(self, method: str, path: str) -> bool:
+            """A sandbox's socket answers the model APIs and reads (GET /v1/models) only: no admin call (taking or
+            rewriting its own record), no POST the gateway would pass to the engine unrecorded. True: refused."""
+            if not isinstance(self.server, _UnixServer):
+                return False
+            recorded = ROUTES.get(path.split("?", 1)[0].rstrip("/")) is not None
+            if path.startswith("/admin/") or (method == "POST" and not recorded):
+                self._json(403, {"error": {"message": f"{method} {path.split('?', 1)[0]}: not from a sandbox"}})
+                return True
+            return False
 
         def _send(self, status: int, body: bytes, ctype: str = "application/json", extra: dict | None = None):
             try:
@@ -498,6 +306,8 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's names
             trial, path = self._split()
+            if self._sandboxed("GET", path):
+                return
             if path.startswith("/admin/calls/"):
                 self._json(200, [asdict(c) for c in gw.calls(path.removeprefix("/admin/calls/"))])
             elif path == "/admin/weight_version":
@@ -508,6 +318,8 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802
             trial, path = self._split()
             raw = self._body()
+            if self._sandboxed("POST", path):
+                return
             if path == "/admin/weight_version":
                 try:
                     gw.set_weight_version(int(json.loads(raw)["version"]))
@@ -519,30 +331,57 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
             if path.startswith("/admin/take/"):
                 self._json(200, [asdict(c) for c in gw.take(path.removeprefix("/admin/take/"))])
                 return
-            if path.rstrip("/") != "/v1/chat/completions":
+            api = ROUTES.get(path.split("?", 1)[0].rstrip("/"))
+            if api is None:
                 self._passthrough("POST", path, raw)
+                return
+            role = (self.headers.get(ROLE_HEADER) or "").strip().lower() or None
+            if role not in (None, "policy", "side"):
+                self._error(api, 400, f"{ROLE_HEADER} is policy or side, not {role!r}")
                 return
             try:
                 body = json.loads(raw)
-                out = gw.complete(trial, body)
+                if not isinstance(body, dict):
+                    raise UserError("the request body is a JSON object")
+                if api == "chat":
+                    out = gw.complete(trial, body, role=role)
+                elif api == "responses":
+                    out = gw.complete(trial, responses_api.responses_to_chat(body), api=api, role=role)
+                else:
+                    out = gw.complete(trial, messages_api.messages_to_chat(body), api=api, role=role)
             except (ValueError, UserError) as exc:
-                self._json(400, {"error": {"message": str(exc)}})
+                self._error(api, 400, str(exc))
                 return
             except EngineHTTPError as exc:  # the engine's own refusal (a too-long prompt...) goes back as is
                 self._send(exc.status, exc.text.encode())
                 return
             except requests.RequestException as exc:
-                self._json(502, {"error": {"message": f"engine unreachable: {type(exc).__name__}"}})
+                self._error(api, 502, f"engine unreachable: {type(exc).__name__}")
                 return
             wv = {} if out["weight_version"] is None else {WV_HEADER: str(out["weight_version"])}
-            if body.get("stream"):  # one chunk with the whole reply, then [DONE]
-                chunk = {**out, "object": "chat.completion.chunk",
-                         "choices": [{"index": 0, "delta": out["choices"][0]["message"],
-                                      "finish_reason": out["choices"][0]["finish_reason"]}]}  # fmt: skip
-                sse = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
-                self._send(200, sse, "text/event-stream", wv)
+            stream = bool(body.get("stream"))
+            if api == "chat":
+                if stream:
+                    usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                    self._send(200, sse(chat_chunks(out, usage)), "text/event-stream", wv)
+                else:
+                    self._json(200, out, wv)
                 return
-            self._json(200, out, wv)
+            if api == "responses":
+                reply, events = responses_api.response_from_chat(out, body), responses_api.response_events
+            else:
+                reply, events = messages_api.message_from_chat(out, body), messages_api.message_events
+            if stream:
+                self._send(200, sse(events(reply), done=False, named=True), "text/event-stream", wv)
+            else:
+                self._json(200, reply, wv)
+
+        def _error(self, api: str, status: int, message: str) -> None:
+            if api == "messages":
+                kind = "invalid_request_error" if status == 400 else "api_error"
+                self._json(status, {"type": "error", "error": {"type": kind, "message": message}})
+            else:
+                self._json(status, {"error": {"message": message}})
 
     return Handler
 

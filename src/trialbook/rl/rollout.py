@@ -4,7 +4,8 @@
     result = await rollouts.rollout("plain-bugfix", step=3, wv=3, group_id="s3-plain-bugfix", attempt=1)
     result.reward  # the training reward (rewards policy), None when masked (infra_error, incomplete)
 
-Every call runs the `mini` agent (mini-swe-agent's loop) against the policy endpoint in a fresh
+Every call runs the `mini` agent (mini-swe-agent's loop; `agent=` names another of the registry that takes
+`endpoints`: `mini-swe-agent`, the leaderboard's config, or an agent CLI) against the policy endpoint in a fresh
 sandbox, grades it with the task's verifier, and records a `kind=train` trial with `step`, `wv`
 and `epoch`, so `trialbook train report RUN` works while training is still going. The run's
 config keeps the rewards policy in force and its stack the serving engine the endpoint reports.
@@ -30,7 +31,7 @@ from typing import Any
 
 from trialbook.agents.base import Agent, AgentResult, agent_stack
 from trialbook.agents.base import FormatError as FormatStop
-from trialbook.agents.mini import MiniAgent, SandboxEnvironment
+from trialbook.agents.mini import SandboxEnvironment
 from trialbook.agents.registry import get_agent
 from trialbook.errors import UserError
 from trialbook.harness.bootstrap import RunStart, prepare, trial_settings
@@ -43,8 +44,8 @@ from trialbook.harness.where import make_executor
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import ErrorKind
 from trialbook.records import Run
+from trialbook.rewards import DEFAULT_POLICY, RewardPolicy
 from trialbook.rl.gateway import Gateway
-from trialbook.rl.rewards import DEFAULT_POLICY, RewardPolicy
 from trialbook.rl.trajectory import ARTIFACT, Trajectory, tagged
 from trialbook.sandbox import Sandbox
 from trialbook.tasks import TaskSpec
@@ -158,8 +159,10 @@ class Rollouts:
         ray_address: str | None = None,
         gateway: Gateway | None = None,
         timeout_multiplier: float = 1.0,
+        agent: str = "mini",
     ) -> None:
         self.ledger = Ledger(str(db) if db is not None else None)
+        self.agent = agent
         self.run = run
         self.rewards = rewards
         self.gateway = gateway
@@ -177,11 +180,11 @@ class Rollouts:
             raise UserError(f"unusable task folder(s): {', '.join(e.task_id for e in start.errors)}")
         self.executor = start.executor
         self.tasks: dict[str, TaskSpec] = {s.task_id: s for s in start.specs}
-        self._agents: dict[tuple[str, ...], MiniAgent] = {}
+        self._agents: dict[tuple[str, ...], Agent] = {}
         if serving is None and endpoints:
             serving = agent_stack(self._agent(None))
         if gateway is not None and "model" not in self.options:
-            self.options["model"] = self._agent(None).model_name()  # asked once, not once per trial
+            self.options["model"] = self._agent(None).model_name()  # type: ignore[attr-defined] # asked once
             start.config = self.config = self._config(tasks_dir, runs_dir, retries, timeout_multiplier)
         # the run lock is held while the run is opened, not after: a trainer may write one train run from several
         # processes (environment workers), each opening it (append=True) and recording its own trials
@@ -192,7 +195,7 @@ class Rollouts:
     def _config(self, tasks_dir: str | Path, runs_dir: str | Path, retries: int, multiplier: float) -> RunConfig:
         return RunConfig(
             tasks_dir=str(Path(tasks_dir).resolve()),
-            agent="mini",
+            agent=self.agent,
             retries=retries,
             runs_dir=str(Path(runs_dir).resolve()),
             agent_options=self.options,
@@ -207,13 +210,14 @@ class Rollouts:
             config["gateway"] = {"engine": self.gateway.engine.name, "engine_url": self.gateway.engine_url}
         return Run(name=self.run, kind="train", config=config, stack=start.stack(serving=serving))
 
-    def _agent(self, endpoint: str | Sequence[str] | None) -> MiniAgent:
+    def _agent(self, endpoint: str | Sequence[str] | None) -> Agent:
         urls = tuple([endpoint] if isinstance(endpoint, str) else endpoint or self.options["endpoints"])
         if not urls:
             raise UserError("this rollout run has no policy endpoint: pass endpoints=[...] or endpoint=")
         if urls not in self._agents:
-            agent = get_agent("mini", {**self.options, "endpoints": list(urls)})
-            assert isinstance(agent, MiniAgent)
+            agent = get_agent(self.agent, {**self.options, "endpoints": list(urls)})
+            if not callable(getattr(agent, "model_name", None)):
+                raise UserError(f"agent {self.agent!r} takes no model endpoint: rollouts need one that does")
             self._agents[urls] = agent
         return self._agents[urls]
 
@@ -256,7 +260,7 @@ class Rollouts:
         key = None
         if self.gateway is not None and endpoint is None:
             key = self.gateway.new_key()
-            agent: Agent = get_agent("mini", {**self.options, "endpoints": [self.gateway.url_for(key)]})
+            agent: Agent = get_agent(self.agent, {**self.options, "endpoints": [self.gateway.url_for(key)]})
         else:
             agent = self._agent(endpoint)
         return await self._run_agent(agent, task_id, attempt, group_id, key)

@@ -63,8 +63,9 @@ class Trajectory:
 
     @classmethod
     def from_calls(cls, calls: Iterable[Any]) -> Trajectory:
-        """From the gateway's `Call` records (in call order)."""
-        calls = list(calls)
+        """From the gateway's `Call` records (in call order): the policy's turns only (a side call, such as a
+        title or a small-model helper, is no turn of the episode)."""
+        calls = [c for c in calls if getattr(c, "role", "policy") != "side"]
         turns = [
             Turn(list(c.prompt_ids), list(c.completion_ids), list(c.logprobs), c.wv_start, c.wv_end, c.source,
                  c.finish_reason)

@@ -11,6 +11,7 @@ Containers and built images carry `trialbook.*` labels so `clean` and `resume` f
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import os
 import re
@@ -328,17 +329,23 @@ class DockerEngine:
         shell_setup: str | None = None,
         prepare: tuple[str, Callable[[Sandbox], Any]] | None = None,
         runtime: str = "auto",
+        mounts: tuple[tuple[str, str, bool], ...] = (),
     ) -> Sandbox:
         """A running container; `shell_setup` is written to SHELL_SETUP_PATH and named by BASH_ENV,
         so every non-interactive `bash` (agent commands, test.sh) starts in the task's environment.
         With a warm pool open, a waiting container of the same spec is taken when there is one;
         `prepare` = (what, fn): warm containers of this kind are a spec apart, and fn(box) ran on each
         while it waited (its result is box.prepared; a cold container, or any container while
-        `prepare_ahead` is off, is not prepared: box.prepared is None). `runtime`: see runtime_for."""
+        `prepare_ahead` is off, is not prepared: box.prepared is None). `runtime`: see runtime_for. `mounts`:
+        (host path, container path, read-only) bound into the container (an installed agent's binary, the socket
+        of its model gateway: rl/cli_agents.py)."""
         spec = self._spec(
             image, labels, cpus, memory_mb, pids_limit, network, env, workdir, shell_setup, prepare, runtime
         )  # fmt: skip
-        got = self.warm.take(spec, self._hook(prepare)) if self.warm is not None else None
+        if mounts:
+            spec = dataclasses.replace(spec, mounts=tuple(mounts))
+        # a container with mounts is one trial's own (its agent's socket folder): never from, nor refilled by, the pool
+        got = self.warm.take(spec, self._hook(prepare)) if self.warm is not None and not spec.mounts else None
         if got is not None:
             box = self._box(got.id, got.name, stop)
             box.prepared = got.prepared
@@ -417,7 +424,9 @@ class DockerEngine:
         if spec.shell_setup:
             env["BASH_ENV"] = SHELL_SETUP_PATH
         mode = network_mode(spec.network)
+        binds = {h: {"bind": c, "mode": "ro" if ro else "rw"} for h, c, ro in spec.mounts}
         host = api.create_host_config(
+            binds=binds or None,
             network_mode={NO_NETWORK: "none", INTERNET: "bridge"}.get(mode) or self._unroutable_network(),
             sysctls=UNROUTABLE_SYSCTLS if mode == UNROUTABLE else None,
             nano_cpus=int(spec.cpus * 1e9),

@@ -47,6 +47,7 @@ class Spec:
     labels: tuple[tuple[str, str], ...]
     prepare: str = ""  # what a warm container of this spec is prepared for ("": nothing; "verifier")
     runtime: str = "auto"  # the OCI runtime asked for: "auto", "default" or a name (DockerEngine.runtime_for)
+    mounts: tuple[tuple[str, str, bool], ...] = ()  # (host path, container path, read-only): an agent's own
 
     @property
     def role(self) -> tuple[str, str]:

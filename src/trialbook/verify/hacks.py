@@ -7,7 +7,7 @@ share per weight version. Read from the lines the patch adds, to files other tha
 test module is test infrastructure, flagged elsewhere: verify/infra.infra_touched), except where a row says it
 reads every file. A Python file's added code is also read as a syntax tree (verify/hacks_ast.py): names folded from
 literals, so renaming and aliasing do not dodge it. A signature leaves the grade as it is and costs the training
-reward under the run's default `--hack-policy zero` (rl/rewards.py).
+reward under the run's default `--hack-policy zero` (rewards.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,150 @@
+"""OpenAI chat completions on the gateway's wire: the assistant message a reply carries (content, tool calls,
+reasoning), the same reply as the standard stream of chunks, and for engines whose reply is text (the llama.cpp
+ones) the history a chat template is given and the tool calls read back from the generated text.
+
+The stream is made from the whole reply (the engine is asked once, for ids and logprobs): a first chunk with the
+role, then the reasoning, the content, each tool call (its index, id, type and name, then its arguments), a chunk
+with the finish reason (carrying the gateway's `token_ids` / `prompt_token_ids` / `weight_version`, as vLLM's
+last chunk does), and a usage chunk with empty choices when the request asked `stream_options.include_usage`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any
+
+REASONING_KEYS = ("reasoning_content", "reasoning")  # vLLM < 0.10 and SGLang / vLLM >= 0.10
+_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
+_THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.S)
+
+
+def reasoning_of(message: dict[str, Any]) -> str:
+    for key in REASONING_KEYS:
+        if message.get(key):
+            return str(message[key])
+    return ""
+
+
+def text_of(content: Any) -> str:
+    """A message's content as text: a string as is, a list of parts as its text parts joined."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    return str(content)
+
+
+def _arguments(raw: Any) -> Any:
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history as a Hugging Face chat template takes it (as vLLM gives it to one): text content, and the
+    assistant's tool calls with their arguments as objects; tool results keep their id and name."""
+    out = []
+    for m in messages:
+        row: dict[str, Any] = {"role": m["role"], "content": text_of(m.get("content"))}
+        for key in ("name", "tool_call_id", *REASONING_KEYS):
+            if m.get(key) is not None:
+                row[key] = m[key]
+        if m.get("tool_calls"):
+            row["tool_calls"] = [
+                {**tc, "function": {**tc["function"], "arguments": _arguments(tc["function"].get("arguments"))}}
+                if isinstance(tc.get("function"), dict) else tc
+                for tc in m["tool_calls"]
+            ]  # fmt: skip
+        out.append(row)
+    return out
+
+
+def parse_tool_calls(text: str) -> tuple[str, str, list[dict[str, Any]]]:
+    """(content, reasoning, tool calls) of a generated text in the Hermes form (Qwen, Hermes, SmolLM3...): each
+    `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` becomes an OpenAI tool call; a block that is not
+    such JSON stays in the content. A leading `<think>...</think>` is the reasoning."""
+    reasoning = ""
+    m = _THINK.match(text)
+    if m:
+        reasoning, text = m.group(1).strip(), text[m.end() :]
+    calls: list[dict[str, Any]] = []
+    kept: list[str] = []
+    pos = 0
+    for block in _TOOL_CALL.finditer(text):
+        try:
+            obj = json.loads(block.group(1))
+        except ValueError:
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+            continue
+        args = obj.get("arguments", obj.get("parameters", {}))
+        kept.append(text[pos : block.start()])
+        pos = block.end()
+        calls.append({"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
+                      "function": {"name": obj["name"], "arguments": args if isinstance(args, str)
+                                   else json.dumps(args, ensure_ascii=False)}})  # fmt: skip
+    kept.append(text[pos:])
+    content = "".join(kept) if calls else text
+    return (content.strip() if calls else content), reasoning, calls
+
+
+def text_message(text: str, tools_offered: bool) -> dict[str, Any]:
+    """The assistant message of a text reply: tool calls (and reasoning) read out only when tools were offered."""
+    if not tools_offered:
+        return {"role": "assistant", "content": text}
+    content, reasoning, calls = parse_tool_calls(text)
+    message: dict[str, Any] = {"role": "assistant", "content": content or (None if calls else "")}
+    if reasoning:
+        message["reasoning_content"] = reasoning
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def _chunk(out: dict[str, Any], delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish, **extra}
+    return {"id": out["id"], "object": "chat.completion.chunk", "created": out["created"], "model": out["model"],
+            "choices": [choice]}  # fmt: skip
+
+
+def chat_chunks(out: dict[str, Any], include_usage: bool) -> list[dict[str, Any]]:
+    """A chat completion (the gateway's reply) as the chunks a streaming client expects."""
+    choice = out["choices"][0]
+    message = choice["message"]
+    chunks = [_chunk(out, {"role": "assistant", "content": ""})]
+    for key in REASONING_KEYS:
+        if message.get(key):
+            chunks.append(_chunk(out, {key: message[key]}))
+    if message.get("content"):
+        chunks.append(_chunk(out, {"content": message["content"]}))
+    for i, tc in enumerate(message.get("tool_calls") or []):
+        fn = tc.get("function") or {}
+        head = {"index": i, "id": tc.get("id"), "type": tc.get("type", "function"),
+                "function": {"name": fn.get("name"), "arguments": ""}}  # fmt: skip
+        chunks.append(_chunk(out, {"tool_calls": [head]}))
+        chunks.append(_chunk(out, {"tool_calls": [{"index": i, "function": {"arguments": fn.get("arguments", "")}}]}))
+    last = _chunk(out, {}, choice["finish_reason"], token_ids=choice.get("token_ids"))
+    last["prompt_token_ids"] = out.get("prompt_token_ids")
+    last["weight_version"] = out.get("weight_version")
+    chunks.append(last)
+    if include_usage:
+        chunks.append({**_chunk(out, {}), "choices": [], "usage": out["usage"]})
+    return chunks
+
+
+def sse(events: list[dict[str, Any]], done: bool = True, named: bool = False) -> bytes:
+    """Server-sent events: `data: {json}` per event (with `event: <type>` first when `named`), then `[DONE]`."""
+    parts = []
+    for e in events:
+        head = f"event: {e['type']}\n" if named else ""
+        parts.append(f"{head}data: {json.dumps(e, ensure_ascii=False)}\n\n")
+    if done:
+        parts.append("data: [DONE]\n\n")
+    return "".join(parts).encode()

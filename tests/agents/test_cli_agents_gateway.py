@@ -1,0 +1,94 @@
+"""The agent CLIs people use (agents/installed.py), each run headless at its pinned version through the model gateway:
+Codex CLI speaks the Responses API (streamed), Claude Code Anthropic's Messages API, opencode chat completions. The
+engine is the scripted vLLM-shaped one (tests/rl/scripted_engine.py): its first reply is a tool call (each CLI's
+own shell tool) that fixes plain-bugfix's median and runs it, its second a closing line. Each CLI runs the command,
+sends the output back, and the gateway records both turns with the engine's ids as one unbroken sequence.
+
+These run the binaries on this machine in a scratch repository (not yet inside a trial's sandbox: docs/agents.md);
+a CLI not in the cache (`trialbook agents install NAME`) is skipped, with the command that installs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trialbook.agents.installed import CLI_AGENTS, binary, headless
+from trialbook.rl.gateway import Gateway
+from trialbook.rl.trajectory import Trajectory
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rl"))
+from scripted_engine import ScriptedEngine  # noqa: E402
+
+BUGGY = "def median(values):\n    ordered = sorted(values)\n    return ordered[len(ordered) // 2]\n"
+FIX = (
+    "cat > stats.py <<'PY'\ndef median(values):\n    ordered = sorted(values)\n    n = len(ordered)\n"
+    "    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2\nPY\n"
+    "python3 -c 'import stats; print(stats.median([1, 2, 3, 4]))'"
+)
+TOOL = {"codex": ("exec_command", "cmd"), "claude-code": ("Bash", "command"), "opencode": ("bash", "command")}
+
+
+def _script(name: str) -> list:
+    tool, key = TOOL[name]
+    act = {"reasoning_content": "Even lengths average the middle two.", "content": "Fixing median.",
+           "tool_calls": [{"id": "call_fix", "type": "function",
+                           "function": {"name": tool, "arguments": json.dumps({key: FIX})}}]}  # fmt: skip
+    replies = [act, {"content": "Done: median([1, 2, 3, 4]) is 2.5."}]
+
+    def reply(body: dict) -> dict:  # a side call (a title) gets a title; the policy's turns the script
+        return {"content": "Fix median"} if body.get("model") == "side" else replies.pop(0)
+
+    return [reply] * 4
+
+
+@pytest.mark.parametrize("name", sorted(CLI_AGENTS))
+def test_the_cli_fixes_the_bug_through_the_gateway_and_every_turn_is_recorded(name: str, tmp_path: Path) -> None:
+    if binary(name) is None:
+        pytest.skip(f"{name} is not in the agents cache: trialbook agents install {name}")
+    work, home = tmp_path / "repo", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    (work / "stats.py").write_text(BUGGY)
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    with ScriptedEngine(_script(name)) as engine, Gateway(engine.url, engine_kind="vllm", side_models=("side",)) as gw:
+        argv, env = headless(name, gw.url_for(f"{name}-1"), "policy", "Fix median in stats.py.", str(work), str(home))
+        done = subprocess.run(argv, env={**os.environ, **env}, cwd=work, capture_output=True, text=True, timeout=240,
+                              stdin=subprocess.DEVNULL)  # fmt: skip
+        calls = gw.take(f"{name}-1")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "2.5" in done.stdout  # the command's output, in the CLI's own event stream
+    assert "(ordered[n // 2 - 1] + ordered[n // 2]) / 2" in (work / "stats.py").read_text()
+    policy = [c for c in calls if c.role == "policy"]
+    assert [(c.api, c.finish_reason) for c in policy] == [
+        (CLI_AGENTS[name].api, "tool_calls"),
+        (CLI_AGENTS[name].api, "stop"),
+    ]
+    traj = Trajectory.from_calls(calls)
+    assert len(traj.turns) == 2 and traj.exact and traj.broken == []
+    # the tool's output reached the engine as the answer to the engine's own call id
+    answers = [m for m in engine.requests[-1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in answers] == ["call_fix"] and "2.5" in json.dumps(answers)
+    assert all(c.model == "side" for c in calls if c.role == "side")
+
+
+def test_agents_list_and_a_bad_name(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRIALBOOK_AGENTS_DIR", str(tmp_path))  # an empty cache: nothing installed
+    res = cli("agents", "list", "--json", use_db=False)
+    assert res.exit_code == 0
+    rows = json.loads(res.stdout)
+    assert [(r["name"], r["version"], r["api"], r["binary"]) for r in rows] == [
+        ("codex", "0.171.0", "responses", ""),
+        ("claude-code", "2.1.197", "messages", ""),
+        ("opencode", "1.18.33", "chat", ""),
+    ]
+    bad = cli("agents", "install", "goose", use_db=False)
+    assert (
+        bad.exit_code == 2
+        and bad.stderr == "error: no installable agent 'goose' (known: claude-code, codex, opencode)\n"
+    )
+    assert not any(tmp_path.iterdir())

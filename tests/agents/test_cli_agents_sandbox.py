@@ -1,0 +1,96 @@
+"""`--agent codex | claude-code | opencode` (rl/cli_agents.py): each CLI, mounted read-only from the agents cache
+into plain-bugfix's sandbox, runs headless there and reaches its model only through the gateway's socket (the
+sandbox has no network): a real `trialbook run` in Docker, against the scripted engine (tests/rl/scripted_engine.py)
+whose tool call fixes the bug and, in the same sandbox, probes a package index and a port of the host. The trial
+resolves, both turns are recorded exact, and the probe reached neither. A CLI not in the cache is skipped."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import shutil
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ledgerdicts import trial_dicts
+from paths import EXAMPLES
+from trialbook.agents.installed import CLI_AGENTS, binary
+from trialbook.ledger.store import Ledger
+from trialbook.rl.trajectory import ARTIFACT, Trajectory
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rl"))
+from scripted_engine import ScriptedEngine  # noqa: E402
+
+pytestmark = pytest.mark.docker
+
+TOOL = {"codex": ("exec_command", "cmd"), "claude-code": ("Bash", "command"), "opencode": ("bash", "command")}
+FIX = (EXAMPLES / "plain-bugfix" / "solution" / "solve.sh").read_text()
+PROBE = """python3 - <<'PY'
+import socket
+for what, addr in (("index", ("pypi.org", 443)), ("host", ("{host}", {port}))):
+    try:
+        socket.create_connection(addr, 3).close()
+        print(what, "reachable")
+    except OSError as exc:
+        print(what, "unreachable:", type(exc).__name__)
+PY"""
+
+
+@pytest.fixture()
+def host_port(engine) -> Iterator[tuple[str, int]]:
+    """A port listening on the host's Docker bridge address: what a container with a network would reach."""
+    config = engine.networks.get("bridge").attrs["IPAM"]["Config"][0]
+    bridge = config.get("Gateway") or str(next(ipaddress.ip_network(config["Subnet"]).hosts()))  # docker0's address
+    srv = socket.socket()
+    srv.bind((bridge, 0))
+    srv.listen(8)
+    threading.Thread(target=lambda: [srv.accept()[0].close() for _ in range(8)], daemon=True).start()
+    socket.create_connection(srv.getsockname(), 3).close()  # the host itself reaches it
+    yield srv.getsockname()
+    srv.close()
+
+
+@pytest.fixture()
+def tasks(tmp_path: Path) -> Path:
+    root = tmp_path / "tasks"
+    shutil.copytree(EXAMPLES / "plain-bugfix", root / "plain-bugfix")
+    toml = root / "plain-bugfix" / "task.toml"
+    toml.write_text(toml.read_text().replace("memory_mb = 512", "memory_mb = 2048"))  # the CLIs' own runtimes
+    return root
+
+
+@pytest.mark.parametrize("name", sorted(CLI_AGENTS))
+def test_the_cli_resolves_plain_bugfix_in_its_sandbox_on_the_model_only_network(
+    name: str, cli, db: str, tasks: Path, tmp_path: Path, host_port: tuple[str, int]
+) -> None:
+    if binary(name) is None:
+        pytest.skip(f"{name} is not in the agents cache: trialbook agents install {name}")
+    tool, key = TOOL[name]
+    command = FIX + "\n" + PROBE.format(host=host_port[0], port=host_port[1])
+    act = {"reasoning_content": "Fix, then check what this sandbox can reach.", "content": "Fixing median.",
+           "tool_calls": [{"id": "call_fix", "type": "function",
+                           "function": {"name": tool, "arguments": json.dumps({key: command})}}]}  # fmt: skip
+    replies = [act, {"content": "Done."}]
+
+    def reply(body: dict) -> dict:
+        return {"content": "Fix median"} if body.get("model") == "side" else replies.pop(0)
+
+    with ScriptedEngine([reply] * 4) as engine:
+        res = cli("run", str(tasks), "--agent", name, "--endpoint", engine.url, "--model", "policy", "--run", name,
+                  "--tasks", "plain-bugfix", "--retries", "0", "--runs-dir", str(tmp_path / "runs"),
+                  "--timeout-multiplier", "4")  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    ledger = Ledger(db)
+    (trial,) = trial_dicts(ledger, name)
+    assert (trial["outcome"], trial["reward"]) == ("resolved", 1.0), (trial["exception_message"], trial["extra"])
+    # the tool's output came back to the engine: the index and the host's port were out of reach
+    answer = json.dumps([m for m in engine.requests[-1]["messages"] if m["role"] == "tool"])
+    assert "index unreachable" in answer and "host unreachable" in answer, answer
+    traj = Trajectory.loads(ledger.artifact(trial["id"], ARTIFACT))
+    assert len(traj.turns) == 2 and traj.exact and traj.broken == []
+    assert trial["turns"] == 2 and trial["extra"]["agent_info"]["api"] == CLI_AGENTS[name].api
