@@ -63,7 +63,12 @@ P2P = [
         ("def test_a():\n    assert f(2) is True\n", True),
         ("def test_a():\n    assert f(2) == [1, 'b', 3.0]\n", True),
         ("def test_a():\n    np.testing.assert_allclose(f(2), 0.25)\n", True),
-        ("def test_a(pytester):\n    r = pytester.runpytest()\n    r.stdout.fnmatch_lines(['*1 passed*'])\n", True),
+        # pytester's patterns may still match with a character changed; a test that reads its own name would see
+        # the renamed real test's (pytest-6202, pytest-8399)
+        ("def test_a(pytester):\n    r = pytester.runpytest()\n    r.stdout.fnmatch_lines(['*1 passed*'])\n", False),
+        ("def test_a(testdir):\n    p = testdir.makepyfile('x')\n    assert p.basename == 'test_a.py'\n", False),
+        ("def test_a(request):\n    assert f(request.node.name) == 3\n", False),
+        ("def test_a(self):\n    self.assertEqual(self.id(), 'x')\n", False),
         ("def test_a():\n    assert_not_equal(f(2), 3)\n", False),
         ("def test_a():\n    assert_identical(f(2), g(3))\n", False),
         # never when the assertion may not be reached, nor compared with no literal, nor skipped

@@ -118,8 +118,8 @@ def _expected(stmt: ast.stmt) -> tuple[ast.expr, bool] | None:
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         call = stmt.value
         name = _base(call.func)
-        if name == "fnmatch_lines" and len(call.args) == 1 and isinstance(call.args[0], ast.List | ast.Tuple):
-            return (call.args[0], False) if _literal(call.args[0]) else None  # pytester's ordered line patterns
+        # (not pytester's `fnmatch_lines`: a changed character inside a pattern's `[...]` or under its `*` may still
+        # match, pytest-5787's `*Pattern*[123]*not found*` did)
         if not _comparing(name) or len(call.args) < 2:
             return None
         first, second = call.args[0], call.args[1]
@@ -188,6 +188,24 @@ def _changed(text: str, value: object, near: bool, rng: random.Random) -> str | 
     return new if type(changed) is type(value) and changed != value else None
 
 
+# what a test reads its own name by: the renamed real test would see another (pytest-6202's test_example_items1 checks
+# the module pytester named after it; pytest-8399's test_pdb_teardown_called names itself in its expected ids)
+NAMED_BY = ("__name__", "_testMethodName", ".node.", ".function", ".id()", "nodeid", "snapshot", "_regression")
+
+
+def _knows_its_name(func: ast.FunctionDef, text: str) -> bool:
+    """Whether a test reads its own name: it names itself past its `def` line, or asks its node, its method's name,
+    its id, or a fixture that keys files by the test's name (snapshots, regression data)."""
+    body = text.split("\n", func.lineno)[-1] if func.lineno else text
+    args = {a.arg for a in func.args.args}
+    return (
+        func.name in body
+        or any(w in text for w in NAMED_BY)
+        or "request" in args
+        or any("regression" in a or "snapshot" in a for a in args)
+    )
+
+
 def trap(source: str, name: str, rng: random.Random) -> str | None:
     """`source` (a test function, its decorators first, at any indentation) renamed to `name` with one expected value
     changed so that it fails wherever the test passes (the module's docstring says when); None when none can be."""
@@ -203,7 +221,7 @@ def trap(source: str, name: str, rng: random.Random) -> str | None:
     if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef):
         return None
     func = tree.body[0]
-    if _skips(func):
+    if _skips(func) or _knows_its_name(func, text):
         return None
     spots: list[tuple[ast.Constant, bool]] = []
     for stmt in func.body:
