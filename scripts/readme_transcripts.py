@@ -166,6 +166,7 @@ def run_group(blocks: list[Block], workdir: Path, timeout: float) -> list[list[C
         PATH=f"{bindir}:{env.get('PATH', '')}",
         PYTHONPATH=str(workdir / "src"),
         COLUMNS="120",
+        TRIALBOOK_PROGRESS_EVERY="3600",  # no progress line in a page's run, however slow the machine
         NO_COLOR="1",
         TERM="dumb",
         PYTHONDONTWRITEBYTECODE="1",

@@ -151,7 +151,9 @@ def run_cmd(
             "--progress-every",
             min=0.1,
             callback=finite,
-            help="Seconds between progress lines when stderr is not a terminal (a log: nohup, Slurm, CI).",
+            envvar="TRIALBOOK_PROGRESS_EVERY",
+            help="Seconds between progress lines when stderr is not a terminal (a log: nohup, Slurm, CI) "
+            "[env TRIALBOOK_PROGRESS_EVERY].",
         ),
     ] = 30.0,  # fmt: skip
     warm_pool: Annotated[

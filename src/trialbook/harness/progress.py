@@ -73,12 +73,13 @@ class LogProgress:
 
     def _tick(self) -> None:
         while not self._stop.wait(min(self.every_s, 1.0)):
-            if time.monotonic() - self.last >= self.every_s:
+            if time.monotonic() - self.last >= self.every_s and self.done < self.total:
                 self.line()
 
     def update(self, done: int, resolved: int, errors: int) -> None:
         with self._lock:
-            milestone = done // self.step > self.done // self.step or done == self.total
+            # (none when all are done: the run's summary follows at once)
+            milestone = done // self.step > self.done // self.step and done < self.total
             self.done, self.resolved, self.errors = done, resolved, errors
         if milestone and time.monotonic() - self.t0 >= self.every_s:
             self.line()

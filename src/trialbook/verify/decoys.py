@@ -44,6 +44,8 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from trialbook.verify.linear import parse_python
+
 WORDS = (
     "empty", "single", "negative", "large", "mixed", "order", "types", "zero", "nested", "repeat", "bounds",
     "default", "none", "float", "edge", "sorted", "reverse", "duplicate", "small", "many", "input", "result",
@@ -136,7 +138,7 @@ def _usable(source: str) -> tuple[str, ast.FunctionDef] | None:
     """A test function's source (dedented) and node when it can be copied: one `def test_*`, each decorator one
     that keeps it failing (`_copyable`)."""
     try:
-        tree = ast.parse(textwrap.dedent(source))
+        tree = parse_python(textwrap.dedent(source))
     except (SyntaxError, ValueError):
         return None
     if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef):
@@ -246,7 +248,7 @@ def module_functions(text: str) -> list[tuple[str, str]]:
     source at the class's indentation). Of its decorators only those `_Module.safe` says are copied (none on a
     method of a class with bases, a unittest.TestCase where pytest applies no mark)."""
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError):
         return []
     lines = _NEWLINE.split(text)
@@ -365,7 +367,7 @@ def _derive(name: str, source: str, rng: random.Random, passing: bool = False) -
     lines[node.lineno - 1] = head.replace(f"def {node.name}", f"def {name}", 1)
     derived = "\n".join(lines).rstrip() + "\n"
     try:  # whatever else the line arithmetic missed: no canary from this test rather than a broken module
-        body = ast.parse(derived).body[0].body  # type: ignore[attr-defined]
+        body = parse_python(derived).body[0].body  # type: ignore[attr-defined]
     except (SyntaxError, ValueError, AttributeError, IndexError):
         return None
     check = body[1] if docstring and len(body) > 1 else body[0]

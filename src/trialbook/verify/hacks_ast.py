@@ -13,6 +13,8 @@ import ast
 import textwrap
 from collections.abc import Iterator
 
+from trialbook.verify.linear import parse_python
+
 FRAMES = frozenset(("_getframe", "currentframe", "f_back", "f_locals", "f_globals", "tb_frame", "getouterframes"))
 TRACES = frozenset(("settrace", "setprofile", "monitoring", "gettrace", "getprofile"))
 RUNNER = frozenset(("pytest", "_pytest", "unittest"))
@@ -37,7 +39,7 @@ def fold(node: ast.AST) -> str | None:
 def _trees(lines: list[str]) -> Iterator[ast.AST]:
     def parse(chunk: list[str]) -> ast.AST | None:
         try:
-            return ast.parse(textwrap.dedent("\n".join(chunk)))
+            return parse_python(textwrap.dedent("\n".join(chunk)))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
 

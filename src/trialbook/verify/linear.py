@@ -17,7 +17,9 @@ RE2's `\\w`, `\\d`, `\\s` and `\\b` are ASCII, Python's are Unicode: the pattern
 
 from __future__ import annotations
 
+import ast
 import re
+import threading
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -111,3 +113,18 @@ def bind_swebench() -> types.ModuleType:
 
     parsers.re = AS_RE  # type: ignore[attr-defined]
     return parsers
+
+
+_PARSE = threading.Lock()
+
+
+def parse_python(text: str) -> ast.Module:
+    """`ast.parse(text)`, one thread at a time: CPython 3.11's parser keeps its recursion depth in shared state, and two
+    threads parsing at once raise `SystemError: AST constructor recursion depth mismatch` (it failed a trial of the
+    docs' examples run, twins.choose_twins in one trial's thread beside another's). Raises SyntaxError or ValueError
+    for what does not parse, as ast.parse does; a SystemError from it counts as not parsing."""
+    with _PARSE:
+        try:
+            return ast.parse(text)
+        except (SystemError, RecursionError, MemoryError) as exc:
+            raise ValueError(f"not parsed: {type(exc).__name__}") from None

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from trialbook.verify.decoys import WORDS, _base, _skips
+from trialbook.verify.linear import parse_python
 
 P2P_TWINS = 2  # listed PASS_TO_PASS tests twinned per run, besides every FAIL_TO_PASS test that can be
 UNLISTED_TWINS = 3  # tests twinned in a run of a task without lists (a reward-file task's witness run)
@@ -215,7 +216,7 @@ def trap(source: str, name: str, rng: random.Random) -> str | None:
         return None
     text = "\n".join(line[len(indent) :] for line in lines)
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError):
         return None
     if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef):
@@ -248,7 +249,7 @@ def functions(text: str) -> dict[str, tuple[str, str]]:
     """The tests of a module a twin may be made of: `name` or `Class::name` -> (source with decorators, indentation).
     A method only of a class defined once at the top level; nothing of a module whose `pytestmark` skips."""
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError):
         return {}
     lines = text.split("\n")
@@ -453,7 +454,7 @@ def _fits(text: str, twin: Twin) -> bool:
     """Whether the planted module parses, with the real test renamed and the twin beside it in the same scope."""
     planted = plant_text(text, twin)
     try:
-        tree = ast.parse(planted)
+        tree = parse_python(planted)
     except (SyntaxError, ValueError):
         return False
     scope: list[ast.stmt] = tree.body
