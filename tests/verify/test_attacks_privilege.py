@@ -15,6 +15,9 @@ the hidden test patch from a heredoc and runs the tests.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -35,7 +38,9 @@ mkdir -p /logs/verifier
 {REWARD_LINE}
 """
 # SWE-bench's shape: pip and setuptools from local wheels (no network here), the repository installed editable
-WHEELS = Path("/opt/pypi/files")
+# (downloaded from the index pip is configured with, once, into a cache folder: the machine running the tests reaches
+# PyPI, the sandboxes do not)
+WHEELS = Path(tempfile.gettempdir()) / "trialbook-test-wheels"
 WHEEL_NAMES = ("pip-*-py3-none-any.whl", "setuptools-*-py3-none-any.whl")
 SWEBENCH_DOCKERFILE = """FROM trialbook-base:bookworm
 COPY wheels/ /tmp/wheels/
@@ -139,7 +144,16 @@ def _copy(tasks: Path, shape: str, name: str, solve: str | None) -> None:
 
 
 def _wheels() -> list[Path]:
-    return [w for name in WHEEL_NAMES for w in sorted(WHEELS.glob(name))[-1:]]
+    found = [w for name in WHEEL_NAMES for w in sorted(WHEELS.glob(name))[-1:]]
+    if len(found) < len(WHEEL_NAMES):
+        WHEELS.mkdir(exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d", str(WHEELS),
+             "pip", "setuptools"],
+            check=True, timeout=600,
+        )  # fmt: skip
+        found = [w for name in WHEEL_NAMES for w in sorted(WHEELS.glob(name))[-1:]]
+    return found
 
 
 def _swebench(task: Path) -> None:
