@@ -181,6 +181,7 @@ def plant(
             files = files[-1:]
         rng = rng or secrets.SystemRandom()
         unittest_style = any(w.endswith("runtests.py") or w == "unittest" for w in argv)
+        taken = (existing or set()) | set(_PATCH_DEFS.findall(script))  # a method the patch adds keeps its name
         if name is not None or unittest_style:
             name = name or canary_name(PurePosixPath(files[0]).stem, existing or set(), rng)
             if selected and selected.lower() not in name.lower():
@@ -197,14 +198,13 @@ def plant(
                 f'[ -f "$_trialbook_f" ] && printf \'{source}\' >> "$_trialbook_f"; done; '
                 "case $_trialbook_x in *x*) set -x ;; esac"
             )
-        elif made := _twins(files, lists, modules, existing, script, selected, rng, stops or passing or not pytest):
+        elif made := _twins(files, lists, modules, taken, selected, rng, stops or passing or not pytest):
             name = ",".join(t.decoy for t in made)
             lines = script.split("\n")
             lines.insert(start, twins.plant_twins(made))
             return Planted("\n".join(lines), name, tuple(files), tuple(made))
         else:  # several, derived from the task's own tests, each at a random place among them (verify/decoys.py)
             found_sources = decoys.merged(decoys.patch_functions(script), sources or {})
-            taken = (existing or set()) | set(_PATCH_DEFS.findall(script))  # a method the patch adds keeps its name
             canaries = decoys.choose(
                 files, found_sources, taken, selected, rng, last=stops, pytest=pytest, passing=passing
             )
@@ -220,8 +220,7 @@ def _twins(
     files: list[str],
     lists: tuple[list[str], list[str]] | None,
     modules: dict[str, str] | None,
-    existing: set[str] | None,
-    script: str,
+    taken: set[str],
     selected: str | None,
     rng: random.Random,
     not_here: bool,
@@ -229,31 +228,13 @@ def _twins(
     if not_here or lists is None or not modules:
         return []
     texts = {f: modules[f] for f in files if f in modules}
-    taken = (existing or set()) | set(_PATCH_DEFS.findall(script))
     return twins.choose_twins(texts, lists[0], lists[1], taken, selected, rng)
 
 
 def names(test: str, name: str) -> bool:
     """Whether the test id `test` (a parser's key: file, class and function) is a canary of `name` (several names
     comma-separated: `Planted.name`)."""
-    return any(_names_one(test, n) for n in name.split(",") if n)
-
-
-def _is_word(c: str) -> bool:
-    return c.isalnum() or c == "_"
-
-
-def _names_one(text: str, name: str) -> bool:
-    """Whether `name` occurs in `text` as a whole word (no word character on either side): a scan, linear in `text`
-    (a log line is the code under test's)."""
-    at = text.find(name)
-    while at >= 0:
-        end = at + len(name)
-        before = text[at - 1] if at else ""  # `\b` before it, as the regex had it
-        if _is_word(before) != _is_word(name[0]) and (end == len(text) or not _is_word(text[end])):
-            return True
-        at = text.find(name, at + 1)
-    return False
+    return any(next(linear.whole_words(test, n), None) is not None for n in name.split(",") if n)
 
 
 def reading(status_map: dict[str, str], name: str) -> str:

@@ -25,8 +25,10 @@ parsers rewrite those).
 
 from __future__ import annotations
 
+import functools
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
 REPORT_LIMIT = 1_000_000  # characters of a junit report read (privilege._prologue); a longer one counts as missing
 TAG = "channels_disagree"
@@ -49,10 +51,16 @@ def junit_key(test_id: str) -> str:
     return ".".join(names[:-1]) + "::" + names[-1]
 
 
-def parse_junit(xml: str) -> dict[str, str] | None:
+def parse_junit(xml: str) -> Mapping[str, str] | None:
     """`classname::name` -> passed, failed (a failure or an error), skipped or xfail, for each testcase of a junit
     report; None when it is not a readable report (cut at REPORT_LIMIT, not XML, or declaring a DOCTYPE, which
-    entity expansion could abuse)."""
+    entity expansion could abuse). Read-only and kept for the last few reports: a verifier run's reports are read by
+    `disagreement` and by the canaries' readers (`canary_in_reports`, verify/runner.witness_reading), parsed once."""
+    return _parsed(xml)
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(xml: str) -> Mapping[str, str] | None:
     text = xml.strip()
     if not text or len(xml) >= REPORT_LIMIT or "<!DOCTYPE" in text or "<!ENTITY" in text:
         return None
@@ -72,7 +80,7 @@ def parse_junit(xml: str) -> dict[str, str] | None:
             status = PASSED
         if out.get(key) != FAILED:  # a teardown error is a second testcase of the same name: failing wins
             out[key] = status
-    return out
+    return MappingProxyType(out)
 
 
 def disagreement(
@@ -156,19 +164,27 @@ def canary_in_reports(reports: list[str | None], names: str) -> str | None:
     of them; None when no report was read. The runner writes this channel apart from the text log, so a text log
     forged to say "failed" does not hide a canary the runner passed."""
     wanted = [n for n in names.split(",") if n]
-    seen: list[str] = []
+    seen: set[str] = set()
     read = False
     for text in reports:
         parsed = parse_junit(text) if text is not None else None
         if parsed is None:
             continue
         read = True
-        for key, status in parsed.items():
-            name = key.rpartition("::")[2].split("[", 1)[0]
-            if name in wanted:
-                seen.append(status)
+        for statuses in canary_cases(parsed, wanted).values():
+            seen |= statuses
     if not read:
         return None
     if any(s in (PASSED, XFAIL) for s in seen):
         return "passed"
     return "failed" if seen and all(s == FAILED for s in seen) else "missing"
+
+
+def canary_cases(parsed: Mapping[str, str], names: Iterable[str]) -> dict[str, set[str]]:
+    """Each canary's statuses in one parsed report, by its function name (a class and a parameter id dropped)."""
+    out: dict[str, set[str]] = {n: set() for n in names}
+    for key, status in parsed.items():
+        case = key.rpartition("::")[2].split("[", 1)[0]
+        if case in out:
+            out[case].add(status)
+    return out

@@ -30,7 +30,7 @@ from trialbook.tasks.testscript import read_script, reward_files_named, task_tes
 from trialbook.verify import canary as canaries
 from trialbook.verify import linear, sources, staged
 from trialbook.verify.canary import FAILED, MISSING, PASSED, SKIPPED, Planted, plant, test_modules
-from trialbook.verify.channels import canary_in_reports, disagreement, parse_junit
+from trialbook.verify.channels import canary_cases, canary_in_reports, disagreement, parse_junit
 from trialbook.verify.markers import Seal, seal
 from trialbook.verify.privilege import Reading, Separated, exit_contradicts_log, read_markers, separate, staging
 from trialbook.verify.twins import unrename
@@ -218,7 +218,7 @@ def _planted(
     lists = modules = None
     if not passing:  # twins beside the listed tests, or beside any in a witness run (verify/twins.py)
         lists = (task.fail_to_pass or [], task.pass_to_pass or [])
-        modules = sources.module_texts(task, script, test_modules(script, _FILES[key]))
+        modules = sources.module_texts(task, script, test_modules(script, _FILES[key]), key)
     return plant(
         script, _FILES[key], tokens.token_hex(6), taken, None, derivable, passing=passing, lists=lists, modules=modules
     )
@@ -409,12 +409,11 @@ def witness_reading(log: str, ran: Reading, name: str) -> str:
         parsed = parse_junit(report) if report is not None else None
         if not parsed:
             return MISSING  # a channel missing or empty is a disagreement, never "no information"
-        for key, status in parsed.items():
-            case = key.rsplit("::", 1)[-1].split("[", 1)[0]
-            if case in reported:
-                reported[case].add(_JUNIT.get(status, MISSING))
-                if status == "failed" and i < len(ran.report_exits) and ran.report_exits[i] == 0:
-                    return PASSED  # the runner's own exit status says the failing canary passed
+        exited_0 = i < len(ran.report_exits) and ran.report_exits[i] == 0
+        for case, statuses in canary_cases(parsed, names).items():
+            if "failed" in statuses and exited_0:
+                return PASSED  # the runner's own exit status says the failing canary passed
+            reported[case] |= {_JUNIT.get(status, MISSING) for status in statuses}
     channels = [seen, reported] if ran.reports else [seen]
     readings = [st for channel in channels for st in channel.values()]
     if any(PASSED in st for st in readings):

@@ -176,12 +176,27 @@ def _fitting(old: list[str], hunk: list[str], count: int, at: int, pos: int, rea
     return None
 
 
-def module_texts(task: TaskSpec, script: str, files: list[str] | tuple[str, ...]) -> dict[str, str]:
+def module_texts(
+    task: TaskSpec, script: str, files: list[str] | tuple[str, ...], key: _Key | None = None
+) -> dict[str, str]:
     """The text each test module of `files` will have when the test command runs: the task folder's file of that
     name (test.sh copies it in), else the image's module with the script's test patch applied (a module the patch
-    creates from nothing too); a module the harness cannot know so is left out (verify/twins.py)."""
+    creates from nothing too); a module the harness cannot know so is left out (verify/twins.py). Read once per task
+    folder as read now (`key`, as `derivable` takes it) and per state of the image's modules (not yet read, read)."""
+    image = _IMAGE_TEXT.get(_key(task))
+    cached = (key or _key(task), tuple(files), image is not None)
+    if cached not in _MODULES:
+        _MODULES[cached] = _module_texts(task, script, files, image or {})
+    return _MODULES[cached]
+
+
+_MODULES: dict[tuple[_Key, tuple[str, ...], bool], dict[str, str]] = {}
+
+
+def _module_texts(
+    task: TaskSpec, script: str, files: list[str] | tuple[str, ...], image: dict[str, str]
+) -> dict[str, str]:
     own = {p.name: p for p in task.tests_dir.rglob("*.py")}
-    image = _IMAGE_TEXT.get(_key(task), {})
     sections = patch_sections(script)
     out: dict[str, str] = {}
     for file in files:

@@ -35,10 +35,9 @@ import ast
 import random
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from trialbook.verify.decoys import WORDS, _base, _skips
-from trialbook.verify.linear import parse_python
+from trialbook.verify.linear import parse_python, whole_words
 
 P2P_TWINS = 2  # listed PASS_TO_PASS tests twinned per run, besides every FAIL_TO_PASS test that can be
 UNLISTED_TWINS = 3  # tests twinned in a run of a task without lists (a reward-file task's witness run)
@@ -470,18 +469,8 @@ def unrename(text: str, twins: list[Twin] | tuple[Twin, ...]) -> str:
     """`text` (a log, a junit report) with each real test's name in this run mapped back to the task's."""
     for t in twins:  # a scan, linear in the text (the log is the code under test's: verify/linear.py)
         old, parts, i = t.test.rpartition("::")[2], [], 0
-        while (j := text.find(t.real, i)) >= 0:
-            end = j + len(t.real)
-            whole = (j == 0 or not _word(text[j - 1])) and (end == len(text) or not _word(text[end]))
-            parts += [text[i:j], old if whole else t.real]
-            i = end
+        for at in list(whole_words(text, t.real)):
+            parts += [text[i:at], old]
+            i = at + len(t.real)
         text = "".join(parts) + text[i:]
     return text
-
-
-def _word(c: str) -> bool:
-    return c.isalnum() or c == "_"
-
-
-def module_path(file: str) -> str:
-    return str(PurePosixPath(file))
