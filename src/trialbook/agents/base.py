@@ -105,6 +105,13 @@ FLAGS = {"endpoints": "--endpoint", "command": "--agent-cmd", "max_output_tokens
          "headers": "--header", "agent_config": "--agent-config"}  # fmt: skip
 
 
+def option_error(who: str, exc: ValueError) -> UserError:
+    """An agent's options that do not validate (pydantic's first error, else the exception's text), as one line."""
+    first = exc.errors()[0] if hasattr(exc, "errors") else {"loc": (), "msg": str(exc)}
+    where = ".".join(str(p) for p in first.get("loc", ()))
+    return UserError(f"{who} option {where}: {first.get('msg')}")
+
+
 def agent_options(agent: str, **given: Any) -> dict[str, Any]:
     """Agent options from command-line flags (None: not given); only mini and cmd take any."""
     options = {k: v for k, v in given.items() if v not in (None, [], ())}

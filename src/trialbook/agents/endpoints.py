@@ -160,6 +160,14 @@ def _context_window(models: list[dict[str, Any]], props: Any) -> int | None:
     return None
 
 
+def first_model(base: str, headers: dict[str, str] | None = None) -> str:
+    """The first model the server at `base` lists (an agent given no --model uses it)."""
+    models = probe(base, headers=headers).models
+    if not models:
+        raise EndpointError(f"{base} lists no model; pass --model")
+    return models[0]
+
+
 @dataclass
 class Endpoint:
     url: str

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-from trialbook.agents.base import AgentResult, AgentTimeoutError, ContextOverflowError, FormatError
+from trialbook.agents.base import AgentResult, AgentTimeoutError, ContextOverflowError, FormatError, option_error
 from trialbook.agents.endpoints import (
     ContextLengthError,
     EndpointError,
@@ -27,6 +27,7 @@ from trialbook.agents.endpoints import (
     EndpointPool,
     EngineInfo,
     auth_headers,
+    first_model,
     probe,
 )
 from trialbook.agents.mini_config import SUBMIT, MiniOptions, attempt_seed
@@ -265,17 +266,12 @@ class MiniAgent:
         try:
             return cls(MiniOptions.model_validate(options))
         except ValueError as exc:
-            first = exc.errors()[0] if hasattr(exc, "errors") else {"loc": (), "msg": str(exc)}
-            where = ".".join(str(p) for p in first.get("loc", ()))
-            raise UserError(f"mini agent option {where}: {first.get('msg')}") from None
+            raise option_error("mini agent", exc) from None
 
     def model_name(self) -> str:
         with self._lock:
             if self._model is None:
-                models = probe(self.pool.urls[0], headers=self.pool.headers).models
-                if not models:
-                    raise EndpointError(f"{self.pool.urls[0]} lists no model; pass --model")
-                self._model = models[0]
+                self._model = first_model(self.pool.urls[0], self.pool.headers)
             return self._model
 
     def stack(self) -> dict[str, Any]:

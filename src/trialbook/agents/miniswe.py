@@ -27,8 +27,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
-from trialbook.agents.base import AgentResult, AgentTimeoutError, ContextOverflowError, FormatError
-from trialbook.agents.endpoints import EndpointError, normalize, probe
+from trialbook.agents.base import AgentResult, AgentTimeoutError, ContextOverflowError, FormatError, option_error
+from trialbook.agents.endpoints import EndpointError, first_model, normalize, probe
 from trialbook.errors import UserError
 from trialbook.extras import require
 from trialbook.sandbox import Sandbox
@@ -128,16 +128,11 @@ class MiniSweAgent:
         try:
             return cls(MiniSweOptions.model_validate(options))
         except ValueError as exc:
-            first = exc.errors()[0] if hasattr(exc, "errors") else {"loc": (), "msg": str(exc)}
-            where = ".".join(str(p) for p in first.get("loc", ()))
-            raise UserError(f"mini-swe-agent option {where}: {first.get('msg')}") from None
+            raise option_error("mini-swe-agent", exc) from None
 
     def model_name(self) -> str:
         if self._model is None:
-            models = probe(self.url).models
-            if not models:
-                raise EndpointError(f"{self.url} lists no model; pass --model")
-            self._model = models[0]
+            self._model = first_model(self.url)
         return self._model
 
     def stack(self) -> dict[str, Any]:

@@ -25,8 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from trialbook.agents.base import AgentResult, AgentTimeoutError
-from trialbook.agents.endpoints import EndpointError, normalize, probe
+from trialbook.agents.base import AgentResult, AgentTimeoutError, option_error
+from trialbook.agents.endpoints import EndpointError, first_model, normalize, probe
 from trialbook.agents.installed import agent, binary, folder, headless
 from trialbook.errors import UserError
 from trialbook.rl.gateway import Gateway
@@ -107,17 +107,11 @@ class InstalledCliAgent:
         try:
             return cls(CliOptions.model_validate(options))
         except ValueError as exc:
-            first = exc.errors()[0] if hasattr(exc, "errors") else {"loc": (), "msg": str(exc)}
-            raise UserError(
-                f"{cls.name} option {'.'.join(map(str, first.get('loc', ())))}: {first.get('msg')}"
-            ) from None
+            raise option_error(cls.name, exc) from None
 
     def model_name(self) -> str:
         if self._model is None:
-            models = probe(self.url).models
-            if not models:
-                raise EndpointError(f"{self.url} lists no model; pass --model")
-            self._model = models[0]
+            self._model = first_model(self.url)
         return self._model
 
     def stack(self) -> dict[str, Any]:
