@@ -176,7 +176,7 @@ def test_a_killed_server_gives_retried_infra_errors_then_a_rerun_grades(cli, db:
                   "--task", "plain-bugfix", "--max-turns", "4", "--max-output-tokens", "64", "--retries", "1",
                   "--json")  # fmt: skip
         killer.join(5)
-        assert res.exit_code == 0, res.stderr
+        assert res.exit_code == 1 and "error: 1 trial(s) ended infra_error" in res.stderr, res.stderr
         ledger = Ledger(db)
         (t,) = trial_dicts(ledger, "dead")
         assert t["outcome"] == "infra_error" and t["reward"] is None  # never silently graded 0

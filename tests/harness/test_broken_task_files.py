@@ -54,7 +54,9 @@ def test_broken_task_files_are_infra_errors_with_their_reason(tmp_path):
          "--run", "w47-broken", "--runs-dir", str(tmp_path / "runs"), "--db", str(db), "--json"],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
-    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    # exit 1: the run recorded infra errors (the broken tasks), and said so in its last line
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+    assert "error: 7 trial(s) ended infra_error" in res.stderr, res.stderr
     json.loads(res.stdout)
     lines = res.stderr.splitlines()
     warning = "warning: task newer: task.toml declares schema 9.0, newer than 1.1; keys ignored: [agent] turn_limit"

@@ -495,7 +495,7 @@ def test_a_node_builds_a_task_image_on_first_use_and_pulls_an_image_the_task_nam
             image_task(root, "unpullable", absent)
             args = run_args(run, tmp_path, ["built", "pulled", "unpullable"], 1, 3, "ray", root)
             res = cli(cluster, db, *args, "--retries", "0")
-            assert res.returncode == 0, res.stderr
+            assert res.returncode == 1 and "error: 1 trial(s) ended infra_error" in res.stderr, res.stderr  # unpullable
             rows = {t["task_id"]: t for t in trials(db, run)}
             assert engine.images.get(pulled).id == engine.images.get("trialbook-base:bookworm").id
         finally:

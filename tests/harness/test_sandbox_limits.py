@@ -28,7 +28,7 @@ def test_oom_and_pids_limit_are_infra_errors(engine, tmp_path, cli, db):
     # and scripts/test.sh runs the docker modules on two workers side by side
     res = cli("run", str(tasks), "--agent", "oracle", "--run", "sandbox-limits", "--concurrency", "2",
               "--runs-dir", str(tmp_path / "runs"))  # fmt: skip
-    assert res.exit_code == 0, res.stderr
+    assert res.exit_code == 1 and "error: 2 trial(s) ended infra_error" in res.stderr, res.stderr
     ledger = Ledger(db)
     got = {t["task_id"]: t for t in trial_dicts(ledger, "sandbox-limits")}
     assert got["oom"]["outcome"] == "infra_error", got["oom"]
