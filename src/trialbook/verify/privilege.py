@@ -257,6 +257,11 @@ _d = "%s/lib/python%%d.%%d/site-packages" %% _sys.version_info[:2]
 try:
     _os.makedirs(_d, exist_ok=True)
     _site.addsitedir(_d)
+    # in PYTHONPATH too, for the processes it starts: setuptools' `develop` (pip install -e) refuses a prefix
+    # that is neither a site folder nor on PYTHONPATH (it probes .pth files with `python -E`, which skips this hook)
+    _p = _os.environ.get("PYTHONPATH", "")
+    if _d not in _p.split(_os.pathsep):
+        _os.environ["PYTHONPATH"] = _p + _os.pathsep + _d if _p else _d
     import importlib.machinery as _m, importlib.util as _u
     _here = _os.path.dirname(_os.path.abspath(__file__))
     _s = _m.PathFinder.find_spec("sitecustomize", [p for p in _sys.path if p and _os.path.abspath(p) != _here])
