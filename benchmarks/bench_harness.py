@@ -35,6 +35,10 @@ containers per trial created as the harness creates them (no network stack, limi
 isolation = "container"` (graded in the agent's own container: one container a trial, as the bare run; with
 `--task`, written into the copy's task.toml).
 
+`--before SRC` (an older checkout's src folder) adds two more ways, interleaved: `trialbook run` of the task by
+that tree's CLI and by this one's, each in a process of its own (start-up included), n attempts at the concurrency;
+their paired ratio after/before per round is the per-trial cost a change added, measured in one run.
+
 `--task DIR`: a real task folder instead of the trivial task (e.g. examples/tasks/plain-bugfix: its oracle solution,
 its test.sh running pytest, graded per test when it lists FAIL_TO_PASS / PASS_TO_PASS, the verifier's canaries and
 witness included as `trialbook run` runs them); the bare loop then does the same work in one container,
@@ -63,6 +67,7 @@ import resource
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -99,8 +104,7 @@ TEST_MODULE = (
     ' && if [ "$rc" -eq 0 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt'
 )
 TEST_MODULE_FILE = (
-    "RUN printf 'import sys\\nsys.exit(open(\"answer.txt\").read().strip() != \"fixed\")\\n'"
-    " > test_answer.py\n"
+    'RUN printf \'import sys\\nsys.exit(open("answer.txt").read().strip() != "fixed")\\n\' > test_answer.py\n'
 )
 
 
@@ -213,6 +217,20 @@ def floor_block(engine: DockerEngine, image: str, n: int, c: int, runtime: str |
     return time.perf_counter() - t
 
 
+def cli_block(src: str, tasks: Path, root: Path, n: int, c: int, tag: str) -> float:
+    """`trialbook run` of the task, n attempts at concurrency c, by the CLI of the tree at `src` (--before: an older
+    checkout's src folder against this one's), in a process of its own: its start-up is in the figure."""
+    env = {**os.environ, "PYTHONPATH": src}
+    cmd = [sys.executable, "-c", "from trialbook.cli import main; main()", "run", str(tasks), "--agent", "oracle",
+           "--attempts", str(n), "--concurrency", str(c), "--run", f"bench-{tag}", "--runs-dir",
+           str(root / f"runs-{tag}"), "--db", str(root / f"cli-{tag}.db"), "--json"]  # fmt: skip
+    t = time.perf_counter()
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    assert out.returncode == 0 and json.loads(out.stdout)["resolved"] == n, (tag, out.stderr[-2000:])
+    return wall
+
+
 def trialbook_block(
     ledger: Ledger, engine: DockerEngine, spec: TaskSpec, root: Path, n: int, c: int, warm: bool, tag: str,
     runtime: str = "auto",
@@ -237,6 +255,8 @@ def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False, floor: bo
     head += ["floor s/trial", "ratio"] if floor else []
     one = "one_container_s" in rows[0]
     head += ["one container s/trial"] if one else []
+    before = "cli_before_s" in rows[0]
+    head += ["run CLI before/after s/trial", "paired after/before median (min-max)"] if before else []
     who = ("dockerd", "containerd", "shims", "client")
     if cpu:
         head += [f"CPU {w} bare/tb" for w in who] + ["CPU s/trial bare/tb", "ratio", "machine bare/tb", "ratio"]
@@ -252,6 +272,9 @@ def table(rows: list[dict[str, float]], cold: bool, cpu: bool = False, floor: bo
         line += [f"{r['cold_s']:.3f}", f"{r['cold_ratio']:.2f}"] if cold else []
         line += [f"{r['floor_s']:.3f}", f"{r['floor_ratio']:.2f}"] if floor else []
         line += [f"{r['one_container_s']:.3f}"] if one else []
+        if before:
+            line += [f"{r['cli_before_s']:.3f}/{r['cli_after_s']:.3f}"]
+            line += [f"{r['after_before_paired']:.2f} ({r['after_before_min']:.2f}-{r['after_before_max']:.2f})"]
         if cpu:
             line += [f"{r[f'cpu_bare_{w}_s']:.3f}/{r[f'cpu_trialbook_{w}_s']:.3f}" for w in who]
             bare, tb = r["cpu_bare_s"], r["cpu_trialbook_s"]
@@ -301,6 +324,11 @@ def main() -> None:
         "--one-container",
         action="store_true",
         help='with --task: also trialbook with isolation = "container" (one container a trial), interleaved',
+    )
+    ap.add_argument(
+        "--before",
+        help="the src folder of an older checkout: `trialbook run` by its CLI and by this tree's, interleaved with the"
+        " other ways (the verifier's cost per trial before and after, in one run)",
     )
     ap.add_argument("--runtime", default="auto", help="trialbook's (and the floor's) OCI runtime: auto, default, NAME")
     ap.add_argument(
@@ -354,6 +382,8 @@ def main() -> None:
                 one, cpu_one = [], ([] if args.cpu and one_spec else None)
                 order = ["bare", "trialbook"] + ["same"] * same + ["cold"] * cold + ["floor"] * args.floor
                 order += ["one"] * (one_spec is not None)
+                order += ["after", "before"] if args.before else []
+                after, before = [], []
                 trials = partial(trialbook_block, ledger, engine, spec, root, n, c, runtime=args.runtime)
                 for r in range(args.rounds):
                     for way in order[r % len(order) :] + order[: r % len(order)]:  # each way first in turn
@@ -368,6 +398,12 @@ def main() -> None:
                             block = partial(trialbook_block, ledger, engine, one_spec, root, n, c, True,
                                             f"c{c}-r{r}-one", args.runtime)  # fmt: skip
                             one.append(measured(block, n, cpu_one))
+                        elif way in ("after", "before"):
+                            src = args.before if way == "before" else str(Path(__file__).resolve().parents[1] / "src")
+                            tasks_dir = spec.path.parent
+                            (before if way == "before" else after).append(
+                                cli_block(src, tasks_dir, root, n, c, f"c{c}-r{r}-{way}") / n
+                            )
                         elif way == "cold":
                             tb_cold.append(trials(False, f"c{c}-r{r}-cold") / n)
                         else:
@@ -391,6 +427,14 @@ def main() -> None:
                 if cold:
                     row["cold_s"] = round(statistics.median(tb_cold), 3)
                     row["cold_ratio"] = round(row["cold_s"] / b, 3)
+                if args.before:
+                    row["cli_after_s"], row["cli_before_s"] = (
+                        round(statistics.median(after), 3),
+                        round(statistics.median(before), 3),
+                    )
+                    pairs = sorted(a / b for a, b in zip(after, before, strict=True))
+                    row["after_before_paired"] = round(statistics.median(pairs), 3)
+                    row["after_before_min"], row["after_before_max"] = round(pairs[0], 3), round(pairs[-1], 3)
                 if one:
                     row["one_container_s"] = round(statistics.median(one), 3)
                 if args.floor:

@@ -20,7 +20,7 @@ SRC = REPO / "src" / "trialbook"
 
 # Highest first. A module may import from its own row and the rows below it, never from a row above.
 LAYERS: list[tuple[str, ...]] = [
-    ("cli",),
+    ("cli", "__main__"),  # __main__: `python -m trialbook`
     ("web", "report"),
     ("harness", "rl", "audit", "training", "stats", "prereg", "importers"),
     ("agents", "verify", "sandbox", "tasks"),

@@ -207,7 +207,7 @@ def test_broken_tasks_fail_alone_and_image_builds_are_retried(engine, tmp_path, 
         f.write("RUN echo 'this build step fails' && exit 3\n")
     code, _, err = run_cli(db, "run", str(tasks), "--agent", "oracle", "--run", "broken", "--retries", "1",
                            "--runs-dir", str(tmp_path / "runs"))  # fmt: skip
-    assert code == 0, err
+    assert code == 1 and "error: 3 trial(s) ended infra_error" in err, err  # the broken tasks
     rows = {t["task_id"]: t for t in trials(db, "broken")}
     assert rows["ok"]["outcome"] == "resolved"
     assert rows["no-test-sh"]["outcome"] == "infra_error"
@@ -496,7 +496,7 @@ def test_prebuilt_images_reward_json_and_missing_images(engine, tmp_path, db):
     for agent in ("oracle", "nop"):
         code, _, err = run_cli(db, "run", str(tasks), "--agent", agent, "--run", f"img-{agent}", "--retries", "0",
                                "--runs-dir", str(tmp_path / "runs"))  # fmt: skip
-        assert code == 0, err
+        assert code == 1 and "error: 1 trial(s) ended infra_error" in err, err  # no-such-image
     oracle = {t["task_id"]: t for t in trials(db, "img-oracle")}
     nop = {t["task_id"]: t for t in trials(db, "img-nop")}
     assert oracle["prebuilt"]["outcome"] == "resolved" and oracle["prebuilt"]["extra"]["graded_by"] == "reward_file"

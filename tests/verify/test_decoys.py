@@ -15,7 +15,7 @@ from pathlib import Path
 from paths import EXAMPLES
 from trialbook.tasks.testscript import read_script, task_test_files
 from trialbook.verify import canary as canaries
-from trialbook.verify.canary import in_log, plant, reading
+from trialbook.verify.canary import plant, reading
 from trialbook.verify.decoys import (
     WORDS,
     Canary,
@@ -27,6 +27,8 @@ from trialbook.verify.decoys import (
     task_functions,
 )
 from trialbook.verify.grading import grade_test_log, parse_log
+from trialbook.verify.privilege import Reading
+from trialbook.verify.runner import witness_reading
 
 EXAMPLE = EXAMPLES / "plain-bugfix"
 F2P = ["tests/test_stats.py::test_median_even"]
@@ -335,8 +337,9 @@ def test_in_a_module_of_class_tests_the_canaries_are_methods_that_fail_and_catch
 
 def test_a_parameter_in_a_canarys_id_is_not_read_as_its_status() -> None:
     log = "tests/t.py::TestA::test_y_edge[ok] FAILED\n____ TestA.test_y_edge[ok] ____\nFAILED tests/t.py::x\n"
-    assert in_log(log, "test_x_case,test_y_edge") == "failed"
-    assert in_log(log.replace("[ok] FAILED", "[no] PASSED"), "test_y_edge") == "passed"
+    assert witness_reading(log, Reading(), "test_y_edge") == "failed"
+    assert witness_reading(log, Reading(), "test_x_case,test_y_edge") == "missing"  # every canary reported, or none
+    assert witness_reading(log.replace("[ok] FAILED", "[no] PASSED"), Reading(), "test_y_edge") == "passed"
     assert reading({"tests/t.py::TestA::test_y_edge[ok]": "FAILED", "tests/t.py::TestA::test_y": "PASSED"},
                    "test_y_edge") == "failed"  # fmt: skip
 

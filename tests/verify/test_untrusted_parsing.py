@@ -33,8 +33,8 @@ def test_every_pattern_over_untrusted_text_is_linear():
     patterns = [
         signatures.ANSI, signatures.PASSED_SUMMARY, signatures.COLLECTION, signatures.SETUP_ERROR,
         signatures.PASSES_HEADER, signatures.SUMMARY_HEADER, *(p for ps in signatures._COMPILED.values() for p in ps),
-        privilege.RUNNER_FAILED, runner._REPORTED_FAILING, runner._PER_TEST, canary._FAILING_WORD,
-        canary._PASSING_WORD, *(h.pattern for h in hacks.HACKS), hacks.GIT_PATHS, hacks._FILE, hacks._DEF_EQ,
+        privilege.RUNNER_FAILED, runner._REPORTED_FAILING, runner._PER_TEST,
+        *(h.pattern for h in hacks.HACKS), hacks.GIT_PATHS, hacks._FILE, hacks._DEF_EQ,
         grading._V2_COLOUR, rollout.ACTION,
     ]  # fmt: skip
     assert all(linear.is_linear(p) for p in patterns)
@@ -61,7 +61,7 @@ def _cases() -> dict[str, Callable[[], object]]:
         "passes_sections": lambda: signatures.without_passes("= PASSES =\n" * (N // 11)),
         "reported_failing": lambda: runner._REPORTED_FAILING.search("=" * (N // 2) + " 1 failed" * (N // 18)),
         "per_test": lambda: runner.failing_tests("FAILED " + ":" * N),
-        "canary_in_log": lambda: canary.in_log("test_x[" * (N // 7), "test_x"),
+        "witness_reading": lambda: runner.witness_reading("test_x[" * (N // 7), privilege.Reading(), "test_x"),
         "hacks_pytest": lambda: hacks.signatures(patch + b"pytest " * (N // 7)),
         "hacks_include": lambda: hacks.signatures(patch + b"include " * (N // 8)),
         "swebench_pytest_options": lambda: sp.parse_log_pytest_options("PASSED " + "[" * N, None),

@@ -15,7 +15,7 @@ import pytest
 
 from paths import EXAMPLES
 from trialbook.tasks.testscript import task_test_files
-from trialbook.verify.canary import in_log, plant
+from trialbook.verify.canary import plant
 from trialbook.verify.decoys import task_functions
 from trialbook.verify.privilege import Reading
 from trialbook.verify.runner import _result_line, witness_reading
@@ -65,7 +65,7 @@ def test_a_suffix_on_summary_lines_reads_passed_and_a_missing_report_reads_missi
     name, log, reading = _run(tmp_path / "honest", "", seed)
     assert witness_reading(log, reading, name) == "failed"  # the honest fix: every canary fails in every channel
     name, log, reading = _run(tmp_path / "suffix", SUFFIX, seed)
-    assert " - no ERROR" in log and in_log(log, name) == "failed"  # a word anywhere on the line was bent
+    assert " - no ERROR" in log  # a word anywhere on the line bent the old reader (any word on a line naming it)
     assert witness_reading(log, reading, name) == "passed"
     assert witness_reading(log, Reading(), name) == "passed"  # the text log alone reads the whole line's status
     name, log, reading = _run(tmp_path / "bare", BARE_SUFFIX, seed)

@@ -25,29 +25,11 @@ from trialbook.records import Trial
 from trialbook.rewards import RewardPolicy
 from trialbook.sandbox import DockerEngine, Sandbox
 from trialbook.sandbox.backend import UNROUTABLE
-from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
 from trialbook.tasks import TaskError, TaskSpec
-from trialbook.verify import blame, footprint, hacks, sources
-from trialbook.verify import canary as canaries
-from trialbook.verify import witness as witnesses
-from trialbook.verify.isolation import (
-    CarryOutgrown,
-    CarryTimeout,
-    Change,
-    Grading,
-    IsolationError,
-    LimitHit,
-    apply_change,
-    base_preparer,
-    capture,
-    grade,
-    in_place_patch,
-    printable,
-    restore_container,
-    workdir_of,
-)
-from trialbook.verify.patch import kept_patch, patch_record
+from trialbook.verify import blame, front
+from trialbook.verify.isolation import IsolationError
+from trialbook.verify.patch import kept_patch
 from trialbook.verify.runner import Verdict
 
 LOG_LIMIT = 200_000  # characters of a log kept in the ledger (the tail)
@@ -260,7 +242,7 @@ def _attempt(
     state.runtime = box.runtime
     if task.isolation == "diff":  # the verifier's containers warm (and prepare) while the agent works
         with contextlib.suppress(IsolationError):  # no workdir: nothing warms; the verifier's start raises it
-            prep = _verifier_prep(engine, task, image)
+            prep = front.verifier_prep(engine, task, image.reference, image.id)
             engine.ahead(
                 image.reference, labels, task.cpus, task.memory_mb, task.pids_limit, network, env=task.env,
                 workdir=task.workdir, shell_setup=task.shell_setup, prepare=prep, runtime=settings.runtime,
@@ -268,7 +250,6 @@ def _attempt(
     phases["environment_setup"] = round(time.monotonic() - t, 3)
     exc_type: str | None = None
     exc_msg: str | None = None
-    change: Change | None = None
     try:
         t = time.monotonic()
         budget = task.agent_timeout * settings.timeout_multiplier
@@ -292,32 +273,11 @@ def _attempt(
             state.agent_limit_hits = hits
         t = time.monotonic()
         try:
-            if task.isolation == "container":
-                # the change's patch, read before the tests run in that container (signatures only: verify/isolation)
-                # no working tree known (no workdir, no WORKDIR): no patch to keep, the grade does not need one
-                workdir = (task.workdir or engine.image_workdir(image.reference) or "").rstrip("/")
-                patch = in_place_patch(box, workdir, task.verifier_timeout) if workdir else None
-                # a reward-file task's witnesses run in fresh containers, the agent's tree carried in (verify/witness)
-                change = _witness_change(box, workdir) if witnesses.alongside(task) else None
-                witnessed = _witnessing(start, name, change, task, stopper, state) if change is not None else None
-                grading = _grade_container(box, task, stopper, lambda _k: start(f"{name}-b"), state, witnessed)
-                keep_patch(patch, grading, state)
-            else:
-                workdir = workdir_of(engine, task, image.reference)
-                try:
-                    change = capture(box, workdir)
-                except TreeTooLargeError as exc:
-                    blame.remove_box(box, state)
-                    grading = blame.big_tree(exc, lambda: start(f"{name}-i"), workdir, state)
-                else:
-                    blame.remove_box(box, state)
-                    grading = _grade_diff(start, name, change, task, stopper, state)
+            grading = front.grade_change(box, task, engine, image.reference, start, name, stopper, state)
         finally:
             phases["verifier"] = round(time.monotonic() - t, 3)
         state.verifier_log = grading.log
         state.verifier = {"isolation": task.isolation, "tries": grading.tries, **grading.extra}
-        if grading.extra.get("verifier_disk_hit"):
-            state.tags.append("disk_quota_in_tests")  # graded 0 (verify/isolation.grade)
         if grading.error is not None:
             if grading.error[0] == ErrorKind.VERIFIER_TIMEOUT:
                 stopper.check()  # a deadline or interrupt cut the verifier: not its own timeout
@@ -325,183 +285,3 @@ def _attempt(
         return grading.verdict, exc_type, exc_msg
     finally:
         blame.remove_box(box, state)
-        if change is not None:
-            change.tree.close()
-
-
-def _verifier_prep(engine: DockerEngine, task: TaskSpec, image: ImageRef) -> tuple[str, Callable[[Sandbox], Any]]:
-    """What a warm verifier container computes while it waits: the image's side of the agent's diff."""
-    workdir = workdir_of(engine, task, image.reference)
-    return "verifier", base_preparer(workdir, task.verifier_timeout, image.id)
-
-
-def keep_patch(patch: str | None, grading: Grading, state: TrialState) -> None:
-    """The agent's patch kept whole with the trial (verify/patch.py), and its reward-hacking signatures
-    (verify/hacks.py)."""
-    state.patch = patch
-    if patch:
-        grading.extra["patch"] = patch_record(patch)
-        state.tags.extend(hacks.signatures(patch))
-
-
-def _witness_change(box: Sandbox, workdir: str) -> Change | None:
-    """`isolation = "container"`, a task graded by its reward file: the agent's working tree, copied out before any
-    run touches the container, for its witnesses' fresh containers; None when it cannot be (no working tree known,
-    or past what a copy holds): then nothing witnesses it (tagged `unwitnessed`, blame.unwitnessed_reward)."""
-    if not workdir:
-        return None
-    try:
-        return capture(box, workdir)
-    except (TreeTooLargeError, IsolationError):
-        return None
-
-
-def _grade_container(
-    box: Sandbox,
-    task: TaskSpec,
-    stopper: Stopper,
-    fresh: Callable[[int], Sandbox],
-    state: TrialState,
-    witnessed: witnesses.Witnessed | None = None,
-) -> Grading:
-    """`isolation = "container"`: graded in the agent's own container, restored before each run; what a reward file
-    says is checked against the verifier in a `fresh` container from the image (without the agent's work), as a
-    diff's grade is. A task graded by its reward file has each graded try `witnessed` beside it in a fresh container
-    of its own, never in the one the graded run touched (state it left there told the witness apart)."""
-
-    def reopen(_k: int) -> Sandbox:
-        stopper.check()
-        restore_container(box, task)
-        return box
-
-    try:
-        grading = grade(task, witnessed.graded(reopen) if witnessed else reopen, lambda _b: None)
-        if witnessed is not None and not witnesses.needed(grading):
-            witnessed.cancel()
-        result = witnessed.result if witnessed is not None else None
-        blame.reward_file(task, fresh, grading, state, witness=result)
-    finally:
-        if witnessed is not None:
-            witnessed.cancel()
-    return grading
-
-
-def _witnessing(
-    start: Callable[..., Sandbox], name: str, change: Change, task: TaskSpec, stopper: Stopper, state: TrialState
-) -> witnesses.Witnessed:
-    """Witnesses for each graded try: fresh containers of the image, `change` carried in (not kept in it)."""
-    prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout, state.image_id))
-    return witnesses.Witnessed(
-        task, stopper.event, name,
-        lambda w, k: _opener(w.begin(start), f"{name}-w{k}-", change, task, stopper, state, prepare, [], False),
-        lambda b: blame.remove_box(b, state),
-    )  # fmt: skip
-
-
-def _grade_diff(
-    start: Callable[..., Sandbox], name: str, change: Change, task: TaskSpec, stopper: Stopper, state: TrialState
-) -> Grading:
-    """Grade the agent's diff in fresh containers; a test-infrastructure change is also graded without it. A task
-    graded by its reward file has a witness run (verify/blame.unwitnessed_reward) started beside each graded try,
-    in a container of its own (verify/witness.py): joined, its container removed, before this returns or raises."""
-
-    image_id = state.image_id
-    prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout, image_id))  # as _verifier_prep
-
-    def opener(
-        suffix: str, exclude: list[str] | None, begin: Callable[..., Sandbox] = start, keep: bool = True
-    ) -> Callable[[int], Sandbox]:
-        return _opener(begin, f"{name}-{suffix}", change, task, stopper, state, prepare, exclude, keep, start)
-
-    state.workdir = change.workdir  # the baseline's footprint is read outside it (verify/footprint.py)
-    close = lambda b: blame.remove_box(b, state)  # noqa: E731
-    side = _witnessing(start, name, change, task, stopper, state) if witnesses.alongside(task) else None
-    graded = side.graded(opener("v", [])) if side is not None else opener("v", [])
-    try:
-        grading = grade(task, graded, close, footprint=footprint.reader(task, change.workdir, resolving=True))
-        if side is not None and not (change.files and witnesses.needed(grading)):
-            side.cancel()  # nothing for it to decide: cut short, discarded
-        return _after_grade(grading, opener, change, task, state, side.result if side is not None else None)
-    finally:
-        if side is not None:
-            side.cancel()
-
-
-def _after_grade(
-    grading: Grading,
-    opener: Callable[..., Callable[[int], Sandbox]],
-    change: Change,
-    task: TaskSpec,
-    state: TrialState,
-    witness: Callable[[], Grading] | None,
-) -> Grading:
-    """What follows the graded run of a diff: the blame rules (verify/blame.py) and the test-infrastructure control."""
-    keep_patch(change.patch, grading, state)
-    if change.too_long:
-        grading.extra["paths_too_long"] = change.too_long
-    if grading.error is not None and grading.error[0] == ErrorKind.VERIFIER_TIMEOUT and change.files:
-        blame.hang(task, opener("b", None), grading, state)
-    if grading.error is not None and grading.extra.get("limits_hit_in_tests") and change.files:
-        blame.limits(task, opener("b", None), grading, state)
-    if change.files:
-        blame.reward_file(task, opener("b", None), grading, state, witness=witness)
-    verdict = grading.verdict
-    if verdict is not None and verdict.reward >= 1.0 and verdict.canary_seen in canaries.UNSEEN and change.files:
-        blame.missing_canary(task, opener("b", None), grading, state)
-    if not change.test_infra:
-        return grading
-    state.tags.append("test_infra_changed")
-    grading.extra["test_infra_files"] = [printable(p) for p in change.test_infra]
-    if grading.verdict is not None and grading.verdict.reward >= 1.0:
-        control = grade(task, opener("c", change.test_infra), lambda b: blame.remove_box(b, state))
-        reward = control.verdict.reward if control.verdict else None
-        grading.extra["control"] = {"reward": reward, "error": control.error[0] if control.error else None}
-        if reward is None or reward < 1.0:  # resolved only with the agent's own test infrastructure
-            grading.verdict = grading.verdict.model_copy(update={"reward": reward or 0.0, "tests": None})
-            grading.extra["control"]["log_tail"] = control.log[-2000:]
-    return grading
-
-
-def _opener(
-    begin: Callable[..., Sandbox],
-    prefix: str,
-    change: Change,
-    task: TaskSpec,
-    stopper: Stopper,
-    state: TrialState,
-    prepare: tuple[str, Callable[[Sandbox], Any]],
-    exclude: list[str] | None,
-    keep: bool = True,
-    start: Callable[..., Sandbox] | None = None,
-) -> Callable[[int], Sandbox]:
-    """Fresh verifier boxes (started by `begin`, named `prefix` + try) with the change applied minus `exclude` (None:
-    the image as built); `keep`: what the carry learns of the change kept in it (apply_change); `start`: how the
-    image's own tree is measured when the carry outgrew its time (blame.slow_carry)."""
-    image_id = state.image_id
-
-    def open_box(k: int) -> Sandbox:
-        stopper.check()
-        vbox = begin(f"{prefix}{k}", prepare)
-        try:
-            sources.learn_image(vbox, task, change.workdir)  # before the change: what canaries copy
-            if exclude is not None:
-                apply_change(vbox, change, task, exclude, task.verifier_timeout, image_id, keep)
-        except IsolationError as exc:
-            hits, disk = vbox.limit_hits(), vbox.look_at_disk()
-            blame.remove_box(vbox, state)
-            if disk:  # the carried change filled the verifier's disk quota: the agent's doing
-                raise CarryOutgrown(
-                    f"the agent's change took {disk:,} bytes in the verifier, past disk_mb = {task.disk_mb}"
-                ) from None
-            if hits:  # the task's own limits stopped the harness's git: on the image's tree, not the agent's doing
-                raise LimitHit(hits, exc.agent_side) from None
-            if isinstance(exc, CarryTimeout) and exc.agent_side:
-                measure = start or begin
-                blame.slow_carry(exc, lambda: measure(f"{prefix}i", prepare), change.workdir, state)
-            raise
-        except BaseException:
-            blame.remove_box(vbox, state)
-            raise
-        return vbox
-
-    return open_box

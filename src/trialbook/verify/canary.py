@@ -18,7 +18,7 @@ stands, tagged `canary_missing`: they must not cost an honest fix.
 Only tasks graded per test get one in their verifier's run (a reward file's verifier decides by itself what a
 failure means, and a canary would fail an honest run too); a task graded by its reward file has a witness run with
 them, beside its graded run (verify/witness.py), read when the graded run resolved, from the lines of the log that
-name them (`in_log`, verify/blame.unwitnessed_reward), and its graded run holds look-alikes that pass instead
+name them and its junit reports (verify/runner.witness_reading), and its graded run holds look-alikes that pass instead
 (`plant(..., passing=True)`, verify/runner.lookalikes). When pytest stops at the first failure (`-x`, `--maxfail`)
 it goes last into the last module (it stops nothing); a `-k WORD` filter names it with that word; a folder the
 command runs (`pytest tests/`) gets it in its test modules. Never when another runner stops at the first failure
@@ -246,22 +246,3 @@ def reading(status_map: dict[str, str], name: str) -> str:
     if seen and all(s in FAILING for s in seen):
         return FAILED
     return SKIPPED if seen else MISSING
-
-
-_FAILING_WORD = linear.compile(r"\b(FAILED|ERROR|FAIL)\b")
-_PASSING_WORD = linear.compile(r"\b(PASSED|XPASS|XFAIL|ok)\b")
-
-
-def in_log(log: str, name: str) -> str:
-    """What a log that no parser reads per test (a reward file's verifier: verify/blame.unwitnessed_reward)
-    says of the canary `name`, from the lines that name it: "passed" when one reports it passing (pytest's PASSED,
-    XPASS, XFAIL; unittest's `ok`), "failed" when one reports a failure (FAILED, ERROR; unittest's FAIL), else
-    "missing"."""
-    seen = set()
-    for line in log.splitlines():
-        if names(line, name):
-            # a parametrized canary's parameter is not its status (`test_y_edge[ok]`, a failure's `___ ... ___` header)
-            for n in name.split(","):
-                line = linear.compile(rf"\b{re.escape(n)}\[[^\]\n]*\]").sub(n, line) if n else line
-            seen.add(FAILED if _FAILING_WORD.search(line) else PASSED if _PASSING_WORD.search(line) else None)
-    return PASSED if PASSED in seen else FAILED if FAILED in seen else MISSING

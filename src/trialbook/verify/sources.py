@@ -6,7 +6,7 @@
    test function adds none whole, and such a module got the plain canary (`test_<stem>_<word>_<word>` asserting two
    numbers equal) while the task's own tests look otherwise: a tell. Its top-level functions, the methods of its test
    classes and its parametrized tests are read (decoys.module_functions). The module is read once per task from a fresh
-   verifier container *before* the agent's change is carried into it (harness/trial._grade_diff), so the change
+   verifier container *before* the agent's change is carried into it (front._grade_diff), so the change
    cannot choose what the canaries copy or are named after; the canary's failing first statement means the copied
    body never runs (tests/verify/test_canary_sources.py).
 

@@ -39,7 +39,7 @@ START_S = 120.0  # past the carry's own budget (2 x the verifier's timeout), wha
 def alongside(task: TaskSpec) -> bool:
     """Whether a trial of `task` runs a witness beside each graded try: graded by its reward file, witnessable. In
     either isolation the witness's container is a fresh one (`isolation = "container"`: the agent's working tree
-    carried into it, harness/trial._witness_change)."""
+    carried into it, front._witness_change)."""
     return not task.lists_tests and witnessable(task)
 
 
