@@ -248,7 +248,7 @@ COUNT_AND_KILL = (
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 # the programs root runs in the prologue and the function: resolved once on SYSTEM_PATH before anything of the tests'
 # uid ran, called by that path, and checked again each time (`__tb_ok`: a root-owned file in a root-owned folder)
-TOOLS = ("setpriv", "python3", "env", "find", "chown", "chmod", "stat", "mktemp", "mkdir", "rm")
+TOOLS = ("setpriv", "python3", "env", "find", "chown", "chmod", "stat", "mktemp", "mkdir", "install", "rm")
 # Imported by every python of the tests' uid (PYTHONPATH names its folder, root's and read-only): the uid's own
 # install prefix as a site folder (its .pth files read), then the image's own sitecustomize, which this one shadows
 HOOK = """# trialbook (verify/privilege.py): the tests' uid's install prefix, a site folder of its python only
@@ -290,9 +290,11 @@ def _prologue(nonce: str) -> str:
     tools = " ".join(TOOLS)
     return f"""{{ __tb_x=$-; set +x; }} 2>/dev/null
 __tb_as= __tb_py=
-for __tb_t in {tools}; do
-  __tb_p=$(PATH={SYSTEM_PATH} command -v "$__tb_t" 2>/dev/null) || __tb_p=
-  case $__tb_p in /*) ;; *) __tb_p= ;; esac
+for __tb_t in {tools}; do  # the first on the system's PATH, as `command -v` finds it (no subshell: no process)
+  __tb_p=
+  for __tb_d in {SYSTEM_PATH.replace(":", " ")}; do
+    if [ -f "$__tb_d/$__tb_t" ] && [ -x "$__tb_d/$__tb_t" ]; then __tb_p=$__tb_d/$__tb_t; break; fi
+  done
   eval "__tb_$__tb_t=\\$__tb_p"
 done
 __tb_ok() {{ [ -n "$1" ] && [ -f "$1" ] && [ -O "$1" ] && [ -O "${{1%/*}}" ]; }}
@@ -301,18 +303,17 @@ __tb_sys() {{  # a tool as resolved at the start, refused when it is no longer r
   if __tb_ok "$__tb_p"; then "$__tb_p" "$@"; else return 126; fi
 }}
 if [ "${{EUID:-1}}" = 0 ]; then
-  if __tb_ok "$__tb_setpriv" && __tb_ok "$__tb_env" && "$__tb_setpriv" {drop} -- "$__tb_env" true 2>/dev/null
+  if __tb_ok "$__tb_setpriv" && __tb_ok "$__tb_env" && "$__tb_setpriv" {drop} -- "$__tb_env" >/dev/null 2>&1
   then __tb_as=setpriv
-  elif __tb_ok "$__tb_python3" && __tb_ok "$__tb_env" && "$__tb_python3" -I -S -c {shlex.quote(py)} "$__tb_env" true \\
-    2>/dev/null; then __tb_as=python3
+  elif __tb_ok "$__tb_python3" && __tb_ok "$__tb_env" && "$__tb_python3" -I -S -c {shlex.quote(py)} "$__tb_env" \\
+    >/dev/null 2>&1; then __tb_as=python3
   fi
 fi
 if [ -n "$__tb_as" ] && __tb_py=$(__tb_sys mktemp -d /tmp/tb-py.XXXXXX 2>/dev/null); then
   # root's folder for the uid's python: its install prefix and HOME (the uid's), the hook (root's, read-only)
-  {{ __tb_sys chmod 755 "$__tb_py" && __tb_sys mkdir "$__tb_py/hook" "$__tb_py/prefix" "$__tb_py/home" &&
-    printf {shlex.quote(HOOK)} "$__tb_py/prefix" > "$__tb_py/hook/sitecustomize.py" &&
-    __tb_sys chmod 755 "$__tb_py/hook" && __tb_sys chmod 644 "$__tb_py/hook/sitecustomize.py" &&
-    __tb_sys chown {u}:{u} "$__tb_py/prefix" "$__tb_py/home"; }} 2>/dev/null || __tb_py=
+  {{ __tb_sys mkdir "$__tb_py/hook" && printf {shlex.quote(HOOK)} "$__tb_py/prefix" > "$__tb_py/hook/sitecustomize.py" &&
+    __tb_sys install -d -m 755 -o {u} -g {u} "$__tb_py/prefix" "$__tb_py/home" &&
+    __tb_sys chmod u=rwX,go=rX "$__tb_py" "$__tb_py/hook" "$__tb_py/hook/sitecustomize.py"; }} 2>/dev/null || __tb_py=
 fi
 __tb_drop() {{  # as the tests' uid: a HOME and an install prefix of its own; git trusts the tree it was handed
   {{ local __tb_z=$-; set +x; }} 2>/dev/null
@@ -347,13 +348,17 @@ __tb_run() {{
       /|/bin|/boot|/dev|/etc|/lib*|/proc|/root|/sbin|/sys|/usr|/var|/tmp|/tests|/logs|/logs/*) ;;
       *) __tb_sys find "$__tb_top" -xdev -path "$__tb_top/.git" -prune -o ! -path "$__tb_top" \\
            \\( -type d -o -links 1 \\) -exec "$__tb_chown" -h {u}:{u} {{}} + 2>/dev/null || :
-         __tb_mode=$(__tb_sys stat -c %a "$__tb_top" 2>/dev/null) || __tb_mode=755
-         __tb_sys chmod 1777 "$__tb_top" 2>/dev/null || :
-         # the repository's history is root's alone while tests run (the unmodified tests are in it)
+         # the repository's history is root's alone while tests run (the unmodified tests are in it); both modes read
+         # by one stat
          if [ "$__tb_kind" = test ] && [ -d "$__tb_top/.git" ] && [ ! -L "$__tb_top/.git" ]; then
-           __tb_git=$(__tb_sys stat -c %a "$__tb_top/.git" 2>/dev/null) && __tb_sys chmod 700 "$__tb_top/.git" \\
+           __tb_git=$(__tb_sys stat -c %a "$__tb_top" "$__tb_top/.git" 2>/dev/null) || __tb_git=
+           __tb_mode=${{__tb_git%%[!0-7]*}} __tb_git=${{__tb_git##*[!0-7]}}
+           [ -n "$__tb_git" ] && __tb_sys chmod 700 "$__tb_top/.git" \\
              2>/dev/null || __tb_git=
-         fi ;;
+         else __tb_mode=$(__tb_sys stat -c %a "$__tb_top" 2>/dev/null) || __tb_mode=
+         fi
+         __tb_mode=${{__tb_mode:-755}}
+         __tb_sys chmod 1777 "$__tb_top" 2>/dev/null || : ;;
     esac
     __tb_rep= __tb_pytest= __tb_prev=
     [ "$__tb_kind" = test ] || __tb_pytest=no
