@@ -311,7 +311,8 @@ if [ "${{EUID:-1}}" = 0 ]; then
 fi
 if [ -n "$__tb_as" ] && __tb_py=$(__tb_sys mktemp -d /tmp/tb-py.XXXXXX 2>/dev/null); then
   # root's folder for the uid's python: its install prefix and HOME (the uid's), the hook (root's, read-only)
-  {{ __tb_sys mkdir "$__tb_py/hook" && printf {shlex.quote(HOOK)} "$__tb_py/prefix" > "$__tb_py/hook/sitecustomize.py" &&
+  {{ __tb_sys mkdir "$__tb_py/hook" &&
+    printf {shlex.quote(HOOK)} "$__tb_py/prefix" > "$__tb_py/hook/sitecustomize.py" &&
     __tb_sys install -d -m 755 -o {u} -g {u} "$__tb_py/prefix" "$__tb_py/home" &&
     __tb_sys chmod u=rwX,go=rX "$__tb_py" "$__tb_py/hook" "$__tb_py/hook/sitecustomize.py"; }} 2>/dev/null || __tb_py=
 fi
