@@ -28,7 +28,8 @@ each run it
 - runs the command as TESTS_UID:TESTS_UID, no supplementary groups, no capabilities (inheritable, ambient and bounding
   sets cleared), no new privileges (`setpriv`; else the image's python3, `-I -S`, does the same by syscalls), with a
   HOME and an install prefix of its own (`PIP_PREFIX`, `PIP_IGNORE_INSTALLED`, `PIP_NO_DEPS`; HOOK, named by
-  PYTHONPATH, makes the prefix a site folder of that uid's python);
+  PYTHONPATH, makes the prefix a site folder of that uid's python), made at the script's first install or build step
+  (before it, and in a script without one, HOME is /tmp and there is no prefix: nothing was installed to read);
 - kills every process of TESTS_UID when the command returns (nothing of the tests outlives it);
 - removes any reward file the tests' uid left in /logs/verifier (that folder is sticky and world-writable while the
   tests run, so a test runner may write its own reports there, such as Harbor's ctrf.json; root's write after it then
@@ -309,13 +310,17 @@ if [ "${{EUID:-1}}" = 0 ]; then
     >/dev/null 2>&1; then __tb_as=python3
   fi
 fi
-if [ -n "$__tb_as" ] && __tb_py=$(__tb_sys mktemp -d /tmp/tb-py.XXXXXX 2>/dev/null); then
-  # root's folder for the uid's python: its install prefix and HOME (the uid's), the hook (root's, read-only)
+__tb_made=
+__tb_prefix() {{  # root's folder for the uid's python, made at the first install or build step (a script without one
+  # pays nothing for it): its install prefix and HOME (the uid's), the hook (root's, read-only)
+  [ -n "$__tb_made" ] && return 0
+  __tb_made=1
+  __tb_py=$(__tb_sys mktemp -d /tmp/tb-py.XXXXXX 2>/dev/null) || {{ __tb_py=; return 0; }}
   {{ __tb_sys mkdir "$__tb_py/hook" &&
     printf {shlex.quote(HOOK)} "$__tb_py/prefix" > "$__tb_py/hook/sitecustomize.py" &&
     __tb_sys install -d -m 755 -o {u} -g {u} "$__tb_py/prefix" "$__tb_py/home" &&
     __tb_sys chmod u=rwX,go=rX "$__tb_py" "$__tb_py/hook" "$__tb_py/hook/sitecustomize.py"; }} 2>/dev/null || __tb_py=
-fi
+}}
 __tb_drop() {{  # as the tests' uid: a HOME and an install prefix of its own; git trusts the tree it was handed
   {{ local __tb_z=$-; set +x; }} 2>/dev/null
   set -- HOME="${{__tb_py:-/tmp}}${{__tb_py:+/home}}" USER={TESTS_USER} LOGNAME={TESTS_USER} GIT_CONFIG_COUNT=1 \\
@@ -339,6 +344,7 @@ __tb_run() {{
   [ "$__tb_kind" = test ] && printf '\\n{mark} start %s\\n' "${{__tb_as:-root}}"
   __tb_rc=0
   if [ -n "$__tb_as" ]; then
+    [ "$__tb_kind" = build ] && __tb_prefix
     __tb_top=$PWD
     while [ "$__tb_top" != / ] && [ ! -e "$__tb_top/.git" ]; do
       __tb_top=${{__tb_top%/*}}; __tb_top=${{__tb_top:-/}}
