@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -346,17 +346,39 @@ def rerun_cmd(
 def clean_cmd(
     run: Annotated[str | None, typer.Option("--run", help="Only this run.", callback=valid_run)] = None,
     db: Annotated[
-        str | None, typer.Option("--db", help="Only the containers this ledger's runs started [env TRIALBOOK_DB].")
+        str | None,
+        typer.Option("--db", help="The ledger whose runs' containers go [env TRIALBOOK_DB; ./trialbook.db]."),
     ] = None,
+    all_on_host: Annotated[
+        bool,
+        typer.Option("--all-on-host", help="Every trialbook-labelled container and image on the host, of any ledger."),
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask (asked when a terminal is attached).")] = False,
     executor: ExecutorKind = "local",
     ray_address: RayAddress = None,
     backend: Backend = "docker",
 ) -> None:
-    """Remove every container (and image built for a run) carrying trialbook labels (on every node with ray)."""
-    target = db or os.environ.get("TRIALBOOK_DB")
+    """Remove the containers (and images built for a run) that this ledger's runs started (on every node with ray)."""
+    if all_on_host and db:
+        raise UserError("--all-on-host removes every ledger's containers: give it without --db")
     where = make_executor(executor, ray_address, backend)
-    containers, images = clean(run, Ledger(target) if target else None, where)
-    done(f"removed {containers} container(s) and {images} image(s)" + (f" of run '{run}'" if run else ""))
+    try:
+        ledger = None if all_on_host else Ledger(db, create=False, reads_only=True).id
+    except UserError as exc:
+        raise UserError(f"{exc}; --all-on-host cleans every ledger's containers") from None
+    scope = ("every ledger's" if all_on_host else "this ledger's") + (f" run '{run}'" if run else " runs")
+    if sys.stdin.isatty() and not yes:
+        engine = getattr(where, "engine", None)
+        if hasattr(engine, "containers") and hasattr(engine, "images"):
+            n_boxes, n_images = len(engine.containers(run, ledger)), len(engine.images(run, ledger))
+            counts = f"{n_boxes} container(s) and {n_images} image(s)"
+        else:  # on a cluster: counted node by node as they go
+            counts = "the containers and images on every node"
+        if not typer.confirm(f"remove {counts} of {scope}?", default=False, err=True):
+            done("nothing removed")
+            raise typer.Exit(1)
+    containers, images = clean(run, ledger, where)
+    done(f"removed {containers} container(s) and {images} image(s) of {scope}")
 
 
 def _print_policy(rows: list[PolicyRow]) -> None:
