@@ -225,6 +225,18 @@ def run_cmd(
         int | None,
         typer.Option("--max-output-tokens", min=1, help=f"mini: tokens per reply [default: {MINI.max_output_tokens}]."),
     ] = None,
+    gateway: Annotated[
+        bool,
+        typer.Option(
+            "--gateway",
+            help="The model gateway in front of --endpoint: every trial keeps its turns' exact token ids "
+            "(tokens.json, for train export-trajectories) when the engine returns none.",
+        ),
+    ] = False,  # fmt: skip
+    chat_template: Annotated[
+        Path | None,
+        typer.Option("--chat-template", help="--gateway before llama-cpp-python's server: the served model's .gguf."),
+    ] = None,
     tasks: TaskIds = None,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     replace: Replace = False,
@@ -277,7 +289,8 @@ def run_cmd(
             max_tokens=max_tokens,
             max_output_tokens=max_output,
             command=agent_cmd,
-        ),
+        )
+        | _gateway(gateway, chat_template),
     )
     ledger = Ledger(db)
     where = make_executor(executor, ray_address, backend, engine, concurrency)
@@ -291,6 +304,15 @@ def _options(agent: str, from_config: dict[str, object], **flags: object) -> dic
     """The agent's options: the config file's and -c's, then the flags given (a flag wins)."""
     given = {k: v for k, v in flags.items() if v not in (None, [], ())}
     return agent_options(agent, **{**from_config, **given})
+
+
+def _gateway(on: bool, chat_template: Path | None) -> dict[str, object]:
+    """The agent option `run --gateway` adds (rl/gateway_agent.py), with the model file whose template it renders."""
+    if chat_template is not None and not on:
+        raise UserError("--chat-template goes with --gateway")
+    if chat_template is not None and not chat_template.is_file():
+        raise UserError(f"--chat-template: no such file {chat_template}")
+    return {"gateway": {"chat_template": str(chat_template.resolve()) if chat_template else None}} if on else {}
 
 
 def _headers(given: list[str] | None) -> dict[str, str] | None:
