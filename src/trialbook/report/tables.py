@@ -53,15 +53,6 @@ def print_show(s: RunSummary) -> None:
     table(["outcome", "trials"], [[name, str(n)] for name, n in s.outcomes.items()], title="outcomes")
     if s.tags:
         table(["exception / tag", "trials"], [[name, str(n)] for name, n in s.tags.items()], title="tags")
-    if s.causes:
-        shown = s.causes[:10]
-        more = (
-            f" (the first 10 of {len(s.causes)}; `trialbook trials {s.name}` has each trial's)"
-            if len(s.causes) > 10
-            else ""
-        )
-        table(["exception", "cause", "trials"], [[c.exception, c.cause[:100], str(c.trials)] for c in shown],
-              title="causes" + more)  # fmt: skip
     table(
         ["repo", "trials", "judged", "resolved", "rate"],
         [[repo, str(r.trials), str(r.judged), str(r.resolved), fmt_pct(r.resolved_pct)]

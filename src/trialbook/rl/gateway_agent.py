@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trialbook.agents.base import AgentResult, AgentStopped
+from trialbook.agents.endpoints import EndpointError
 from trialbook.agents.registry import agent_class, get_agent
 from trialbook.errors import UserError
 from trialbook.rl.gateway import Call, Gateway
@@ -72,6 +73,8 @@ class GatewayAgent:
                     template = template_of(Path(self.template))
                 try:
                     self._gateway = Gateway(self.engine_url, chat_template=template).start()
+                except EndpointError as exc:  # e.g. a 401: the gateway asks the engine without the agent's key
+                    raise UserError(f"--gateway: {exc}") from None
                 except UserError as exc:
                     if "chat_template" in str(exc):
                         raise UserError(
