@@ -1,9 +1,9 @@
 """Optional dependencies (pyproject's extras): what each provides, and one clear line when it is missing.
 
-`pip install trialbook` covers the ledger, imports, compare, plan, prereg, audit, train report and
-sim; the mini agent, TRL training, PostgreSQL ledgers, building SWE-bench task folders and `--executor ray` each need
-an extra. Call `require` where such a module is first imported, so a missing extra is a usage error
-(exit 2) naming the pip command instead of a traceback.
+`pip install .` (a clone, or a wheel built from it: trialbook is not on PyPI) covers the ledger, imports, compare,
+plan, prereg, audit, train report and sim; the mini agent, TRL training, PostgreSQL ledgers, building SWE-bench
+task folders and `--executor ray` each need an extra (docs/install.md's table). Call `require` where such a module
+is first imported, so a missing extra is a usage error (exit 2) naming the pip command instead of a traceback.
 """
 
 from __future__ import annotations

@@ -341,8 +341,8 @@ def test_clean_removes_the_images_built_for_a_run(engine, tmp_path, db):
     assert code == 0, err
     built = engine.images.list(filters={"label": "trialbook.run=imgclean"})
     assert len(built) == 1
-    code, _, err = run_cli_nodb("clean", "--run", "imgclean")
-    assert code == 0 and "1 image(s)" in err
+    code, _, err = run_cli(db, "clean", "--run", "imgclean")
+    assert code == 0 and "1 image(s)" in err, err
     assert engine.images.list(filters={"label": "trialbook.run=imgclean"}) == []
     assert engine.images.get("trialbook-base:bookworm")  # the base image is never a run's
 
@@ -352,7 +352,7 @@ def test_clean_removes_only_the_named_runs_containers(engine):
     mine = engine.containers.run(base, ["sleep", "60"], detach=True, labels={"trialbook.run": "clean-me"})
     other = engine.containers.run(base, ["sleep", "60"], detach=True, labels={"trialbook.run": "keep-me"})
     try:
-        code, _, err = run_cli_nodb("clean", "--run", "clean-me")
+        code, _, err = run_cli_nodb("clean", "--run", "clean-me", "--all-on-host")
         assert code == 0, err
         assert "removed 1 container" in err
         assert leftovers(engine, "clean-me") == []

@@ -77,6 +77,13 @@ def _eval_runs(cli, tmp: Path) -> None:
 def test_wandb_offline_holds_the_train_run_and_the_paired_table(cli, train_db, tmp_path: Path, monkeypatch) -> None:
     steps_file, (stall,) = train_db
     out = tmp_path / "wb"
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)  # W&B writes where asked: nothing in the working directory
+    monkeypatch.delenv("WANDB_DIR", raising=False)
+    res = cli("train", "export", "train-a", "--to", "wandb", "--json")
+    assert res.exit_code == 2
+    assert res.stderr == "error: exporting to wandb writes an offline run: give --out DIR (or set WANDB_DIR)\n"
     res = cli("train", "export", "train-a", "--to", "wandb", "--dir", str(out), "--json")
     assert res.exit_code == 0, res.stderr
     exported = json.loads(res.stdout)
@@ -95,14 +102,22 @@ def test_wandb_offline_holds_the_train_run_and_the_paired_table(cli, train_db, t
     assert any(row[0] == "epoch_boundary_drain" and f"step {stall}" in row[2] for row in table["data"])
 
     _eval_runs(cli, tmp_path)
-    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wb-compare"))
-    res = cli("compare", "base", "cand", "--export", "wandb", "--json")
-    assert res.exit_code == 0, res.stderr
-    diff = json.loads(res.stdout)["comparisons"][0]["diff_pp"]
-    (paired,) = (tmp_path / "wb-compare").glob("wandb/offline-run-*/files/media/table/paired_*.table.json")
-    table = json.loads(paired.read_text())
-    assert table["columns"][:6] == ["candidate", "subset", "tasks_paired", "base_pct", "cand_pct", "diff_pp"]
-    assert table["data"][0][:3] == ["cand", "all", 50] and table["data"][0][5] == diff == 10.0
+    res = cli("compare", "base", "cand", "--export", "wandb")
+    assert res.exit_code == 2 and "give --out DIR" in res.stderr and res.stdout == ""  # refused before the comparison
+    for how, where in (("--out", tmp_path / "wb-compare"), ("WANDB_DIR", tmp_path / "wb-env")):
+        if how == "WANDB_DIR":
+            monkeypatch.setenv("WANDB_DIR", str(where))
+        res = cli("compare", "base", "cand", "--export", "wandb", "--json", *(["--out", str(where)] if how == "--out"
+                  else []))  # fmt: skip
+        assert res.exit_code == 0, res.stderr
+        diff = json.loads(res.stdout)["comparisons"][0]["diff_pp"]
+        (paired,) = where.glob("wandb/offline-run-*/files/media/table/paired_*.table.json")
+        table = json.loads(paired.read_text())
+        assert table["columns"][:6] == ["candidate", "subset", "tasks_paired", "base_pct", "cand_pct", "diff_pp"]
+        assert table["data"][0][:3] == ["cand", "all", 50] and table["data"][0][5] == diff == 10.0
+    assert list(cwd.iterdir()) == []
+    res = cli("compare", "base", "cand", "--out", str(out))
+    assert res.exit_code == 2 and res.stderr == "error: --out goes with --export wandb\n"
 
 
 def _free_port() -> int:
@@ -200,6 +215,37 @@ def test_each_export_without_its_extra_is_one_line(cli, train_db, db: str, tmp_p
             == f"error: exporting to {target} needs the '{target}' extra: pip install 'trialbook[{target}]'\n"
         )
     assert not (tmp_path / "wandb-export").exists()
+
+
+def test_mlflow_sqlite_store_works_and_keeps_its_artifacts_beside_the_database(cli, train_db, tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    uri = f"sqlite:///{tmp_path / 'ml' / 'mlflow.db'}"
+    (tmp_path / "ml").mkdir()
+    _eval_runs(cli, tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    res = cli("compare", "base", "cand", "--export", "mlflow")
+    assert res.exit_code == 0, res.stderr
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("trialbook")
+    assert exp.artifact_location == (tmp_path / "ml" / "mlartifacts").as_uri()
+    (run,) = client.search_runs([exp.experiment_id])
+    assert run.data.metrics["diff_pp.cand"] == 10.0
+    assert list((tmp_path / "ml" / "mlartifacts").rglob("paired_table.json"))
+    assert list(cwd.iterdir()) == []  # MLflow's default ./mlruns is not made here
+
+
+def test_mlflow_folder_and_unknown_uris_are_one_line(cli, train_db, tmp_path, monkeypatch) -> None:
+    pytest.importorskip("mlflow")
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    for uri, says in ((f"file://{tmp_path / 'mlruns'}", "give sqlite:///PATH/mlflow.db or a server's http:// URL"),
+                      ("ftp://example/x", "MLflow stores runs at http:, https:, sqlite:")):  # fmt: skip
+        res = cli("train", "export", "train-a", "--to", "mlflow", "--tracking-uri", uri)
+        assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.stderr
+        assert res.stderr.startswith(f"error: MLflow tracking URI {uri}: ") and says in res.stderr, res.stderr
 
 
 def test_an_mlflow_server_that_does_not_answer_is_one_line(cli, train_db, monkeypatch) -> None:

@@ -87,8 +87,18 @@ def agent_class(name: str) -> type:
     return getattr(importlib.import_module(module), attr)
 
 
+# `run --gateway`: the agent behind the model gateway (named, as the agents are, not imported: rl is above agents)
+GATEWAY = "trialbook.rl.gateway_agent:through_gateway"
+
+
 def get_agent(name: str, options: dict[str, Any] | None = None) -> Agent:
-    """The agent called `name`; `options` (the run config's agent_options) configure the LLM agent."""
+    """The agent called `name`; `options` (the run config's agent_options) configure the LLM agent; with a
+    `gateway` option, the agent behind the model gateway (rl/gateway_agent.py)."""
+    if options and options.get("gateway") is not None:
+        module, _, attr = GATEWAY.partition(":")
+        through = getattr(importlib.import_module(module), attr)
+        rest = {k: v for k, v in options.items() if k != "gateway"}
+        return through(name, rest, options["gateway"])  # type: ignore[no-any-return]
     cls = agent_class(name)
     build = getattr(cls, "from_options", None)
     agent = build(options or {}) if callable(build) else cls()

@@ -62,7 +62,7 @@ def main() -> None:
     warnings.showwarning = _show_warning
     load(COMMAND_AREAS.get(_command(sys.argv[1:]) or "", AREAS))
     try:
-        app()
+        app(prog_name="trialbook")
     except TrialbookError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)

@@ -8,6 +8,9 @@ no option of its command, so no `--help` lists it.
 
 from __future__ import annotations
 
+import contextlib
+import types
+from collections.abc import Iterator
 from typing import Any
 
 import typer
@@ -89,8 +92,36 @@ def rewrite(root: Any, args: list[str]) -> list[str]:
     return out
 
 
+# Click's UsageError as Typer raises it (Typer 0.2x vendors Click as typer._click; older ones use click itself)
+UsageError: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
+
+def _one_line(self: Any, file: Any = None) -> None:
+    """A usage error as every other error is shown: one line with the prefix `error:` (not Click's usage block)."""
+    hint = f" (`{self.ctx.command_path} -h` for help)" if self.ctx is not None else ""
+    typer.echo(f"error: {self.format_message().rstrip('.')}{hint}", file=file, err=file is None)
+
+
+@contextlib.contextmanager
+def _usage_in_one_line() -> Iterator[None]:
+    try:
+        yield
+    except UsageError as exc:
+        exc.show = types.MethodType(_one_line, exc)  # type: ignore[method-assign]
+        raise
+
+
 class AliasGroup(TyperGroup):
-    """The root command group: rewrites old option spellings (ALIASES) before anything is parsed."""
+    """The root command group: rewrites old option spellings (ALIASES) before anything is parsed, and shows a
+    usage error (a missing argument, an unknown option, a bad value) as one `error:` line."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         return super().parse_args(ctx, rewrite(self, args))
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        with _usage_in_one_line():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: Any) -> Any:
+        with _usage_in_one_line():
+            return super().invoke(ctx)

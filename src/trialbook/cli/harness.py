@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -225,6 +225,18 @@ def run_cmd(
         int | None,
         typer.Option("--max-output-tokens", min=1, help=f"mini: tokens per reply [default: {MINI.max_output_tokens}]."),
     ] = None,
+    gateway: Annotated[
+        bool,
+        typer.Option(
+            "--gateway",
+            help="The model gateway in front of --endpoint: every trial keeps its turns' exact token ids "
+            "(tokens.json, for train export-trajectories) when the engine returns none.",
+        ),
+    ] = False,  # fmt: skip
+    chat_template: Annotated[
+        Path | None,
+        typer.Option("--chat-template", help="--gateway before llama-cpp-python's server: the served model's .gguf."),
+    ] = None,
     tasks: TaskIds = None,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     replace: Replace = False,
@@ -277,7 +289,8 @@ def run_cmd(
             max_tokens=max_tokens,
             max_output_tokens=max_output,
             command=agent_cmd,
-        ),
+        )
+        | _gateway(gateway, chat_template),
     )
     ledger = Ledger(db)
     where = make_executor(executor, ray_address, backend, engine, concurrency)
@@ -291,6 +304,15 @@ def _options(agent: str, from_config: dict[str, object], **flags: object) -> dic
     """The agent's options: the config file's and -c's, then the flags given (a flag wins)."""
     given = {k: v for k, v in flags.items() if v not in (None, [], ())}
     return agent_options(agent, **{**from_config, **given})
+
+
+def _gateway(on: bool, chat_template: Path | None) -> dict[str, object]:
+    """The agent option `run --gateway` adds (rl/gateway_agent.py), with the model file whose template it renders."""
+    if chat_template is not None and not on:
+        raise UserError("--chat-template goes with --gateway")
+    if chat_template is not None and not chat_template.is_file():
+        raise UserError(f"--chat-template: no such file {chat_template}")
+    return {"gateway": {"chat_template": str(chat_template.resolve()) if chat_template else None}} if on else {}
 
 
 def _headers(given: list[str] | None) -> dict[str, str] | None:
@@ -346,17 +368,39 @@ def rerun_cmd(
 def clean_cmd(
     run: Annotated[str | None, typer.Option("--run", help="Only this run.", callback=valid_run)] = None,
     db: Annotated[
-        str | None, typer.Option("--db", help="Only the containers this ledger's runs started [env TRIALBOOK_DB].")
+        str | None,
+        typer.Option("--db", help="The ledger whose runs' containers go [env TRIALBOOK_DB; ./trialbook.db]."),
     ] = None,
+    all_on_host: Annotated[
+        bool,
+        typer.Option("--all-on-host", help="Every trialbook-labelled container and image on the host, of any ledger."),
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask (asked when a terminal is attached).")] = False,
     executor: ExecutorKind = "local",
     ray_address: RayAddress = None,
     backend: Backend = "docker",
 ) -> None:
-    """Remove every container (and image built for a run) carrying trialbook labels (on every node with ray)."""
-    target = db or os.environ.get("TRIALBOOK_DB")
+    """Remove the containers (and images built for a run) that this ledger's runs started (on every node with ray)."""
+    if all_on_host and db:
+        raise UserError("--all-on-host removes every ledger's containers: give it without --db")
     where = make_executor(executor, ray_address, backend)
-    containers, images = clean(run, Ledger(target) if target else None, where)
-    done(f"removed {containers} container(s) and {images} image(s)" + (f" of run '{run}'" if run else ""))
+    try:
+        ledger = None if all_on_host else Ledger(db, create=False, reads_only=True).id
+    except UserError as exc:
+        raise UserError(f"{exc}; --all-on-host cleans every ledger's containers") from None
+    scope = ("every ledger's" if all_on_host else "this ledger's") + (f" run '{run}'" if run else " runs")
+    if sys.stdin.isatty() and not yes:
+        engine = getattr(where, "engine", None)
+        if hasattr(engine, "containers") and hasattr(engine, "images"):
+            n_boxes, n_images = len(engine.containers(run, ledger)), len(engine.images(run, ledger))
+            counts = f"{n_boxes} container(s) and {n_images} image(s)"
+        else:  # on a cluster: counted node by node as they go
+            counts = "the containers and images on every node"
+        if not typer.confirm(f"remove {counts} of {scope}?", default=False, err=True):
+            done("nothing removed")
+            raise typer.Exit(1)
+    containers, images = clean(run, ledger, where)
+    done(f"removed {containers} container(s) and {images} image(s) of {scope}")
 
 
 def _print_policy(rows: list[PolicyRow]) -> None:

@@ -46,7 +46,10 @@ def compare_cmd(
     ] = None,
     export: Annotated[
         str | None,
-        typer.Option("--export", help="Also send the paired table to wandb (offline, ./wandb-export) or mlflow."),
+        typer.Option("--export", help="Also send the paired table to wandb (offline, under --out) or mlflow."),
+    ] = None,
+    export_out: Annotated[
+        Path | None, typer.Option("--out", help="--export wandb: where the offline run goes [env WANDB_DIR].")
     ] = None,
     check: Annotated[
         bool, typer.Option("--check", help="Exit 1 when no candidate claims (gate a CI job on the verdict).")
@@ -66,10 +69,14 @@ def compare_cmd(
 
     if list_ not in (None, "wins", "losses"):
         raise UserError(f"--list must be wins or losses, not {list_!r}")
+    if export_out is not None and export != "wandb":
+        raise UserError("--out goes with --export wandb")
     if export:
-        from trialbook.training.export import check_target
+        from trialbook.training.export import check_target, wandb_dir
 
         check_target(export)
+        if export == "wandb":
+            wandb_dir(export_out)
     from trialbook.stats import looks
 
     ledger = reading(db)
@@ -86,7 +93,7 @@ def compare_cmd(
     if export:
         from trialbook.training.export import export_compare
 
-        export_compare(res, export)
+        export_compare(res, export, export_out)
     if markdown and not as_json and not as_csv:
         sys.stdout.write(render.markdown_compare(res))
     else:

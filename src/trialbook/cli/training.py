@@ -257,7 +257,9 @@ def train_selection_cmd(
 def train_export_cmd(
     run: RunArg,
     to: Annotated[str, typer.Option("--to", help="wandb or mlflow.")],
-    out_dir: Annotated[Path, typer.Option("--out", help="W&B: where the offline run goes.")] = Path("wandb-export"),
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="W&B: where the offline run goes [env WANDB_DIR].")
+    ] = None,
     tracking_uri: Annotated[
         str | None, typer.Option("--tracking-uri", help="MLflow server [env MLFLOW_TRACKING_URI].")
     ] = None,
@@ -270,9 +272,12 @@ def train_export_cmd(
     from trialbook.training import export
 
     export.check_target(to)
+    if out_dir is not None and to != "wandb":
+        raise UserError("--out goes with --to wandb")
+    where = export.wandb_dir(out_dir) if to == "wandb" else None
     ledger = reading(db)
-    if to == "wandb":
-        res = export.train_to_wandb(ledger, run, out_dir, project)
+    if where is not None:
+        res = export.train_to_wandb(ledger, run, where, project)
     else:
         res = export.train_to_mlflow(ledger, run, tracking_uri, project)
     if as_json:

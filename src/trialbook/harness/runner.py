@@ -131,6 +131,10 @@ def rerun(
     return tally
 
 
-def clean(run: str | None = None, ledger: Ledger | None = None, executor: Executor | None = None) -> tuple[int, int]:
-    """Remove the containers (and built images) of `run` or of every run; with `ledger`, only that ledger's."""
-    return (executor or LocalExecutor()).clean(run, ledger=ledger.id if ledger else None)
+def clean(
+    run: str | None = None, ledger: Ledger | str | None = None, executor: Executor | None = None
+) -> tuple[int, int]:
+    """Remove the containers (and built images) of `run` or of every run; with `ledger` (a ledger or its id),
+    only that ledger's."""
+    ledger_id = ledger.id if isinstance(ledger, Ledger) else ledger
+    return (executor or LocalExecutor()).clean(run, ledger=ledger_id)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from trialbook.errors import UserError
+from trialbook.errors import InputWarning, UserError
 from trialbook.importers import harbor_files as files
 from trialbook.importers.common import import_run
 from trialbook.ledger.store import Ledger, trial_row
@@ -155,6 +156,8 @@ def _import_jobs(
     # attempts are numbered per task in start order; cut-off trials (no result) come last
     loaded.sort(key=lambda fr: (fr[1] is None, start.get(fr[0], float("-inf")), fr[0].name))
     first = next((r for _, r in loaded if r is not None), None)
+    name = run_name or safe_name(jobs[0].resolve().name)
+    _warn_if_mixed(name, [r for _, r in loaded if r is not None])
     kept: dict[tuple[str, int], dict[str, str]] = {}
 
     def rows(run_id: int) -> Iterator[tuple[Any, ...]]:
@@ -191,10 +194,31 @@ def _import_jobs(
         config = {"jobs": [str(job) for job in jobs]}
     if reward_range:
         config = {**config, "reward_range": list(reward_range)}
-    name = run_name or safe_name(jobs[0].resolve().name)
     run = Run(name=name, kind="eval", source=str(jobs[0] if len(jobs) == 1 else jobs[0].parent),
               stack=_stack(jobs[0], first), config=config)  # fmt: skip
     return name, import_run(ledger, run, rows, replace=replace, after=attach)
+
+
+def _system(result: dict[str, Any]) -> str:
+    """The agent (and its model) a trial result names: `name version (model)`."""
+    info = result.get("agent_info") or {}
+    model = (info.get("model_info") or {}).get("name")
+    words = [
+        str(info.get("name") or "unknown agent"),
+        *([str(info["version"])] if info.get("version") not in (None, "", "unknown") else []),
+    ]
+    return " ".join(words) + (f" ({model})" if model else "")
+
+
+def _warn_if_mixed(run: str, results: list[dict[str, Any]]) -> None:
+    """One line when the trials of one run come from different agents or models: their attempts would be pooled as one
+    system's (pass@k, compare), and the run's stack names only the first."""
+    systems = Counter(_system(r) for r in results)
+    if len(systems) > 1:
+        shown = ", ".join(f"{s}: {n}" for s, n in systems.most_common())
+        message = (f"run '{run}' mixes {len(systems)} agents/models ({shown}) as attempts of one system; "
+                   "leave out --run to import each job as its own run")  # fmt: skip
+        warnings.warn(message, InputWarning, stacklevel=2)
 
 
 def _task_of_config(config: dict[str, Any]) -> str | None:

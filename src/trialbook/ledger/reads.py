@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from trialbook.errors import UserError
 from trialbook.ledger.rows import Counts, RepoCounts, RunBreakdown, RunCounts, RunRow, TaskScoreRow
+from trialbook.outcomes import FINDINGS
 
 
 class RowSource(Protocol):
@@ -55,6 +56,23 @@ def run_breakdown(src: RowSource, run_id: int) -> RunBreakdown:
         superseded=int(src.rows("run_superseded", run_id=run_id)[0][0]),
         max_attempt=None if max_attempt is None else int(max_attempt),
     )
+
+
+def cause(exception: str | None, message: str | None) -> str | None:
+    """The first line of an exception's message (a finding's is its meaning: `show` counts those)."""
+    if not exception or exception in FINDINGS or not message:
+        return None
+    return (message.strip().splitlines() or [""])[0][:300] or None
+
+
+def run_causes(src: RowSource, run_id: int) -> list[tuple[str, str, int]]:
+    """(exception, cause, trials) of the run's current trials that ended with an exception, most trials first."""
+    counted: dict[tuple[str, str], int] = {}
+    for exception, message, n in src.rows("run_causes", run_id=run_id):
+        line = cause(exception, message)
+        if line is not None:
+            counted[exception, line] = counted.get((exception, line), 0) + int(n)
+    return [(e, c, n) for (e, c), n in sorted(counted.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
 def task_scores(src: RowSource, run_id: int) -> list[TaskScoreRow]:

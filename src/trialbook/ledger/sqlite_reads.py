@@ -92,6 +92,11 @@ SQL: dict[str, tuple[str, dict[str, Any]]] = {'schema_version': ('SELECT meta.va
                     'WHERE trials.run_id = :run_id AND trials.superseded_by IS NULL AND trials.exception IS NOT NULL '
                     'GROUP BY trials.exception ORDER BY count(*) DESC',
                     {}),
+ 'run_causes': ('SELECT trials.exception, trials.exception_message, count(*) AS count_1 \n'
+                'FROM trials \n'
+                'WHERE trials.run_id = :run_id AND trials.superseded_by IS NULL AND trials.exception IS NOT NULL AND '
+                'trials.exception_message IS NOT NULL GROUP BY trials.exception, trials.exception_message',
+                {}),
  'run_superseded': ('SELECT count(*) AS count_1 \n'
                     'FROM trials \n'
                     'WHERE trials.run_id = :run_id AND trials.superseded_by IS NOT NULL',

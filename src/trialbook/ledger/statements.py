@@ -89,6 +89,9 @@ STATEMENTS: dict[str, Select] = {
     .where(_mine, trials.c.exception.is_not(None))
     .group_by(trials.c.exception)
     .order_by(func.count().desc()),
+    "run_causes": select(trials.c.exception, trials.c.exception_message, func.count())
+    .where(_mine, trials.c.exception.is_not(None), trials.c.exception_message.is_not(None))
+    .group_by(trials.c.exception, trials.c.exception_message),
     "run_superseded": select(func.count()).where(trials.c.run_id == _run_id, trials.c.superseded_by.is_not(None)),
     "run_max_attempt": select(func.max(trials.c.attempt)).where(_mine),
     "task_scores": _task_scores(),

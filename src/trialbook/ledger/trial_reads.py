@@ -15,10 +15,11 @@ from typing import Any
 from sqlalchemy import func, select
 
 from trialbook.errors import UserError
+from trialbook.ledger.reads import cause
 from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.schema import artifacts, trials
 from trialbook.ledger.store import Ledger
-from trialbook.outcomes import FINDINGS, Outcome
+from trialbook.outcomes import Outcome
 from trialbook.result_types import Result
 
 TRACEBACK_FILE = "traceback.txt"  # harness/trial.py keeps an exception's traceback under this name
@@ -82,13 +83,6 @@ def _line(t: TrialRow, folder: Path | None) -> TrialLine:
     return TrialLine(t.id, t.task_id, t.attempt, t.outcome, t.reward, t.exception, t.duration_s,
                      name if isinstance(name, str) else None, str(where) if where else None,
                      cause(t.exception, t.exception_message))  # fmt: skip
-
-
-def cause(exception: str | None, message: str | None) -> str | None:
-    """The first line of an exception's message (a finding's is its meaning: `show` counts those)."""
-    if not exception or exception in FINDINGS or not message:
-        return None
-    return (message.strip().splitlines() or [""])[0][:300] or None
 
 
 def list_trials(

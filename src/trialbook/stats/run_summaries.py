@@ -59,6 +59,15 @@ class RepoSummary(Result):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Cause(Result):
+    """Why trials ended as they did: an exception kind and its message's first line, with how many trials."""
+
+    exception: str
+    cause: str
+    trials: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunSummary(RunListing):
     """What `show` reports about one run: its `runs` line, then the rest."""
 
@@ -70,6 +79,7 @@ class RunSummary(RunListing):
     outcomes: dict[str, int]
     by_repo: dict[str, RepoSummary]
     tags: dict[str, int]
+    causes: list[Cause]  # the trials' exceptions by their first line (`trials RUN` has each trial's)
     superseded: int
     stack: dict[str, Any]
     labels: dict[str, Any]
@@ -123,5 +133,7 @@ def run_summary(ledger: RowSource, name: str) -> RunSummary:
             (r.repo or "unknown"): RepoSummary(r.trials, r.judged, r.resolved, pct(r.resolved, r.judged))
             for r in b.by_repo
         },
-        tags=b.exceptions, superseded=b.superseded, stack=run.stack, labels=run.labels, source=run.source,
+        tags=b.exceptions,
+        causes=[Cause(exception=e, cause=c, trials=n) for e, c, n in reads.run_causes(ledger, run.id)],
+        superseded=b.superseded, stack=run.stack, labels=run.labels, source=run.source,
     )  # fmt: skip

@@ -6,8 +6,11 @@ trained, their pass rate and their staleness (mean and max of step - 1 - wv); th
 raises on the run as it stands (a W&B Table / an MLflow JSON artifact). A comparison goes out as its paired
 table (one row per candidate and subset), with each candidate's paired difference as a metric.
 
-W&B runs in offline mode unless WANDB_MODE says otherwise (files under `--out`, `wandb sync` uploads them);
-MLflow goes to `--tracking-uri` or MLFLOW_TRACKING_URI. Both libraries are optional extras (`wandb`, `mlflow`).
+W&B runs in offline mode unless WANDB_MODE says otherwise (files under `--out`, else WANDB_DIR: never the working
+directory unasked; `wandb sync` uploads them). MLflow goes to `--tracking-uri` or MLFLOW_TRACKING_URI: a server
+(`http(s)://`), a database (`sqlite:///FILE`, its artifacts in `mlartifacts/` beside the file) or, where MLflow still
+takes one, a folder (`file:`; MLflow 3 refuses it unless MLFLOW_ALLOW_FILE_STORE=true: one line says so). Both
+libraries are optional extras (`wandb`, `mlflow`), each found before it is imported.
 """
 
 from __future__ import annotations
@@ -184,6 +187,9 @@ def compare_to_wandb(res: CompareResult, directory: Path, project: str = "trialb
 # ---- MLflow --------------------------------------------------------------------------------------
 
 
+SCHEMES = ("http", "https", "sqlite", "postgresql", "mysql", "mssql", "file", "databricks")  # MLflow's stores
+
+
 def _mlflow_client(tracking_uri: str | None, experiment: str) -> tuple[Any, str, str]:
     _need("mlflow", "mlflow")
     from mlflow.tracking import MlflowClient
@@ -191,15 +197,32 @@ def _mlflow_client(tracking_uri: str | None, experiment: str) -> tuple[Any, str,
     uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
     if not uri:
         raise UserError("no MLflow tracking server: give --tracking-uri or set MLFLOW_TRACKING_URI")
+    scheme = uri.partition(":")[0].partition("+")[0].lower() if ":" in uri else "file"
+    if scheme not in SCHEMES:
+        raise UserError(f"MLflow tracking URI {uri}: MLflow stores runs at {', '.join(s + ':' for s in SCHEMES)}")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # an unreachable server: one line now, not minutes
     try:
         client = MlflowClient(tracking_uri=uri)
         found = client.get_experiment_by_name(experiment)
-        exp_id = found.experiment_id if found is not None else client.create_experiment(experiment)
+        exp_id = found.experiment_id if found is not None else client.create_experiment(experiment, _artifacts(uri))
     except Exception as exc:  # noqa: BLE001 - any store error (unreachable, unsupported scheme, missing package): one line
+        if "MLFLOW_ALLOW_FILE_STORE" in str(exc):
+            raise UserError(
+                f"MLflow tracking URI {uri}: this MLflow no longer writes to a folder (its file store): give "
+                "sqlite:///PATH/mlflow.db or a server's http:// URL (or set MLFLOW_ALLOW_FILE_STORE=true)"
+            ) from None
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         raise UserError(f"MLflow tracking URI {uri}: {type(exc).__name__}: {first}") from None
     return client, exp_id, uri
+
+
+def _artifacts(uri: str) -> str | None:
+    """A new experiment's artifact folder for a SQLite store: `mlartifacts/` beside the database (MLflow's default,
+    `./mlruns`, is a folder in whatever directory the command ran in); a server or folder store chooses its own."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    path = Path(uri.removeprefix("sqlite:///").partition("?")[0])
+    return (path.resolve().parent / "mlartifacts").as_uri() if path.name else None
 
 
 @_quiet
@@ -243,14 +266,19 @@ def compare_to_mlflow(res: CompareResult, tracking_uri: str | None, experiment: 
     return Exported(target="mlflow", run=rid, where=uri, steps=0, alerts=0)
 
 
-def export_compare(res: CompareResult, target: str) -> Exported:
-    """`compare --export`: W&B offline under ./wandb-export (or WANDB_DIR), MLflow at MLFLOW_TRACKING_URI."""
+def wandb_dir(out: Path | None) -> Path:
+    """Where a W&B run goes: `--out`, else WANDB_DIR; asked for, so nothing lands in the working directory unasked."""
+    given = out or (Path(os.environ["WANDB_DIR"]) if os.environ.get("WANDB_DIR") else None)
+    if given is None:
+        raise UserError("exporting to wandb writes an offline run: give --out DIR (or set WANDB_DIR)")
+    return given
+
+
+def export_compare(res: CompareResult, target: str, out_dir: Path | None = None) -> Exported:
+    """`compare --export`: W&B offline under `out_dir` (or WANDB_DIR), MLflow at MLFLOW_TRACKING_URI."""
     import sys
 
     check_target(target)
-    if target == "wandb":
-        out = compare_to_wandb(res, Path(os.environ.get("WANDB_DIR") or "wandb-export"))
-    else:
-        out = compare_to_mlflow(res, None)
+    out = compare_to_wandb(res, wandb_dir(out_dir)) if target == "wandb" else compare_to_mlflow(res, None)
     print(f"exported the paired table to {out.target} run {out.run} at {out.where}", file=sys.stderr)
     return out
