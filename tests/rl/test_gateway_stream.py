@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+import pytest
 import requests
 from scripted_engine import ScriptedEngine, body_of, ids, render
 
@@ -86,3 +87,32 @@ def test_an_engine_that_refuses_is_answered_before_any_stream() -> None:
         resp = _post(gw, "refused-1")
         assert resp.status_code == 500 and "no more replies" in resp.text
         assert gw.calls("refused-1") == []
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "first", "last"),
+    [
+        ("/responses", {"input": "Fix calc.py.", "tools": [{"type": "function", "name": "bash", "parameters": {}}]},
+         "response.reasoning_text.delta", "response.completed"),
+        ("/messages", {"max_tokens": 64, "messages": MESSAGES, "tools": [{"name": "bash", "input_schema": {}}]},
+         "content_block_delta", "message_stop"),
+    ],
+)  # fmt: skip
+def test_the_responses_and_messages_apis_stream_as_the_engine_does(
+    path: str, body: dict, first: str, last: str
+) -> None:
+    gate = threading.Event()
+    with ScriptedEngine([ACT], gate=gate) as engine, Gateway(engine.url, engine_kind="vllm") as gw:
+        resp = requests.post(gw.url_for("api-1") + path, json={"model": "policy", "stream": True, **body}, stream=True,
+                             timeout=30)  # fmt: skip
+        events = _events(resp)
+        seen = []
+        while not seen or seen[-1]["type"] != first:
+            seen.append(next(events))
+        assert gw.calls("api-1") == []  # the reasoning is out; the engine has not finished
+        gate.set()
+        seen += list(events)
+        (call,) = gw.calls("api-1")
+    assert seen[-1]["type"] == last and call.completion_ids == ids(body_of({"role": "assistant", **ACT}) + "<|end|>")
+    text = json.dumps(seen)
+    assert all(part in text for part in ("Look first.", "Let me look.", "call_a1", '{\\"command\\": \\"ls\\"}'))

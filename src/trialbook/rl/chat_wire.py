@@ -157,6 +157,30 @@ def closing_chunks(out: dict[str, Any], include_usage: bool) -> list[dict[str, A
     return [last, {**_chunk(out, {}), "choices": [], "usage": out["usage"]}] if include_usage else [last]
 
 
+class ChatStream:
+    """A streamed chat completion, event by event as the engine's deltas come (the gateway's `_stream`): `start`,
+    `add` per delta, `finish` with the recorded reply; `encode` makes the bytes, `tail` ends the stream. The
+    Responses and Messages APIs have their own (responses_api.ResponseStream, messages_api.MessageStream)."""
+
+    tail = b"data: [DONE]\n\n"
+
+    def __init__(self, body: dict[str, Any], rid: str, created: int) -> None:
+        self.head = {"id": rid, "created": created, "model": body.get("model") or ""}
+        self.usage = bool((body.get("stream_options") or {}).get("include_usage"))
+
+    def start(self) -> list[dict[str, Any]]:
+        return [head_chunk(self.head)]
+
+    def add(self, delta: dict[str, Any]) -> list[dict[str, Any]]:
+        return [delta_chunk(self.head, delta)]
+
+    def finish(self, out: dict[str, Any]) -> list[dict[str, Any]]:
+        return closing_chunks({**out, "id": self.head["id"], "created": self.head["created"]}, self.usage)
+
+    def encode(self, events: list[dict[str, Any]]) -> bytes:
+        return sse(events, done=False)
+
+
 class MessageBuilder:
     """A streamed reply's deltas put back together into the message a plain reply carries."""
 

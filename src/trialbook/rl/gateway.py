@@ -49,7 +49,7 @@ import requests
 from trialbook.agents.endpoints import normalize
 from trialbook.errors import UserError
 from trialbook.rl import messages_api, responses_api
-from trialbook.rl.chat_wire import closing_chunks, delta_chunk, head_chunk, message_deltas, sse
+from trialbook.rl.chat_wire import ChatStream, message_deltas
 from trialbook.rl.engines import (  # noqa: F401 - re-exported: the gateway's callers import them from here
     ENGINES,
     WV_HEADER,
@@ -70,6 +70,8 @@ TRIAL_HEADER = "X-Trialbook-Trial"
 SESSION_HEADER = "X-Session-ID"
 ROLE_HEADER = "X-Trialbook-Role"  # `side`: a call that is no turn of the policy's episode
 ROUTES = {"/v1/chat/completions": "chat", "/v1/responses": "responses", "/v1/messages": "messages"}
+# each wire API's stream, event by event as the engine's deltas come
+STREAMS = {"chat": ChatStream, "responses": responses_api.ResponseStream, "messages": messages_api.MessageStream}
 _TRIAL_PATH = re.compile(r"^/t/([A-Za-z0-9._:@=+-]{1,200})(/.*)$")
 
 
@@ -371,7 +373,7 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
                 body = json.loads(raw)
                 if not isinstance(body, dict):
                     raise UserError("the request body is a JSON object")
-                passed = api == "chat" and bool(body.get("stream"))  # streamed on as the engine streams it
+                passed = bool(body.get("stream"))  # streamed on as the engine streams it
                 if api == "chat":
                     chat = body
                 elif api == "responses":
@@ -379,7 +381,7 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
                 else:
                     chat = messages_api.messages_to_chat(body)
                 if passed:
-                    items = gw.stream(trial, chat, role=role)
+                    items = gw.stream(trial, chat, api=api, role=role)
                     first = next(items)  # the engine's refusal comes before any byte is sent
                 else:
                     out = gw.complete(trial, chat, api=api, role=role)
@@ -393,40 +395,34 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
                 self._error(api, 502, f"engine unreachable: {type(exc).__name__}")
                 return
             if passed:
-                self._chunks(body, itertools.chain([first], items))
+                self._stream(STREAMS[api](body, f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time())),
+                             itertools.chain([first], items))  # fmt: skip
                 return
             wv = {} if out["weight_version"] is None else {WV_HEADER: str(out["weight_version"])}
-            stream = bool(body.get("stream"))
             if api == "chat":
                 self._json(200, out, wv)
-                return
-            if api == "responses":
-                reply, events = responses_api.response_from_chat(out, body), responses_api.response_events
+            elif api == "responses":
+                self._json(200, responses_api.response_from_chat(out, body), wv)
             else:
-                reply, events = messages_api.message_from_chat(out, body), messages_api.message_events
-            if stream:
-                self._send(200, sse(events(reply), done=False, named=True), "text/event-stream", wv)
-            else:
-                self._json(200, reply, wv)
+                self._json(200, messages_api.message_from_chat(out, body), wv)
 
-        def _chunks(self, body: dict[str, Any], items: Iterator[dict[str, Any]]) -> None:
-            """A streamed chat completion, each delta sent on as the engine gives it (chunked transfer), the
-            closing chunks once the call is recorded. A client that hangs up does not stop the record: the rest
-            of the engine's stream is still read."""
-            head = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "created": int(time.time()),
-                    "model": body.get("model") or ""}  # fmt: skip
-            usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            alive = self._chunk(b"", start=True) and self._chunk(sse([head_chunk(head)], done=False))
+        def _stream(self, wire: Any, items: Iterator[dict[str, Any]]) -> None:
+            """A streamed reply in the client's wire API (`wire`: STREAMS), each of the engine's deltas sent on as
+            it comes (chunked transfer), the closing events once the call is recorded. A client that hangs up
+            does not stop the record: the rest of the engine's stream is still read."""
+            alive = self._chunk(b"", start=True) and self._chunk(wire.encode(wire.start()))
             try:
                 for item in items:
-                    if item.get("object") == "chat.completion":  # the whole reply, recorded
-                        data = sse(closing_chunks({**item, "id": head["id"], "created": head["created"]}, usage))
-                    else:
-                        data = sse([delta_chunk(head, item)], done=False)
-                    alive = alive and self._chunk(data)
+                    # the last item is the whole reply, recorded; the others the engine's deltas
+                    events = wire.finish(item) if item.get("object") == "chat.completion" else wire.add(item)
+                    alive = alive and self._chunk(wire.encode(events))
+                alive = alive and self._chunk(wire.tail)
             except (ValueError, EngineHTTPError, requests.RequestException) as exc:  # the engine failed mid-stream
-                error = {"error": {"message": f"engine stream failed: {type(exc).__name__}"}}
-                alive = alive and self._chunk(f"data: {json.dumps(error)}\n\n".encode())
+                error = {
+                    "type": "error",
+                    "error": {"type": "api_error", "message": f"engine stream failed: {type(exc).__name__}"},
+                }
+                alive = alive and self._chunk(f"event: error\ndata: {json.dumps(error)}\n\n".encode())
             if alive:
                 self._chunk(b"", end=True)
 
