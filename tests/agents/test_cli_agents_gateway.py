@@ -5,7 +5,7 @@ own shell tool) that fixes plain-bugfix's median and runs it, its second a closi
 sends the output back, and the gateway records both turns with the engine's ids as one unbroken sequence.
 
 These run the binaries on this machine in a scratch repository (not yet inside a trial's sandbox: docs/agents.md);
-a CLI not in the cache (`trialbook agents install NAME`) is skipped, with the command that installs it."""
+a CLI not in the cache fails the test with the command that installs it (tests/agentcache.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from trialbook.agents.installed import CLI_AGENTS, binary, headless
+from agentcache import need_cli
+from trialbook.agents.installed import CLI_AGENTS, headless
 from trialbook.rl.gateway import Gateway
 from trialbook.rl.trajectory import Trajectory
 
@@ -46,10 +47,10 @@ def _script(name: str) -> list:
     return [reply] * 4
 
 
+@pytest.mark.agents
 @pytest.mark.parametrize("name", sorted(CLI_AGENTS))
 def test_the_cli_fixes_the_bug_through_the_gateway_and_every_turn_is_recorded(name: str, tmp_path: Path) -> None:
-    if binary(name) is None:
-        pytest.skip(f"{name} is not in the agents cache: trialbook agents install {name}")
+    need_cli(name)
     work, home = tmp_path / "repo", tmp_path / "home"
     work.mkdir()
     home.mkdir()

@@ -2,7 +2,7 @@
 into plain-bugfix's sandbox, runs headless there and reaches its model only through the gateway's socket (the
 sandbox has no network): a real `trialbook run` in Docker, against the scripted engine (tests/rl/scripted_engine.py)
 whose tool call fixes the bug and, in the same sandbox, probes a package index and a port of the host. The trial
-resolves, both turns are recorded exact, and the probe reached neither. A CLI not in the cache is skipped."""
+resolves, both turns are recorded exact, and the probe reached neither. A CLI not in the cache fails the test."""
 
 from __future__ import annotations
 
@@ -17,16 +17,17 @@ from pathlib import Path
 
 import pytest
 
+from agentcache import need_cli
 from ledgerdicts import trial_dicts
 from paths import EXAMPLES
-from trialbook.agents.installed import CLI_AGENTS, binary
+from trialbook.agents.installed import CLI_AGENTS
 from trialbook.ledger.store import Ledger
 from trialbook.rl.trajectory import ARTIFACT, Trajectory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rl"))
 from scripted_engine import ScriptedEngine  # noqa: E402
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.agents]
 
 TOOL = {"codex": ("exec_command", "cmd"), "claude-code": ("Bash", "command"), "opencode": ("bash", "command")}
 FIX = (EXAMPLES / "plain-bugfix" / "solution" / "solve.sh").read_text()
@@ -68,8 +69,7 @@ def tasks(tmp_path: Path) -> Path:
 def test_the_cli_resolves_plain_bugfix_in_its_sandbox_on_the_model_only_network(
     name: str, cli, db: str, tasks: Path, tmp_path: Path, host_port: tuple[str, int]
 ) -> None:
-    if binary(name) is None:
-        pytest.skip(f"{name} is not in the agents cache: trialbook agents install {name}")
+    need_cli(name)
     tool, key = TOOL[name]
     command = FIX + "\n" + PROBE.format(host=host_port[0], port=host_port[1])
     act = {"reasoning_content": "Fix, then check what this sandbox can reach.", "content": "Fixing median.",

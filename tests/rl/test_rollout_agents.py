@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from scripted_engine import ScriptedEngine
 
+from agentcache import need_cli
 from ledgerdicts import trial_dicts
 from paths import EXAMPLES
 from trialbook.errors import UserError
@@ -55,13 +56,11 @@ def test_an_agent_without_a_model_endpoint_is_refused(engine, db: str, tmp_path:
         Rollouts(db, "nop-rl", EXAMPLES, endpoints=["http://127.0.0.1:9/v1"], agent="nop", runs_dir=tmp_path)
 
 
+@pytest.mark.agents
 def test_an_agent_cli_rolls_out_through_the_gateway_from_its_sandbox(engine, db: str, tmp_path: Path) -> None:
     """Codex CLI in the trial's sandbox (rl/cli_agents.py) behind the rollout's gateway: its own socket gateway
     passes each call on to the per-trial URL, where the rollout's record is taken."""
-    from trialbook.agents.installed import binary
-
-    if binary("codex") is None:
-        pytest.skip("codex is not in the agents cache: trialbook agents install codex")
+    need_cli("codex")
     tasks = tmp_path / "tasks"
     shutil.copytree(EXAMPLES / "plain-bugfix", tasks / "plain-bugfix")
     toml = tasks / "plain-bugfix" / "task.toml"

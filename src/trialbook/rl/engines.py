@@ -14,13 +14,16 @@ How the ids are had, per engine (ENGINES; the `source` of each call says which w
   id (a token cut inside a UTF-8 character) makes the call `inexact` rather than guessed.
 For the two llama.cpp engines the reply is text: when the request offered tools, tool calls are read from it in
 the Hermes form most tool-calling templates use (`<tool_call>{"name": ..., "arguments": ...}</tool_call>`,
-chat_wire.parse_tool_calls), and a leading `<think>...</think>` becomes the message's `reasoning_content`.
+chat_wire.parse_tool_calls), and a leading `<think>...</think>` becomes the message's `reasoning_content`; a
+request that forces a tool call (`tool_choice` "required" or a named function) is generated under a grammar that
+admits only such a call (hermes.tool_grammar), as vLLM's guided decoding does for it.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,7 +32,8 @@ import requests
 
 from trialbook.agents.endpoints import normalize, probe
 from trialbook.errors import UserError
-from trialbook.rl.chat_wire import template_messages, text_message
+from trialbook.rl.chat_wire import REASONING_KEYS, HeldText, MessageBuilder, template_messages, text_message
+from trialbook.rl.hermes import forced, tool_grammar
 
 WV_HEADER = "X-Weight-Version"
 
@@ -53,6 +57,46 @@ class Engine(Protocol):
     name: str
 
     def chat(self, body: dict[str, Any], timeout: float) -> Generation: ...
+
+
+class StreamingEngine(Engine, Protocol):
+    def stream(self, body: dict[str, Any], timeout: float) -> Iterator[dict[str, Any] | Generation]:
+        """The reply's chat deltas (reasoning, content, tool calls) as the engine streams them, then the whole
+        Generation (the same as `chat` gives) once the engine is done."""
+        ...
+
+
+def _lines(resp: requests.Response) -> Iterator[bytes]:
+    """A streamed body's lines as they arrive: read1 gives what the socket has (a close-delimited body too, where
+    iter_content(None) would wait for the end)."""
+    read1 = getattr(resp.raw, "read1", None)
+    if read1 is None:  # urllib3 < 2
+        yield from resp.iter_lines(chunk_size=None)
+        return
+    rest = b""
+    while data := read1(65536, decode_content=True):
+        *lines, rest = (rest + data).split(b"\n")
+        yield from (line.rstrip(b"\r") for line in lines)
+    if rest:
+        yield rest
+
+
+def _events(resp: requests.Response) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a server-sent-events response, as they arrive (`[DONE]` ends it)."""
+    for line in _lines(resp):
+        if not line.startswith(b"data:"):
+            continue
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            return
+        yield json.loads(data)
+
+
+def _post_stream(url: str, payload: dict[str, Any], timeout: float) -> requests.Response:
+    resp = requests.post(url, json=payload, timeout=timeout, stream=True)
+    if resp.status_code != 200:
+        raise EngineHTTPError(resp.status_code, resp.text[:2000])
+    return resp
 
 
 def _post(url: str, payload: dict[str, Any], timeout: float) -> requests.Response:
@@ -119,6 +163,40 @@ class OpenAITokens:
             message=message,
         )
 
+    def stream(self, body: dict[str, Any], timeout: float) -> Iterator[dict[str, Any] | Generation]:
+        payload = {**body, "stream": True, "return_token_ids": True, "logprobs": True,
+                   "stream_options": {"include_usage": True}}  # fmt: skip
+        built, ids, logprobs = MessageBuilder(), [], []
+        prompt: list[int] | None = None
+        finish, model, wv = None, None, None
+        with _post_stream(f"{self.base}/chat/completions", payload, timeout) as resp:
+            for chunk in _events(resp):
+                model = chunk.get("model") or model
+                prompt = chunk.get("prompt_token_ids") or prompt
+                wv = _reported_wv(resp, chunk) if wv is None else wv
+                for choice in chunk.get("choices") or []:
+                    prompt = choice.get("prompt_token_ids") or prompt
+                    ids += choice.get("token_ids") or []
+                    logprobs += [t.get("logprob") for t in ((choice.get("logprobs") or {}).get("content") or [])]
+                    finish = choice.get("finish_reason") or finish
+                    delta = {k: v for k, v in (choice.get("delta") or {}).items()
+                             if k in ("content", "tool_calls", *REASONING_KEYS) and v}  # fmt: skip
+                    if delta:
+                        built.add(delta)
+                        yield delta
+        message = built.message()
+        yield Generation(
+            text=message.get("content") or "",
+            finish_reason=finish,
+            prompt_ids=list(prompt or []),
+            completion_ids=ids,
+            logprobs=logprobs if len(logprobs) == len(ids) else [None] * len(ids),
+            source="returned" if ids and prompt is not None else "none",
+            model=model,
+            weight_version=wv,
+            message=message,
+        )
+
 
 class LlamaCppServer:
     """llama.cpp's own server: template and tokenizer from the engine, generation from the ids."""
@@ -142,6 +220,8 @@ class LlamaCppServer:
         for key in ("top_p", "seed"):
             if body.get(key) is not None:
                 payload[key] = body[key]
+        if forced(body):  # the request forces a tool call: generated under a grammar that admits only one
+            payload["grammar"] = tool_grammar(forced(body))
         resp = _post(f"{self.root}/completion", payload, timeout)
         data = resp.json()
         probs = data.get("completion_probabilities") or []
@@ -233,28 +313,29 @@ class LlamaCppPython:
             out.append(known)
         return out
 
-    def chat(self, body: dict[str, Any], timeout: float) -> Generation:
+    def _request(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """(the rendered prompt, the /v1/completions payload) of a chat request."""
         prompt = _render(self.template, template_messages(body["messages"]), self.bos, self.eos, body.get("tools"))
-        model = body.get("model")
-        stops = _stops(body)
         payload: dict[str, Any] = {"prompt": prompt, "max_tokens": _max_tokens(body), "logprobs": 1,
-                                   "temperature": body.get("temperature", 1.0), "stop": stops or None}  # fmt: skip
+                                   "temperature": body.get("temperature", 1.0),
+                                   "stop": _stops(body) or None}  # fmt: skip
         for key in ("model", "top_p", "seed", "presence_penalty", "frequency_penalty"):
             if body.get(key) is not None:
                 payload[key] = body[key]
-        resp = _post(f"{self.base}/completions", payload, timeout)
-        data = resp.json()
-        choice = data["choices"][0]
-        lp = choice.get("logprobs") or {}
-        pieces, logprobs = list(lp.get("tokens") or []), list(lp.get("token_logprobs") or [])
-        text = choice.get("text") or ""
-        prompt_ids = self._tokenize(prompt, model, timeout)
-        ids = self._piece_ids(pieces, text, model, timeout)
-        finish = choice.get("finish_reason")
-        if ids is not None and finish == "stop" and not stops and self.eos:
+        if forced(body):
+            payload["grammar"] = tool_grammar(forced(body))
+        return prompt, payload
+
+    def _generation(self, body: dict[str, Any], prompt: str, text: str, pieces: list[str],
+                    logprobs: list[float | None], finish: str | None, model: str | None, wv: int | None,
+                    timeout: float) -> Generation:  # fmt: skip
+        asked = body.get("model")
+        prompt_ids = self._tokenize(prompt, asked, timeout)
+        ids = self._piece_ids(pieces, text, asked, timeout)
+        if ids is not None and finish == "stop" and not _stops(body) and self.eos:
             # the engine stopped on its end-of-turn token, which it generated but does not return: it is part
             # of the sequence the model saw (the chat template puts it after the reply in the next prompt)
-            ids = [*ids, *self._bare(self.eos, model, timeout)]
+            ids = [*ids, *self._bare(self.eos, asked, timeout)]
             logprobs = [*logprobs, None]
         return Generation(
             text=text,
@@ -263,10 +344,40 @@ class LlamaCppPython:
             completion_ids=ids or [],
             logprobs=logprobs if ids is not None else [],
             source="engine-tokenizer" if ids is not None else "inexact",
-            model=data.get("model"),
-            weight_version=_reported_wv(resp, data),
+            model=model,
+            weight_version=wv,
             message=text_message(text, bool(body.get("tools"))),
         )
+
+    def chat(self, body: dict[str, Any], timeout: float) -> Generation:
+        prompt, payload = self._request(body)
+        resp = _post(f"{self.base}/completions", payload, timeout)
+        data = resp.json()
+        choice = data["choices"][0]
+        lp = choice.get("logprobs") or {}
+        pieces, logprobs = list(lp.get("tokens") or []), list(lp.get("token_logprobs") or [])
+        return self._generation(body, prompt, choice.get("text") or "", pieces, logprobs, choice.get("finish_reason"),
+                                data.get("model"), _reported_wv(resp, data), timeout)  # fmt: skip
+
+    def stream(self, body: dict[str, Any], timeout: float) -> Iterator[dict[str, Any] | Generation]:
+        prompt, payload = self._request(body)
+        held = HeldText(bool(body.get("tools")), hold_all=bool(forced(body)))
+        pieces: list[str] = []
+        logprobs: list[float | None] = []
+        finish, model, wv = None, None, None
+        with _post_stream(f"{self.base}/completions", {**payload, "stream": True}, timeout) as resp:
+            for chunk in _events(resp):
+                model = chunk.get("model") or model
+                wv = _reported_wv(resp, chunk) if wv is None else wv
+                for choice in chunk.get("choices") or []:
+                    lp = choice.get("logprobs") or {}
+                    pieces += lp.get("tokens") or []
+                    logprobs += lp.get("token_logprobs") or []
+                    finish = choice.get("finish_reason") or finish
+                    yield from held.add(choice.get("text") or "")
+        gen = self._generation(body, prompt, held.text, pieces, logprobs, finish, model, wv, timeout)
+        yield from held.finish(gen.message or {})
+        yield gen
 
 
 def template_of(gguf: str | Path) -> tuple[str, str, str]:

@@ -30,6 +30,7 @@ rollout whose weights changed mid-episode says so.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -37,6 +38,7 @@ import socketserver
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -47,7 +49,7 @@ import requests
 from trialbook.agents.endpoints import normalize
 from trialbook.errors import UserError
 from trialbook.rl import messages_api, responses_api
-from trialbook.rl.chat_wire import chat_chunks, sse
+from trialbook.rl.chat_wire import ChatStream, message_deltas
 from trialbook.rl.engines import (  # noqa: F401 - re-exported: the gateway's callers import them from here
     ENGINES,
     WV_HEADER,
@@ -68,6 +70,8 @@ TRIAL_HEADER = "X-Trialbook-Trial"
 SESSION_HEADER = "X-Session-ID"
 ROLE_HEADER = "X-Trialbook-Role"  # `side`: a call that is no turn of the policy's episode
 ROUTES = {"/v1/chat/completions": "chat", "/v1/responses": "responses", "/v1/messages": "messages"}
+# each wire API's stream, event by event as the engine's deltas come
+STREAMS = {"chat": ChatStream, "responses": responses_api.ResponseStream, "messages": messages_api.MessageStream}
 _TRIAL_PATH = re.compile(r"^/t/([A-Za-z0-9._:@=+-]{1,200})(/.*)$")
 
 
@@ -199,10 +203,31 @@ class Gateway:
     def complete(self, trial: str, body: dict[str, Any], api: str = "chat", role: str | None = None) -> dict[str, Any]:
         """Run one chat request through the engine, record it, and answer in OpenAI's chat shape (the engine's
         whole message: content, tool calls, reasoning)."""
-        if not isinstance(body.get("messages"), list) or not body["messages"]:
-            raise UserError("a chat completion needs a non-empty messages list")
+        _check(body)
         wv_start, started = self.weight_version, time.time()
-        gen = self.engine.chat(body, self.timeout_s)
+        return self._record(trial, body, self.engine.chat(body, self.timeout_s), wv_start, started, api, role)
+
+    def stream(
+        self, trial: str, body: dict[str, Any], api: str = "chat", role: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """The same request streamed: the engine's chat deltas as it streams them, then (the last item, with
+        `object` "chat.completion") the whole reply as `complete` gives it, once recorded. An engine that
+        streams nothing is asked once and its reply made into deltas (chat_wire.message_deltas)."""
+        _check(body)
+        wv_start, started = self.weight_version, time.time()
+        if not hasattr(self.engine, "stream"):
+            out = self._record(trial, body, self.engine.chat(body, self.timeout_s), wv_start, started, api, role)
+            yield from message_deltas(out["choices"][0]["message"])
+            yield out
+            return
+        for item in self.engine.stream(body, self.timeout_s):
+            if isinstance(item, Generation):
+                yield self._record(trial, body, item, wv_start, started, api, role)
+                return
+            yield item
+
+    def _record(self, trial: str, body: dict[str, Any], gen: Generation, wv_start: int | None, started: float,
+                api: str, role: str | None) -> dict[str, Any]:  # fmt: skip
         wv_end = gen.weight_version if gen.weight_version is not None else self.weight_version
         if gen.weight_version is not None and wv_start is None:
             wv_start = gen.weight_version
@@ -242,6 +267,11 @@ class Gateway:
             "prompt_token_ids": gen.prompt_ids,
             "weight_version": wv_end,
         }
+
+
+def _check(body: dict[str, Any]) -> None:
+    if not isinstance(body.get("messages"), list) or not body["messages"]:
+        raise UserError("a chat completion needs a non-empty messages list")
 
 
 class _UnixServer(socketserver.ThreadingUnixStreamServer):
@@ -343,12 +373,18 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
                 body = json.loads(raw)
                 if not isinstance(body, dict):
                     raise UserError("the request body is a JSON object")
+                passed = bool(body.get("stream"))  # streamed on as the engine streams it
                 if api == "chat":
-                    out = gw.complete(trial, body, role=role)
+                    chat = body
                 elif api == "responses":
-                    out = gw.complete(trial, responses_api.responses_to_chat(body), api=api, role=role)
+                    chat = responses_api.responses_to_chat(body)
                 else:
-                    out = gw.complete(trial, messages_api.messages_to_chat(body), api=api, role=role)
+                    chat = messages_api.messages_to_chat(body)
+                if passed:
+                    items = gw.stream(trial, chat, api=api, role=role)
+                    first = next(items)  # the engine's refusal comes before any byte is sent
+                else:
+                    out = gw.complete(trial, chat, api=api, role=role)
             except (ValueError, UserError) as exc:
                 self._error(api, 400, str(exc))
                 return
@@ -358,23 +394,56 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
             except requests.RequestException as exc:
                 self._error(api, 502, f"engine unreachable: {type(exc).__name__}")
                 return
-            wv = {} if out["weight_version"] is None else {WV_HEADER: str(out["weight_version"])}
-            stream = bool(body.get("stream"))
-            if api == "chat":
-                if stream:
-                    usage = bool((body.get("stream_options") or {}).get("include_usage"))
-                    self._send(200, sse(chat_chunks(out, usage)), "text/event-stream", wv)
-                else:
-                    self._json(200, out, wv)
+            if passed:
+                self._stream(STREAMS[api](body, f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time())),
+                             itertools.chain([first], items))  # fmt: skip
                 return
-            if api == "responses":
-                reply, events = responses_api.response_from_chat(out, body), responses_api.response_events
+            wv = {} if out["weight_version"] is None else {WV_HEADER: str(out["weight_version"])}
+            if api == "chat":
+                self._json(200, out, wv)
+            elif api == "responses":
+                self._json(200, responses_api.response_from_chat(out, body), wv)
             else:
-                reply, events = messages_api.message_from_chat(out, body), messages_api.message_events
-            if stream:
-                self._send(200, sse(events(reply), done=False, named=True), "text/event-stream", wv)
-            else:
-                self._json(200, reply, wv)
+                self._json(200, messages_api.message_from_chat(out, body), wv)
+
+        def _stream(self, wire: Any, items: Iterator[dict[str, Any]]) -> None:
+            """A streamed reply in the client's wire API (`wire`: STREAMS), each of the engine's deltas sent on as
+            it comes (chunked transfer), the closing events once the call is recorded. A client that hangs up
+            does not stop the record: the rest of the engine's stream is still read."""
+            alive = self._chunk(b"", start=True) and self._chunk(wire.encode(wire.start()))
+            try:
+                for item in items:
+                    # the last item is the whole reply, recorded; the others the engine's deltas
+                    events = wire.finish(item) if item.get("object") == "chat.completion" else wire.add(item)
+                    alive = alive and self._chunk(wire.encode(events))
+                alive = alive and self._chunk(wire.tail)
+            except (ValueError, EngineHTTPError, requests.RequestException) as exc:  # the engine failed mid-stream
+                error = {
+                    "type": "error",
+                    "error": {"type": "api_error", "message": f"engine stream failed: {type(exc).__name__}"},
+                }
+                alive = alive and self._chunk(f"event: error\ndata: {json.dumps(error)}\n\n".encode())
+            if alive:
+                self._chunk(b"", end=True)
+
+        def _chunk(self, data: bytes, start: bool = False, end: bool = False) -> bool:
+            """One piece of a chunked response (`start`: the headers); False once the client is gone."""
+            try:
+                if start:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Cache-Control", "no-cache")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                elif end:
+                    self.wfile.write(b"0\r\n\r\n")
+                elif data:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+                return True
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+                return False
 
         def _error(self, api: str, status: int, message: str) -> None:
             if api == "messages":

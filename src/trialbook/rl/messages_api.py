@@ -1,7 +1,8 @@
 """Anthropic's Messages API (`POST /v1/messages`, Claude Code's `?beta=true` included) on the gateway: the request is
 translated to a chat completion for the engine, the engine's message back to an Anthropic message (a `thinking`
 block for the reasoning, a `text` block, one `tool_use` block per tool call), plain or as the stream of events the
-Anthropic SDK reads (`message_start` ... `message_stop`).
+Anthropic SDK reads (`message_start` ... `message_stop`), made by MessageStream as the engine streams its
+reply.
 
 One history sent back unchanged renders the same prompt: an assistant message's thinking, text and tool_use blocks
 become one chat message (reasoning_content, content, tool_calls), a user message's `tool_result` blocks `tool`
@@ -15,7 +16,7 @@ import uuid
 from typing import Any
 
 from trialbook.errors import UserError
-from trialbook.rl.chat_wire import reasoning_of, text_of
+from trialbook.rl.chat_wire import reasoning_of, sse, text_of
 
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "function_call": "tool_use"}
 
@@ -162,14 +163,80 @@ def _block_events(i: int, block: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def message_events(message: dict[str, Any]) -> list[dict[str, Any]]:
-    """A message as the stream of events a streaming client reads."""
-    usage = message["usage"]
-    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 0}}
-    evs: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
-    for i, block in enumerate(message["content"]):
-        evs += _block_events(i, block)
-    evs.append({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                "usage": {"output_tokens": usage["output_tokens"]}})  # fmt: skip
-    evs.append({"type": "message_stop"})
-    return evs
+class MessageStream:
+    """A streamed message, event by event as the engine's chat deltas come (the gateway's `_stream`): a content
+    block (thinking, text, each tool_use) started at its first delta, its deltas sent on, stopped when the next
+    starts or the reply is whole; the stop reason and the token counts in `message_delta` at the end."""
+
+    tail = b""
+
+    def __init__(self, body: dict[str, Any], rid: str, created: int) -> None:
+        self.body = body
+        self.mid = f"msg_{uuid.uuid4().hex[:24]}"
+        self.kinds: list[str] = []  # each block's type, in order
+        self.open = False
+        self.calls: dict[int, int] = {}  # a tool call's index -> its block's index
+
+    def start(self) -> list[dict[str, Any]]:
+        usage = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        start = {"id": self.mid, "type": "message", "role": "assistant", "model": self.body.get("model") or "",
+                 "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}  # fmt: skip
+        return [{"type": "message_start", "message": start}]
+
+    def _start(self, block: dict[str, Any]) -> list[dict[str, Any]]:
+        evs = self._stop()
+        self.kinds.append(block["type"])
+        self.open = True
+        return [*evs, {"type": "content_block_start", "index": len(self.kinds) - 1, "content_block": block}]
+
+    def _stop(self) -> list[dict[str, Any]]:
+        if not self.open:
+            return []
+        self.open = False
+        return [{"type": "content_block_stop", "index": len(self.kinds) - 1}]
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "content_block_delta", "index": index, "delta": delta}
+
+    def add(self, delta: dict[str, Any]) -> list[dict[str, Any]]:
+        evs: list[dict[str, Any]] = []
+        last = self.kinds[-1] if self.open else None
+        reasoning = reasoning_of(delta)
+        if reasoning:
+            if last != "thinking":
+                evs += self._start({"type": "thinking", "thinking": "", "signature": ""})
+            evs.append(self._delta(len(self.kinds) - 1, {"type": "thinking_delta", "thinking": reasoning}))
+        if delta.get("content"):
+            if last != "text":
+                evs += self._start({"type": "text", "text": ""})
+            evs.append(self._delta(len(self.kinds) - 1, {"type": "text_delta", "text": delta["content"]}))
+        for tc in delta.get("tool_calls") or []:
+            index, fn = int(tc.get("index") or 0), tc.get("function") or {}
+            if index not in self.calls:
+                block = {"type": "tool_use", "id": tc.get("id") or f"toolu_{uuid.uuid4().hex[:24]}",
+                         "name": fn.get("name") or "", "input": {}}  # fmt: skip
+                evs += self._start(block)
+                self.calls[index] = len(self.kinds) - 1
+            if fn.get("arguments"):
+                evs.append(
+                    self._delta(self.calls[index], {"type": "input_json_delta", "partial_json": fn["arguments"]})
+                )
+        return evs
+
+    def finish(self, out: dict[str, Any]) -> list[dict[str, Any]]:
+        evs = self._stop()
+        message = message_from_chat(out, self.body)
+        streamed = {kind: self.kinds.count(kind) for kind in ("thinking", "text", "tool_use")}
+        for block in message["content"]:  # what the whole reply has that no delta started (an empty text)
+            if streamed.get(block["type"], 0) > 0:
+                streamed[block["type"]] -= 1
+                continue
+            evs += _block_events(len(self.kinds), block)
+            self.kinds.append(block["type"])
+        usage = message["usage"]
+        return [*evs, {"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                       "usage": {"input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]}},
+                {"type": "message_stop"}]  # fmt: skip
+
+    def encode(self, events: list[dict[str, Any]]) -> bytes:
+        return sse(events, done=False, named=True)

@@ -1,7 +1,8 @@
 """OpenAI's Responses API (`POST /v1/responses`, the only one Codex CLI speaks) on the gateway: the request is
 translated to a chat completion for the engine (as NeMo Gym does), the engine's message back to a response
 (a `reasoning` item, a `message` item, one `function_call` item per tool call), plain or as the stream of named
-events the OpenAI SDK and Codex read (`response.created` ... `response.completed`).
+events the OpenAI SDK and Codex read (`response.created` ... `response.completed`), made by ResponseStream as the engine
+streams its reply.
 
 The translation is made so that a history sent back unchanged renders the same prompt: the items of one assistant
 turn (reasoning, message, function calls) become one chat message again, each `function_call_output` a `tool`
@@ -18,7 +19,7 @@ import uuid
 from typing import Any
 
 from trialbook.errors import UserError
-from trialbook.rl.chat_wire import reasoning_of, text_of
+from trialbook.rl.chat_wire import reasoning_of, sse, text_of
 
 
 def _tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -182,14 +183,124 @@ def _item_events(i: int, item: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def response_events(response: dict[str, Any]) -> list[dict[str, Any]]:
-    """A response as the stream of events a streaming client reads, each with its sequence number."""
-    pending = {**response, "status": "in_progress", "output": [], "usage": None, "incomplete_details": None}
-    evs: list[dict[str, Any]] = [{"type": "response.created", "response": pending},
-                                 {"type": "response.in_progress", "response": pending}]  # fmt: skip
-    for i, item in enumerate(response["output"]):
-        evs += _item_events(i, item)
-        evs.append({"type": "response.output_item.done", "output_index": i, "item": item})
-    done = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
-    evs.append({"type": done, "response": response})
-    return [{**e, "sequence_number": n} for n, e in enumerate(evs)]
+class ResponseStream:
+    """A streamed response, event by event as the engine's chat deltas come (the gateway's `_stream`): each output
+    item (the reasoning, the message's text, each function call) opened at its first delta, its deltas sent on,
+    closed when the next opens or the reply is whole; the completed response keeps the streamed items."""
+
+    tail = b""
+
+    def __init__(self, body: dict[str, Any], rid: str, created: int) -> None:
+        self.body, self.created = body, created
+        self.rid = _id("resp")
+        self.items: list[dict[str, Any]] = []  # as streamed, in order; the last one may be open
+        self.open = False
+        self.calls: dict[int, dict[str, Any]] = {}  # a tool call's index -> its item
+        self.spaces = _namespaces(body.get("tools") or [])
+        self.seq = 0
+
+    def _response(self, out: dict[str, Any]) -> dict[str, Any]:
+        return {**response_from_chat(out, self.body), "id": self.rid, "created_at": self.created}
+
+    def start(self) -> list[dict[str, Any]]:
+        blank = {"choices": [{"message": {"role": "assistant", "content": ""}, "finish_reason": None}],
+                 "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+                 "model": self.body.get("model") or ""}  # fmt: skip
+        pending = {**self._response(blank), "status": "in_progress", "output": [], "usage": None}
+        return [
+            {"type": "response.created", "response": pending},
+            {"type": "response.in_progress", "response": pending},
+        ]
+
+    def _ref(self, item: dict[str, Any] | None = None) -> dict[str, Any]:
+        at = len(self.items) - 1 if item is None else next(i for i, x in enumerate(self.items) if x is item)
+        return {"item_id": self.items[at]["id"], "output_index": at}
+
+    def _open(self, item: dict[str, Any]) -> list[dict[str, Any]]:
+        evs = self._close()
+        self.items.append(item)
+        self.open = True
+        evs.append({"type": "response.output_item.added", "output_index": len(self.items) - 1,
+                    "item": {**item, "status": "in_progress"}})  # fmt: skip
+        if item["type"] == "message":
+            part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+            evs.append({"type": "response.content_part.added", **self._ref(), "content_index": 0, "part": part})
+        return evs
+
+    def _close(self) -> list[dict[str, Any]]:
+        if not self.open:
+            return []
+        self.open = False
+        item, ref = self.items[-1], self._ref()
+        item["status"] = "completed"
+        if item["type"] == "reasoning":
+            text = item.pop("text")
+            item["content"] = [{"type": "reasoning_text", "text": text}]
+            evs = [{"type": "response.reasoning_text.done", **ref, "content_index": 0, "text": text}]
+        elif item["type"] == "message":
+            part = {"type": "output_text", "text": item.pop("text"), "annotations": [], "logprobs": []}
+            item["content"] = [part]
+            evs = [{"type": "response.output_text.done", **ref, "content_index": 0, "text": part["text"],
+                    "logprobs": []},
+                   {"type": "response.content_part.done", **ref, "content_index": 0, "part": part}]  # fmt: skip
+        else:
+            evs = [{"type": "response.function_call_arguments.done", **ref, "arguments": item["arguments"],
+                    "name": item["name"]}]  # fmt: skip
+        return [*evs, {"type": "response.output_item.done", "output_index": ref["output_index"], "item": dict(item)}]
+
+    def add(self, delta: dict[str, Any]) -> list[dict[str, Any]]:
+        evs: list[dict[str, Any]] = []
+        last = self.items[-1]["type"] if self.open else None
+        reasoning = reasoning_of(delta)
+        if reasoning:
+            if last != "reasoning":
+                evs += self._open({"type": "reasoning", "id": _id("rs"), "summary": [], "text": "", "content": []})
+            self.items[-1]["text"] += reasoning
+            evs.append({"type": "response.reasoning_text.delta", **self._ref(), "content_index": 0, "delta": reasoning})
+        if delta.get("content"):
+            if last != "message":
+                evs += self._open({"type": "message", "id": _id("msg"), "role": "assistant", "text": "", "content": []})
+            self.items[-1]["text"] += delta["content"]
+            evs.append({"type": "response.output_text.delta", **self._ref(), "content_index": 0,
+                        "delta": delta["content"], "logprobs": []})  # fmt: skip
+        for tc in delta.get("tool_calls") or []:
+            index, fn = int(tc.get("index") or 0), tc.get("function") or {}
+            if index not in self.calls:
+                item = {"type": "function_call", "id": _id("fc"), "call_id": tc.get("id") or _id("call"),
+                        "name": fn.get("name") or "", "arguments": ""}  # fmt: skip
+                if item["name"] in self.spaces:
+                    item["namespace"] = self.spaces[item["name"]]
+                evs += self._open(item)
+                self.calls[index] = item
+            item = self.calls[index]
+            if fn.get("arguments"):
+                item["arguments"] += fn["arguments"]
+                evs.append({"type": "response.function_call_arguments.delta", **self._ref(item),
+                            "delta": fn["arguments"]})  # fmt: skip
+        return evs
+
+    def finish(self, out: dict[str, Any]) -> list[dict[str, Any]]:
+        evs = self._close()
+        response = self._response(out)
+        streamed = {kind: sum(1 for i in self.items if i["type"] == kind) for kind in ("reasoning", "message")}
+        streamed["function_call"] = len(self.calls)
+        extra = []  # what the whole reply has that no delta opened (an empty message)
+        for item in response["output"]:
+            if streamed.get(item["type"], 0) > 0:
+                streamed[item["type"]] -= 1
+            else:
+                extra.append(item)
+        for item in extra:
+            evs += _item_events(len(self.items), item)
+            evs.append({"type": "response.output_item.done", "output_index": len(self.items), "item": item})
+            self.items.append(item)
+        response["output"] = self.items
+        done = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
+        return [*evs, {"type": done, "response": response}]
+
+    def encode(self, events: list[dict[str, Any]]) -> bytes:
+        numbered = []
+        for e in events:
+            numbered.append({**e, "sequence_number": self.seq})
+            self.seq += 1
+        return sse(numbered, done=False, named=True)
