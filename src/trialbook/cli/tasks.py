@@ -16,7 +16,7 @@ from trialbook.errors import UserError
 from trialbook.extras import require
 from trialbook.report import audit as render
 
-tasks_app = typer.Typer(help="Task folders: build them from other sources.", no_args_is_help=True)
+tasks_app = typer.Typer(help="Task folders: build them from other sources, scan their images.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
 
 
@@ -68,3 +68,24 @@ def from_swebench_cmd(
     from trialbook.tasks.swebench.generate import write_tasks
 
     emit(write_tasks(instances, out, comma_list(ids), registry), as_json, render.print_from_swebench)
+
+
+@tasks_app.command("scan-leaks")
+def scan_leaks_cmd(
+    tasks_dir: Path,
+    ids: Annotated[
+        list[str] | None, typer.Option("--task", help="Only this task id (repeatable, or comma-separated).")
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Images scanned in parallel.")] = 2,
+    as_json: Json = False,
+) -> None:
+    """Look for each task's reference solution inside its agent image (git objects, files, archives).
+
+    Verdict per task: leaky, clean or not_scanned. Exits 1 when some task is leaky, after the report."""
+    from trialbook.report.leaks import print_leaks
+    from trialbook.verify.leak_scan import scan_tasks
+
+    result = scan_tasks(tasks_dir, comma_list(ids), jobs)
+    emit(result, as_json, print_leaks)
+    if result.verdicts.get("leaky"):
+        raise typer.Exit(1)
