@@ -191,7 +191,7 @@ _WHERE = r"""
 cd "$TB_LEAK_WORKDIR" || exit 0
 G="git -c safe.directory=*"
 for b in $TB_LEAK_BLOBS; do
-  c=$($G log --all --reflog --format=%H --find-object=$b 2>/dev/null | tail -n 1)
+  c=$($G log -m --all --reflog --format=%H --find-object=$b 2>/dev/null | tail -n 1)
   echo "$b commit $c"
   [ -n "$c" ] || continue
   $G for-each-ref --contains "$c" --format='%(refname)' 2>/dev/null | sed "s/^/$b ref /"
