@@ -7,7 +7,7 @@ the CLI starts.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -46,6 +46,12 @@ def from_swebench_cmd(
     from_lock: Annotated[
         Path | None, typer.Option("--from-lock", help="--build: rebuild exactly from the lock files of this folder.")
     ] = None,
+    scan: Annotated[
+        bool,
+        typer.Option(
+            "--scan-leaks/--no-scan-leaks", help="--build: scan each image built for its solution (exit 1 if leaky)."
+        ),
+    ] = True,
     as_json: Json = False,
 ) -> None:
     """Task folders for SWE-bench Verified instances: on the official sweb.eval images, or built here (--build)."""
@@ -61,13 +67,35 @@ def from_swebench_cmd(
 
         result = build_tasks(instances, out, comma_list(ids), repos, jobs, layout=layout, registry=registry,
                              from_lock=from_lock)  # fmt: skip
-        emit(result, as_json, render.print_build)
+        if not (scan and result.written):
+            emit(result, as_json, render.print_build)
+            return
+        _build_and_scan(result, out, jobs, as_json)
         return
     if repos is not None or from_lock is not None or layout != "official":
         raise UserError("--repos, --from-lock and --image venv are used only with --build")
     from trialbook.tasks.swebench.generate import write_tasks
 
     emit(write_tasks(instances, out, comma_list(ids), registry), as_json, render.print_from_swebench)
+
+
+def _build_and_scan(result: Any, out: Path, jobs: int, as_json: bool) -> None:
+    """from-swebench --build: the images just built scanned for their solutions (verify/leak_scan.py)."""
+    from dataclasses import replace
+
+    from trialbook.report.leaks import print_leaks
+    from trialbook.result_types import to_json
+    from trialbook.verify.leak_scan import scan_tasks
+
+    scan = scan_tasks(out, result.written, jobs)
+
+    def human(r: Any) -> None:
+        render.print_build(r)
+        print_leaks(scan)
+
+    emit(replace(result, leaks=to_json(scan)), as_json, human)
+    if scan.verdicts.get("leaky"):
+        raise typer.Exit(1)
 
 
 @tasks_app.command("scan-leaks")

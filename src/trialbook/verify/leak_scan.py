@@ -6,6 +6,7 @@ runs in it as one exec and the hit blobs are named in a second; the container is
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -49,10 +50,8 @@ def scan_image(engine: DockerEngine, image: str, workdir: str, patterns: list[st
             where = _exec(container, leaks._WHERE, {"TB_LEAK_WORKDIR": workdir, "TB_LEAK_BLOBS": " ".join(blobs)})
             named = leaks.describe_blobs(where)
     finally:
-        try:
+        with contextlib.suppress(APIError, DockerException):
             container.remove(force=True)
-        except (APIError, DockerException):
-            pass
     return TaskLeaks(
         task_id=task_id, verdict="leaky" if hits else "clean", image=image, lines=len(lines),
         threshold=leaks.threshold(len(lines)), hits=leaks.hit_list(hits, named), notes=found.notes,

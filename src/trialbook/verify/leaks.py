@@ -44,7 +44,7 @@ def threshold(n: int) -> int:
     return min(n, max(MIN_HITS, math.ceil(SHARE * n)))
 
 
-def added_lines(text: str) -> list[str]:
+def patch_additions(text: str) -> list[str]:
     """The lines a unified diff in `text` adds (empty when `text` holds no diff)."""
     out, in_diff = [], False
     for line in text.splitlines():
@@ -86,7 +86,7 @@ def distinctive(lines: Iterable[str]) -> list[str]:
 def gold_lines(solution_dir: Path) -> list[str]:
     """The candidate lines of a task's reference solution: what its patches add, else what its scripts write."""
     texts = [p.read_text(errors="replace") for p in sorted(solution_dir.rglob("*")) if p.is_file()]
-    lines = [line for text in texts for line in added_lines(text)]
+    lines = [line for text in texts for line in patch_additions(text)]
     if not lines:
         lines = [line for text in texts for line in heredoc_lines(text)]
     return distinctive(lines)

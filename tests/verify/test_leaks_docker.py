@@ -1,0 +1,113 @@
+"""`tasks scan-leaks` on copies of the example task with the answer planted in their images, six ways.
+
+Each copy's Dockerfile is layered on the example's own image (a few git or file moves, seconds): the scan of all seven
+runs once for the module, and each form's test reads its own task's row. The clean original must stay clean.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from paths import EXAMPLES
+from trialbook.cli import load
+from trialbook.sandbox.docker import DockerEngine
+from trialbook.tasks import load_task
+from trialbook.verify import leaks
+
+pytestmark = pytest.mark.docker
+app = load()
+
+GIT = "git -c user.name=tb -c user.email=tb@example.invalid"
+FIX = "bash /tmp/solve.sh"
+KEEP = "cp stats.py /tmp/orig.py && " + FIX  # the fixed file made, the original put back after
+BACK = 'cp /tmp/orig.py stats.py && rm /tmp/orig.py && test -z "$(git status --porcelain)"'
+WHEEL = (
+    "python3 -c \"import zipfile; z = zipfile.ZipFile('/root/.cache/pip/wheels/3f/9a/stats-2.0-py3-none-any.whl', 'w',"
+    " zipfile.ZIP_DEFLATED); z.write('stats.py', 'stats.py'); z.close()\""
+)
+SITE = "/usr/local/lib/python3.11/site-packages/stats_fixed"
+# form -> (the planting moves, what the hit's place must name)
+FORMS = {
+    "packfile": (
+        f"{FIX} && {GIT} commit -qam fix && git repack -adq && git reset -q --hard HEAD~1"
+        " && git reflog expire --expire=now --all",
+        "unreachable: no ref or reflog reaches it",
+    ),
+    "tag": (
+        f"{FIX} && {GIT} commit -qam fix && git tag v2.0 && git reset -q --hard HEAD~1"
+        " && git reflog expire --expire=now --all",
+        "refs/tags/v2.0",
+    ),
+    "branch": (
+        f"git checkout -qb upstream-fix && {FIX} && {GIT} commit -qam fix && git checkout -q -"
+        " && git reflog expire --expire=now --all",
+        "refs/heads/upstream-fix",
+    ),
+    "stash": (f"{FIX} && {GIT} stash -q", "refs/stash"),
+    "pip-wheel": (
+        f"{KEEP} && mkdir -p /root/.cache/pip/wheels/3f/9a && {WHEEL} && {BACK}",
+        "stats-2.0-py3-none-any.whl!stats.py",
+    ),
+    "site-packages": (f"{KEEP} && mkdir -p {SITE} && cp stats.py {SITE}/ && {BACK}", f"{SITE}/stats.py"),
+}
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory, engine: object) -> Path:
+    """The example task and its six planted copies, in one tasks folder."""
+    root = tmp_path_factory.mktemp("leaks")
+    plain = load_task(EXAMPLES / "plain-bugfix")
+    base, _ = DockerEngine().ensure_image(
+        plain.task_id, None, plain.dockerfile.parent, plain.environment_hash, "leak-scan-test", False
+    )
+    shutil.copytree(EXAMPLES / "plain-bugfix", root / "plain-bugfix")
+    for form, (moves, _) in FORMS.items():
+        task = root / form
+        shutil.copytree(EXAMPLES / "plain-bugfix", task)
+        env = task / "environment"
+        shutil.rmtree(env / "repo")
+        shutil.copy(task / "solution" / "solve.sh", env / "solve.sh")
+        (env / "Dockerfile").write_text(f"FROM {base}\nCOPY solve.sh /tmp/solve.sh\nRUN {moves} && rm /tmp/solve.sh\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def scanned(planted: Path) -> dict[str, dict]:
+    res = CliRunner().invoke(app, ["tasks", "scan-leaks", str(planted), "--jobs", "2", "--json"])
+    assert res.exit_code == 1, res.output  # some task is leaky
+    return {t["task_id"]: t for t in json.loads(res.stdout)["tasks"]}
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+def test_each_planted_form_is_leaky(scanned: dict[str, dict], form: str) -> None:
+    row = scanned[form]
+    assert row["verdict"] == "leaky", row
+    wanted = FORMS[form][1]
+    assert any(wanted in hit["where"] for hit in row["hits"]), row["hits"]
+    assert all(hit["lines"] >= row["threshold"] == 3 for hit in row["hits"])
+
+
+def test_the_clean_original_passes(scanned: dict[str, dict]) -> None:
+    row = scanned["plain-bugfix"]
+    assert (row["verdict"], row["hits"], row["lines"]) == ("clean", [], 4), row
+
+
+def test_gold_lines_drop_the_base_and_the_common() -> None:
+    lines = leaks.gold_lines(EXAMPLES / "plain-bugfix" / "solution")
+    assert "return (ordered[mid - 1] + ordered[mid]) / 2" in lines
+    assert "def mean(values):" in lines  # dropped only in the image, where the base has it
+    assert not any(len(line) < leaks.MIN_CHARS for line in lines)
+
+
+def test_validate_leaks_gives_the_verdict_leaky(planted: Path, cli) -> None:
+    res = cli("validate", str(planted), "--task", "tag", "--attempts", "1", "--leaks", "--json")
+    assert res.exit_code == 1, res.stdout + res.stderr  # a verdict other than ok
+    rows = {t["task_id"]: t for t in json.loads(res.stdout)["tasks"]}
+    assert rows["tag"]["verdict"] == "leaky" and rows["tag"]["leaks"]["verdict"] == "leaky", rows["tag"]
+    assert any("refs/tags/v2.0" in where for where in rows["tag"]["details"]["leak_hits"])
+    assert rows["tag"]["details"]["oracle"]["resolved"] == 1  # the trials ran as ever: the scan adds a verdict
