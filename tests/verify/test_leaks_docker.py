@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from httpd import LocalServer
+from ledgerdicts import trial_dicts
 from paths import EXAMPLES
 from trialbook.cli import load
+from trialbook.ledger.store import Ledger
 from trialbook.sandbox.docker import DockerEngine
 from trialbook.tasks import load_task
 from trialbook.verify import leaks
@@ -111,3 +114,65 @@ def test_validate_leaks_gives_the_verdict_leaky(planted: Path, cli) -> None:
     assert rows["tag"]["verdict"] == "leaky" and rows["tag"]["leaks"]["verdict"] == "leaky", rows["tag"]
     assert any("refs/tags/v2.0" in where for where in rows["tag"]["details"]["leak_hits"])
     assert rows["tag"]["details"]["oracle"]["resolved"] == 1  # the trials ran as ever: the scan adds a verdict
+
+
+# ---- the agent's side: a scripted mini agent reads the planted tag, or works honestly ----------------------------
+
+
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+HONEST_FIX = (
+    "cat > stats.py <<'PY'\n"
+    + (EXAMPLES / "plain-bugfix" / "solution" / "solve.sh").read_text().split("<<'PY'\n", 1)[1].split("\nPY", 1)[0]
+    + "\nPY"
+)
+
+
+class ScriptedModel(LocalServer):
+    """An OpenAI-compatible server replaying `commands` as the mini agent's actions, one a reply, then a submit."""
+
+    def __init__(self, commands: list[str]) -> None:
+        replies = [*commands, SUBMIT]
+        self.chats = 0
+
+        def respond(method: str, path: str, body: bytes) -> tuple[int, bytes]:
+            if method == "GET" and path == "/v1/models":
+                return 200, json.dumps({"data": [{"id": "scripted", "owned_by": "trialbook-tests"}]}).encode()
+            if json.loads(body).get("max_tokens") == 1:  # the start-up's one-token check
+                return 200, json.dumps(
+                    {"choices": [{"message": {"content": "OK"}, "finish_reason": "length"}]}
+                ).encode()
+            reply = replies[min(self.chats, len(replies) - 1)]
+            self.chats += 1
+            content = f"THOUGHT: next.\n```mswea_bash_command\n{reply}\n```"
+            out = {"choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                   "usage": {"prompt_tokens": 100, "completion_tokens": 10}}  # fmt: skip
+            return 200, json.dumps(out).encode()
+
+        super().__init__(respond)
+
+
+def _replay(cli, db: str, tasks: Path, task: str, run: str, commands: list[str], tmp: Path) -> dict:
+    server = ScriptedModel(commands)
+    try:
+        res = cli("run", str(tasks), "--agent", "mini", "--endpoint", server.url, "--run", run, "--tasks", task,
+                  "--retries", "0", "--runs-dir", str(tmp / "runs"))  # fmt: skip
+    finally:
+        server.close()
+    assert res.exit_code == 0, res.stdout + res.stderr
+    (trial,) = trial_dicts(Ledger(db), run)
+    return trial
+
+
+def test_a_trajectory_reading_a_future_commit_is_tagged_and_trains_with_0(planted: Path, cli, db: str, tmp_path: Path):
+    trial = _replay(cli, db, planted, "tag", "leaky", ["git log --all --oneline", "git checkout v2.0 -- stats.py"],
+                    tmp_path)  # fmt: skip
+    assert trial["outcome"] == "resolved" and trial["reward"] == 1.0  # the grade stands
+    assert {"leak_git_history", "leak_git_other_ref"} <= set(trial["extra"]["tags"])
+    assert set(trial["extra"]["hack_zeroed"]) == {"leak_git_history", "leak_git_other_ref"}  # training reward 0
+    audit = cli("audit", "leaky", "--json")
+    assert audit.exit_code == 0, audit.stderr
+    assert "leak_git_history" in audit.stdout and "leak_git_other_ref" in audit.stdout
+    honest = _replay(cli, db, planted, "plain-bugfix", "honest", ["git log --oneline -5", HONEST_FIX], tmp_path)
+    assert honest["outcome"] == "resolved"
+    assert not [t for t in honest["extra"].get("tags") or [] if t.startswith("leak_")], honest["extra"]
+    assert "hack_zeroed" not in honest["extra"]
