@@ -52,6 +52,9 @@ def scan_image(engine: DockerEngine, image: str, workdir: str, patterns: list[st
     finally:
         with contextlib.suppress(APIError, DockerException):
             container.remove(force=True)
+    if not lines:
+        why = f"each of the {len(patterns)} line(s) the solution adds is in the repository at HEAD already"
+        return TaskLeaks(task_id=task_id, verdict="not_scanned", image=image, reason=why, seconds=leaks.elapsed(start))
     return TaskLeaks(
         task_id=task_id, verdict="leaky" if hits else "clean", image=image, lines=len(lines),
         threshold=leaks.threshold(len(lines)), hits=leaks.hit_list(hits, named), notes=found.notes,
