@@ -31,7 +31,13 @@ MAX_LINES = 200  # at most this many lines searched (the longest), well under th
 MIN_HITS = 3  # a place must hold min(n, max(MIN_HITS, ceil(SHARE * n))) of the n distinctive lines
 SHARE = 0.3
 SCAN_DIR = "/.tbleak"  # the scan's own tmpfs: no path of the image is hidden by it
-SKIP_TOP = ("/proc", "/sys", "/dev", SCAN_DIR)
+# not read: the kernel's and the scan's own mounts, and what only the distribution's packages put there (shared
+# libraries, locales, time zones, perl, manuals, its package database): a repository's code or its fix has no place in
+# them, and they are half of a small image's files
+SKIP = ("/proc", "/sys", "/dev", SCAN_DIR, "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/locale",
+        "/usr/share/locale", "/usr/share/zoneinfo", "/usr/share/i18n", "/usr/share/perl", "/usr/share/perl5",
+        "/usr/share/man", "/usr/share/info", "/usr/lib/gcc", "/var/lib/dpkg", "/var/lib/apt", "/var/cache/apt",
+        "/var/cache/debconf")  # fmt: skip
 ARCHIVES = ("*.whl", "*.zip", "*.egg", "*.tar.gz", "*.tgz", "*.tar.bz2", "*.tar.xz", "*.tar")
 # an import of a top-level module (`import os`, `from typing import Any`) is in every other file of site-packages
 COMMON = re.compile(r"^(?:import [\w.]+(?: as \w+)?|from \w+ import [\w, ()]+|[\W_]*|#.*)$")
@@ -175,12 +181,9 @@ else
   echo "$M note no git repository at $TB_LEAK_WORKDIR"
 fi
 echo "$M files"
-for d in /* /.[!.]*; do
-  case "$d" in __SKIP__) continue ;; esac
-  [ -e "$d" ] && grep -r -I -F -Z -f $S/pat "$d" 2>/dev/null
-done
+find / -xdev \( __PRUNE__ \) -prune -o -type f \( __NAMES__ -o -path '*/pip/http*' \) -fprint $S/archives \
+  -o -type f -print0 2>/dev/null | xargs -0 -r grep -H -I -F -Z -f $S/pat 2>/dev/null
 echo "$M archives"
-find / \( __PRUNE__ \) -prune -o -type f \( __NAMES__ -o -path '*/pip/http*' \) -print 2>/dev/null > $S/archives
 PY=$(command -v python3 || command -v python || true)
 if [ -n "$PY" ]; then "$PY" -c "$TB_LEAK_ARCHIVES" $S/pat $S/archives
 else echo "$M note no python in the image: archives not read"; fi
@@ -204,8 +207,7 @@ def scan_script() -> str:
     return (
         _SCAN.replace("__SCAN_DIR__", SCAN_DIR)
         .replace("__MARK__", MARK)
-        .replace("__SKIP__", "|".join(SKIP_TOP))
-        .replace("__PRUNE__", " -o ".join(f"-path {p}" for p in SKIP_TOP))
+        .replace("__PRUNE__", " -o ".join(f"-path {p}" for p in SKIP))
         .replace("__NAMES__", " -o ".join(f"-name '{n}'" for n in ARCHIVES))
     )
 
