@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from docker.errors import APIError, DockerException
 
@@ -24,8 +25,9 @@ RUN_LABEL = "leak-scan"
 DEFAULT_WORKDIR = "/testbed"
 
 
-def _exec(container: object, script: str, env: dict[str, str]) -> bytes:
-    code, (out, _err) = container.exec_run(["sh", "-c", script], environment=env, user="0", demux=True)  # type: ignore[attr-defined]
+def _exec(container: Any, script: str, env: dict[str, str]) -> bytes:
+    """`script` run in `container` as root; its stdout (what it could not read goes to stderr, dropped)."""
+    _code, (out, _err) = container.exec_run(["sh", "-c", script], environment=env, user="0", demux=True)
     return out or b""
 
 
@@ -40,14 +42,14 @@ def scan_image(engine: DockerEngine, image: str, workdir: str, patterns: list[st
         env = {
             "TB_LEAK_PATTERNS": "\n".join(patterns),
             "TB_LEAK_WORKDIR": workdir,
-            "TB_LEAK_ARCHIVES": leaks._ARCHIVE_READER,
+            "TB_LEAK_ARCHIVES": leaks.ARCHIVE_READER,
         }
         found = leaks.parse(_exec(container, leaks.scan_script(), env))
         lines, hits = leaks.judge(patterns, found)
         blobs = sorted(where for kind, where, _ in hits if kind == "git")
         named = {}
         if blobs:
-            where = _exec(container, leaks._WHERE, {"TB_LEAK_WORKDIR": workdir, "TB_LEAK_BLOBS": " ".join(blobs)})
+            where = _exec(container, leaks.WHERE_SCRIPT, {"TB_LEAK_WORKDIR": workdir, "TB_LEAK_BLOBS": " ".join(blobs)})
             named = leaks.describe_blobs(where)
     finally:
         with contextlib.suppress(APIError, DockerException):

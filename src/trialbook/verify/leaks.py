@@ -138,7 +138,7 @@ class LeakScan(Result):
 
 # ---- the container side: one POSIX shell script, and the image's own Python for archives --------------------------
 
-_ARCHIVE_READER = r"""
+ARCHIVE_READER = r"""
 import sys, tarfile, zipfile
 out = sys.stdout.buffer if hasattr(sys.stdout, 'buffer') else sys.stdout
 pats = [p.encode('utf-8') for p in open(sys.argv[1], 'rb').read().decode('utf-8').split('\n') if p]
@@ -190,7 +190,7 @@ else echo "$M note no python in the image: archives not read"; fi
 echo "$M end"
 """
 
-_WHERE = r"""
+WHERE_SCRIPT = r"""
 cd "$TB_LEAK_WORKDIR" || exit 0
 G="git -c safe.directory=*"
 for b in $TB_LEAK_BLOBS; do
@@ -261,7 +261,7 @@ def judge(patterns: list[str], found: Found) -> tuple[list[str], list[tuple[str,
 
 
 def describe_blobs(where: bytes) -> dict[str, str]:
-    """blob sha -> what reaches it, from the _WHERE script's output."""
+    """blob sha -> what reaches it, from the WHERE_SCRIPT script's output."""
     commits: dict[str, str] = {}
     refs: dict[str, list[str]] = {}
     ancestors: set[str] = set()
