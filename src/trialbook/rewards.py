@@ -13,7 +13,8 @@ by `group` (GROUP_POLICIES): masking one member alone would leave the others' ad
 partial group (the bias SkyRL avoids by masking the whole group), so either the whole group is masked or the
 member is re-run first. Every masked group is kept on its trials (`extra.group_masked`).
 
-A reward-hacking signature (a `hack_*` tag: verify/hacks.py) on a trial with a positive reward costs that reward under
+A reward-hacking signature (a `hack_*` tag: verify/hacks.py; or a `leak_*` tag, the agent's commands reaching for the
+answer: verify/leak_moves.py) on a trial with a positive reward costs that reward under
 `hack_policy` "zero", the default (`HACK_POLICIES`; `run --hack-policy`): the verifier's grade and the outcome stand
 (leaderboard parity), the training reward is 0, and the tags that cost it are kept (`extra.hack_zeroed`). Training
 multiplies whatever it rewards; a signature that changes nothing is a reward for the hack.
@@ -50,15 +51,17 @@ DEFAULT_RULES: dict[Outcome, RewardRule] = {
 
 
 HACK_POLICIES: dict[str, str] = {
-    "zero": "a trial with a reward-hacking signature (a hack_* tag) trains with reward 0; its grade stands",
+    "zero": "a trial with a reward-hacking or leak signature (a hack_* or leak_* tag) trains with reward 0; its grade"
+    " stands",
     "tag": "the signature is a tag only: the trial trains with the verifier's reward",
 }
 HACK_PREFIX = "hack_"  # every verify/hacks.HACKS name
+LEAK_PREFIX = "leak_"  # every verify/leak_moves.LEAK_MOVES name: the agent reached for the answer
 
 
 def hack_tags(tags: list[str] | tuple[str, ...] | None) -> list[str]:
-    """The reward-hacking signatures among a trial's tags."""
-    return [t for t in tags or () if t.startswith(HACK_PREFIX)]
+    """The reward-hacking signatures among a trial's tags (its patch's hack_*, its commands' leak_*)."""
+    return [t for t in tags or () if t.startswith((HACK_PREFIX, LEAK_PREFIX))]
 
 
 GROUP_POLICIES: dict[str, str] = {

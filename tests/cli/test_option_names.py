@@ -114,6 +114,9 @@ NAMES: dict[str, tuple[str, str]] = {
     "--min-trials": ("int", "trials a test must run in before 'fails in most' applies"),
     "--write-tasks": ("path", "file the artifact-showing tasks are written to"),
     "--write-gold": ("flag", "write the gold statuses validate found into each task's tests/config.json"),
+    "--leaks": ("flag", "also scan each task's image for its solution (verify/leaks.py)"),
+    "--scan-leaks": ("flag", "scan each image built for its solution (verify/leaks.py)"),
+    "--no-scan-leaks": ("flag", "do not scan the images built for their solutions"),
     "--build": ("flag", "build images here from source"),
     "--repos": ("path", "folder of <owner>__<name>.git mirrors"),
     "--image": ("text", "SWE-bench image layout: official or venv"),
@@ -198,7 +201,7 @@ def test_every_option_name_means_one_thing_in_every_command(tree):
     assert not set(NAMES) - set(seen), f"NAMES lists names no command has: {sorted(set(NAMES) - set(seen))}"
     # the renames that made the rule hold: each name is now in the commands that share its concept
     assert {"plan", "sim pipeline", "sim rollouts"} == seen["--tasks"]
-    assert {"run", "validate", "trials", "tasks from-swebench"} == seen["--task"]
+    assert {"run", "validate", "trials", "tasks from-swebench", "tasks scan-leaks"} == seen["--task"]
     assert {"quickstart", "grade", "reverify"} == seen["--tasks-dir"]
     assert {"run", "quickstart", "validate", "plan"} <= seen["--attempts"]
 

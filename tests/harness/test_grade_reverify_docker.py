@@ -105,7 +105,7 @@ def test_grade_on_a_built_swebench_instance_gold_resolves_empty_does_not(engine,
     instance = "psf__requests-6028"
     tasks = tmp_path / "tasks"
     res = cli("tasks", "from-swebench", str(INSTANCES), "--out", str(tasks), "--build",
-              "--repos", str(DATA / "swebench-repos"), "--task", instance, use_db=False)  # fmt: skip
+              "--repos", str(DATA / "swebench-repos"), "--task", instance, "--no-scan-leaks", use_db=False)  # fmt: skip
     assert res.exit_code == 0, res.stderr
     gold = next(json.loads(line) for line in INSTANCES.read_text().splitlines() if instance in line)["patch"]
     predictions = tmp_path / "preds.jsonl"

@@ -258,6 +258,7 @@ def test_rules_are_checked_in_priority_order():
     """A task that is both flaky and oracle-failing is flaky; the verdict names come from RULES."""
     assert [r.verdict for r in RULES] == [
         "infra_error",
+        "leaky",
         "verifier_timeout",
         "flaky",
         "oracle_fails",

@@ -32,7 +32,7 @@ def built(tmp_path_factory):
     res = CliRunner().invoke(app, [*args, "--ids", ",".join(IDS), "--jobs", "2", "--json"])
     assert res.exit_code == 0, (res.stdout, res.exception)
     report = json.loads(res.stdout)
-    again = CliRunner().invoke(app, [*args, "--ids", IDS[0], "--json"])  # same recipe: found, not rebuilt
+    again = CliRunner().invoke(app, [*args, "--ids", IDS[0], "--no-scan-leaks", "--json"])  # found, not rebuilt
     assert again.exit_code == 0, again.stdout
     return base, out, report, json.loads(again.stdout)
 
@@ -52,6 +52,15 @@ def test_both_instances_built_with_the_python_their_spec_asks_for(built):
     assert status.decode().strip() == ""  # the repository at base_commit, nothing changed by the install
     saved = json.loads((out / "swebench-build.json").read_text())
     assert {x["task_id"] for x in saved["instances"]} == set(IDS)
+
+
+def test_the_images_built_are_scanned_for_their_answer_and_clean(built):
+    """--build scans what it built (verify/leaks.py): no gold line in any git object, file or archive of either."""
+    _, _, report, again = built
+    rows = {t["task_id"]: t for t in report["leaks"]["tasks"]}
+    assert report["leaks"]["verdicts"] == {"clean": 2}, rows
+    assert all(rows[i]["lines"] >= 1 and rows[i]["hits"] == [] for i in IDS)
+    assert "leaks" not in again  # --no-scan-leaks
 
 
 def test_same_recipe_is_found_by_its_content_hash_not_rebuilt(built):

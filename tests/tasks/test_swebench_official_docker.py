@@ -36,6 +36,7 @@ def test_official_tasks_pull_their_images_by_name_oracle_resolves_nop_does_not(c
         assert res.exit_code == 0, (res.stdout, res.stderr)
         report = json.loads(res.stdout)
         assert report["written"] == list(IDS), report["skipped"]
+        assert report["leaks"]["verdicts"] == {"clean": 2}, report["leaks"]  # the official layout scanned too
         names = {}
         for line in report["instances"]:
             name = names[line["task_id"]] = line["official_image"]

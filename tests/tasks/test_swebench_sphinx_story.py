@@ -45,7 +45,9 @@ def checkout_first(solve_sh: Path) -> None:
 def test_reverted_tox_ini_resolved_with_reapplication_missing_without(cli, tmp_path: Path):
     built = tmp_path / "built"
     args = ["tasks", "from-swebench", str(INSTANCES), "--out", str(built), "--build"]
-    res = CliRunner().invoke(app, [*args, "--repos", str(DATA / "swebench-repos"), "--ids", SPHINX, "--json"])
+    res = CliRunner().invoke(
+        app, [*args, "--repos", str(DATA / "swebench-repos"), "--ids", SPHINX, "--no-scan-leaks", "--json"]
+    )
     assert res.exit_code == 0 and json.loads(res.stdout)["written"] == [SPHINX], res.stdout
     tasks = tmp_path / "tasks"
     for name in ("with-reapply", "no-reapply"):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from trialbook.outcomes import Outcome
 from trialbook.verify import canary as canaries
-from trialbook.verify import findings, hacks, linear
+from trialbook.verify import findings, hacks, leak_moves, linear
 
 if TYPE_CHECKING:
     from trialbook.audit.regrade import Evidence
@@ -267,6 +267,11 @@ SIGNATURES: tuple[Signature, ...] = (
         for name, meaning in findings.TAGS.items()
     ),
     *(Signature(h.name, h.meaning + " (verify/hacks.py)", False, check=_tagged(h.name)) for h in hacks.HACKS),
+    # the agent's commands reaching for the answer (verify/leak_moves.LEAK_MOVES)
+    *(
+        Signature(m.name, m.meaning + " (verify/leak_moves.py)", False, check=_tagged(m.name))
+        for m in leak_moves.LEAK_MOVES
+    ),
 )
 
 BY_NAME: dict[str, Signature] = {s.name: s for s in SIGNATURES}

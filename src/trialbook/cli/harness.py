@@ -493,6 +493,9 @@ def validate_cmd(
         bool,
         typer.Option("--write-gold", help="Write the gold statuses found (XFAIL...) to each task's tests/config.json."),
     ] = False,
+    leaks: Annotated[
+        bool, typer.Option("--leaks", help="Also scan each task's image for its solution: verdict leaky (Docker).")
+    ] = False,
 ) -> None:
     """Check tasks: oracle and nop N times each, one verdict per task (ok, flaky, oracle_fails, ...).
 
@@ -506,6 +509,7 @@ def validate_cmd(
         tasks=comma_list(tasks),
         run=run,
         replace=replace,
+        leaks=leaks,
     )
     result = validate(Ledger(db), opts, image_variant, make_executor(executor, ray_address))
     emit(result, as_json, print_validate, markdown, as_csv)

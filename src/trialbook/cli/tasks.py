@@ -7,7 +7,7 @@ the CLI starts.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -16,7 +16,7 @@ from trialbook.errors import UserError
 from trialbook.extras import require
 from trialbook.report import audit as render
 
-tasks_app = typer.Typer(help="Task folders: build them from other sources.", no_args_is_help=True)
+tasks_app = typer.Typer(help="Task folders: build them from other sources, scan their images.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
 
 
@@ -46,6 +46,12 @@ def from_swebench_cmd(
     from_lock: Annotated[
         Path | None, typer.Option("--from-lock", help="--build: rebuild exactly from the lock files of this folder.")
     ] = None,
+    scan: Annotated[
+        bool,
+        typer.Option(
+            "--scan-leaks/--no-scan-leaks", help="--build: scan each image built for its solution (exit 1 if leaky)."
+        ),
+    ] = True,
     as_json: Json = False,
 ) -> None:
     """Task folders for SWE-bench Verified instances: on the official sweb.eval images, or built here (--build)."""
@@ -61,10 +67,53 @@ def from_swebench_cmd(
 
         result = build_tasks(instances, out, comma_list(ids), repos, jobs, layout=layout, registry=registry,
                              from_lock=from_lock)  # fmt: skip
-        emit(result, as_json, render.print_build)
+        if not (scan and result.written):
+            emit(result, as_json, render.print_build)
+            return
+        _build_and_scan(result, out, jobs, as_json)
         return
     if repos is not None or from_lock is not None or layout != "official":
         raise UserError("--repos, --from-lock and --image venv are used only with --build")
     from trialbook.tasks.swebench.generate import write_tasks
 
     emit(write_tasks(instances, out, comma_list(ids), registry), as_json, render.print_from_swebench)
+
+
+def _build_and_scan(result: Any, out: Path, jobs: int, as_json: bool) -> None:
+    """from-swebench --build: the images just built scanned for their solutions (verify/leak_scan.py)."""
+    from dataclasses import replace
+
+    from trialbook.report.leaks import print_leaks
+    from trialbook.result_types import to_json
+    from trialbook.verify.leak_scan import scan_tasks
+
+    scan = scan_tasks(out, result.written, jobs)
+
+    def human(r: Any) -> None:
+        render.print_build(r)
+        print_leaks(scan)
+
+    emit(replace(result, leaks=to_json(scan)), as_json, human)
+    if scan.verdicts.get("leaky"):
+        raise typer.Exit(1)
+
+
+@tasks_app.command("scan-leaks")
+def scan_leaks_cmd(
+    tasks_dir: Path,
+    ids: Annotated[
+        list[str] | None, typer.Option("--task", help="Only this task id (repeatable, or comma-separated).")
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Images scanned in parallel.")] = 2,
+    as_json: Json = False,
+) -> None:
+    """Look for each task's reference solution inside its agent image (git objects, files, archives).
+
+    Verdict per task: leaky, clean or not_scanned. Exits 1 when some task is leaky, after the report."""
+    from trialbook.report.leaks import print_leaks
+    from trialbook.verify.leak_scan import scan_tasks
+
+    result = scan_tasks(tasks_dir, comma_list(ids), jobs)
+    emit(result, as_json, print_leaks)
+    if result.verdicts.get("leaky"):
+        raise typer.Exit(1)

@@ -27,7 +27,7 @@ from trialbook.sandbox import DockerEngine, Sandbox
 from trialbook.sandbox.backend import UNROUTABLE
 from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
 from trialbook.tasks import TaskError, TaskSpec
-from trialbook.verify import blame, front
+from trialbook.verify import blame, front, leak_moves
 from trialbook.verify.isolation import IsolationError
 from trialbook.verify.patch import kept_patch
 from trialbook.verify.runner import Verdict
@@ -146,11 +146,12 @@ def _result(task: TaskSpec, attempt: int, name: str, settings: TrialSettings, st
     """The trial's record, logs and files, from what its last try gathered."""
     verdict, exc_type, exc_msg = state.verdict, state.error, state.error_message
     outcome, reward = _classify(exc_type, verdict)
-    tags = trial_tags(verdict, outcome == Outcome.RESOLVED, state.tags)
+    agent_result = state.agent_result
+    moves = leak_moves.signatures(leak_moves.agent_commands(agent_result.files), task.repo) if agent_result else []
+    tags = trial_tags(verdict, outcome == Outcome.RESOLVED, [*state.tags, *moves])
     if exc_type is None:
         exc_type = next((finding for finding in FINDINGS if finding in tags), None)
         exc_msg = FINDINGS.get(exc_type or "")
-    agent_result = state.agent_result
     extra = TrialExtra(
         trial_name=name,
         agent=settings.agent.name,

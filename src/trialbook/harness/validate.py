@@ -32,6 +32,7 @@ from trialbook.records import Run
 from trialbook.result_types import ABSENT, Absent, Result, optional
 from trialbook.tasks import TaskSpec
 from trialbook.verify.gold import config_line, gold_statuses
+from trialbook.verify.leaks import TaskLeaks
 
 AGENTS = ("oracle", "nop")
 NOT_RUN = (Outcome.INFRA_ERROR.value, Outcome.INCOMPLETE.value)
@@ -57,6 +58,7 @@ class TaskVerdict(Result):
     agents: dict[str, AgentSummary]
     variant: str | None = optional()
     image: str | None | Absent = optional(default=ABSENT, keep_none=True)  # with variants: None = own image
+    leaks: TaskLeaks | None = optional()  # --leaks: the scan of the task's image for its solution
 
     @property
     def summary(self) -> str:
@@ -156,6 +158,7 @@ class AgentView:
 class TaskView:
     task_id: str
     agents: dict[str, AgentView]
+    leaks: TaskLeaks | None = None  # --leaks: the image's scan (verify/leaks.py)
 
     def all_trials(self) -> list[TrialRow]:
         return [t for a in self.agents.values() for t in a.trials]
@@ -174,6 +177,12 @@ def _not_run(v: TaskView) -> dict[str, Any] | None:
         return None
     reasons = sorted({f"{t.exception or t.outcome}: {t.exception_message or ''}".strip() for t in bad})
     return {"summary": f"{len(bad)} trial(s) could not run: {reasons[0]}", "errors": reasons}
+
+
+def _leaky(v: TaskView) -> dict[str, Any] | None:
+    if v.leaks is None or v.leaks.verdict != "leaky":
+        return None
+    return {"summary": v.leaks.summary, "leak_hits": [h.where for h in v.leaks.hits]}
 
 
 def _verifier_timeout(v: TaskView) -> dict[str, Any] | None:
@@ -265,6 +274,7 @@ RULES: tuple[VerdictRule, ...] = (
     VerdictRule(
         "infra_error", "a trial could not run (invalid task folder, missing image, daemon): no verdict", _not_run
     ),
+    VerdictRule("leaky", "the solution is in the agent's image (validate --leaks: verify/leaks.py)", _leaky),
     VerdictRule("verifier_timeout", "test.sh ran past [verifier] timeout_sec in some repeat", _verifier_timeout),
     VerdictRule("flaky", "the same agent got different results or per-test statuses across repeats", _flaky),
     VerdictRule("oracle_fails", "the reference solution is not resolved (failing tests listed)", _oracle_fails),
@@ -333,6 +343,7 @@ class ValidateOptions:
     tasks: list[str] | None = None
     run: str | None = None
     replace: bool = False
+    leaks: bool = False  # also scan each task's image for its solution (verify/leak_scan.py)
 
 
 def default_run_name(tasks_dir: Path) -> str:
@@ -371,6 +382,16 @@ def _run_variant(ledger: Ledger, start: RunStart, name: str, variant: Variant, o
     return run_id
 
 
+def _scan_leaks(start: RunStart, variant: Variant) -> dict[str, TaskLeaks]:
+    """--leaks: each task's image (the variant's, where it names one) scanned on the local Docker daemon."""
+    from trialbook.sandbox.docker import DockerEngine  # the docker SDK: only when asked for
+    from trialbook.verify.leak_scan import scan_task
+
+    engine = DockerEngine()
+    specs = [t for t in start.tasks if isinstance(t, TaskSpec)]
+    return {t.task_id: scan_task(engine, t.model_copy(update={"image": variant.image or t.image})) for t in specs}
+
+
 def validate(
     ledger: Ledger, opts: ValidateOptions, image_variants: list[str] | None = None, executor: Executor | None = None
 ) -> ValidateResult:
@@ -397,6 +418,10 @@ def validate(
         name = base if variant.label is None else f"{base}-{variant.label}"
         run_id = _run_variant(ledger, start, name, variant, opts)
         views = task_views(list(ledger.trial_rows(run_id)), task_ids)
+        if opts.leaks:
+            found = _scan_leaks(start, variant)
+            for view in views:
+                view.leaks = found.get(view.task_id)
         per_variant[variant.label or "default"] = views
         runs[variant.label or "default"] = name
         for view in views:
@@ -404,7 +429,7 @@ def validate(
             out.append(TaskVerdict(
                 task_id=view.task_id, verdict=v, details=details,
                 agents={name: a.summary() for name, a in view.agents.items()},
-                variant=variant.label, image=ABSENT if variant.label is None else variant.image,
+                variant=variant.label, image=ABSENT if variant.label is None else variant.image, leaks=view.leaks,
             ))  # fmt: skip
     return ValidateResult(
         tasks=out, verdicts=dict(Counter(row.verdict for row in out)),

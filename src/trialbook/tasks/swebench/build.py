@@ -76,6 +76,7 @@ class TasksBuilt(Result):
     written: list[str]  # task ids
     skipped: list[BuildLine]  # every line not built
     instances: list[BuildLine]
+    leaks: dict[str, Any] | None = optional()  # the scan of the images built (cli/tasks.py: verify/leak_scan.py)
 
 
 def upstream_cache() -> Path:
