@@ -28,7 +28,7 @@ from trialbook.stats.comparison import (
     SensitivityVerdict,
     Split,
 )
-from trialbook.stats.kernel import clip_ci, did_interval, t_interval, win_loss
+from trialbook.stats.kernel import clip_ci, did_interval, pseudo_scale, t_interval, win_loss
 from trialbook.stats.multiple import bonferroni_confidence, holm
 from trialbook.stats.paired import Paired, bootstrap_ci, paired
 from trialbook.stats.passk import paired_pass_at_k
@@ -79,14 +79,16 @@ def align(base: TaskScores, cand: TaskScores) -> tuple[np.ndarray, np.ndarray, n
     return common[both], ib[both], ic[both], unpaired
 
 
-def _adjust(rows: list[Comparison], diffs: list[np.ndarray], m: int, min_diff: float) -> list[Comparison]:
-    """Holm p (Bonferroni when candidates were picked among more than given), widened CIs, claim."""
+def _adjust(rows: list[Comparison], diffs: list[tuple[np.ndarray, float]], m: int,
+            min_diff: float) -> list[Comparison]:  # fmt: skip
+    """Holm p (Bonferroni when candidates were picked among more than given), widened CIs, claim. `diffs`:
+    each row's task differences and its pseudo-task scale (`kernel.pseudo_scale`)."""
     level = bonferroni_confidence(m, LEVEL)
     ps = [np.nan if r.p_value is None else r.p_value for r in rows]
     adjusted = holm(ps) if m == len(rows) else [min(1.0, p * m) for p in ps]
     out = []
-    for row, d, p_adj in zip(rows, diffs, adjusted, strict=True):
-        _, _, lo, hi = t_interval(d, level)
+    for row, (d, scale2), p_adj in zip(rows, diffs, adjusted, strict=True):
+        _, _, lo, hi = t_interval(d, level, scale2)
         lo, hi, _ = clip_ci(lo, hi, d.size)
         claim = bool(row.diff_pp is not None and row.diff_pp >= min_diff and np.isfinite(lo) and lo > 0)
         out.append(replace(row, p_adjusted=None if np.isnan(p_adj) else p_adj, ci_level=round(level, 6),
@@ -95,11 +97,11 @@ def _adjust(rows: list[Comparison], diffs: list[np.ndarray], m: int, min_diff: f
     return out
 
 
-def _by_repo(repos: np.ndarray, b: np.ndarray, c: np.ndarray) -> list[RepoComparison]:
+def _by_repo(repos: np.ndarray, b: np.ndarray, c: np.ndarray, gb: np.ndarray, gc: np.ndarray) -> list[RepoComparison]:
     out = []
     for repo in np.unique(repos):
         m = repos == repo
-        r = paired(b[m], c[m])
+        r = paired(b[m], c[m], LEVEL, gb[m], gc[m])
         out.append(RepoComparison(
             repo=str(repo), tasks=r.n, base_pct=pp(r.base_mean), cand_pct=pp(r.cand_mean), diff_pp=pp(r.diff),
             ci_pp=[pp(r.ci[0]), pp(r.ci[1])], wins=r.wins, losses=r.losses, ties=r.ties,
@@ -126,7 +128,7 @@ def _subset_row(base: TaskScores, cand: TaskScores, ib: np.ndarray, ic: np.ndarr
                 unpaired: dict[str, int] | None) -> tuple[Comparison, Paired]:  # fmt: skip
     """One ROW (before multiplicity adjustment) for the paired tasks selected by mask."""
     b, c = base.score[ib][mask], cand.score[ic][mask]
-    r = paired(b, c)
+    r = paired(b, c, LEVEL, base.graded[ib][mask], cand.graded[ic][mask])
     boot = None
     if bootstrap:
         lo, hi = bootstrap_ci(c - b, LEVEL)
@@ -161,7 +163,7 @@ def _candidate(
     excluded: list[str],
     bootstrap: bool,
     warnings: list[str],
-) -> tuple[dict[str, tuple[Comparison, np.ndarray]], Gap | None, np.ndarray, np.ndarray]:
+) -> tuple[dict[str, tuple[Comparison, tuple[np.ndarray, float]]], Gap | None, np.ndarray, np.ndarray]:
     """Rows by subset (with their task differences), the in-out gap, and the paired indices."""
     ids, ib, ic, unpaired = align(base, cand)
     if ids.size < 2:
@@ -176,7 +178,7 @@ def _candidate(
     if split_ids is not None:
         masks["in"] = np.isin(ids, split_ids)
         masks["out"] = ~masks["in"]
-    rows: dict[str, tuple[Comparison, np.ndarray]] = {}
+    rows: dict[str, tuple[Comparison, tuple[np.ndarray, float]]] = {}
     results: dict[str, Paired] = {}
     for subset, mask in masks.items():
         if mask.sum() < 2:
@@ -184,7 +186,8 @@ def _candidate(
             continue
         row, results[subset] = _subset_row(base, cand, ib, ic, mask, subset, excluded, bootstrap,
                                            unpaired if subset == "all" else None)  # fmt: skip
-        rows[subset] = (row, cand.score[ic][mask] - base.score[ib][mask])
+        scale2 = pseudo_scale(base.graded[ib][mask], cand.graded[ic][mask])
+        rows[subset] = (row, (cand.score[ic][mask] - base.score[ib][mask], scale2))
     gap = _gap(cand.run, results["in"], results["out"]) if "in" in results and "out" in results else None
     return rows, gap, ib, ic
 
@@ -291,7 +294,7 @@ def compare(
     subsets = ["all"] if split_ids is None else ["all", "in", "out"]
     # the all / in / out rows are one family: a claim on a subgroup is adjusted for the other rows too
     m = max(len(cands), picked_from or 0) * len(subsets)
-    family: dict[str, list[tuple[Comparison, np.ndarray]]] = {s: [] for s in subsets}
+    family: dict[str, list[tuple[Comparison, tuple[np.ndarray, float]]]] = {s: [] for s in subsets}
     gaps, repo_tables = [], {}
     for cand in cands:
         rows, gap, ib, ic = _candidate(base, cand, split_ids, list(dropped), bootstrap, warnings)
@@ -303,7 +306,9 @@ def compare(
         if gap:
             gaps.append(gap)
         if by_repo:
-            repo_tables[cand.run] = _by_repo(base.repos[ib], base.score[ib], cand.score[ic])
+            repo_tables[cand.run] = _by_repo(
+                base.repos[ib], base.score[ib], cand.score[ic], base.graded[ib], cand.graded[ic]
+            )
     out_rows: list[Comparison] = []
     for subset in subsets:  # each subset is its own family of m comparisons
         if family[subset]:
