@@ -45,6 +45,18 @@ def tasks_sha(ids: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()
 
 
+def content_sha(s: TaskScores) -> str:
+    """What a run measured, whatever its name: sha256 of its task ids, graded attempts and task scores under the
+    metric (stats.looks keys a family and a comparison by it, so a rename, copy or re-import is the same run
+    and a re-run under the same name with --replace is a new one)."""
+    order = np.argsort(s.task_ids, kind="stable")
+    h = hashlib.sha256()
+    h.update("\n".join(s.task_ids[order].tolist()).encode())
+    h.update(np.ascontiguousarray(s.graded[order], dtype=np.int64).tobytes())
+    h.update(np.ascontiguousarray(np.round(s.score[order], 12), dtype=np.float64).tobytes())
+    return h.hexdigest()
+
+
 def pp(x: float) -> float | None:
     return None if x is None or not np.isfinite(x) else round(100.0 * x, 4)
 
@@ -79,15 +91,20 @@ def align(base: TaskScores, cand: TaskScores) -> tuple[np.ndarray, np.ndarray, n
     return common[both], ib[both], ic[both], unpaired
 
 
-def _adjust(rows: list[Comparison], diffs: list[tuple[np.ndarray, float]], m: int,
-            min_diff: float) -> list[Comparison]:  # fmt: skip
+def _adjust(rows: list[Comparison], diffs: list[tuple[np.ndarray, float]], m: int, min_diff: float,
+            divisors: dict[str, float] | None = None) -> list[Comparison]:  # fmt: skip
     """Holm p (Bonferroni when candidates were picked among more than given), widened CIs, claim. `diffs`:
-    each row's task differences and its pseudo-task scale (`kernel.pseudo_scale`)."""
-    level = bonferroni_confidence(m, LEVEL)
+    each row's task differences and its pseudo-task scale (`kernel.pseudo_scale`). `divisors` (stats.looks):
+    each candidate judged alone at alpha / its divisor instead (its look's share of the family's alpha)."""
     ps = [np.nan if r.p_value is None else r.p_value for r in rows]
-    adjusted = holm(ps) if m == len(rows) else [min(1.0, p * m) for p in ps]
+    if divisors is not None:
+        levels = [1 - (1 - LEVEL) / divisors[r.candidate] for r in rows]
+        adjusted = [min(1.0, p * divisors[r.candidate]) for p, r in zip(ps, rows, strict=True)]
+    else:
+        levels = [bonferroni_confidence(m, LEVEL)] * len(rows)
+        adjusted = holm(ps) if m == len(rows) else [min(1.0, p * m) for p in ps]
     out = []
-    for row, (d, scale2), p_adj in zip(rows, diffs, adjusted, strict=True):
+    for row, (d, scale2), p_adj, level in zip(rows, diffs, adjusted, levels, strict=True):
         _, _, lo, hi = t_interval(d, level, scale2)
         lo, hi, _ = clip_ci(lo, hi, d.size)
         claim = bool(row.diff_pp is not None and row.diff_pp >= min_diff and np.isfinite(lo) and lo > 0)
@@ -264,12 +281,15 @@ def compare(
     metric: str = "resolved",
     exclude_task_file: Path | None = None,
     sensitivity: bool = True,
+    shares: dict[str, float] | None = None,
 ) -> CompareResult:
     """The full comparison. `runs` lets callers (prereg) pass preloaded, pre-filtered scores.
 
     `metric`: task means of resolved (reward 1.0) or of rewards (stats.scores). With `sensitivity`,
     when any run has ungraded trials the verdict is also given with them counted as failures and as
-    successes (`result.sensitivity`).
+    successes (`result.sensitivity`). `shares` (stats.looks): candidate -> the share of alpha its look
+    spends; each candidate is then judged alone at alpha x share / (--picked-from x the --split rows), not
+    by Holm over the call's candidates.
     """
     _check_names(base_name, candidates, min_diff, picked_from)
     metric = check_metric(metric)
@@ -309,17 +329,20 @@ def compare(
             repo_tables[cand.run] = _by_repo(
                 base.repos[ib], base.score[ib], cand.score[ic], base.graded[ib], cand.graded[ic]
             )
+    divisors = None
+    if shares is not None:  # each look alone: its share of alpha, over --picked-from and the --split rows
+        divisors = {c.run: (picked_from or 1) * len(subsets) / shares[c.run] for c in cands}
     out_rows: list[Comparison] = []
     for subset in subsets:  # each subset is its own family of m comparisons
         if family[subset]:
             rows, diffs = zip(*family[subset], strict=True)
-            out_rows += _adjust(list(rows), list(diffs), m, min_diff)
+            out_rows += _adjust(list(rows), list(diffs), m, min_diff, divisors)
     out_rows.sort(key=lambda r: (list(candidates).index(r.candidate), subsets.index(r.subset)))
     picked = m // len(subsets)
     w = caveats.multiplicity_caveat(picked, len(cands), bonferroni_confidence(m, LEVEL))
-    if w:
+    if w and shares is None:
         warnings.append(w)
-    if len(subsets) > 1:
+    if len(subsets) > 1 and shares is None:
         warnings.append(
             f"the all, in and out rows are one family: each is judged as one of {m} comparisons (Bonferroni,"
             f" CIs {100 * bonferroni_confidence(m, LEVEL):.1f}%), so a subgroup's claim is adjusted for the others"
@@ -327,13 +350,14 @@ def compare(
     sens = None
     if sensitivity:
         kw = {"exclude": exclude, "min_diff": min_diff, "picked_from": picked_from, "metric": metric,
-              "exclude_task_file": exclude_task_file}  # fmt: skip
+              "exclude_task_file": exclude_task_file, "shares": shares}  # fmt: skip
         sens = _sensitivity(ledger, base_name, candidates, runs, kw, out_rows)
     return CompareResult(
         baseline=base_name, metric=metric, comparisons=out_rows, min_diff_pp=min_diff, candidates_considered=m,
         excluded=dropped, warnings=warnings,
         split=None if split_ids is None else Split(file=str(split), tasks=int(split_ids.size), gaps=gaps),
         by_repo=repo_tables if by_repo else None, sensitivity=sens,
+        content={s.run: content_sha(s) for s in (runs[base_name], *(runs[c] for c in candidates))},
     )  # fmt: skip
 
 
