@@ -39,7 +39,7 @@ def resolved_vector(system: str) -> np.ndarray:
 
 def test_real_systems_rates_equal_published(swe):
     base, *cands = SYSTEMS
-    r = swe("compare", base, *cands, "--json")
+    r = swe("compare", base, *cands, "--json", "--family", "none")  # Holm over the candidates, alone
     assert r.exit_code == 0, r.stderr
     res = json.loads(r.stdout)
     assert res["baseline"] == base
@@ -130,13 +130,15 @@ def test_picked_from_widens_and_adjusts(cli, tmp_path):
     probs = rng.beta(0.5, 0.5, 300)
     _import(cli, tmp_path, "b", simulate_run(probs, 1, rng))
     _import(cli, tmp_path, "c", simulate_run(np.clip(probs + 0.08, 0, 1), 1, rng))
-    one = json.loads(cli("compare", "b", "c", "--json").stdout)["comparisons"][0]
-    five = json.loads(cli("compare", "b", "c", "--picked-from", "5", "--json").stdout)
+    one = json.loads(cli("compare", "b", "c", "--json", "--family", "none").stdout)["comparisons"][0]
+    five = json.loads(cli("compare", "b", "c", "--picked-from", "5", "--json", "--family", "none").stdout)
     row = five["comparisons"][0]
     assert row["ci_level"] == pytest.approx(0.99)
     assert row["ci_adjusted_pp"][0] < one["ci_pp"][0] and row["ci_adjusted_pp"][1] > one["ci_pp"][1]
     assert row["p_adjusted"] == pytest.approx(min(1.0, 5 * one["p_value"]))
     assert any("picked among 5" in w for w in five["warnings"])
+    fam = json.loads(cli("compare", "b", "c", "--picked-from", "5", "--json").stdout)  # in its family: look 1
+    assert fam["looks"]["look"] == {"c": 1} and fam["comparisons"][0]["ci_level"] == pytest.approx(1 - 0.05 / 2 / 5)
 
 
 @pytest.mark.parametrize(

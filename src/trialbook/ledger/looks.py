@@ -49,3 +49,11 @@ def record(ledger: Ledger, rows: list[LookRow]) -> None:
                 family=r.family, baseline=r.baseline, candidate=r.candidate, tasks_sha=r.tasks_sha, tasks=r.tasks,
                 source=r.source, diff_pp=r.diff_pp, p_value=r.p_value, claim=int(r.claim), at=r.at,
             ))  # fmt: skip
+
+
+def count(ledger: Ledger) -> int:
+    """How many looks the ledger holds (the web page's cache key: a new look changes what it shows)."""
+    from sqlalchemy import func
+
+    with ledger.engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(looks)).scalar_one())
