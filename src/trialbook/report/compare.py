@@ -170,10 +170,10 @@ def print_compare(res: CompareResult) -> None:
 
 
 def meaning_lines(res: CompareResult) -> list[str]:
-    """Beside each claim: how small the gain may be, and the estimate shrunk for the winner's curse."""
+    """Beside each claim: how small the gain may be (among claims the observed gain overstates the truth)."""
     return [
         f"{r.candidate}{_subset_label(r)} claims {_n(r.diff_pp)} pp: gain at least {_n(r.lower_bound_pp)} pp (lower CI"
-        f" bound), shrunk estimate {_n(r.shrunk_pp)} pp (claims overstate gains)"
+        f" bound; claims overstate gains)"
         for r in res.comparisons
         if r.claim
     ]

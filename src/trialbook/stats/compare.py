@@ -34,7 +34,6 @@ from trialbook.stats.paired import Paired, bootstrap_ci, paired
 from trialbook.stats.passk import paired_pass_at_k
 from trialbook.stats.scores import TaskScores, check_metric, load_scores
 from trialbook.stats.selection import read_task_list, resolve_repos
-from trialbook.stats.shrink import shrunk
 
 LEVEL = 0.95
 Z95 = 1.959963984540054
@@ -109,8 +108,7 @@ def _adjust(rows: list[Comparison], diffs: list[tuple[np.ndarray, float]], m: in
         lo, hi, _ = clip_ci(lo, hi, d.size)
         claim = bool(row.diff_pp is not None and row.diff_pp >= min_diff and np.isfinite(lo) and lo > 0)
         out.append(replace(row, p_adjusted=None if np.isnan(p_adj) else p_adj, ci_level=round(level, 6),
-                           ci_adjusted_pp=[pp(lo), pp(hi)], claim=claim, lower_bound_pp=pp(lo),
-                           shrunk_pp=shrunk(row.diff_pp, row.se_pp, min_diff)))  # fmt: skip
+                           ci_adjusted_pp=[pp(lo), pp(hi)], claim=claim, lower_bound_pp=pp(lo)))  # fmt: skip
     return out
 
 
