@@ -11,10 +11,11 @@
   cell of the 2x2 table, the paper's interval); for task means over K attempts c^2 = 1/K (`pseudo_scale`:
   the pseudo-tasks add the variance of one task at p = 1/2, not of a one-attempt task, which made the
   interval 99-100% at 5-20 tasks of 4-8 attempts). c depends on the attempt counts only, never on the
-  outcomes, so claims stay monotone in the evidence. The variance is never 0, so tied differences
+  outcomes; claims are monotone in the evidence for c = 1, and lost by raising one task's score in 0.22% of
+  random raises for c < 1 (docs/statistics.md). The variance is never 0, so tied differences
   (exactly or to the last float bit: 30 tasks all +1/3) never give a point interval. As n grows the
   pseudo-tasks' weight vanishes and the interval tends to the t interval (scipy's ttest_rel). Coverage
-  by simulation on 8 designs at n = 5-500: benchmarks/bench_interval_coverage.py, docs/statistics.md.
+  by simulation on 10 designs at n = 5-500: benchmarks/bench_interval_coverage.py, docs/statistics.md.
 - `cluster_ratio_ci`: a ratio sum(y)/sum(n) per group with the cluster-robust (CR1) standard error,
   clusters being tasks, and a t quantile on C-1 degrees of freedom (Cameron & Miller 2015, "A
   Practitioner's Guide to Cluster-Robust Inference", sec. II.B and VI.B); the SE equals statsmodels'
