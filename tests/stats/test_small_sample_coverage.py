@@ -5,8 +5,8 @@ outcomes (wins, losses); the coverage at a design (shares lost, tied, won) is th
 over the outcomes whose interval holds the truth, won - lost. Discrete outcomes make the coverage
 oscillate from design to design (Brown, Cai & DasGupta 2001; Agresti & Min 2005 judge such intervals by
 the mean over the parameter space): the mean over a grid of 45 designs must lie in 93-97% (measured:
-96.8, 96.5, 96.1, 95.5, 95.2% at n = 5, 6, 10, 20, 50; minimum 94.5% at 50), and no design may fall far below. Tasks with
-partial scores (several attempts) are checked by simulation: there the interval is conservative
+96.8, 96.5, 96.1, 95.5, 95.2% at n = 5, 6, 10, 20, 50; minimum 94.5% at 50), and no design may fall far
+below. Tasks with partial scores (several attempts) are checked by simulation: there the interval is conservative
 (docs/statistics.md)."""
 
 from __future__ import annotations
