@@ -94,7 +94,6 @@ NAMES: dict[str, tuple[str, str]] = {
     "--list": ("text", "wins or losses: print those task ids"),
     "--check": ("flag", "exit 1 when no candidate claims"),
     "--family": ("text", "the family of looks a comparison belongs to"),
-    "--reset-family": ("flag", "start the family of looks afresh"),
     "--export": ("text", "compare: also send its paired table to wandb or mlflow"),
     "--pool": ("path", "task list of the pool a plan splits"),
     "--train": ("int", "tasks a plan keeps for development"),

@@ -5,8 +5,8 @@ outcomes (wins, losses); the coverage at a design (shares lost, tied, won) is th
 over the outcomes whose interval holds the truth, won - lost. Discrete outcomes make the coverage
 oscillate from design to design (Brown, Cai & DasGupta 2001; Agresti & Min 2005 judge such intervals by
 the mean over the parameter space): the mean over a grid of 45 designs must lie in 93-97% (measured:
-96.8, 96.5, 96.1, 95.5, 94.4% at n = 5, 6, 10, 20, 50), and no design may fall far below. Tasks with
-partial scores (several attempts) are checked by simulation: there the interval is conservative
+96.8, 96.5, 96.1, 95.5, 95.2% at n = 5, 6, 10, 20, 50; minimum 94.5% at 50), and no design may fall far
+below. Tasks with partial scores (several attempts) are checked by simulation: there the interval is conservative
 (docs/statistics.md)."""
 
 from __future__ import annotations
@@ -57,9 +57,9 @@ def test_exact_coverage_is_nominal_on_average_down_to_five_tasks():
     for n, c in got.items():
         assert 0.93 <= c.mean() <= 0.97, means  # t on n + 1 df gave 98.4% / 97.7% at n = 5 / 6
         assert np.quantile(c, 0.05) >= 0.9, (n, np.quantile(c, 0.05))
-        # the worst design: below 30 tasks 90.4% (n = 6); at 50 tasks the plain t interval's 87.0% at
-        # 2.5% lost, 5% tied (a gain of +90 pp, where every t interval undercovers)
-        assert c.min() >= (0.9 if n < 30 else 0.86), (n, c.min())
+        # the worst design: 90.4% (n = 6); at 50 tasks 94.5% (the plain t interval used there before: 87.0% at
+        # 2.5% lost, 5% tied, a gain of +90 pp, where every t interval undercovers)
+        assert c.min() >= (0.9 if n < 30 else 0.94), (n, c.min())
 
 
 def test_exact_coverage_matches_a_simulation():
@@ -97,4 +97,4 @@ def test_coverage_holds_when_task_scores_are_partial(design):
         d = draw(np.random.default_rng(100 + n), n)
         got[n] = np.mean([(r := diff_interval(row)).lo <= truth <= r.hi for row in d])
     assert all(c >= 0.93 for c in got.values()), got
-    assert got[50] <= 0.975, got  # from 30 tasks on the plain t interval: nominal
+    assert got[50] <= 0.975, got  # the same interval at 50 tasks: near nominal

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -49,11 +50,13 @@ def test_did_interval_covers_a_planted_memorisation_effect(n_in, n_out, attempts
 
 
 def test_did_interval_is_welchs_interval_from_30_tasks():
-    """From 30 tasks a subset the SEs are the plain ones, so the interval is Welch's two-sample t interval of
-    the task differences (statsmodels), but for the df rounded down."""
+    """Given the plain SEs, the interval is Welch's two-sample t interval of the task differences
+    (statsmodels), but for the df rounded down (compare passes the rows' adjusted SEs, a hair larger)."""
     rng = np.random.default_rng(3)
     d_in, d_out = rng.normal(0.08, 0.5, 60), rng.normal(0.02, 0.3, 45)
     a, b = paired(np.zeros(60), d_in), paired(np.zeros(45), d_out)
+    assert a.se == pytest.approx(stats.sem(d_in), rel=0.05) and b.se == pytest.approx(stats.sem(d_out), rel=0.1)
+    a, b = replace(a, se=float(stats.sem(d_in))), replace(b, se=float(stats.sem(d_out)))
     lo, hi, df = did_interval(a.diff - b.diff, a.se, a.n, b.se, b.n)
     cm = CompareMeans(DescrStatsW(d_in), DescrStatsW(d_out))
     _, _, sm_df = cm.ttest_ind(usevar="unequal")

@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from paths import INSTANCES, RESULTS
+from smallsample import adjusted_pp
 from trialbook.stats.synthetic import simulate_run, task_ids, write_jsonl
 
 SYSTEMS = (
@@ -38,7 +39,7 @@ def resolved_vector(system: str) -> np.ndarray:
 
 def test_real_systems_rates_equal_published(swe):
     base, *cands = SYSTEMS
-    r = swe("compare", base, *cands, "--json")
+    r = swe("compare", base, *cands, "--json", "--family", "none")  # Holm over the candidates, alone
     assert r.exit_code == 0, r.stderr
     res = json.loads(r.stdout)
     assert res["baseline"] == base
@@ -50,10 +51,11 @@ def test_real_systems_rates_equal_published(swe):
         assert row["cand_pct"] == pytest.approx(published(cand))
         assert row["diff_pp"] == pytest.approx(published(cand) - published(base))
         b, c = resolved_vector(base), resolved_vector(cand)
+        assert row["ci_pp"] == pytest.approx(adjusted_pp(c - b), abs=1e-3)
+        assert row["ci_adjusted_pp"] == pytest.approx(adjusted_pp(c - b, 1 - 0.05 / 2), abs=1e-3)
+        # 500 tasks: near scipy's t interval (the pseudo-tasks pull the centre by diff x 2/502: 0.08 pp at -20)
         ci = stats.ttest_rel(c, b).confidence_interval()
-        assert row["ci_pp"] == pytest.approx([100 * ci.low, 100 * ci.high], abs=1e-3)
-        wider = stats.ttest_rel(c, b).confidence_interval(1 - 0.05 / 2)
-        assert row["ci_adjusted_pp"] == pytest.approx([100 * wider.low, 100 * wider.high], abs=1e-3)
+        assert row["ci_pp"] == pytest.approx([100 * ci.low, 100 * ci.high], abs=0.15)
         assert row["wins"] == int(((c - b) > 0).sum()) and row["losses"] == int(((c - b) < 0).sum())
         assert set(row) >= {"candidate", "subset", "tasks_paired", "base_pct", "cand_pct", "diff_pp", "ci_pp",
                             "wins", "losses", "ties", "p_value", "p_adjusted", "claim", "excluded_repos"}  # fmt: skip
@@ -128,13 +130,15 @@ def test_picked_from_widens_and_adjusts(cli, tmp_path):
     probs = rng.beta(0.5, 0.5, 300)
     _import(cli, tmp_path, "b", simulate_run(probs, 1, rng))
     _import(cli, tmp_path, "c", simulate_run(np.clip(probs + 0.08, 0, 1), 1, rng))
-    one = json.loads(cli("compare", "b", "c", "--json").stdout)["comparisons"][0]
-    five = json.loads(cli("compare", "b", "c", "--picked-from", "5", "--json").stdout)
+    one = json.loads(cli("compare", "b", "c", "--json", "--family", "none").stdout)["comparisons"][0]
+    five = json.loads(cli("compare", "b", "c", "--picked-from", "5", "--json", "--family", "none").stdout)
     row = five["comparisons"][0]
     assert row["ci_level"] == pytest.approx(0.99)
     assert row["ci_adjusted_pp"][0] < one["ci_pp"][0] and row["ci_adjusted_pp"][1] > one["ci_pp"][1]
     assert row["p_adjusted"] == pytest.approx(min(1.0, 5 * one["p_value"]))
     assert any("picked among 5" in w for w in five["warnings"])
+    fam = json.loads(cli("compare", "b", "c", "--picked-from", "5", "--json").stdout)  # in its family: look 1
+    assert fam["looks"]["look"] == {"c": 1} and fam["comparisons"][0]["ci_level"] == pytest.approx(1 - 0.05 / 2 / 5)
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from smallsample import adjusted
 from trialbook.stats import dist
 from trialbook.stats.multiple import holm
 from trialbook.stats.paired import bootstrap_ci, paired
@@ -38,7 +39,8 @@ def test_anchor_dataset_reproduces_the_seed(anchor):
     assert row["base_pct"] == pytest.approx(56.4) and row["cand_pct"] == pytest.approx(59.1)
     assert row["diff_pp"] == pytest.approx(2.70)
     assert row["se_pp"] == pytest.approx(1.449, abs=5e-4)
-    assert row["ci_pp"] == pytest.approx([-0.15, 5.55], abs=0.01)
+    # the seed's t interval is [-0.15, +5.55]; the adjusted interval (pseudo-tasks at +-1/sqrt(2)) at 500 tasks
+    assert row["ci_pp"] == pytest.approx([-0.15, 5.53], abs=0.01)
     assert (row["wins"], row["losses"], row["ties"]) == (83, 59, 358)
     assert row["sign_p"] == pytest.approx(0.053, abs=5e-4)
     assert row["bootstrap_ci_pp"] == pytest.approx([-0.20, 5.60], abs=0.15)  # Monte Carlo
@@ -48,11 +50,14 @@ def test_anchor_dataset_reproduces_the_seed(anchor):
 
 def test_intervals_match_scipy():
     b, c = anchor_arrays()
-    r = paired(b, c)
-    ref = stats.ttest_rel(c, b)
+    two = np.full(b.size, 2)
+    r = paired(b, c, 0.95, two, two)
+    lo, hi, se, p = adjusted(c - b, 0.95, 0.5)  # 2 attempts each: c^2 = 1/2
+    assert r.ci == pytest.approx((lo, hi), abs=1e-12) and r.p_value == pytest.approx(p, abs=1e-12)
+    ref = stats.ttest_rel(c, b)  # at 500 tasks the pseudo-tasks move the t interval by < 0.03 pp
     ci = ref.confidence_interval(0.95)
-    assert r.ci == pytest.approx((ci.low, ci.high), abs=1e-10)
-    assert r.p_value == pytest.approx(ref.pvalue, abs=1e-10)
+    assert r.ci == pytest.approx((ci.low, ci.high), abs=3e-4)
+    assert r.p_value == pytest.approx(ref.pvalue, abs=0.01)
     assert r.sign_p == pytest.approx(stats.binomtest(r.wins, r.wins + r.losses).pvalue, abs=1e-12)
     assert r.correlation == pytest.approx(stats.pearsonr(b, c)[0], abs=1e-12)
     ours = bootstrap_ci(c - b, n_resamples=10_000, seed=1)
@@ -66,8 +71,11 @@ def test_intervals_match_scipy():
 def test_t_interval_levels_match_scipy(level):
     rng = np.random.default_rng(7)
     b, c = rng.random(40), rng.random(40)
-    ci = stats.ttest_rel(c, b).confidence_interval(level)
-    assert paired(b, c, level).ci == pytest.approx((ci.low, ci.high), abs=1e-10)
+    lo, hi, _, _ = adjusted(c - b, level)
+    assert paired(b, c, level).ci == pytest.approx((lo, hi), abs=1e-12)
+    big_b, big_c = rng.random(4000), rng.random(4000)  # no switch: tends to scipy's t interval as n grows
+    ci = stats.ttest_rel(big_c, big_b).confidence_interval(level)
+    assert paired(big_b, big_c, level).ci == pytest.approx((ci.low, ci.high), abs=2e-4)
 
 
 def test_distribution_functions_match_scipy():

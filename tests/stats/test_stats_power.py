@@ -120,7 +120,8 @@ def test_single_attempt_pair_reproduces_the_observed_k1_interval(cli):
     plan = json.loads(cli("plan", "--tasks", "500", "--repeats", "1", "--effect", "4", "--from-run", names[0],
                           "--vs", names[1], "--json").stdout)  # fmt: skip
     row = json.loads(cli("compare", *names, "--json").stdout)["comparisons"][0]
+    # compare's SE is the adjusted interval's (two pseudo-tasks among 500: within 0.1% of the plain SE)
     z_half = stats.norm.ppf(0.975) * row["se_pp"]
-    assert plan["half_width_pp"]["1"] == pytest.approx(z_half, abs=1e-3)
+    assert plan["half_width_pp"]["1"] == pytest.approx(z_half, rel=2e-3)
     assert plan["variance"]["omega2"] == 0 and "optimistic" in plan["notes"][0]
-    assert plan["half_width_pp"]["4"] == pytest.approx(z_half / 2, abs=1e-3)
+    assert plan["half_width_pp"]["4"] == pytest.approx(z_half / 2, rel=2e-3)

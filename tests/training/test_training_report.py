@@ -12,6 +12,8 @@ import pytest
 import statsmodels.api as sm
 from scipy import stats
 
+from smallsample import adjusted_pp
+
 
 def _write(path: Path, rows: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -74,7 +76,8 @@ def test_encounter_ci_is_paired_over_tasks_like_scipy(cli, random_run):
         ci = res.confidence_interval(0.95)
         assert row["tasks"] == len(first)
         assert row["diff_pp"] == pytest.approx(100 * (np.mean(kth) - np.mean(first)), abs=0.01)
-        assert row["ci_pp"] == pytest.approx([100 * ci.low, 100 * ci.high], abs=0.01)
+        assert row["ci_pp"] == pytest.approx(adjusted_pp(np.subtract(kth, first)), abs=0.01)  # stats.kernel's
+        assert row["ci_pp"] == pytest.approx([100 * ci.low, 100 * ci.high], abs=1.0)  # near scipy's t
         boot = stats.bootstrap((np.array(kth), np.array(first)), lambda a, b: np.mean(a - b), paired=True,
                                n_resamples=4000, random_state=1).confidence_interval  # fmt: skip
         assert row["ci_pp"][0] == pytest.approx(100 * boot.low, abs=1.5)
@@ -88,7 +91,8 @@ def test_encounter_ci_is_paired_over_tasks_like_scipy(cli, random_run):
             d.append(graded[-1] - first_graded)
     ci = stats.ttest_1samp(d, 0).confidence_interval(0.95)
     assert report["last_minus_first"]["tasks"] == len(d)
-    assert report["last_minus_first"]["ci_pp"] == pytest.approx([100 * ci.low, 100 * ci.high], abs=0.01)
+    assert report["last_minus_first"]["ci_pp"] == pytest.approx(adjusted_pp(d), abs=0.01)
+    assert report["last_minus_first"]["ci_pp"] == pytest.approx([100 * ci.low, 100 * ci.high], abs=1.0)
 
 
 def test_bucket_ci_is_task_clustered_like_statsmodels(cli, random_run):

@@ -119,13 +119,64 @@ def test_compare_controls_in_the_browser(cli, db: str, tmp_path: Path) -> None:
             page.click("#compare-form button")
             page.wait_for_url("**/compare?*")
             cells = page.locator("#comparisons tr").nth(1).locator("td")
-            assert cells.nth(2).inner_text() == "20" and cells.nth(5).inner_text() == "+25.00"
+            assert cells.nth(1).inner_text() == "1"  # the look: its family's first (stats/looks.py)
+            assert cells.nth(3).inner_text() == "20" and cells.nth(6).inner_text() == "+25.00"
             assert "sympy/sympy (3 tasks)" in page.locator("#excluded").inner_text()
             assert page.locator("#metric").input_value() == "reward"  # the form keeps what was asked
             assert page.locator("#legend").count() == 1
             SHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SHOTS / "compare-controls.png"))
             assert errors == []
+            context.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_compare_page_agrees_with_the_cli_around_an_unrelated_compare(cli, db: str, tmp_path: Path) -> None:
+    """The page shows the numbers `compare` prints (the family's look, its level and interval), before and after
+    an unrelated `compare A C`, and says so when the look is not recorded yet (the page records none)."""
+    import json
+
+    import numpy as np
+    from playwright.sync_api import sync_playwright
+
+    from trialbook.stats.synthetic import simulate_run, write_jsonl
+
+    rng = np.random.default_rng(5)
+    p = rng.beta(0.5, 0.5, 120)
+    for name, q in (("a", p), ("b", np.clip(p + 0.15, 0, 1)), ("c", p)):
+        assert cli("import", "jsonl", str(write_jsonl(tmp_path / f"{name}.jsonl", simulate_run(q, 1, rng))),
+                   "--run", name).exit_code == 0  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from trialbook.cli import main; main()", "serve", "--db", db, "--port", "0"],
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        m = re.search(r"(http://127\.0\.0\.1:\d+)/", proc.stderr.readline() if proc.stderr else "")
+        assert m
+        with sync_playwright() as pw:
+            context = pw.chromium.launch_persistent_context(
+                str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS
+            )
+            page = context.new_page()
+
+            def shown() -> tuple[str, str]:
+                page.goto(f"{m.group(1)}/compare?base=a&cand=b")
+                cells = page.locator("#comparisons tr").nth(1).locator("td")
+                return cells.nth(1).inner_text(), cells.nth(7).inner_text()
+
+            look, ci = shown()
+            assert look == "1" and "not recorded" in page.locator("#family").inner_text()
+            row = json.loads(cli("compare", "a", "b", "--json").stdout)
+            lo, hi = row["comparisons"][0]["ci_adjusted_pp"]
+            printed = f"[{lo:+.2f}, {hi:+.2f}]"
+            assert shown() == ("1", printed) == (look, ci)
+            assert "not recorded" not in page.locator("#family").inner_text()
+            assert json.loads(cli("compare", "a", "c", "--json").stdout)["looks"]["look"] == {"c": 2}
+            assert shown() == ("1", printed)
+            again = json.loads(cli("compare", "a", "b", "--json").stdout)["comparisons"][0]["ci_adjusted_pp"]
+            assert again == [lo, hi]
             context.close()
     finally:
         proc.terminate()

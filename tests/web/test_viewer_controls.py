@@ -52,15 +52,16 @@ def _cells(html: str, table_id: str) -> list[list[str]]:
 def test_compare_honours_metric_exclude_repo_and_split(ledger: str) -> None:
     client = TestClient(create_app(open_readonly(ledger)))
     page = client.get("/compare?base=base&cand=cand").text
-    assert _cells(page, "comparisons")[0][5] == "+0.00"  # resolved: nothing reaches reward 1.0
+    assert _cells(page, "comparisons")[0][1] == "1"  # the look column (stats/looks.py), as `compare` prints it
+    assert _cells(page, "comparisons")[0][6] == "+0.00"  # resolved: nothing reaches reward 1.0
     assert 'name="metric"' in page and 'name="exclude_repo"' in page
     page = client.get("/compare?base=base&cand=cand&metric=reward").text
     row = _cells(page, "comparisons")[0]
-    assert row[2] == "23" and row[5] == "+25.00" and "mean reward" in page
+    assert row[3] == "23" and row[6] == "+25.00" and "mean reward" in page
     page = client.get("/compare?base=base&cand=cand&metric=reward&exclude_repo=sympy/sympy").text
-    assert _cells(page, "comparisons")[0][2] == "20" and 'id="excluded"' in page and "sympy/sympy (3 tasks)" in page
+    assert _cells(page, "comparisons")[0][3] == "20" and 'id="excluded"' in page and "sympy/sympy (3 tasks)" in page
     page = client.get("/compare?base=base&cand=cand&metric=reward&split=half").text
-    subsets = [r[1] for r in _cells(page, "comparisons")]
+    subsets = [r[2] for r in _cells(page, "comparisons")]
     assert subsets == ["all", "in", "out"]
     bad = client.get("/compare?base=base&cand=cand&metric=stars").text
     assert "--metric must be one of" in bad and "compare-form" in bad  # one line above the form
@@ -73,7 +74,7 @@ def test_report_html_compares_partial_rewards(cli, ledger: str, tmp_path: Path) 
     out = tmp_path / "r.html"
     assert cli("report", "--html", str(out), "--compare", "base,cand", "--metric", "reward").exit_code == 0
     html = out.read_text()
-    assert _cells(html, "comparisons")[0][5] == "+25.00" and 'id="legend"' in html
+    assert _cells(html, "comparisons")[0][6] == "+25.00" and 'id="legend"' in html
     assert cli("report", "--html", str(out), "--compare", "base,cand", "--metric", "stars").exit_code == 2
 
 

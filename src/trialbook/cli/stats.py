@@ -55,11 +55,13 @@ def compare_cmd(
         bool, typer.Option("--check", help="Exit 1 when no candidate claims (gate a CI job on the verdict).")
     ] = False,
     family: Annotated[
-        str | None, typer.Option("--family", help="Family of looks (default: the baseline's); see docs/statistics.md.")
+        str | None,
+        typer.Option(
+            "--family",
+            help="Family of looks (default: the baseline's content); 'none': the comparison alone. See"
+            " docs/statistics.md.",
+        ),
     ] = None,
-    reset_family: Annotated[
-        bool, typer.Option("--reset-family", help="Start the family afresh: earlier looks no longer count.")
-    ] = False,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -81,13 +83,13 @@ def compare_cmd(
 
     ledger = reading(db)
 
-    def run(picked: int | None) -> Any:
+    def run(shares: dict[str, float] | None) -> Any:
         return compare(
-            ledger, base, candidates, exclude_repo or [], split, min_diff, picked, by_repo, bootstrap,
-            metric=metric, exclude_task_file=exclude_tasks,
+            ledger, base, candidates, exclude_repo or [], split, min_diff, picked_from, by_repo, bootstrap,
+            metric=metric, exclude_task_file=exclude_tasks, shares=shares,
         )  # fmt: skip
 
-    res = looks.apply(ledger, run(picked_from), family, run, reset=reset_family)
+    res = looks.apply(ledger, run(None), family, run)
     if list_:
         res = replace(res, listed=list_)
     if export:

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from trialbook.ledger.plans import now
 from trialbook.ledger.schema import looks
 from trialbook.ledger.store import Ledger
 
@@ -17,7 +16,7 @@ class LookRow:
     family: str
     baseline: str
     candidate: str
-    tasks_sha: str
+    tasks_sha: str  # the comparison's key (stats.looks.comparison_key: both runs' content and the tasks)
     tasks: int
     source: str
     diff_pp: float | None
@@ -27,7 +26,8 @@ class LookRow:
 
 
 def family_looks(ledger: Ledger, family: str) -> list[LookRow]:
-    """The family's looks since its last reset, oldest first."""
+    """The family's looks, oldest first (a reset row, written before looks were keyed by content, ends the
+    looks before it)."""
     q = select(looks).where(looks.c.family == family).order_by(looks.c.id)
     with ledger.engine.connect() as conn:
         rows = list(conn.execute(q))
@@ -51,6 +51,9 @@ def record(ledger: Ledger, rows: list[LookRow]) -> None:
             ))  # fmt: skip
 
 
-def reset(ledger: Ledger, family: str, baseline: str) -> None:
-    with ledger.transaction() as conn:
-        conn.execute(looks.insert().values(family=family, baseline=baseline, source="reset", at=now()))
+def count(ledger: Ledger) -> int:
+    """How many looks the ledger holds (the web page's cache key: a new look changes what it shows)."""
+    from sqlalchemy import func
+
+    with ledger.engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(looks)).scalar_one())

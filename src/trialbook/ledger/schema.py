@@ -209,9 +209,9 @@ def _v5_run_tasks(conn: Connection) -> None:
     conn.execute(run_stats.delete())
 
 
-# v6: every verdict `compare` and `prereg check` printed, by family (a baseline's, or one named
-# with --family), so that a later look is adjusted for the earlier ones (stats/looks.py). A row with
-# candidate NULL resets its family: looks before it no longer count.
+# v6: every verdict `compare` and `prereg check` printed, by family (a baseline content's, or one named
+# with --family), so that each look spends its own share of the family's alpha (stats/looks.py). A row
+# with candidate NULL (written by older versions' --reset-family) ends the looks before it.
 looks = Table(
     "looks",
     metadata,
@@ -219,7 +219,7 @@ looks = Table(
     Column("family", String(255), nullable=False, index=True),
     Column("baseline", String(255), nullable=False),
     Column("candidate", String(255)),
-    Column("tasks_sha", String(64)),  # sha256 of the paired task ids, sorted
+    Column("tasks_sha", String(64)),  # compare: the comparison's key (stats/looks.py); prereg: the tasks' sha256
     Column("tasks", Integer),
     Column("source", String(16), nullable=False),  # compare | prereg
     Column("diff_pp", Float),

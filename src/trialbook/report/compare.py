@@ -31,24 +31,39 @@ def _with_subset(res: CompareResult) -> bool:
     return any(r.subset != "all" for r in res.comparisons)
 
 
-def _cells(r: Comparison, subset: bool = True) -> list[str]:
+def _family(res: CompareResult) -> bool:
+    return res.looks is not None and res.looks.family is not None
+
+
+def _cells(r: Comparison, subset: bool = True, res: CompareResult | None = None) -> list[str]:
     few = " few tasks" if r.few_tasks else ""
+    ci = _ci(r.ci_adjusted_pp) + few
+    if res is not None and _family(res):  # each look its own level: say it in the cell
+        ci = f"{_ci(r.ci_adjusted_pp)} at {100 * r.ci_level:.2f}%{few}"
     cells = [
         r.candidate, r.subset, str(r.tasks_paired), _n(r.base_pct, "{:.1f}%"),
-        _n(r.cand_pct, "{:.1f}%"), _n(r.diff_pp), _ci(r.ci_adjusted_pp) + few,
+        _n(r.cand_pct, "{:.1f}%"), _n(r.diff_pp), ci,
         f"{r.wins}/{r.losses}/{r.ties}", _p(r.p_adjusted), "YES" if r.claim else "no",
     ]  # fmt: skip
-    return cells if subset else cells[:1] + cells[2:]
+    fam = res is not None and _family(res)
+    if fam:
+        cells.insert(1, str(res.looks.look.get(r.candidate, "-")))  # type: ignore[union-attr]
+    at = 2 if fam else 1  # the subset column
+    return cells if subset else cells[:at] + cells[at + 1 :]
 
 
 def _headers(res: CompareResult) -> list[str]:
+    unit = "" if res.metric == "resolved" else " reward"
+    if _family(res):  # every look judged alone at its share of the family's alpha (stats/looks.py)
+        cols = ["candidate", "look", "subset", "tasks", f"base{unit}", f"cand{unit}", "diff pp", "CI (look's level)",
+                "W/L/T", "p (look-adj.)", "claim"]  # fmt: skip
+        return cols if _with_subset(res) else cols[:2] + cols[3:]
     several = res.candidates_considered > 1
     level = res.comparisons[0].ci_level if res.comparisons else 0.95
     ci = f"{100 * level:.1f}% CI (adj.)" if several else "95% CI"
     given = len({r.candidate for r in res.comparisons})
-    # Holm over the candidates given; Bonferroni when picked among more, over looks or --split's rows
+    # Holm over the candidates given; Bonferroni when picked among more or over --split's rows
     p = ("p (Holm)" if res.candidates_considered == given else "p (Bonf.)") if several else "p"
-    unit = "" if res.metric == "resolved" else " reward"
     cols = ["candidate", "subset", "tasks", f"base{unit}", f"cand{unit}", "diff pp", ci, "W/L/T", p, "claim"]
     return cols if _with_subset(res) else cols[:1] + cols[2:]
 
@@ -116,8 +131,9 @@ def print_compare(res: CompareResult) -> None:
         print("\n".join(_listed(res)))
         return
     metric = " (mean reward)" if res.metric == "reward" else ""
-    rows = [_cells(r, _with_subset(res)) for r in res.comparisons]
-    layout.table(_headers(res), rows, title=f"baseline: {res.baseline}{metric}")
+    rows = [_cells(r, _with_subset(res), res) for r in res.comparisons]
+    fam = f", family {res.looks.family}" if _family(res) else ""  # type: ignore[union-attr]
+    layout.table(_headers(res), rows, title=f"baseline: {res.baseline}{metric}{fam}")
     for r in res.comparisons:
         layout.line(_details(r, several), markup=False)
         binary = " on resolved (binary)" if res.metric == "reward" else ""  # pass@k counts resolved attempts
@@ -130,7 +146,13 @@ def print_compare(res: CompareResult) -> None:
             )
     layout.line(
         f"claim = diff >= {res.min_diff_pp:g} pp and the lower CI bound > 0"
-        + (f" (CIs Bonferroni-widened for {res.candidates_considered} candidates)" if several else ""),
+        + (
+            " (each look at its level, below)"
+            if _family(res)
+            else f" (CIs Bonferroni-widened for {res.candidates_considered} candidates)"
+            if several
+            else ""
+        ),  # fmt: skip
         markup=False,
     )
     for line in meaning_lines(res):
@@ -148,10 +170,10 @@ def print_compare(res: CompareResult) -> None:
 
 
 def meaning_lines(res: CompareResult) -> list[str]:
-    """Beside each claim: how small the gain may be, and the estimate shrunk for the winner's curse."""
+    """Beside each claim: how small the gain may be (among claims the observed gain overstates the truth)."""
     return [
         f"{r.candidate}{_subset_label(r)} claims {_n(r.diff_pp)} pp: gain at least {_n(r.lower_bound_pp)} pp (lower CI"
-        f" bound), shrunk estimate {_n(r.shrunk_pp)} pp (claims overstate gains)"
+        f" bound; claims overstate gains)"
         for r in res.comparisons
         if r.claim
     ]
@@ -166,18 +188,18 @@ def gap_line(gap: Gap) -> str:
 
 
 def look_lines(res: CompareResult) -> list[str]:
-    """From the second comparison of a family on: which look this is, the level, the unadjusted verdicts."""
+    """Which family and which look each comparison is, its level, and the verdict of the comparison alone."""
     lk = res.looks
-    if lk is None or lk.look < 2:
+    if lk is None:
         return []
     verdicts = ", ".join(f"{c} {'claim' if v else 'no claim'}" for c, v in lk.unadjusted.items())
-    out = [
-        f"look {lk.look} of this baseline (family {lk.family}): each of its {lk.look} comparisons is judged at"
-        f" {100 * lk.level:.2f}% (Bonferroni over the looks); unadjusted verdict: {verdicts}"
+    if lk.family is None:
+        return [f"the comparison alone (--family none): no family, other looks not accounted for; verdict: {verdicts}"]
+    looks = ", ".join(f"{c} look {j} at {100 * lk.level[c]:.2f}%" for c, j in lk.look.items())
+    return [
+        f"family {lk.family}: {looks} (look j spends alpha/(j(j+1)) of the family's 5%, once and for all);"
+        f" the comparison alone: {verdicts}"
     ]
-    if lk.revised:
-        out.append("earlier claims that no longer hold at this level: " + "; ".join(lk.revised))
-    return out
 
 
 REPO_HEADERS = ["repo", "tasks", "base", "cand", "diff pp", "95% CI", "W/L/T"]
@@ -195,7 +217,7 @@ def markdown_compare(res: CompareResult) -> str:
     head = _headers(res)
     lines = [f"**Baseline:** `{res.baseline}`", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in res.comparisons:
-        lines.append("| " + " | ".join(_cells(r, _with_subset(res))) + " |")
+        lines.append("| " + " | ".join(_cells(r, _with_subset(res), res)) + " |")
     lines += [""] + [f"- {_details(r, several)}" for r in res.comparisons]
     lines += ["", f"Claim rule: diff >= {res.min_diff_pp:g} pp and lower CI bound > 0."]
     lines += [f"- {line}" for line in meaning_lines(res)]

@@ -28,13 +28,12 @@ from trialbook.stats.comparison import (
     SensitivityVerdict,
     Split,
 )
-from trialbook.stats.kernel import clip_ci, did_interval, t_interval, win_loss
+from trialbook.stats.kernel import clip_ci, did_interval, pseudo_scale, t_interval, win_loss
 from trialbook.stats.multiple import bonferroni_confidence, holm
 from trialbook.stats.paired import Paired, bootstrap_ci, paired
 from trialbook.stats.passk import paired_pass_at_k
 from trialbook.stats.scores import TaskScores, check_metric, load_scores
 from trialbook.stats.selection import read_task_list, resolve_repos
-from trialbook.stats.shrink import shrunk
 
 LEVEL = 0.95
 Z95 = 1.959963984540054
@@ -43,6 +42,18 @@ Z95 = 1.959963984540054
 def tasks_sha(ids: Sequence[str]) -> str:
     """What a look compared: sha256 of the paired task ids, sorted (stats.looks)."""
     return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()
+
+
+def content_sha(s: TaskScores) -> str:
+    """What a run measured, whatever its name: sha256 of its task ids, graded attempts and task scores under the
+    metric (stats.looks keys a family and a comparison by it, so a rename, copy or re-import is the same run
+    and a re-run under the same name with --replace is a new one)."""
+    order = np.argsort(s.task_ids, kind="stable")
+    h = hashlib.sha256()
+    h.update("\n".join(s.task_ids[order].tolist()).encode())
+    h.update(np.ascontiguousarray(s.graded[order], dtype=np.int64).tobytes())
+    h.update(np.ascontiguousarray(np.round(s.score[order], 12), dtype=np.float64).tobytes())
+    return h.hexdigest()
 
 
 def pp(x: float) -> float | None:
@@ -79,27 +90,33 @@ def align(base: TaskScores, cand: TaskScores) -> tuple[np.ndarray, np.ndarray, n
     return common[both], ib[both], ic[both], unpaired
 
 
-def _adjust(rows: list[Comparison], diffs: list[np.ndarray], m: int, min_diff: float) -> list[Comparison]:
-    """Holm p (Bonferroni when candidates were picked among more than given), widened CIs, claim."""
-    level = bonferroni_confidence(m, LEVEL)
+def _adjust(rows: list[Comparison], diffs: list[tuple[np.ndarray, float]], m: int, min_diff: float,
+            divisors: dict[str, float] | None = None) -> list[Comparison]:  # fmt: skip
+    """Holm p (Bonferroni when candidates were picked among more than given), widened CIs, claim. `diffs`:
+    each row's task differences and its pseudo-task scale (`kernel.pseudo_scale`). `divisors` (stats.looks):
+    each candidate judged alone at alpha / its divisor instead (its look's share of the family's alpha)."""
     ps = [np.nan if r.p_value is None else r.p_value for r in rows]
-    adjusted = holm(ps) if m == len(rows) else [min(1.0, p * m) for p in ps]
+    if divisors is not None:
+        levels = [1 - (1 - LEVEL) / divisors[r.candidate] for r in rows]
+        adjusted = [min(1.0, p * divisors[r.candidate]) for p, r in zip(ps, rows, strict=True)]
+    else:
+        levels = [bonferroni_confidence(m, LEVEL)] * len(rows)
+        adjusted = holm(ps) if m == len(rows) else [min(1.0, p * m) for p in ps]
     out = []
-    for row, d, p_adj in zip(rows, diffs, adjusted, strict=True):
-        _, _, lo, hi = t_interval(d, level)
+    for row, (d, scale2), p_adj, level in zip(rows, diffs, adjusted, levels, strict=True):
+        _, _, lo, hi = t_interval(d, level, scale2)
         lo, hi, _ = clip_ci(lo, hi, d.size)
         claim = bool(row.diff_pp is not None and row.diff_pp >= min_diff and np.isfinite(lo) and lo > 0)
         out.append(replace(row, p_adjusted=None if np.isnan(p_adj) else p_adj, ci_level=round(level, 6),
-                           ci_adjusted_pp=[pp(lo), pp(hi)], claim=claim, lower_bound_pp=pp(lo),
-                           shrunk_pp=shrunk(row.diff_pp, row.se_pp, min_diff)))  # fmt: skip
+                           ci_adjusted_pp=[pp(lo), pp(hi)], claim=claim, lower_bound_pp=pp(lo)))  # fmt: skip
     return out
 
 
-def _by_repo(repos: np.ndarray, b: np.ndarray, c: np.ndarray) -> list[RepoComparison]:
+def _by_repo(repos: np.ndarray, b: np.ndarray, c: np.ndarray, gb: np.ndarray, gc: np.ndarray) -> list[RepoComparison]:
     out = []
     for repo in np.unique(repos):
         m = repos == repo
-        r = paired(b[m], c[m])
+        r = paired(b[m], c[m], LEVEL, gb[m], gc[m])
         out.append(RepoComparison(
             repo=str(repo), tasks=r.n, base_pct=pp(r.base_mean), cand_pct=pp(r.cand_mean), diff_pp=pp(r.diff),
             ci_pp=[pp(r.ci[0]), pp(r.ci[1])], wins=r.wins, losses=r.losses, ties=r.ties,
@@ -126,7 +143,7 @@ def _subset_row(base: TaskScores, cand: TaskScores, ib: np.ndarray, ic: np.ndarr
                 unpaired: dict[str, int] | None) -> tuple[Comparison, Paired]:  # fmt: skip
     """One ROW (before multiplicity adjustment) for the paired tasks selected by mask."""
     b, c = base.score[ib][mask], cand.score[ic][mask]
-    r = paired(b, c)
+    r = paired(b, c, LEVEL, base.graded[ib][mask], cand.graded[ic][mask])
     boot = None
     if bootstrap:
         lo, hi = bootstrap_ci(c - b, LEVEL)
@@ -161,7 +178,7 @@ def _candidate(
     excluded: list[str],
     bootstrap: bool,
     warnings: list[str],
-) -> tuple[dict[str, tuple[Comparison, np.ndarray]], Gap | None, np.ndarray, np.ndarray]:
+) -> tuple[dict[str, tuple[Comparison, tuple[np.ndarray, float]]], Gap | None, np.ndarray, np.ndarray]:
     """Rows by subset (with their task differences), the in-out gap, and the paired indices."""
     ids, ib, ic, unpaired = align(base, cand)
     if ids.size < 2:
@@ -176,7 +193,7 @@ def _candidate(
     if split_ids is not None:
         masks["in"] = np.isin(ids, split_ids)
         masks["out"] = ~masks["in"]
-    rows: dict[str, tuple[Comparison, np.ndarray]] = {}
+    rows: dict[str, tuple[Comparison, tuple[np.ndarray, float]]] = {}
     results: dict[str, Paired] = {}
     for subset, mask in masks.items():
         if mask.sum() < 2:
@@ -184,7 +201,8 @@ def _candidate(
             continue
         row, results[subset] = _subset_row(base, cand, ib, ic, mask, subset, excluded, bootstrap,
                                            unpaired if subset == "all" else None)  # fmt: skip
-        rows[subset] = (row, cand.score[ic][mask] - base.score[ib][mask])
+        scale2 = pseudo_scale(base.graded[ib][mask], cand.graded[ic][mask])
+        rows[subset] = (row, (cand.score[ic][mask] - base.score[ib][mask], scale2))
     gap = _gap(cand.run, results["in"], results["out"]) if "in" in results and "out" in results else None
     return rows, gap, ib, ic
 
@@ -261,12 +279,15 @@ def compare(
     metric: str = "resolved",
     exclude_task_file: Path | None = None,
     sensitivity: bool = True,
+    shares: dict[str, float] | None = None,
 ) -> CompareResult:
     """The full comparison. `runs` lets callers (prereg) pass preloaded, pre-filtered scores.
 
     `metric`: task means of resolved (reward 1.0) or of rewards (stats.scores). With `sensitivity`,
     when any run has ungraded trials the verdict is also given with them counted as failures and as
-    successes (`result.sensitivity`).
+    successes (`result.sensitivity`). `shares` (stats.looks): candidate -> the share of alpha its look
+    spends; each candidate is then judged alone at alpha x share / (--picked-from x the --split rows), not
+    by Holm over the call's candidates.
     """
     _check_names(base_name, candidates, min_diff, picked_from)
     metric = check_metric(metric)
@@ -291,7 +312,7 @@ def compare(
     subsets = ["all"] if split_ids is None else ["all", "in", "out"]
     # the all / in / out rows are one family: a claim on a subgroup is adjusted for the other rows too
     m = max(len(cands), picked_from or 0) * len(subsets)
-    family: dict[str, list[tuple[Comparison, np.ndarray]]] = {s: [] for s in subsets}
+    family: dict[str, list[tuple[Comparison, tuple[np.ndarray, float]]]] = {s: [] for s in subsets}
     gaps, repo_tables = [], {}
     for cand in cands:
         rows, gap, ib, ic = _candidate(base, cand, split_ids, list(dropped), bootstrap, warnings)
@@ -303,18 +324,23 @@ def compare(
         if gap:
             gaps.append(gap)
         if by_repo:
-            repo_tables[cand.run] = _by_repo(base.repos[ib], base.score[ib], cand.score[ic])
+            repo_tables[cand.run] = _by_repo(
+                base.repos[ib], base.score[ib], cand.score[ic], base.graded[ib], cand.graded[ic]
+            )
+    divisors = None
+    if shares is not None:  # each look alone: its share of alpha, over --picked-from and the --split rows
+        divisors = {c.run: (picked_from or 1) * len(subsets) / shares[c.run] for c in cands}
     out_rows: list[Comparison] = []
     for subset in subsets:  # each subset is its own family of m comparisons
         if family[subset]:
             rows, diffs = zip(*family[subset], strict=True)
-            out_rows += _adjust(list(rows), list(diffs), m, min_diff)
+            out_rows += _adjust(list(rows), list(diffs), m, min_diff, divisors)
     out_rows.sort(key=lambda r: (list(candidates).index(r.candidate), subsets.index(r.subset)))
     picked = m // len(subsets)
     w = caveats.multiplicity_caveat(picked, len(cands), bonferroni_confidence(m, LEVEL))
-    if w:
+    if w and shares is None:
         warnings.append(w)
-    if len(subsets) > 1:
+    if len(subsets) > 1 and shares is None:
         warnings.append(
             f"the all, in and out rows are one family: each is judged as one of {m} comparisons (Bonferroni,"
             f" CIs {100 * bonferroni_confidence(m, LEVEL):.1f}%), so a subgroup's claim is adjusted for the others"
@@ -322,13 +348,14 @@ def compare(
     sens = None
     if sensitivity:
         kw = {"exclude": exclude, "min_diff": min_diff, "picked_from": picked_from, "metric": metric,
-              "exclude_task_file": exclude_task_file}  # fmt: skip
+              "exclude_task_file": exclude_task_file, "shares": shares}  # fmt: skip
         sens = _sensitivity(ledger, base_name, candidates, runs, kw, out_rows)
     return CompareResult(
         baseline=base_name, metric=metric, comparisons=out_rows, min_diff_pp=min_diff, candidates_considered=m,
         excluded=dropped, warnings=warnings,
         split=None if split_ids is None else Split(file=str(split), tasks=int(split_ids.size), gaps=gaps),
         by_repo=repo_tables if by_repo else None, sensitivity=sens,
+        content={s.run: content_sha(s) for s in (runs[base_name], *(runs[c] for c in candidates))},
     )  # fmt: skip
 
 

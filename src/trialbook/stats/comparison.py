@@ -63,9 +63,9 @@ class Comparison(Result):
     ci_level: float = 0.95
     ci_adjusted_pp: CI | None = None
     claim: bool = False
-    # what a claim means (stats.shrink): the gain's lower bound (the adjusted CI's) and its shrunken estimate
+    # what a claim means: the gain's lower bound (the adjusted CI's). No shrunken estimate: the sceptical
+    # prior's was biased for real gains (+2.9 at a true +10 pp over 100 tasks; docs/statistics.md)
     lower_bound_pp: float | None = None
-    shrunk_pp: float | None = None
 
 
 @dataclass(frozen=True)
@@ -121,13 +121,15 @@ class SensitivityReport(Result):
 
 @dataclass(frozen=True)
 class LookReport(Result):
-    """Where a `compare` call stands in its family of looks (stats/looks.py)."""
+    """Where a `compare` call's comparisons stand in their family of looks (stats/looks.py): each comparison
+    (both runs' content and the paired tasks) is one look, numbered in the family once and for all, and
+    judged at the share of alpha its number spends; `family` None: the comparison alone, no family."""
 
-    family: str
-    look: int  # N: distinct comparisons in the family, this call's included
-    level: float  # the CI level every comparison of the family is judged at now
-    unadjusted: dict[str, bool]  # candidate -> the claim before the looks adjustment
-    revised: list[str]  # earlier comparisons whose claim no longer holds at this level
+    family: str | None
+    look: dict[str, int]  # candidate -> its look's number in the family
+    level: dict[str, float]  # candidate -> the CI level its look is judged at
+    unadjusted: dict[str, bool]  # candidate -> the claim of the comparison alone
+    recorded: bool = True  # False: a read-only ledger or the web page, which never record a look
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,6 +146,7 @@ class CompareResult(Result):
     sensitivity: SensitivityReport | None = None
     label: str | None = optional()  # prereg: what this secondary result is
     looks: LookReport | None = optional()  # this call's place among the family's looks (stats/looks.py)
+    content: dict[str, str] | None = optional()  # run -> sha256 of what it measured (stats.compare.content_sha)
     listed: str | None = optional(key="list")  # --list wins|losses: print those task ids only
 
 

@@ -2,21 +2,20 @@
 
 - `diff_interval` (and its tuple form `t_interval`): the interval for the mean of paired task
   differences d_i, the unit being the task (Miller 2024, "Adding Error Bars to Evals", sec. 2-3:
-  attempts of a task are one cluster, never independent samples).
-  * From FEW_TASKS tasks on, the one-sample t interval, equal to
-    scipy.stats.ttest_rel(...).confidence_interval().
-  * Below FEW_TASKS tasks, or where every difference is the same value (the t interval's variance
-    is 0 and it collapses to a point), the Agresti-Min adjusted interval for matched pairs (Agresti &
-    Min 2005, "Simple improved confidence intervals for comparing matched proportions", Stat Med
-    24:729-740) generalised to task means in [0, 1]: two pseudo-tasks are added, weight 1/2 at
-    d = +1, 1/2 at d = -1 and 1 at d = 0 (for binary tasks: 1/2 added to each cell of the 2x2
-    table); mean and variance are those of the augmented sample (N = n + 2), SE = sqrt(var / N), and
-    the quantile is t on 2n degrees of freedom (SMALL_DF). The paper's z gives mean coverage 94.9% but
-    claims from 3 of 3 tasks won; t on n + 1 df (the first choice here) was conservative, 98.4% at
-    n = 5. With 2n df the mean exact coverage over 45 binary designs is 96.8 / 96.5 / 96.1 / 95.5% at
-    n = 5 / 6 / 10 / 20 (tests/stats/test_small_sample_coverage.py enumerates every outcome; higher
-    where tasks take partial scores, whose pseudo-tasks at +-1 add more variance than they have).
-    Never a point; claims monotone in wins and losses (tests/stats/test_kernel_edges.py).
+  attempts of a task are one cluster, never independent samples). One method at every n (there is no
+  switch at 30 tasks): the Agresti-Min adjusted interval for matched pairs (Agresti & Min 2005,
+  "Simple improved confidence intervals for comparing matched proportions", Stat Med 24:729-740)
+  generalised to task means: two pseudo-tasks are added, weight 1/2 at d = +c, 1/2 at d = -c and 1 at
+  d = 0; mean and variance are those of the augmented sample (N = n + 2), SE = sqrt(var / N), and the
+  quantile is t on 2n degrees of freedom (SMALL_DF). For one-attempt tasks c = 1 (1/2 added to each
+  cell of the 2x2 table, the paper's interval); for task means over K attempts c^2 = 1/K (`pseudo_scale`:
+  the pseudo-tasks add the variance of one task at p = 1/2, not of a one-attempt task, which made the
+  interval 99-100% at 5-20 tasks of 4-8 attempts). c depends on the attempt counts only, never on the
+  outcomes; claims are monotone in the evidence for c = 1, and lost by raising one task's score in 0.22% of
+  random raises for c < 1 (docs/statistics.md). The variance is never 0, so tied differences
+  (exactly or to the last float bit: 30 tasks all +1/3) never give a point interval. As n grows the
+  pseudo-tasks' weight vanishes and the interval tends to the t interval (scipy's ttest_rel). Coverage
+  by simulation on 10 designs at n = 5-500: benchmarks/bench_interval_coverage.py, docs/statistics.md.
 - `cluster_ratio_ci`: a ratio sum(y)/sum(n) per group with the cluster-robust (CR1) standard error,
   clusters being tasks, and a t quantile on C-1 degrees of freedom (Cameron & Miller 2015, "A
   Practitioner's Guide to Cluster-Robust Inference", sec. II.B and VI.B); the SE equals statsmodels'
@@ -35,8 +34,8 @@ import numpy as np
 from trialbook.stats import dist
 
 TIE = 1e-9  # task-score differences within this of 0 are ties (float sums of partial rewards)
-FEW_TASKS = 30  # below this many paired tasks, CIs are clipped to the possible range and labelled
-SMALL_DF = 2  # the small-sample interval's t quantile has SMALL_DF * n degrees of freedom (module docstring)
+FEW_TASKS = 30  # below this many paired tasks an interval is labelled `few tasks` (the method is the same)
+SMALL_DF = 2  # the interval's t quantile has SMALL_DF * n degrees of freedom (module docstring)
 
 
 def win_loss(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -46,7 +45,7 @@ def win_loss(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def clip_ci(lo: float, hi: float, n: int) -> tuple[float, float, bool]:
     """(lo, hi, few): a difference of task means lies in [-1, 1], so the interval is clipped there (nan
-    stays nan); `few` flags fewer than FEW_TASKS tasks, where the small-sample interval is used."""
+    stays nan); `few` flags fewer than FEW_TASKS tasks."""
     few = n < FEW_TASKS
     if np.isfinite(lo):  # a bound past the possible range says nothing more than the range's end
         lo, hi = max(lo, -1.0), min(hi, 1.0)
@@ -55,9 +54,9 @@ def clip_ci(lo: float, hi: float, n: int) -> tuple[float, float, bool]:
 
 @dataclass(frozen=True)
 class Interval:
-    """The interval for the mean of task differences: `se` is the SE the interval used (the augmented
-    sample's below FEW_TASKS), `p` the two-sided p of mean 0 under the same method; `adjusted` says
-    the small-sample (Agresti-Min) form was used."""
+    """The interval for the mean of task differences: `mean` the plain mean of d, `se` the augmented
+    sample's SE the interval used, `p` the two-sided p of mean 0 under the same method (p < alpha exactly
+    when the 1 - alpha interval excludes 0); `adjusted` is always True (kept for the JSON's readers)."""
 
     mean: float
     se: float
@@ -67,30 +66,32 @@ class Interval:
     adjusted: bool
 
 
-def _adjusted(d: np.ndarray, level: float) -> Interval:
-    n = d.size
-    total = n + 2.0  # + 1/2 pseudo-task at +1, 1/2 at -1, 1 at 0
-    m = float(d.sum()) / total
-    var = max((float(d @ d) + 1.0) / total - m * m, 0.0)
-    se = float(np.sqrt(var / total))
-    df = SMALL_DF * n
-    half = dist.t_ppf(0.5 + level / 2, df) * se
-    p = dist.t_two_sided_p(m / se, df) if se > 0 else 1.0
-    return Interval(float(d.mean()), se, m - half, m + half, p, True)
+def pseudo_scale(base_attempts: np.ndarray | None = None, cand_attempts: np.ndarray | None = None) -> float:
+    """c^2 of the pseudo-tasks (module docstring): the mean over tasks of (1/K_base + 1/K_cand) / 2, K a
+    task's graded attempts in each run; 1 (one attempt each) when the counts are not given."""
+    if base_attempts is None or cand_attempts is None or base_attempts.size == 0:
+        return 1.0
+    kb = np.maximum(np.asarray(base_attempts, dtype=float), 1.0)
+    kc = np.maximum(np.asarray(cand_attempts, dtype=float), 1.0)
+    return float(np.mean(0.5 / kb + 0.5 / kc))
 
 
-def diff_interval(d: np.ndarray, level: float = 0.95) -> Interval:
-    """The interval for the mean of d (module docstring); se, lo, hi, p are nan when n < 2 (mean nan when n = 0)."""
+def diff_interval(d: np.ndarray, level: float = 0.95, scale2: float = 1.0) -> Interval:
+    """The interval for the mean of d (module docstring), pseudo-tasks at +-sqrt(scale2); se, lo, hi, p
+    are nan when n < 2 (mean nan when n = 0)."""
     n = d.size
     mean = float(d.mean()) if n else float("nan")
     nan = float("nan")
     if n < 2:
         return Interval(mean, nan, nan, nan, nan, False)
-    se = float(d.std(ddof=1) / np.sqrt(n))
-    if n < FEW_TASKS or se == 0:
-        return _adjusted(d, level)
-    half = dist.t_ppf(0.5 + level / 2, n - 1) * se
-    return Interval(mean, se, mean - half, mean + half, dist.t_two_sided_p(mean / se, n - 1), False)
+    total = n + 2.0  # + 1/2 pseudo-task at +c, 1/2 at -c, 1 at 0
+    m = float(d.sum()) / total
+    var = max((float(d @ d) + scale2) / total - m * m, 0.0)
+    se = float(np.sqrt(var / total))
+    df = SMALL_DF * n
+    half = dist.t_ppf(0.5 + level / 2, df) * se
+    p = dist.t_two_sided_p(m / se, df) if se > 0 else 1.0
+    return Interval(mean, se, m - half, m + half, p, True)
 
 
 def did_interval(
@@ -111,9 +112,9 @@ def did_interval(
     return max(-2.0, diff - half), min(2.0, diff + half), df
 
 
-def t_interval(d: np.ndarray, level: float = 0.95) -> tuple[float, float, float, float]:
+def t_interval(d: np.ndarray, level: float = 0.95, scale2: float = 1.0) -> tuple[float, float, float, float]:
     """(mean, se, lo, hi) of `diff_interval`."""
-    r = diff_interval(d, level)
+    r = diff_interval(d, level, scale2)
     return r.mean, r.se, r.lo, r.hi
 
 

@@ -1,8 +1,8 @@
 """Paired comparison of two runs' task scores (Miller 2024, "Adding Error Bars to Evals").
 
-The unit is the task: d_i = s_cand,i - s_base,i over tasks graded in both runs; the CI is the
-paired t interval on the d_i, or below kernel.FEW_TASKS tasks the small-sample adjusted interval
-(`stats.kernel.diff_interval`; attempts of a task are one cluster, never independent samples).
+The unit is the task: d_i = s_cand,i - s_base,i over tasks graded in both runs; the CI is the adjusted
+interval of `stats.kernel.diff_interval` at every n (attempts of a task are one cluster, never
+independent samples).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from trialbook.stats import dist
-from trialbook.stats.kernel import clip_ci, diff_interval, win_loss
+from trialbook.stats.kernel import clip_ci, diff_interval, pseudo_scale, win_loss
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Paired:
     ties: int
     sign_p: float
     correlation: float | None
-    few_tasks: bool = False  # fewer than kernel.FEW_TASKS: the small-sample interval
+    few_tasks: bool = False  # fewer than kernel.FEW_TASKS tasks (labelled; the method is the same)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -47,10 +47,14 @@ def correlation(base: np.ndarray, cand: np.ndarray) -> float | None:
     return float(np.corrcoef(base, cand)[0, 1])
 
 
-def paired(base: np.ndarray, cand: np.ndarray, level: float = 0.95) -> Paired:
-    """Compare aligned task-score arrays (fractions in [0, 1]); ties are differences within kernel.TIE."""
+def paired(
+    base: np.ndarray, cand: np.ndarray, level: float = 0.95,
+    base_attempts: np.ndarray | None = None, cand_attempts: np.ndarray | None = None,
+) -> Paired:  # fmt: skip
+    """Compare aligned task-score arrays (fractions in [0, 1]); ties are differences within kernel.TIE. The
+    attempt counts (graded trials per task) set the interval's pseudo-tasks (`kernel.pseudo_scale`)."""
     d = cand - base
-    iv = diff_interval(d, level)
+    iv = diff_interval(d, level, pseudo_scale(base_attempts, cand_attempts))
     lo, hi, few = clip_ci(iv.lo, iv.hi, d.size)
     won, lost = win_loss(d)
     wins, losses = int(won.sum()), int(lost.sum())

@@ -17,6 +17,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Redire
 from starlette.routing import Route
 
 from trialbook.errors import UserError
+from trialbook.ledger import looks as ledger_looks
 from trialbook.ledger import views
 from trialbook.ledger.store import Ledger
 from trialbook.web import pages
@@ -108,7 +109,7 @@ def create_app(ledger: Ledger) -> Starlette:
                 named = [base, *cands, *([ctx["split"]] if ctx["split"] else [])]
                 versions = tuple(views.run_version(ledger, views.run_by_name(ledger, n).id) for n in named)
                 key = ("compare", tuple(named), versions, min_diff, ctx["by_repo"], bool(ctx["split"]), metric,
-                       tuple(excluded))  # fmt: skip
+                       tuple(excluded), ledger_looks.count(ledger))  # fmt: skip
                 split, by_repo = ctx["split"] or None, ctx["by_repo"]
                 ctx.update(cache.get(key, lambda: pages.compare_page(ledger, base, cands, min_diff, by_repo, split,
                                                                      metric, excluded)))  # fmt: skip

@@ -177,6 +177,7 @@ def compare_page(
 ) -> dict[str, Any]:  # fmt: skip
     """The comparison, plus per-task wins and losses; `split_run`: in/out rows over that run's tasks; `metric` and
     `exclude_repos` as `compare --metric` / `--exclude-repo` (the per-task lists follow both)."""
+    from trialbook.stats import looks
     from trialbook.stats.compare import align, compare, exclude_repos
     from trialbook.stats.scores import check_metric, load_scores
 
@@ -187,8 +188,13 @@ def compare_page(
         if split_run:
             split = Path(tmp) / f"tasks-of-{re.sub(r'[^A-Za-z0-9._-]', '_', split_run)}.txt"
             split.write_text("\n".join(views.task_ids_of(ledger, views.run_by_name(ledger, split_run).id)) + "\n")
-        res = compare(ledger, base, cands, exclude=exclude_repos_ or [], split=split, min_diff=min_diff,
-                      by_repo=by_repo, runs=scores, metric=metric)  # fmt: skip
+
+        def run(shares: dict[str, float] | None) -> Any:
+            return compare(ledger, base, cands, exclude=exclude_repos_ or [], split=split, min_diff=min_diff,
+                           by_repo=by_repo, runs=scores, metric=metric, shares=shares)  # fmt: skip
+
+        # the same numbers as `compare` (its family's looks, stats/looks.py); the page records no look
+        res = looks.apply(ledger, run(None), None, run, source="web", record=False)
     kept, _ = exclude_repos([scores[n].with_metric(metric) for n in (base, *cands)], exclude_repos_ or [])
     per_task = {}
     for cand, c in zip(cands, kept[1:], strict=True):
