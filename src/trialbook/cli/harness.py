@@ -177,8 +177,13 @@ def run_cmd(
         ),
     ] = None,  # fmt: skip
     header: Annotated[
-        list[str] | None, typer.Option("--header", help="mini: NAME=VALUE sent on every request (repeatable; stored).")
-    ] = None,
+        list[str] | None,
+        typer.Option(
+            "--header",
+            help="mini: NAME=VALUE sent on every request (repeatable; stored); a credential's header "
+            "(X-Api-Key, ...) as NAME=env:VAR or NAME=file:PATH, read at each start, never stored.",
+        ),
+    ] = None,  # fmt: skip
     agent_config: Annotated[
         Path | None,
         typer.Option(

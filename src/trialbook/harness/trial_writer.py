@@ -13,6 +13,7 @@ from trialbook.harness.paths import TrialPaths
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
 from trialbook.ledger.store import Ledger, trial_row
 from trialbook.outcomes import FINDINGS
+from trialbook.redact import scrub, scrub_value
 
 _write_lock = threading.Lock()
 
@@ -100,13 +101,13 @@ def write_trial_dir(base: Path, run: str, result: TrialResult) -> Path:
     p = TrialPaths(base / result.name)
     p.agent_dir.mkdir(parents=True, exist_ok=True)
     p.verifier_dir.mkdir(exist_ok=True)
-    p.agent_log.write_text(result.agent_log)
-    p.verifier_log.write_text(result.verifier_log)
+    p.agent_log.write_text(scrub(result.agent_log))
+    p.verifier_log.write_text(scrub(result.verifier_log))
     for name, text in result.extra_files.items():
-        p.agent_file(name).write_text(text)
+        p.agent_file(name).write_text(scrub(text))
     if result.trial.reward is not None:
         p.reward.write_text(f"{result.trial.reward:g}\n")
     tmp = p.result.with_name(p.result.name + ".tmp")
-    tmp.write_text(json.dumps(harbor_result(result, run), indent=2))
+    tmp.write_text(json.dumps(scrub_value(harbor_result(result, run)), indent=2))
     tmp.replace(p.result)
     return p.folder

@@ -23,6 +23,7 @@ from trialbook.ledger.rows import RunRow, TrialRow
 from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
 from trialbook.ledger.url import connect_read_only, missing_ledger, read_only_reason, resolve_db, sqlite_file
 from trialbook.names import check_run_name
+from trialbook.redact import scrub, scrub_value
 
 if TYPE_CHECKING:  # annotations only: `runs`/`show` must not import pydantic at start-up
     from trialbook.records import Run, Task, Trial
@@ -60,14 +61,15 @@ def _first(exc: BaseException | None) -> str:
 
 
 def dumps(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, sort_keys=True, separators=(",", ":"))
+    """A JSON column's text, with this process's secrets scrubbed (redact.py): nothing written holds a key."""
+    return None if value is None else json.dumps(scrub_value(value), sort_keys=True, separators=(",", ":"))
 
 
 def trial_row(run_id: int, t: Trial) -> tuple[Any, ...]:
     """A positional row in TRIAL_COLUMNS order."""
     return (
         run_id, t.task_id, t.attempt, t.repo, t.outcome.value, t.reward, t.step, t.wv, t.epoch,
-        t.exception, t.exception_message, t.duration_s, t.tokens, t.turns, dumps(t.tests),
+        t.exception, scrub(t.exception_message), t.duration_s, t.tokens, t.turns, dumps(t.tests),
         t.started_at, t.finished_at, dumps(t.extra), None,
     )  # fmt: skip
 
@@ -187,7 +189,7 @@ class Ledger:
     def add_trial_warning(self, conn: Connection, trial_id: int, warning: str) -> None:
         """Append `warning` to the trial's extra.warnings (e.g. its folder could not be written)."""
         extra = loads(conn.execute(select(trials.c.extra).where(trials.c.id == trial_id)).scalar()) or {}
-        extra["warnings"] = [*extra.get("warnings", []), warning]
+        extra["warnings"] = [*extra.get("warnings", []), scrub(warning)]
         conn.execute(trials.update().where(trials.c.id == trial_id).values(extra=dumps(extra)))
 
     def replace_steps(self, conn: Connection, run_id: int, rows: list[dict[str, Any]], replace: bool) -> None:
@@ -215,7 +217,7 @@ class Ledger:
             cursor.close()
 
     def insert_artifacts(self, conn: Connection, rows: Iterable[tuple[int, str, str]]) -> None:
-        values = [{"trial_id": t, "name": n, "content": c} for t, n, c in rows]
+        values = [{"trial_id": t, "name": n, "content": scrub(c)} for t, n, c in rows]
         if values:
             conn.execute(artifacts.insert(), values)
 
