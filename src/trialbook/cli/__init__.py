@@ -21,7 +21,7 @@ from trialbook.redact import scrub
 
 AREAS = ("data", "stats", "harness", "audit", "tasks", "training", "web", "agents")
 COMMAND_AREAS: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(("import", "runs", "show", "export", "trials", "log"), ("data",)),
+    **dict.fromkeys(("import", "runs", "show", "export", "trials", "log", "ledger"), ("data",)),
     **dict.fromkeys(("compare", "plan", "prereg"), ("stats",)),
     **dict.fromkeys(
         ("run", "resume", "rerun", "clean", "policy", "quickstart", "validate", "grade", "reverify"), ("harness",)
