@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import Connection
+
 from trialbook.harness.config import PlannedTrial
 from trialbook.harness.paths import TrialPaths
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
@@ -26,17 +28,29 @@ def record_trial(ledger: Ledger, run_id: int, result: TrialResult, supersedes: i
 def record_trials(ledger: Ledger, run_id: int, items: list[tuple[TrialResult, int | None]]) -> list[int]:
     """Insert trials that finished together (each with the trial it supersedes, or None) in one transaction: one
     commit and one summary refresh for all (SQLite's single writer records ~10x as many trials a second when a
-    thousand end at once: benchmarks/bench_scale.py). Their ids, in order."""
-    ids: list[int] = []
-    with _write_lock, ledger.transaction() as conn:
+    thousand end at once: benchmarks/bench_scale.py). Their ids, in order. A PostgreSQL ledger that restarts is
+    waited for (Ledger.write) and the transaction made again: a trial whose row a lost commit did write (its trial
+    name in the run) is found, not inserted twice."""
+
+    def write(conn: Connection) -> list[int]:
+        ids: list[int] = []
         logs: list[tuple[int, str, str]] = []
+        have = ledger.trial_names(conn, run_id, {r.trial.task_id for r, _ in items}) if tries else {}
+        tries.append(1)
         for result, supersedes in items:
+            if result.name in have:
+                ids.append(have[result.name])
+                continue
             new_id = ledger.record_trial(conn, trial_row(run_id, result.trial), supersedes)
             ids.append(new_id)
             logs += [(new_id, "agent.log", result.agent_log), (new_id, "verifier.log", result.verifier_log)]
             logs += [(new_id, name, text) for name, text in result.extra_files.items()]
         ledger.insert_artifacts(conn, [row for row in logs if row[2]])
-    return ids
+        return ids
+
+    tries: list[int] = []
+    with _write_lock:
+        return ledger.write(write)
 
 
 def recorded(

@@ -7,11 +7,14 @@ so a failed import leaves the ledger exactly as it was.
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, func, select, text
 from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
@@ -24,6 +27,12 @@ from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks
 from trialbook.ledger.url import connect_read_only, missing_ledger, read_only_reason, resolve_db, sqlite_file
 from trialbook.names import check_run_name
 from trialbook.redact import scrub, scrub_value
+
+T = TypeVar("T")
+# How long a PostgreSQL ledger that stopped answering (a restart) is waited for before the run stops, and how often
+# it is tried meanwhile.
+RECONNECT_WAIT_S = float(os.environ.get("TRIALBOOK_LEDGER_WAIT_S") or 120)
+RECONNECT_POLL_S = 1.0
 
 if TYPE_CHECKING:  # annotations only: `runs`/`show` must not import pydantic at start-up
     from trialbook.records import Run, Task, Trial
@@ -54,6 +63,15 @@ def _read_only_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA query_only=ON")
     cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
+
+
+def _cause(exc: BaseException) -> str:
+    """The driver's first line, never the SQL and its parameters."""
+    return (str(getattr(exc, "orig", None) or exc).splitlines() or [type(exc).__name__])[0]
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _first(exc: BaseException | None) -> str:
@@ -96,8 +114,8 @@ class Ledger:
                 # the pool hands a connection to any thread (SQLAlchemy sets that up for the files it opens itself)
                 opener = lambda: connect_read_only(path, check_same_thread=False)  # noqa: E731
                 self.engine: Engine = create_engine(self.url, creator=opener)
-            else:
-                self.engine = create_engine(self.url)
+            else:  # PostgreSQL: a pooled connection the server dropped (a restart) is replaced at checkout
+                self.engine = create_engine(self.url, **({} if self.is_sqlite else {"pool_pre_ping": True}))
         except (ArgumentError, ValueError, ImportError) as exc:
             raise UserError(masked(self.url, f"--db: invalid ledger URL {masked(self.url)}: {_first(exc)}")) from None
         if self.is_sqlite:
@@ -129,8 +147,34 @@ class Ledger:
                 summary_cache.refresh(conn)  # the runs this transaction changed get their summary numbers again
         # the driver's own errors too: bulk inserts run on the raw DBAPI cursor (insert_trials)
         except (SQLAlchemyError, self.engine.dialect.loaded_dbapi.Error) as exc:
-            first = str(getattr(exc, "orig", None) or exc).splitlines()[0]  # never the SQL and its parameters
-            raise TrialbookError(f"ledger write failed, nothing was changed: {first}") from None
+            raise TrialbookError(f"ledger write failed, nothing was changed: {_cause(exc)}") from None
+
+    def write(self, fn: Callable[[Connection], T], on_wait: Callable[[str], None] | None = None) -> T:
+        """`fn(conn)` in one transaction, as `transaction`; on PostgreSQL a lost connection (the server restarted,
+        the network dropped) is waited for, up to RECONNECT_WAIT_S, and `fn` run again in a new transaction, so
+        `fn` must be safe to repeat (it may find its own rows of a commit whose answer was lost). `on_wait` gets one
+        line when the wait starts (default: stderr)."""
+        waited_since: float | None = None
+        while True:
+            try:
+                with self.engine.begin() as conn:
+                    out = fn(conn)
+                    summary_cache.refresh(conn)
+                    return out
+            except (SQLAlchemyError, self.engine.dialect.loaded_dbapi.Error) as exc:
+                if self.is_sqlite or not isinstance(exc, OperationalError | self.engine.dialect.loaded_dbapi.OperationalError):
+                    raise TrialbookError(f"ledger write failed, nothing was changed: {_cause(exc)}") from None
+                now = time.monotonic()
+                if waited_since is None:
+                    waited_since = now
+                    line = (f"warning: ledger {masked(self.url)}: connection lost ({_cause(exc)}); waiting up to "
+                            f"{RECONNECT_WAIT_S:g}s for the database to answer again")  # fmt: skip
+                    (on_wait or _stderr)(line)
+                elif now - waited_since > RECONNECT_WAIT_S:
+                    raise TrialbookError(
+                        f"ledger {masked(self.url)} did not answer again within {RECONNECT_WAIT_S:g}s: {_cause(exc)}"
+                    ) from None
+                time.sleep(RECONNECT_POLL_S)
 
     # ---- writes (inside a transaction) -------------------------------------------------
     def create_run(self, conn: Connection, run: Run, replace: bool = False) -> int:
@@ -185,6 +229,16 @@ class Ledger:
                 .values(superseded_by=new_id)
             )  # fmt: skip
         return new_id
+
+    def trial_names(self, conn: Connection, run_id: int, task_ids: set[str]) -> dict[str, int]:
+        """The run's trials of `task_ids` by their trial name (extra.trial_name): what a repeated write finds."""
+        q = select(trials.c.id, trials.c.extra).where(trials.c.run_id == run_id, trials.c.task_id.in_(task_ids))
+        out = {}
+        for tid, extra in conn.execute(q):
+            name = (loads(extra) or {}).get("trial_name")
+            if name:
+                out[name] = int(tid)
+        return out
 
     def add_trial_warning(self, conn: Connection, trial_id: int, warning: str) -> None:
         """Append `warning` to the trial's extra.warnings (e.g. its folder could not be written)."""
