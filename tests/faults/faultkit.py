@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from trialbook.ledger.integrity import check
 from trialbook.ledger.store import Ledger
@@ -32,14 +33,16 @@ class Tb:
         self.proc = subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      env=full)  # fmt: skip
         self.lines: list[str] = []
-        self.stdout = ""
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        self.out: list[str] = []
+        self._readers = [threading.Thread(target=self._read, args=(pipe, into), daemon=True)
+                         for pipe, into in ((self.proc.stderr, self.lines), (self.proc.stdout, self.out))]  # fmt: skip
+        for reader in self._readers:
+            reader.start()
 
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line.rstrip("\n"))
+    @staticmethod
+    def _read(pipe: Any, into: list[str]) -> None:
+        for line in pipe:
+            into.append(line.rstrip("\n"))
 
     def saw(self, words: str) -> bool:
         return any(words in line for line in self.lines)
@@ -47,12 +50,13 @@ class Tb:
     def wait(self, timeout: float) -> int:
         """The exit status (the process killed past `timeout`, then an AssertionError)."""
         try:
-            self.stdout = self.proc.communicate(timeout=timeout)[0]
+            self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
             raise AssertionError(f"still running after {timeout:g}s: {self.err}") from None
-        self._reader.join(10)
+        for reader in self._readers:
+            reader.join(10)
         return self.proc.returncode
 
     @property

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from trialbook.harness.paths import TrialPaths
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
 from trialbook.ledger.store import Ledger, trial_row
 from trialbook.outcomes import FINDINGS
+from trialbook.records import Trial
 from trialbook.redact import scrub, scrub_value
 
 _write_lock = threading.Lock()
@@ -105,6 +108,7 @@ def write_or_warn(ledger: Ledger, trial_id: int, base: Path, run: str, result: T
         return None
     except OSError as exc:
         warning = f"trial folder not written under {base}: {exc.strerror or exc}"
+        shutil.rmtree(base / result.name, ignore_errors=True)  # no half folder: `resume` writes it whole later
     with _write_lock, ledger.transaction() as conn:
         ledger.add_trial_warning(conn, trial_id, warning)
     return warning
@@ -125,3 +129,25 @@ def write_trial_dir(base: Path, run: str, result: TrialResult) -> Path:
     tmp.write_text(json.dumps(scrub_value(harbor_result(result, run)), indent=2))
     tmp.replace(p.result)
     return p.folder
+
+
+def restore_folders(ledger: Ledger, run_id: int, base: Path, run: str) -> int:
+    """Write again, from the ledger (its row and its logs), the folder of every current trial that has none (its
+    runs folder was full or unwritable when it ended: write_or_warn). Returns how many; one that still cannot be
+    written raises OSError, the ones before it written."""
+    n = 0
+    fields = set(Trial.model_fields)
+    for row in ledger.trial_rows(run_id):
+        name = (row.extra or {}).get("trial_name")
+        if not name or TrialPaths(base / name).result.is_file():
+            continue
+        files = ledger.artifacts_of(row.id)
+        trial = Trial(**{k: v for k, v in asdict(row).items() if k in fields})
+        result = TrialResult(trial, name, files.pop("agent.log", ""), files.pop("verifier.log", ""), extra_files=files)
+        try:
+            write_trial_dir(base, run, result)
+        except OSError:
+            shutil.rmtree(base / name, ignore_errors=True)
+            raise
+        n += 1
+    return n

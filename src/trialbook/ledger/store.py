@@ -155,14 +155,15 @@ class Ledger:
         `fn` must be safe to repeat (it may find its own rows of a commit whose answer was lost). `on_wait` gets one
         line when the wait starts (default: stderr)."""
         waited_since: float | None = None
+        dbapi = self.engine.dialect.loaded_dbapi
         while True:
             try:
                 with self.engine.begin() as conn:
                     out = fn(conn)
                     summary_cache.refresh(conn)
                     return out
-            except (SQLAlchemyError, self.engine.dialect.loaded_dbapi.Error) as exc:
-                if self.is_sqlite or not isinstance(exc, OperationalError | self.engine.dialect.loaded_dbapi.OperationalError):
+            except (SQLAlchemyError, dbapi.Error) as exc:
+                if self.is_sqlite or not isinstance(exc, OperationalError | dbapi.OperationalError):
                     raise TrialbookError(f"ledger write failed, nothing was changed: {_cause(exc)}") from None
                 now = time.monotonic()
                 if waited_since is None:
@@ -321,6 +322,12 @@ class Ledger:
         q = select(artifacts.c.content).where(artifacts.c.trial_id == trial_id, artifacts.c.name == name)
         with self.engine.connect() as conn:
             return conn.execute(q).scalar()
+
+    def artifacts_of(self, trial_id: int) -> dict[str, str]:
+        """Every artifact of a trial, by name."""
+        with self.engine.connect() as conn:
+            q = select(artifacts.c.name, artifacts.c.content).where(artifacts.c.trial_id == trial_id)
+            return {name: content for name, content in conn.execute(q)}
 
     def count_trials(self, run_id: int) -> int:
         with self.engine.connect() as conn:
