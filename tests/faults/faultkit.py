@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -96,14 +98,16 @@ def recorded(db: str, run: str) -> int:
         return 0
 
 
-def assert_whole(db: str, run: str, attempts: int, docker_host: str | None = None) -> None:
-    """The ledger check passes; every attempt of plain-bugfix recorded once; no container of the run left."""
+def assert_whole(
+    db: str, run: str, attempts: int, docker_host: str | None = None, tasks: tuple[str, ...] = ("plain-bugfix",)
+) -> None:
+    """The ledger check passes; every attempt of each task recorded once; no container of the run left."""
     ledger = Ledger(db, create=False, reads_only=True)
     result = check(ledger)
     assert result.ok, result.problems
     rows = list(ledger.trial_rows(ledger.get_run(run).id))
     counts = Counter((t.task_id, t.attempt) for t in rows)
-    assert counts == Counter({("plain-bugfix", a): 1 for a in range(attempts)}), counts  # 0 lost, 0 duplicated
+    assert counts == Counter({(task, a): 1 for task in tasks for a in range(attempts)}), counts  # 0 lost, 0 duplicated
     assert not containers(run, docker_host), containers(run, docker_host)
 
 
@@ -151,3 +155,58 @@ class OwnPostgres:
         with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
             self.stop("immediate")
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class OwnDockerd:
+    """A dockerd of this test's own (its socket, data root, exec root, pidfile, containerd namespace, and a bridge of
+    its own: a dockerd started with `--bridge none` deletes the host's docker0), with the base image loaded from the
+    main daemon; stopped and started again at will, never the main daemon."""
+
+    def __init__(self) -> None:
+        if shutil.which("dockerd") is None or os.geteuid() != 0:
+            raise AssertionError("a second dockerd needs dockerd and root")
+        token = secrets.token_hex(3)
+        self.root = Path(f"/tmp/tb-fd-{token}")  # short: containerd's socket path must fit in 108 bytes
+        for sub in ("data", "exec"):
+            (self.root / sub).mkdir(parents=True)
+        (self.root / "daemon.json").write_text("{}\n")  # not the main daemon's /etc/docker/daemon.json
+        self.bridge = f"tbfd-{token}"  # at most 15 characters
+        subprocess.run(["ip", "link", "add", self.bridge, "type", "bridge"], check=True)
+        subprocess.run(["ip", "addr", "add", f"10.214.{int(token[:2], 16)}.1/24", "dev", self.bridge], check=True)
+        subprocess.run(["ip", "link", "set", self.bridge, "up"], check=True)
+        self.url = f"unix://{self.root / 'docker.sock'}"
+        ns = f"tbfault{token}"
+        self.cmd = [
+            "dockerd", "--config-file", str(self.root / "daemon.json"), "--host", self.url,
+            "--data-root", str(self.root / "data"), "--exec-root", str(self.root / "exec"),
+            "--pidfile", str(self.root / "docker.pid"), "--bridge", self.bridge, "--iptables=false",
+            "--ip-masq=false", "--containerd-namespace", ns, "--containerd-plugins-namespace", f"{ns}p",
+        ]  # fmt: skip
+        if Path("/run/trialbook/crun").exists():  # as scripts/docker-up.sh registers it on the main daemon
+            self.cmd += ["--add-runtime", "crun=/run/trialbook/crun"]
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.start()
+        save = subprocess.Popen(["docker", "save", "trialbook-base:bookworm"], stdout=subprocess.PIPE)
+        subprocess.run(["docker", "-H", self.url, "load", "-q"], stdin=save.stdout, check=True, capture_output=True)
+        save.wait()
+
+    def start(self) -> None:
+        with (self.root / "dockerd.log").open("ab") as log:
+            self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        end = time.monotonic() + 60
+        while subprocess.run(["docker", "-H", self.url, "version"], capture_output=True).returncode != 0:
+            assert self.proc.poll() is None and time.monotonic() < end, self.log()
+            time.sleep(0.3)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)  # only the daemon this test started
+            self.proc.wait(60)
+
+    def log(self) -> str:
+        return (self.root / "dockerd.log").read_text(errors="replace")[-2000:]
+
+    def close(self) -> None:
+        self.stop()
+        subprocess.run(["ip", "link", "del", self.bridge], check=False)
+        shutil.rmtree(self.root, ignore_errors=True)
