@@ -56,7 +56,7 @@ class SandboxError(Exception):
     kind = ErrorKind.DAEMON
 
 
-KILLED_FROM_OUTSIDE = (137, 143)  # SIGKILL, SIGTERM
+KILLED_FROM_OUTSIDE = (137, 143)  # SIGKILL, SIGTERM: how a stopping daemon ends its containers' PID 1
 
 
 class DaemonError(SandboxError):
@@ -327,16 +327,6 @@ class Sandbox:
             status = self.engine.client.api.wait(self.id, timeout=KILL_GRACE_S + 30)["StatusCode"]
         except (APIError, DockerException, RequestException) as exc:
             raise DaemonError(f"cannot read how {self.name} ended: {exc}") from None
-        if (
-            status in KILLED_FROM_OUTSIDE
-            and not timed_out
-            and not self.stop.is_set()
-            and not any(self.limit_hits().values())
-        ):
-            # PID 1 ignores every signal from inside its namespace: a kill it did not survive came from outside, and
-            # not from trialbook (no timeout, no stop) nor a memory limit. A daemon stopping kills its containers
-            # so (SIGTERM, then SIGKILL): what the command printed is cut, never a grade
-            raise DaemonError(f"{self.name} was killed from outside (exit {status}): its daemon stopped or restarted?")
         output = out.decode("utf-8", "replace")
         return ExecResult(None if timed_out else int(status), output, timed_out, round(time.monotonic() - start, 3))
 
