@@ -171,9 +171,8 @@ class OwnDockerd:
             (self.root / sub).mkdir(parents=True)
         (self.root / "daemon.json").write_text("{}\n")  # not the main daemon's /etc/docker/daemon.json
         self.bridge = f"tbfd-{token}"  # at most 15 characters
-        subprocess.run(["ip", "link", "add", self.bridge, "type", "bridge"], check=True)
-        subprocess.run(["ip", "addr", "add", f"10.214.{int(token[:2], 16)}.1/24", "dev", self.bridge], check=True)
-        subprocess.run(["ip", "link", "set", self.bridge, "up"], check=True)
+        self.subnet = f"10.214.{int(token[:2], 16)}.1/24"
+        self.add_bridge()
         self.url = f"unix://{self.root / 'docker.sock'}"
         ns = f"tbfault{token}"
         self.cmd = [
@@ -189,6 +188,12 @@ class OwnDockerd:
         save = subprocess.Popen(["docker", "save", "trialbook-base:bookworm"], stdout=subprocess.PIPE)
         subprocess.run(["docker", "-H", self.url, "load", "-q"], stdin=save.stdout, check=True, capture_output=True)
         save.wait()
+
+    def add_bridge(self) -> None:
+        """The daemon's own bridge device (made before it starts; made again after a test deleted it)."""
+        subprocess.run(["ip", "link", "add", self.bridge, "type", "bridge"], check=True)
+        subprocess.run(["ip", "addr", "add", self.subnet, "dev", self.bridge], check=True)
+        subprocess.run(["ip", "link", "set", self.bridge, "up"], check=True)
 
     def start(self) -> None:
         with (self.root / "dockerd.log").open("ab") as log:
