@@ -1,7 +1,8 @@
 """Fault (d): the only Docker daemon a run uses (a dockerd of the test's own, never the main one) restarts while
-four trials run on it. The trials it cut are retried once it answers again (one line says the run waits for it);
-the run completes, or stops with one line and `resume` completes it: every trial recorded once, the ledger check
-passes, no container left on either daemon."""
+four trials run on it, down 15 s (longer than the retries' backoff). The trials it cut (their containers killed
+from outside, the API gone) are never graded as cut: each is retried once the daemon answers again, one line saying
+the run waits for it; the run completes, every trial resolved and recorded once, the ledger check passes, no
+container left."""
 
 from __future__ import annotations
 
