@@ -144,7 +144,7 @@ def yes(flag: bool) -> str:
 
 
 def outcomes_page() -> str:
-    from trialbook.outcomes import FINDINGS, OUTCOMES, policy_rows
+    from trialbook.outcomes import FAULTS, FINDINGS, OUTCOMES, policy_rows
     from trialbook.rl.rewards import HACK_POLICIES
 
     lines = [
@@ -187,6 +187,18 @@ def outcomes_page() -> str:
         "|---|---|",
     ]
     lines += [f"| `{name}` | {cell(meaning)} |" for name, meaning in FINDINGS.items()]
+    lines += [
+        "",
+        "## Faults mid-run",
+        "",
+        "What a run does when a component goes away under it. A trial a fault cut is `infra_error` at worst, never",
+        "charged to the agent; nothing is half-written in the ledger (`trialbook ledger check` says so: one line per",
+        "problem, exit 1); no container is left. Each row is tested with the real component (tests/faults/).",
+        "",
+        "| fault | what happens |",
+        "|---|---|",
+    ]
+    lines += [f"| {cell(fault)} | {cell(what)} |" for fault, what in FAULTS.items()]
     lines += [
         "",
         "## Reward-hacking signatures and the training reward",

@@ -335,3 +335,31 @@ def p2p_regression(tests: TestStatuses | None) -> bool:
     if not isinstance(f2p, dict) or not isinstance(p2p, dict) or not f2p:
         return False
     return not any(s in NOT_PASSING for s in f2p.values()) and any(s in NOT_PASSING for s in p2p.values())
+
+
+# What a run does when a component goes away under it (docs/reference/outcomes.md, "Faults mid-run"); each is tested
+# with the real component (tests/faults/), ending with `trialbook ledger check`, every (task, attempt) once, no
+# container left.
+FAULTS: dict[str, str] = {
+    "the Docker daemon stops or restarts": "the trials it cut (their containers killed from outside, the API gone)"
+    " are DaemonError, never graded; each is retried once the daemon answers again, waiting up to"
+    " TRIALBOOK_DAEMON_WAIT_S (120 s) with one line `container engine URL does not answer`; a daemon that stays away"
+    " costs those trials (infra_error) and --stop-after-errors stops the run; `resume` runs the rest",
+    "the network bridge or a Docker network is removed": "a sandbox that cannot start is a ContainerStartError"
+    " naming the bridge (`the network bridge NAME is gone from this host`) or the network; trialbook-unroutable,"
+    " trialbook's own, is made again by the next try; a gone bridge is the daemon's to make again (restart it):"
+    " --stop-after-errors stops the run with that line as its cause, then `resume` and `rerun --where infra_error`",
+    "the PostgreSQL ledger restarts or its connection drops": "the finished trials' transaction waits for the server,"
+    " up to TRIALBOOK_LEDGER_WAIT_S (120 s), with one line `connection lost ... waiting up to Ns`, and is made again"
+    " (a trial whose lost commit did land is found by its trial name, not written twice); the trials keep running"
+    " meanwhile. Past the wait the run stops with one line; `resume` runs what has no record",
+    "the runs folder fills (or turns read-only)": "the trials are recorded in the ledger all the same; a trial folder"
+    " that cannot be written is removed whole (none is left half-written), one line says so, the count is in the"
+    " run's last line and each trial's extra.warnings; `resume` after space is freed writes the missing folders"
+    " again from the ledger (and stops with one line while it still cannot)",
+    "several runs write one SQLite ledger at once": "each trial is one transaction (its row, its logs, its run's"
+    " summary); writers queue on SQLite's lock (busy_timeout 30 s) and readers (`serve`, `compare`) see a trial"
+    " whole or not at all",
+    "the driver is killed (kill -9)": "at most the trials in flight are lost (not recorded); `resume` removes their"
+    " containers and runs exactly the (task, attempt) pairs with no record",
+}

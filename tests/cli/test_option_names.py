@@ -153,6 +153,7 @@ NAMES: dict[str, tuple[str, str]] = {
     # web
     "--host": ("text", "address to bind"),
     "--port": ("int", "TCP port"),
+    "--token": ("text", "where the token a server requires is read from (env:VAR or file:PATH)"),
     "--html": ("path", "the HTML file to write"),
     "--train-run": ("text", "a training run (the report's training section)"),
     "--audit": ("text", "a run to audit (the report's signatures section)"),

@@ -20,6 +20,7 @@ import requests
 
 from trialbook.errors import UserError
 from trialbook.outcomes import ErrorKind
+from trialbook.redact import is_secret_header, register, secret_value
 
 # How servers word a prompt longer than the context window (llama.cpp, vLLM, SGLang, OpenAI).
 CONTEXT_PATTERNS = re.compile(
@@ -57,13 +58,17 @@ DEFAULT_KEY_ENV = "OPENAI_API_KEY"  # as the OpenAI clients read it
 def auth_headers(api_key_env: str | None, headers: dict[str, str] | None = None) -> dict[str, str]:
     """The headers every request carries: `headers` (--header), and `Authorization: Bearer KEY` with the key read
     from the environment variable `api_key_env` (default OPENAI_API_KEY, where it is set). The key itself is never
-    stored: the run config keeps the variable's name only. A named variable that is not set is an error."""
-    out = dict(headers or {})
+    stored: the run config keeps the variable's name only, and the key is registered for scrubbing (redact.py). A
+    header whose name is a credential's (X-Api-Key, ...) is given as env:VAR or file:PATH and read here; an inline
+    value is refused. A named variable that is not set is an error."""
+    out: dict[str, str] = {}
+    for name, value in (headers or {}).items():
+        out[name] = secret_value(value, f"--header {name}") if is_secret_header(name) else value
     name = api_key_env or DEFAULT_KEY_ENV
-    key = os.environ.get(name)
+    key = register(os.environ.get(name))
     if api_key_env and not key:
         raise UserError(f"--api-key-env {api_key_env}: the environment variable {api_key_env} is not set")
-    if key:
+    if key and "Authorization" not in out:
         out["Authorization"] = f"Bearer {key}"
     return out
 

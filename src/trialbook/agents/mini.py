@@ -255,8 +255,6 @@ class MiniAgent:
 
     def __init__(self, options: MiniOptions) -> None:
         self.options = options
-        if any(k.lower() == "authorization" for k in options.headers):
-            raise UserError("--header Authorization: give the key in an environment variable (--api-key-env VAR)")
         self.pool = EndpointPool(options.endpoints, auth_headers(options.api_key_env, options.headers))
         self._model: str | None = options.model
         self._lock = threading.Lock()

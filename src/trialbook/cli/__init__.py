@@ -17,10 +17,11 @@ import typer
 
 from trialbook.cli.common import app
 from trialbook.errors import InputWarning, TrialbookError
+from trialbook.redact import scrub
 
 AREAS = ("data", "stats", "harness", "audit", "tasks", "training", "web", "agents")
 COMMAND_AREAS: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(("import", "runs", "show", "export", "trials", "log"), ("data",)),
+    **dict.fromkeys(("import", "runs", "show", "export", "trials", "log", "ledger"), ("data",)),
     **dict.fromkeys(("compare", "plan", "prereg"), ("stats",)),
     **dict.fromkeys(
         ("run", "resume", "rerun", "clean", "policy", "quickstart", "validate", "grade", "reverify"), ("harness",)
@@ -64,11 +65,11 @@ def main() -> None:
     try:
         app(prog_name="trialbook")
     except TrialbookError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(scrub(f"error: {exc}"), err=True)
         sys.exit(exc.exit_code)
     except Exception as exc:  # a read from a damaged ledger (sqlalchemy's DBAPIError): one line, never the SQL
         orig = getattr(exc, "orig", None)
         if orig is None or not type(exc).__module__.startswith("sqlalchemy"):
             raise
-        typer.echo(f"error: ledger read failed: {(str(orig).splitlines() or ['?'])[0]}", err=True)
+        typer.echo(scrub(f"error: ledger read failed: {(str(orig).splitlines() or ['?'])[0]}"), err=True)
         sys.exit(1)

@@ -12,6 +12,7 @@ import typer
 from trialbook.cli.aliases import AliasGroup
 from trialbook.errors import UserError
 from trialbook.names import check_run_name
+from trialbook.redact import scrub
 
 app = typer.Typer(
     cls=AliasGroup,  # old option spellings keep working (cli/aliases.py)
@@ -134,8 +135,8 @@ def emit(data: Any, as_json: bool, human: Any, markdown: bool = False, as_csv: b
 
 
 def done(msg: str) -> None:
-    """A status line for write commands, on stderr so stdout stays clean."""
-    typer.echo(msg, err=True)
+    """A status line for write commands, on stderr so stdout stays clean (secrets scrubbed: redact.py)."""
+    typer.echo(scrub(msg), err=True)
 
 
 def summary_reading(db: str | None) -> Any:

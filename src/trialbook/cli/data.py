@@ -1,4 +1,4 @@
-"""Ledger commands: import, runs, show, export, trials, log."""
+"""Ledger commands: import, runs, show, export, trials, log, ledger check."""
 
 from __future__ import annotations
 
@@ -300,3 +300,29 @@ def log_cmd(
         return
     text = trial_log(ledger, trial, kinds[0])
     sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+
+
+ledger_app = typer.Typer(help="The ledger itself: check that it is whole.", no_args_is_help=True)
+app.add_typer(ledger_app, name="ledger")
+
+
+@ledger_app.command("check")
+def ledger_check_cmd(as_json: Json = False, db: Db = None) -> None:
+    """Integrity check: orphans, duplicated or half-written trials, JSON that does not parse, stale summaries
+    (one line per problem on stdout, exit 1)."""
+    import json
+
+    from trialbook.errors import TrialbookError
+    from trialbook.ledger.integrity import check
+
+    res = check(reading(db))
+    if as_json:
+        typer.echo(json.dumps({"runs": res.runs, "trials": res.trials, "problems": res.problems,
+                               "more_problems": res.hidden}))  # fmt: skip
+    else:
+        for line in res.problems:
+            typer.echo(line)
+    if not res.ok:
+        more = f" ({res.hidden} more not listed)" if res.hidden else ""
+        raise TrialbookError(f"ledger check: {len(res.problems) + res.hidden} problem(s){more}")
+    done(f"ledger OK: {res.runs} run(s), {res.trials} trial(s) checked")

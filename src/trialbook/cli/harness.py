@@ -60,6 +60,8 @@ def _finish(ledger: Ledger, name: str, tally: Tally, as_json: bool) -> None:
     extra = " (stopped at --deadline; stragglers recorded incomplete)" if tally.deadline_hit else ""
     if tally.folder_warnings:
         extra += f"; {tally.folder_warnings} trial folder(s) not written (see each trial's extra.warnings)"
+    if tally.folders_restored:
+        extra += f"; {tally.folders_restored} trial folder(s) written again from the ledger"
     done(f"run '{name}': {tally.done} trials recorded, {tally.resolved} resolved, {tally.errors} errors{extra}")
     folders = run_folders(ledger.get_run(name).config, name)
     if folders:
@@ -177,8 +179,13 @@ def run_cmd(
         ),
     ] = None,  # fmt: skip
     header: Annotated[
-        list[str] | None, typer.Option("--header", help="mini: NAME=VALUE sent on every request (repeatable; stored).")
-    ] = None,
+        list[str] | None,
+        typer.Option(
+            "--header",
+            help="mini: NAME=VALUE sent on every request (repeatable; stored); a credential's header "
+            "(X-Api-Key, ...) as NAME=env:VAR or NAME=file:PATH, read at each start, never stored.",
+        ),
+    ] = None,  # fmt: skip
     agent_config: Annotated[
         Path | None,
         typer.Option(

@@ -22,8 +22,19 @@ def serve_cmd(
     db: Db = None,
     host: Annotated[str, typer.Option("--host", help="Address to bind; only this machine by default.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port (0: any free port).")] = 8765,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            help="env:VAR or file:PATH: the token every request must carry (Authorization: Bearer; a browser "
+            "opens /?token=... once); needed for a non-loopback --host [env TRIALBOOK_TOKEN].",
+        ),
+    ] = None,  # fmt: skip
 ) -> None:
     """A read-only web view of the ledger: runs, trials, compare, training, audit."""
+    from trialbook.access import server_token
+
+    secret = server_token(token, host, "serve")
     _need_extra("trialbook serve")
     import socket
 
@@ -45,9 +56,9 @@ def serve_cmd(
 
     shown = make_url(ledger.url).render_as_string(hide_password=True)
     done(f"serving {shown} (read-only) on http://{host}:{bound}/  (Ctrl-C stops)")
-    if host not in ("127.0.0.1", "::1", "localhost"):
-        done(f"note: --host {host}: anyone who can reach this address can read the whole ledger (no login)")
-    config = uvicorn.Config(create_app(ledger), log_level="warning", access_log=False)
+    if secret is not None:
+        done("every request needs the token (Authorization: Bearer, or open /?token=... once in a browser)")
+    config = uvicorn.Config(create_app(ledger, secret), log_level="warning", access_log=False)
     uvicorn.Server(config).run(sockets=[sock])
 
 

@@ -59,4 +59,5 @@ class Tally:
     interrupted: bool = False
     deadline_hit: bool = False
     folder_warnings: int = 0  # trials recorded whose folder could not be written (full --runs-dir)
+    folders_restored: int = 0  # `resume`: trial folders written again from the ledger (trial_writer.restore_folders)
     infra: int = 0  # trials that ended infra_error (`run` then exits 1: docs/reference/output.md)

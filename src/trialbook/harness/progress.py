@@ -26,6 +26,7 @@ from trialbook.errors import TrialbookError
 from trialbook.harness.config import Tally
 from trialbook.outcomes import ErrorKind, Outcome
 from trialbook.records import Trial
+from trialbook.redact import scrub
 
 NOT_A_STREAK = {ErrorKind.INVALID_TASK.value}  # one broken task folder says nothing about the next task
 
@@ -125,6 +126,7 @@ def progress(name: str, total: int, every_s: float) -> TtyProgress | LogProgress
 
 
 def warn(shown: TtyProgress | LogProgress, text: str) -> None:
+    text = scrub(text)
     if isinstance(shown, TtyProgress):
         shown.print(text)
     else:

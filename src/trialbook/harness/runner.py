@@ -19,6 +19,7 @@ from trialbook.harness.config import PlannedTrial, RunConfig, Tally
 from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.lock import run_lock
 from trialbook.harness.pool import execute
+from trialbook.harness.trial_writer import restore_folders
 from trialbook.ledger.rows import RunRow
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import Outcome
@@ -96,7 +97,15 @@ def resume_run(ledger: Ledger, name: str, executor: Executor | None = None) -> t
         removed, _ = start.executor.clean(name, images=False, ledger=ledger.id)
         recorded = {(t.task_id, t.attempt) for t in ledger.trial_rows(run.id, current_only=False)}
         plans = [p for p in planned(config, start.tasks) if (p.task.task_id, p.attempt) not in recorded]
-        return _execute(ledger, start, run.id, name, plans), removed
+        tally = _execute(ledger, start, run.id, name, plans)
+        folder = config.paths(name).folder
+        try:
+            tally.folders_restored = restore_folders(ledger, run.id, folder, name)
+        except OSError as exc:
+            raise TrialbookError(
+                f"trial folders still cannot be written under {folder}: {exc.strerror or exc}"
+            ) from None
+        return tally, removed
 
 
 def rerun(

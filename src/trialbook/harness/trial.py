@@ -16,8 +16,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from docker.errors import DockerException
+from requests import RequestException
+
 from trialbook import tokens
 from trialbook.agents.base import Agent, AgentStopped
+from trialbook.harness.daemon_wait import await_engine
 from trialbook.harness.paths import TRIAL_PREFIX
 from trialbook.harness.trial_state import ImageRef, TrialExtra, TrialState, trial_tags
 from trialbook.outcomes import FINDINGS, POLICY, ErrorKind, Outcome, classify, error_kind, is_graded, rule_for
@@ -133,10 +137,15 @@ def run_trial(
             raise
         except Exception as exc:  # the policy table says which errors are retried; a harness bug costs one trial
             state.traceback = traceback.format_exc()[-TRACEBACK_LIMIT:]  # `trialbook log ID` prints it
-            state.error = error_kind(exc)
-            state.error_message = str(exc) if state.error in POLICY else f"unexpected: {exc}"
+            if isinstance(exc, RequestException | DockerException):  # the daemon's connection itself, unwrapped
+                state.error, state.error_message = ErrorKind.DAEMON, f"Docker daemon unreachable: {exc}"
+            else:
+                state.error = error_kind(exc)
+                state.error_message = str(exc) if state.error in POLICY else f"unexpected: {exc}"
             if not rule_for(state.error).retry or k == settings.retries or stopper.event.is_set():
                 break
+            if not await_engine(engine, state.error, stopper.event):
+                break  # the engine stayed away: the trial ends infra_error
             stopper.event.wait(settings.backoff_s * 2**k)
             name = trial_name(settings.run, task.task_id, attempt)
     return _result(task, attempt, name, settings, state)

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy import Connection
 
 from trialbook.harness.config import PlannedTrial
 from trialbook.harness.paths import TrialPaths
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
 from trialbook.ledger.store import Ledger, trial_row
 from trialbook.outcomes import FINDINGS
+from trialbook.records import Trial
+from trialbook.redact import scrub, scrub_value
 
 _write_lock = threading.Lock()
 
@@ -25,17 +31,29 @@ def record_trial(ledger: Ledger, run_id: int, result: TrialResult, supersedes: i
 def record_trials(ledger: Ledger, run_id: int, items: list[tuple[TrialResult, int | None]]) -> list[int]:
     """Insert trials that finished together (each with the trial it supersedes, or None) in one transaction: one
     commit and one summary refresh for all (SQLite's single writer records ~10x as many trials a second when a
-    thousand end at once: benchmarks/bench_scale.py). Their ids, in order."""
-    ids: list[int] = []
-    with _write_lock, ledger.transaction() as conn:
+    thousand end at once: benchmarks/bench_scale.py). Their ids, in order. A PostgreSQL ledger that restarts is
+    waited for (Ledger.write) and the transaction made again: a trial whose row a lost commit did write (its trial
+    name in the run) is found, not inserted twice."""
+
+    def write(conn: Connection) -> list[int]:
+        ids: list[int] = []
         logs: list[tuple[int, str, str]] = []
+        have = ledger.trial_names(conn, run_id, {r.trial.task_id for r, _ in items}) if tries else {}
+        tries.append(1)
         for result, supersedes in items:
+            if result.name in have:
+                ids.append(have[result.name])
+                continue
             new_id = ledger.record_trial(conn, trial_row(run_id, result.trial), supersedes)
             ids.append(new_id)
             logs += [(new_id, "agent.log", result.agent_log), (new_id, "verifier.log", result.verifier_log)]
             logs += [(new_id, name, text) for name, text in result.extra_files.items()]
         ledger.insert_artifacts(conn, [row for row in logs if row[2]])
-    return ids
+        return ids
+
+    tries: list[int] = []
+    with _write_lock:
+        return ledger.write(write)
 
 
 def recorded(
@@ -90,6 +108,7 @@ def write_or_warn(ledger: Ledger, trial_id: int, base: Path, run: str, result: T
         return None
     except OSError as exc:
         warning = f"trial folder not written under {base}: {exc.strerror or exc}"
+        shutil.rmtree(base / result.name, ignore_errors=True)  # no half folder: `resume` writes it whole later
     with _write_lock, ledger.transaction() as conn:
         ledger.add_trial_warning(conn, trial_id, warning)
     return warning
@@ -100,13 +119,35 @@ def write_trial_dir(base: Path, run: str, result: TrialResult) -> Path:
     p = TrialPaths(base / result.name)
     p.agent_dir.mkdir(parents=True, exist_ok=True)
     p.verifier_dir.mkdir(exist_ok=True)
-    p.agent_log.write_text(result.agent_log)
-    p.verifier_log.write_text(result.verifier_log)
+    p.agent_log.write_text(scrub(result.agent_log))
+    p.verifier_log.write_text(scrub(result.verifier_log))
     for name, text in result.extra_files.items():
-        p.agent_file(name).write_text(text)
+        p.agent_file(name).write_text(scrub(text))
     if result.trial.reward is not None:
         p.reward.write_text(f"{result.trial.reward:g}\n")
     tmp = p.result.with_name(p.result.name + ".tmp")
-    tmp.write_text(json.dumps(harbor_result(result, run), indent=2))
+    tmp.write_text(json.dumps(scrub_value(harbor_result(result, run)), indent=2))
     tmp.replace(p.result)
     return p.folder
+
+
+def restore_folders(ledger: Ledger, run_id: int, base: Path, run: str) -> int:
+    """Write again, from the ledger (its row and its logs), the folder of every current trial that has none (its
+    runs folder was full or unwritable when it ended: write_or_warn). Returns how many; one that still cannot be
+    written raises OSError, the ones before it written."""
+    n = 0
+    fields = set(Trial.model_fields)
+    for row in ledger.trial_rows(run_id):
+        name = (row.extra or {}).get("trial_name")
+        if not name or TrialPaths(base / name).result.is_file():
+            continue
+        files = ledger.artifacts_of(row.id)
+        trial = Trial(**{k: v for k, v in asdict(row).items() if k in fields})
+        result = TrialResult(trial, name, files.pop("agent.log", ""), files.pop("verifier.log", ""), extra_files=files)
+        try:
+            write_trial_dir(base, run, result)
+        except OSError:
+            shutil.rmtree(base / name, ignore_errors=True)
+            raise
+        n += 1
+    return n

@@ -7,11 +7,14 @@ so a failed import leaves the ledger exactly as it was.
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, func, select, text
 from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
@@ -23,6 +26,13 @@ from trialbook.ledger.rows import RunRow, TrialRow
 from trialbook.ledger.schema import TRIAL_COLUMNS, artifacts, runs, steps, tasks, trials
 from trialbook.ledger.url import connect_read_only, missing_ledger, read_only_reason, resolve_db, sqlite_file
 from trialbook.names import check_run_name
+from trialbook.redact import scrub, scrub_value
+
+T = TypeVar("T")
+# How long a PostgreSQL ledger that stopped answering (a restart) is waited for before the run stops, and how often
+# it is tried meanwhile.
+RECONNECT_WAIT_S = float(os.environ.get("TRIALBOOK_LEDGER_WAIT_S") or 120)
+RECONNECT_POLL_S = 1.0
 
 if TYPE_CHECKING:  # annotations only: `runs`/`show` must not import pydantic at start-up
     from trialbook.records import Run, Task, Trial
@@ -55,19 +65,29 @@ def _read_only_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+def _cause(exc: BaseException) -> str:
+    """The driver's first line, never the SQL and its parameters."""
+    return (str(getattr(exc, "orig", None) or exc).splitlines() or [type(exc).__name__])[0]
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def _first(exc: BaseException | None) -> str:
     return (str(exc).splitlines() or ["?"])[0]
 
 
 def dumps(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, sort_keys=True, separators=(",", ":"))
+    """A JSON column's text, with this process's secrets scrubbed (redact.py): nothing written holds a key."""
+    return None if value is None else json.dumps(scrub_value(value), sort_keys=True, separators=(",", ":"))
 
 
 def trial_row(run_id: int, t: Trial) -> tuple[Any, ...]:
     """A positional row in TRIAL_COLUMNS order."""
     return (
         run_id, t.task_id, t.attempt, t.repo, t.outcome.value, t.reward, t.step, t.wv, t.epoch,
-        t.exception, t.exception_message, t.duration_s, t.tokens, t.turns, dumps(t.tests),
+        t.exception, scrub(t.exception_message), t.duration_s, t.tokens, t.turns, dumps(t.tests),
         t.started_at, t.finished_at, dumps(t.extra), None,
     )  # fmt: skip
 
@@ -94,8 +114,8 @@ class Ledger:
                 # the pool hands a connection to any thread (SQLAlchemy sets that up for the files it opens itself)
                 opener = lambda: connect_read_only(path, check_same_thread=False)  # noqa: E731
                 self.engine: Engine = create_engine(self.url, creator=opener)
-            else:
-                self.engine = create_engine(self.url)
+            else:  # PostgreSQL: a pooled connection the server dropped (a restart) is replaced at checkout
+                self.engine = create_engine(self.url, **({} if self.is_sqlite else {"pool_pre_ping": True}))
         except (ArgumentError, ValueError, ImportError) as exc:
             raise UserError(masked(self.url, f"--db: invalid ledger URL {masked(self.url)}: {_first(exc)}")) from None
         if self.is_sqlite:
@@ -127,8 +147,35 @@ class Ledger:
                 summary_cache.refresh(conn)  # the runs this transaction changed get their summary numbers again
         # the driver's own errors too: bulk inserts run on the raw DBAPI cursor (insert_trials)
         except (SQLAlchemyError, self.engine.dialect.loaded_dbapi.Error) as exc:
-            first = str(getattr(exc, "orig", None) or exc).splitlines()[0]  # never the SQL and its parameters
-            raise TrialbookError(f"ledger write failed, nothing was changed: {first}") from None
+            raise TrialbookError(f"ledger write failed, nothing was changed: {_cause(exc)}") from None
+
+    def write(self, fn: Callable[[Connection], T], on_wait: Callable[[str], None] | None = None) -> T:
+        """`fn(conn)` in one transaction, as `transaction`; on PostgreSQL a lost connection (the server restarted,
+        the network dropped) is waited for, up to RECONNECT_WAIT_S, and `fn` run again in a new transaction, so
+        `fn` must be safe to repeat (it may find its own rows of a commit whose answer was lost). `on_wait` gets one
+        line when the wait starts (default: stderr)."""
+        waited_since: float | None = None
+        dbapi = self.engine.dialect.loaded_dbapi
+        while True:
+            try:
+                with self.engine.begin() as conn:
+                    out = fn(conn)
+                    summary_cache.refresh(conn)
+                    return out
+            except (SQLAlchemyError, dbapi.Error) as exc:
+                if self.is_sqlite or not isinstance(exc, OperationalError | dbapi.OperationalError):
+                    raise TrialbookError(f"ledger write failed, nothing was changed: {_cause(exc)}") from None
+                now = time.monotonic()
+                if waited_since is None:
+                    waited_since = now
+                    line = (f"warning: ledger {masked(self.url)}: connection lost ({_cause(exc)}); waiting up to "
+                            f"{RECONNECT_WAIT_S:g}s for the database to answer again")  # fmt: skip
+                    (on_wait or _stderr)(line)
+                elif now - waited_since > RECONNECT_WAIT_S:
+                    raise TrialbookError(
+                        f"ledger {masked(self.url)} did not answer again within {RECONNECT_WAIT_S:g}s: {_cause(exc)}"
+                    ) from None
+                time.sleep(RECONNECT_POLL_S)
 
     # ---- writes (inside a transaction) -------------------------------------------------
     def create_run(self, conn: Connection, run: Run, replace: bool = False) -> int:
@@ -184,10 +231,20 @@ class Ledger:
             )  # fmt: skip
         return new_id
 
+    def trial_names(self, conn: Connection, run_id: int, task_ids: set[str]) -> dict[str, int]:
+        """The run's trials of `task_ids` by their trial name (extra.trial_name): what a repeated write finds."""
+        q = select(trials.c.id, trials.c.extra).where(trials.c.run_id == run_id, trials.c.task_id.in_(task_ids))
+        out = {}
+        for tid, extra in conn.execute(q):
+            name = (loads(extra) or {}).get("trial_name")
+            if name:
+                out[name] = int(tid)
+        return out
+
     def add_trial_warning(self, conn: Connection, trial_id: int, warning: str) -> None:
         """Append `warning` to the trial's extra.warnings (e.g. its folder could not be written)."""
         extra = loads(conn.execute(select(trials.c.extra).where(trials.c.id == trial_id)).scalar()) or {}
-        extra["warnings"] = [*extra.get("warnings", []), warning]
+        extra["warnings"] = [*extra.get("warnings", []), scrub(warning)]
         conn.execute(trials.update().where(trials.c.id == trial_id).values(extra=dumps(extra)))
 
     def replace_steps(self, conn: Connection, run_id: int, rows: list[dict[str, Any]], replace: bool) -> None:
@@ -215,7 +272,7 @@ class Ledger:
             cursor.close()
 
     def insert_artifacts(self, conn: Connection, rows: Iterable[tuple[int, str, str]]) -> None:
-        values = [{"trial_id": t, "name": n, "content": c} for t, n, c in rows]
+        values = [{"trial_id": t, "name": n, "content": scrub(c)} for t, n, c in rows]
         if values:
             conn.execute(artifacts.insert(), values)
 
@@ -265,6 +322,12 @@ class Ledger:
         q = select(artifacts.c.content).where(artifacts.c.trial_id == trial_id, artifacts.c.name == name)
         with self.engine.connect() as conn:
             return conn.execute(q).scalar()
+
+    def artifacts_of(self, trial_id: int) -> dict[str, str]:
+        """Every artifact of a trial, by name."""
+        with self.engine.connect() as conn:
+            q = select(artifacts.c.name, artifacts.c.content).where(artifacts.c.trial_id == trial_id)
+            return {name: content for name, content in conn.execute(q)}
 
     def count_trials(self, run_id: int) -> int:
         with self.engine.connect() as conn:

@@ -46,6 +46,7 @@ from typing import Any
 
 import requests
 
+from trialbook.access import TOKEN_ENV, bearer_ok, is_loopback, server_token
 from trialbook.agents.endpoints import normalize
 from trialbook.errors import UserError
 from trialbook.rl import messages_api, responses_api
@@ -102,10 +103,13 @@ class Call:
         return self.source in ("returned", "engine-tokenizer")
 
 
-def take_calls(gateway_url: str, trial: str, timeout: float = 30.0) -> list[Call]:
-    """A trial's calls from a gateway in another process (`POST /admin/take/<trial>`), forgotten there."""
+def take_calls(gateway_url: str, trial: str, timeout: float = 30.0, token: str | None = None) -> list[Call]:
+    """A trial's calls from a gateway in another process (`POST /admin/take/<trial>`), forgotten there; `token`
+    (default TRIALBOOK_TOKEN where set): the gateway's (access.py)."""
     root = normalize(gateway_url).removesuffix("/v1")
-    resp = requests.post(f"{root}/admin/take/{trial}", timeout=timeout)
+    token = token or os.environ.get(TOKEN_ENV) or None
+    auth = {"Authorization": f"Bearer {token}"} if token else None
+    resp = requests.post(f"{root}/admin/take/{trial}", timeout=timeout, headers=auth)
     resp.raise_for_status()
     return [Call(**row) for row in resp.json()]
 
@@ -123,6 +127,7 @@ class Gateway:
     log: Path | None = None  # every call also appended here as one JSON line
     weight_version: int | None = None
     side_models: tuple[str, ...] = ()  # requests for these model names are side calls (ROLE_HEADER does it too)
+    token: str | None = field(default=None, repr=False)  # every TCP request must carry it (access.py); None: none
     _calls: dict[str, list[Call]] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _server: ThreadingHTTPServer | None = field(default=None, init=False, repr=False)
@@ -158,7 +163,13 @@ class Gateway:
     def url_for(self, trial: str) -> str:
         return f"http://{self.host}:{self.port}/t/{trial}/v1"
 
+    def _check_bind(self) -> None:
+        """A non-loopback bind needs a token (TRIALBOOK_TOKEN where none was given), else a UserError."""
+        if self.token is None and not is_loopback(self.host):
+            self.token = server_token(None, self.host, "gateway")
+
     def start(self) -> Gateway:
+        self._check_bind()
         self._server = ThreadingHTTPServer((self.host, self.port), _handler(self))
         self._server.daemon_threads = True
         self.port = int(self._server.server_address[1])
@@ -166,6 +177,7 @@ class Gateway:
         return self
 
     def serve_forever(self) -> None:
+        self._check_bind()
         self._server = ThreadingHTTPServer((self.host, self.port), _handler(self))
         self._server.daemon_threads = True
         self.port = int(self._server.server_address[1])
@@ -297,9 +309,13 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
 
         def _sandboxed(self, method: str, path: str) -> bool:
             """A sandbox's socket answers the model APIs and reads (GET /v1/models) only: no admin call (taking or
-            rewriting its own record), no POST the gateway would pass to the engine unrecorded. True: refused."""
+            rewriting its own record), no POST the gateway would pass to the engine unrecorded. On TCP, a gateway
+            with a token answers only requests that carry it (access.py), admin calls included. True: refused."""
             if not isinstance(self.server, _UnixServer):
-                return False
+                if bearer_ok(self.headers.get("Authorization"), gw.token):
+                    return False
+                self._json(401, {"error": {"message": "this gateway needs its token: Authorization: Bearer TOKEN"}})
+                return True
             recorded = ROUTES.get(path.split("?", 1)[0].rstrip("/")) is not None
             if path.startswith("/admin/") or (method == "POST" and not recorded):
                 self._json(403, {"error": {"message": f"{method} {path.split('?', 1)[0]}: not from a sandbox"}})
@@ -470,10 +486,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8100)
     parser.add_argument("--gguf", help="llama-cpp-python only: the served GGUF file (its chat template)")
     parser.add_argument("--log", type=Path, help="append every call here as one JSON line")
+    parser.add_argument(
+        "--token",
+        help=f"env:VAR or file:PATH: the token every request must carry (Authorization: Bearer); needed for a "
+        f"non-loopback --host [env {TOKEN_ENV}]",
+    )
     args = parser.parse_args(argv)
     try:
+        token = server_token(args.token, args.host, "gateway")
         template = template_of(args.gguf) if args.gguf else None
-        gw = Gateway(args.engine, chat_template=template, host=args.host, port=args.port, log=args.log)
+        gw = Gateway(args.engine, chat_template=template, host=args.host, port=args.port, log=args.log, token=token)
     except (TrialbookError, EndpointError, ImportError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -56,6 +56,9 @@ class SandboxError(Exception):
     kind = ErrorKind.DAEMON
 
 
+KILLED_FROM_OUTSIDE = (137, 143)  # SIGKILL, SIGTERM: how a stopping daemon ends its containers' PID 1
+
+
 class DaemonError(SandboxError):
     kind = ErrorKind.DAEMON
 

@@ -39,6 +39,7 @@ from trialbook.sandbox.box import (
     tar_files,
 )
 from trialbook.sandbox.channel import SERVER, TOOLS_FOUND, Channel, ChannelBroken, start_up
+from trialbook.sandbox.gone import start_failure
 from trialbook.sandbox.warm import LABEL_POOL, Spec, WarmPool
 
 LABEL_RUN = "trialbook.run"
@@ -472,11 +473,19 @@ class DockerEngine:
                 channel.close()
             self._remove_by_name(name)
             self._image_ids = {t: i for t, i in self._image_ids.items() if t != spec.image}
-            raise ContainerStartError(f"container {name} did not start: {exc}") from None
+            raise ContainerStartError(self._start_failure(name, exc)) from None
         if channel is not None:
             self._channels[cid] = channel
         self._runtime_of[cid] = runtime or str(self.info().get("DefaultRuntime") or "default")
         return cid
+
+    def _start_failure(self, name: str, exc: Exception) -> str:
+        """Why a container did not start (sandbox/gone.py); the unroutable network, ours, is made again next time."""
+        why, removed = start_failure(name, exc)
+        if removed:
+            with self._lock_for(UNROUTABLE_NETWORK):
+                self._unroutable_checked = False
+        return why
 
     def _unroutable_network(self) -> str:
         """UNROUTABLE_NETWORK's name, the network made first if the daemon has none of that name (checked once per

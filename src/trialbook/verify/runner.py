@@ -23,7 +23,15 @@ from pydantic import BaseModel
 from trialbook import tokens
 from trialbook.outcomes import REWARD_FILES, ErrorKind, parse_reward
 from trialbook.sandbox import Sandbox
-from trialbook.sandbox.box import NO_TOOLS, OUTPUT_TAIL, CappedSink, ExecResult, unpack_inline
+from trialbook.sandbox.box import (
+    KILLED_FROM_OUTSIDE,
+    NO_TOOLS,
+    OUTPUT_TAIL,
+    CappedSink,
+    DaemonError,
+    ExecResult,
+    unpack_inline,
+)
 from trialbook.sandbox.cgroup import report_script
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, reward_files_named, task_test_files
@@ -309,7 +317,16 @@ def _run_last(
     unpack = sandbox.inline_unpack(_tests_tar(task, TESTS_DIR.strip("/"), test_sh, logs=True, snap=snap))
     if unpack is None:
         _put_tests(sandbox, task, stage, test_sh, snap)
-    return sandbox.finish(_script(stage, mark, unpack, prepare), timeout=timeout, sink=full)
+    res = sandbox.finish(_script(stage, mark, unpack, prepare), timeout=timeout, sink=full)
+    if (
+        res is not None and res.exit_code in KILLED_FROM_OUTSIDE and not res.timed_out and not sandbox.stop.is_set()
+        and f"\n{mark}end " not in res.output and not any(sandbox.limit_hits().values())
+    ):  # fmt: skip
+        # the script was cut before its end (no end marker) by a kill that came from outside: PID 1 ignores every
+        # signal from inside its namespace, trialbook did not stop it (no timeout, no stop) nor did a memory limit.
+        # A daemon stopping kills its containers so (SIGTERM, then SIGKILL): a cut log, never a grade
+        raise DaemonError(f"{sandbox.name} was killed from outside (exit {res.exit_code}): its daemon stopped?")
+    return res
 
 
 # a failing test in pytest's own words: a -rA summary line, or its final count ("=== 1 failed, 2 passed in 0.1s ===")

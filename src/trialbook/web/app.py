@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from trialbook.access import bearer_ok
 from trialbook.errors import UserError
 from trialbook.ledger import looks as ledger_looks
 from trialbook.ledger import views
@@ -49,12 +50,35 @@ def _error(exc: Exception, status: int) -> HTMLResponse:
     return _page("error.html", status, code=status, message=str(exc))
 
 
-def create_app(ledger: Ledger) -> Starlette:
+TOKEN_COOKIE = "trialbook_token"
+
+
+def _refused(request: Request, token: str | None) -> Response | None:
+    """With a token (access.py), a request without it is 401; a browser opens `/?token=TOKEN` once and gets the
+    token as a cookie (HttpOnly, this site only), then the same page without it in the address bar."""
+    if token is None:
+        return None
+    given = request.query_params.get("token")
+    if given is not None and bearer_ok(f"Bearer {given}", token):
+        resp = RedirectResponse(request.url.remove_query_params("token").path, status_code=303)
+        resp.set_cookie(TOKEN_COOKIE, given, httponly=True, samesite="strict")
+        return resp
+    cookie = request.cookies.get(TOKEN_COOKIE)
+    if bearer_ok(request.headers.get("authorization"), token) or (cookie and bearer_ok(f"Bearer {cookie}", token)):
+        return None
+    return _page("error.html", 401, code=401, message="this server needs its token: Authorization: Bearer TOKEN")
+
+
+def create_app(ledger: Ledger, token: str | None = None) -> Starlette:
+    """The app; with `token`, every page needs it (access.py)."""
     pages.preload()
     cache = pages.RunCache()
 
     def guarded(fn: Any) -> Any:
         def handler(request: Request) -> Response:
+            refused = _refused(request, token)
+            if refused is not None:
+                return refused
             try:
                 return fn(request)
             except UserError as exc:
@@ -184,6 +208,8 @@ def create_app(ledger: Ledger) -> Starlette:
     ]
 
     async def not_found(request: Request, exc: Exception) -> Response:
+        if (refused := _refused(request, token)) is not None:
+            return refused
         return _error(Exception(f"no page at {request.url.path}"), 404)
 
     return Starlette(routes=routes, exception_handlers={404: not_found})
