@@ -68,3 +68,63 @@ def from_swebench_cmd(
     from trialbook.tasks.swebench.generate import write_tasks
 
     emit(write_tasks(instances, out, comma_list(ids), registry), as_json, render.print_from_swebench)
+
+
+@tasks_app.command("synthesize")
+def synthesize_cmd(
+    source: Annotated[str, typer.Argument(help="A git repository folder, optionally @COMMIT (default HEAD).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder to write one task folder per kept candidate into.")],
+    repo: Annotated[
+        str | None, typer.Option("--repo", help="OWNER/NAME (default: from a folder named OWNER__NAME[.git]).")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the candidates' order.")] = 0,
+    limit: Annotated[int, typer.Option("--max-candidates", min=1, help="Candidates tried at most.")] = 50,
+    tests: Annotated[
+        list[str] | None, typer.Option("--test", help="Test path the suite runs (repeatable; default: profile).")
+    ] = None,
+    pip: Annotated[
+        list[str] | None, typer.Option("--pip", help="Test dependency installed beside it (repeatable).")
+    ] = None,
+    pytest_args: Annotated[
+        list[str] | None, typer.Option("--pytest-arg", help="Extra pytest argument (repeatable).")
+    ] = None,
+    exclude: Annotated[
+        Path | None, typer.Option("--exclude", help="Exclusion list (`tasks overlap --write-exclusions`).")
+    ] = None,
+    as_json: Json = False,
+) -> None:
+    """Bug tasks from a repository's own code: procedural changes kept when some of its tests catch them."""
+    require("swebench", "tasks synthesize")
+    from trialbook.report import pool as pool_render
+    from trialbook.tasks.pool.synthesize import synthesize
+
+    result = synthesize(source, out, repo, seed, limit, tests, pip, pytest_args, exclude)
+    emit(result, as_json, pool_render.print_synthesized)
+
+
+@tasks_app.command("overlap")
+def overlap_cmd(
+    pool: Annotated[Path, typer.Argument(help="Training pool: a folder of task folders or a SWE-bench JSONL.")],
+    eval_set: Annotated[Path, typer.Argument(metavar="EVAL", help="Evaluation set, in either form.")],
+    threshold: Annotated[
+        float, typer.Option("--threshold", help="Statement similarity (word 5-shingle Jaccard) that flags.")
+    ] = 0.5,
+    write_split: Annotated[
+        Path | None, typer.Option("--write-split", help="Write the eval tasks in the overlap (a task list).")
+    ] = None,
+    write_exclusions: Annotated[
+        Path | None,
+        typer.Option("--write-exclusions", help="Write EVAL's changed functions/files (for synthesize --exclude)."),
+    ] = None,
+    as_json: Json = False,
+) -> None:
+    """What a training pool shares with an evaluation set: repositories, files, functions, tests, statements."""
+    from trialbook.report import pool as pool_render
+    from trialbook.tasks.pool.overlap import audit, exclusions
+
+    result = audit(pool, eval_set, threshold)
+    if write_split is not None:
+        write_split.write_text("".join(f"{t}\n" for t in result.in_overlap))
+    if write_exclusions is not None:
+        write_exclusions.write_text(exclusions(eval_set))
+    emit(result, as_json, pool_render.print_overlap)

@@ -113,7 +113,7 @@ echo "commits=$commits blob=$blob copies=$same"
 
 
 def leak_scan(image: str, original: bytes) -> str:
-    """"clean" when the image's repository has one commit, its object store lacks the original file's blob, and no
+    """ "clean" when the image's repository has one commit, its object store lacks the original file's blob, and no
     file in the image has the original file's content; else what was found."""
     import hashlib
 

@@ -18,10 +18,12 @@ from __future__ import annotations
 import ast
 import difflib
 import random
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+HEADER_DEF = re.compile(r"^[ \t]*((class|(async[ \t]+)?def)[ \t].*)$")
 KINDS = (
     "flip_compare",
     "flip_boolean",
@@ -68,14 +70,6 @@ class Mutation:
         return f"{self.path}:{self.line}:{self.kind}"
 
 
-def _offsets(text: str) -> list[int]:
-    starts, pos = [0], 0
-    for line in text.splitlines(keepends=True):
-        pos += len(line)
-        starts.append(pos)
-    return starts
-
-
 class _Sites(ast.NodeVisitor):
     """Collects (function, node, kind) for every mutable node inside a function body."""
 
@@ -113,9 +107,12 @@ class _Sites(ast.NodeVisitor):
             value = node.value
             if not (isinstance(value, ast.Constant) and value.value is None):
                 self._add(node, "change_return")
-        if isinstance(node, ast.Call) and sum(not isinstance(a, ast.Starred) for a in node.args) >= 2:
-            if not any(isinstance(a, ast.Starred) for a in node.args[:2]):
-                self._add(node, "swap_arguments")
+        if (
+            isinstance(node, ast.Call)
+            and len(node.args) >= 2
+            and not any(isinstance(a, ast.Starred) for a in node.args[:2])
+        ):
+            self._add(node, "swap_arguments")
         for field in ("body", "orelse", "finalbody"):
             body = getattr(node, field, None)
             if isinstance(body, list):
@@ -163,7 +160,7 @@ def _changed(node: ast.AST, kind: str) -> ast.AST | None:
     return target
 
 
-def _splice(text: str, starts: list[int], node: ast.AST, kind: str) -> str | None:
+def _splice(text: str, node: ast.AST, kind: str) -> str | None:
     lineno, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
     col, end_col = getattr(node, "col_offset", None), getattr(node, "end_col_offset", None)
     if lineno is None or end is None or col is None or end_col is None:
@@ -199,11 +196,10 @@ def mutations_of(path: str, text: str) -> Iterator[Mutation]:
         return
     sites = _Sites()
     sites.visit(tree)
-    starts = _offsets(text)
     seen: set[str] = set()
     for function, node, kind in sites.found:
         try:
-            mutated = _splice(text, starts, node, kind)
+            mutated = _splice(text, node, kind)
         except (SyntaxError, ValueError, IndexError, UnicodeError):
             continue
         if mutated is None or mutated == text or mutated in seen:
@@ -236,14 +232,15 @@ def source_files(root: Path, tests: list[str]) -> list[str]:
 
 def candidates(root: Path, tests: list[str], seed: int, limit: int, excluded: set[str] | None = None) -> list[Mutation]:
     """Up to `limit` candidates, shuffled by `seed` and spread round robin over functions. `excluded`: "path" or
-    "path::function" names (an overlap audit's exclusion list) never mutated."""
+    "path::name" entries (an overlap audit's exclusion list) never mutated; a name excludes every function whose
+    qualified name has it as a part (`update` excludes `Table.update` and `Table.update.updater`)."""
     excluded = excluded or set()
     every: list[Mutation] = []
     for rel in source_files(root, tests):
         if rel in excluded:
             continue
         text = (root / rel).read_text(errors="replace")
-        every += [m for m in mutations_of(rel, text) if f"{rel}::{m.function}" not in excluded]
+        every += [m for m in mutations_of(rel, text) if not {f"{rel}::{n}" for n in m.function.split(".")} & excluded]
     rng = random.Random(seed)
     rng.shuffle(every)
     rank: dict[str, int] = {}
@@ -260,7 +257,12 @@ def unified_diff(path: str, before: str, after: str) -> str:
     body = difflib.unified_diff(
         before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}", n=3
     )
+    old = before.splitlines()
     lines = []
     for line in body:
+        hunk = re.match(r"^@@ -(\d+)", line)
+        if hunk:  # the enclosing def/class above the hunk in its header, as git's python diff driver writes it
+            above = next((x.strip() for x in reversed(old[: int(hunk.group(1)) - 1]) if HEADER_DEF.match(x)), "")
+            line = f"{line.rstrip()} {above}\n" if above else line
         lines.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return f"diff --git a/{path} b/{path}\n" + "".join(lines)

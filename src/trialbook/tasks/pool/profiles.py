@@ -27,11 +27,11 @@ PROFILES: dict[str, Profile] = {
 }
 
 
-def profile_for(
-    repo: str, tests: list[str] | None, pip: list[str] | None, pytest_args: list[str] | None
-) -> Profile:
+def profile_for(repo: str, tests: list[str] | None, pip: list[str] | None, pytest_args: list[str] | None) -> Profile:
     known = PROFILES.get(repo, Profile(["tests"]))
-    chosen = Profile(tests or known.tests, pip or known.pip, pytest_args if pytest_args is not None else known.pytest_args)
+    chosen = Profile(
+        tests or known.tests, pip or known.pip, pytest_args if pytest_args is not None else known.pytest_args
+    )
     for t in chosen.tests:
         if t.startswith(("/", "-")) or ".." in t.split("/"):
             raise UserError(f"--test {t!r} must be a path inside the repository")
