@@ -44,7 +44,9 @@ def test_every_kind_changes_what_it_says():
         assert '"""Docstring stays."""' in m.mutated  # docstrings are never removed
     assert Counter(m.kind for m in found)["flip_boolean"] == 1
     assert "    if x >= lo:" in [ln for m in found if m.kind == "flip_compare" for ln in m.mutated.splitlines()]
-    assert "    if not (x < lo):" in [ln for m in found if m.kind == "negate_condition" for ln in m.mutated.splitlines()]
+    assert "    if not (x < lo):" in [
+        ln for m in found if m.kind == "negate_condition" for ln in m.mutated.splitlines()
+    ]
     assert "        return False" in [ln for m in found if m.kind == "change_return" for ln in m.mutated.splitlines()]
     assert "    total = x - 0" in [ln for m in found if m.kind == "flip_arith" for ln in m.mutated.splitlines()]
     swapped = [ln for m in found if m.kind == "swap_arguments" for ln in m.mutated.splitlines()]
