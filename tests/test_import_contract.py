@@ -22,7 +22,7 @@ SRC = REPO / "src" / "trialbook"
 LAYERS: list[tuple[str, ...]] = [
     ("cli",),
     ("web", "report"),
-    ("harness", "rl", "audit", "training", "stats", "prereg", "importers"),
+    ("harness", "rl", "audit", "training", "stats", "prereg", "importers", "pool"),
     ("agents", "verify", "sandbox", "tasks"),
     ("ledger",),
     # __init__: `import trialbook` (its version)

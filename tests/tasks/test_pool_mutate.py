@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from trialbook.errors import UserError
-from trialbook.tasks.pool.mutate import KINDS, candidates, mutations_of, source_files, unified_diff
-from trialbook.tasks.pool.overlap import touched
-from trialbook.tasks.pool.synthesize import parse_source, read_exclusions, repo_name
+from trialbook.pool.mutate import KINDS, candidates, mutations_of, source_files, unified_diff
+from trialbook.pool.overlap import touched
+from trialbook.pool.synthesize import parse_source, read_exclusions, repo_name
 
 SOURCE = '''"""A module."""
 

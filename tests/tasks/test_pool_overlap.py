@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from paths import INSTANCES
+from trialbook.pool.overlap import audit, exclusions, touched
+from trialbook.pool.runner import problem_statement
+from trialbook.pool.synthesize import solve_sh, write_task_folder
 from trialbook.stats.synthetic import write_jsonl
-from trialbook.tasks.pool.overlap import audit, exclusions, touched
-from trialbook.tasks.pool.runner import problem_statement
-from trialbook.tasks.pool.synthesize import solve_sh, write_task
 
 ROWS = [json.loads(x) for x in INSTANCES.read_text().splitlines() if x.strip()]
 BY_ID = {r["instance_id"]: r for r in ROWS}
@@ -21,7 +21,7 @@ BY_ID = {r["instance_id"]: r for r in ROWS}
 
 def _task(root: Path, name: str, repo: str, patch: str, tests: list[str], statement: str) -> None:
     config = {"repo": repo, "FAIL_TO_PASS": tests[:1], "PASS_TO_PASS": tests[1:]}
-    write_task(root / name, {
+    write_task_folder(root / name, {
         "instruction.md": statement,
         "task.toml": f'[metadata]\nrepo = "{repo}"\n',
         "tests/config.json": json.dumps(config),

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from trialbook.cli.common import Json, app, comma_list, emit
+from trialbook.cli.common import Json, app, comma_list, done, emit
 from trialbook.errors import UserError
 from trialbook.extras import require
 from trialbook.report import audit as render
@@ -95,10 +95,10 @@ def synthesize_cmd(
 ) -> None:
     """Bug tasks from a repository's own code: procedural changes kept when some of its tests catch them."""
     require("swebench", "tasks synthesize")
+    from trialbook.pool.synthesize import synthesize
     from trialbook.report import pool as pool_render
-    from trialbook.tasks.pool.synthesize import synthesize
 
-    result = synthesize(source, out, repo, seed, limit, tests, pip, pytest_args, exclude)
+    result = synthesize(source, out, repo, seed, limit, tests, pip, pytest_args, exclude, progress=done)
     emit(result, as_json, pool_render.print_synthesized)
 
 
@@ -119,8 +119,8 @@ def overlap_cmd(
     as_json: Json = False,
 ) -> None:
     """What a training pool shares with an evaluation set: repositories, files, functions, tests, statements."""
+    from trialbook.pool.overlap import audit, exclusions
     from trialbook.report import pool as pool_render
-    from trialbook.tasks.pool.overlap import audit, exclusions
 
     result = audit(pool, eval_set, threshold)
     if write_split is not None:

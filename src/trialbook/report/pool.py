@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from trialbook.report.layout import line, table
 
 if TYPE_CHECKING:  # synthesize imports docker and swebench's parsers: only its command loads them
-    from trialbook.tasks.pool.overlap import Overlap
-    from trialbook.tasks.pool.synthesize import Synthesized
+    from trialbook.pool.overlap import Overlap
+    from trialbook.pool.synthesize import Synthesized
 
 TOP = 20  # overlapping pairs shown (the JSON has them all)
 

@@ -18,14 +18,15 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from trialbook.errors import UserError
+from trialbook.pool import images, runner
+from trialbook.pool.mutate import Mutation, candidates, unified_diff
+from trialbook.pool.profiles import Profile, profile_for
 from trialbook.result_types import Result, optional, to_json
-from trialbook.tasks.pool import images, runner
-from trialbook.tasks.pool.mutate import Mutation, candidates, unified_diff
-from trialbook.tasks.pool.profiles import Profile, profile_for
 from trialbook.tasks.swebench.build_images import Builder, BuildFailed
 
 REPORT = "synthesize.json"
@@ -181,7 +182,7 @@ def task_toml(repo: str, task_id: str, commit: str, image: str, m: Mutation) -> 
     )
 
 
-def write_task(folder: Path, files: dict[str, str]) -> None:
+def write_task_folder(folder: Path, files: dict[str, str]) -> None:
     (folder / "environment").mkdir(parents=True, exist_ok=True)  # the image is prebuilt: no Dockerfile
     for rel, text in files.items():
         path = folder / rel
@@ -213,7 +214,9 @@ def synthesize(
     pip: list[str] | None = None,
     pytest_args: list[str] | None = None,
     exclude: Path | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Synthesized:
+    """`progress`: called with one line per candidate run (the CLI prints them on stderr)."""
     t_start = time.monotonic()
     folder, commit = parse_source(source)
     name = repo_name(folder, repo)
@@ -271,6 +274,8 @@ def synthesize(
                 excerpt = runner.failure_excerpt(run.log, failing)
                 kept.append((m, task_id_of(name, m), failing, p2p, excerpt))
             lines.append(line)
+            if progress is not None:
+                progress(f"{len(lines)}/{len(todo)} {m.key}: {status} ({run.seconds:.1f} s)")
     finally:
         box.close()
     written = _write_all(builder, env, name, sha, profile, files, kept, lines, out)
@@ -334,7 +339,7 @@ def _write_all(
             "solution/solve.sh": solve_sh(unified_diff(m.path, m.mutated, m.original)),
         }
         tmp = Path(tempfile.mkdtemp(prefix=f".{task_id}.", dir=out))
-        write_task(tmp, task_files)
+        write_task_folder(tmp, task_files)
         if (out / task_id).exists():
             shutil.rmtree(out / task_id)
         tmp.rename(out / task_id)

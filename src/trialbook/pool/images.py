@@ -26,7 +26,7 @@ GIT_ID = "-c user.name=trialbook -c user.email=pool@trialbook.invalid"
 COMMIT_DATE = "2000-01-01T00:00:00+00:00"
 
 
-def env_dockerfile(pip: list[str], repo: str, commit: str) -> str:
+def pool_env_dockerfile(pip: list[str], repo: str, commit: str) -> str:
     packages = " ".join(shlex.quote(p) for p in pip)
     return "\n".join(
         [
@@ -83,7 +83,7 @@ def _key(dockerfile: str, files: dict[str, bytes]) -> str:
 
 
 def ensure_env(builder: Builder, files: dict[str, bytes], pip: list[str], repo: str, commit: str) -> str:
-    dockerfile = env_dockerfile(pip, repo, commit)
+    dockerfile = pool_env_dockerfile(pip, repo, commit)
     tag = f"trialbook-pool-env:{_key(dockerfile, files)}"
 
     def fill(ctx: Path) -> None:

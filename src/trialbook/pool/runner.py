@@ -16,7 +16,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from trialbook.tasks.pool.images import REPO_DIR
+from trialbook.pool.images import REPO_DIR
 from trialbook.verify.grading import parse_status_map
 
 PASSING = ("PASSED", "XFAIL")
@@ -32,7 +32,7 @@ def test_command(tests: list[str], pytest_args: list[str]) -> str:
 
 
 @dataclass
-class Outcome:
+class SuiteRun:
     statuses: dict[str, str]
     log: str
     seconds: float
@@ -66,7 +66,7 @@ class Container:
             check=True,
         )
 
-    def run(self, command: str, timeout: float) -> Outcome:
+    def run(self, command: str, timeout: float) -> SuiteRun:
         t0 = time.monotonic()
         script = f"cd {REPO_DIR} && timeout -s KILL {int(timeout)} {command}"
         done = subprocess.run(
@@ -74,7 +74,7 @@ class Container:
         )
         log = (done.stdout + done.stderr).decode(errors="replace")
         statuses, _ = parse_status_map(log, None)
-        return Outcome(statuses, log, time.monotonic() - t0, done.returncode == 137)
+        return SuiteRun(statuses, log, time.monotonic() - t0, done.returncode == 137)
 
     def close(self) -> None:
         subprocess.run(["docker", "rm", "-f", self.name], capture_output=True, check=False)
