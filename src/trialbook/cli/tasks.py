@@ -128,3 +128,21 @@ def overlap_cmd(
     if write_exclusions is not None:
         write_exclusions.write_text(exclusions(eval_set))
     emit(result, as_json, pool_render.print_overlap)
+
+
+@tasks_app.command("from-rebench")
+def from_rebench_cmd(
+    rows: Annotated[Path, typer.Argument(help="SWE-rebench rows: a JSON object, a JSON list or JSON Lines.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder to write one task folder per built row into.")],
+    repos: Annotated[Path, typer.Option("--repos", help="Folder of <owner>__<name>.git holding the base commits.")],
+    ids: Annotated[
+        list[str] | None, typer.Option("--task", help="Only this instance id (repeatable, or comma-separated).")
+    ] = None,
+    as_json: Json = False,
+) -> None:
+    """Task folders from SWE-rebench rows, each built here from the row's pinned requirements."""
+    require("swebench", "tasks from-rebench")
+    from trialbook.pool.rebench import build_rows
+    from trialbook.report import pool as pool_render
+
+    emit(build_rows(rows, out, repos, comma_list(ids)), as_json, pool_render.print_rebench)

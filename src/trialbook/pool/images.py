@@ -26,8 +26,15 @@ GIT_ID = "-c user.name=trialbook -c user.email=pool@trialbook.invalid"
 COMMIT_DATE = "2000-01-01T00:00:00+00:00"
 
 
-def pool_env_dockerfile(pip: list[str], repo: str, commit: str) -> str:
+def pool_env_dockerfile(pip: list[str], repo: str, commit: str, pinned: bool = False) -> str:
+    """`pinned`: `pip` is a list of exact pins (a training set's recorded environment): installed as they are
+    (`--no-deps`, nothing resolved), the repository on top with no dependencies of its own, and the build fails
+    unless `uv pip check` finds every package's requirements met (pins that cannot work together are named)."""
     packages = " ".join(shlex.quote(p) for p in pip)
+    uv = f"uv pip install -q --python {VENV}/bin/python"
+    check = f"uv pip check --python {VENV}/bin/python"
+    pinned_install = f"{uv} --no-deps {packages} && {uv} --no-deps -e {REPO_DIR} && {check}"
+    install = pinned_install if pinned else f"{uv} -e {REPO_DIR} {packages}"
     return "\n".join(
         [
             f"FROM {BASE} AS install",
@@ -35,8 +42,7 @@ def pool_env_dockerfile(pip: list[str], repo: str, commit: str) -> str:
             f"ENV SSL_CERT_FILE={IMAGE_CA} PIP_CERT={IMAGE_CA} UV_NO_CACHE=1",
             "COPY uv /usr/local/bin/uv",
             f"COPY testbed {REPO_DIR}",
-            f"RUN uv venv -q {VENV} --python /usr/bin/python3"
-            f" && uv pip install -q --python {VENV}/bin/python -e {REPO_DIR} {packages}",
+            f"RUN uv venv -q {VENV} --python /usr/bin/python3 && {install}",
             f"FROM {BASE}",
             f"COPY --from=install {VENV} {VENV}",
             f"LABEL {LABEL}=env {LABEL}.repo={repo} {LABEL}.commit={commit}",
@@ -82,8 +88,10 @@ def _key(dockerfile: str, files: dict[str, bytes]) -> str:
     return content_key(dockerfile, {k: v.decode(errors="replace") for k, v in files.items()})[:16]
 
 
-def ensure_env(builder: Builder, files: dict[str, bytes], pip: list[str], repo: str, commit: str) -> str:
-    dockerfile = pool_env_dockerfile(pip, repo, commit)
+def ensure_env(
+    builder: Builder, files: dict[str, bytes], pip: list[str], repo: str, commit: str, pinned: bool = False
+) -> str:
+    dockerfile = pool_env_dockerfile(pip, repo, commit, pinned)
     tag = f"trialbook-pool-env:{_key(dockerfile, files)}"
 
     def fill(ctx: Path) -> None:

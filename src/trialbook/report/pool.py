@@ -9,6 +9,7 @@ from trialbook.report.layout import line, table
 
 if TYPE_CHECKING:  # synthesize imports docker and swebench's parsers: only its command loads them
     from trialbook.pool.overlap import Overlap
+    from trialbook.pool.rebench import RebenchBuilt
     from trialbook.pool.synthesize import Synthesized
 
 TOP = 20  # overlapping pairs shown (the JSON has them all)
@@ -47,3 +48,14 @@ def print_overlap(r: Overlap) -> None:
         rows = [[p.pool, p.eval, ", ".join(p.kinds), "; ".join(p.detail[:3])] for p in r.pairs[:TOP]]
         more = f" (first {TOP} of {len(r.pairs)})" if len(r.pairs) > TOP else ""
         table(["pool task", "eval task", "overlap", "what"], rows, title=f"overlapping pairs{more}")
+
+
+def print_rebench(r: RebenchBuilt) -> None:
+    line(f"built and wrote {len(r.written)} task folders to {r.out}", markup=False)
+    for x in r.rows:
+        if x.status != "built":
+            line(f"{x.status}: {x.task_id}: {x.reason}", markup=False)
+    built = [x for x in r.rows if x.status == "built"]
+    if built:
+        rows = [[x.task_id, str(x.image), str(x.python), f"{x.seconds or 0:.0f}"] for x in built]
+        table(["instance", "image", "python", "build s"], rows, title="built")
