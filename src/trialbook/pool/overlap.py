@@ -3,7 +3,8 @@
 Each side is a folder of task folders (the reference patch read from `solution/solve.sh`, the tests from
 `tests/config.json`, the statement from `instruction.md`, the repository from task.toml's `[metadata] repo`, the
 config's `repo` or the id) or a JSONL file of SWE-bench rows (`instance_id`, `repo`, `patch`, `FAIL_TO_PASS`,
-`PASS_TO_PASS`, `problem_statement`). A pool task and an evaluation task overlap by:
+`PASS_TO_PASS`, `problem_statement`), or, for a pool, a TSV of SWE-smith's profiles (`OWNER/NAME<TAB>COMMIT`:
+repositories only). A pool task and an evaluation task overlap by:
 - `same_patch`: the same change (the reference patches' changed lines are equal);
 - `same_function`: both patches change the same function (repository, file and name: the innermost `def` above a
   changed line, in the hunk or its header);
@@ -179,6 +180,8 @@ def read_side(path: Path) -> list[Item]:
         return [_folder_item(p) for p in folders]
     if not path.is_file():
         raise UserError(f"no such tasks folder or JSONL file: {path}")
+    if path.suffix == ".tsv":
+        return read_profiles(path)
     items = []
     for n, row in json_lines(path, prefix=f"{path}: "):
         if not isinstance(row, dict) or not isinstance(row.get("instance_id"), str):
@@ -188,6 +191,21 @@ def read_side(path: Path) -> list[Item]:
         items.append(_item(row["instance_id"], repo, str(row.get("patch") or ""), _listed(row), statement))
     if not items:
         raise UserError(f"{path}: no rows")
+    return items
+
+
+def read_profiles(path: Path) -> list[Item]:
+    """SWE-smith's environment profiles (`OWNER/NAME<TAB>COMMIT` lines): repositories only, no patch or test."""
+    items = []
+    for n, raw in enumerate(path.read_text().splitlines(), 1):
+        if not raw.strip() or raw.startswith("#"):
+            continue
+        repo, _, commit = raw.strip().partition("\t")
+        if "/" not in repo or not commit.strip():
+            raise UserError(f"{path}:{n}: not an OWNER/NAME<TAB>COMMIT line")
+        items.append(Item(f"{repo}@{commit.strip()[:8]}", repo, "", set(), ""))
+    if not items:
+        raise UserError(f"{path}: no profiles")
     return items
 
 

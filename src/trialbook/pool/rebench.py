@@ -81,7 +81,7 @@ def pins(requirements: str) -> list[str]:
     return out
 
 
-def refusal(row: dict[str, Any]) -> str | None:
+def row_refusal(row: dict[str, Any]) -> str | None:
     cfg = row["install_config"]
     parser = cfg.get("log_parser") or "parse_log_pytest"
     if parser not in PARSERS:
@@ -111,7 +111,7 @@ def _listed(value: Any) -> list[str]:
     return [str(x) for x in (json.loads(value) if isinstance(value, str) else value or [])]
 
 
-def test_files(test_patch: str) -> list[str]:
+def patched_test_files(test_patch: str) -> list[str]:
     """The test modules the test patch changes (what the test command runs)."""
     files = dict.fromkeys(b for _, b in PATCHED.findall(test_patch))
     name = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
@@ -119,7 +119,7 @@ def test_files(test_patch: str) -> list[str]:
 
 
 def rebench_test_sh(row: dict[str, Any], existing: list[str]) -> str:
-    files = test_files(row["test_patch"])
+    files = patched_test_files(row["test_patch"])
     restore = " ".join(shlex.quote(f) for f in existing)
     cmd = ["python", "-m", "pytest", "-rA", "--tb=short", "-p", "no:cacheprovider", *files]
     return "\n".join(
@@ -189,7 +189,7 @@ def build_rows(path: Path, out: Path, repos: Path, ids: list[str] | None = None)
     lines: list[RebenchLine] = []
     for row in rows:
         tid = row["instance_id"]
-        reason = refusal(row)
+        reason = row_refusal(row)
         if reason is not None:
             lines.append(RebenchLine(tid, "refused", reason))
             continue
@@ -208,7 +208,7 @@ def build_rows(path: Path, out: Path, repos: Path, ids: list[str] | None = None)
             lines.append(RebenchLine(tid, "infra_error", unmet_pins(str(exc)) or f"image build failed: {exc}"))
             continue
         python = f"{IMAGE_PYTHON[0]}.{IMAGE_PYTHON[1]}"
-        existing = [f for f in test_files(row["test_patch"]) if f in files]
+        existing = [f for f in patched_test_files(row["test_patch"]) if f in files]
         config = {
             "instance_id": tid,
             "repo": row["repo"],

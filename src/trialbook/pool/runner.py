@@ -25,7 +25,7 @@ SECTION_END = re.compile(r"^=+ .* =+$")
 BLOCK = re.compile(r"^_{3,} (.+?) _{3,}$")
 
 
-def test_command(tests: list[str], pytest_args: list[str]) -> str:
+def suite_command(tests: list[str], pytest_args: list[str]) -> str:
     """The test line of test.sh and of every candidate run (per-test result lines: -rA)."""
     args = ["python", "-m", "pytest", "-rA", "--tb=short", "-p", "no:cacheprovider", *pytest_args, *tests]
     return " ".join(shlex.quote(a) for a in args)

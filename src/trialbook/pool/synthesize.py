@@ -122,7 +122,7 @@ def task_id_of(repo: str, m: Mutation) -> str:
     return f"{repo.replace('/', '__')}-{int(digest[:12], 16) % 10**8:08d}"
 
 
-def test_sh(task_id: str, profile: Profile) -> str:
+def synth_test_sh(task_id: str, profile: Profile) -> str:
     tests = " ".join(profile.tests)
     return "\n".join(
         [
@@ -133,7 +133,7 @@ def test_sh(task_id: str, profile: Profile) -> str:
             f"cd {images.REPO_DIR} || exit 1",
             f"git checkout -q HEAD -- {tests}",
             f"git clean -fdqx -- {tests}",
-            runner.test_command(profile.tests, profile.pytest_args),
+            runner.suite_command(profile.tests, profile.pytest_args),
             "",
         ]
     )
@@ -239,7 +239,7 @@ def synthesize(
     except BuildFailed as exc:
         raise UserError(f"environment image of {name}: {exc}") from None
     env_s = time.monotonic() - t0
-    command = runner.test_command(profile.tests, profile.pytest_args)
+    command = runner.suite_command(profile.tests, profile.pytest_args)
     box = runner.Container(env, files)
     lines: list[CandidateLine] = []
     kept: list[tuple[Mutation, str, list[str], list[str], str]] = []
@@ -335,7 +335,7 @@ def _write_all(
             "instruction.md": runner.problem_statement(name, f2p, excerpt),
             "task.toml": task_toml(name, task_id, sha, image, m),
             "tests/config.json": json.dumps(config, indent=1) + "\n",
-            "tests/test.sh": test_sh(task_id, profile),
+            "tests/test.sh": synth_test_sh(task_id, profile),
             "solution/solve.sh": solve_sh(unified_diff(m.path, m.mutated, m.original)),
         }
         tmp = Path(tempfile.mkdtemp(prefix=f".{task_id}.", dir=out))
