@@ -87,6 +87,7 @@ def test_planted_overlaps_are_each_flagged_and_a_clean_pool_is_not(tmp_path):
     _clean(clean)
     r = audit(clean, INSTANCES)
     assert r.pairs == [] and r.repos_shared == [] and r.in_overlap == [] and len(r.out_of_overlap) == 500
+    assert r.max_similarity < 0.1
 
 
 def test_exclusions_name_the_functions_the_evaluation_changes(tmp_path):

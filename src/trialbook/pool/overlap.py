@@ -68,6 +68,7 @@ class Overlap(Result):
     pool_tasks: int
     eval_tasks: int
     threshold: float
+    max_similarity: float  # the highest statement similarity of any pool/eval pair (flagged or not)
     repos_shared: list[str]
     counts: dict[str, int]  # pairs per kind
     pairs: list[Pair]
@@ -237,6 +238,7 @@ def audit(pool_path: Path, eval_path: Path, threshold: float = DEFAULT_THRESHOLD
                 flag(p, e, "same_file", f)
             for t in sorted(p.tests & e.tests)[:5]:
                 flag(p, e, "same_test", t)
+    top = 0.0
     index: dict[str, list[int]] = defaultdict(list)  # shingle -> eval items holding it
     for i, e in enumerate(evals):
         for s in e.shingles:
@@ -245,6 +247,7 @@ def audit(pool_path: Path, eval_path: Path, threshold: float = DEFAULT_THRESHOLD
         near = {i for s in p.shingles for i in index.get(s, ())}
         for i in sorted(near):
             sim = jaccard(p.shingles, evals[i].shingles)
+            top = max(top, sim)
             if sim >= threshold:
                 flag(p, evals[i], "similar_statement", f"jaccard {sim:.2f}")
     pairs = [
@@ -259,6 +262,7 @@ def audit(pool_path: Path, eval_path: Path, threshold: float = DEFAULT_THRESHOLD
         pool_tasks=len(pool),
         eval_tasks=len(evals),
         threshold=threshold,
+        max_similarity=round(top, 3),
         repos_shared=sorted({p.repo for p in pool} & {e.repo for e in evals}),
         counts=counts,
         pairs=pairs,

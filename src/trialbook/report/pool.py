@@ -39,6 +39,7 @@ def print_overlap(r: Overlap) -> None:
     line(f"repositories shared: {', '.join(r.repos_shared) or 'none'}", markup=False)
     counts = ", ".join(f"{k} {n}" for k, n in r.counts.items())
     line(f"overlapping pairs: {len(r.pairs)} ({counts})", markup=False)
+    line(f"highest statement similarity: {r.max_similarity:.2f} (flagged from {r.threshold:.2f})", markup=False)
     line(
         f"eval tasks in the overlap: {len(r.in_overlap)}, out of it: {len(r.out_of_overlap)};"
         f" pool tasks in it: {len(r.pool_in_overlap)}",
