@@ -112,6 +112,9 @@ def overlap_cmd(
     write_split: Annotated[
         Path | None, typer.Option("--write-split", help="Write the eval tasks in the overlap (a task list).")
     ] = None,
+    write_heldout: Annotated[
+        Path | None, typer.Option("--write-heldout", help="Write the eval tasks out of the overlap (a task list).")
+    ] = None,
     write_exclusions: Annotated[
         Path | None,
         typer.Option("--write-exclusions", help="Write EVAL's changed functions/files (for synthesize --exclude)."),
@@ -125,6 +128,8 @@ def overlap_cmd(
     result = audit(pool, eval_set, threshold)
     if write_split is not None:
         write_split.write_text("".join(f"{t}\n" for t in result.in_overlap))
+    if write_heldout is not None:
+        write_heldout.write_text("".join(f"{t}\n" for t in result.out_of_overlap))
     if write_exclusions is not None:
         write_exclusions.write_text(exclusions(eval_set))
     emit(result, as_json, pool_render.print_overlap)

@@ -9,7 +9,8 @@ repositories only). A pool task and an evaluation task overlap by:
 - `same_function`: both patches change the same function (repository, file and name: the innermost `def` above a
   changed line, in the hunk or its header);
 - `same_file`: both change the same file of the same repository;
-- `same_test`: a test listed by both (FAIL_TO_PASS or PASS_TO_PASS) in the same repository;
+- `same_test`: a FAIL_TO_PASS test of both, in the same repository (the tests a task is about: the PASS_TO_PASS
+  lists of one repository's tasks share most of its suite);
 - `similar_statement`: problem statements whose word 5-shingle Jaccard similarity is at least the threshold.
 Repositories are shared or not, reported apart: a shared repository alone puts no task in the overlap. The eval
 tasks with any overlap are the `in_overlap` list that `compare --split` reads; the functions and files the
@@ -45,7 +46,7 @@ class Item:
     id: str
     repo: str
     patch: str
-    tests: set[str]
+    tests: set[str]  # FAIL_TO_PASS
     statement: str
     files: set[str] = field(default_factory=set)
     functions: set[str] = field(default_factory=set)  # path::name
@@ -151,11 +152,9 @@ def _item(id_: str, repo: str, patch: str, tests: list[str], statement: str) -> 
 
 
 def _listed(config: dict[str, Any]) -> list[str]:
-    out: list[str] = []
-    for key in ("FAIL_TO_PASS", "PASS_TO_PASS"):
-        value = config.get(key) or []
-        out += json.loads(value) if isinstance(value, str) else [str(v) for v in value]
-    return out
+    """The FAIL_TO_PASS tests: what a task is about (PASS_TO_PASS lists of one repository overlap by nature)."""
+    value = config.get("FAIL_TO_PASS") or []
+    return json.loads(value) if isinstance(value, str) else [str(v) for v in value]
 
 
 def _folder_item(folder: Path) -> Item:

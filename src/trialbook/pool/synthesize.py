@@ -249,7 +249,7 @@ def synthesize(
         if not passing:
             tail = " | ".join(base.log.strip().splitlines()[-3:])
             raise UserError(f"no test of {name} passes on the original code: {tail[-300:]}")
-        limit_s = max(60.0, 5 * base.seconds)
+        limit_s = max(120.0, 10 * base.seconds)  # generous: a busy machine slows every run alike
         seen: set[frozenset[str]] = set()
         for m in todo:
             box.put({m.path: m.mutated.encode()})
