@@ -26,14 +26,21 @@ GIT_ID = "-c user.name=trialbook -c user.email=pool@trialbook.invalid"
 COMMIT_DATE = "2000-01-01T00:00:00+00:00"
 
 
+# `uv pip check` after installing pins: on failure one `error:` line holding every unmet requirement (a failed
+# build's reason is its error lines; the script's own text is not in the build log)
+CHECK_PINS = f"""uv pip check --python {VENV}/bin/python > /tmp/check.txt 2>&1 && exit 0
+echo "error: pins unmet: $(tr '\\n' ' ' < /tmp/check.txt)"
+exit 1
+"""
+
+
 def pool_env_dockerfile(pip: list[str], repo: str, commit: str, pinned: bool = False) -> str:
     """`pinned`: `pip` is a list of exact pins (a training set's recorded environment): installed as they are
     (`--no-deps`, nothing resolved), the repository on top with no dependencies of its own, and the build fails
     unless `uv pip check` finds every package's requirements met (pins that cannot work together are named)."""
     packages = " ".join(shlex.quote(p) for p in pip)
     uv = f"uv pip install -q --python {VENV}/bin/python"
-    check = f"uv pip check --python {VENV}/bin/python"
-    pinned_install = f"{uv} --no-deps {packages} && {uv} --no-deps -e {REPO_DIR} && {check}"
+    pinned_install = f"{uv} --no-deps -r /root/pins.txt && {uv} --no-deps -e {REPO_DIR} && sh /root/check.sh"
     install = pinned_install if pinned else f"{uv} -e {REPO_DIR} {packages}"
     return "\n".join(
         [
@@ -42,6 +49,7 @@ def pool_env_dockerfile(pip: list[str], repo: str, commit: str, pinned: bool = F
             f"ENV SSL_CERT_FILE={IMAGE_CA} PIP_CERT={IMAGE_CA} UV_NO_CACHE=1",
             "COPY uv /usr/local/bin/uv",
             f"COPY testbed {REPO_DIR}",
+            *(["COPY pins.txt check.sh /root/"] if pinned else []),
             f"RUN uv venv -q {VENV} --python /usr/bin/python3 && {install}",
             f"FROM {BASE}",
             f"COPY --from=install {VENV} {VENV}",
@@ -92,9 +100,13 @@ def ensure_env(
     builder: Builder, files: dict[str, bytes], pip: list[str], repo: str, commit: str, pinned: bool = False
 ) -> str:
     dockerfile = pool_env_dockerfile(pip, repo, commit, pinned)
-    tag = f"trialbook-pool-env:{_key(dockerfile, files)}"
+    pins = "".join(f"{p}\n" for p in pip) if pinned else ""
+    tag = f"trialbook-pool-env:{_key(dockerfile + pins, files)}"
 
     def fill(ctx: Path) -> None:
+        if pinned:
+            (ctx / "pins.txt").write_text(pins)
+            (ctx / "check.sh").write_text(CHECK_PINS)
         shutil.copy2(uv_binary(), ctx / "uv")
         shutil.copyfile(HOST_CA, ctx / "host-ca.crt")
         _copy_tree(files, ctx / "testbed")
