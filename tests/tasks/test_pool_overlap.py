@@ -129,3 +129,19 @@ def test_compare_split_reads_the_overlap_report(cli, tmp_path):
     assert subsets["out"]["diff_pp"] == 0 and subsets["in"]["diff_pp"] > 40
     (gap,) = res["split"]["gaps"]
     assert gap["ci_pp"][0] > 0  # the planted memorisation: in-overlap gain minus out-of-overlap gain, CI above 0
+
+
+def test_bad_input_is_one_line_and_exit_2(cli, tmp_path):
+    cases = [
+        (("tasks", "overlap", str(tmp_path / "nope"), str(INSTANCES)), "no such tasks folder or JSONL file"),
+        (("tasks", "overlap", str(tmp_path), str(INSTANCES)), "no task folders"),
+        (("tasks", "overlap", str(INSTANCES), str(INSTANCES), "--threshold", "0"), "--threshold must be in (0, 1]"),
+        (("tasks", "synthesize", str(tmp_path / "nope"), "--out", str(tmp_path / "o")), "is not a folder"),
+        (("tasks", "synthesize", str(tmp_path), "--out", str(tmp_path / "o"), "--repo", "x"), "OWNER/NAME"),
+        (("tasks", "synthesize", f"{tmp_path}@abc", "--out", str(tmp_path / "o")), "abc"),
+    ]
+    for args, message in cases:
+        r = cli(*args, use_db=False)
+        assert r.exit_code == 2, (args, r.stdout, r.stderr)
+        assert message in r.stderr and "Traceback" not in r.stderr + r.stdout
+        assert len(r.stderr.strip().splitlines()) == 1
