@@ -1,6 +1,7 @@
-"""`tasks synthesize` end to end on a real pool repository (addict, 3 candidates: about a minute): candidates run
-against its tests in its built image, a kept one becomes a task folder that `validate` calls `ok`, its image's
-repository has one fresh commit and no copy of the original code, and the pool overlaps no Verified instance."""
+"""`tasks synthesize` end to end on a real pool repository (addict, 2 candidates: about a minute on an idle
+machine, 4 on a loaded one): candidates run against its tests in its built image, a kept one becomes a task folder
+that `validate` calls `ok`, its image's repository has one fresh commit and no copy of the original code, and the
+pool overlaps no Verified instance."""
 
 from __future__ import annotations
 
@@ -26,14 +27,14 @@ def _in_image(image: str, script: str) -> str:
 
 def test_synthesize_addict_validate_and_leak_check(cli, tmp_path):
     out = tmp_path / "pool"
-    r = cli("tasks", "synthesize", str(ADDICT), "--out", str(out), "--max-candidates", "3", "--json", use_db=False)
+    r = cli("tasks", "synthesize", str(ADDICT), "--out", str(out), "--max-candidates", "2", "--json", use_db=False)
     assert r.exit_code == 0, r.stderr
     res = json.loads(r.stdout)
-    assert res["repo"] == "mewwts/addict" and res["tried"] == 3 and res["baseline_passing"] > 100
+    assert res["repo"] == "mewwts/addict" and res["tried"] == 2 and res["baseline_passing"] > 100
     statuses = [c["status"] for c in res["candidates"]]
     assert statuses.count("kept") == len(res["kept"]) >= 1
     assert set(statuses) - {"kept"} <= {"no_test_fails", "same_failing_tests", "breaks_suite", "timeout"}
-    assert sum(res["dropped"].values()) == 3 - len(res["kept"])
+    assert sum(res["dropped"].values()) == 2 - len(res["kept"])
     assert json.loads((out / "synthesize.json").read_text())["repositories"][0]["repo"] == "mewwts/addict"
 
     task = out / res["kept"][0]
@@ -56,8 +57,9 @@ def test_synthesize_addict_validate_and_leak_check(cli, tmp_path):
 
     assert lines[:4] == ["1", "trialbook", "0", "no-blob"]
     assert lines[4] != hashlib.sha256(original).hexdigest()
-    found = _in_image(image, f"grep -rlF {json.dumps(res['commit'])} / --exclude-dir=proc --exclude-dir=sys || true")
-    assert found == ""  # the original commit id is nowhere in the image either
+    where = "/testbed /opt /root /tmp /usr/local /etc"  # where a build leaves files (the base image's are fixed)
+    found = _in_image(image, f"grep -rlF {json.dumps(res['commit'])} {where} || true")
+    assert found == ""  # the original commit id is nowhere there either
 
     v = cli("validate", str(out), "--task", task.name, "--attempts", "1", "--runs-dir", str(tmp_path / "runs"),
             "--json")  # fmt: skip
