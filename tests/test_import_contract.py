@@ -22,7 +22,7 @@ SRC = REPO / "src" / "trialbook"
 LAYERS: list[tuple[str, ...]] = [
     ("cli", "__main__"),  # __main__: `python -m trialbook`
     ("web", "report"),
-    ("harness", "rl", "audit", "training", "stats", "prereg", "importers"),
+    ("harness", "rl", "audit", "training", "stats", "prereg", "importers", "pool"),
     ("agents", "verify", "sandbox", "tasks"),
     ("ledger",),
     # __init__: `import trialbook` (its version)

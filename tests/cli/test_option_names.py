@@ -98,7 +98,7 @@ NAMES: dict[str, tuple[str, str]] = {
     "--pool": ("path", "task list of the pool a plan splits"),
     "--train": ("int", "tasks a plan keeps for development"),
     "--holdout": ("int", "held-out tasks of a plan"),
-    "--seed": ("int", "seed of a random split, a simulation or a model's sampling"),
+    "--seed": ("int", "seed of a random split, a simulation, a model's sampling or a synthesizer's candidate order"),
     "--ungraded": ("text", "how a plan counts ungraded trials"),
     # imports, ledger, logs
     "--kind": ("text", "eval, train or validate"),
@@ -118,6 +118,17 @@ NAMES: dict[str, tuple[str, str]] = {
     "--no-scan-leaks": ("flag", "do not scan the images built for their solutions"),
     "--build": ("flag", "build images here from source"),
     "--repos": ("path", "folder of <owner>__<name>.git mirrors"),
+    # training pools (tasks synthesize / overlap)
+    "--repo": ("text", "a repository's OWNER/NAME"),
+    "--max-candidates": ("int", "bug candidates a synthesizer tries at most"),
+    "--test": ("text", "a test path of the repository that the suite runs"),
+    "--pip": ("text", "a package installed beside the repository"),
+    "--pytest-arg": ("text", "an extra pytest argument of the suite's run"),
+    "--exclude": ("path", "exclusion list: functions and files a synthesizer leaves alone"),
+    "--threshold": ("float", "problem-statement similarity from which an overlap is flagged"),
+    "--write-split": ("path", "file the evaluation tasks in the overlap are written to"),
+    "--write-heldout": ("path", "file the evaluation tasks out of the overlap are written to"),
+    "--write-exclusions": ("path", "file the evaluation's changed functions and files are written to"),
     "--image": ("text", "SWE-bench image layout: official or venv"),
     "--registry": ("text", "registry host the official images are pulled from"),
     "--from-lock": ("path", "folder of task folders whose lock files a build reproduces"),
@@ -201,7 +212,9 @@ def test_every_option_name_means_one_thing_in_every_command(tree):
     assert not set(NAMES) - set(seen), f"NAMES lists names no command has: {sorted(set(NAMES) - set(seen))}"
     # the renames that made the rule hold: each name is now in the commands that share its concept
     assert {"plan", "sim pipeline", "sim rollouts"} == seen["--tasks"]
-    assert {"run", "validate", "trials", "tasks from-swebench", "tasks scan-leaks"} == seen["--task"]
+    assert {"run", "validate", "trials", "tasks from-swebench", "tasks scan-leaks", "tasks from-rebench"} == seen[
+        "--task"
+    ]
     assert {"quickstart", "grade", "reverify"} == seen["--tasks-dir"]
     assert {"run", "quickstart", "validate", "plan"} <= seen["--attempts"]
 

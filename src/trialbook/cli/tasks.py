@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from trialbook.cli.common import Json, app, comma_list, emit
+from trialbook.cli.common import Json, app, comma_list, done, emit
 from trialbook.errors import UserError
 from trialbook.extras import require
 from trialbook.report import audit as render
@@ -117,3 +117,86 @@ def scan_leaks_cmd(
     emit(result, as_json, print_leaks)
     if result.verdicts.get("leaky"):
         raise typer.Exit(1)
+
+
+@tasks_app.command("synthesize")
+def synthesize_cmd(
+    source: Annotated[str, typer.Argument(help="A git repository folder, optionally @COMMIT (default HEAD).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder to write one task folder per kept candidate into.")],
+    repo: Annotated[
+        str | None, typer.Option("--repo", help="OWNER/NAME (default: from a folder named OWNER__NAME[.git]).")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the candidates' order.")] = 0,
+    limit: Annotated[int, typer.Option("--max-candidates", min=1, help="Candidates tried at most.")] = 50,
+    tests: Annotated[
+        list[str] | None, typer.Option("--test", help="Test path the suite runs (repeatable; default: profile).")
+    ] = None,
+    pip: Annotated[
+        list[str] | None, typer.Option("--pip", help="Test dependency installed beside it (repeatable).")
+    ] = None,
+    pytest_args: Annotated[
+        list[str] | None, typer.Option("--pytest-arg", help="Extra pytest argument (repeatable).")
+    ] = None,
+    exclude: Annotated[
+        Path | None, typer.Option("--exclude", help="Exclusion list (`tasks overlap --write-exclusions`).")
+    ] = None,
+    as_json: Json = False,
+) -> None:
+    """Bug tasks from a repository's own code: procedural changes kept when some of its tests catch them."""
+    require("swebench", "tasks synthesize")
+    from trialbook.pool.synthesize import synthesize
+    from trialbook.report import pool as pool_render
+
+    result = synthesize(source, out, repo, seed, limit, tests, pip, pytest_args, exclude, progress=done)
+    emit(result, as_json, pool_render.print_synthesized)
+
+
+@tasks_app.command("overlap")
+def overlap_cmd(
+    pool: Annotated[Path, typer.Argument(help="Training pool: a folder of task folders or a SWE-bench JSONL.")],
+    eval_set: Annotated[Path, typer.Argument(metavar="EVAL", help="Evaluation set, in either form.")],
+    threshold: Annotated[
+        float, typer.Option("--threshold", help="Statement similarity (word 5-shingle Jaccard) that flags.")
+    ] = 0.5,
+    write_split: Annotated[
+        Path | None, typer.Option("--write-split", help="Write the eval tasks in the overlap (a task list).")
+    ] = None,
+    write_heldout: Annotated[
+        Path | None, typer.Option("--write-heldout", help="Write the eval tasks out of the overlap (a task list).")
+    ] = None,
+    write_exclusions: Annotated[
+        Path | None,
+        typer.Option("--write-exclusions", help="Write EVAL's changed functions/files (for synthesize --exclude)."),
+    ] = None,
+    as_json: Json = False,
+) -> None:
+    """What a training pool shares with an evaluation set: repositories, files, functions, tests, statements."""
+    from trialbook.pool.overlap import audit, exclusions
+    from trialbook.report import pool as pool_render
+
+    result = audit(pool, eval_set, threshold)
+    if write_split is not None:
+        write_split.write_text("".join(f"{t}\n" for t in result.in_overlap))
+    if write_heldout is not None:
+        write_heldout.write_text("".join(f"{t}\n" for t in result.out_of_overlap))
+    if write_exclusions is not None:
+        write_exclusions.write_text(exclusions(eval_set))
+    emit(result, as_json, pool_render.print_overlap)
+
+
+@tasks_app.command("from-rebench")
+def from_rebench_cmd(
+    rows: Annotated[Path, typer.Argument(help="SWE-rebench rows: a JSON object, a JSON list or JSON Lines.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder to write one task folder per built row into.")],
+    repos: Annotated[Path, typer.Option("--repos", help="Folder of <owner>__<name>.git holding the base commits.")],
+    ids: Annotated[
+        list[str] | None, typer.Option("--task", help="Only this instance id (repeatable, or comma-separated).")
+    ] = None,
+    as_json: Json = False,
+) -> None:
+    """Task folders from SWE-rebench rows, each built here from the row's pinned requirements."""
+    require("swebench", "tasks from-rebench")
+    from trialbook.pool.rebench import build_rows
+    from trialbook.report import pool as pool_render
+
+    emit(build_rows(rows, out, repos, comma_list(ids)), as_json, pool_render.print_rebench)

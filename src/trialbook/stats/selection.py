@@ -5,7 +5,9 @@ A task-list file is any of (detected per file; the union of what the readers acc
 - a JSON list of task-id strings: `["django__django-1", ...]`;
 - one id per line, blank lines and `#` comments (whole-line or trailing) ignored; a YAML list
   (`- id`, optionally quoted) reads the same way;
-- JSON Lines, one object per line with `task_id` or `instance_id` (SWE-bench's field).
+- JSON Lines, one object per line with `task_id` or `instance_id` (SWE-bench's field);
+- the JSON object `tasks overlap --json` writes: its `in_overlap` list (the evaluation tasks a training pool
+  overlaps), so `compare --split` compares in-overlap against out-of-overlap tasks.
 Stricter than before where the readers disagreed: a JSON list entry that is not a string, a JSONL
 object without either key, a line that is not valid JSON, or a file with no id at all is an error
 (one line, exit 2) instead of being coerced or skipped.
@@ -35,6 +37,19 @@ def _jsonl_id(path: Path, number: int, line: str) -> str:
     return value
 
 
+def _overlap_report(text: str) -> list[str] | None:
+    """The `in_overlap` ids of a `tasks overlap --json` report; None for any other text."""
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None  # JSON Lines
+    if not isinstance(obj, dict) or not isinstance(obj.get("in_overlap"), list):
+        return None
+    return [str(x) for x in obj["in_overlap"] if isinstance(x, str) and x]
+
+
 def read_task_list(path: Path, allow_empty: bool = False) -> list[str]:
     """Task ids of a task-list file, in file order without repeats (formats: see the module docstring).
     `allow_empty` for a list of tasks to leave out: `audit --write-tasks` of a clean run writes none."""
@@ -49,6 +64,8 @@ def read_task_list(path: Path, allow_empty: bool = False) -> list[str]:
         if not isinstance(items, list) or not all(isinstance(x, str) and x for x in items):
             raise UserError(f"{path}: task list entries must be non-empty strings")
         ids = items
+    elif (overlap := _overlap_report(text)) is not None:
+        ids = overlap
     else:
         ids = []
         for number, raw in enumerate(text.splitlines(), 1):
