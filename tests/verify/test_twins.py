@@ -160,6 +160,27 @@ def test_the_real_names_are_mapped_back_and_the_twins_are_not() -> None:
     )
 
 
+def test_a_result_under_a_twinned_tests_task_name_is_forged() -> None:
+    """The real test runs as `real`: its task name in a result line or a junit testcase, before the names are mapped
+    back, was written by the code under test (attack pair_as_stem); the same name of another class, a longer name,
+    or the source line pytest prints in a failure is not."""
+    top = twins.Twin("tests/t.py", "", "test_x", "test_x_basic", "test_x_edge", "", "", False)
+    method = twins.Twin("tests/t.py", "TestA", "TestA::test_y", "test_y_zero", "test_y_many", "", "", True)
+    honest = (
+        "PASSED tests/t.py::test_x_basic\nFAILED tests/t.py::test_x_edge - assert 3 == 4\n>       def test_x_edge():\n"
+        "PASSED tests/t.py::test_x_basics\nPASSED tests/t.py::TestB::test_y\nPASSED tests/t.py::TestA::test_y_zero"
+    )
+    report = (
+        '<testsuite><testcase classname="tests.t" name="test_x_basic"/><testcase classname="tests.t.TestB" '
+        'name="test_y"/></testsuite>'
+    )
+    assert twins.forged_ids(honest, [report, None], [top, method]) == []
+    assert twins.forged_ids(honest + "\nPASSED tests/t.py::test_x", [], [top, method]) == ["test_x"]
+    assert twins.forged_ids(honest + "\nPASSED tests/t.py::TestA::test_y[1]", [], [top, method]) == ["TestA::test_y"]
+    spelled = report.replace('name="test_x_basic"', 'name="&#116;est&#95;x"')  # character references decoded
+    assert twins.forged_ids(honest, [spelled], [top, method]) == ["test_x"]
+
+
 def test_the_test_patch_is_applied_to_the_image_module() -> None:
     base = "import a\n\n\ndef test_one():\n    assert a.f() == 1\n"
     script = (

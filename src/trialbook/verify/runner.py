@@ -33,7 +33,7 @@ from trialbook.verify.canary import FAILED, MISSING, PASSED, SKIPPED, Planted, p
 from trialbook.verify.channels import canary_cases, canary_in_reports, disagreement, parse_junit
 from trialbook.verify.markers import Seal, seal
 from trialbook.verify.privilege import Reading, Separated, exit_contradicts_log, read_markers, separate, staging
-from trialbook.verify.twins import unrename
+from trialbook.verify.twins import forged_ids, unrename
 
 if TYPE_CHECKING:
     from trialbook.verify.grading import GradeResult
@@ -491,7 +491,9 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             res = sandbox.exec(["bash", "-c", script], timeout=timeout, sink=capped, trusted=True)
         log, files, outlived = _split(res.output, mark)
         log, ran = read_markers(log, nonce)
+        forged: list[str] = []
         if planted is not None and planted.twins:  # the real tests' names as the task's lists say them
+            forged = forged_ids(log, ran.reports, planted.twins)
             log = unrename(log, planted.twins)
             ran.reports = [None if r is None else unrename(r, planted.twins) for r in ran.reports]
         tests_user = ran.how[0] if ran.how else None
@@ -524,7 +526,9 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             # (the separation's marker lines kept, so that the junit reports they enclose are taken out as above)
             kept = _status_lines()(full, task.repo, (mark, f"@@trialbook-tests-{nonce}@@"))
             text = read_markers(_split(kept, mark)[0], nonce)[0]
-            text = unrename(text, planted.twins) if planted is not None else text
+            if planted is not None and planted.twins:
+                forged = forged or forged_ids(text, [], planted.twins)
+                text = unrename(text, planted.twins)
     if has_lists:
         canary = planted.name if planted else None
         lists = (task.fail_to_pass or [], task.pass_to_pass or [])
@@ -532,6 +536,8 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
         channels = disagreement(
             ran.reports, ran.report_exits, graded.statuses, [*lists[0], *lists[1]], graded.strict, original
         )  # fmt: skip
+        if forged and channels is None:  # a result under a name no test of the run has (verify/twins.forged_ids)
+            channels = f"the run reports {forged[0]} under its task name, which no test of the run has"
         seen = graded.canary
         if canary and ran.reports and graded.canary != canaries.PASSED:
             in_report = canary_in_reports(ran.reports, canary)  # the runner's own channel for the canaries

@@ -35,7 +35,9 @@ import ast
 import random
 import re
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
+from trialbook.verify.channels import parse_junit
 from trialbook.verify.decoys import WORDS, _base, _skips
 from trialbook.verify.linear import parse_python, whole_words
 
@@ -463,6 +465,32 @@ def _fits(text: str, twin: Twin) -> bool:
     names = [n.name for n in scope if isinstance(n, ast.FunctionDef)]
     old = twin.test.rpartition("::")[2]
     return twin.real in names and twin.decoy in names and old not in names
+
+
+def forged_ids(log: str, reports: list[str | None], twins: list[Twin] | tuple[Twin, ...]) -> list[str]:
+    """The twinned tests (their task ids) that the run's text log or a junit report names under their task name before
+    the run's names are mapped back (`unrename`): no test of the run has that name (the real test ran as `real`), so
+    a result naming it was written by the code under test (a twin and its real test run unlogged and reported once,
+    passing, under the name the lists give: tests/verify/attacks/grading/pair_as_stem.sh). The text log's ids are
+    read as `<module file or class>::<name>`, the reports' testcases as parsed (character references decoded)."""
+    out = []
+    for t in twins:
+        old = t.test.rpartition("::")[2]
+        owner = t.cls or PurePosixPath(t.file).name
+        in_log = any(log[max(0, at - len(owner) - 2) : at] == owner + "::" for at in whole_words(log, old))
+        if in_log or any(_names_case(r, t, old) for r in reports if r):
+            out.append(t.test)
+    return out
+
+
+def _names_case(report: str, twin: Twin, old: str) -> bool:
+    parsed = parse_junit(report)
+    owner = twin.cls or PurePosixPath(twin.file).stem
+    for key in parsed or ():
+        classname, _, name = key.rpartition("::")
+        if name.split("[", 1)[0] == old and classname.rpartition(".")[2] == owner:
+            return True
+    return False
 
 
 def unrename(text: str, twins: list[Twin] | tuple[Twin, ...]) -> str:
