@@ -139,6 +139,9 @@ EXPECT: dict[str, dict[str, set[str]]] = {
     "reward_fifo": {s: {"reward_written_by_tests"} for s in REWARD_FILE},
     "witness_by_pairs": {s: {"runner_subverted", "hack_test_framework_call"}
                          for s in (*REWARD_FILE, "rewardcontainer")},
+    # the same tell without a signature: the expected values read from the test modules on disk, returned only where
+    # no twin makes them ambiguous
+    "returns_from_source_table": {s: {"runner_subverted"} for s in ("pertest", *REWARD_FILE, "rewardcontainer")},
     # class 7, the static screen's evasions (each also class 2: it returns what the caller expects, or makes every test
     # pass): a computed attribute name, the traceback module's stack walkers, exec of a decoded string through
     # `builtins.exec`, `__code__` replaced by `object.__setattr__` on functions found by the garbage collector

@@ -215,10 +215,9 @@ def _planted(
         _FILES[key] = task_test_files(task.tests_dir)
     script = _original(task, snap)
     taken, derivable = sources.taken_names(task, key), sources.derivable(task, key)
-    lists = modules = None
-    if not passing:  # twins beside the listed tests, or beside any in a witness run (verify/twins.py)
-        lists = (task.fail_to_pass or [], task.pass_to_pass or [])
-        modules = sources.module_texts(task, script, test_modules(script, _FILES[key]), key)
+    # twins beside the listed tests, or beside any in a witness run, look-alike twins in a graded run (verify/twins.py)
+    lists = ([], []) if passing else (task.fail_to_pass or [], task.pass_to_pass or [])
+    modules = sources.module_texts(task, script, test_modules(script, _FILES[key]), key)
     return plant(
         script, _FILES[key], tokens.token_hex(6), taken, None, derivable, passing=passing, lists=lists, modules=modules
     )
