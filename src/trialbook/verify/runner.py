@@ -490,11 +490,12 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             res = sandbox.exec(["bash", "-c", script], timeout=timeout, sink=capped, trusted=True)
         log, files, outlived = _split(res.output, mark)
         log, ran = read_markers(log, nonce)
-        forged: list[str] = []
-        if planted is not None and planted.twins:  # the real tests' names as the task's lists say them
-            forged = forged_ids(log, ran.reports, planted.twins)
-            log = unrename(log, planted.twins)
-            ran.reports = [None if r is None else unrename(r, planted.twins) for r in ran.reports]
+        # the real tests' names as the task's lists say them (twins, or a graded run's look-alike twins)
+        made, forged = (planted or alike).twins if planted or alike else (), []
+        if made:
+            forged = forged_ids(log, ran.reports, made)
+            log = unrename(log, made)
+            ran.reports = [None if r is None else unrename(r, made) for r in ran.reports]
         tests_user = ran.how[0] if ran.how else None
         contradicted = exit_contradicts_log(ran)
         counters = files.pop(CGROUP, None)
@@ -525,9 +526,9 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             # (the separation's marker lines kept, so that the junit reports they enclose are taken out as above)
             kept = _status_lines()(full, task.repo, (mark, f"@@trialbook-tests-{nonce}@@"))
             text = read_markers(_split(kept, mark)[0], nonce)[0]
-            if planted is not None and planted.twins:
-                forged = forged or forged_ids(text, [], planted.twins)
-                text = unrename(text, planted.twins)
+            if made:
+                forged = forged or forged_ids(text, [], made)
+                text = unrename(text, made)
     if has_lists:
         canary = planted.name if planted else None
         lists = (task.fail_to_pass or [], task.pass_to_pass or [])
