@@ -198,7 +198,7 @@ def plant(
                 f'[ -f "$_trialbook_f" ] && printf \'{source}\' >> "$_trialbook_f"; done; '
                 "case $_trialbook_x in *x*) set -x ;; esac"
             )
-        elif made := _twins(files, lists, modules, taken, selected, rng, stops or passing or not pytest):
+        elif made := _twins(files, lists, modules, taken, selected, rng, stops or not pytest, passing):
             name = ",".join(t.decoy for t in made)
             lines = script.split("\n")
             lines.insert(start, twins.plant_twins(made))
@@ -224,11 +224,12 @@ def _twins(
     selected: str | None,
     rng: random.Random,
     not_here: bool,
+    passing: bool = False,
 ) -> list[twins.Twin]:
     if not_here or lists is None or not modules:
         return []
     texts = {f: modules[f] for f in files if f in modules}
-    return twins.choose_twins(texts, lists[0], lists[1], taken, selected, rng)
+    return twins.choose_twins(texts, lists[0], lists[1], taken, selected, rng, passing)
 
 
 def names(test: str, name: str) -> bool:

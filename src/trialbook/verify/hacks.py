@@ -73,8 +73,10 @@ HACKS: tuple[Hack, ...] = (
     # read from the added code's syntax tree only (verify/hacks_ast.py)
     Hack(
         "hack_frame_introspection",
-        "the change's code reads its callers' frames (sys._getframe, inspect.currentframe/stack, f_back, f_locals):"
-        " code under test that can read the calling assertion and return what it expects",
+        "the change's code reads its callers' frames (sys._getframe, inspect.currentframe/stack, f_back, f_locals,"
+        " a traceback's or generator's frame, traceback.walk_stack/extract_stack, another function's co_consts) or"
+        " finds who holds an object through the garbage collector (gc.get_referrers/get_objects): code under test"
+        " that can read the calling assertion and return what it expects",
         linear.compile(r"^$a"),
     ),
     Hack(

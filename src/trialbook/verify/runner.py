@@ -41,7 +41,7 @@ from trialbook.verify.canary import FAILED, MISSING, PASSED, SKIPPED, Planted, p
 from trialbook.verify.channels import canary_cases, canary_in_reports, disagreement, parse_junit
 from trialbook.verify.markers import Seal, seal
 from trialbook.verify.privilege import Reading, Separated, exit_contradicts_log, read_markers, separate, staging
-from trialbook.verify.twins import unrename
+from trialbook.verify.twins import forged_ids, unrename
 
 if TYPE_CHECKING:
     from trialbook.verify.grading import GradeResult
@@ -223,10 +223,9 @@ def _planted(
         _FILES[key] = task_test_files(task.tests_dir)
     script = _original(task, snap)
     taken, derivable = sources.taken_names(task, key), sources.derivable(task, key)
-    lists = modules = None
-    if not passing:  # twins beside the listed tests, or beside any in a witness run (verify/twins.py)
-        lists = (task.fail_to_pass or [], task.pass_to_pass or [])
-        modules = sources.module_texts(task, script, test_modules(script, _FILES[key]), key)
+    # twins beside the listed tests, or beside any in a witness run, look-alike twins in a graded run (verify/twins.py)
+    lists = ([], []) if passing else (task.fail_to_pass or [], task.pass_to_pass or [])
+    modules = sources.module_texts(task, script, test_modules(script, _FILES[key]), key)
     return plant(
         script, _FILES[key], tokens.token_hex(6), taken, None, derivable, passing=passing, lists=lists, modules=modules
     )
@@ -508,9 +507,12 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             res = sandbox.exec(["bash", "-c", script], timeout=timeout, sink=capped, trusted=True)
         log, files, outlived = _split(res.output, mark)
         log, ran = read_markers(log, nonce)
-        if planted is not None and planted.twins:  # the real tests' names as the task's lists say them
-            log = unrename(log, planted.twins)
-            ran.reports = [None if r is None else unrename(r, planted.twins) for r in ran.reports]
+        # the real tests' names as the task's lists say them (twins, or a graded run's look-alike twins)
+        made, forged = (planted or alike).twins if planted or alike else (), []
+        if made:
+            forged = forged_ids(log, ran.reports, made)
+            log = unrename(log, made)
+            ran.reports = [None if r is None else unrename(r, made) for r in ran.reports]
         tests_user = ran.how[0] if ran.how else None
         contradicted = exit_contradicts_log(ran)
         counters = files.pop(CGROUP, None)
@@ -541,7 +543,9 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             # (the separation's marker lines kept, so that the junit reports they enclose are taken out as above)
             kept = _status_lines()(full, task.repo, (mark, f"@@trialbook-tests-{nonce}@@"))
             text = read_markers(_split(kept, mark)[0], nonce)[0]
-            text = unrename(text, planted.twins) if planted is not None else text
+            if made:
+                forged = forged or forged_ids(text, [], made)
+                text = unrename(text, made)
     if has_lists:
         canary = planted.name if planted else None
         lists = (task.fail_to_pass or [], task.pass_to_pass or [])
@@ -549,6 +553,8 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
         channels = disagreement(
             ran.reports, ran.report_exits, graded.statuses, [*lists[0], *lists[1]], graded.strict, original
         )  # fmt: skip
+        if forged and channels is None:  # a result under a name no test of the run has (verify/twins.forged_ids)
+            channels = f"the run reports {forged[0]} under its task name, which no test of the run has"
         seen = graded.canary
         if canary and ran.reports and graded.canary != canaries.PASSED:
             in_report = canary_in_reports(ran.reports, canary)  # the runner's own channel for the canaries

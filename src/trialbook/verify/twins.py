@@ -35,8 +35,10 @@ import ast
 import random
 import re
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
-from trialbook.verify.decoys import WORDS, _base, _skips
+from trialbook.verify.channels import parse_junit
+from trialbook.verify.decoys import WORDS, _base, _derive, _skips
 from trialbook.verify.linear import parse_python, whole_words
 
 P2P_TWINS = 2  # listed PASS_TO_PASS tests twinned per run, besides every FAIL_TO_PASS test that can be
@@ -394,9 +396,11 @@ def choose_twins(
     taken: set[str],
     selected: str | None,
     rng: random.Random,
+    passing: bool = False,
 ) -> list[Twin]:
     """Twins for every FAIL_TO_PASS test of `modules` (path -> text as the test command will run it) that can have
-    one, and up to P2P_TWINS listed PASS_TO_PASS tests; each checked by planting it into the module's text."""
+    one, and up to P2P_TWINS listed PASS_TO_PASS tests; each checked by planting it into the module's text.
+    `passing`: look-alike twins for the graded run of a reward-file task (`_make`), chosen as a witness's are."""
     modules = dict(modules)
     out: list[Twin] = []
     used = set(taken)
@@ -406,7 +410,7 @@ def choose_twins(
         wanted = [(file, n) for n in _listed(fail_to_pass, file) if n in tests]
         p2p += [(file, n) for n in _listed(pass_to_pass, file) if n in tests]
         for f, n in wanted:
-            twin = _make(f, n, tests[n], used, selected, rng)
+            twin = _make(f, n, tests[n], used, selected, rng, passing)
             if twin is not None and _fits(modules[f], twin):
                 out.append(twin)
                 modules[f] = plant_text(modules[f], twin)
@@ -420,7 +424,7 @@ def choose_twins(
             break
         if any(t.file == f and t.test == n for t in out):
             continue
-        twin = _make(f, n, functions(modules[f]).get(n, ("", "")), used, selected, rng)
+        twin = _make(f, n, functions(modules[f]).get(n, ("", "")), used, selected, rng, passing)
         if twin is not None and _fits(modules[f], twin):
             out.append(twin)
             modules[f] = plant_text(modules[f], twin)
@@ -430,8 +434,19 @@ def choose_twins(
 
 
 def _make(
-    file: str, test: str, found: tuple[str, str], used: set[str], selected: str | None, rng: random.Random
+    file: str,
+    test: str,
+    found: tuple[str, str],
+    used: set[str],
+    selected: str | None,
+    rng: random.Random,
+    passing: bool = False,
 ) -> Twin | None:
+    """A twin of `test`; `passing`: a look-alike twin, the same with a first statement that returns
+    (decoys.first_statement), so that it passes without running the copied body: the graded run of a reward-file task
+    then holds what its witness holds, the real test renamed and a copy beside it with one expected value changed,
+    and differs from it by that first statement alone (tests/verify/attacks/grading/witness_by_pairs.sh,
+    returns_from_source_table.sh told a witness's twins from look-alikes that repeated their test's body)."""
     source, indent = found
     if not source:
         return None
@@ -444,6 +459,9 @@ def _make(
     if selected and selected.lower() not in name.lower():
         return None  # `-k WORD` chose it by another part of its id: the new names must keep matching it
     changed = trap(source, decoy, rng)
+    if changed is not None and passing:
+        alike = _derive(decoy, changed, rng, passing=True)
+        changed = None if alike is None else "\n".join(indent + x if x else x for x in alike.rstrip("\n").split("\n"))
     if changed is None:
         return None
     return Twin(file, cls, test, real, decoy, changed, indent, rng.random() < 0.5)
@@ -463,6 +481,32 @@ def _fits(text: str, twin: Twin) -> bool:
     names = [n.name for n in scope if isinstance(n, ast.FunctionDef)]
     old = twin.test.rpartition("::")[2]
     return twin.real in names and twin.decoy in names and old not in names
+
+
+def forged_ids(log: str, reports: list[str | None], twins: list[Twin] | tuple[Twin, ...]) -> list[str]:
+    """The twinned tests (their task ids) that the run's text log or a junit report names under their task name before
+    the run's names are mapped back (`unrename`): no test of the run has that name (the real test ran as `real`), so
+    a result naming it was written by the code under test (a twin and its real test run unlogged and reported once,
+    passing, under the name the lists give: tests/verify/attacks/grading/pair_as_stem.sh). The text log's ids are
+    read as `<module file or class>::<name>`, the reports' testcases as parsed (character references decoded)."""
+    out = []
+    for t in twins:
+        old = t.test.rpartition("::")[2]
+        owner = t.cls or PurePosixPath(t.file).name
+        in_log = any(log[max(0, at - len(owner) - 2) : at] == owner + "::" for at in whole_words(log, old))
+        if in_log or any(_names_case(r, t, old) for r in reports if r):
+            out.append(t.test)
+    return out
+
+
+def _names_case(report: str, twin: Twin, old: str) -> bool:
+    parsed = parse_junit(report)
+    owner = twin.cls or PurePosixPath(twin.file).stem
+    for key in parsed or ():
+        classname, _, name = key.rpartition("::")
+        if name.split("[", 1)[0] == old and classname.rpartition(".")[2] == owner:
+            return True
+    return False
 
 
 def unrename(text: str, twins: list[Twin] | tuple[Twin, ...]) -> str:
