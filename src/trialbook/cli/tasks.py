@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from trialbook.cli.common import Json, app, comma_list, done, emit
+from trialbook.cli.common import Json, app, comma_list, done, emit, finite
 from trialbook.errors import UserError
 from trialbook.extras import require
 from trialbook.report import audit as render
@@ -156,7 +156,8 @@ def overlap_cmd(
     pool: Annotated[Path, typer.Argument(help="Training pool: a folder of task folders or a SWE-bench JSONL.")],
     eval_set: Annotated[Path, typer.Argument(metavar="EVAL", help="Evaluation set, in either form.")],
     threshold: Annotated[
-        float, typer.Option("--threshold", help="Statement similarity (word 5-shingle Jaccard) that flags.")
+        float,
+        typer.Option("--threshold", help="Statement similarity (word 5-shingle Jaccard) that flags.", callback=finite),
     ] = 0.5,
     write_split: Annotated[
         Path | None, typer.Option("--write-split", help="Write the eval tasks in the overlap (a task list).")
