@@ -376,7 +376,7 @@ def test_clean_removes_a_runs_leftovers_with_one_task_on_every_node(cluster, eng
     leave(2)
     res = cli(cluster, db, "clean", "--run", run, "--executor", "ray")
     assert res.returncode == 0, res.stderr
-    assert f"removed 2 container(s) and 0 image(s) of run '{run}'" in res.stdout + res.stderr
+    assert f"removed 2 container(s) and 0 image(s) of this ledger's run '{run}'" in res.stdout + res.stderr
     assert leftovers(engine, run) == []
 
     leave(3)
@@ -511,5 +511,5 @@ def test_a_node_builds_a_task_image_on_first_use_and_pulls_an_image_the_task_nam
     assert all(t["extra"]["node_id"] for t in rows.values())
     res = cli(cluster, db, "clean", "--run", run, "--executor", "ray")  # the run's built image goes from its node
     assert res.returncode == 0, res.stderr
-    assert f"removed 0 container(s) and 1 image(s) of run '{run}'" in res.stdout + res.stderr
+    assert f"removed 0 container(s) and 1 image(s) of this ledger's run '{run}'" in res.stdout + res.stderr
     assert engine.api.images(filters={"label": f"trialbook.run={run}"}) == []

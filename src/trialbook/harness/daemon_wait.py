@@ -49,6 +49,9 @@ def await_engine(engine: Any, error: str | None, stop: threading.Event, wait_s: 
     end = time.monotonic() + limit
     while time.monotonic() < end and not stop.is_set():
         if _answers(engine):
+            flush = getattr(engine, "flush_pool", None)
+            if callable(flush):  # its warm containers died with it
+                flush()
             return True
         stop.wait(1.0)
     return False

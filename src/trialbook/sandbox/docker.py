@@ -202,6 +202,11 @@ class DockerEngine:
         """Remove a container, running or not (sandbox/podman.py waits for one that is stopping)."""
         self.client.api.remove_container(container_id, force=True)
 
+    def flush_pool(self) -> None:
+        """The warm containers dropped (the daemon restarted under them: sandbox/warm.WarmPool.flush)."""
+        if self.warm is not None:
+            self.warm.flush()
+
     def close_pool(self) -> None:
         warm, self.warm = self.warm, None
         if warm is not None:

@@ -86,6 +86,7 @@ class WarmPool:
         self._jobs = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tb-warm")
         self._pending: set[Future[None]] = set()
         self._closed = False
+        self._unremoved: set[str] = set()  # removals that failed (the daemon away): tried again
         self.stats = {"taken": 0, "cold": 0, "created": 0, "prepared": 0, "removed": 0, "remove_errors": 0, "wasted": 0}
 
     # ---- the run tells the pool what is coming -----------------------------------------
@@ -135,15 +136,28 @@ class WarmPool:
         """Remove a finished container in the background (the trial does not wait for the daemon)."""
         self._submit(self._remove_one, container_id)
 
+    def flush(self) -> int:
+        """Remove every waiting container (a daemon that restarted killed them: handed out, each would fail its trial
+        again); later takes start or wait for fresh ones. How many were waiting."""
+        with self._lock:
+            stale = [w.id for queue in self._warm.values() for w in queue] + sorted(self._unremoved)
+            self._unremoved.clear()
+            for queue in self._warm.values():
+                queue.clear()
+        for cid in stale:
+            self._submit(self._remove_one, cid)
+        return len(stale)
+
     def close(self) -> None:
         """Remove every waiting container and wait for every removal and creation to end."""
         with self._lock:
             self._closed = True
             self._ready.notify_all()
-            leftovers = [w for queue in self._warm.values() for w in queue]
+            leftovers = [w.id for queue in self._warm.values() for w in queue] + sorted(self._unremoved)
+            self._unremoved.clear()
             self._warm.clear()
-        for w in leftovers:
-            self._submit(self._remove_one, w.id)
+        for cid in leftovers:
+            self._submit(self._remove_one, cid)
         while True:
             with self._lock:
                 pending = list(self._pending)
@@ -214,8 +228,10 @@ class WarmPool:
         try:
             self._remove(container_id)
             key = "removed"
-        except Exception:  # left for `clean` / `resume`, which find it by its labels
+        except Exception:  # tried again at the next flush (the daemon back) and at close; else `clean` finds it
             key = "remove_errors"
+            with self._lock:
+                self._unremoved.add(container_id)
         with self._lock:
             self.stats[key] += 1
 
