@@ -16,10 +16,17 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from trialbook.tasks.swebench.build_images import HOST_CA, IMAGE_CA, SYSTEM_PATH, Builder, content_key, uv_binary
+from trialbook.tasks.swebench.build_images import (
+    HOST_CA,
+    IMAGE_CA,
+    REPO_DIR,
+    SYSTEM_PATH,
+    Builder,
+    content_key,
+    uv_binary,
+)
 
 BASE = "trialbook-base:bookworm"
-REPO_DIR = "/testbed"
 VENV = "/opt/venv"
 LABEL = "trialbook.pool"
 GIT_ID = "-c user.name=trialbook -c user.email=pool@trialbook.invalid"

@@ -28,6 +28,7 @@ from trialbook.pool.mutate import Mutation, candidates, unified_diff
 from trialbook.pool.profiles import Profile, profile_for
 from trialbook.result_types import Result, optional, to_json
 from trialbook.tasks.swebench.build_images import Builder, BuildFailed
+from trialbook.tasks.swebench.generate import build_solve_sh
 
 REPORT = "synthesize.json"
 BREAKS_SUITE = 0.5  # a candidate failing more than this share of the passing tests breaks the suite: dropped
@@ -140,18 +141,7 @@ def synth_test_sh(task_id: str, profile: Profile) -> str:
 
 
 def solve_sh(patch: str) -> str:
-    return "\n".join(
-        [
-            "#!/bin/bash",
-            "# Oracle: apply the reference fix (the reverse of the synthesized change).",
-            "set -euo pipefail",
-            f"cd {images.REPO_DIR}",
-            "git apply -v - <<'EOF_GOLD_PATCH'",
-            patch.rstrip("\n"),
-            "EOF_GOLD_PATCH",
-            "",
-        ]
-    )
+    return build_solve_sh(patch, "the reference fix (the reverse of the synthesized change)")
 
 
 def task_toml(repo: str, task_id: str, commit: str, image: str, m: Mutation) -> str:

@@ -139,11 +139,7 @@ class WarmPool:
     def flush(self) -> int:
         """Remove every waiting container (a daemon that restarted killed them: handed out, each would fail its trial
         again); later takes start or wait for fresh ones. How many were waiting."""
-        with self._lock:
-            stale = [w.id for queue in self._warm.values() for w in queue] + sorted(self._unremoved)
-            self._unremoved.clear()
-            for queue in self._warm.values():
-                queue.clear()
+        stale = self._drain()
         for cid in stale:
             self._submit(self._remove_one, cid)
         return len(stale)
@@ -153,9 +149,7 @@ class WarmPool:
         with self._lock:
             self._closed = True
             self._ready.notify_all()
-            leftovers = [w.id for queue in self._warm.values() for w in queue] + sorted(self._unremoved)
-            self._unremoved.clear()
-            self._warm.clear()
+            leftovers = self._drain()
         for cid in leftovers:
             self._submit(self._remove_one, cid)
         while True:
@@ -169,6 +163,14 @@ class WarmPool:
         self._jobs.shutdown(wait=True)
 
     # ---- inside ------------------------------------------------------------------------
+    def _drain(self) -> list[str]:
+        """The waiting containers' ids and those whose removal failed, none of them kept."""
+        with self._lock:
+            ids = [w.id for queue in self._warm.values() for w in queue] + sorted(self._unremoved)
+            self._warm.clear()
+            self._unremoved.clear()
+        return ids
+
     def _count(self) -> int:
         return sum(len(q) for q in self._warm.values()) + sum(self._creating.values())
 

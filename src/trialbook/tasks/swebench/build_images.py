@@ -28,12 +28,11 @@ from docker.errors import APIError, DockerException, ImageNotFound
 from packaging.requirements import InvalidRequirement, Requirement
 
 from trialbook.tasks.swebench.build_plan import CONDA_EXCLUDE_NEWER, BuildPlan, env_recipe, git
-from trialbook.tasks.swebench.generate import HTTPBIN_VENV
+from trialbook.tasks.swebench.generate import HTTPBIN_VENV, REPO_DIR
 from trialbook.tasks.swebench.official_layout import CONDA_ACTIVATE, official_env_lines, official_inst_tail
 
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 IMAGE_CA = "/usr/local/share/trialbook/host-ca.crt"
-REPO_DIR = "/testbed"
 BASE_PACKAGES = "python3,python3-venv,git,patch,ca-certificates"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 LABEL = "trialbook.swebench"

@@ -381,11 +381,12 @@ def build_task_toml(
     return "\n".join(lines)
 
 
-def build_solve_sh(patch: str) -> str:
+def build_solve_sh(patch: str, what: str = "the instance's gold patch") -> str:
+    """The oracle's solve.sh: `patch` applied to the repository (`what`: the comment's name for it)."""
     return "\n".join(
         [
             "#!/bin/bash",
-            "# Oracle: apply the instance's gold patch.",
+            f"# Oracle: apply {what}.",
             "set -euo pipefail",
             f"cd {REPO_DIR}",
             "git apply -v - <<'EOF_GOLD_PATCH'",
