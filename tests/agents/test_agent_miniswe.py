@@ -17,7 +17,7 @@ from ledgerdicts import trial_dicts
 from paths import EXAMPLES
 from trialbook.ledger.store import Ledger
 from trialbook.rl.gateway import Gateway
-from trialbook.rl.trajectory import Trajectory
+from trialbook.trajectory import Trajectory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rl"))
 from scripted_engine import ScriptedEngine  # noqa: E402

@@ -20,7 +20,7 @@ import pytest
 from agentcache import need_cli
 from trialbook.agents.installed import CLI_AGENTS, headless
 from trialbook.rl.gateway import Gateway
-from trialbook.rl.trajectory import Trajectory
+from trialbook.trajectory import Trajectory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rl"))
 from scripted_engine import ScriptedEngine  # noqa: E402

@@ -22,7 +22,7 @@ from ledgerdicts import trial_dicts
 from paths import EXAMPLES
 from trialbook.agents.installed import CLI_AGENTS
 from trialbook.ledger.store import Ledger
-from trialbook.rl.trajectory import ARTIFACT, Trajectory
+from trialbook.trajectory import ARTIFACT, Trajectory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rl"))
 from scripted_engine import ScriptedEngine  # noqa: E402

@@ -5,7 +5,7 @@ tool calls, reasoning) and, as vLLM with `return_token_ids`, the prompt's and th
 Its tokenizer is UTF-8 bytes and its chat template a plain one that renders everything a message carries
 (reasoning, text, each tool call's id, name and arguments, a tool result's call id), so a client or a gateway that
 loses or changes any of it between turns makes the next prompt stop extending the last one: the trajectory audit
-(rl/trajectory.py) then reports a broken prefix. Arguments are rendered as parsed JSON (as vLLM gives them to a
+(trialbook/trajectory.py) then reports a broken prefix. Arguments are rendered as parsed JSON (as vLLM gives them to a
 template), so their spacing is free.
 
 Asked to stream (`stream: true`), it answers as vLLM streams: a first chunk with the role and `prompt_token_ids`, one

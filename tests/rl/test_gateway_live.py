@@ -20,7 +20,7 @@ from trialbook.agents.llama import LlamaServer, model_file
 from trialbook.ledger.store import Ledger
 from trialbook.rl.gateway import WV_HEADER, Gateway, _render, template_of
 from trialbook.rl.rollout import Rollouts
-from trialbook.rl.trajectory import ARTIFACT, Trajectory
+from trialbook.trajectory import ARTIFACT, Trajectory
 
 pytestmark = [pytest.mark.llm]
 

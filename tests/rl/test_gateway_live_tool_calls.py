@@ -20,7 +20,7 @@ import requests
 from trialbook.agents.llama import LlamaServer, model_file
 from trialbook.rl.gateway import Call, Gateway, template_of
 from trialbook.rl.hermes import with_tools
-from trialbook.rl.trajectory import Trajectory
+from trialbook.trajectory import Trajectory
 
 pytestmark = [pytest.mark.llm]
 

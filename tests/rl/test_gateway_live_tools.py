@@ -17,7 +17,7 @@ from paths import EXAMPLES
 from trialbook.agents.llama import LlamaServer, model_file
 from trialbook.ledger.store import Ledger
 from trialbook.rl.gateway import Gateway, template_of
-from trialbook.rl.trajectory import Trajectory
+from trialbook.trajectory import Trajectory
 
 pytestmark = [pytest.mark.llm, pytest.mark.docker]
 

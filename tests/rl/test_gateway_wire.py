@@ -19,7 +19,7 @@ import requests
 from scripted_engine import ScriptedEngine, body_of, ids, render
 
 from trialbook.rl.gateway import Gateway
-from trialbook.rl.trajectory import Trajectory
+from trialbook.trajectory import Trajectory
 
 TOOLS = [{"type": "function", "function": {"name": "bash", "description": "Run a shell command.",
           "parameters": {"type": "object", "properties": {"command": {"type": "string"}},

@@ -19,7 +19,7 @@ from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
 from trialbook.rl.gateway import Gateway
 from trialbook.rl.rollout import Rollouts
-from trialbook.rl.trajectory import ARTIFACT, Trajectory
+from trialbook.trajectory import ARTIFACT, Trajectory
 
 pytestmark = pytest.mark.docker
 

@@ -14,7 +14,7 @@ from ledgerdicts import run_dict, trial_dicts
 from paths import EXAMPLES
 from trialbook.agents.llama import LlamaServer, model_file
 from trialbook.ledger.store import Ledger
-from trialbook.rl.trajectory import ARTIFACT, Trajectory
+from trialbook.trajectory import ARTIFACT, Trajectory
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ Each output row must be the gateway's record of its trial, turn by turn: `prompt
 `response_ids` every completion with the observation tokens between them, `loss_masks` 1 exactly on the
 completions, `rollout_logprobs` the engine's logprobs on them (0.0 off the mask); a masked group gives rows of
 reward 0.0 with nothing under the loss mask. The oracle (`expected_row`) rebuilds that from the raw `Call`s the
-gateway handed over, not from rl/trajectory.py; a turn whose prompt does not extend the one before ends the row.
+gateway handed over, not from trialbook/trajectory.py; a turn whose prompt does not extend the one before ends the row.
 SmolLM2-135M never writes a parseable action, and mini-swe-agent then drops the reply from its history, so the
 live episodes break at turn 2: the two tests without a model show the observation tokens of an exact episode.
 
@@ -50,7 +50,7 @@ from trialbook.ledger.store import Ledger
 from trialbook.rl.gateway import Call, Gateway, template_of
 from trialbook.rl.rollout import RolloutResult, Rollouts
 from trialbook.rl.trainers import SkyRLGenerator, skyrl_row
-from trialbook.rl.trajectory import ARTIFACT, Trajectory, Turn
+from trialbook.trajectory import ARTIFACT, Trajectory, Turn
 
 SKYRL = "0.4.0"
 HERE = Path(__file__).parent

@@ -1,4 +1,4 @@
-"""Trajectories as training data (rl/trajectory.py) and their token-exactness audit, on a real SQLite ledger:
+"""Trajectories as training data (trialbook/trajectory.py) and their token-exactness audit, on a real SQLite ledger:
 the loss mask, the compact artifact, a planted re-tokenized turn named by `train report`, the export."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from trialbook.harness.trial_writer import record_trial
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import Outcome
 from trialbook.records import Run, Trial
-from trialbook.rl.trajectory import ARTIFACT, TAG, Trajectory, Turn, tagged
+from trialbook.trajectory import ARTIFACT, TAG, Trajectory, Turn, tagged
 
 SYSTEM = [1, 2, 3, 4]
 

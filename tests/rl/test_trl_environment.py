@@ -21,8 +21,8 @@ from ledgerdicts import trial_dicts
 from paths import EXAMPLES
 from trialbook.ledger.store import Ledger
 from trialbook.rl.rollout import Rollouts
-from trialbook.rl.trajectory import ARTIFACT, Trajectory
 from trialbook.rl.trl import TrialbookEnv, train_grpo
+from trialbook.trajectory import ARTIFACT, Trajectory
 
 pytestmark = [pytest.mark.llm, pytest.mark.docker]
 

@@ -24,7 +24,7 @@ from paths import EXAMPLES
 from trialbook.agents.llama import LlamaServer, model_file
 from trialbook.ledger.store import Ledger
 from trialbook.rl.gateway import Gateway, template_of
-from trialbook.rl.trajectory import ARTIFACT, Trajectory
+from trialbook.trajectory import ARTIFACT, Trajectory
 
 pytestmark = [pytest.mark.llm, pytest.mark.docker]
 

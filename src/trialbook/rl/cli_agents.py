@@ -10,7 +10,7 @@ container): the agent's install folder, read-only, at /opt/trialbook-agent, and 
 and passes each connection to that socket, so the CLI's base URL is `http://127.0.0.1:PORT/t/<trial>/v1`. A
 package index, a code host, the host's ports: nothing of them has a route from the sandbox.
 
-Each trial keeps the CLI's own event stream as its agent log and the gateway's record as `tokens.json` (rl/
+Each trial keeps the CLI's own event stream as its agent log and the gateway's record as `tokens.json` (trialbook/
 trajectory.py: the policy's turns; a side call such as opencode's title is kept out).
 """
 
@@ -30,9 +30,9 @@ from trialbook.agents.endpoints import EndpointError, first_model, normalize, pr
 from trialbook.agents.installed import agent, binary, folder, headless
 from trialbook.errors import UserError
 from trialbook.rl.gateway import Gateway
-from trialbook.rl.trajectory import ARTIFACT, Trajectory
 from trialbook.sandbox import Sandbox
 from trialbook.tasks import TaskSpec
+from trialbook.trajectory import ARTIFACT, Trajectory
 
 AGENT_DIR = "/opt/trialbook-agent"
 MODEL_DIR = "/run/trialbook-model"

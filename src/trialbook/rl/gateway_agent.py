@@ -19,7 +19,7 @@ from trialbook.agents.endpoints import EndpointError
 from trialbook.agents.registry import agent_class, get_agent
 from trialbook.errors import UserError
 from trialbook.rl.gateway import Call, Gateway
-from trialbook.rl.trajectory import ARTIFACT, Trajectory
+from trialbook.trajectory import ARTIFACT, Trajectory
 
 if TYPE_CHECKING:
     from trialbook.sandbox import Sandbox

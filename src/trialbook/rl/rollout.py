@@ -12,7 +12,7 @@ config keeps the rewards policy in force and its stack the serving engine the en
 
 With `gateway=` (rl/gateway.py) every model call goes through the model gateway, each trial under its own key:
 the trial then keeps its exact token ids, logprobs and weight versions per turn (the `tokens.json` artifact,
-rl/trajectory.py), its `wv` is the oldest weight version that generated any of it, and `extra.rollout` holds
+trialbook/trajectory.py), its `wv` is the oldest weight version that generated any of it, and `extra.rollout` holds
 turns, prefix breaks and staleness. `group()` settles a group with a masked member by the rewards policy's
 `group` rule (mask it whole, or retry the member first).
 """
@@ -46,9 +46,9 @@ from trialbook.outcomes import ErrorKind
 from trialbook.records import Run
 from trialbook.rewards import DEFAULT_POLICY, RewardPolicy
 from trialbook.rl.gateway import Gateway
-from trialbook.rl.trajectory import ARTIFACT, Trajectory, tagged
 from trialbook.sandbox import Sandbox
 from trialbook.tasks import TaskSpec
+from trialbook.trajectory import ARTIFACT, Trajectory, tagged
 from trialbook.verify import linear
 
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")

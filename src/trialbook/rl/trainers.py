@@ -6,7 +6,7 @@
   without SkyRL (it needs Python >= 3.12); `skyrl_generator(rollouts)` gives one that subclasses the installed
   package's `GeneratorInterface`.
   The rollouts must run through the model gateway (`Rollouts(gateway=...)`): each output row is the trial's
-  exact token sequence as the engine saw it (rl/trajectory.py): `prompt_token_ids` the first turn's prompt,
+  exact token sequence as the engine saw it (trialbook/trajectory.py): `prompt_token_ids` the first turn's prompt,
   `response_ids` every later token (the policy's completions and the observations between them), `loss_masks`
   1 on the completions only, `rollout_logprobs` the engine's logprobs aligned to `response_ids` (0.0 off the
   mask). A group (one `instance_id`) is settled by the rewards policy's group rule; a masked row gets reward

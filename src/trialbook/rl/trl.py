@@ -34,7 +34,7 @@ from typing import Any
 from trialbook.extras import require
 from trialbook.rl.episode import Episode
 from trialbook.rl.rollout import Pending, RolloutResult, Rollouts
-from trialbook.rl.trajectory import Trajectory, Turn
+from trialbook.trajectory import Trajectory, Turn
 
 SYSTEM = """You are a software engineer fixing an issue in a code repository. You have one tool, `bash`: it runs a
 shell command in the repository and returns its output. Call it to read, edit and test the code; when the fix is

@@ -41,7 +41,7 @@ from datasets import Dataset  # noqa: E402
 from trialbook.rl.episode import Episode  # noqa: E402
 from trialbook.rl.gateway import take_calls  # noqa: E402
 from trialbook.rl.rollout import Pending, Rollouts, actions  # noqa: E402
-from trialbook.rl.trajectory import Trajectory  # noqa: E402
+from trialbook.trajectory import Trajectory  # noqa: E402
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 SYSTEM = f"""You are a software engineer fixing an issue in a code repository. Each reply: one short thought, then

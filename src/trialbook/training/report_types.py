@@ -142,7 +142,7 @@ class BrokenTrial(Result):
 
 @dataclass(frozen=True, kw_only=True)
 class TokenAudit(Result):
-    """Token-level trajectories of a run (rl/trajectory.py): turns, exactness, broken prefixes, staleness."""
+    """Token-level trajectories of a run (trialbook/trajectory.py): turns, exactness, broken prefixes, staleness."""
 
     with_tokens: int  # trials that recorded their token ids (through the gateway or a trainer)
     turns: int

@@ -1,7 +1,7 @@
 """A training run's token-level trajectories read back: the token-exactness audit of `train report` and
 `train export-trajectories` (JSONL, or Parquet when pyarrow is installed).
 
-Both read what each trial recorded (rl/trajectory.py): the summary in `extra.rollout` (the audit needs nothing
+Both read what each trial recorded (trialbook/trajectory.py): the summary in `extra.rollout` (the audit needs nothing
 else) and the `tokens.json` artifact (the export).
 """
 
@@ -17,8 +17,8 @@ from sqlalchemy import or_
 from trialbook.errors import UserError
 from trialbook.ledger.schema import trials
 from trialbook.ledger.store import Ledger
-from trialbook.rl.trajectory import ARTIFACT, TAG, Trajectory
 from trialbook.training.report_types import BrokenTrial, TokenAudit, WvAudit
+from trialbook.trajectory import ARTIFACT, TAG, Trajectory
 
 
 def token_audit(ledger: Ledger, run_id: int) -> TokenAudit | None:
