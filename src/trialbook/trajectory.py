@@ -21,6 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from trialbook.extra_schema import RolloutSummary, read_extra, with_extra
+
 ARTIFACT = "tokens.json"
 TAG = "broken_prefix"
 FORMAT = 1
@@ -115,21 +117,21 @@ class Trajectory:
             seg.logprobs += lp[: len(turn.completion_ids)]
         return out
 
-    def summary(self, step: int | None) -> dict[str, Any]:
+    def summary(self, step: int | None) -> RolloutSummary:
         """What goes into the trial's `extra.rollout` (JSON-ready)."""
         first = self.wv_first
-        return {
-            "turns": len(self.turns),
-            "exact": self.exact,
-            "prefix_breaks": len(self.broken),
-            "broken_turns": list(self.broken),
-            "wv_first": first,
-            "wv_last": self.wv_last,
-            "staleness": None if step is None or first is None else step - first,
-            "policy_tokens": sum(len(t.completion_ids) for t in self.turns),
-            "model": self.model,
-            "engine": self.engine,
-        }
+        return RolloutSummary(
+            turns=len(self.turns),
+            exact=self.exact,
+            prefix_breaks=len(self.broken),
+            broken_turns=list(self.broken),
+            wv_first=first,
+            wv_last=self.wv_last,
+            staleness=None if step is None or first is None else step - first,
+            policy_tokens=sum(len(t.completion_ids) for t in self.turns),
+            model=self.model,
+            engine=self.engine,
+        )
 
     def dumps(self) -> str:
         """The compact artifact text (`loads` is its inverse)."""
@@ -174,7 +176,5 @@ def extends(prev: Turn, turn: Turn) -> bool:
 
 def tagged(extra: dict[str, Any], traj: Trajectory, step: int | None) -> dict[str, Any]:
     """`extra` with the trajectory's summary under `rollout` and the broken-prefix tag when it has one."""
-    out = {**extra, "rollout": traj.summary(step)}
-    tags = [t for t in out.get("tags", []) if t != TAG]
-    out["tags"] = [*tags, TAG] if traj.broken else tags
-    return out
+    tags = [t for t in read_extra(extra).tags if t != TAG]
+    return with_extra(extra, rollout=traj.summary(step), tags=[*tags, TAG] if traj.broken else tags)

@@ -22,6 +22,7 @@ from fractions import Fraction
 from typing import Any
 
 from trialbook.errors import UserError
+from trialbook.extra_schema import read_extra
 from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import is_resolved
@@ -72,8 +73,8 @@ def _state(trial: TrialRow) -> str:
 def _via(trial: TrialRow, replaced: bool) -> str | None:
     if not replaced:
         return None
-    mult = (trial.extra or {}).get("timeout_multiplier")
-    return f"rerun x{mult:g}" if isinstance(mult, int | float) else "rerun"
+    mult = read_extra(trial).timeout_multiplier
+    return f"rerun x{mult:g}" if mult is not None else "rerun"
 
 
 def load_trials(ledger: Ledger, spec: str) -> tuple[str, dict[tuple[str, int], tuple[TrialRow, bool]]]:

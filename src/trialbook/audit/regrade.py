@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, not_, select
 
+from trialbook.extra_schema import read_extra
 from trialbook.ledger import queries, schema
 from trialbook.ledger.rows import TaskLists, TrialRow
 from trialbook.ledger.store import Ledger
@@ -133,21 +134,21 @@ def evidence(
                 grade, status_map = None, {}
                 if log is not None and lists is not None:
                     status_map, marker, conflicts = next(parsed)
-                    canary = (trial.extra or {}).get("canary") or {}  # verify/canary.py
+                    notes = read_extra(trial)
+                    canary = notes.canary or {"name": None, "seen": None}  # verify/canary.py
                     grade = grade_parsed(
                         status_map, marker, repo, lists.fail_to_pass, lists.pass_to_pass, conflicts,
-                        canary.get("name"), canary.get("seen") == canaries.HIDDEN,
+                        canary["name"], canary["seen"] == canaries.HIDDEN,
                         forged_markers(log, Seal.from_record(_seal(trial))),
                     )  # fmt: skip
-                    if (trial.extra or {}).get("channels"):  # decided by the junit report, not kept in the log
+                    if notes.channels:  # decided by the junit report, not kept in the log
                         grade = grade.model_copy(update={"strict": False})  # verify/channels.py
                 yield Evidence(trial, lists, log, side, grade, status_map)
 
 
 def _seal(trial: Any) -> dict[str, str] | None:
     """The segment markers' nonces its verifier run sealed them with (verify/markers.py), None for an older trial."""
-    seal = (trial.extra or {}).get("seal")
-    return seal if isinstance(seal, dict) else None
+    return read_extra(trial).seal
 
 
 def _fails(status: str | None) -> bool:
@@ -222,7 +223,7 @@ def regrade_run(ledger: Ledger, run_name: str, jobs: int = DEFAULT_JOBS) -> Regr
         regraded += 1
         tests = differing_tests(ev.trial.tests, ev.grade)
         # a trial trialbook graded records swebench's verdict beside its reward, the strict one (verify/grading.py)
-        strict = "official_reward" in (ev.trial.extra or {})
+        strict = read_extra(ev.trial).official_reward is not None
         regraded_resolved = ev.grade.strict if strict else ev.grade.resolved
         if regraded_resolved == ev.recorded_resolved:
             agree += 1

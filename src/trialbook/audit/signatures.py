@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+from trialbook.extra_schema import read_extra
 from trialbook.outcomes import Outcome
 from trialbook.verify import canary as canaries
 from trialbook.verify import findings, hacks, leak_moves, linear
@@ -100,7 +101,7 @@ def _conflicting_reports(ev: Evidence) -> bool:
 
 
 def _tagged(tag: str) -> Callable[[Evidence], bool]:
-    return lambda ev: tag in ((ev.trial.extra or {}).get("tags") or [])
+    return lambda ev: tag in read_extra(ev.trial).tags
 
 
 def _not_gold(ev: Evidence) -> bool:

@@ -19,6 +19,7 @@ from typing import Any
 import docker
 
 from trialbook.errors import UserError
+from trialbook.extra_schema import with_extra
 from trialbook.harness.executors import LocalExecutor
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_trial
 from trialbook.sandbox.backend import backend_class
@@ -146,7 +147,7 @@ class EnginesExecutor(LocalExecutor):
                 ep = self._take(set(lost), stopper)
             except DaemonError as exc:  # every endpoint gone: the trial is an infrastructure error, recorded once
                 result = run_trial(_Gone(str(exc)), task, attempt, settings, stopper)
-                result.trial.extra = {**(result.trial.extra or {}), "lost_engines": lost}
+                result.trial.extra = with_extra(result.trial.extra, lost_engines=lost)
                 return result
             try:
                 result = run_trial(ep.engine, task, attempt, settings, stopper)
@@ -159,10 +160,9 @@ class EnginesExecutor(LocalExecutor):
                     ep.lost = True
                 lost.append(ep.url)
                 continue  # from the start, elsewhere (run_trial sees a deadline or interrupt at once)
-            extra = {**(result.trial.extra or {}), "engine": ep.url}
+            result.trial.extra = with_extra(result.trial.extra, engine=ep.url)
             if lost:
-                extra["lost_engines"] = lost
-            result.trial.extra = extra
+                result.trial.extra = with_extra(result.trial.extra, lost_engines=lost)
             return result
 
     def clean(self, run: str | None, images: bool = True, ledger: str | None = None) -> tuple[int, int]:

@@ -33,6 +33,7 @@ from ray.exceptions import RayError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from trialbook.errors import TrialbookError, UserError
+from trialbook.extra_schema import read_extra, with_extra
 from trialbook.harness.config import PlannedTrial
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_trial, trial_name
 from trialbook.outcomes import ErrorKind, classify
@@ -104,8 +105,9 @@ def _node_trial(
     finally:
         if timer is not None:
             timer.cancel()
-    where = {"executor": "ray", "node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname()}
-    result.trial = result.trial.model_copy(update={"extra": {**(result.trial.extra or {}), **where}})
+    node = ray.get_runtime_context().get_node_id()
+    extra = with_extra(result.trial.extra, executor="ray", node_id=node, hostname=socket.gethostname())
+    result.trial = result.trial.model_copy(update={"extra": extra})
     return result
 
 
@@ -306,8 +308,7 @@ class RayExecutor:
 def _note_lost(result: TrialResult, lost: list[str]) -> TrialResult:
     """A trial that ran after losing its node(s): the losses count as retries, as the policy says."""
     if lost:
-        extra = result.trial.extra or {}
-        extra = {**extra, "retries": int(extra.get("retries", 0)) + len(lost), "lost_nodes": lost}
+        extra = with_extra(result.trial.extra, retries=read_extra(result.trial).retries + len(lost), lost_nodes=lost)
         result.trial = result.trial.model_copy(update={"extra": extra})
     return result
 
@@ -329,7 +330,7 @@ def _failed(
         exception_message=message[:2000],
         started_at=now,
         finished_at=now,
-        extra={"trial_name": name, "agent": settings.agent.name, "executor": "ray", "retries": max(len(lost) - 1, 0),
-               "lost_nodes": lost},
+        extra=with_extra(None, trial_name=name, agent=settings.agent.name, executor="ray",
+                         retries=max(len(lost) - 1, 0), lost_nodes=lost),
     )  # fmt: skip
     return TrialResult(trial, name)

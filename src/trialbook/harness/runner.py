@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from trialbook.errors import TrialbookError, UserError
+from trialbook.extra_schema import read_extra
 from trialbook.harness.bootstrap import RunStart, prepare
 from trialbook.harness.config import PlannedTrial, RunConfig, Tally
 from trialbook.harness.executors import Executor, LocalExecutor
@@ -125,7 +126,7 @@ def rerun(
         missing = sorted({t.task_id for t in targets} - set(by_id))
         if missing:
             raise TrialbookError(f"task folder(s) no longer in {config.tasks_dir}: {', '.join(missing)}")
-        plans = [PlannedTrial(by_id[t.task_id], t.attempt, t.id, (t.extra or {}).get("trial_name")) for t in targets]
+        plans = [PlannedTrial(by_id[t.task_id], t.attempt, t.id, read_extra(t).trial_name) for t in targets]
         tally = _execute(ledger, start, run.id, name, plans, timeout_multiplier)
     note = {
         "where": outcome.value,

@@ -21,6 +21,7 @@ from requests import RequestException
 
 from trialbook import tokens
 from trialbook.agents.base import Agent, AgentStopped
+from trialbook.extra_schema import with_extra
 from trialbook.harness.daemon_wait import await_engine
 from trialbook.harness.paths import TRIAL_PREFIX
 from trialbook.harness.trial_state import ImageRef, TrialExtra, TrialState, trial_tags
@@ -110,7 +111,8 @@ def _invalid(task: TaskError, attempt: int, name: str, agent: str) -> TrialResul
         exception_message=task.message,
         started_at=now,
         finished_at=now,
-        extra={"trial_name": name, "agent": agent},  # validate counts it as that agent's trial that could not run
+        # validate counts it as that agent's trial that could not run
+        extra=with_extra(None, trial_name=name, agent=agent),
     )
     return TrialResult(trial, name)
 

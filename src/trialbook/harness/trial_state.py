@@ -11,6 +11,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, NamedTuple
 
 from trialbook.agents.base import AgentResult
+from trialbook.extra_schema import CanaryNote, Extra
 from trialbook.verify import canary as canaries
 from trialbook.verify import findings
 from trialbook.verify.privilege import privilege_tags
@@ -109,41 +110,57 @@ class TrialExtra:
     hack_zeroed: list[str] | None = None  # the hack_* tags that cost its training reward (rewards.py)
 
     def as_dict(self) -> dict[str, Any]:
-        """The stored form: the fixed keys always, the others only where the trial has them."""
-        extra: dict[str, Any] = {
-            "trial_name": self.trial_name,
-            "agent": self.agent,
-            "timeout_multiplier": self.timeout_multiplier,
-            "agent_timeout_s": self.agent_timeout_s,
-            "verifier_timeout_s": self.verifier_timeout_s,
-            "retries": self.retries,
-            "phase_s": self.phase_s,
-            "verifier_hash": self.verifier_hash,
-            "tags": self.tags,
-        }
-        optional = {
-            "cleanup_error": self.cleanup_error,
-            "verifier": self.verifier,
-            "agent_limit_hits": self.agent_limit_hits,
-            "runtime": self.runtime,
-        }
-        extra.update({key: value for key, value in optional.items() if value})
+        """The stored form (trialbook/extra_schema.Extra): the fixed keys always, the others only where the trial has
+        them."""
+        extra = Extra(
+            trial_name=self.trial_name,
+            agent=self.agent,
+            timeout_multiplier=self.timeout_multiplier,
+            agent_timeout_s=self.agent_timeout_s,
+            verifier_timeout_s=self.verifier_timeout_s,
+            retries=self.retries,
+            phase_s=self.phase_s,
+            verifier_hash=self.verifier_hash,
+            tags=self.tags,
+        )
+        if self.cleanup_error:
+            extra["cleanup_error"] = self.cleanup_error
+        if self.verifier:
+            extra["verifier"] = self.verifier
+        if self.agent_limit_hits:
+            extra["agent_limit_hits"] = self.agent_limit_hits
+        if self.runtime:
+            extra["runtime"] = self.runtime
         if self.hack_zeroed:  # its training reward is 0 (rewards.py), the verifier's reward and outcome stand
-            extra |= {"hack_zeroed": self.hack_zeroed, "train_reward": 0.0}
+            extra["hack_zeroed"], extra["train_reward"] = self.hack_zeroed, 0.0
         if self.image:
             extra["image"], extra["image_id"] = self.image
         if (result := self.agent_result) is not None:
             extra["agent_exit_code"] = result.exit_code
-            extra.update({"agent_info": result.info} if result.info else {})
-            extra.update({"files": sorted(f"agent/{n}" for n in result.files)} if result.files else {})
+            if result.info:
+                extra["agent_info"] = result.info
+            if result.files:
+                extra["files"] = sorted(f"agent/{n}" for n in result.files)
         if (v := self.verdict) is not None:
-            extra.update(graded_by=v.graded_by, file_reward=v.file_reward, test_exit_code=v.exit_code)
-            extra.update({"tests_user": v.tests_user} if v.tests_user else {})
-            extra.update({"rewards_by_tests": v.rewards_by_tests} if v.rewards_by_tests else {})
-            extra.update({"conflicting_tests": v.conflicts} if v.conflicts else {})
-            extra.update({"outlived_processes": v.outlived} if v.outlived else {})
-            extra.update({"foreign_reward_files": v.foreign_rewards} if v.foreign_rewards else {})
-            extra.update({"canary": {"name": v.canary, "seen": v.canary_seen}} if v.canary else {})
-            extra.update({"lookalikes": v.lookalikes} if v.lookalikes else {})  # verify/runner.lookalikes
-            extra.update(findings.verdict_extra(v))
-        return extra
+            extra |= verdict_keys(v)
+        return dict(extra)
+
+
+def verdict_keys(v: Verdict) -> Extra:
+    """What the verdict adds to the trial's `extra`, besides its reward and tests (the record's columns)."""
+    extra = Extra(graded_by=v.graded_by, file_reward=v.file_reward, test_exit_code=v.exit_code)
+    if v.tests_user:
+        extra["tests_user"] = v.tests_user
+    if v.rewards_by_tests:
+        extra["rewards_by_tests"] = v.rewards_by_tests
+    if v.conflicts:
+        extra["conflicting_tests"] = v.conflicts
+    if v.outlived:
+        extra["outlived_processes"] = v.outlived
+    if v.foreign_rewards:
+        extra["foreign_reward_files"] = v.foreign_rewards
+    if v.canary:
+        extra["canary"] = CanaryNote(name=v.canary, seen=v.canary_seen)
+    if v.lookalikes:
+        extra["lookalikes"] = v.lookalikes  # verify/runner.lookalikes
+    return extra | findings.verdict_extra(v)

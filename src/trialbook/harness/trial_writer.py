@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from trialbook.extra_schema import read_extra
 from trialbook.harness.config import PlannedTrial
 from trialbook.harness.paths import TrialPaths
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
@@ -80,7 +81,7 @@ def harbor_result(result: TrialResult, run: str) -> dict[str, Any]:
     """A Harbor-shaped result.json (so `trialbook import harbor runs/<run>` reads it back)."""
     t = result.trial
     extra = t.extra or {}
-    phases = extra.get("phase_s", {})
+    notes = read_extra(extra)
     return {
         "task_name": t.task_id,
         "trial_name": result.name,
@@ -89,13 +90,13 @@ def harbor_result(result: TrialResult, run: str) -> dict[str, Any]:
         "outcome": t.outcome.value,
         "started_at": t.started_at,
         "finished_at": t.finished_at,
-        "agent_info": {"name": extra.get("agent")},
+        "agent_info": {"name": notes.agent},
         "verifier_result": None if t.reward is None else {"rewards": {"reward": t.reward}},
         "exception_info": None
         if t.exception is None or t.exception in FINDINGS
         else {"exception_type": t.exception, "exception_message": t.exception_message},
         "tests": t.tests,
-        "phase_seconds": phases,
+        "phase_seconds": notes.phase_s,
         "extra": extra,
     }
 
@@ -138,7 +139,7 @@ def restore_folders(ledger: Ledger, run_id: int, base: Path, run: str) -> int:
     n = 0
     fields = set(Trial.model_fields)
     for row in ledger.trial_rows(run_id):
-        name = (row.extra or {}).get("trial_name")
+        name = read_extra(row).trial_name
         if not name or TrialPaths(base / name).result.is_file():
             continue
         files = ledger.artifacts_of(row.id)

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from trialbook.agents import get_agent
 from trialbook.errors import UserError
+from trialbook.extra_schema import read_extra
 from trialbook.harness.bootstrap import RunStart, prepare
 from trialbook.harness.config import PlannedTrial, RunConfig
 from trialbook.harness.executors import Executor
@@ -189,7 +190,7 @@ def _verifier_timeout(v: TaskView) -> dict[str, Any] | None:
     hit = {name: sum(t.outcome == Outcome.VERIFIER_TIMEOUT.value for t in a.trials) for name, a in v.agents.items()}
     if not any(hit.values()):
         return None
-    limit = next((t.extra or {}).get("verifier_timeout_s") for t in v.all_trials())
+    limit = next(read_extra(t).verifier_timeout_s for t in v.all_trials())
     where = ", ".join(f"{name} {k}/{v.agents[name].n}" for name, k in hit.items() if k)
     return {"summary": f"test.sh ran past its {_secs(limit)} timeout ({where}): no grade", "timeouts": hit}
 
@@ -228,8 +229,8 @@ def _oracle_fails(v: TaskView) -> dict[str, Any] | None:
     details: dict[str, Any] = {"failing_tests": failing}
     timeouts = [t for t in oracle.trials if t.outcome == Outcome.AGENT_TIMEOUT.value]
     if timeouts:
-        extra = timeouts[0].extra or {}
-        budget, mult = extra.get("agent_timeout_s"), extra.get("timeout_multiplier", 1.0)
+        extra = read_extra(timeouts[0])
+        budget, mult = extra.agent_timeout_s, extra.timeout_multiplier or 1.0
         details["agent_timeout"] = len(timeouts)
         details["summary"] = (
             f"agent_timeout {len(timeouts)}/{oracle.n}: the solution was stopped at its agent time"
@@ -306,7 +307,7 @@ def verdict(view: TaskView) -> tuple[str, dict[str, Any]]:
 def task_views(trials: list[TrialRow], task_ids: list[str]) -> list[TaskView]:
     views = {tid: TaskView(tid, {a: AgentView() for a in AGENTS}) for tid in task_ids}
     for t in trials:
-        agent = (t.extra or {}).get("agent")
+        agent = read_extra(t).agent
         if t.task_id in views and agent in AGENTS:
             views[t.task_id].agents[agent].trials.append(t)
     return [views[tid] for tid in task_ids]

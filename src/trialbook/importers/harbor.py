@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from trialbook.errors import InputWarning, UserError
+from trialbook.extra_schema import with_extra
 from trialbook.importers import harbor_files as files
 from trialbook.importers.common import import_run
 from trialbook.ledger.store import Ledger, trial_row
@@ -80,12 +81,12 @@ def trial_from_result(result: dict[str, Any], reward_range: tuple[float, float] 
     agent = result.get("agent_result") or {}
     n_in, n_out = agent.get("n_input_tokens"), agent.get("n_output_tokens")
     task = result["task_name"]
-    extra: dict[str, Any] = {"trial_name": result.get("trial_name")}
+    extra = with_extra(None, trial_name=result.get("trial_name"))
     if rewards and set(rewards) != {"reward"}:
-        extra["rewards"] = rewards
+        extra = with_extra(extra, rewards=rewards)
     phases = {p: _seconds(result.get(p), f"{p}.") for p in PHASES if result.get(p)}
     if phases:
-        extra["phase_s"] = phases
+        extra = with_extra(extra, phase_s=phases)
     return Trial(
         task_id=task,
         repo=repo_from_task_id(task),
@@ -167,7 +168,7 @@ def _import_jobs(
                 config = _load(folder / "config.json") if (folder / "config.json").is_file() else {}
                 task = _task_of_config(config) or folder.name.rsplit("__", 1)[0]
                 trial = Trial(task_id=task, repo=repo_from_task_id(task), outcome=Outcome.INCOMPLETE,
-                              extra={"trial_name": folder.name})  # fmt: skip
+                              extra=with_extra(None, trial_name=folder.name))  # fmt: skip
             else:
                 try:
                     trial = trial_from_result(result, reward_range or REWARD_RANGE)
@@ -179,9 +180,9 @@ def _import_jobs(
             if trial.tests is None:
                 trial.tests = (result or {}).get("tests") if _is_tests((result or {}).get("tests")) else found.tests
             if found.left_out:
-                trial.extra = {**(trial.extra or {}), "files_left_out": found.left_out}
+                trial.extra = with_extra(trial.extra, files_left_out=found.left_out)
             if found.files:
-                trial.extra = {**(trial.extra or {}), "files": sorted(found.files)}
+                trial.extra = with_extra(trial.extra, files=sorted(found.files))
                 kept[(trial.task_id, trial.attempt)] = found.files
             yield trial_row(run_id, trial)
 

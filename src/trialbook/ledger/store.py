@@ -20,6 +20,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, func, select, t
 from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
 from trialbook.errors import TrialbookError, UserError
+from trialbook.extra_schema import read_extra, with_extra
 from trialbook.ledger import locks, reads, schema, statements, summary_cache
 from trialbook.ledger.reads import loads
 from trialbook.ledger.rows import RunRow, TrialRow
@@ -236,15 +237,15 @@ class Ledger:
         q = select(trials.c.id, trials.c.extra).where(trials.c.run_id == run_id, trials.c.task_id.in_(task_ids))
         out = {}
         for tid, extra in conn.execute(q):
-            name = (loads(extra) or {}).get("trial_name")
+            name = read_extra(loads(extra)).trial_name
             if name:
                 out[name] = int(tid)
         return out
 
     def add_trial_warning(self, conn: Connection, trial_id: int, warning: str) -> None:
         """Append `warning` to the trial's extra.warnings (e.g. its folder could not be written)."""
-        extra = loads(conn.execute(select(trials.c.extra).where(trials.c.id == trial_id)).scalar()) or {}
-        extra["warnings"] = [*extra.get("warnings", []), scrub(warning)]
+        extra = loads(conn.execute(select(trials.c.extra).where(trials.c.id == trial_id)).scalar())
+        extra = with_extra(extra, warnings=[*read_extra(extra).warnings, scrub(warning)])
         conn.execute(trials.update().where(trials.c.id == trial_id).values(extra=dumps(extra)))
 
     def replace_steps(self, conn: Connection, run_id: int, rows: list[dict[str, Any]], replace: bool) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from trialbook.errors import UserError
+from trialbook.extra_schema import read_extra
 from trialbook.ledger.reads import cause
 from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.schema import artifacts, trials
@@ -78,10 +79,10 @@ def _no_folder(_config: dict[str, Any], _run: str) -> Path | None:
 
 
 def _line(t: TrialRow, folder: Path | None) -> TrialLine:
-    name = (t.extra or {}).get("trial_name")
-    where = folder / name if folder is not None and isinstance(name, str) and (folder / name).is_dir() else None
+    name = read_extra(t).trial_name
+    where = folder / name if folder is not None and name is not None and (folder / name).is_dir() else None
     return TrialLine(t.id, t.task_id, t.attempt, t.outcome, t.reward, t.exception, t.duration_s,
-                     name if isinstance(name, str) else None, str(where) if where else None,
+                     name, str(where) if where else None,
                      cause(t.exception, t.exception_message))  # fmt: skip
 
 
@@ -116,7 +117,7 @@ def find_trial(ledger: Ledger, ref: str) -> tuple[TrialRow, str]:
         names = {run_id: name for run_id, name in conn.execute(select(runs.c.id, runs.c.name))}
     for run_id, trial_id in candidates:
         for t in ledger.trial_rows(run_id, current_only=False, where=trials.c.id == trial_id):
-            if ref.isdigit() or (t.extra or {}).get("trial_name") == ref:
+            if ref.isdigit() or read_extra(t).trial_name == ref:
                 return t, names[run_id]
     raise UserError(f"no trial '{ref}' (give a trial id from `trialbook trials RUN`, or a trial name)")
 

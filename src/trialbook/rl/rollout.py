@@ -34,6 +34,7 @@ from trialbook.agents.base import FormatError as FormatStop
 from trialbook.agents.mini import SandboxEnvironment
 from trialbook.agents.registry import get_agent
 from trialbook.errors import UserError
+from trialbook.extra_schema import GroupMask, read_extra, with_extra
 from trialbook.harness.bootstrap import RunStart, prepare, trial_settings
 from trialbook.harness.config import RunConfig
 from trialbook.harness.executors import Executor
@@ -279,19 +280,19 @@ class Rollouts:
         return Pending(result, group_id, traj)
 
     def _record(
-        self, pending: Pending, step: int, wv: int | None, epoch: int, group_masked: dict[str, Any] | None = None
+        self, pending: Pending, step: int, wv: int | None, epoch: int, group_masked: GroupMask | None = None
     ) -> RolloutResult:
         result, group_id, traj = pending.result, pending.group_id, pending.trajectory
         t = result.trial
-        info = (t.extra or {}).get("agent_info") or {}
-        submitted = bool(info.get("submitted"))
-        tags = (t.extra or {}).get("tags") or []
+        notes = read_extra(t)
+        submitted = bool(notes.agent_info.get("submitted"))
+        tags = notes.tags
         reward = None if group_masked else self.rewards.reward(t.outcome, t.reward, submitted, tags)
-        extra = {**(t.extra or {}), "group_id": group_id, "train_reward": reward, "masked": reward is None}
+        extra = with_extra(t.extra, group_id=group_id, train_reward=reward, masked=reward is None)
         if zeroed := ([] if group_masked else self.rewards.zeroed(t.reward, tags)):
-            extra["hack_zeroed"] = zeroed
+            extra = with_extra(extra, hack_zeroed=zeroed)
         if group_masked:
-            extra["group_masked"] = group_masked
+            extra = with_extra(extra, group_masked=group_masked)
         if traj is not None and traj.turns:
             wv = traj.wv_first if traj.wv_first is not None else wv
             extra = tagged(extra, traj, step)
@@ -358,9 +359,9 @@ class Rollouts:
         if bad:
             because = [f"attempt {t.attempt}: {t.outcome.value}" for t in bad]
             policy = self.rewards.group if rerun is not None or self.rewards.group == "mask" else "mask (no rerun here)"
-            mark = {"group": gid, "policy": policy, "because": because}
+            mark = GroupMask(group=gid, policy=policy, because=because)
         for p in replaced:
-            self._record(p, step, wv, epoch, {"group": gid, "policy": "retry", "because": ["retried"]})
+            self._record(p, step, wv, epoch, GroupMask(group=gid, policy="retry", because=["retried"]))
         return [self._record(p, step, wv, epoch, mark) for p in members]
 
     def close(self) -> None:

@@ -4,11 +4,11 @@ as it learns to pass."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 from sqlalchemy import and_, func, or_, select
 
+from trialbook.extra_schema import read_extra
 from trialbook.ledger import statements
 from trialbook.ledger.schema import trials
 from trialbook.ledger.store import Ledger
@@ -31,8 +31,7 @@ def hack_table(ledger: Ledger, run_id: int, bucket: int) -> list[dict[str, objec
         hits: dict[int, Counter[str]] = {}
         tagged = or_(c.extra.like(f'%"{HACK_PREFIX}%'), c.extra.like(f'%"{LEAK_PREFIX}%'))
         for wv, extra in conn.execute(select(c.wv, c.extra).where(base, tagged)):
-            data = json.loads(extra) if isinstance(extra, str) else extra or {}
-            for tag in set(data.get("tags") or []):
+            for tag in set(read_extra(extra).tags):
                 if tag.startswith((HACK_PREFIX, LEAK_PREFIX)):
                     hits.setdefault(int(wv) // bucket, Counter())[tag] += 1
     if not hits:

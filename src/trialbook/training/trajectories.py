@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import or_
 
 from trialbook.errors import UserError
+from trialbook.extra_schema import read_extra
 from trialbook.ledger.schema import trials
 from trialbook.ledger.store import Ledger
 from trialbook.training.report_types import BrokenTrial, TokenAudit, WvAudit
@@ -32,10 +33,10 @@ def token_audit(ledger: Ledger, run_id: int) -> TokenAudit | None:
     # only the trials that can have either (an imported million-trial run is not decoded row by row)
     where = or_(trials.c.extra.like('%"rollout"%'), trials.c.extra.like('%"group_masked"%'))
     for t in ledger.trial_rows(run_id, where=where):
-        extra = t.extra or {}
-        if extra.get("group_masked"):
-            masked_groups.add(str(extra["group_masked"].get("group")))
-        r = extra.get("rollout")
+        extra = read_extra(t)
+        if mask := extra.group_masked:
+            masked_groups.add(mask["group"])
+        r = extra.rollout
         if not r:
             continue
         with_tokens += 1
@@ -77,7 +78,7 @@ def rows(ledger: Ledger, run: str) -> Iterator[dict[str, Any]]:
         if text is None:
             continue
         traj = Trajectory.loads(text)
-        extra = t.extra or {}
+        extra = read_extra(t)
         summary = traj.summary(t.step)
         segments = traj.segments()
         turns = []
@@ -92,10 +93,10 @@ def rows(ledger: Ledger, run: str) -> Iterator[dict[str, Any]]:
             })  # fmt: skip
         yield {
             "run": run, "trial_id": t.id, "task_id": t.task_id, "attempt": t.attempt,
-            "group_id": extra.get("group_id"), "step": t.step, "wv": t.wv, "epoch": t.epoch,
+            "group_id": extra.group_id, "step": t.step, "wv": t.wv, "epoch": t.epoch,
             "wv_first": summary["wv_first"], "wv_last": summary["wv_last"], "staleness": summary["staleness"],
-            "outcome": t.outcome, "verifier_reward": t.reward, "reward": extra.get("train_reward"),
-            "masked": bool(extra.get("masked")), "group_masked": bool(extra.get("group_masked")),
+            "outcome": t.outcome, "verifier_reward": t.reward, "reward": extra.train_reward,
+            "masked": extra.masked, "group_masked": extra.group_masked is not None,
             "exact": summary["exact"], "prefix_breaks": summary["prefix_breaks"], "model": traj.model,
             "turns": turns,
             "sequences": [{"input_ids": s.input_ids, "loss_mask": s.loss_mask, "logprobs": s.logprobs}

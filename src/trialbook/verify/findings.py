@@ -3,7 +3,9 @@ threat model (docs/threat-model.md), in one place so that the trial record only 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from trialbook.extra_schema import Extra
 
 if TYPE_CHECKING:
     from trialbook.verify.runner import Verdict
@@ -44,11 +46,11 @@ def verdict_tags(verdict: Verdict | None) -> list[str]:
     return tags
 
 
-def verdict_extra(verdict: Verdict | None) -> dict[str, Any]:
+def verdict_extra(verdict: Verdict | None) -> Extra:
     """The strict verdict's record: swebench's own reward beside it, and the tests that lacked their gold status."""
     if verdict is None or verdict.official_reward is None:
-        return {}
-    out: dict[str, Any] = {"official_reward": verdict.official_reward}
+        return Extra()
+    out = Extra(official_reward=verdict.official_reward)
     if verdict.channels is not None:
         out["channels"] = verdict.channels
     if verdict.seal:  # the markers' nonces, so that `audit` regrades the log as it was graded (verify/markers.py)

@@ -15,28 +15,29 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from trialbook.errors import UserError
+from trialbook.extra_schema import read_extra
 
 RECORDABLE = frozenset(("XFAIL", "XPASS", "SKIPPED"))  # a reference solution's status other than PASSED
 
 
-def gold_statuses(oracle_extras: Iterable[dict[str, Any] | None]) -> dict[str, str]:
+def gold_statuses(oracle_extras: Iterable[Mapping[str, Any] | None]) -> dict[str, str]:
     """test -> its gold status other than PASSED, from the `extra` of each graded oracle trial (strict verdict
     recorded: `official_reward` present); {} when no trial was graded so or no test kept one status everywhere."""
-    graded = [e for e in oracle_extras if e and "official_reward" in e]
+    graded = [e for e in map(read_extra, oracle_extras) if e.official_reward is not None]
     if not graded:
         return {}
     seen: dict[str, set[str]] = {}
     for extra in graded:
-        for test, status in (extra.get("not_gold") or {}).items():
+        for test, status in extra.not_gold.items():
             seen.setdefault(test, set()).add(status)
     out = {}
     for test, statuses in sorted(seen.items()):
-        everywhere = all(test in (e.get("not_gold") or {}) for e in graded)
+        everywhere = all(test in e.not_gold for e in graded)
         if everywhere and len(statuses) == 1 and (status := next(iter(statuses))) in RECORDABLE:
             out[test] = status
     return out

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from trialbook.errors import UserError
+from trialbook.extra_schema import CanaryNote, read_extra
 from trialbook.ledger import views
 from trialbook.ledger.store import Ledger
 from trialbook.web import plots
@@ -129,7 +130,7 @@ def trial_page(ledger: Ledger, trial_id: int) -> dict[str, Any]:
         "turns": turns,
         "tests": tests,
         "failing": sum(1 for r in tests if r["verdict"] == "fail"),
-        "canary": canary_note((d.extra or {}).get("canary") if isinstance(d.extra, dict) else None),
+        "canary": canary_note(read_extra(d).canary),
         "verifier": clean(verifier) if verifier is not None else None,
         "files": {n: (clean(a.text), a.size, a.cut) for n, a in files.items()},
         "extra": clean(str(d.extra)) if d.extra else None,
@@ -148,14 +149,14 @@ def status_verdict(status: str) -> str:
     return "fail" if s in FAIL_STATUSES else "pass" if s in PASS_STATUSES else "other"
 
 
-def canary_note(canary: Any) -> dict[str, str] | None:
+def canary_note(canary: CanaryNote | None) -> dict[str, str] | None:
     """What the verifier's canary (verify/canary.py) says about this trial, in words: its FAILED line in the log
     is the expected reading, not a failure of the agent's change."""
     from trialbook.verify import canary as c
 
-    if not isinstance(canary, dict) or not canary.get("name"):
+    if canary is None or not canary["name"]:
         return None
-    seen = str(canary.get("seen") or "")
+    seen = canary["seen"] or ""
     words = {
         c.FAILED: "reported failing, as it must: the test runner reports truthfully. Its FAILED line in the verifier"
         " log is expected and does not count against the agent's change.",
@@ -167,7 +168,7 @@ def canary_note(canary: Any) -> dict[str, str] | None:
         " stands (canary_missing).",
         c.SKIPPED: "skipped, with or without the change: the grade stands (canary_missing).",
     }
-    return {"name": str(canary["name"]), "seen": seen, "ok": "yes" if seen == c.FAILED else "no",
+    return {"name": canary["name"], "seen": seen, "ok": "yes" if seen == c.FAILED else "no",
             "text": words.get(seen, f"read as {seen!r}.")}  # fmt: skip
 
 
