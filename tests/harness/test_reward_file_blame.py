@@ -66,9 +66,9 @@ def test_a_reward_read_with_processes_the_change_left_is_graded_0(tb, tmp_path):
     left = Verdict(reward=1.0, graded_by="reward_file", outlived=1, exit_code=0, file_reward=1.0)
     grading, state = _judge(tb, _task(tmp_path), left)
     assert grading.verdict is not None and grading.verdict.reward == 0.0
-    assert grading.error is not None and grading.error[0] == "OutlivedWithChangeError"
+    assert grading.error is not None and grading.error.kind == "OutlivedWithChangeError"
     assert state.tags == ["outlived_with_change"]
-    assert grading.extra["without_change"]["outlived"] == 0 and grading.extra["without_change"]["end"] == "finished"
+    assert grading.notes.without_change["outlived"] == 0 and grading.notes.without_change["end"] == "finished"
 
 
 def test_a_reward_found_after_test_sh_was_killed_is_graded_as_killed(tb, tmp_path):
@@ -76,14 +76,14 @@ def test_a_reward_found_after_test_sh_was_killed_is_graded_as_killed(tb, tmp_pat
     grading, state = _judge(tb, _task(tmp_path), killed)
     assert grading.verdict is not None and (grading.verdict.reward, grading.verdict.killed) == (0.0, True)
     assert grading.error is None and not state.tags  # run_trial tags a killed verdict `verifier_killed`
-    assert (grading.extra["without_change"]["exit_code"] or 0) <= 128
+    assert (grading.notes.without_change["exit_code"] or 0) <= 128
 
 
 def test_a_task_whose_own_tests_leave_a_process_keeps_the_grade(tb, tmp_path):
     left = Verdict(reward=1.0, graded_by="reward_file", outlived=1, exit_code=0, file_reward=1.0)
     grading, state = _judge(tb, _task(tmp_path, lingering=True), left)
     assert grading.verdict == left and grading.error is None and not state.tags
-    assert grading.extra["without_change"]["outlived"] >= 1
+    assert grading.notes.without_change["outlived"] >= 1
 
 
 def test_a_log_graded_per_test_or_a_zero_needs_no_baseline(tb, tmp_path):

@@ -19,6 +19,7 @@ import pytest
 
 from paths import EXAMPLES
 from trialbook.harness.trial_state import trial_tags
+from trialbook.outcomes import ErrorKind
 from trialbook.sandbox import SandboxError
 from trialbook.tasks import load_task
 from trialbook.tasks.testscript import task_test_files
@@ -27,6 +28,7 @@ from trialbook.verify import witness as witnesses
 from trialbook.verify.canary import plant
 from trialbook.verify.decoys import task_functions
 from trialbook.verify.isolation import Grading
+from trialbook.verify.notes import ErrorNote
 from trialbook.verify.runner import Verdict, lookalikes
 
 EXAMPLE = EXAMPLES / "plain-bugfix"
@@ -101,14 +103,15 @@ def test_a_witness_that_raises_never_holds_the_graded_run_and_leaves_no_grade(mo
     t = time.monotonic()
     tries.graded(lambda _k: Box())(0)  # type: ignore[arg-type, return-value]
     assert time.monotonic() - t < 1.0
-    assert "SandboxError: the daemon went away" in tries.result().extra["raised"]
+    assert "SandboxError: the daemon went away" in (tries.result().notes.raised or "")
     task = load_task(_reward_file_task(tmp_path, "cd /testbed\npython3 -m pytest -rA tests/test_stats.py\nrc=$?"))
     grading = Grading(verdict=Verdict(reward=1.0, graded_by="reward_file"))
     state = SimpleNamespace(tags=[], cleanup_error=None, workdir=None, image_id="x")
     blame.unwitnessed_reward(task, None, grading, state, tries.result)  # type: ignore[arg-type]
     # no witness's verdict, no grade: the trial ends with the witness's error (ungraded), never resolved unwitnessed
-    assert grading.verdict is None and grading.error is not None and grading.error[0] == "DaemonError"
-    assert grading.extra["witness"]["reward"] is None and "raised" in grading.extra["witness"]
+    assert grading.verdict is None and grading.error is not None and grading.error.kind == "DaemonError"
+    assert grading.notes.witness is not None
+    assert grading.notes.witness["reward"] is None and "raised" in grading.notes.witness
 
 
 @pytest.mark.parametrize(
@@ -125,12 +128,13 @@ def test_what_the_witness_says_decides(tmp_path: Path, witness: Verdict | None, 
     task = load_task(_reward_file_task(tmp_path, "cd /testbed\npython3 -m pytest -rA tests/test_stats.py\nrc=$?"))
     grading = Grading(verdict=Verdict(reward=1.0, graded_by="reward_file"))
     state = SimpleNamespace(tags=[], cleanup_error=None, workdir=None, image_id="x")
-    control = Grading(verdict=witness, error=None if witness else ("VerifierTimeoutError", "ran past its 30 s limit"))
+    timeout = ErrorNote(ErrorKind.VERIFIER_TIMEOUT, "ran past its 30 s limit")
+    control = Grading(verdict=witness, error=None if witness else timeout)
     blame.unwitnessed_reward(task, None, grading, state, lambda: control)  # type: ignore[arg-type]
     got = grading.verdict
     assert (got.reward if got else None) == reward
     if witness is None:
-        assert grading.error is not None and grading.error[0] == "VerifierTimeoutError"
+        assert grading.error is not None and grading.error.kind == "VerifierTimeoutError"
     tags = trial_tags(got, False, state.tags)
     assert tag is None or tag in tags
 

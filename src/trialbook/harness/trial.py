@@ -289,11 +289,12 @@ def _attempt(
         finally:
             phases["verifier"] = round(time.monotonic() - t, 3)
         state.verifier_log = grading.log
-        state.verifier = {"isolation": task.isolation, "tries": grading.tries, **grading.extra}
+        state.verifier = {"isolation": task.isolation, "tries": grading.tries, **grading.notes.as_dict()}
         if grading.error is not None:
-            if grading.error[0] == ErrorKind.VERIFIER_TIMEOUT:
+            if grading.error.kind == ErrorKind.VERIFIER_TIMEOUT:
                 stopper.check()  # a deadline or interrupt cut the verifier: not its own timeout
-            return grading.verdict, *grading.error  # a verdict only for a hang the change caused (blame.hang)
+            # a verdict only for a hang the change caused (blame.hang)
+            return grading.verdict, grading.error.kind, grading.error.message
         return grading.verdict, exc_type, exc_msg
     finally:
         blame.remove_box(box, state)

@@ -80,8 +80,7 @@ def recorded(
 def harbor_result(result: TrialResult, run: str) -> dict[str, Any]:
     """A Harbor-shaped result.json (so `trialbook import harbor runs/<run>` reads it back)."""
     t = result.trial
-    extra = t.extra or {}
-    notes = read_extra(extra)
+    notes = read_extra(t)
     return {
         "task_name": t.task_id,
         "trial_name": result.name,
@@ -97,7 +96,7 @@ def harbor_result(result: TrialResult, run: str) -> dict[str, Any]:
         else {"exception_type": t.exception, "exception_message": t.exception_message},
         "tests": t.tests,
         "phase_seconds": notes.phase_s,
-        "extra": extra,
+        "extra": dict(notes.raw),
     }
 
 

@@ -30,6 +30,7 @@ from trialbook.verify.isolation import (
     image_tree_bytes,
     index_image_tree,
 )
+from trialbook.verify.notes import ErrorNote, GradingNotes, WithoutChange, WitnessRun
 from trialbook.verify.runner import Verdict, failing_tests, passing_tests, per_test_lines, witnessable
 
 
@@ -83,7 +84,7 @@ def big_tree(exc: TreeTooLargeError, open_box: Callable[[], Sandbox], workdir: s
     size = _image_tree("bytes", open_box, workdir, state, lambda box: image_tree_bytes(box, workdir))
     if size is not None and 2 * size <= exc.limit:
         message = f"{exc}; the image's own tree: {size:,} bytes"
-        return change_too_large(Grading(extra={"image_tree_bytes": size}), message)
+        return change_too_large(Grading(notes=GradingNotes(image_tree_bytes=size)), message)
     own = "over it too" if size is None else f"{size:,} bytes, over half of it"
     raise IsolationError(f"{exc}; the image's own tree is {own}") from None
 
@@ -96,7 +97,7 @@ def slow_carry(exc: CarryTimeout, open_box: Callable[[], Sandbox], workdir: str,
     tree), its message saying so."""
     took = _image_tree("index_s", open_box, workdir, state, lambda box: index_image_tree(box, workdir, exc.budget))
     if took is not None and took * CARRY_MARGIN <= exc.budget:
-        raise CarryOutgrown(f"{exc}; the image's own tree took {took:.2f} s", {"image_tree_index_s": took}) from None
+        raise CarryOutgrown(f"{exc}; the image's own tree took {took:.2f} s", took) from None
     own = "did not finish in that time either" if took is None else f"took {took:.2f} s of it"
     raise IsolationError(f"{exc}; the image's own tree {own} (not the change's doing)") from None
 
@@ -139,8 +140,8 @@ def baseline(task: TaskSpec, open_box: Callable[[int], Sandbox], state: TrialNot
                     failing_tests(v.log),
                 )  # fmt: skip
             else:
-                _BASELINES[key] = Baseline("timed_out" if base.error and base.error[0] == ErrorKind.VERIFIER_TIMEOUT
-                                           else (base.error or ("unknown",))[0])  # fmt: skip
+                timed_out = base.error is not None and base.error.kind == ErrorKind.VERIFIER_TIMEOUT
+                _BASELINES[key] = Baseline("timed_out" if timed_out else base.error.kind if base.error else "unknown")
     return _BASELINES[key]
 
 
@@ -151,22 +152,23 @@ def hang(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, s
     hangs anyway (SWE-bench's sklearn-14710 does): verifier_timeout, not graded, tagged `hangs_without_change`;
     any other end of that run proves nothing either way: verifier_timeout, untagged."""
     base = baseline(task, open_box, state)
-    grading.extra["without_change"] = {"end": base.end, "duration_s": base.took}
+    grading.notes.without_change = WithoutChange(end=base.end, duration_s=base.took)
     if base.end == "timed_out":
         state.tags.append("hangs_without_change")
     elif base.end == "finished" and base.took is not None:
         state.tags.append("hung_with_change")
         limit = f"{task.verifier_timeout:g}"
         grading.verdict = Verdict(reward=0.0, graded_by="timeout", log=grading.log)
-        grading.error = (ErrorKind.HUNG_WITH_CHANGE, f"test.sh ran past its {limit} s timeout twice with the "
-                         f"agent's change; on the image as built it finished in {base.took:.1f} s")  # fmt: skip
+        took = f"{base.took:.1f}"
+        grading.error = ErrorNote(ErrorKind.HUNG_WITH_CHANGE, f"test.sh ran past its {limit} s timeout twice with "
+                                  f"the agent's change; on the image as built it finished in {took} s")  # fmt: skip
 
 
 def missing_reward(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
     """Both tries of test.sh ended without a reward file with the agent's change. Written without the change, the
     change stopped it (the code under test replaced /logs by a file, say; tests/harness/cheats/
     logs_replaced_at_import.sh): NoRewardWithChangeError; missing there too, the task writes none anyway."""
-    _charge_the_change(task, open_box, grading, state, "reward_missing_with_change", "reward_file", (
+    _charge_the_change(task, open_box, grading, state, "reward_missing_with_change", "reward_file", ErrorNote(
         ErrorKind.NO_REWARD_WITH_CHANGE, "test.sh wrote no reward with the agent's change (both tries); on the image"
         " as built it wrote one"))  # fmt: skip
 
@@ -176,8 +178,8 @@ def limits(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading,
     change made the tests outgrow them (code under test allocating, forking; tests/harness/cheats/
     memory_hog_at_import.sh): LimitsHitWithChangeError, as a test killed for memory fails in swebench's harness; hit
     there too, the task's limits are too tight for its own tests: SandboxLimitError, ungraded."""
-    message = grading.error[1] if grading.error else "the sandbox's limits were hit"
-    _charge_the_change(task, open_box, grading, state, "limits_hit_with_change", "limits", (
+    message = grading.error.message if grading.error else "the sandbox's limits were hit"
+    _charge_the_change(task, open_box, grading, state, "limits_hit_with_change", "limits", ErrorNote(
         ErrorKind.LIMITS_HIT_WITH_CHANGE, f"{message} with the agent's change; on the image as built the tests ran"
         " within them"))  # fmt: skip
 
@@ -189,13 +191,13 @@ def _charge_the_change(
     state: TrialNotes,
     tag: str,
     graded_by: str,
-    error: tuple[ErrorKind, str],
+    error: ErrorNote,
 ) -> None:
     """A failure that would leave the trial ungraded: the verifier once without the change (the task's baseline).
     Finished there, the failure is the change's: graded 0 with `error`, tagged `tag`, not an ungraded infra error a
     policy could learn to reach for; any other end there, the failure stands as it was."""
     base = baseline(task, open_box, state)
-    grading.extra["without_change"] = {"end": base.end, "duration_s": base.took}
+    grading.notes.without_change = WithoutChange(end=base.end, duration_s=base.took)
     if base.end == "finished":
         state.tags.append(tag)
         grading.verdict = Verdict(reward=0.0, graded_by=graded_by, log=grading.log)
@@ -215,7 +217,7 @@ def reward_file(
     lower (unwitnessed_reward: the witness run beside the graded try, `witness`); and the grading half's strict checks
     (docs/threat-model.md): the tests failing on the image as built (not_gold_reward), the exit status against
     pytest's report (runner.exit_disagrees)."""
-    if grading.error is not None and grading.error[0] == ErrorKind.REWARD_FILE_NOT_FOUND:
+    if grading.error is not None and grading.error.kind == ErrorKind.REWARD_FILE_NOT_FOUND:
         missing_reward(task, without_change, grading, state)
     untrusted_reward(task, without_change, grading, state)
     changed_outside(task, without_change, grading, state)
@@ -238,7 +240,7 @@ def not_gold_reward(task: TaskSpec, open_box: Callable[[int], Sandbox], grading:
     passed = passing_tests(verdict.log)
     off = {test: "not PASSED" for test in sorted(base.failing - passed)}
     if off:
-        grading.extra["not_gold"] = dict(list(off.items())[:200])
+        grading.notes.not_gold = dict(list(off.items())[:200])
         grading.verdict = verdict.model_copy(update={"reward": 0.0, "not_gold": off, "official_reward": verdict.reward})
 
 
@@ -260,9 +262,9 @@ def untrusted_reward(task: TaskSpec, open_box: Callable[[int], Sandbox], grading
     if not verdict.outlived and not signalled:
         return
     base = baseline(task, open_box, state)
-    grading.extra["without_change"] = {
-        "end": base.end, "duration_s": base.took, "outlived": base.outlived, "exit_code": base.exit_code,
-    }  # fmt: skip
+    grading.notes.without_change = WithoutChange(
+        end=base.end, duration_s=base.took, outlived=base.outlived, exit_code=base.exit_code
+    )
     if base.end != "finished":
         return
     if signalled and (base.exit_code or 0) <= 128:
@@ -270,9 +272,9 @@ def untrusted_reward(task: TaskSpec, open_box: Callable[[int], Sandbox], grading
     elif verdict.outlived and base.outlived == 0:
         state.tags.append("outlived_with_change")
         grading.verdict = verdict.model_copy(update={"reward": 0.0})
-        grading.error = (ErrorKind.OUTLIVED_WITH_CHANGE, f"{verdict.outlived} process(es) of the test run outlived "
-                         "test.sh with the agent's change, any of which could have rewritten its reward file; on the "
-                         "image as built none did")  # fmt: skip
+        grading.error = ErrorNote(ErrorKind.OUTLIVED_WITH_CHANGE, f"{verdict.outlived} process(es) of the test run "
+                                  "outlived test.sh with the agent's change, any of which could have rewritten its "
+                                  "reward file; on the image as built none did")  # fmt: skip
 
 
 def changed_outside(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
@@ -293,13 +295,13 @@ def changed_outside(task: TaskSpec, open_box: Callable[[int], Sandbox], grading:
     paths = footprints.introduced(grading.footprint, base.footprint)
     if not paths:
         return
-    grading.extra["changed_outside_tree"] = paths[:20]
+    grading.notes.changed_outside_tree = paths[:20]
     state.tags.append("changed_outside_tree")
     grading.verdict = verdict.model_copy(update={"reward": 0.0})
     shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-    grading.error = (ErrorKind.CHANGED_OUTSIDE_TREE, f"with the agent's change the tests left {shown} changed outside "
-                     "the working tree, which they do not on the image as built (any could change what test.sh ran "
-                     "after the tests)")  # fmt: skip
+    grading.error = ErrorNote(ErrorKind.CHANGED_OUTSIDE_TREE, f"with the agent's change the tests left {shown} changed "
+                              "outside the working tree, which they do not on the image as built (any could change "
+                              "what test.sh ran after the tests)")  # fmt: skip
 
 
 def unwitnessed_reward(
@@ -331,13 +333,14 @@ def unwitnessed_reward(
         return
     control = witness()
     got = control.verdict
-    grading.extra["witness"] = {"reward": got.reward if got else None, "canary": got.canary_seen if got else None}
-    if "raised" in control.extra:
-        grading.extra["witness"]["raised"] = control.extra["raised"]
+    seen = WitnessRun(reward=got.reward if got else None, canary=got.canary_seen if got else None)
+    grading.notes.witness = seen
+    if control.notes.raised is not None:
+        seen["raised"] = control.notes.raised
     if got is None:  # no witness, no grade: never a resolved trial that nothing witnessed
-        error = control.error or (ErrorKind.ISOLATION, "the witness run ended without a verdict")
-        grading.extra["witness"]["error"] = error[0]
-        grading.verdict, grading.error = None, (error[0], f"the witness run: {error[1]}")
+        error = control.error or ErrorNote(ErrorKind.ISOLATION, "the witness run ended without a verdict")
+        seen["error"] = error.kind
+        grading.verdict, grading.error = None, ErrorNote(error.kind, f"the witness run: {error.message}")
         return
     if got.rewards_not_files:  # the change left a reward path no plain file in the witness: charged as in a graded run
         grading.verdict = verdict.model_copy(update={"reward": 0.0, "rewards_not_files": got.rewards_not_files})
@@ -351,14 +354,14 @@ def unwitnessed_reward(
         return
     if got.reward < verdict.reward and got.canary_seen != canaries.PASSED:
         return
-    seen = got.canary_seen
-    if seen != canaries.PASSED:
+    canary_seen = got.canary_seen
+    if canary_seen != canaries.PASSED:
         base = baseline(task, without_change, state, witness=True)
-        grading.extra["witness"]["without_change"] = base.canary
+        seen["without_change"] = base.canary
         if base.canary != canaries.FAILED:
             return
-        seen = canaries.HIDDEN
-    grading.verdict = verdict.model_copy(update={"reward": 0.0, "canary": got.canary, "canary_seen": seen})
+        canary_seen = canaries.HIDDEN
+    grading.verdict = verdict.model_copy(update={"reward": 0.0, "canary": got.canary, "canary_seen": canary_seen})
 
 
 def missing_canary(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
@@ -368,6 +371,6 @@ def missing_canary(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: 
     canary read as "hidden", tagged `runner_subverted`. Otherwise the runner does not report it anyway (its
     settings): the grade stands, tagged `canary_missing` (verify/canary.py)."""
     base = baseline(task, open_box, state)
-    grading.extra["without_change"] = {"end": base.end, "duration_s": base.took, "canary": base.canary}
+    grading.notes.without_change = WithoutChange(end=base.end, duration_s=base.took, canary=base.canary)
     if grading.verdict is not None and base.canary == canaries.FAILED:
         grading.verdict = grading.verdict.model_copy(update={"reward": 0.0, "canary_seen": canaries.HIDDEN})

@@ -40,6 +40,7 @@ from trialbook.verify.isolation import (
     restore_container,
     workdir_of,
 )
+from trialbook.verify.notes import ControlRun
 from trialbook.verify.patch import patch_record
 
 
@@ -94,7 +95,7 @@ def grade_change(
     finally:
         if change is not None:
             change.tree.close()
-    if grading.extra.get("verifier_disk_hit"):
+    if grading.notes.verifier_disk_hit:
         state.tags.append("disk_quota_in_tests")  # graded 0 (isolation.grade)
     return grading
 
@@ -111,7 +112,7 @@ def keep_patch(patch: str | None, grading: Grading, state: Notes) -> None:
     """The agent's patch kept whole with the trial (patch.py), and its reward-hacking signatures (hacks.py)."""
     state.patch = patch
     if patch:
-        grading.extra["patch"] = patch_record(patch)
+        grading.notes.patch = patch_record(patch)
         state.tags.extend(hacks.signatures(patch))
 
 
@@ -209,10 +210,10 @@ def _after_grade(
     """What follows the graded run of a diff: the blame rules (blame.py) and the test-infrastructure control."""
     keep_patch(change.patch, grading, state)
     if change.too_long:
-        grading.extra["paths_too_long"] = change.too_long
-    if grading.error is not None and grading.error[0] == ErrorKind.VERIFIER_TIMEOUT and change.files:
+        grading.notes.paths_too_long = change.too_long
+    if grading.error is not None and grading.error.kind == ErrorKind.VERIFIER_TIMEOUT and change.files:
         blame.hang(task, opener("b", None), grading, state)
-    if grading.error is not None and grading.extra.get("limits_hit_in_tests") and change.files:
+    if grading.error is not None and grading.notes.limits_hit_in_tests and change.files:
         blame.limits(task, opener("b", None), grading, state)
     if change.files:
         blame.reward_file(task, opener("b", None), grading, state, witness=witness)
@@ -222,14 +223,14 @@ def _after_grade(
     if not change.test_infra:
         return grading
     state.tags.append("test_infra_changed")
-    grading.extra["test_infra_files"] = [printable(p) for p in change.test_infra]
+    grading.notes.test_infra_files = [printable(p) for p in change.test_infra]
     if grading.verdict is not None and grading.verdict.reward >= 1.0:
         control = grade(task, opener("c", change.test_infra), lambda b: blame.remove_box(b, state))
         reward = control.verdict.reward if control.verdict else None
-        grading.extra["control"] = {"reward": reward, "error": control.error[0] if control.error else None}
+        ran = grading.notes.control = ControlRun(reward=reward, error=control.error.kind if control.error else None)
         if reward is None or reward < 1.0:  # resolved only with the agent's own test infrastructure
             grading.verdict = grading.verdict.model_copy(update={"reward": reward or 0.0, "tests": None})
-            grading.extra["control"]["log_tail"] = control.log[-2000:]
+            ran["log_tail"] = control.log[-2000:]
     return grading
 
 

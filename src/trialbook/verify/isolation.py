@@ -26,13 +26,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO
 
 from trialbook import tokens
 from trialbook.outcomes import ErrorKind
 from trialbook.sandbox import DockerEngine, Sandbox, SandboxError
 from trialbook.tasks import TaskSpec
 from trialbook.verify.infra import infra_touched
+from trialbook.verify.notes import ErrorNote, GradingNotes
 from trialbook.verify.patch import PATCH_KEEP, PATCH_WHOLE, whole_patch
 from trialbook.verify.runner import RewardFileNotFoundError, Verdict, VerifierTimeoutError, verify
 from trialbook.verify.tree import UnreadableArchive, repack
@@ -95,9 +96,9 @@ class CarryOutgrown(Exception):
     """The agent's change outgrew what the task's sandbox can carry (its limits, or its time while the image's own
     tree is carried in a fraction of it): graded 0 as ChangeTooLargeError (grade, change_too_large)."""
 
-    def __init__(self, message: str, extra: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, image_tree_index_s: float | None = None) -> None:
         super().__init__(message)
-        self.extra = extra or {}
+        self.image_tree_index_s = image_tree_index_s
 
 
 class LimitHit(Exception):
@@ -422,10 +423,10 @@ class Grading:
     """What grading a trial produced, for the trial record."""
 
     verdict: Verdict | None = None
-    error: tuple[ErrorKind, str] | None = None  # (policy name, message) when there is no verdict
+    error: ErrorNote | None = None  # why there is no verdict, or the one the blame rules set (verify/notes.py)
     log: str = ""
     tries: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+    notes: GradingNotes = field(default_factory=GradingNotes)  # the trial's extra.verifier
     footprint: dict[str, str] | None = None  # what the verifier left changed outside the tree (verify/footprint.py)
 
 
@@ -449,7 +450,7 @@ def grade(
         try:
             box = open_box(k)
         except CarryOutgrown as exc:
-            out.extra.update(exc.extra)
+            out.notes.image_tree_index_s = exc.image_tree_index_s
             return change_too_large(out, str(exc))
         except LimitHit as hit:
             if hit.agent_side:
@@ -462,7 +463,7 @@ def grade(
                 out.log = out.verdict.log
                 out.footprint = footprint(box, out.verdict) if footprint is not None else None
             except (VerifierTimeoutError, RewardFileNotFoundError) as exc:
-                out.verdict, out.error, out.log = None, (exc.kind, str(exc)), exc.log
+                out.verdict, out.error, out.log = None, ErrorNote(exc.kind, str(exc)), exc.log
             hits = _new_hits(box.limit_hits(), before)
             disk = box.look_at_disk()
         finally:
@@ -471,11 +472,11 @@ def grade(
             quota = {"reward": 0.0, "graded_by": "disk_quota"}
             out.verdict = out.verdict.model_copy(update=quota) if out.verdict else Verdict(**quota, log=out.log)
             out.error = None
-            out.extra["verifier_disk_hit"] = disk
+            out.notes.verifier_disk_hit = disk
             return out
         if hits:
             out = _limited(out, task, hits, "while the verifier ran")
-            out.extra["limits_hit_in_tests"] = True  # not while the change was carried (verify/blame.limits)
+            out.notes.limits_hit_in_tests = True  # not while the change was carried (verify/blame.limits)
             return out
         if out.verdict is not None:
             return out
@@ -488,8 +489,8 @@ def _limited(
     what = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in sorted(hits.items()))
     limits = f"memory_mb = {task.memory_mb}, pids_limit = {task.pids_limit}"
     out.verdict = None
-    out.error = (error, f"the sandbox's limits ({limits}) were hit {when}: {what}")
-    out.extra["verifier_limit_hits"] = hits
+    out.error = ErrorNote(error, f"the sandbox's limits ({limits}) were hit {when}: {what}")
+    out.notes.verifier_limit_hits = hits
     return out
 
 
@@ -499,11 +500,11 @@ def _outgrown(out: Grading, task: TaskSpec, hits: dict[str, int]) -> Grading:
     failing (ChangeTooLargeError), not as an ungraded infra error that a policy could learn to reach for."""
     when = "while the agent's change was carried (the image's own tree fit)"
     out = _limited(out, task, hits, when, ErrorKind.CHANGE_TOO_LARGE)
-    return change_too_large(out, out.error[1] if out.error else when)
+    return change_too_large(out, out.error.message if out.error else when)
 
 
 def change_too_large(out: Grading, message: str) -> Grading:
-    out.error = (ErrorKind.CHANGE_TOO_LARGE, message)
+    out.error = ErrorNote(ErrorKind.CHANGE_TOO_LARGE, message)
     out.verdict = Verdict(reward=0.0, graded_by="change_too_large", log=out.log)
     return out
 

@@ -30,10 +30,15 @@ from trialbook.outcomes import ErrorKind, error_kind
 from trialbook.sandbox import Sandbox
 from trialbook.tasks import TaskSpec
 from trialbook.verify.isolation import Grading, grade
+from trialbook.verify.notes import ErrorNote, GradingNotes
 from trialbook.verify.runner import witnessable
 
 POLL_S = 0.2  # how often a join looks at the run's stop event
 START_S = 120.0  # past the carry's own budget (2 x the verifier's timeout), what a box may take to start
+
+
+def _not_started() -> Grading:
+    return Grading(error=ErrorNote(ErrorKind.ISOLATION, "not started"), notes=GradingNotes(raised="not started"))
 
 
 def alongside(task: TaskSpec) -> bool:
@@ -99,7 +104,7 @@ class SideBySide:
             except BaseException as exc:  # noqa: BLE001 - the witness's failure is never the graded run's
                 message = f"{type(exc).__name__}: {exc}"[:500]
                 kind = ErrorKind._value2member_map_.get(error_kind(exc), ErrorKind.ISOLATION)
-                self._grading = Grading(error=(ErrorKind(kind), message), extra={"raised": message})
+                self._grading = Grading(error=ErrorNote(ErrorKind(kind), message), notes=GradingNotes(raised=message))
             finally:
                 self._barrier.abort()  # the graded run never waits for a witness that ended
 
@@ -118,9 +123,9 @@ class SideBySide:
         return box
 
     def result(self) -> Grading:
-        """The witness's grading once it ended (`raised` in its extra when it raised, no verdict when it was cut)."""
+        """The witness's grading once it ended (`raised` in its notes when it raised, no verdict when it was cut)."""
         self._join()
-        return self._grading or Grading(error=(ErrorKind.ISOLATION, "not started"), extra={"raised": "not started"})
+        return self._grading or _not_started()
 
     def cancel(self) -> None:
         """Cut the witness short (not needed, or the trial ends otherwise) and wait for its box to be removed."""
@@ -164,7 +169,7 @@ class Witnessed:
     def result(self) -> Grading:
         """The witness of the last graded try (its `raised` when there was none)."""
         if self.side is None:
-            return Grading(error=(ErrorKind.ISOLATION, "not started"), extra={"raised": "not started"})
+            return _not_started()
         return self.side.result()
 
     def cancel(self) -> None:
