@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, TypedDict, Unpack
+from typing import Any, TypedDict, Unpack, cast
 
 
 class CanaryNote(TypedDict):
@@ -54,13 +54,13 @@ class Extra(TypedDict, total=False):
     """Every key of a trial's `extra` that trialbook writes. Grouped by who writes it."""
 
     # the harness, each trial (harness/trial_state.TrialExtra)
-    trial_name: str  # the trial's folder name under runs/<run>/ (unique in a run)
+    trial_name: str | None  # the trial's folder name under runs/<run>/ (unique in a run); None: an import's without one
     agent: str
     timeout_multiplier: float
     agent_timeout_s: float
     verifier_timeout_s: float
     retries: int  # tries before the recorded one (lost engines and nodes count too)
-    phase_s: dict[str, float]  # seconds per phase of the recorded try
+    phase_s: Mapping[str, float | None]  # seconds per phase of the recorded try (None: an import's phase without times)
     verifier_hash: str
     tags: list[str]  # what the verdict, blame and signatures say besides the reward (`show`, the audit)
     cleanup_error: str  # a container that could not be removed
@@ -230,10 +230,10 @@ class ExtraReader:
         )
 
     @property
-    def rollout(self) -> dict[str, Any] | None:
-        """The trajectory's summary (`RolloutSummary`'s keys) as stored; None without one."""
+    def rollout(self) -> RolloutSummary | None:
+        """The trajectory's summary as stored (its values as they were written); None without one."""
         value = self.raw.get("rollout")
-        return dict(value) if isinstance(value, dict) else None
+        return cast(RolloutSummary, dict(value)) if isinstance(value, dict) else None
 
     @property
     def warnings(self) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from sqlalchemy import or_
 
@@ -20,6 +20,64 @@ from trialbook.ledger.schema import trials
 from trialbook.ledger.store import Ledger
 from trialbook.training.report_types import BrokenTrial, TokenAudit, WvAudit
 from trialbook.trajectory import ARTIFACT, TAG, Trajectory
+
+
+class TurnRow(TypedDict):
+    """Where one turn lies in its trajectory's sequences, and which weights generated it."""
+
+    segment: int
+    prompt_len: int
+    completion_len: int
+    wv_start: int | None
+    wv_end: int | None
+    extends: bool
+    source: str
+    finish_reason: str | None
+
+
+class SequenceRow(TypedDict):
+    """One training sequence: input ids, the loss mask (1 on the policy's tokens) and logprobs aligned to them."""
+
+    input_ids: list[int]
+    loss_mask: list[int]
+    logprobs: list[float | None]
+
+
+class TrajectoryRow(TypedDict):
+    """One exported row: a trial that recorded tokens (`train export-trajectories`)."""
+
+    run: str
+    trial_id: int
+    task_id: str
+    attempt: int
+    group_id: str | None
+    step: int | None
+    wv: int | None
+    epoch: int | None
+    wv_first: int | None
+    wv_last: int | None
+    staleness: int | None
+    outcome: str
+    verifier_reward: float | None
+    reward: float | None
+    masked: bool
+    group_masked: bool
+    exact: bool
+    prefix_breaks: int
+    model: str | None
+    turns: list[TurnRow]
+    sequences: list[SequenceRow]
+
+
+class ExportSummary(TypedDict):
+    """What `train export-trajectories` wrote."""
+
+    run: str
+    out: str
+    format: str
+    trajectories: int
+    sequences: int
+    policy_tokens: int
 
 
 def token_audit(ledger: Ledger, run_id: int) -> TokenAudit | None:
@@ -43,8 +101,8 @@ def token_audit(ledger: Ledger, run_id: int) -> TokenAudit | None:
         turns += int(r.get("turns") or 0)
         breaks += int(r.get("prefix_breaks") or 0)
         inexact += not r.get("exact", False)
-        if r.get("staleness") is not None:
-            staleness.append(int(r["staleness"]))
+        if (stale := r.get("staleness")) is not None:
+            staleness.append(int(stale))
         row = per_wv.setdefault(t.wv, {"trials": 0, "turns": 0, "prefix_breaks": 0, "broken_trials": 0})
         row["trials"] += 1
         row["turns"] += int(r.get("turns") or 0)
@@ -69,7 +127,7 @@ def token_audit(ledger: Ledger, run_id: int) -> TokenAudit | None:
     )
 
 
-def rows(ledger: Ledger, run: str) -> Iterator[dict[str, Any]]:
+def rows(ledger: Ledger, run: str) -> Iterator[TrajectoryRow]:
     """One JSON-ready row per trial that recorded tokens: the training sequences (input ids, loss mask, logprobs
     aligned to them) and, per turn, where it lies in them and which weights generated it."""
     run_id = ledger.get_run(run).id
@@ -81,16 +139,16 @@ def rows(ledger: Ledger, run: str) -> Iterator[dict[str, Any]]:
         extra = read_extra(t)
         summary = traj.summary(t.step)
         segments = traj.segments()
-        turns = []
+        turns: list[TurnRow] = []
         seg = -1
         for k, turn in enumerate(traj.turns):
             if k == 0 or not turn.extends:
                 seg += 1
-            turns.append({
-                "segment": seg, "prompt_len": len(turn.prompt_ids), "completion_len": len(turn.completion_ids),
-                "wv_start": turn.wv_start, "wv_end": turn.wv_end, "extends": turn.extends, "source": turn.source,
-                "finish_reason": turn.finish_reason,
-            })  # fmt: skip
+            turns.append(TurnRow(
+                segment=seg, prompt_len=len(turn.prompt_ids), completion_len=len(turn.completion_ids),
+                wv_start=turn.wv_start, wv_end=turn.wv_end, extends=turn.extends, source=turn.source,
+                finish_reason=turn.finish_reason,
+            ))  # fmt: skip
         yield {
             "run": run, "trial_id": t.id, "task_id": t.task_id, "attempt": t.attempt,
             "group_id": extra.group_id, "step": t.step, "wv": t.wv, "epoch": t.epoch,
@@ -99,12 +157,12 @@ def rows(ledger: Ledger, run: str) -> Iterator[dict[str, Any]]:
             "masked": extra.masked, "group_masked": extra.group_masked is not None,
             "exact": summary["exact"], "prefix_breaks": summary["prefix_breaks"], "model": traj.model,
             "turns": turns,
-            "sequences": [{"input_ids": s.input_ids, "loss_mask": s.loss_mask, "logprobs": s.logprobs}
+            "sequences": [SequenceRow(input_ids=s.input_ids, loss_mask=s.loss_mask, logprobs=s.logprobs)
                           for s in segments],
         }  # fmt: skip
 
 
-def export(ledger: Ledger, run: str, out: Path, fmt: str | None = None) -> dict[str, Any]:
+def export(ledger: Ledger, run: str, out: Path, fmt: str | None = None) -> ExportSummary:
     """Write the run's trajectories to `out` (JSONL, or Parquet by `fmt` or a `.parquet` suffix)."""
     fmt = fmt or ("parquet" if out.suffix == ".parquet" else "jsonl")
     if fmt not in ("jsonl", "parquet"):

@@ -18,6 +18,16 @@ class ErrorNote:
     message: str
 
 
+class PatchRecord(TypedDict, total=False):
+    """The agent's patch's record (verify/patch.patch_record): its size and hash always, `compressed` where it is kept
+    compressed too, `cut` only where it ran past PATCH_WHOLE."""
+
+    bytes: int
+    sha256: str
+    compressed: str
+    cut: bool
+
+
 class ControlRun(TypedDict, total=False):
     """The verifier again with the task's own test infrastructure (verify/front.py): its reward, its error's kind,
     and the tail of its log when it did not resolve."""
@@ -52,7 +62,7 @@ class WitnessRun(TypedDict, total=False):
 class GradingNotes:
     """What grading noted besides the verdict; `as_dict` keeps the ones set (None: not noted)."""
 
-    patch: dict[str, Any] | None = None  # verify/patch.patch_record
+    patch: PatchRecord | None = None  # verify/patch.patch_record
     paths_too_long: int | None = None  # paths of the agent's tree past PATH_MAX, not carried
     test_infra_files: list[str] | None = None  # test infrastructure the change touched (verify/infra.py)
     control: ControlRun | None = None

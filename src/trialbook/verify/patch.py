@@ -6,19 +6,19 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
-from typing import Any
 
 from trialbook.sandbox import Sandbox
+from trialbook.verify.notes import PatchRecord
 
 PATCH_KEEP = 1_000_000  # bytes of the agent's patch kept as text (agent/patch.diff); a larger one also compressed
 PATCH_WHOLE = 256 << 20  # bytes of the agent's patch read back at most (verify/isolation; beyond: `cut` recorded)
 
 
-def patch_record(patch: str) -> dict[str, Any]:
+def patch_record(patch: str) -> PatchRecord:
     """The agent's patch's record: bytes, sha256, whether it is kept compressed (kept_patch), and `cut` only when it
     ran past PATCH_WHOLE (never silently)."""
     data = patch.encode("utf-8", "surrogateescape")
-    info: dict[str, Any] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    info = PatchRecord(bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
     if len(data) > PATCH_KEEP or data.decode("utf-8", "replace") != patch:
         info["compressed"] = "patch.diff.gz.b64"
     if len(data) >= PATCH_WHOLE:
