@@ -19,6 +19,7 @@ from trialbook.tasks import TaskSpec
 from trialbook.tasks.loader import load_task
 from trialbook.verify import blame
 from trialbook.verify.isolation import Grading
+from trialbook.verify.notes import GradingNotes
 from trialbook.verify.runner import Verdict
 
 pytestmark = pytest.mark.docker
@@ -94,4 +95,4 @@ def test_a_log_graded_per_test_or_a_zero_needs_no_baseline(tb, tmp_path):
         Verdict(reward=1.0, graded_by="reward_file", exit_code=1, file_reward=1.0),
     ):
         grading, state = _judge(tb, task, verdict)
-        assert grading.verdict == verdict and grading.extra == {} and state == TrialState(image=state.image)
+        assert grading.verdict == verdict and grading.notes == GradingNotes() and state == TrialState(image=state.image)
