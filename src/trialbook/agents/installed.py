@@ -95,7 +95,7 @@ def install(name: str, timeout: float = 900.0) -> Path:
 
 def headless(
     name: str, url: str, model: str, instruction: str, workdir: str, home: str, exe: str | None = None
-) -> tuple[list[str], dict]:
+) -> tuple[list[str], dict[str, str]]:
     """(argv, environment additions) that run NAME once, non-interactively, on `instruction` in `workdir`, with
     its model at `url` (an OpenAI-style base URL ending in /v1: the gateway's `url_for(trial)`), its state in
     `home`, and no approval prompts (the sandbox is the boundary). `exe`: where the binary is (default: the cache)."""

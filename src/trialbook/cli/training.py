@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -56,7 +56,7 @@ def export_trajectories_cmd(
     """Token-level trajectories for a trainer: per trial, sequences of ids, loss mask, logprobs, weight versions."""
     from trialbook.training.trajectories import export
 
-    def human(s: dict) -> None:
+    def human(s: dict[str, Any]) -> None:
         typer.echo(f"wrote {s['trajectories']} trajectories ({s['sequences']} sequences, "
                    f"{s['policy_tokens']} policy tokens) to {s['out']}")  # fmt: skip
 
@@ -172,7 +172,7 @@ def train_watch_cmd(
     from trialbook.report import layout
     from trialbook.report.live import alert_line, print_state, step_line
     from trialbook.result_types import to_json
-    from trialbook.training.alerts import Thresholds
+    from trialbook.training.alerts import Alert, Thresholds
     from trialbook.training.watch import Watcher, watch
 
     if as_json and not (once or until or timeout):
@@ -182,7 +182,7 @@ def train_watch_cmd(
     tty = sys.stdout.isatty() and not as_json
     shown = {"step": None, "errors": 0}
 
-    def show(w: Watcher, new: list) -> None:
+    def show(w: Watcher, new: list[Alert]) -> None:
         s = w.state
         assert s is not None
         for problem in w.webhook_errors[shown["errors"] :]:
