@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -15,6 +15,9 @@ from trialbook.training.analysis import train_report
 from trialbook.training.load import load_durations
 from trialbook.training.sim_pipeline import PipelineConfig, empirical_sampler, lognormal_sampler, simulate
 from trialbook.training.sim_rollouts import RolloutConfig, generate
+
+if TYPE_CHECKING:  # the commands import what they run when they run
+    from trialbook.training.alerts import Alert
 
 train_app = typer.Typer(help="Training-run analytics.", no_args_is_help=True)
 sim_app = typer.Typer(help="Simulators: the async RL pipeline and synthetic training logs.", no_args_is_help=True)
@@ -172,7 +175,7 @@ def train_watch_cmd(
     from trialbook.report import layout
     from trialbook.report.live import alert_line, print_state, step_line
     from trialbook.result_types import to_json
-    from trialbook.training.alerts import Alert, Thresholds
+    from trialbook.training.alerts import Thresholds
     from trialbook.training.watch import Watcher, watch
 
     if as_json and not (once or until or timeout):
