@@ -114,8 +114,9 @@ def _mark(decorator: ast.expr) -> str | None:
     base = node.value
     if isinstance(base, ast.Name) and base.id == "mark":
         return node.attr
-    pytest_mark = isinstance(base, ast.Attribute) and base.attr == "mark"
-    return node.attr if pytest_mark and isinstance(base.value, ast.Name) and base.value.id == "pytest" else None
+    if isinstance(base, ast.Attribute) and base.attr == "mark":
+        return node.attr if isinstance(base.value, ast.Name) and base.value.id == "pytest" else None
+    return None
 
 
 def _skips(node: ast.AST) -> bool:
@@ -192,7 +193,7 @@ class _Module:
             return False
         if not isinstance(decorator, ast.Call) or _mark(decorator) != "parametrize":
             return True
-        values = _values(decorator)
+        values: ast.AST | None = _values(decorator)
         if isinstance(values, ast.Name):
             values = self.assigned.get(values.id)
         if self.marks or not isinstance(values, _DISPLAY) or _skips(values):
@@ -208,9 +209,12 @@ class _Module:
         count = 1
         for d in decorators:
             if isinstance(d, ast.Call) and _mark(d) == "parametrize":
-                values = _values(d)
+                values: ast.AST | None = _values(d)
                 values = self.assigned.get(values.id) if isinstance(values, ast.Name) else values
-                count *= len(values.keys if isinstance(values, ast.Dict) else values.elts) if values else 1  # type: ignore[union-attr]
+                if isinstance(values, ast.Dict):
+                    count *= len(values.keys)
+                elif isinstance(values, ast.List | ast.Tuple | ast.Set):  # what copyable() lets through
+                    count *= len(values.elts)
         return count
 
     def collected(self, node: ast.ClassDef, depth: int = 0) -> bool:
@@ -426,7 +430,7 @@ def choose(
                     name = f"{name}_{selected}"
                 if name not in taken:
                     break
-            source = _derive(name, original, rng, passing) if name not in taken else None
+            source = _derive(name, original, rng, passing) if name is not None and name not in taken else None
             after = test if source is not None else ""
             if source is not None and cls:
                 source = _indent(source, original)
