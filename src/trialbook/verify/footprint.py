@@ -213,7 +213,7 @@ def _tests(box: Sandbox, changes: dict[str, str], tests: frozenset[str]) -> dict
                     out[path] = f"link:{member.linkname}"
                 elif not member.isdir():
                     out[path] = f"type:{member.type.decode(errors='replace')}"
-                tar.members = []  # a flood of files under /tests is not kept
+                tar.members = []  # type: ignore[attr-defined]  # (not in typeshed) a flood of files under /tests is not kept
         return out
 
 

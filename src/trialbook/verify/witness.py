@@ -98,8 +98,9 @@ class SideBySide:
                 self._grading = grade(self.task, lambda k: self.meet(open_box, k), close_box, tries=1, witness=True)
             except BaseException as exc:  # noqa: BLE001 - the witness's failure is never the graded run's
                 message = f"{type(exc).__name__}: {exc}"[:500]
-                kind = ErrorKind._value2member_map_.get(error_kind(exc), ErrorKind.ISOLATION)
-                self._grading = Grading(error=(ErrorKind(kind), message), extra={"raised": message})
+                raised = error_kind(exc)
+                kind = ErrorKind(raised) if raised in ErrorKind._value2member_map_ else ErrorKind.ISOLATION
+                self._grading = Grading(error=(kind, message), extra={"raised": message})
             finally:
                 self._barrier.abort()  # the graded run never waits for a witness that ended
 
