@@ -15,9 +15,9 @@ import orjson
 from sqlalchemy import ColumnClause, Connection, Select, case, func, literal_column, select
 
 from trialbook.ledger import statements
+from trialbook.ledger.reads import loads
 from trialbook.ledger.rows import StepRow, TaskLists, TrajectoryGroup
 from trialbook.ledger.schema import artifacts, steps, tasks, trials
-from trialbook.ledger.reads import loads
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import FAIL_TO_PASS, NOT_PASSING, PASS_TO_PASS, Outcome
 

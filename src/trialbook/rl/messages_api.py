@@ -181,8 +181,10 @@ class MessageStream:
 
     def start(self) -> list[dict[str, Any]]:
         usage = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-        start: dict[str, Any] = {"id": self.mid, "type": "message", "role": "assistant", "model": self.body.get("model") or "",
-                 "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}  # fmt: skip
+        start: dict[str, Any] = {
+            "id": self.mid, "type": "message", "role": "assistant", "model": self.body.get("model") or "",
+            "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage,
+        }  # fmt: skip
         return [{"type": "message_start", "message": start}]
 
     def _start(self, block: dict[str, Any]) -> list[dict[str, Any]]:

@@ -123,7 +123,9 @@ class _Pipeline:
                 self.ready.append(gid)
                 self._notify()
 
-    def trainer(self, start: list[simpy.Event], steps_per_epoch: int, total_steps: int) -> Generator[simpy.Event, Any, None]:
+    def trainer(
+        self, start: list[simpy.Event], steps_per_epoch: int, total_steps: int
+    ) -> Generator[simpy.Event, Any, None]:
         start[0].succeed()
         for s in range(1, total_steps + 1):
             waited_from = self.env.now
