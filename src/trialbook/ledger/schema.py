@@ -257,7 +257,7 @@ def current_version(conn: Connection) -> int:
         if ours:
             raise DamagedLedger(f"it has trialbook tables ({', '.join(ours)}) but no meta table")
         return 0
-    rows: dict[str, str] = dict(conn.execute(select(meta.c.key, meta.c.value)).tuples().all())
+    rows: dict[str, str] = dict(conn.execute(select(meta.c.key, meta.c.value)).all())
     version = rows.get("schema_version")
     if version is None or not version.isdigit():
         raise DamagedLedger(f"its meta table has no schema version ({version!r})")
