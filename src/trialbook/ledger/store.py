@@ -223,7 +223,8 @@ class Ledger:
     def record_trial(self, conn: Connection, row: Sequence[Any], supersedes: int | None = None) -> int:
         """Insert one trial row (TRIAL_COLUMNS order) and return its id; mark `supersedes` replaced by it."""
         res = conn.execute(trials.insert().values(dict(zip(TRIAL_COLUMNS, row, strict=True))))
-        new_id = int(res.inserted_primary_key[0])  # type: ignore[index]  # an INSERT of one row has a key  # the driver's last row id (SQLite) or RETURNING (PostgreSQL)
+        # the driver's last row id (SQLite) or RETURNING (PostgreSQL): typed optional, never None for one row's INSERT
+        new_id = int(res.inserted_primary_key[0])  # type: ignore[index]
         if supersedes is not None:  # marked once (ledger/summary_cache.catch_up counts on it)
             conn.execute(
                 trials.update().where(trials.c.id == supersedes, trials.c.superseded_by.is_(None))
@@ -267,7 +268,8 @@ class Ledger:
         sql = f"INSERT INTO trials ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
         cursor = conn.connection.cursor()
         try:
-            cursor.executemany(sql, rows)  # type: ignore[arg-type]  # sqlite3 and psycopg take any iterable; a driver error here is reported by transaction()
+            # typed as taking a Sequence; sqlite3 and psycopg take any iterable (a driver error: transaction() says it)
+            cursor.executemany(sql, rows)  # type: ignore[arg-type]
         finally:
             cursor.close()
 
