@@ -12,7 +12,7 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 from trialbook.errors import UserError
 
@@ -33,11 +33,7 @@ def register(value: str | None) -> str | None:
     return value
 
 
-@overload
-def scrub(text: str) -> str: ...
-@overload
-def scrub(text: None) -> None: ...
-def scrub(text: str | None) -> str | None:
+def scrub(text: str) -> str:
     """`text` with every registered secret replaced by REDACTED (the text itself where none is registered)."""
     if not _secrets or not isinstance(text, str):
         return text

@@ -87,8 +87,8 @@ def trial_row(run_id: int, t: Trial) -> tuple[Any, ...]:
     """A positional row in TRIAL_COLUMNS order."""
     return (
         run_id, t.task_id, t.attempt, t.repo, t.outcome.value, t.reward, t.step, t.wv, t.epoch,
-        t.exception, scrub(t.exception_message), t.duration_s, t.tokens, t.turns, dumps(t.tests),
-        t.started_at, t.finished_at, dumps(t.extra), None,
+        t.exception, t.exception_message and scrub(t.exception_message), t.duration_s, t.tokens, t.turns,
+        dumps(t.tests), t.started_at, t.finished_at, dumps(t.extra), None,
     )  # fmt: skip
 
 
