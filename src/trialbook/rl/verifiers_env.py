@@ -148,7 +148,7 @@ def load_environment(
     `tasks`: a folder of task folders; `ledger`: the ledger (a SQLite path or a PostgreSQL URL); `run`: the
     train run the trials go to (appended to if it exists); `gateway`: the model gateway's URL, for token ids.
     A group with a masked member is masked whole (verifiers generated the turns: none can be re-run here)."""
-    extra: dict[str, Any] = {"runs_dir": runs_dir} if runs_dir else {}
+    extra = {"runs_dir": runs_dir} if runs_dir else {}
     rollouts = Rollouts(ledger, run, Path(tasks), serving={"engine": "verifiers", "gateway": gateway},
                         retries=0, timeout_multiplier=timeout_multiplier, **extra)  # fmt: skip
     return TrialbookEnv(rollouts, gateway=gateway, step=step, max_turns=max_turns, tasks=task_ids, **kwargs)
