@@ -1,4 +1,4 @@
-"""`--agent codex | claude-code | opencode`: an agent CLI from the host cache (`trialbook agents install NAME`,
+"""`--agent codex | claude-code | opencode | aider`: an agent CLI from the host cache (`trialbook agents install NAME`,
 agents/installed.py) run headless inside the trial's sandbox, its model reached through a gateway that records
 every call with its token ids, and nothing else reached at all.
 
@@ -75,6 +75,7 @@ while True:
     conn, _ = srv.accept()
     threading.Thread(target=serve, args=(conn,), daemon=True).start()
 """
+PYTHON_VERSION = "import sys; print('%d.%d' % sys.version_info[:2])"
 START_RELAY = (
     f"setsid python3 {MODEL_DIR}/relay.py {RELAY_PORT} {MODEL_DIR}/gateway.sock </dev/null >/dev/null 2>&1 & "
     'for i in $(seq 50); do python3 -c \'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])),'
@@ -133,6 +134,16 @@ class InstalledCliAgent:
             self._folders[trial] = sockets
         return [(str(folder(self.name)), AGENT_DIR, True), (str(sockets), MODEL_DIR, False)]
 
+    def _check_python(self, sandbox: Sandbox, task: TaskSpec) -> None:
+        """A Python agent (aider) runs on the sandbox's python3, which must be the version its wheels are for."""
+        want = agent(self.name).python
+        if not want:
+            return
+        got = sandbox.exec(["python3", "-c", PYTHON_VERSION], timeout=30).output.strip()
+        if got != want:
+            raise UserError(f"{self.name} runs on Python {want} and task {task.task_id}'s image has python3 {got}: "
+                            f"give it a task whose image has Python {want} (trialbook-base:bookworm has)")  # fmt: skip
+
     def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
         start = time.monotonic()
         with self._lock:
@@ -146,6 +157,7 @@ class InstalledCliAgent:
                 relay = sandbox.exec(["bash", "-c", f"mkdir -p {HOME} && {START_RELAY}"], timeout=30)
                 if relay.exit_code != 0:
                     raise UserError(f"{self.name}: {relay.output.strip()[-300:]} (the image needs python3)")
+                self._check_python(sandbox, task)
                 url = f"http://127.0.0.1:{RELAY_PORT}/t/{sandbox.name}/v1"
                 workdir = task.workdir or "/"
                 argv, env = headless(self.name, url, model, task.instruction, workdir, HOME,
@@ -188,3 +200,7 @@ class ClaudeCodeAgent(InstalledCliAgent):
 
 class OpencodeAgent(InstalledCliAgent):
     name = "opencode"
+
+
+class AiderAgent(InstalledCliAgent):
+    name = "aider"

@@ -4,8 +4,8 @@ when the engine returns none (llama.cpp's server, llama-cpp-python's with the mo
 
 The agents registry builds it for a run whose agent options carry `gateway` (agents/registry.py): one gateway per
 trial process, started at the first trial (so a Ray node runs its own), and per trial a fresh agent pointed at the
-gateway's per-trial URL, as `Rollouts(gateway=...)` does. An agent CLI (codex, claude-code, opencode) already runs
-its own gateway per trial and records the same file: it is used as it is.
+gateway's per-trial URL, as `Rollouts(gateway=...)` does. An agent CLI (codex, claude-code, opencode, aider) already
+runs its own gateway per trial and records the same file: it is used as it is.
 """
 
 from __future__ import annotations
