@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from trialbook.agents.installed import CLI_AGENTS
 from trialbook.errors import UserError
 from trialbook.outcomes import ErrorKind
 
@@ -96,7 +97,7 @@ def _takes(agent: str) -> tuple[str, ...]:
 OTHERS: dict[str, tuple[str, ...]] = {
     "mini-swe-agent": ("endpoints", "model", "max_turns"),
     "mini-swe-agent-backticks": ("endpoints", "model", "max_turns"),
-    **dict.fromkeys(("codex", "claude-code", "opencode"), ("endpoints", "model")),
+    **dict.fromkeys(CLI_AGENTS, ("endpoints", "model")),  # the installed CLIs (rl/cli_agents.py)
     "cmd": ("command",),
 }
 

@@ -160,6 +160,6 @@ def _aider(a: CliAgent, url: str, model: str, instruction: str, home: str, exe: 
             "--analytics-disable", "--no-show-model-warnings", "--no-pretty", "--no-fancy-input",
             "--map-tokens", "0", "--chat-history-file", f"{home}/aider.chat.md", "--input-history-file",
             f"{home}/aider.input", "--message", instruction]  # fmt: skip
-    env = {"HOME": home, "PYTHONPATH": site, "PYTHONPYCACHEPREFIX": f"{home}/pycache",
+    env = {"HOME": home, "PYTHONPATH": site,
            "LITELLM_LOCAL_MODEL_COST_MAP": "True", "AIDER_CHECK_UPDATE": "false"}  # fmt: skip
     return argv, env

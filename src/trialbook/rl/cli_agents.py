@@ -29,6 +29,7 @@ from trialbook.agents.base import AgentResult, AgentTimeoutError, option_error
 from trialbook.agents.endpoints import EndpointError, first_model, normalize, probe
 from trialbook.agents.installed import agent, binary, folder, headless
 from trialbook.errors import UserError
+from trialbook.outcomes import ErrorKind
 from trialbook.rl.gateway import Gateway
 from trialbook.rl.trajectory import ARTIFACT, Trajectory
 from trialbook.sandbox import Sandbox
@@ -81,6 +82,13 @@ START_RELAY = (
     'for i in $(seq 50); do python3 -c \'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])),'
     f" 1)' {RELAY_PORT} 2>/dev/null && exit 0; sleep 0.1; done; echo 'the model relay did not start' >&2; exit 1"
 )
+
+
+class AgentImageError(Exception):
+    """The task's image cannot run this agent (no python3 for the relay; aider: not the Python its install is for):
+    the trial ends infra_error, not retried, as an unusable task folder does (outcomes.POLICY)."""
+
+    kind = ErrorKind.INVALID_TASK
 
 
 class CliOptions(BaseModel):
@@ -141,8 +149,10 @@ class InstalledCliAgent:
             return
         got = sandbox.exec(["python3", "-c", PYTHON_VERSION], timeout=30).output.strip()
         if got != want:
-            raise UserError(f"{self.name} runs on Python {want} and task {task.task_id}'s image has python3 {got}: "
-                            f"give it a task whose image has Python {want} (trialbook-base:bookworm has)")  # fmt: skip
+            raise AgentImageError(
+                f"{self.name} runs on Python {want} (its install's wheels) and task {task.task_id}'s image has "
+                f"python3 {got}"
+            )
 
     def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
         start = time.monotonic()
@@ -156,7 +166,7 @@ class InstalledCliAgent:
                 gw.start_unix(sockets / "gateway.sock", trial=sandbox.name)
                 relay = sandbox.exec(["bash", "-c", f"mkdir -p {HOME} && {START_RELAY}"], timeout=30)
                 if relay.exit_code != 0:
-                    raise UserError(f"{self.name}: {relay.output.strip()[-300:]} (the image needs python3)")
+                    raise AgentImageError(f"{self.name}: {relay.output.strip()[-300:]} (the image needs python3)")
                 self._check_python(sandbox, task)
                 url = f"http://127.0.0.1:{RELAY_PORT}/t/{sandbox.name}/v1"
                 workdir = task.workdir or "/"
