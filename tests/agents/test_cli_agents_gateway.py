@@ -1,10 +1,10 @@
 """The agent CLIs people use (agents/installed.py), each run headless at its pinned version through the model gateway:
 Codex CLI speaks the Responses API (streamed), Claude Code Anthropic's Messages API, opencode and aider chat
 completions. The engine is the scripted vLLM-shaped one (tests/rl/scripted_engine.py): its first reply is a tool call
-(each CLI's own shell tool) that fixes plain-bugfix's median and runs it, its second a closing line; aider, which has
-no shell tool, gets one reply holding a search/replace block. Each CLI applies it, and the gateway records the policy's
-turns with the engine's ids as one unbroken sequence; a side call (a session title on the small model) is recorded
-tagged `side` and left out of the trajectory a trainer reads.
+(each CLI's own shell tool) that fixes plain-bugfix's median and runs it, its second a closing line. Each CLI runs
+the command, and the gateway records the policy's turns with the engine's ids as one unbroken sequence; a side call
+(a session title on the small model) is recorded tagged `side` and left out of the trajectory a trainer reads.
+aider, which has no shell tool, runs in test_cli_agents_sandbox.py only.
 
 These run the binaries on this machine in a scratch repository (inside a trial's sandbox:
 test_cli_agents_sandbox.py); a CLI not in the cache fails the test with the command that installs it
@@ -38,10 +38,6 @@ TOOL = {"codex": ("exec_command", "cmd"), "claude-code": ("Bash", "command"), "o
 # the side calls each makes here: opencode asks its small model for a session title first; Claude Code would too,
 # but its headless set-up turns off non-essential traffic (the test below turns it back on); Codex makes none
 SIDE_CALLS = {"codex": 0, "claude-code": 0, "opencode": 1}
-EDIT = (
-    "stats.py\n```python\n<<<<<<< SEARCH\n    return ordered[len(ordered) // 2]\n=======\n    n = len(ordered)\n"
-    "    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2\n>>>>>>> REPLACE\n```\n"
-)
 
 
 def _script(name: str) -> list:
@@ -117,26 +113,6 @@ def test_claude_codes_title_call_is_tagged_side_and_left_out_of_the_trajectory(t
     traj = Trajectory.from_calls(calls)
     assert len(calls) == 3 and len(traj.turns) == 2 and traj.exact and traj.broken == []
     assert all(t.completion_ids != side[0].completion_ids for t in traj.turns)
-
-
-@pytest.mark.agents
-def test_aider_applies_the_engines_edit_through_the_gateway_and_leaves_only_the_edit(tmp_path: Path) -> None:
-    """aider (chat completions, streamed) gets one reply holding a search/replace block for stats.py: it applies
-    it, the turn is recorded exact, and the repository holds the edit alone (no commit, no .aider* file)."""
-    need_cli("aider")
-    work, home = _repo(tmp_path)
-    with ScriptedEngine([{"content": "Average the two middle values.\n\n" + EDIT}, {"content": "Done."}]) as engine:
-        done, calls = _headless("aider", engine, work, home)
-    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
-    assert "Applied edit to stats.py" in done.stdout
-    assert "(ordered[n // 2 - 1] + ordered[n // 2]) / 2" in (work / "stats.py").read_text()
-    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=work, capture_output=True,
-                            text=True, check=True).stdout  # fmt: skip
-    assert status.split("\n")[:-1] == [" M stats.py"], status
-    assert [(c.role, c.api, c.finish_reason) for c in calls] == [("policy", "chat", "stop")]
-    assert engine.requests[0]["stream"] is True and engine.requests[0]["model"] == "policy"
-    traj = Trajectory.from_calls(calls)
-    assert len(traj.turns) == 1 and traj.exact
 
 
 def test_agents_list_and_a_bad_name(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -117,7 +117,8 @@ def _run_aider(cli, tasks: Path, tmp_path: Path, run: str) -> tuple:
 
 def test_aider_resolves_plain_bugfix_in_its_sandbox(cli, db: str, tasks: Path, tmp_path: Path) -> None:
     """aider on the sandbox's own python3 (3.11 in trialbook-base:bookworm), its install mounted read-only: the
-    engine's edit applied, the trial resolves, its one turn recorded exact through the socket gateway."""
+    engine's edit applied, the trial resolves, its one turn recorded exact through the socket gateway, and the
+    diff graded holds the edit and nothing of aider's."""
     need_cli("aider")
     res, engine = _run_aider(cli, tasks, tmp_path, "aider")
     assert res.exit_code == 0, res.stderr
@@ -129,6 +130,9 @@ def test_aider_resolves_plain_bugfix_in_its_sandbox(cli, db: str, tasks: Path, t
     assert len(traj.turns) == 1 and traj.exact
     info = trial["extra"]["agent_info"]
     assert trial["turns"] == 1 and (info["api"], info["side_calls"]) == ("chat", 0)
+    # the change graded is the edit alone: no commit, no .gitignore line, no history file of aider's own
+    patch = ledger.artifact(trial["id"], "patch.diff") or ""
+    assert [ln for ln in patch.splitlines() if ln.startswith("diff --git")] == ["diff --git a/stats.py b/stats.py"]
 
 
 def test_aider_on_an_image_with_another_python_is_one_line(
