@@ -30,7 +30,7 @@ from trialbook.agents.endpoints import EndpointError, first_model, normalize, pr
 from trialbook.agents.installed import agent, binary, folder, headless
 from trialbook.errors import UserError
 from trialbook.outcomes import ErrorKind
-from trialbook.rl.gateway import Gateway
+from trialbook.rl.gateway import Gateway, template_of
 from trialbook.rl.trajectory import ARTIFACT, Trajectory
 from trialbook.sandbox import Sandbox
 from trialbook.tasks import TaskSpec
@@ -94,6 +94,9 @@ class AgentImageError(Exception):
 class CliOptions(BaseModel):
     endpoints: list[str] = Field(default_factory=list)  # the engine (or a gateway) the agent's model is at
     model: str | None = None  # default: the first model the endpoint lists
+    # the served model's .gguf, for an engine that returns no token ids (llama-cpp-python's server): `run --gateway
+    # --chat-template FILE` gives it (rl/gateway_agent.py), and the agent's own gateway renders the prompts with it
+    chat_template: str | None = None
 
 
 class InstalledCliAgent:
@@ -108,6 +111,8 @@ class InstalledCliAgent:
             raise UserError(f"{self.name} is not installed: trialbook agents install {self.name}")
         self.url = normalize(options.endpoints[0])
         self._model = options.model
+        self._template_file = options.chat_template
+        self._template: tuple[str, str, str] | None = None
         self._folders: dict[str, Path] = {}  # trial -> its socket folder (made by sandbox_mounts, ended by run)
         self._lock = threading.Lock()
 
@@ -123,11 +128,26 @@ class InstalledCliAgent:
             self._model = first_model(self.url)
         return self._model
 
+    def _gateway(self) -> Gateway:
+        """The gateway this agent puts in front of its endpoint (not started): one line when it cannot read ids."""
+        if self._template_file and self._template is None:
+            self._template = template_of(Path(self._template_file))
+        try:
+            return Gateway(self.url, chat_template=self._template, side_models=(agent(self.name).side_model or "-",))
+        except UserError as exc:
+            if "chat_template" not in str(exc):
+                raise
+            raise UserError(
+                f"the {self.name} agent: the engine at {self.url} (llama-cpp-python) returns no token ids: give "
+                "--gateway --chat-template MODEL.gguf (the served model's file)"
+            ) from None
+
     def stack(self) -> dict[str, Any]:
         try:
             info = probe(self.url)
         except EndpointError as exc:
             raise UserError(f"cannot start the {self.name} agent: {exc}") from None
+        self._gateway()  # before any trial: an engine whose ids it cannot record is one line
         pinned = agent(self.name)
         loop = f"{pinned.package} {pinned.version}"
         return {"engine": info.engine or "unknown", "engine_version": info.engine_version or "unknown",
@@ -162,7 +182,7 @@ class InstalledCliAgent:
             raise UserError(f"the {self.name} agent runs only in a sandbox the harness started with its mounts")
         model = self.model_name()
         try:
-            with Gateway(self.url, side_models=(agent(self.name).side_model or "-",)) as gw:
+            with self._gateway() as gw:
                 gw.start_unix(sockets / "gateway.sock", trial=sandbox.name)
                 relay = sandbox.exec(["bash", "-c", f"mkdir -p {HOME} && {START_RELAY}"], timeout=30)
                 if relay.exit_code != 0:
