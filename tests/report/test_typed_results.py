@@ -25,6 +25,7 @@ RESULT_MODULES = [
     "trialbook.audit.regrade", "trialbook.audit.attribute", "trialbook.training.report_types",
     "trialbook.harness.validate", "trialbook.harness.quickstart", "trialbook.outcomes",
     "trialbook.tasks.swebench.generate", "trialbook.tasks.swebench.build", "trialbook.pool.synthesize",
+    "trialbook.pool.overlap", "trialbook.pool.rebench",
 ]  # fmt: skip
 PRINTERS = ("print_", "_print_", "markdown_", "summary_paragraph", "sensitivity_lines")
 
