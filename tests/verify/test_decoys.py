@@ -28,7 +28,7 @@ from trialbook.verify.decoys import (
 )
 from trialbook.verify.grading import grade_test_log, parse_log
 from trialbook.verify.privilege import Reading
-from trialbook.verify.runner import witness_reading
+from trialbook.verify.onerun import witness_reading
 
 EXAMPLE = EXAMPLES / "plain-bugfix"
 F2P = ["tests/test_stats.py::test_median_even"]

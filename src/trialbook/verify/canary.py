@@ -148,6 +148,15 @@ def test_modules(script: str, task_files: set[str]) -> list[str]:
     return found[0][2] if found else []
 
 
+def pytest_command(script: str, task_files: set[str]) -> bool:
+    """Whether the command `plant` plants before is a pytest run with no junit report of its own (the harness asks
+    for one: verify/privilege.py, and a reward-file task's one run reads it, verify/onerun.py)."""
+    found = _test_commands(script, task_files)
+    argv = found[0][1] if found else []
+    junit = any(w.startswith(("--junitxml", "--junit-xml")) or w.endswith("no:junitxml") for w in argv)
+    return not junit and any(w == "pytest" or w.endswith("/pytest") or w == "py.test" for w in argv)
+
+
 def plant(
     script: str,
     task_files: set[str],

@@ -37,9 +37,10 @@ from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, reward_files_named, task_test_files
 from trialbook.verify import canary as canaries
 from trialbook.verify import linear, sources, staged
-from trialbook.verify.canary import FAILED, MISSING, PASSED, SKIPPED, Planted, plant, test_modules
-from trialbook.verify.channels import canary_cases, canary_in_reports, disagreement, parse_junit
+from trialbook.verify.canary import Planted, plant, pytest_command, test_modules
+from trialbook.verify.channels import canary_in_reports, disagreement
 from trialbook.verify.markers import Seal, seal
+from trialbook.verify.onerun import shown_status, witness_reading
 from trialbook.verify.privilege import Reading, Separated, exit_contradicts_log, read_markers, separate, staging
 from trialbook.verify.twins import forged_ids, unrename
 
@@ -364,11 +365,17 @@ def per_test_lines(log: str) -> bool:
     return _PER_TEST.search(linear.strip_ansi(log)) is not None
 
 
-def failing_tests(log: str) -> frozenset[str]:
-    """The tests pytest's per-test lines report FAILED or ERROR."""
+def _planted_id(test: str, planted: str | None) -> bool:
+    """Whether the test id `test` names one of the tests `planted` (comma-separated function names)."""
+    return bool(planted) and test.rsplit("::", 1)[-1].split("[", 1)[0] in (planted or "").split(",")
+
+
+def failing_tests(log: str, planted: str | None = None) -> frozenset[str]:
+    """The tests pytest's per-test lines report FAILED or ERROR (the verifier's `planted` tests left out)."""
     return frozenset(
-        m.group(2) for m in _PER_TEST.finditer(linear.strip_ansi(log)) if m.group(1) in ("FAILED", "ERROR")
-    )
+        m.group(2) for m in _PER_TEST.finditer(linear.strip_ansi(log))
+        if m.group(1) in ("FAILED", "ERROR") and not _planted_id(m.group(2), planted)
+    )  # fmt: skip
 
 
 def passing_tests(log: str) -> frozenset[str]:
@@ -377,66 +384,14 @@ def passing_tests(log: str) -> frozenset[str]:
     return frozenset(t for s, t in seen if s == "PASSED") - failing_tests(log)
 
 
-# a result line's status word (pytest's, unittest's) -> what it says of a canary
-_RESULTS = dict.fromkeys(("PASSED", "XPASS", "XFAIL", "ok", "expected failure", "unexpected success"), PASSED)
-_RESULTS |= {"FAILED": FAILED, "ERROR": FAILED, "FAIL": FAILED, "SKIPPED": SKIPPED}
-_JUNIT = {"passed": PASSED, "xfail": PASSED, "failed": FAILED, "skipped": SKIPPED}
-
-
-def _result_line(line: str) -> tuple[str, str] | None:
-    """(status, test name) of one whole result line, or None: pytest's -rA summary `STATUS <id>` (then nothing, or
-    ` - ` and its message), -v's `<id> STATUS [ n%]`, unittest's `name (id) ... ok` and `FAIL: name (id)`. Read by
-    splitting, in linear time; a line with anything else in it (a suffix a change printed) is no result line."""
-    words = line.rstrip("\r").split(" ")
-    if len(words) >= 2 and words[0] in _RESULTS and "::" in words[1] and (len(words) == 2 or words[2] == "-"):
-        status, test = words[0], words[1]
-    elif len(words) >= 2 and "::" in words[0] and words[1] in _RESULTS:
-        rest = "".join(words[2:])
-        if rest and not (rest[0] == "[" and rest.endswith("%]") and rest[1:-2].isdigit()):
-            return None
-        status, test = words[1], words[0]
-    elif " ... " in line and (head := line.split(" ... ", 1))[1].rstrip("\r") in _RESULTS:
-        status, test = head[1].rstrip("\r"), head[0].split(" (", 1)[0]
-    elif words[0] in ("FAIL:", "ERROR:") and len(words) == 3 and words[2].startswith("("):
-        status, test = words[0][:-1], words[1]
-    else:
-        return None
-    name = test.rsplit("::", 1)[-1].split("[", 1)[0]
-    return (_RESULTS[status], name) if status in _RESULTS else None
-
-
-def witness_reading(log: str, ran: Reading, name: str) -> str:
-    """What a witness run says of its canaries (`name`: comma-separated), from every channel the run has, none
-    trusted alone (docs/threat-model.md, G16): the text log's whole result lines (`_result_line`: a suffix printed on
-    a summary line makes it none, never a failure) and each pytest run's junit report with the run's exit status.
-    "passed" when any channel reports a canary passing, or a run whose report holds a failing canary exited 0 (the
-    runner was made to pass what fails); "failed" only when every canary is reported failing in the text log and in
-    the reports; else "skipped" (one was skipped) or "missing": unread, not reported, or a report asked for that is
-    absent, empty or unreadable. Missing while the canaries fail on the image as built is `runner_subverted`
-    (verify/blame.unwitnessed_reward), never a failure."""
-    names = [n for n in name.split(",") if n]
-    seen: dict[str, set[str]] = {n: set() for n in names}
-    for line in linear.strip_ansi(log).split("\n"):
-        got = _result_line(line)
-        if got is not None and got[1] in seen:
-            seen[got[1]].add(got[0])
-    reported: dict[str, set[str]] = {n: set() for n in names}
-    for i, report in enumerate(ran.reports):
-        parsed = parse_junit(report) if report is not None else None
-        if not parsed:
-            return MISSING  # a channel missing or empty is a disagreement, never "no information"
-        exited_0 = i < len(ran.report_exits) and ran.report_exits[i] == 0
-        for case, statuses in canary_cases(parsed, names).items():
-            if "failed" in statuses and exited_0:
-                return PASSED  # the runner's own exit status says the failing canary passed
-            reported[case] |= {_JUNIT.get(status, MISSING) for status in statuses}
-    channels = [seen, reported] if ran.reports else [seen]
-    readings = [st for channel in channels for st in channel.values()]
-    if any(PASSED in st for st in readings):
-        return PASSED
-    if names and all(st == {FAILED} for st in readings):
-        return FAILED
-    return SKIPPED if any(SKIPPED in st for st in readings) else MISSING
+def status_forged(log: str, ran: Reading, planted: str, file_reward: float | None) -> bool:
+    """One run (verify/onerun.py): a resolving reward while the status root gave test.sh differs from the one the
+    run's junit report gives (onerun.shown_status: the report read two ways), or pytest's per-test lines report a
+    test failing that the verifier did not plant (runner.exit_disagrees, planted tests left out)."""
+    if file_reward is None or file_reward < 1.0:
+        return False
+    shown = [shown_status(st, report, planted) for st, report in zip(ran.report_exits, ran.reports, strict=False)]
+    return shown != ran.report_shown or bool(failing_tests(log, planted))
 
 
 def witnessable(task: TaskSpec) -> bool:
@@ -468,6 +423,21 @@ def lookalikes(task: TaskSpec, snap: staged.Snapshot | None = None) -> bool:
     return _LOOKALIKES[key]
 
 
+_ONE_RUN: dict[tuple[str, str], bool] = {}
+
+
+def one_run(task: TaskSpec, snap: staged.Snapshot | None = None) -> bool:
+    """Whether a task graded by its reward file is graded in one run that is its own witness (verify/onerun.py): where
+    it would get look-alikes (test.sh reads the test command's exit status alone) and that command is a pytest run
+    with no junit report of its own (canary.pytest_command), whose report tells root what the planted tests did.
+    Elsewhere the graded run holds look-alikes and a witness run beside it holds the canaries (verify/witness.py)."""
+    snap = snap or staged.snapshot(task.tests_dir)
+    key = _key(task, snap)
+    if key not in _ONE_RUN:
+        _ONE_RUN[key] = lookalikes(task, snap) and pytest_command(_original(task, snap), _FILES[key])
+    return _ONE_RUN[key]
+
+
 def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = False) -> Verdict:
     """Run the task's verifier in `sandbox`; `witness`: with a canary planted even when the task is graded by its
     reward file (its reading is then the verdict's canary_seen: witness_reading)."""
@@ -478,12 +448,14 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
     stage, mark = f"/.trialbook-{token}", f"@@trialbook-{token}@@ "
     snap = staged.snapshot(task.tests_dir)  # the tests/ folder as read once for every trial of the task
     original = _original(task, snap)
-    planted = _planted(task, witness, snap)
+    inline = not task.lists_tests and one_run(task, snap)  # the graded run is its own witness (verify/onerun.py)
+    planted = _planted(task, witness or inline, snap)
     alike = _planted(task, snap=snap, passing=True) if planted is None and lookalikes(task, snap) else None
     # The nonces of the staged test.sh are not `token`, which the outer script's command line shows to every uid
     nonce, markers = fresh[12:28], Seal(fresh[28:44], fresh[44:60])
     sealed, _ = seal(planted.script if planted else alike.script if alike else original, markers)
-    separated: Separated = separate(sealed, nonce)
+    hidden = tuple(planted.name.split(",")) if inline and planted else ()  # their failures left out of the status
+    separated: Separated = separate(sealed, nonce, hidden)
     test_sh = separated.script
     prepare = staging(separated)
     script = _script(stage, mark, prepare=prepare)
@@ -597,7 +569,10 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
         )
     return Verdict(
         reward=0.0 if contradicted or not_files or file_reward is None else file_reward,
-        exit_disagrees=exit_disagrees(task, log, file_reward, snap),  # graded 0 by verify/blame.reward_file
+        # graded 0 by verify/blame.reward_file
+        exit_disagrees=status_forged(log, ran, planted.name, file_reward)
+        if hidden and planted
+        else exit_disagrees(task, log, file_reward, snap),
         graded_by="reward_file",
         rewards_not_files=not_files,
         foreign_rewards=foreign,
