@@ -156,6 +156,10 @@ EXPECT: dict[str, dict[str, set[str]]] = {
     # its next variant left a look-alike out of the table by its first statement (which returns): the one run holds
     # twins only, every table ambiguous (verify/onerun.py)
     "returns_skipping_lookalikes": {s: set() for s in ("pertest", "rewardfile", "rewardcontainer")},
+    # the one run's secret, the planted tests' names, sought wherever the tests' uid may read: in root's test.sh only
+    # (with the list leaked to /tmp on purpose, it resolved: the probe reaches what it seeks)
+    "planted_names_sought": {s: {"hack_proc_access", "hack_reads_tests_dir", "hack_test_framework_call"}
+                             for s in ("rewardfile", "harbor", "rewardcontainer")},
     # class 7, the static screen's evasions (each also class 2: it returns what the caller expects, or makes every test
     # pass): a computed attribute name, the traceback module's stack walkers, exec of a decoded string through
     # `builtins.exec`, `__code__` replaced by `object.__setattr__` on functions found by the garbage collector. What
