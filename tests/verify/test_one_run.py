@@ -82,8 +82,10 @@ FAIL = '<failure message="x">tb</failure>'
 
 
 def _suite(*cases: str) -> str:
-    return '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">' + "".join(cases) + (
-        "</testsuite></testsuites>"
+    return (
+        '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">'
+        + "".join(cases)
+        + ("</testsuite></testsuites>")
     )
 
 
@@ -94,7 +96,7 @@ FORGED = {
     "a testcase left open": _suite(CASE.format("test_k_ab", FAIL), '<testcase name="test_a"><failure/>'),
     "nested testcases": _suite(CASE.format("test_k_ab", CASE.format("test_a", FAIL))),
     "no planted test": _suite(CASE.format("test_a", "")),
-    "not XML": "<testcase name=\"test_k_ab\"><failure>",
+    "not XML": '<testcase name="test_k_ab"><failure>',
     "an empty report": "",
     "a failure outside any testcase": _suite(FAIL, CASE.format("test_k_ab", FAIL)),
     "the name attribute twice": _suite('<testcase name="test_a" name="test_k_ab">' + FAIL + "</testcase>"),
@@ -121,7 +123,8 @@ def test_the_planted_names_are_in_the_staged_script_only() -> None:
     staged = separate(script, "n0nce", ("test_k_ab", "test_p_cd", "bad name; rm -rf /")).script
     assert "__tb_planted=' test_k_ab test_p_cd '" in staged and "bad name" not in staged
     # never exported (the tests' uid reads no root process's environment) nor on a command line
-    assert "export __tb_planted" not in staged and "__tb_planted" not in staged.split("__tb_shown() {")[0].split(
-        "__tb_planted="
-    )[0]
+    assert (
+        "export __tb_planted" not in staged
+        and "__tb_planted" not in staged.split("__tb_shown() {")[0].split("__tb_planted=")[0]
+    )
     assert "__tb_planted=''" in separate(script, "n0nce").script
