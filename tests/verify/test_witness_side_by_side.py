@@ -27,7 +27,7 @@ from trialbook.verify import witness as witnesses
 from trialbook.verify.canary import plant
 from trialbook.verify.decoys import task_functions
 from trialbook.verify.isolation import Grading
-from trialbook.verify.runner import Verdict, lookalikes
+from trialbook.verify.runner import Verdict, lookalikes, one_run, witnessable
 
 EXAMPLE = EXAMPLES / "plain-bugfix"
 TASK = SimpleNamespace(verifier_timeout=5.0)
@@ -194,7 +194,10 @@ def test_lookalikes_pass_without_running_the_copied_body_and_canaries_fail(tmp_p
     ],
 )  # fmt: skip
 def test_lookalikes_only_where_test_sh_reads_the_exit_status_alone(tmp_path: Path, script: str, alike: bool) -> None:
-    assert lookalikes(load_task(_reward_file_task(tmp_path, script))) is alike
+    task = load_task(_reward_file_task(tmp_path, script))
+    assert lookalikes(task) is alike
+    # graded in one run that is its own witness wherever look-alikes were (a pytest run: verify/onerun.py)
+    assert one_run(task) is alike and witnesses.alongside(task) is (witnessable(task) and not alike)
 
 
 def _reward_file_task(tmp: Path, script: str) -> Path:
