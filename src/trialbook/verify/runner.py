@@ -97,7 +97,6 @@ class Verdict(BaseModel):
     killed: bool = False  # the verifier's script was killed from inside the sandbox (graded as failing)
     canary: str | None = None  # the canary test's name (verify/canary.py); None: none planted
     canary_seen: str | None = None  # what the log said: failed, passed (graded failing), skipped, missing, hidden
-    lookalikes: str | None = None  # the look-alikes' names, comma-separated (lookalikes): never read as canaries
     # graded per test: the reward is the strict verdict (verify/grading.strict_verdict), `official_reward` swebench's
     # (leaderboard parity); `not_gold`: the listed tests without their gold status, and what the log said of them
     official_reward: float | None = None
@@ -210,13 +209,11 @@ def _reward_files(task: TaskSpec, snap: staged.Snapshot | None = None) -> tuple[
     return _NAMED[key]
 
 
-def _planted(
-    task: TaskSpec, witness: bool = False, snap: staged.Snapshot | None = None, passing: bool = False
-) -> Planted | None:
+def _planted(task: TaskSpec, witness: bool = False, snap: staged.Snapshot | None = None) -> Planted | None:
     """The task's test.sh with a canary planted, for a task graded per test whose test command was found; with
     `witness`, for one graded by its reward file too (a run of its own: the canary fails an honest run as well);
-    `passing`: with look-alikes instead (lookalikes)."""
-    if not task.lists_tests and not witness and not passing:
+    """
+    if not task.lists_tests and not witness:
         return None
     snap = snap or staged.snapshot(task.tests_dir)
     key = _key(task, snap)
@@ -224,12 +221,10 @@ def _planted(
         _FILES[key] = task_test_files(task.tests_dir)
     script = _original(task, snap)
     taken, derivable = sources.taken_names(task, key), sources.derivable(task, key)
-    # twins beside the listed tests, or beside any in a witness run, look-alike twins in a graded run (verify/twins.py)
-    lists = ([], []) if passing else (task.fail_to_pass or [], task.pass_to_pass or [])
+    # twins beside the listed tests, or beside any in a reward-file task's run (verify/twins.py)
+    lists = (task.fail_to_pass or [], task.pass_to_pass or [])
     modules = sources.module_texts(task, script, test_modules(script, _FILES[key]), key)
-    return plant(
-        script, _FILES[key], tokens.token_hex(6), taken, None, derivable, passing=passing, lists=lists, modules=modules
-    )
+    return plant(script, _FILES[key], tokens.token_hex(6), taken, None, derivable, lists=lists, modules=modules)
 
 
 _FILES: dict[tuple[str, str], set[str]] = {}  # the names of the task's test files (testscript.task_test_files)
@@ -400,41 +395,25 @@ def witnessable(task: TaskSpec) -> bool:
 
 
 # a test.sh that reads more of the run than its exit status: a count or report of pytest's ("N passed", a junit file),
-# which look-alikes would change (lookalikes)
+# which the planted tests would change (one_run)
 _READS_THE_RUN = re.compile(r"passed|\b(?:grep|awk|jq|wc)\b|junit|json-report|report-log|--json", re.IGNORECASE)
-_LOOKALIKES: dict[tuple[str, str], bool] = {}
-
-
-def lookalikes(task: TaskSpec, snap: staged.Snapshot | None = None) -> bool:
-    """Whether the runs of a task graded by its reward file other than the witness get look-alikes: the canaries'
-    count, names and places, derived the same way (verify/decoys.py), each first statement returning instead of
-    failing, so that they pass and never run the copied body, and the witness's test modules hold no more functions
-    than the graded run's (docs/threat-model.md). Only where the witness is planted (witnessable) and test.sh turns
-    the test command's exit status into its reward and reads nothing else of the run (_READS_THE_RUN): a passing
-    test changes no exit status but pytest's 5 (nothing collected, verify/blame's not_gold_reward answers a change
-    that hides every test), while a count it reads would change with them."""
-    snap = snap or staged.snapshot(task.tests_dir)
-    key = _key(task, snap)
-    if key not in _LOOKALIKES:
-        script = _original(task, snap)
-        _LOOKALIKES[key] = (
-            witnessable(task) and _exit_decides(task, snap) and _READS_THE_RUN.search(script) is None
-        )  # fmt: skip
-    return _LOOKALIKES[key]
-
-
 _ONE_RUN: dict[tuple[str, str], bool] = {}
 
 
 def one_run(task: TaskSpec, snap: staged.Snapshot | None = None) -> bool:
     """Whether a task graded by its reward file is graded in one run that is its own witness (verify/onerun.py): where
-    it would get look-alikes (test.sh reads the test command's exit status alone) and that command is a pytest run
-    with no junit report of its own (canary.pytest_command), whose report tells root what the planted tests did.
-    Elsewhere the graded run holds look-alikes and a witness run beside it holds the canaries (verify/witness.py)."""
+    a canary can be planted (witnessable), test.sh turns the test command's exit status into its reward and reads
+    nothing else of the run (_READS_THE_RUN: a count it read would change with the planted tests), and that command is
+    a pytest run with no junit report of its own (canary.pytest_command), whose report tells root what the planted
+    tests did. Elsewhere a witness run beside the graded run holds the canaries (verify/witness.py)."""
     snap = snap or staged.snapshot(task.tests_dir)
     key = _key(task, snap)
     if key not in _ONE_RUN:
-        _ONE_RUN[key] = lookalikes(task, snap) and pytest_command(_original(task, snap), _FILES[key])
+        script = _original(task, snap)
+        _ONE_RUN[key] = (
+            witnessable(task) and _exit_decides(task, snap) and _READS_THE_RUN.search(script) is None
+            and pytest_command(script, _FILES[key])
+        )  # fmt: skip
     return _ONE_RUN[key]
 
 
@@ -450,10 +429,9 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
     original = _original(task, snap)
     inline = not task.lists_tests and one_run(task, snap)  # the graded run is its own witness (verify/onerun.py)
     planted = _planted(task, witness or inline, snap)
-    alike = _planted(task, snap=snap, passing=True) if planted is None and lookalikes(task, snap) else None
     # The nonces of the staged test.sh are not `token`, which the outer script's command line shows to every uid
     nonce, markers = fresh[12:28], Seal(fresh[28:44], fresh[44:60])
-    sealed, _ = seal(planted.script if planted else alike.script if alike else original, markers)
+    sealed, _ = seal(planted.script if planted else original, markers)
     hidden = tuple(planted.name.split(",")) if inline and planted else ()  # their failures left out of the status
     separated: Separated = separate(sealed, nonce, hidden)
     test_sh = separated.script
@@ -479,8 +457,8 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             res = sandbox.exec(["bash", "-c", script], timeout=timeout, sink=capped, trusted=True)
         log, files, outlived = _split(res.output, mark)
         log, ran = read_markers(log, nonce)
-        # the real tests' names as the task's lists say them (twins, or a graded run's look-alike twins)
-        made, forged = (planted or alike).twins if planted or alike else (), []
+        # the real tests' names as the task's lists say them (twins)
+        made, forged = planted.twins if planted else (), []
         if made:
             forged = forged_ids(log, ran.reports, made)
             log = unrename(log, made)
@@ -580,7 +558,6 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
         outlived=(outlived or 0) + ran.left,
         canary=planted.name if planted else None,
         canary_seen=witness_reading(log, ran, planted.name) if planted else None,
-        lookalikes=alike.name if alike else None,
         file_reward=file_reward,
         exit_code=res.exit_code,
         tests_user=tests_user,
