@@ -36,6 +36,9 @@ each run it
   meets no file of the tests' in its way), and reports it (`Verdict.rewards_by_tests`);
 - for a pytest run, asks pytest for a junit report in a fresh folder and prints it, read by root's builtins once
   nothing of the tests runs, between marker lines (verify/channels.py cross-checks it with the log and the status);
+  where the verifier planted tests in a reward-file task's graded run (one run, verify/onerun.py), returns to test.sh
+  the status the run would have had without them, computed from that report (SHOWN; their names are in this script
+  only, root's, mode 0600, never exported);
 - prints the command's exit status after a marker carrying a nonce the tests cannot read (the staged test.sh is root's,
   mode 0700; the shell's memory is root's), so the harness knows what the test command itself returned.
 /tests is root's and mode 0700 unless a test command names it (Harbor's `pytest /tests/test_outputs.py`): then its
