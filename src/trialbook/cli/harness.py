@@ -122,7 +122,7 @@ def run_cmd(
         str | None,
         typer.Option(
             "--agent",
-            help="oracle, nop, mini (an LLM), mini-swe-agent, codex, claude-code, opencode (docs/agents.md), "
+            help="oracle, nop, mini (an LLM), mini-swe-agent, codex, claude-code, opencode, aider (docs/agents.md), "
             "or your own: module:Class or file.py:Class.",
         ),
     ] = None,

@@ -144,6 +144,5 @@ class TrialExtra:
             extra.update({"outlived_processes": v.outlived} if v.outlived else {})
             extra.update({"foreign_reward_files": v.foreign_rewards} if v.foreign_rewards else {})
             extra.update({"canary": {"name": v.canary, "seen": v.canary_seen}} if v.canary else {})
-            extra.update({"lookalikes": v.lookalikes} if v.lookalikes else {})  # verify/runner.lookalikes
             extra.update(findings.verdict_extra(v))
         return extra
