@@ -149,7 +149,9 @@ def headless(
     return [exe, "run", "--format", "json", instruction], env
 
 
-def _aider(a: CliAgent, url: str, model: str, instruction: str, home: str, exe: str) -> tuple[list[str], dict]:
+def _aider(
+    a: CliAgent, url: str, model: str, instruction: str, home: str, exe: str
+) -> tuple[list[str], dict[str, str]]:
     """aider, one message, no questions (`--yes-always`), on the python3 of where it runs with its install folder
     on the path; nothing of its own left in the repository (no commits, no .gitignore entry, its histories in
     `home`), so the diff graded is the edit alone; its weak model (commit messages, summaries) is the side model."""

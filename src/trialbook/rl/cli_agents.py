@@ -30,7 +30,8 @@ from trialbook.agents.endpoints import EndpointError, first_model, normalize, pr
 from trialbook.agents.installed import agent, binary, folder, headless
 from trialbook.errors import UserError
 from trialbook.outcomes import ErrorKind
-from trialbook.rl.gateway import Gateway, template_of
+from trialbook.rl.engines import template_of
+from trialbook.rl.gateway import Gateway
 from trialbook.rl.trajectory import ARTIFACT, Trajectory
 from trialbook.sandbox import Sandbox
 from trialbook.tasks import TaskSpec

@@ -416,7 +416,7 @@ def choose(
                     name = f"{name}_{selected}"
                 if name not in taken:
                     break
-            source = _derive(name, original, rng) if name not in taken else None
+            source = _derive(name, original, rng) if name is not None and name not in taken else None
             after = test if source is not None else ""
             if source is not None and cls:
                 source = _indent(source, original)
