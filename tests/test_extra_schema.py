@@ -115,7 +115,7 @@ def test_every_key_the_harness_writes_for_a_full_trial_is_declared() -> None:
     verdict = Verdict(
         reward=1.0, graded_by="test_log", exit_code=0, file_reward=1.0, tests_user="tb", rewards_by_tests=["r"],
         conflicts=["c"], outlived=2, foreign_rewards=["f"], canary="test_canary", canary_seen="failed",
-        lookalikes="a,b", official_reward=1.0, channels="junit", seal={"start": "n"}, not_gold={"t": "XFAIL"},
+        official_reward=1.0, channels="junit", seal={"start": "n"}, not_gold={"t": "XFAIL"},
     )  # fmt: skip
     extra = TrialExtra(
         trial_name="tb-r-t-0-1", agent="oracle", timeout_multiplier=1.0, agent_timeout_s=60.0,
@@ -126,7 +126,7 @@ def test_every_key_the_harness_writes_for_a_full_trial_is_declared() -> None:
         verdict=verdict, hack_zeroed=["hack_x"],
     ).as_dict()  # fmt: skip
     assert set(extra) <= KEYS
-    assert {"official_reward", "channels", "seal", "not_gold", "canary", "lookalikes", "train_reward"} <= set(extra)
+    assert {"official_reward", "channels", "seal", "not_gold", "canary", "train_reward"} <= set(extra)
     assert extra["canary"] == {"name": "test_canary", "seen": "failed"}
     assert set(verdict_keys(verdict)) <= KEYS
     notes = read_extra(extra)

@@ -82,7 +82,6 @@ class Extra(TypedDict, total=False):
     outlived_processes: int
     foreign_reward_files: list[str]
     canary: CanaryNote
-    lookalikes: str
     # the strict verdict (verify/findings.verdict_extra)
     official_reward: float  # swebench's own reward, beside the verifier's
     channels: str  # why exit status, text log and junit report disagree (verify/channels.py)

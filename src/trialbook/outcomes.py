@@ -115,7 +115,8 @@ class Rule(NamedTuple):
 # Keys are exception type names: trialbook's own (an exception's `kind` where it has one, else its
 # class name), and Harbor's (`exception_info.exception_type` in imported job folders). Whether an
 # error is retried is decided here, by name, never by the exception's class hierarchy.
-POLICY: dict[ErrorKind, Rule] = {
+# keyed by ErrorKind; looked up by the plain string an exception or a ledger row carries (a StrEnum is a str)
+POLICY: dict[str, Rule] = {
     ErrorKind.AGENT_TIMEOUT: Rule(Outcome.AGENT_TIMEOUT, False, True, "agent ran past task timeout x multiplier"),
     ErrorKind.CONTEXT_OVERFLOW: Rule(Outcome.CONTEXT_OVERFLOW, False, True, "model context exceeded"),
     ErrorKind.CONTEXT_LENGTH_EXCEEDED: Rule(Outcome.CONTEXT_OVERFLOW, False, True, "Harbor: model context exceeded"),
@@ -259,8 +260,8 @@ def parse_reward(files: dict[str, str]) -> float | None:
         data = json.loads(raw)
     except json.JSONDecodeError:
         return None
-    value = pick_reward(data) if isinstance(data, dict) else data
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+    picked: object = pick_reward(data) if isinstance(data, dict) else data
+    return float(picked) if isinstance(picked, int | float) and math.isfinite(picked) else None
 
 
 # ---- the import contract ---------------------------------------------------------------------------

@@ -38,7 +38,8 @@ def optional(*, default: Any = None, keep_none: bool = False, key: str | None = 
 
 
 def renamed(key: str) -> Any:
-    """A required field whose JSON key is `key` (a Python keyword such as `from`)."""
+    """A required field whose JSON key is `key` (a Python keyword such as `from`), in a `kw_only` dataclass (to a
+    type checker a field given a value has a default: no field without one may follow it otherwise)."""
     return dataclasses.field(metadata={"key": key})
 
 

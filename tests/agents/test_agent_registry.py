@@ -33,7 +33,7 @@ def test_unknown_agent_is_one_line_exit_2():
         get_agent("claude")
     assert (
         str(exc.value)
-        == "unknown agent 'claude' (known: claude-code, cmd, codex, mini, mini-swe-agent, mini-swe-agent-backticks, "
-        "nop, opencode, oracle, patch; or your own: module:Class, file.py:Class)"
+        == "unknown agent 'claude' (known: aider, claude-code, cmd, codex, mini, mini-swe-agent, "
+        "mini-swe-agent-backticks, nop, opencode, oracle, patch; or your own: module:Class, file.py:Class)"
         and exc.value.exit_code == 2
     )

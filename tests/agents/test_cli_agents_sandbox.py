@@ -1,8 +1,10 @@
-"""`--agent codex | claude-code | opencode` (rl/cli_agents.py): each CLI, mounted read-only from the agents cache
-into plain-bugfix's sandbox, runs headless there and reaches its model only through the gateway's socket (the
+"""`--agent codex | claude-code | opencode | aider` (rl/cli_agents.py): each CLI, mounted read-only from the agents
+cache into plain-bugfix's sandbox, runs headless there and reaches its model only through the gateway's socket (the
 sandbox has no network): a real `trialbook run` in Docker, against the scripted engine (tests/rl/scripted_engine.py)
 whose tool call fixes the bug and, in the same sandbox, probes a package index and a port of the host. The trial
-resolves, both turns are recorded exact, and the probe reached neither. A CLI not in the cache fails the test."""
+resolves, both turns are recorded exact (a side call, opencode's title, recorded apart), and the probe reached
+neither. aider, which has no shell tool, gets the fix as a search/replace block; on an image whose python3 is not
+the one its install is for, its trial ends with one line saying so. A CLI not in the cache fails the test."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import socket
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,7 @@ import pytest
 from agentcache import need_cli
 from ledgerdicts import trial_dicts
 from paths import EXAMPLES
+from trialbook.agents import installed
 from trialbook.agents.installed import CLI_AGENTS
 from trialbook.ledger.store import Ledger
 from trialbook.trajectory import ARTIFACT, Trajectory
@@ -30,6 +34,12 @@ from scripted_engine import ScriptedEngine  # noqa: E402
 pytestmark = [pytest.mark.docker, pytest.mark.agents]
 
 TOOL = {"codex": ("exec_command", "cmd"), "claude-code": ("Bash", "command"), "opencode": ("bash", "command")}
+SIDE_CALLS = {"codex": 0, "claude-code": 0, "opencode": 1}  # opencode's session title, on its small model
+EDIT = (
+    "/testbed/stats.py\n```python\n<<<<<<< SEARCH\n    return ordered[len(ordered) // 2]\n=======\n"
+    "    n = len(ordered)\n    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2\n"
+    ">>>>>>> REPLACE\n```\n"
+)
 FIX = (EXAMPLES / "plain-bugfix" / "solution" / "solve.sh").read_text()
 PROBE = """python3 - <<'PY'
 import socket
@@ -65,7 +75,7 @@ def tasks(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("name", sorted(CLI_AGENTS))
+@pytest.mark.parametrize("name", sorted(TOOL))
 def test_the_cli_resolves_plain_bugfix_in_its_sandbox_on_the_model_only_network(
     name: str, cli, db: str, tasks: Path, tmp_path: Path, host_port: tuple[str, int]
 ) -> None:
@@ -94,3 +104,49 @@ def test_the_cli_resolves_plain_bugfix_in_its_sandbox_on_the_model_only_network(
     traj = Trajectory.loads(ledger.artifact(trial["id"], ARTIFACT))
     assert len(traj.turns) == 2 and traj.exact and traj.broken == []
     assert trial["turns"] == 2 and trial["extra"]["agent_info"]["api"] == CLI_AGENTS[name].api
+    assert trial["extra"]["agent_info"]["side_calls"] == SIDE_CALLS[name]  # recorded, not in the trajectory
+
+
+def _run_aider(cli, tasks: Path, tmp_path: Path, run: str) -> tuple:
+    with ScriptedEngine([{"content": "Average the two middle values.\n\n" + EDIT}, {"content": "Done."}]) as engine:
+        res = cli("run", str(tasks), "--agent", "aider", "--endpoint", engine.url, "--model", "policy", "--run", run,
+                  "--tasks", "plain-bugfix", "--retries", "0", "--runs-dir", str(tmp_path / "runs"),
+                  "--timeout-multiplier", "4")  # fmt: skip
+    return res, engine
+
+
+def test_aider_resolves_plain_bugfix_in_its_sandbox(cli, db: str, tasks: Path, tmp_path: Path) -> None:
+    """aider on the sandbox's own python3 (3.11 in trialbook-base:bookworm), its install mounted read-only: the
+    engine's edit applied, the trial resolves, its one turn recorded exact through the socket gateway, and the
+    diff graded holds the edit and nothing of aider's."""
+    need_cli("aider")
+    res, engine = _run_aider(cli, tasks, tmp_path, "aider")
+    assert res.exit_code == 0, res.stderr
+    ledger = Ledger(db)
+    (trial,) = trial_dicts(ledger, "aider")
+    assert (trial["outcome"], trial["reward"]) == ("resolved", 1.0), (trial["exception_message"], trial["extra"])
+    assert engine.requests[0]["model"] == "policy" and engine.requests[0]["stream"] is True
+    traj = Trajectory.loads(ledger.artifact(trial["id"], ARTIFACT))
+    assert len(traj.turns) == 1 and traj.exact
+    info = trial["extra"]["agent_info"]
+    assert trial["turns"] == 1 and (info["api"], info["side_calls"]) == ("chat", 0)
+    # the change graded is the edit alone: no commit, no .gitignore line, no history file of aider's own
+    patch = ledger.artifact(trial["id"], "patch.diff") or ""
+    assert [ln for ln in patch.splitlines() if ln.startswith("diff --git")] == ["diff --git a/stats.py b/stats.py"]
+
+
+def test_aider_on_an_image_with_another_python_is_one_line(
+    cli, db: str, tasks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its install is CPython 3.11 wheels: pinned to another version (as the SWE-bench images here have 3.9, the
+    sandbox's 3.11 is the other one), the trial ends before aider starts, with one line naming both versions."""
+    need_cli("aider")
+    monkeypatch.setitem(CLI_AGENTS, "aider", replace(CLI_AGENTS["aider"], python="3.9"))
+    assert installed.agent("aider").python == "3.9"
+    res, engine = _run_aider(cli, tasks, tmp_path, "aider-py")
+    assert res.exit_code == 1 and "1 trial(s) ended infra_error" in res.stderr, res.stderr
+    (trial,) = trial_dicts(Ledger(db), "aider-py")
+    assert trial["exception_message"] == (
+        "aider runs on Python 3.9 (its install's wheels) and task plain-bugfix's image has python3 3.11"
+    )
+    assert engine.requests == []

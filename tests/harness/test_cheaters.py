@@ -103,8 +103,8 @@ HIDDEN = {"runner_shadow"}
 # which name no test of the run before names are mapped back (verify/twins.forged_ids)
 CHANNELS = {"runner_shadow"} | CONFLICTING
 # a reward file's verifier resolved by a runner made to pass what fails, or a test process that ended with status 0
-# before any test ran: the verifier once more with a canary (verify/blame.unwitnessed_reward), which is
-# reported passing (the first) or not at all, while it is reported failing on the image as built (the second)
+# before any test ran: the canaries its own graded run held (one run, verify/onerun.py; verify/blame.unwitnessed_reward)
+# are reported passing (the first) or not at all, while they are reported failing on the image as built (the second)
 WITNESS_PASSED = {"runner_noop"}
 WITNESS_HIDDEN = {"exit0_at_import", "reward_then_kill"}
 # the reward file a cheat writes from the test process (or links), removed before test.sh writes its own
@@ -243,9 +243,10 @@ def test_every_cheat_is_graded_unresolved(cheat_run, cli, db):
     honest = ("honest", "honestinfra", "honest-unittest", "honest-rewardjson", "honest-nested", "honest-lingering",
               "honest-grader")  # fmt: skip
     assert [got[task]["outcome"] for task in honest] == ["resolved"] * 7
-    # resolved by a reward file: run once more with a canary, whose failure lowered the reward (the grade stands)
+    # resolved by a reward file: graded in one run with canaries that root took out of the status test.sh saw
+    # (verify/onerun.py), read failing there
     for task in ("honest-rewardjson", "honest-lingering", "honest-grader"):
-        assert got[task]["extra"]["verifier"]["witness"] == {"reward": 0.0, "canary": "failed"}, task
+        assert got[task]["extra"]["verifier"]["witness"] == {"reward": 1.0, "canary": "failed", "same_run": True}, task
     wrong = {
         task: (t["outcome"], t["exception"], t["exception_message"])
         for task, t in got.items()

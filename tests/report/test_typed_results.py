@@ -24,7 +24,8 @@ RESULT_MODULES = [
     "trialbook.stats.run_summaries", "trialbook.stats.comparison", "trialbook.stats.power", "trialbook.audit.audit",
     "trialbook.audit.regrade", "trialbook.audit.attribute", "trialbook.training.report_types",
     "trialbook.harness.validate", "trialbook.harness.quickstart", "trialbook.outcomes",
-    "trialbook.tasks.swebench.generate", "trialbook.tasks.swebench.build",
+    "trialbook.tasks.swebench.generate", "trialbook.tasks.swebench.build", "trialbook.pool.synthesize",
+    "trialbook.pool.overlap", "trialbook.pool.rebench",
 ]  # fmt: skip
 PRINTERS = ("print_", "_print_", "markdown_", "summary_paragraph", "sensitivity_lines")
 

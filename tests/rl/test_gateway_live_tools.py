@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from agentcache import need_cli
 from ledgerdicts import trial_dicts
 from paths import EXAMPLES
 from trialbook.agents.llama import LlamaServer, model_file
@@ -52,3 +53,18 @@ def test_mini_swe_agents_swebench_config_runs_a_task_through_the_gateway(
     # so the second prompt does not extend the first reply: the audit says so rather than training on a sequence
     # the model never saw
     assert traj.broken == [1]
+
+
+@pytest.mark.agents
+def test_an_agent_cli_before_an_engine_without_ids_asks_for_the_chat_template(cli, db: str, gateway: Gateway) -> None:
+    """llama-cpp-python's server returns no token ids: an installed CLI's own gateway needs the model's chat template
+    (`run --gateway --chat-template FILE` passes it on), and without it the run is one line before any trial.
+    With it, aider's one turn against this model was recorded exact (docs/agents.md: 2796 prompt ids)."""
+    need_cli("aider")
+    res = cli("run", str(EXAMPLES), "--agent", "aider", "--endpoint", gateway.engine_url, "--run", "cli-no-ids",
+              "--task", "plain-bugfix")  # fmt: skip
+    assert res.exit_code == 2 and res.stderr == (
+        f"error: the aider agent: the engine at {gateway.engine_url} (llama-cpp-python) returns no token ids: give "
+        "--gateway --chat-template MODEL.gguf (the served model's file)\n"
+    )
+    assert "cli-no-ids" not in Ledger(db).run_names()

@@ -170,15 +170,25 @@ def test_the_messages_api_is_translated_and_recorded(engine: ScriptedEngine, gat
     _assert_recorded_exact(gateway, engine, "msg-1", "messages")
 
 
-def test_side_calls_are_kept_but_not_trained_on(engine: ScriptedEngine, gateway: Gateway) -> None:
-    url = gateway.url_for("side-1") + "/chat/completions"
-    ask = {"messages": [{"role": "user", "content": TASK}], "tools": TOOLS}
-    assert requests.post(url, json={**ask, "model": "helper"}, timeout=30).ok  # a model named a side model
-    assert requests.post(url, json={**ask, "model": "policy"}, timeout=30).ok
-    assert requests.post(url, json={**ask, "model": "policy"}, headers={"X-Trialbook-Role": "bogus"}).status_code == 400
-    calls = gateway.calls("side-1")
-    assert [c.role for c in calls] == ["side", "policy"]
-    assert len(Trajectory.from_calls(calls).turns) == 1
+def test_side_calls_are_kept_but_not_trained_on() -> None:
+    """A call for a side model, or one the client tags `X-Trialbook-Role: side`, is recorded as `side`; the
+    trajectory holds the policy's turn alone."""
+    with (
+        ScriptedEngine([ACT, DONE, DONE]) as engine,
+        Gateway(engine.url, engine_kind="vllm", side_models=("helper",)) as gateway,
+    ):
+        url = gateway.url_for("side-1") + "/chat/completions"
+        ask = {"messages": [{"role": "user", "content": TASK}], "tools": TOOLS}
+        assert requests.post(url, json={**ask, "model": "helper"}, timeout=30).ok  # a model named a side model
+        assert requests.post(url, json={**ask, "model": "policy"}, timeout=30).ok
+        side = {"X-Trialbook-Role": "side"}  # the policy's model, but beside the episode (a summary, say)
+        assert requests.post(url, json={**ask, "model": "policy"}, headers=side, timeout=30).ok
+        bogus = {"X-Trialbook-Role": "bogus"}
+        assert requests.post(url, json={**ask, "model": "policy"}, headers=bogus, timeout=30).status_code == 400
+        calls = gateway.calls("side-1")
+    assert [(c.role, c.model) for c in calls] == [("side", "helper"), ("policy", "policy"), ("side", "policy")]
+    traj = Trajectory.from_calls(calls)
+    assert len(traj.turns) == 1 and traj.turns[0].completion_ids == calls[1].completion_ids
 
 
 @pytest.mark.parametrize(("path", "body", "message"), [

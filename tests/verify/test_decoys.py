@@ -27,8 +27,8 @@ from trialbook.verify.decoys import (
     task_functions,
 )
 from trialbook.verify.grading import grade_test_log, parse_log
+from trialbook.verify.onerun import witness_reading
 from trialbook.verify.privilege import Reading
-from trialbook.verify.runner import witness_reading
 
 EXAMPLE = EXAMPLES / "plain-bugfix"
 F2P = ["tests/test_stats.py::test_median_even"]

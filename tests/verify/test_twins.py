@@ -160,26 +160,31 @@ def test_the_real_names_are_mapped_back_and_the_twins_are_not() -> None:
     )
 
 
-def test_look_alike_twins_repeat_a_twins_shape_and_return_first() -> None:
-    """The graded run of a reward-file task holds what its witness holds: each chosen test renamed, a copy beside it
-    with one expected value changed; the copy's first statement returns, so it passes without running its body."""
+def test_a_reward_file_runs_twins_are_any_tests_and_fail_under_a_correct_solution() -> None:
+    """A reward-file task's run (one run, verify/onerun.py) holds twins of any of its tests (no lists): each chosen
+    test renamed, a copy beside it with one expected value changed, which a correct solution fails and a solution
+    returning what the caller expects passes."""
     module = EXAMPLE.read_text()
+    correct = {
+        "mean": lambda v: sum(v) / len(v),
+        "median": lambda v: (sorted(v)[(len(v) - 1) // 2] + sorted(v)[len(v) // 2]) / 2,
+    }
     for seed in range(10):
-        made = twins.choose_twins({"tests/test_stats.py": module}, [], [], set(), None, random.Random(seed), True)
+        made = twins.choose_twins({"tests/test_stats.py": module}, [], [], set(), None, random.Random(seed))
         assert len(made) == twins.UNLISTED_TWINS
         text = module
         for t in made:
             func = ast.parse(t.source).body[0]
             assert isinstance(func, ast.FunctionDef) and func.name == t.decoy
-            first = func.body[0]
-            assert isinstance(first, ast.If) and isinstance(first.body[0], ast.Return)
             real = functions_source(module, t.test)
             assert ast.dump(ast.parse(real).body[0].body[-1]) != ast.dump(func.body[-1])  # one literal changed
             text = twins.plant_text(text, t)
-        namespace: dict = {"mean": lambda v: sum(v) / len(v), "median": lambda v: 3}
+        namespace: dict = dict(correct)
         exec(compile(text.replace("from stats import mean, median\n", ""), "t.py", "exec"), namespace)
         for t in made:
-            namespace[t.decoy]()  # passes (returns first), whatever the code under test says
+            namespace[t.real]()  # the real test passes under a correct solution
+            with pytest.raises(AssertionError):
+                namespace[t.decoy]()  # its twin cannot
 
 
 def functions_source(module: str, test: str) -> str:

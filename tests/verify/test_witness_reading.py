@@ -17,8 +17,8 @@ from paths import EXAMPLES
 from trialbook.tasks.testscript import task_test_files
 from trialbook.verify.canary import plant
 from trialbook.verify.decoys import task_functions
+from trialbook.verify.onerun import _result_line, witness_reading
 from trialbook.verify.privilege import Reading
-from trialbook.verify.runner import _result_line, witness_reading
 
 EXAMPLE = EXAMPLES / "plain-bugfix"
 EXISTING = {"test_mean", "test_median_odd", "test_median_even"}

@@ -1,15 +1,11 @@
 """The witness beside each graded try without a daemon (verify/witness.py): both runs' tests start together, a retry
 meets a witness of its own, a witness that raises or is cut never holds the graded run (and leaves no grade), its box
-is removed in every path; the graded run's
-look-alikes (verify/runner.lookalikes) pass without running the copied body, on the task shapes that read only
-pytest's exit status (docs/threat-model.md)."""
+is removed in every path; and which reward-file tasks are graded in one run instead (verify/onerun.py: test.sh reads a
+pytest run's exit status alone), docs/threat-model.md."""
 
 from __future__ import annotations
 
-import random
 import shutil
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -22,14 +18,11 @@ from trialbook.harness.trial_state import trial_tags
 from trialbook.outcomes import ErrorKind
 from trialbook.sandbox import SandboxError
 from trialbook.tasks import load_task
-from trialbook.tasks.testscript import task_test_files
 from trialbook.verify import blame
 from trialbook.verify import witness as witnesses
-from trialbook.verify.canary import plant
-from trialbook.verify.decoys import task_functions
 from trialbook.verify.isolation import Grading
 from trialbook.verify.notes import ErrorNote
-from trialbook.verify.runner import Verdict, lookalikes
+from trialbook.verify.runner import Verdict, one_run, witnessable
 
 EXAMPLE = EXAMPLES / "plain-bugfix"
 TASK = SimpleNamespace(verifier_timeout=5.0)
@@ -166,39 +159,25 @@ def _stats_tree(tmp: Path) -> Path:
     return tmp
 
 
-def test_lookalikes_pass_without_running_the_copied_body_and_canaries_fail(tmp_path: Path) -> None:
-    tests = EXAMPLE / "tests"
-    existing = {"test_mean", "test_median_odd", "test_median_even"}
-    command = f"set -euo pipefail\n{sys.executable} -m pytest -rA -p no:cacheprovider tests/test_stats.py\n"
-    for seed in range(4):
-        for passing in (True, False):
-            tree = _stats_tree(tmp_path / f"{seed}-{passing}")
-            # a copied body that ran would fail: every test's body calls a function that now raises
-            broken = "\n\ndef mean(values):\n    raise E\n\n\ndef median(values):\n    raise E\n"
-            (tree / "stats.py").write_text((tree / "stats.py").read_text() + broken)
-            planted = plant(command, task_test_files(tests), "n", existing, None, task_functions(tests),
-                            random.Random(seed), passing=passing)  # fmt: skip
-            assert planted is not None
-            out = subprocess.run(["bash", "-c", planted.script], cwd=tree, capture_output=True, text=True).stdout
-            names = planted.name.split(",")
-            assert len(names) in (2, 3)
-            status = "PASSED" if passing else "FAILED"
-            for n in names:
-                assert f"{status} tests/test_stats.py::{n}" in out, out
-
-
 @pytest.mark.parametrize(
-    ("script", "alike"),
+    ("script", "one"),
     [
         ("cd /testbed\npython3 -m pytest -rA tests/test_stats.py\nrc=$?\necho $(( rc == 0 )) > /logs/verifier/r", True),
         ("cd /testbed\nif python3 -m pytest tests/test_stats.py; then echo 1 > /logs/verifier/reward.txt; fi", True),
         ("cd /testbed\npython3 -m pytest tests/test_stats.py | tee o\ngrep -q '3 passed' o && echo 1 > r", False),
         ("cd /testbed\npython3 -m pytest --junitxml=j.xml tests/test_stats.py\npython3 /tests/score.py j.xml", False),
         ("cd /testbed\npython3 -m pytest tests/test_stats.py -x -k 'a and b'\nrc=$?", False),  # not witnessable
+        # pytest in the script, but the command the canaries go before is unittest's: no junit report for root to read
+        ("cd /testbed\npip install pytest\npython3 -m unittest tests/test_stats.py; rc=$?\necho $rc", False),
     ],
 )  # fmt: skip
-def test_lookalikes_only_where_test_sh_reads_the_exit_status_alone(tmp_path: Path, script: str, alike: bool) -> None:
-    assert lookalikes(load_task(_reward_file_task(tmp_path, script))) is alike
+def test_one_run_only_where_test_sh_reads_a_pytest_runs_exit_status_alone(
+    tmp_path: Path, script: str, one: bool
+) -> None:
+    task = load_task(_reward_file_task(tmp_path, script))
+    # graded in one run that is its own witness (verify/onerun.py); elsewhere, where a canary can be planted, a
+    # witness run beside each graded try
+    assert one_run(task) is one and witnesses.alongside(task) is (witnessable(task) and not one)
 
 
 def _reward_file_task(tmp: Path, script: str) -> Path:

@@ -89,14 +89,15 @@ def _takes(agent: str) -> tuple[str, ...]:
         from trialbook.agents.mini_config import MiniOptions
 
         return tuple(MiniOptions.model_fields)
-    return OTHERS.get(agent, ())
+    from trialbook.agents.installed import CLI_AGENTS  # the installed CLIs (rl/cli_agents.py): one list of them
+
+    return ("endpoints", "model") if agent in CLI_AGENTS else OTHERS.get(agent, ())
 
 
-# the options of the agents other than mini (agents/miniswe.py, agents/cli_agents.py)
+# the options of the agents other than mini and the installed CLIs (agents/miniswe.py, agents/command.py)
 OTHERS: dict[str, tuple[str, ...]] = {
     "mini-swe-agent": ("endpoints", "model", "max_turns"),
     "mini-swe-agent-backticks": ("endpoints", "model", "max_turns"),
-    **dict.fromkeys(("codex", "claude-code", "opencode"), ("endpoints", "model")),
     "cmd": ("command",),
 }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,7 +73,7 @@ def auth_headers(api_key_env: str | None, headers: dict[str, str] | None = None)
     return out
 
 
-def _auth_failure(url: str, status: int, headers: dict[str, str] | None) -> EndpointAuthError:
+def _auth_failure(url: str, status: int, headers: Mapping[str, str | bytes] | None) -> EndpointAuthError:
     sent = "a key was sent and refused" if headers and "Authorization" in headers else "no key was sent"
     return EndpointAuthError(
         f"{url} answered {status} ({'unauthorized' if status == 401 else 'forbidden'}): {sent}; give the key in an "

@@ -71,7 +71,7 @@ class SandboxEnvironment:
         self.cwd = cwd
         self.config = {"container": sandbox.name, "command_timeout": command_timeout, "cwd": cwd, "env": env}
 
-    def execute(self, action: dict, cwd: str = "") -> dict[str, Any]:
+    def execute(self, action: dict[str, Any], cwd: str = "") -> dict[str, Any]:
         if self.sandbox.stop.is_set():  # the run's --deadline or Ctrl-C: end the loop, the harness decides
             raise TimeExceeded({"role": "exit", "content": "the run was stopped", "extra": _exit("TimeExceeded")})
         timeout = max(min(self.command_timeout, self.deadline - time.monotonic()), 0.5)
@@ -94,7 +94,7 @@ class SandboxEnvironment:
     def get_template_vars(self, **kwargs: Any) -> dict[str, Any]:
         return dict(kwargs)
 
-    def serialize(self) -> dict:
+    def serialize(self) -> dict[str, Any]:
         return {"info": {"config": {"environment": self.config, "environment_type": "trialbook.sandbox.docker"}}}
 
 
@@ -118,7 +118,7 @@ class ChatModel:
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
-    def _payload(self, messages: list[dict]) -> dict[str, Any]:
+    def _payload(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         opts = self.options
         payload: dict[str, Any] = {
             **opts.model_kwargs,
@@ -139,7 +139,7 @@ class ChatModel:
             payload["top_logprobs"] = 1  # llama-cpp-python returns none without it
         return payload
 
-    def query(self, messages: list[dict], **kwargs: Any) -> dict:
+    def query(self, messages: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
         opts = self.options
         if opts.max_tokens and self.tokens >= opts.max_tokens:
             raise LimitsExceeded({"role": "exit", "content": "token budget spent", "extra": _exit("TokensExceeded")})
@@ -189,12 +189,12 @@ class ChatModel:
             reply["tool_calls"] = tool_calls
         return reply
 
-    def format_message(self, **kwargs: Any) -> dict:
+    def format_message(self, **kwargs: Any) -> dict[str, Any]:
         return dict(kwargs)
 
     def format_observation_messages(
-        self, message: dict, outputs: list[dict], template_vars: dict | None = None
-    ) -> list[dict]:
+        self, message: dict[str, Any], outputs: list[dict[str, Any]], template_vars: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
         template = self.options.observation_template
         if self.options.actions == "toolcall":
             actions = (message.get("extra") or {}).get("actions") or []
@@ -206,7 +206,7 @@ class ChatModel:
     def get_template_vars(self, **kwargs: Any) -> dict[str, Any]:
         return dict(self.config)
 
-    def serialize(self) -> dict:
+    def serialize(self) -> dict[str, Any]:
         return {"info": {"config": {"model": self.config, "model_type": "trialbook.agents.mini.ChatModel"}}}
 
 
@@ -239,7 +239,7 @@ def _logprobs(choice: dict[str, Any]) -> list[dict[str, Any]] | None:
     return [{"token": t.get("token"), "logprob": t.get("logprob")} for t in content if isinstance(t, dict)]
 
 
-def transcript(messages: list[dict]) -> str:
+def transcript(messages: list[dict[str, Any]]) -> str:
     """The readable agent log: every message, role first."""
     parts = []
     for m in messages:

@@ -118,7 +118,7 @@ def read_config(path: Path) -> dict[str, Any]:
 def override(config: dict[str, Any], pairs: list[str]) -> dict[str, Any]:
     """`-c key=value` (repeatable): a dotted key into the config (`model.model_kwargs.temperature=0.6`), or one of
     MiniOptions' own names (`temperature=0.6`); the value is read as YAML (numbers, true/false, lists)."""
-    out = _copy(config)
+    out: dict[str, Any] = _copy(config)
     for pair in pairs:
         key, sep, text = pair.partition("=")
         key = key.strip()

@@ -87,7 +87,7 @@ class MiniSweEnvironment:
         self.deadline = deadline
         self.config = {"cwd": self.cwd, "env": self.env, "timeout": timeout, "container": sandbox.name}
 
-    def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
+    def execute(self, action: dict[str, Any], cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
         if self.sandbox.stop.is_set():  # the run's --deadline or Ctrl-C: end the loop, the harness decides
             raise TimeExceeded({"role": "exit", "content": "the run was stopped",
                                 "extra": {"exit_status": "TimeExceeded", "submission": ""}})  # fmt: skip
@@ -108,7 +108,7 @@ class MiniSweEnvironment:
     def get_template_vars(self, **kwargs: Any) -> dict[str, Any]:
         return {**self.config, **kwargs}
 
-    def serialize(self) -> dict:
+    def serialize(self) -> dict[str, Any]:
         return {"info": {"config": {"environment": self.config, "environment_type": "trialbook.sandbox"}}}
 
 

@@ -23,6 +23,7 @@ from trialbook.agents.base import Agent
 from trialbook.errors import UserError
 
 AGENTS: dict[str, str] = {
+    "aider": "trialbook.rl.cli_agents:AiderAgent",
     "claude-code": "trialbook.rl.cli_agents:ClaudeCodeAgent",
     "cmd": "trialbook.agents.command:CommandAgent",
     "codex": "trialbook.rl.cli_agents:CodexAgent",
@@ -68,7 +69,7 @@ def _imported(name: str) -> type:
         raise
     except Exception as exc:  # the user's module failed to import: say how, in one line
         raise UserError(f"--agent {name}: cannot import {where}: {type(exc).__name__}: {exc}") from None
-    cls = getattr(module, attr, None)
+    cls: type | None = getattr(module, attr, None)
     if cls is None:
         raise UserError(f"--agent {name}: {where} has no attribute {attr!r}")
     if not callable(getattr(cls, "run", None)):
@@ -84,7 +85,8 @@ def agent_class(name: str) -> type:
             f"unknown agent '{name}' (known: {', '.join(sorted(AGENTS))}; or your own: module:Class, file.py:Class)"
         )
     module, _, attr = AGENTS[name].partition(":")
-    return getattr(importlib.import_module(module), attr)
+    found: type = getattr(importlib.import_module(module), attr)
+    return found
 
 
 # `run --gateway`: the agent behind the model gateway (named, as the agents are, not imported: rl is above agents)
@@ -101,7 +103,7 @@ def get_agent(name: str, options: dict[str, Any] | None = None) -> Agent:
         return through(name, rest, options["gateway"])  # type: ignore[no-any-return]
     cls = agent_class(name)
     build = getattr(cls, "from_options", None)
-    agent = build(options or {}) if callable(build) else cls()
+    agent: Agent = build(options or {}) if callable(build) else cls()
     if not isinstance(getattr(agent, "name", None), str):  # trials record it (extra.agent)
         agent.name = name.rpartition(":")[2]
     return agent

@@ -31,7 +31,7 @@ from trialbook.result_types import Result, renamed
 ORIGINAL = "@original"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Transition(Result):
     """Pairs that moved from one state to another (`via` a rerun, when the new trial replaced one)."""
 
@@ -138,7 +138,7 @@ def attribute_runs(ledger: Ledger, old: str, new: str) -> Attribution:
     part_pp = apportion({k: Fraction(100 * v[1], n) for k, v in parts.items()}, total)
     repo_pp = apportion({k: Fraction(100 * v[1], n) for k, v in repos.items()}, total)
     total_pp = float(Fraction(_round_half_up(total, Fraction(1, 100)), 100))
-    rows = [Transition(k[0], k[1], k[2], v[0], v[1], part_pp[k]) for k, v in parts.items()]
+    rows = [Transition(from_=k[0], to=k[1], via=k[2], tasks=v[0], net=v[1], pp=part_pp[k]) for k, v in parts.items()]
     rows.sort(key=lambda r: (-abs(r.pp), -r.tasks, r.from_, r.to))
     return Attribution(
         old=old_name, new=new_name, pairs=n, unpaired_old=len(before) - n, unpaired_new=len(after) - n,

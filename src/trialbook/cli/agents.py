@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from trialbook.cli.common import Json, app, done, emit
@@ -12,7 +14,7 @@ app.add_typer(agents_app, name="agents")
 
 @agents_app.command("install")
 def install_cmd(name: str) -> None:
-    """Install agent NAME (codex, claude-code, opencode) at its pinned version into the cache, with npm."""
+    """Install agent NAME (codex, claude-code, opencode: npm; aider: pip) at its pinned version into the cache."""
     from trialbook.agents.installed import agent, install
 
     pinned = agent(name)
@@ -28,7 +30,7 @@ def list_cmd(as_json: Json = False) -> None:
     rows = [{"name": a.name, "version": a.version, "package": a.package, "api": a.api,
              "binary": str(binary(a.name) or "")} for a in CLI_AGENTS.values()]  # fmt: skip
 
-    def human(data: list[dict]) -> None:
+    def human(data: list[dict[str, Any]]) -> None:
         typer.echo(f"cache: {cache_dir()}")
         for r in data:
             where = r["binary"] or f"not installed (trialbook agents install {r['name']})"

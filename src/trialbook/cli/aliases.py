@@ -66,7 +66,7 @@ def rewrite(root: Any, args: list[str]) -> list[str]:
     takes_value = _value_options(cmd)
     takes_value |= {old for old, new in renames.items() if new in takes_value}
     multiple = {name for p in cmd.params if getattr(p, "multiple", False) for name in p.opts}
-    out, given, renamed = list(args[:start]), set(), {}
+    out, given, renamed = list(args[:start]), set[str](), dict[str, str]()
     j = start
     while j < len(args):
         token = args[j]
@@ -107,7 +107,7 @@ def _usage_in_one_line() -> Iterator[None]:
     try:
         yield
     except UsageError as exc:
-        exc.show = types.MethodType(_one_line, exc)  # type: ignore[method-assign]
+        exc.show = types.MethodType(_one_line, exc)  # type: ignore[attr-defined]  # UsageError, found at run time
         raise
 
 

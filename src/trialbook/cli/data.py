@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -248,7 +248,7 @@ def trials_cmd(
     emit(list_trials(reading(db), run, where, task, _run_folder), as_json, _print_trials, markdown, as_csv)
 
 
-def _run_folder(config: dict, run: str) -> Path | None:
+def _run_folder(config: dict[str, Any], run: str) -> Path | None:
     """The run's trial folder (`<runs_dir>/<run>`) for a run the harness made, None for an imported one."""
     from trialbook.harness.paths import run_folders
 

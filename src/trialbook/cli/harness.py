@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -122,7 +122,7 @@ def run_cmd(
         str | None,
         typer.Option(
             "--agent",
-            help="oracle, nop, mini (an LLM), mini-swe-agent, codex, claude-code, opencode (docs/agents.md), "
+            help="oracle, nop, mini (an LLM), mini-swe-agent, codex, claude-code, opencode, aider (docs/agents.md), "
             "or your own: module:Class or file.py:Class.",
         ),
     ] = None,
@@ -397,7 +397,7 @@ def clean_cmd(
         raise UserError(f"{exc}; --all-on-host cleans every ledger's containers") from None
     scope = ("every ledger's" if all_on_host else "this ledger's") + (f" run '{run}'" if run else " runs")
     if sys.stdin.isatty() and not yes:
-        engine = getattr(where, "engine", None)
+        engine: Any = getattr(where, "engine", None)
         if hasattr(engine, "containers") and hasattr(engine, "images"):
             n_boxes, n_images = len(engine.containers(run, ledger)), len(engine.images(run, ledger))
             counts = f"{n_boxes} container(s) and {n_images} image(s)"

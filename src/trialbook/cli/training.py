@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -15,6 +15,9 @@ from trialbook.training.analysis import train_report
 from trialbook.training.load import load_durations
 from trialbook.training.sim_pipeline import PipelineConfig, empirical_sampler, lognormal_sampler, simulate
 from trialbook.training.sim_rollouts import RolloutConfig, generate
+
+if TYPE_CHECKING:  # the commands import what they run when they run
+    from trialbook.training.alerts import Alert
 
 train_app = typer.Typer(help="Training-run analytics.", no_args_is_help=True)
 sim_app = typer.Typer(help="Simulators: the async RL pipeline and synthetic training logs.", no_args_is_help=True)
@@ -56,7 +59,7 @@ def export_trajectories_cmd(
     """Token-level trajectories for a trainer: per trial, sequences of ids, loss mask, logprobs, weight versions."""
     from trialbook.training.trajectories import export
 
-    def human(s: dict) -> None:
+    def human(s: dict[str, Any]) -> None:
         typer.echo(f"wrote {s['trajectories']} trajectories ({s['sequences']} sequences, "
                    f"{s['policy_tokens']} policy tokens) to {s['out']}")  # fmt: skip
 
@@ -182,7 +185,7 @@ def train_watch_cmd(
     tty = sys.stdout.isatty() and not as_json
     shown = {"step": None, "errors": 0}
 
-    def show(w: Watcher, new: list) -> None:
+    def show(w: Watcher, new: list[Alert]) -> None:
         s = w.state
         assert s is not None
         for problem in w.webhook_errors[shown["errors"] :]:

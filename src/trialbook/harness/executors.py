@@ -61,7 +61,8 @@ class LocalExecutor:
         self.backend = self.engine.name  # recorded in the run's stack (harness/stack.sandbox_stack)
 
     def version(self) -> str:
-        return self.engine.version()
+        version: str = self.engine.version()
+        return version
 
     def run_one(
         self, task: TaskSpec | TaskError, attempt: int, settings: TrialSettings, stopper: Stopper
@@ -121,4 +122,5 @@ class LocalExecutor:
         pool.shutdown(wait=True)
 
     def clean(self, run: str | None, images: bool = True, ledger: str | None = None) -> tuple[int, int]:
-        return self.engine.clean(run, images=images, ledger=ledger)
+        cleaned: tuple[int, int] = self.engine.clean(run, images=images, ledger=ledger)
+        return cleaned

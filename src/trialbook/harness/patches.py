@@ -9,6 +9,7 @@ run graded by an older verifier can be graded again by today's one (same tasks, 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def _task_ids(tasks_dir: Path) -> set[str]:
 
 
 def _config(
-    tasks_dir: Path, patches: dict[str, dict[str, str]], extra: dict[str, object], **given: object
+    tasks_dir: Path, patches: dict[str, dict[str, str]], extra: Mapping[str, object], **given: object
 ) -> RunConfig:
     attempts = 1 + max(int(a) for by_attempt in patches.values() for a in by_attempt)
     return RunConfig(
@@ -49,7 +50,7 @@ def _config(
         attempts=attempts,
         tasks=sorted(patches),
         agent_options={"patches": patches, **extra},
-        **given,  # type: ignore[arg-type]
+        **given,
     )
 
 

@@ -241,7 +241,9 @@ class RayExecutor:
             self._blobs[task.path] = (ray.put(data), hashlib.sha256(data).hexdigest()[:24])
         return self._blobs[task.path]
 
-    def _submit(self, task: TaskSpec | TaskError, attempt: int, settings: TrialSettings, deadline_at: float | None):
+    def _submit(
+        self, task: TaskSpec | TaskError, attempt: int, settings: TrialSettings, deadline_at: float | None
+    ) -> ray.ObjectRef[TrialResult]:
         if isinstance(task, TaskSpec):
             blob, digest = self._blob(task)
             opts: dict[str, Any] = {"num_cpus": task.cpus, "memory": task.memory_mb * MB, "resources": {DOCKER: 1}}

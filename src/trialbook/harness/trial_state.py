@@ -161,6 +161,4 @@ def verdict_keys(v: Verdict) -> Extra:
         extra["foreign_reward_files"] = v.foreign_rewards
     if v.canary:
         extra["canary"] = CanaryNote(name=v.canary, seen=v.canary_seen)
-    if v.lookalikes:
-        extra["lookalikes"] = v.lookalikes  # verify/runner.lookalikes
     return extra | findings.verdict_extra(v)

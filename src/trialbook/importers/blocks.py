@@ -75,8 +75,8 @@ def _worker(
     gc.disable()
     try:
         with path.open("rb") as fh:
-            for start, end in bounds:
-                result = _checked(check, read_block(fh, start, end))
+            for start, stop in bounds:
+                result = _checked(check, read_block(fh, start, stop))
                 out.send(result)
                 if result[0] != "ok":
                     return
@@ -90,12 +90,12 @@ def _in_order(path: Path, check: Callable[[bytes], T]) -> Iterator[tuple[str, in
     bounds = _bounds(size)
     if size < PARALLEL_MIN_BYTES:
         with path.open("rb") as fh:
-            for start, end in bounds:
-                yield _checked(check, read_block(fh, start, end))
+            for start, stop in bounds:
+                yield _checked(check, read_block(fh, start, stop))
         return
     ctx = multiprocessing.get_context("fork")
     pipes = [ctx.Pipe(duplex=False) for _ in range(WORKERS)]
-    ends = [end for pipe in pipes for end in pipe]
+    ends = [e for pipe in pipes for e in pipe]
     workers = [
         ctx.Process(
             target=_worker,

@@ -161,7 +161,7 @@ def read_slowly(raw: bytes, n: int) -> tuple[Line, dict[str, Any] | None]:
     if attempt is not None and attempt < 0:
         raise LineError(n, f"attempt must be a non-negative integer, got {attempt!r}")
     floats = (*FLOAT_FIELDS, *TIME_FIELDS)  # a number there decodes as a float on the fast path too
-    known = {
+    known: dict[str, Any] = {
         k: float(v) if k in floats and v is not None and type(v) is not str else v
         for k, v in obj.items()
         if k in FIELD_TYPES
@@ -335,7 +335,7 @@ def import_jsonl(
             ledger.replace_steps(conn, run_id, step_rows, replace=True)
 
     config = {"reward_range": list(reward_range)} if reward_range else {}
-    run = Run(name=run_name, kind=kind, source=str(path), config=config)  # type: ignore[arg-type]
+    run = Run(name=run_name, kind=kind, source=str(path), config=config)
     try:
         return import_run(ledger, run, rows, replace=replace, after=save_stack)
     except LineError as exc:

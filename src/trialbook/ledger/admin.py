@@ -42,7 +42,8 @@ def delete_run(ledger: Ledger, name: str, force: bool = False, folders: Sequence
         n_trials = conn.execute(select(func.count()).where(trials.c.run_id == run_id)).scalar_one()
         n_steps = conn.execute(select(func.count()).where(steps.c.run_id == run_id)).scalar_one()
         ledger._delete_run(conn, run_id)
-    removed, left = [], []
+    removed: list[str] = []
+    left: list[str] = []
     for folder in folders:
         if folder.exists():
             shutil.rmtree(folder, ignore_errors=True)

@@ -16,7 +16,7 @@ Each problem is one line; none is an OK ledger. Rows are streamed: memory stays 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, func, or_, select, text
@@ -126,12 +126,14 @@ def _rows(conn: Connection, out: CheckResult) -> Iterator[str]:
         yield from _json(f"step {step} of run id {run_id}: metrics", metrics)
 
 
-def _json(what: str, raw: str | None) -> Iterator[str]:
+def _json(what: str, raw: str | None) -> Generator[str, None, object]:
+    """The value `raw` holds (None when it is NULL or not JSON), yielding a line for JSON that does not parse."""
     if raw is None:
         return None
     try:
-        return json.loads(raw)
-    except ValueError as exc:
+        value: object = json.loads(raw)
+        return value
+    except json.JSONDecodeError as exc:
         yield f"{what}: not JSON ({exc.msg} at {exc.pos})"
         return None
 

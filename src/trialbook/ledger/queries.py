@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import orjson
-from sqlalchemy import Connection, Select, case, func, literal_column, select
+from sqlalchemy import ColumnClause, Connection, Select, case, func, literal_column, select
 
 from trialbook.ledger import statements
+from trialbook.ledger.reads import loads
 from trialbook.ledger.rows import StepRow, TaskLists, TrajectoryGroup
 from trialbook.ledger.schema import artifacts, steps, tasks, trials
-from trialbook.ledger.store import Ledger, loads
+from trialbook.ledger.store import Ledger
 from trialbook.outcomes import FAIL_TO_PASS, NOT_PASSING, PASS_TO_PASS, Outcome
 
 _current = statements.current
@@ -134,7 +135,7 @@ def p2p_regression_sql(is_sqlite: bool) -> str:
     )
 
 
-def _raw_chunks(conn: Connection, q: Select) -> Iterator[list[Any]]:
+def _raw_chunks(conn: Connection, q: Select[Any]) -> Iterator[list[Any]]:
     """Plain DBAPI tuples for `q` in chunks: skips SQLAlchemy's per-row objects on the hot path."""
     # Literal values (our own ints and fixed strings): PostgreSQL then sees GROUP BY expressions
     # textually equal to the SELECT ones, which it requires.
@@ -143,7 +144,7 @@ def _raw_chunks(conn: Connection, q: Select) -> Iterator[list[Any]]:
     try:
         cur.execute(sql)
         while rows := cur.fetchmany(CHUNK):
-            yield rows
+            yield cast("list[Any]", rows)  # sqlite3's and psycopg's fetchmany return a list
     finally:
         cur.close()
 
@@ -157,7 +158,7 @@ def trajectory_groups(ledger: Ledger, run_id: int, rewards: bool = False) -> Ite
     """
     c = trials.c
     outcome_code = case({name: i for i, name in enumerate(OUTCOME_LIST)}, value=c.outcome, else_=UNKNOWN_OUTCOME)
-    p2p = literal_column(p2p_regression_sql(ledger.is_sqlite))
+    p2p: ColumnClause[Any] = literal_column(p2p_regression_sql(ledger.is_sqlite))
     flags = (
         outcome_code + case((c.reward >= 1.0, REWARD_1), (c.reward > 0.0, PARTIAL), else_=0) + case((p2p, P2P), else_=0)
     )

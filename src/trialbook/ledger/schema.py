@@ -257,7 +257,7 @@ def current_version(conn: Connection) -> int:
         if ours:
             raise DamagedLedger(f"it has trialbook tables ({', '.join(ours)}) but no meta table")
         return 0
-    rows: dict[str, str] = dict(conn.execute(select(meta.c.key, meta.c.value)).all())  # type: ignore[arg-type]
+    rows: dict[str, str] = dict(conn.execute(select(meta.c.key, meta.c.value)).all())
     version = rows.get("schema_version")
     if version is None or not version.isdigit():
         raise DamagedLedger(f"its meta table has no schema version ({version!r})")
@@ -274,7 +274,7 @@ def migrate(conn: Connection) -> int:
         # would each commit on their own. BEGIN IMMEDIATE makes the whole upgrade one transaction and
         # makes a second process opening the same old ledger wait for it (then re-read the version).
         dbapi = conn.connection.dbapi_connection
-        if dbapi is not None and not dbapi.in_transaction:  # type: ignore[attr-defined]
+        if dbapi is not None and not dbapi.in_transaction:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
             old = current_version(conn)
     if old > SCHEMA_VERSION:

@@ -45,7 +45,7 @@ def counts() -> list[Any]:
     ]
 
 
-def _task_scores() -> Select:
+def _task_scores() -> Select[Any]:
     reward = func.coalesce(func.sum(case((graded, func.coalesce(trials.c.reward, 0.0)), else_=0.0)), 0.0)
     partial = sum_if(and_(graded, trials.c.reward > 0.0, trials.c.reward < 1.0))
     r0 = func.coalesce(trials.c.reward, 0.0)
@@ -68,7 +68,7 @@ def _task_scores() -> Select:
 
 
 _mine = and_(trials.c.run_id == _run_id, current)
-STATEMENTS: dict[str, Select] = {
+STATEMENTS: dict[str, Select[Any]] = {
     "schema_version": VERSION_QUERY,
     "run_by_name": select(
         runs.c.id, runs.c.name, runs.c.kind, runs.c.created, runs.c.config, runs.c.stack, runs.c.labels, runs.c.source

@@ -88,8 +88,8 @@ def trial_row(run_id: int, t: Trial) -> tuple[Any, ...]:
     """A positional row in TRIAL_COLUMNS order."""
     return (
         run_id, t.task_id, t.attempt, t.repo, t.outcome.value, t.reward, t.step, t.wv, t.epoch,
-        t.exception, scrub(t.exception_message), t.duration_s, t.tokens, t.turns, dumps(t.tests),
-        t.started_at, t.finished_at, dumps(t.extra), None,
+        t.exception, t.exception_message and scrub(t.exception_message), t.duration_s, t.tokens, t.turns,
+        dumps(t.tests), t.started_at, t.finished_at, dumps(t.extra), None,
     )  # fmt: skip
 
 
@@ -224,7 +224,8 @@ class Ledger:
     def record_trial(self, conn: Connection, row: Sequence[Any], supersedes: int | None = None) -> int:
         """Insert one trial row (TRIAL_COLUMNS order) and return its id; mark `supersedes` replaced by it."""
         res = conn.execute(trials.insert().values(dict(zip(TRIAL_COLUMNS, row, strict=True))))
-        new_id = int(res.inserted_primary_key[0])  # the driver's last row id (SQLite) or RETURNING (PostgreSQL)
+        # the driver's last row id (SQLite) or RETURNING (PostgreSQL): typed optional, never None for one row's INSERT
+        new_id = int(res.inserted_primary_key[0])  # type: ignore[index]
         if supersedes is not None:  # marked once (ledger/summary_cache.catch_up counts on it)
             conn.execute(
                 trials.update().where(trials.c.id == supersedes, trials.c.superseded_by.is_(None))
@@ -268,7 +269,8 @@ class Ledger:
         sql = f"INSERT INTO trials ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
         cursor = conn.connection.cursor()
         try:
-            cursor.executemany(sql, rows)  # a driver error here is reported by transaction()
+            # typed as taking a Sequence; sqlite3 and psycopg take any iterable (a driver error: transaction() says it)
+            cursor.executemany(sql, rows)  # type: ignore[arg-type]
         finally:
             cursor.close()
 

@@ -54,7 +54,7 @@ def connect_read_only(path: Path, **kwargs: Any) -> sqlite3.Connection:
     folder), `immutable=1`, exact only while no -wal file holds transactions not yet in the ledger's file."""
     uri = path.absolute().as_uri()
     try:
-        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, **kwargs)
+        conn: sqlite3.Connection = sqlite3.connect(f"{uri}?mode=ro", uri=True, **kwargs)
         conn.execute("SELECT count(*) FROM sqlite_master")  # SQLite opens the file on the first statement
         return conn
     except sqlite3.OperationalError:
@@ -64,4 +64,5 @@ def connect_read_only(path: Path, **kwargs: Any) -> sqlite3.Connection:
                 f"cannot read ledger {path}: it is {read_only_reason(path)} and its -wal file holds transactions"
                 " SQLite can read only where it can write beside it: copy the ledger and its -wal somewhere writable"
             ) from None
-        return sqlite3.connect(f"{uri}?immutable=1", uri=True, **kwargs)
+        immutable: sqlite3.Connection = sqlite3.connect(f"{uri}?immutable=1", uri=True, **kwargs)
+        return immutable

@@ -20,13 +20,14 @@ from sqlalchemy.engine import make_url
 
 from trialbook.errors import UserError
 from trialbook.ledger import schema, summary_cache
+from trialbook.ledger.reads import loads
 from trialbook.ledger.schema import artifacts, run_stats, run_summary, runs, tasks, trials
 from trialbook.ledger.statements import current as _current
 from trialbook.ledger.statements import graded as _graded
 from trialbook.ledger.statements import resolved as _resolved
 from trialbook.ledger.statements import sum_if
-from trialbook.ledger.store import Ledger, loads, resolve_db
-from trialbook.ledger.url import connect_read_only, missing_ledger, sqlite_file
+from trialbook.ledger.store import Ledger
+from trialbook.ledger.url import connect_read_only, missing_ledger, resolve_db, sqlite_file
 from trialbook.outcomes import GRADED
 
 

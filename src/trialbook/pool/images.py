@@ -19,12 +19,12 @@ from pathlib import Path
 from trialbook.tasks.swebench.build_images import (
     HOST_CA,
     IMAGE_CA,
-    REPO_DIR,
     SYSTEM_PATH,
     Builder,
     content_key,
     uv_binary,
 )
+from trialbook.tasks.swebench.generate import REPO_DIR as REPO_DIR  # re-exported: the pool's modules read it here
 
 BASE = "trialbook-base:bookworm"
 VENV = "/opt/venv"

@@ -175,8 +175,8 @@ def _splice(text: str, node: ast.AST, kind: str) -> str | None:
     new = _changed(node, kind)
     if new is None:
         return None
-    head = "".join(lines[: lineno - 1]) + lines[lineno - 1].encode()[:col].decode(errors="replace")
-    tail = lines[end - 1].encode()[end_col:].decode(errors="replace") + "".join(lines[end:])
+    head: str = "".join(lines[: lineno - 1]) + lines[lineno - 1].encode()[:col].decode(errors="replace")
+    tail: str = lines[end - 1].encode()[end_col:].decode(errors="replace") + "".join(lines[end:])
     if isinstance(new, ast.UnaryOp) and isinstance(new.op, ast.Not) and kind == "negate_condition":
         inner = ast.unparse(new.operand)
         simple = isinstance(new.operand, (ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.Subscript))

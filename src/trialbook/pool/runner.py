@@ -83,7 +83,7 @@ class Container:
 def failure_excerpt(log: str, tests: list[str], max_lines: int = 40) -> str:
     """The first failing test's block of pytest's FAILURES/ERRORS section (at most `max_lines` lines)."""
     lines = log.splitlines()
-    inside, block, name = False, [], ""
+    inside, block, name = False, list[str](), ""
     for line in lines:
         if FAILURES.match(line):
             inside = True

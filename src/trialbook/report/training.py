@@ -37,16 +37,13 @@ def _span(values: list[float], fmt: str = ".3g") -> str:
 
 def _ranges(values: list[int]) -> str:
     """[37, 38, 39, 42] -> '37-39, 42'."""
-    out: list[str] = []
-    start = prev = None
-    for v in values + [None]:  # type: ignore[list-item]
-        if start is not None and (v is None or v != prev + 1):
-            out.append(str(start) if start == prev else f"{start}-{prev}")
-            start = None
-        if v is not None and start is None:
-            start = v
-        prev = v
-    return ", ".join(out)
+    spans: list[list[int]] = []  # [first, last] of each run of consecutive values
+    for v in values:
+        if spans and v == spans[-1][1] + 1:
+            spans[-1][1] = v
+        else:
+            spans.append([v, v])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def _ordinal(k: int) -> str:

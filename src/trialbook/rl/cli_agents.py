@@ -1,4 +1,4 @@
-"""`--agent codex | claude-code | opencode`: an agent CLI from the host cache (`trialbook agents install NAME`,
+"""`--agent codex | claude-code | opencode | aider`: an agent CLI from the host cache (`trialbook agents install NAME`,
 agents/installed.py) run headless inside the trial's sandbox, its model reached through a gateway that records
 every call with its token ids, and nothing else reached at all.
 
@@ -29,6 +29,8 @@ from trialbook.agents.base import AgentResult, AgentTimeoutError, option_error
 from trialbook.agents.endpoints import EndpointError, first_model, normalize, probe
 from trialbook.agents.installed import agent, binary, folder, headless
 from trialbook.errors import UserError
+from trialbook.outcomes import ErrorKind
+from trialbook.rl.engines import template_of
 from trialbook.rl.gateway import Gateway
 from trialbook.sandbox import Sandbox
 from trialbook.tasks import TaskSpec
@@ -75,6 +77,7 @@ while True:
     conn, _ = srv.accept()
     threading.Thread(target=serve, args=(conn,), daemon=True).start()
 """
+PYTHON_VERSION = "import sys; print('%d.%d' % sys.version_info[:2])"
 START_RELAY = (
     f"setsid python3 {MODEL_DIR}/relay.py {RELAY_PORT} {MODEL_DIR}/gateway.sock </dev/null >/dev/null 2>&1 & "
     'for i in $(seq 50); do python3 -c \'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])),'
@@ -82,9 +85,19 @@ START_RELAY = (
 )
 
 
+class AgentImageError(Exception):
+    """The task's image cannot run this agent (no python3 for the relay; aider: not the Python its install is for):
+    the trial ends infra_error, not retried, as an unusable task folder does (outcomes.POLICY)."""
+
+    kind = ErrorKind.INVALID_TASK
+
+
 class CliOptions(BaseModel):
     endpoints: list[str] = Field(default_factory=list)  # the engine (or a gateway) the agent's model is at
     model: str | None = None  # default: the first model the endpoint lists
+    # the served model's .gguf, for an engine that returns no token ids (llama-cpp-python's server): `run --gateway
+    # --chat-template FILE` gives it (rl/gateway_agent.py), and the agent's own gateway renders the prompts with it
+    chat_template: str | None = None
 
 
 class InstalledCliAgent:
@@ -99,6 +112,8 @@ class InstalledCliAgent:
             raise UserError(f"{self.name} is not installed: trialbook agents install {self.name}")
         self.url = normalize(options.endpoints[0])
         self._model = options.model
+        self._template_file = options.chat_template
+        self._template: tuple[str, str, str] | None = None
         self._folders: dict[str, Path] = {}  # trial -> its socket folder (made by sandbox_mounts, ended by run)
         self._lock = threading.Lock()
 
@@ -114,11 +129,26 @@ class InstalledCliAgent:
             self._model = first_model(self.url)
         return self._model
 
+    def _gateway(self) -> Gateway:
+        """The gateway this agent puts in front of its endpoint (not started): one line when it cannot read ids."""
+        if self._template_file and self._template is None:
+            self._template = template_of(Path(self._template_file))
+        try:
+            return Gateway(self.url, chat_template=self._template, side_models=(agent(self.name).side_model or "-",))
+        except UserError as exc:
+            if "chat_template" not in str(exc):
+                raise
+            raise UserError(
+                f"the {self.name} agent: the engine at {self.url} (llama-cpp-python) returns no token ids: give "
+                "--gateway --chat-template MODEL.gguf (the served model's file)"
+            ) from None
+
     def stack(self) -> dict[str, Any]:
         try:
             info = probe(self.url)
         except EndpointError as exc:
             raise UserError(f"cannot start the {self.name} agent: {exc}") from None
+        self._gateway()  # before any trial: an engine whose ids it cannot record is one line
         pinned = agent(self.name)
         loop = f"{pinned.package} {pinned.version}"
         return {"engine": info.engine or "unknown", "engine_version": info.engine_version or "unknown",
@@ -133,6 +163,18 @@ class InstalledCliAgent:
             self._folders[trial] = sockets
         return [(str(folder(self.name)), AGENT_DIR, True), (str(sockets), MODEL_DIR, False)]
 
+    def _check_python(self, sandbox: Sandbox, task: TaskSpec) -> None:
+        """A Python agent (aider) runs on the sandbox's python3, which must be the version its wheels are for."""
+        want = agent(self.name).python
+        if not want:
+            return
+        got = sandbox.exec(["python3", "-c", PYTHON_VERSION], timeout=30).output.strip()
+        if got != want:
+            raise AgentImageError(
+                f"{self.name} runs on Python {want} (its install's wheels) and task {task.task_id}'s image has "
+                f"python3 {got}"
+            )
+
     def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
         start = time.monotonic()
         with self._lock:
@@ -141,11 +183,12 @@ class InstalledCliAgent:
             raise UserError(f"the {self.name} agent runs only in a sandbox the harness started with its mounts")
         model = self.model_name()
         try:
-            with Gateway(self.url, side_models=(agent(self.name).side_model or "-",)) as gw:
+            with self._gateway() as gw:
                 gw.start_unix(sockets / "gateway.sock", trial=sandbox.name)
                 relay = sandbox.exec(["bash", "-c", f"mkdir -p {HOME} && {START_RELAY}"], timeout=30)
                 if relay.exit_code != 0:
-                    raise UserError(f"{self.name}: {relay.output.strip()[-300:]} (the image needs python3)")
+                    raise AgentImageError(f"{self.name}: {relay.output.strip()[-300:]} (the image needs python3)")
+                self._check_python(sandbox, task)
                 url = f"http://127.0.0.1:{RELAY_PORT}/t/{sandbox.name}/v1"
                 workdir = task.workdir or "/"
                 argv, env = headless(self.name, url, model, task.instruction, workdir, HOME,
@@ -188,3 +231,7 @@ class ClaudeCodeAgent(InstalledCliAgent):
 
 class OpencodeAgent(InstalledCliAgent):
     name = "opencode"
+
+
+class AiderAgent(InstalledCliAgent):
+    name = "aider"

@@ -71,7 +71,7 @@ def _lines(resp: requests.Response) -> Iterator[bytes]:
     iter_content(None) would wait for the end)."""
     read1 = getattr(resp.raw, "read1", None)
     if read1 is None:  # urllib3 < 2
-        yield from resp.iter_lines(chunk_size=None)
+        yield from resp.iter_lines(chunk_size=None)  # type: ignore[call-overload]  # requests passes None on to iter_content
         return
     rest = b""
     while data := read1(65536, decode_content=True):
@@ -166,7 +166,7 @@ class OpenAITokens:
     def stream(self, body: dict[str, Any], timeout: float) -> Iterator[dict[str, Any] | Generation]:
         payload = {**body, "stream": True, "return_token_ids": True, "logprobs": True,
                    "stream_options": {"include_usage": True}}  # fmt: skip
-        built, ids, logprobs = MessageBuilder(), [], []
+        built, ids, logprobs = MessageBuilder(), list[int](), list[float | None]()
         prompt: list[int] | None = None
         finish, model, wv = None, None, None
         with _post_stream(f"{self.base}/chat/completions", payload, timeout) as resp:
@@ -283,7 +283,7 @@ class LlamaCppPython:
         with self._lock:
             if token in self._piece:
                 return self._piece[token]
-        text = _post(f"{self.root}/extras/detokenize", {"tokens": [token], "model": model}, timeout).json()["text"]
+        text: str = _post(f"{self.root}/extras/detokenize", {"tokens": [token], "model": model}, timeout).json()["text"]
         with self._lock:
             self._piece[token] = text
         return text

@@ -203,7 +203,7 @@ class Gateway:
             server.shutdown()
             server.server_close()
             with contextlib.suppress(OSError):
-                os.unlink(server.server_address)
+                os.unlink(server.server_address)  # type: ignore[arg-type]  # a Unix server's address: its socket's path
         self._unix = []
 
     def __enter__(self) -> Gateway:
@@ -322,7 +322,9 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
                 return True
             return False
 
-        def _send(self, status: int, body: bytes, ctype: str = "application/json", extra: dict | None = None):
+        def _send(
+            self, status: int, body: bytes, ctype: str = "application/json", extra: dict[str, str] | None = None
+        ) -> None:
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
@@ -334,7 +336,7 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (its own timeout): nothing to tell
                 self.close_connection = True
 
-        def _json(self, status: int, obj: Any, extra: dict | None = None) -> None:
+        def _json(self, status: int, obj: Any, extra: dict[str, str] | None = None) -> None:
             self._send(status, json.dumps(obj).encode(), extra=extra)
 
         def _body(self) -> bytes:

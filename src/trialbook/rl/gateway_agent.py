@@ -4,8 +4,8 @@ when the engine returns none (llama.cpp's server, llama-cpp-python's with the mo
 
 The agents registry builds it for a run whose agent options carry `gateway` (agents/registry.py): one gateway per
 trial process, started at the first trial (so a Ray node runs its own), and per trial a fresh agent pointed at the
-gateway's per-trial URL, as `Rollouts(gateway=...)` does. An agent CLI (codex, claude-code, opencode) already runs
-its own gateway per trial and records the same file: it is used as it is.
+gateway's per-trial URL, as `Rollouts(gateway=...)` does. An agent CLI (codex, claude-code, opencode, aider) already
+runs its own gateway per trial and records the same file: it is used as it is, with `--chat-template` passed on.
 """
 
 from __future__ import annotations
@@ -111,7 +111,9 @@ def _attach(result: AgentResult, calls: list[Call]) -> AgentResult:
 
 
 def through_gateway(agent: str, options: dict[str, Any], gateway: dict[str, Any]) -> Any:
-    """`agent` behind the gateway; an agent CLI that runs its own (it has `sandbox_mounts`) as it is."""
+    """`agent` behind the gateway; an agent CLI that runs its own (it has `sandbox_mounts`) as it is, given the chat
+    template its own gateway needs before an engine that returns no ids."""
     if callable(getattr(agent_class(agent), "sandbox_mounts", None)):
-        return get_agent(agent, options)
+        template = gateway.get("chat_template")
+        return get_agent(agent, {**options, "chat_template": template} if template else options)
     return GatewayAgent(agent, options, gateway)

@@ -148,6 +148,8 @@ def message_from_chat(out: dict[str, Any], body: dict[str, Any]) -> dict[str, An
 
 def _block_events(i: int, block: dict[str, Any]) -> list[dict[str, Any]]:
     kind = block["type"]
+    start: dict[str, Any]
+    delta: dict[str, Any]
     if kind == "text":
         start, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
     elif kind == "thinking":
@@ -179,8 +181,10 @@ class MessageStream:
 
     def start(self) -> list[dict[str, Any]]:
         usage = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-        start = {"id": self.mid, "type": "message", "role": "assistant", "model": self.body.get("model") or "",
-                 "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}  # fmt: skip
+        start: dict[str, Any] = {
+            "id": self.mid, "type": "message", "role": "assistant", "model": self.body.get("model") or "",
+            "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage,
+        }  # fmt: skip
         return [{"type": "message_start", "message": start}]
 
     def _start(self, block: dict[str, Any]) -> list[dict[str, Any]]:
@@ -213,7 +217,7 @@ class MessageStream:
         for tc in delta.get("tool_calls") or []:
             index, fn = int(tc.get("index") or 0), tc.get("function") or {}
             if index not in self.calls:
-                block = {"type": "tool_use", "id": tc.get("id") or f"toolu_{uuid.uuid4().hex[:24]}",
+                block: dict[str, Any] = {"type": "tool_use", "id": tc.get("id") or f"toolu_{uuid.uuid4().hex[:24]}",
                          "name": fn.get("name") or "", "input": {}}  # fmt: skip
                 evs += self._start(block)
                 self.calls[index] = len(self.kinds) - 1

@@ -72,7 +72,7 @@ def responses_to_chat(body: dict[str, Any]) -> dict[str, Any]:
             reasoning += _reasoning_text(item)
         elif kind == "message" and item.get("role") == "assistant":
             text = text_of(item.get("content"))
-            if open_turn and not last.get("tool_calls") and not last.get("content"):
+            if open_turn and last is not None and not last.get("tool_calls") and not last.get("content"):
                 last["content"] = text
             else:
                 messages.append({"role": "assistant", "content": text})

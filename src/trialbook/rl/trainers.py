@@ -114,7 +114,8 @@ def skyrl_generator(rollouts: Rollouts) -> SkyRLGenerator:
     except ImportError as exc:
         raise UserError(f"skyrl is not installed here ({exc}); SkyRL needs Python >= 3.12") from exc
     cls = type("TrialbookSkyRLGenerator", (SkyRLGenerator, GeneratorInterface), {})
-    return cls(rollouts)
+    generator: SkyRLGenerator = cls(rollouts)
+    return generator
 
 
 class ArealWorkflow:

@@ -91,7 +91,7 @@ def turns_of(tokens: dict[str, Any], wv: int) -> list[Turn]:
     for flag, run in itertools.groupby(range(len(completion)), key=lambda j: mask[j]):
         idx = list(run)
         if flag:
-            lp = [float(logprobs[j]) for j in idx] if logprobs is not None else [None] * len(idx)
+            lp: list[float | None] = [float(logprobs[j]) for j in idx] if logprobs is not None else [None] * len(idx)
             turns.append(Turn(prompt + completion[: idx[0]], completion[idx[0] : idx[-1] + 1], lp, wv, wv,
                               "returned", None))  # fmt: skip
     return turns or [Turn(prompt, [], [], wv, wv, "returned", None)]
@@ -188,7 +188,7 @@ def trainer_class() -> type:
     from trl import GRPOTrainer
 
     class TrialbookGRPOTrainer(GRPOTrainer):
-        def _generate(self, prompts: list) -> Any:
+        def _generate(self, prompts: list[Any]) -> Any:
             out = super()._generate(prompts)
             prompt_ids, completion_ids, tool_mask, _, logprobs = out[:5]
             for i, env in enumerate(self.environments or []):

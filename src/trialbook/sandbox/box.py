@@ -460,7 +460,7 @@ class Sandbox:
             driver = self.engine.client.api.inspect_container(self.id).get("GraphDriver") or {}
         except (APIError, DockerException, RequestException) as exc:
             raise DaemonError(f"cannot inspect {self.name}: {exc}") from None
-        upper = (driver.get("Data") or {}).get("UpperDir")
+        upper: str | None = (driver.get("Data") or {}).get("UpperDir")
         if driver.get("Name") not in ("overlay2", "overlay") or not upper or not os.access(upper, os.R_OK | os.X_OK):
             return None
         return upper

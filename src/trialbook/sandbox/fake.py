@@ -86,7 +86,7 @@ class FakeBox(BoxBase):
         if not found:
             raise DaemonError(f"{path} does not exist in {self.name}")
         base = top.rsplit("/", 1)[0]
-        with tarfile.open(fileobj=sink, mode="w|") as tar:  # type: ignore[call-overload]
+        with tarfile.open(fileobj=sink, mode="w|") as tar:
             for p, data in sorted(found.items()):
                 info = tarfile.TarInfo(p[len(base) :].lstrip("/"))
                 info.size = len(data)

@@ -79,7 +79,7 @@ class WarmPool:
         self._warm: dict[Spec, deque[Warm]] = {}
         self._creating: dict[Spec, int] = {}
         self._demand: dict[tuple[str, str], int] = {}  # Spec.role -> containers the remaining trials still need
-        self._prepare: dict[Spec, Callable[[str, str], Any]] = {}
+        self._prepare: dict[Spec, Callable[[str, str], Any] | None] = {}
         self._lock = threading.RLock()  # re-entered when a job runs inline or ends at once
         self._ready = threading.Condition(self._lock)  # a creation ended (its container waits, or it failed)
         self._waiting: dict[Spec, int] = {}  # takes waiting for a creation of that spec in flight

@@ -337,9 +337,9 @@ def compare(
             out_rows += _adjust(list(rows), list(diffs), m, min_diff, divisors)
     out_rows.sort(key=lambda r: (list(candidates).index(r.candidate), subsets.index(r.subset)))
     picked = m // len(subsets)
-    w = caveats.multiplicity_caveat(picked, len(cands), bonferroni_confidence(m, LEVEL))
-    if w and shares is None:
-        warnings.append(w)
+    many = caveats.multiplicity_caveat(picked, len(cands), bonferroni_confidence(m, LEVEL))
+    if many and shares is None:
+        warnings.append(many)
     if len(subsets) > 1 and shares is None:
         warnings.append(
             f"the all, in and out rows are one family: each is judged as one of {m} comparisons (Bonferroni,"

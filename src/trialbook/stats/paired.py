@@ -8,6 +8,7 @@ independent samples).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,7 @@ class Paired:
     correlation: float | None
     few_tasks: bool = False  # fewer than kernel.FEW_TASKS tasks (labelled; the method is the same)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -10,10 +10,22 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:  # `show` computes pass@k without importing numpy (tests/ledger/test_sqlite_reads.py)
     import numpy as np
+
+
+class PassAtKRow(TypedDict):
+    """One k of `paired_pass_at_k` (fractions): the tasks used, each run's mean, the difference, its CI."""
+
+    tasks: int
+    base: float
+    cand: float
+    diff: float
+    se: float
+    ci: list[float]
+    few_tasks: bool
 
 
 def pass_at_k_task(n: int, c: int, k: int) -> float:
@@ -94,7 +106,7 @@ def run_pass_at_k(graded: Sequence[int], resolved: Sequence[int]) -> tuple[dict[
 
 def paired_pass_at_k(
     base_n: np.ndarray, base_c: np.ndarray, cand_n: np.ndarray, cand_c: np.ndarray, level: float = 0.95
-) -> dict[str, dict[str, float | int | bool | list[float]]]:
+) -> dict[str, PassAtKRow]:
     """pass@k and pass^k of two runs on aligned tasks, with the paired t CI of the difference (fractions;
     clipped and flagged `few_tasks` below kernel.FEW_TASKS tasks, as the main difference's).
 
@@ -106,7 +118,7 @@ def paired_pass_at_k(
     from trialbook.stats.kernel import clip_ci, t_interval
 
     typical = min(int(np.median(base_n)), int(np.median(cand_n))) if base_n.size else 0
-    out: dict[str, dict[str, float | int | bool | list[float]]] = {}
+    out: dict[str, PassAtKRow] = {}
     for k in ks_for(typical)[1:]:
         m = (base_n >= k) & (cand_n >= k)
         if m.sum() < 2:

@@ -112,6 +112,7 @@ def _two_runs(a: TaskScores, b: TaskScores) -> tuple[float, float, VarianceSourc
         if sa is None and sb is None:
             sa = sb = var_d / (inv_a + inv_b)
         elif sa is None:
+            assert sb is not None  # the branch above took both None
             sa = max(0.0, (var_d - sb * inv_b) / inv_a)
         else:
             sb = max(0.0, (var_d - sa * inv_a) / inv_b)

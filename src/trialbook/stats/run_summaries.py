@@ -18,7 +18,7 @@ from trialbook.ledger.rows import Counts
 from trialbook.result_types import Result, optional
 
 
-def pct(part: int, whole: int) -> float | None:
+def pct(part: float, whole: int) -> float | None:
     return round(100.0 * part / whole, 2) if whole else None
 
 

@@ -39,8 +39,8 @@ class TaskScores:
     trials: np.ndarray  # int: current trials of the task
     graded: np.ndarray  # int: graded attempts
     resolved: np.ndarray  # int: resolved graded attempts
-    stack: dict
-    labels: dict
+    stack: dict[str, Any]
+    labels: dict[str, Any]
     created: str
     reward_sum: np.ndarray | None = None  # float: sum of graded attempts' rewards (None: as resolved)
     partial: np.ndarray | None = None  # int: graded attempts with 0 < reward < 1
@@ -112,7 +112,8 @@ def _score_rows(ledger: RowSource, run_id: int) -> Sequence[Sequence[Any]]:
         with engine.connect() as conn:
             raw = conn.connection.driver_connection
             if raw is not None:
-                return raw.execute(sql, {**consts, "run_id": run_id}).fetchall()
+                rows: Sequence[Sequence[Any]] = raw.execute(sql, {**consts, "run_id": run_id}).fetchall()
+                return rows
     return ledger.rows("task_scores", run_id=run_id)
 
 

@@ -57,7 +57,7 @@ def commands(script: str) -> Iterator[tuple[int, str]]:
     backslash continuations joined)."""
     lines = script.split("\n")
     end: str | None = None
-    start, parts = 0, []
+    start, parts = 0, list[str]()
     for i, line in enumerate(lines):
         if end is not None:
             end = None if line.strip() == end else end

@@ -279,6 +279,6 @@ def export_compare(res: CompareResult, target: str, out_dir: Path | None = None)
     import sys
 
     check_target(target)
-    out = compare_to_wandb(res, wandb_dir(out_dir)) if target == "wandb" else compare_to_mlflow(res, None)
+    out: Exported = compare_to_wandb(res, wandb_dir(out_dir)) if target == "wandb" else compare_to_mlflow(res, None)
     print(f"exported the paired table to {out.target} run {out.run} at {out.where}", file=sys.stderr)
     return out

@@ -87,7 +87,9 @@ class LiveState(Result):
 
 def online_waits(steps: list[dict[str, Any]], boundaries: set[int]) -> tuple[list[StepWait], list[int]]:
     """Each logged step's wait judged against the steps before it only; and the steps with bad timestamps."""
-    out, history, bad = [], [], []
+    out: list[StepWait] = []
+    history: list[float] = []
+    bad: list[int] = []
     for step, wait in step_waits(steps).items():
         median = float(np.median(history)) if len(history) >= MIN_HISTORY else None
         if wait < 0:

@@ -61,7 +61,8 @@ class TrainData:
         return float(self.wins[mask].sum())
 
     def outcome_mask(self, name: str) -> np.ndarray:
-        return self.outcome == _OUTCOME_CODE[name]
+        mask: np.ndarray = self.outcome == _OUTCOME_CODE[name]
+        return mask
 
 
 def load_trajectories(ledger: Ledger, run_id: int, metric: str = "resolved") -> TrainData:
@@ -82,18 +83,18 @@ def load_trajectories(ledger: Ledger, run_id: int, metric: str = "resolved") -> 
         numbers = np.fromiter(chain.from_iterable(r[2:7] for r in rows), dtype=np.int64, count=5 * len(rows))
         parts.append(np.column_stack([codes, numbers.reshape(-1, 5)]))
         if rewards:
-            reward_parts.append(np.fromiter((r[7] for r in rows), dtype=np.float64, count=len(rows)))
+            reward_parts.append(np.fromiter((r[-1] for r in rows), dtype=np.float64, count=len(rows)))  # the sum
     cols = np.concatenate(parts) if parts else np.empty((0, 6), np.int64)
     repo_names = sorted(set(task_repo))
     repo_index = {r: k for k, r in enumerate(repo_names)}
     repo_of_task = np.array([repo_index[r] for r in task_repo] or [0], dtype=np.int32)
     task = cols[:, 0].astype(np.int32)
-    code = cols[:, 1]
-    outcome = (code & OUTCOME_MASK).astype(np.int8)
+    flags = cols[:, 1]
+    outcome = (flags & OUTCOME_MASK).astype(np.int8)
     if (outcome == UNKNOWN_OUTCOME).any():
         raise TrialbookError("the ledger holds an outcome this version of trialbook does not know")
     graded = _GRADED_CODES[outcome]
-    resolved = graded & (code & REWARD_1 > 0)
+    resolved = graded & (flags & REWARD_1 > 0)
     n = cols[:, 5].copy()
     if rewards:
         wins = np.where(graded, np.concatenate(reward_parts) if reward_parts else np.empty(0), 0.0)
@@ -108,9 +109,9 @@ def load_trajectories(ledger: Ledger, run_id: int, metric: str = "resolved") -> 
         outcome=outcome,
         graded=graded,
         resolved=resolved,
-        partial=(code & PARTIAL > 0) & graded,
+        partial=(flags & PARTIAL > 0) & graded,
         wins=wins,
-        p2p=(code & P2P > 0) & graded,
+        p2p=(flags & P2P > 0) & graded,
         step=cols[:, 2].copy(),
         wv=cols[:, 3].copy(),
         epoch=cols[:, 4].copy(),

@@ -25,7 +25,7 @@ class Bucket(Result):
     pass_pct_all_repos: float | None | Absent = optional(default=ABSENT, keep_none=True)  # with --exclude-repo
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PassRow(Result):
     """One pass over the task pool (epoch)."""
 

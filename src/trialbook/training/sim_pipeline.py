@@ -15,7 +15,7 @@ step of the next epoch waits for a whole rollout from an empty pipeline. With cr
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,7 +99,7 @@ class _Pipeline:
         per_epoch = (self.cfg.pool // self.cfg.batch) * self.cfg.batch
         return [(e, i) for e in range(self.cfg.epochs) for i in range(per_epoch)]
 
-    def loader(self, start: list[simpy.Event]):
+    def loader(self, start: list[simpy.Event]) -> Generator[simpy.Event, Any, None]:
         """Admit groups while the staleness bound allows; per-epoch loaders wait for the epoch's start."""
         cap = (self.cfg.staleness + 1) * self.cfg.batch
         for gid, (epoch, _) in enumerate(self._epoch_groups()):
@@ -114,7 +114,7 @@ class _Pipeline:
             for d in self.sample(self.rng, self.cfg.group):
                 yield self.jobs.put((gid, float(d)))
 
-    def worker(self):
+    def worker(self) -> Generator[simpy.Event, Any, None]:
         while True:
             gid, duration = yield self.jobs.get()
             yield self.env.timeout(duration)
@@ -123,7 +123,9 @@ class _Pipeline:
                 self.ready.append(gid)
                 self._notify()
 
-    def trainer(self, start: list[simpy.Event], steps_per_epoch: int, total_steps: int):
+    def trainer(
+        self, start: list[simpy.Event], steps_per_epoch: int, total_steps: int
+    ) -> Generator[simpy.Event, Any, None]:
         start[0].succeed()
         for s in range(1, total_steps + 1):
             waited_from = self.env.now

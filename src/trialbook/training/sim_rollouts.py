@@ -60,7 +60,8 @@ class RolloutConfig:
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-x))
+    out: np.ndarray = 1.0 / (1.0 + np.exp(-x))
+    return out
 
 
 def _schedule(cfg: RolloutConfig, rng: np.random.Generator) -> dict[str, np.ndarray]:

@@ -137,7 +137,7 @@ def baseline(task: TaskSpec, open_box: Callable[[int], Sandbox], state: TrialNot
                 v = base.verdict
                 _BASELINES[key] = Baseline(
                     "finished", v.duration_s, v.canary_seen, v.outlived, v.exit_code, base.footprint,
-                    failing_tests(v.log),
+                    failing_tests(v.log, v.canary),
                 )  # fmt: skip
             else:
                 timed_out = base.error is not None and base.error.kind == ErrorKind.VERIFIER_TIMEOUT
@@ -328,13 +328,18 @@ def unwitnessed_reward(
     verdict = grading.verdict
     if verdict is None or verdict.graded_by != "reward_file" or verdict.reward < 1.0:
         return
-    if not witnessable(task) or witness is None:  # no canary can be planted, or no fresh container: `audit` counts it
+    if verdict.canary:  # one run (verify/onerun.py): the graded run held the canaries itself, its own witness
+        control: Grading = grading
+    elif not witnessable(task) or witness is None:  # no canary can be planted, or no fresh container: `audit` counts it
         state.tags.append("unwitnessed")
         return
-    control = witness()
+    else:
+        control = witness()
     got = control.verdict
     seen = WitnessRun(reward=got.reward if got else None, canary=got.canary_seen if got else None)
     grading.notes.witness = seen
+    if control is grading:
+        seen["same_run"] = True
     if control.notes.raised is not None:
         seen["raised"] = control.notes.raised
     if got is None:  # no witness, no grade: never a resolved trial that nothing witnessed

@@ -15,11 +15,11 @@ ended the process before the runner reported): the verifier runs once without th
 tagged `runner_subverted`; not reported there either, the runner's own settings do not collect it, and the grade
 stands, tagged `canary_missing`: they must not cost an honest fix.
 
-Only tasks graded per test get one in their verifier's run (a reward file's verifier decides by itself what a
-failure means, and a canary would fail an honest run too); a task graded by its reward file has a witness run with
-them, beside its graded run (verify/witness.py), read when the graded run resolved, from the lines of the log that
-name them and its junit reports (verify/runner.witness_reading), and its graded run holds look-alikes that pass instead
-(`plant(..., passing=True)`, verify/runner.lookalikes). When pytest stops at the first failure (`-x`, `--maxfail`)
+Tasks graded per test get them in their verifier's run; a task graded by its reward file (whose verifier decides by
+itself what a failure means, so a canary would fail an honest run too) gets them in its graded run where root can take
+them out of the status test.sh sees (one run, verify/onerun.py), else in a witness run beside its graded run
+(verify/witness.py); either is read from the lines of the log that name them and the junit reports
+(verify/onerun.witness_reading). When pytest stops at the first failure (`-x`, `--maxfail`)
 it goes last into the last module (it stops nothing); a `-k WORD` filter names it with that word; a folder the
 command runs (`pytest tests/`) gets it in its test modules. Never when another runner stops at the first failure
 (`--failfast`) or a `-k` expression is more than a word: a trial graded per test without one is tagged
@@ -63,9 +63,6 @@ TESTCASE = (
     "\\n\\nimport unittest as _unittest_%s\\n\\n\\nclass Test%s(_unittest_%s.TestCase):\\n"
     "    def %s(self):\\n        self.assertEqual(%d, %d)\\n"
 )
-# a look-alike's (verify/runner.lookalikes): the same but for a first statement that returns (decoys.first_statement)
-FUNCTION_PASSING = "\\n\\ndef %s():\\n    if [%d] != [%d]: return\\n"
-TESTCASE_PASSING = TESTCASE.replace("self.assertEqual(%d, %d)", "if [%d] != [%d]: return")
 
 
 _PATCH_DEFS = re.compile(r"(?m)^\+\s*(?:async\s+)?def\s+(test\w*)")
@@ -148,6 +145,15 @@ def test_modules(script: str, task_files: set[str]) -> list[str]:
     return found[0][2] if found else []
 
 
+def pytest_command(script: str, task_files: set[str]) -> bool:
+    """Whether the command `plant` plants before is a pytest run with no junit report of its own (the harness asks
+    for one: verify/privilege.py, and a reward-file task's one run reads it, verify/onerun.py)."""
+    found = _test_commands(script, task_files)
+    argv = found[0][1] if found else []
+    junit = any(w.startswith(("--junitxml", "--junit-xml")) or w.endswith("no:junitxml") for w in argv)
+    return not junit and any(w == "pytest" or w.endswith("/pytest") or w == "py.test" for w in argv)
+
+
 def plant(
     script: str,
     task_files: set[str],
@@ -156,7 +162,6 @@ def plant(
     name: str | None = None,
     sources: dict[str, list[tuple[str, str]]] | None = None,
     rng: random.Random | None = None,
-    passing: bool = False,
     lists: tuple[list[str], list[str]] | None = None,
     modules: dict[str, str] | None = None,
 ) -> Planted | None:
@@ -167,8 +172,7 @@ def plant(
     The test command is the first command after the script's last heredoc (swebench's scripts apply their test
     patch from one) that names a test module the verifier installs: a file of that patch or, by name, one of the
     task's test files. `name`: one canary of that name (else COUNT of them, verify/decoys.py); `sources`: the task's
-    own test functions by module file name (decoys.task_functions), which the canaries are derived from; `passing`:
-    look-alikes instead of canaries, the same in all but a first statement that returns (verify/runner.lookalikes).
+    own test functions by module file name (decoys.task_functions), which the canaries are derived from.
     `lists` (FAIL_TO_PASS, PASS_TO_PASS) and `modules` (each test module's text as it will run, verify/sources.py):
     twins instead, where any can be made (verify/twins.py); never under `-x` (a twin fails: the run would stop)."""
     for start, argv, files in _test_commands(script, task_files):
@@ -188,8 +192,7 @@ def plant(
                 name = f"{name}_{selected}"  # `-k median`: selected by the same word as the tests it runs
             a, b = rng.sample(range(2, 100), 2)
             cls = "".join(w.capitalize() for w in name.split("_")[1:])
-            testcase, function = (TESTCASE_PASSING, FUNCTION_PASSING) if passing else (TESTCASE, FUNCTION)
-            source = testcase % (nonce, cls, nonce, name, a, b) if unittest_style else function % (name, a, b)
+            source = TESTCASE % (nonce, cls, nonce, name, a, b) if unittest_style else FUNCTION % (name, a, b)
             quoted = " ".join(shlex.quote(f) for f in files)
             line = (
                 # quiet under `set -x`: the planting is the harness's, not part of the task's log
@@ -198,16 +201,14 @@ def plant(
                 f'[ -f "$_trialbook_f" ] && printf \'{source}\' >> "$_trialbook_f"; done; '
                 "case $_trialbook_x in *x*) set -x ;; esac"
             )
-        elif made := _twins(files, lists, modules, taken, selected, rng, stops or not pytest, passing):
+        elif made := _twins(files, lists, modules, taken, selected, rng, stops or not pytest):
             name = ",".join(t.decoy for t in made)
             lines = script.split("\n")
             lines.insert(start, twins.plant_twins(made))
             return Planted("\n".join(lines), name, tuple(files), tuple(made))
         else:  # several, derived from the task's own tests, each at a random place among them (verify/decoys.py)
             found_sources = decoys.merged(decoys.patch_functions(script), sources or {})
-            canaries = decoys.choose(
-                files, found_sources, taken, selected, rng, last=stops, pytest=pytest, passing=passing
-            )
+            canaries = decoys.choose(files, found_sources, taken, selected, rng, last=stops, pytest=pytest)
             name = ",".join(c.name for c in canaries)
             line = decoys.planting(canaries)
         lines = script.split("\n")
@@ -224,12 +225,11 @@ def _twins(
     selected: str | None,
     rng: random.Random,
     not_here: bool,
-    passing: bool = False,
 ) -> list[twins.Twin]:
     if not_here or lists is None or not modules:
         return []
     texts = {f: modules[f] for f in files if f in modules}
-    return twins.choose_twins(texts, lists[0], lists[1], taken, selected, rng, passing)
+    return twins.choose_twins(texts, lists[0], lists[1], taken, selected, rng)
 
 
 def names(test: str, name: str) -> bool:

@@ -24,9 +24,6 @@ still won. Here every pytest-style run gets COUNT canaries (2 or 3, chosen per r
 A module without a test the harness can read (a derived source must parse, and not be a coroutine) gets the plain
 canary of canary_name instead. Django-style unittest runs keep the one unittest canary of verify/canary.py (unittest
 orders by name, not by place).
-The graded run of a task graded by its reward file gets look-alikes instead (`passing`, verify/runner.lookalikes): the
-same count, names and places, a first statement that returns (first_statement), so that they pass, the copied body
-never run, and its test modules hold as many functions as the witness's.
 
 What stays distinguishable (docs/threat-model.md): the first statement compares two literal numbers; the name is a
 task test's name plus one word of WORDS; the body repeats that test's; a decorator that was not copied is missing.
@@ -114,8 +111,9 @@ def _mark(decorator: ast.expr) -> str | None:
     base = node.value
     if isinstance(base, ast.Name) and base.id == "mark":
         return node.attr
-    pytest_mark = isinstance(base, ast.Attribute) and base.attr == "mark"
-    return node.attr if pytest_mark and isinstance(base.value, ast.Name) and base.value.id == "pytest" else None
+    if isinstance(base, ast.Attribute) and base.attr == "mark":
+        return node.attr if isinstance(base.value, ast.Name) and base.value.id == "pytest" else None
+    return None
 
 
 def _skips(node: ast.AST) -> bool:
@@ -192,7 +190,7 @@ class _Module:
             return False
         if not isinstance(decorator, ast.Call) or _mark(decorator) != "parametrize":
             return True
-        values = _values(decorator)
+        values: ast.AST | None = _values(decorator)
         if isinstance(values, ast.Name):
             values = self.assigned.get(values.id)
         if self.marks or not isinstance(values, _DISPLAY) or _skips(values):
@@ -208,9 +206,12 @@ class _Module:
         count = 1
         for d in decorators:
             if isinstance(d, ast.Call) and _mark(d) == "parametrize":
-                values = _values(d)
+                values: ast.AST | None = _values(d)
                 values = self.assigned.get(values.id) if isinstance(values, ast.Name) else values
-                count *= len(values.keys if isinstance(values, ast.Dict) else values.elts) if values else 1  # type: ignore[union-attr]
+                if isinstance(values, ast.Dict):
+                    count *= len(values.keys)
+                elif isinstance(values, ast.List | ast.Tuple | ast.Set):  # what copyable() lets through
+                    count *= len(values.elts)
         return count
 
     def collected(self, node: ast.ClassDef, depth: int = 0) -> bool:
@@ -328,25 +329,17 @@ def patch_functions(script: str) -> dict[str, list[tuple[str, str]]]:
     return found
 
 
-def first_statement(a: int, b: int, passing: bool = False) -> str:
-    """A canary's first statement, two different numbers `a` and `b` compared: it fails; `passing` (a look-alike of the
-    graded run, verify/runner.lookalikes), it returns instead, so that the copied body never runs either way.
+def first_statement(a: int, b: int) -> str:
+    """A canary's first statement, two different numbers `a` and `b` compared: it fails, so the copied body never runs.
 
     Each number in a one-item list: a comparison of two constants is a lint message (pylint's and ruff's
     comparison-of-constants), and a task's test may lint its own module and expect no message (pylint-6903's
     tests/test_pylint_runners.py runs pylint on its own file; with `assert 63 == 62` planted the gold patch failed)."""
-    return f"if [{a}] != [{b}]: return" if passing else f"assert [{a}] == [{b}]"
+    return f"assert [{a}] == [{b}]"
 
 
-def _first_ok(node: ast.stmt, passing: bool) -> bool:
-    if not passing:
-        return isinstance(node, ast.Assert)
-    return isinstance(node, ast.If) and len(node.body) == 1 and isinstance(node.body[0], ast.Return) and not node.orelse
-
-
-def _derive(name: str, source: str, rng: random.Random, passing: bool = False) -> str | None:
-    """`source` renamed to `name`, with a failing first statement (after a docstring, which stays first); `passing`:
-    one that returns instead (first_statement)."""
+def _derive(name: str, source: str, rng: random.Random) -> str | None:
+    """`source` renamed to `name`, with a failing first statement (after a docstring, which stays first)."""
     usable = _usable(source)
     if usable is None:
         return None
@@ -362,7 +355,7 @@ def _derive(name: str, source: str, rng: random.Random, passing: bool = False) -
     at = (first.end_lineno or first.lineno) if docstring else start - 1
     indent = re.match(r"[ \t]*", lines[start - 1]).group(0)  # type: ignore[union-attr]
     a, b = rng.sample(range(2, 100), 2)
-    lines.insert(at, f"{indent}{first_statement(a, b, passing)}")
+    lines.insert(at, f"{indent}{first_statement(a, b)}")
     head = lines[node.lineno - 1]
     lines[node.lineno - 1] = head.replace(f"def {node.name}", f"def {name}", 1)
     derived = "\n".join(lines).rstrip() + "\n"
@@ -371,16 +364,16 @@ def _derive(name: str, source: str, rng: random.Random, passing: bool = False) -
     except (SyntaxError, ValueError, AttributeError, IndexError):
         return None
     check = body[1] if docstring and len(body) > 1 else body[0]
-    return derived if _first_ok(check, passing) else None
+    return derived if isinstance(check, ast.Assert) else None
 
 
 def _sources_for(file: str, sources: dict[str, list[tuple[str, str]]]) -> list[tuple[str, str]]:
     return sources.get(file) or sources.get(PurePosixPath(file).name) or []
 
 
-def _plain(name: str, rng: random.Random, passing: bool = False) -> str:
+def _plain(name: str, rng: random.Random) -> str:
     a, b = rng.sample(range(2, 100), 2)
-    return f"def {name}():\n    {first_statement(a, b, passing)}\n"
+    return f"def {name}():\n    {first_statement(a, b)}\n"
 
 
 def _indent(source: str, like: str) -> str:
@@ -397,13 +390,10 @@ def choose(
     rng: random.Random,
     last: bool = False,
     pytest: bool = True,
-    passing: bool = False,
 ) -> list[Canary]:
     """COUNT canaries over `files` (all in the last when `last`), derived from `sources` where it can, named apart from
     `existing` and each other, each holding the `-k` word `selected`. A class's method only when `pytest` runs the
-    module and not `last` (the end of the module is outside any class), a decorated test only when `pytest`.
-    `passing`: look-alikes, whose first statement returns instead of failing (first_statement), chosen, named and
-    placed the same way."""
+    module and not `last` (the end of the module is outside any class), a decorated test only when `pytest`."""
     taken = set(existing)
     used: set[str] = set()
     out: list[Canary] = []
@@ -426,7 +416,7 @@ def choose(
                     name = f"{name}_{selected}"
                 if name not in taken:
                     break
-            source = _derive(name, original, rng, passing) if name not in taken else None
+            source = _derive(name, original, rng) if name is not None and name not in taken else None
             after = test if source is not None else ""
             if source is not None and cls:
                 source = _indent(source, original)
@@ -434,12 +424,12 @@ def choose(
             name = canary_name(PurePosixPath(file).stem, taken, rng)
             if selected and selected.lower() not in name.lower():
                 name = f"{name}_{selected}"
-            source, cls = _plain(name, rng, passing), ""
+            source, cls = _plain(name, rng), ""
         taken.add(name)
         if cls:  # before a method of its class after the one it copies (no more than it holds: PLANT_METHOD stops)
             later = _later([n for n, _ in pool if n.startswith(cls + "::")], f"{cls}::{after}")
             place = rng.randint(1, max(1, later))
-            out.append(Canary(name, source, file, place, cls, _plain(name, rng, passing), after))
+            out.append(Canary(name, source, file, place, cls, _plain(name, rng), after))
             continue
         tops = [n for n, _ in pool if "::" not in n]
         later = _later(tops, after) if after else len(tops)

@@ -31,7 +31,7 @@ from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, task_test_files
 from trialbook.verify.canary import test_modules
-from trialbook.verify.runner import TESTS_DIR, Verdict, lookalikes
+from trialbook.verify.runner import TESTS_DIR, Verdict, one_run
 
 # Where a run leaves what it may: scratch space, logs, the kernel's own file systems, the per-user caches, settings and
 # data a library fills on first use (XDG's: matplotlib's, pip's), pytest's cache, the verifier's staging folder; and
@@ -90,10 +90,11 @@ def reader(task: TaskSpec, workdir: str, resolving: bool) -> Callable[[Sandbox, 
 
 
 def by_content(task: TaskSpec) -> frozenset[str]:
-    """The staged files at /tests counted by their content: all (staged) but the test modules look-alikes go into
-    (verify/runner.lookalikes), which differ from run to run by the harness's doing; those count as files."""
+    """The staged files at /tests counted by their content: all (staged) but the test modules a graded run's planted
+    tests go into (one run, verify/onerun.py), which differ from run to run by the harness's doing; those count as
+    files."""
     files = staged(task)
-    if not lookalikes(task):
+    if not one_run(task):
         return files
     planted = test_modules(read_script(task.tests_dir), task_test_files(task.tests_dir))
     modules = {PurePosixPath(m).name for m in planted}
@@ -213,7 +214,7 @@ def _tests(box: Sandbox, changes: dict[str, str], tests: frozenset[str]) -> dict
                     out[path] = f"link:{member.linkname}"
                 elif not member.isdir():
                     out[path] = f"type:{member.type.decode(errors='replace')}"
-                tar.members = []  # a flood of files under /tests is not kept
+                tar.members = []  # type: ignore[attr-defined]  # (not in typeshed) a flood of files under /tests is not kept
         return out
 
 

@@ -55,7 +55,7 @@ class Stops(Protocol):
 class Notes(blame.TrialNotes, Protocol):
     """What the verifier writes of a trial's state besides blame's: the agent's patch as it was graded."""
 
-    patch: str | None
+    patch: str  # "" when the agent changed nothing
 
 
 def grade_change(
@@ -110,7 +110,7 @@ def verifier_prep(
 
 def keep_patch(patch: str | None, grading: Grading, state: Notes) -> None:
     """The agent's patch kept whole with the trial (patch.py), and its reward-hacking signatures (hacks.py)."""
-    state.patch = patch
+    state.patch = patch or ""
     if patch:
         grading.notes.patch = patch_record(patch)
         state.tags.extend(hacks.signatures(patch))

@@ -61,7 +61,8 @@ def write_gold(task_dir: Path, statuses: dict[str, str]) -> Path:
         raise UserError(f"{config}: not JSON ({exc})") from None
     if not isinstance(data, dict):
         raise UserError(f"{config}: not a JSON object")
-    old = data.get("GOLD_STATUSES") if isinstance(data.get("GOLD_STATUSES"), dict) else {}
+    given = data.get("GOLD_STATUSES")
+    old = given if isinstance(given, dict) else {}
     data["GOLD_STATUSES"] = dict(sorted({**old, **statuses}.items()))
     fd, tmp = tempfile.mkstemp(dir=config.parent, prefix=".config.json.")
     try:

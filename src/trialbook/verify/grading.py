@@ -180,7 +180,7 @@ def parse_log(
 
 def _reported_both_ways(lines: str, official: Callable[..., dict[str, str]], spec: Any) -> dict[str, str]:
     """Tests that one line reports passing and another failing: test -> its (first) failing status."""
-    passing, failing = set(), {}
+    passing, failing = set[str](), dict[str, str]()
     for line in lines.split("\n"):
         for test, status in official(line, spec).items():
             if status in PASSING:

@@ -56,16 +56,19 @@ def _on(method: str) -> Callable[..., Any]:
 
 
 def _sub(pattern: str | Pattern, repl: Any, string: str, count: int = 0, flags: int = 0) -> str:
-    rx = pattern if is_linear(pattern) else compile(pattern, flags)
-    return rx.sub(repl, string, count)
+    rx: Pattern = pattern if is_linear(pattern) else compile(pattern, flags)
+    out: str = rx.sub(repl, string, count)
+    return out
 
 
 def _finditer(pattern: str | Pattern, string: str, flags: int = 0) -> Iterator[Any]:
-    return _on("finditer")(pattern, string, flags=flags)
+    found: Iterator[Any] = _on("finditer")(pattern, string, flags=flags)
+    return found
 
 
 def _findall(pattern: str | Pattern, string: str, flags: int = 0) -> list[Any]:
-    return _on("findall")(pattern, string, flags=flags)
+    found: list[Any] = _on("findall")(pattern, string, flags=flags)
+    return found
 
 
 def _one(method: str) -> Callable[..., Any]:
@@ -111,8 +114,9 @@ def bind_swebench() -> types.ModuleType:
     module. The parsers of other languages are left as they are (one uses a backreference, which RE2 refuses)."""
     from swebench.harness.log_parsers import python as parsers
 
-    parsers.re = AS_RE  # type: ignore[attr-defined]
-    return parsers
+    parsers.re = AS_RE
+    module: types.ModuleType = parsers
+    return module
 
 
 def _is_word(c: str) -> bool:

@@ -56,6 +56,7 @@ class WitnessRun(TypedDict, total=False):
     raised: str
     error: ErrorKind
     without_change: str | None
+    same_run: bool  # the graded run held the canaries itself (verify/onerun.py)
 
 
 @dataclass

@@ -36,6 +36,9 @@ each run it
   meets no file of the tests' in its way), and reports it (`Verdict.rewards_by_tests`);
 - for a pytest run, asks pytest for a junit report in a fresh folder and prints it, read by root's builtins once
   nothing of the tests runs, between marker lines (verify/channels.py cross-checks it with the log and the status);
+  where the verifier planted tests in a reward-file task's graded run (one run, verify/onerun.py), returns to test.sh
+  the status the run would have had without them, computed from that report (SHOWN; their names are in this script
+  only, root's, mode 0600, never exported);
 - prints the command's exit status after a marker carrying a nonce the tests cannot read (the staged test.sh is root's,
   mode 0700; the shell's memory is root's), so the harness knows what the test command itself returned.
 /tests is root's and mode 0700 unless a test command names it (Harbor's `pytest /tests/test_outputs.py`): then its
@@ -108,6 +111,7 @@ class Reading:
     # each pytest run's junit report as root read it (None: absent) and its exit status (verify/channels.py)
     reports: list[str | None] = field(default_factory=list)
     report_exits: list[int] = field(default_factory=list)
+    report_shown: list[int] = field(default_factory=list)  # the status test.sh saw of each (SHOWN: planted tests out)
     builds: list[int] = field(default_factory=list)  # each install or build step's exit status (run as that uid)
 
 
@@ -273,10 +277,43 @@ except Exception:
 """
 
 
-def _prologue(nonce: str) -> str:
+# The status a pytest run holding planted tests returns to test.sh (`__tb_shown STATUS REPORT`, sets __tb_s), computed
+# by root from the run's junit report once nothing of the tests runs: 0 when the run failed (1) only by its planted
+# tests, that is when the report holds at least one planted test, each failing, and no other test failing or erroring;
+# else the run's own status. A report read otherwise (a comment, a CDATA section, a testcase left open) leaves the
+# status as it is. verify/onerun.shown_status computes the same in the harness from the report root printed; a
+# difference is a forged report (verify/onerun.py). Linear in the report: one `read` per tag.
+SHOWN = r"""__tb_shown() {
+  __tb_s=$1
+  { [ -n "$__tb_planted" ] && [ "$1" = 1 ] && [ -f "$2" ] && [ ! -L "$2" ]; } || return 0
+  local t n c= f=0 pf=0 pp=0 rf=0
+  while IFS= read -r -d '<' t || [ -n "$t" ]; do
+    case $t in
+      '!'*) return 0 ;;
+      testcase|testcase[[:space:]/\>]*)
+        [ -n "$c" ] && return 0
+        n=${t#*[[:space:]]name=\"}; [ "$n" = "$t" ] && n=; n=${n%%\"*}; n=${n%%\[*}
+        c=r; [ -n "$n" ] && case $__tb_planted in *" $n "*) c=p ;; esac
+        f=0; t=${t%>*}
+        case $t in */) [ $c = p ] && pp=1; c= ;; esac ;;
+      failure|failure[[:space:]/\>]*|error|error[[:space:]/\>]*) [ -n "$c" ] && f=1 ;;
+      /testcase*)
+        if [ "$c" = p ]; then if [ $f = 1 ]; then pf=1; else pp=1; fi
+        elif [ "$c" = r ] && [ $f = 1 ]; then rf=1
+        fi
+        c= ;;
+    esac
+  done < "$2"
+  [ -z "$c" ] && [ $pf = 1 ] && [ $pp = 0 ] && [ $rf = 0 ] && __tb_s=0
+  return 0
+}"""
+
+
+def _prologue(nonce: str, planted: tuple[str, ...] = ()) -> str:
     """The functions an install or build step and a test command are run through (see the module's docstring), and
     how the image lets root drop its privileges. Quiet under `set -x` and safe under `set -euo pipefail`: what it
-    does is the harness's, not the task's log."""
+    does is the harness's, not the task's log. `planted`: the names of the tests the verifier planted, whose
+    failures the status a pytest run returns to test.sh leaves out (SHOWN, verify/onerun.py)."""
     u = TESTS_UID
     drop = f"--reuid={u} --regid={u} --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs"
     # the same by syscalls, for an image without util-linux's setpriv (prctl 24: PR_CAPBSET_DROP, 38:
@@ -289,7 +326,10 @@ def _prologue(nonce: str) -> str:
     reward_paths = " ".join(f"{LOG_DIR}/{f}" for f in REWARD_FILES)
     mark = f"@@trialbook-tests-{nonce}@@"
     tools = " ".join(TOOLS)
+    names = " ".join(n for n in planted if re.fullmatch(r"\w+", n))
     return f"""{{ __tb_x=$-; set +x; }} 2>/dev/null
+__tb_planted={shlex.quote(f" {names} " if names else "")}
+{SHOWN}
 __tb_as= __tb_py=
 for __tb_t in {tools}; do  # the first on the system's PATH, as `command -v` finds it (no subshell: no process)
   __tb_p=
@@ -342,7 +382,22 @@ __tb_run() {{
   {{ __tb_y=$-; set +x; }} 2>/dev/null
   __tb_kind=$1; shift
   [ "$__tb_kind" = test ] && printf '\\n{mark} start %s\\n' "${{__tb_as:-root}}"
-  __tb_rc=0
+  __tb_rc=0 __tb_rep= __tb_pytest= __tb_prev= __tb_add=
+  # a junit report for a pytest run (verify/channels.py): as the tests' uid, or as root where tests were planted
+  {{ [ "$__tb_kind" = test ] && {{ [ -n "$__tb_as" ] || [ -n "$__tb_planted" ]; }}; }} || __tb_pytest=no
+  for __tb_w in "$@" ${{PYTEST_ADDOPTS:-}}; do  # a pytest run without a junit report of its own
+    case $__tb_w in
+      --junitxml*|--junit-xml*|no:junitxml|-pno:junitxml) __tb_pytest=no; break ;;
+      pytest|*/pytest|py.test|*/py.test) __tb_pytest=${{__tb_pytest:-yes}} ;;
+    esac
+    [ "$__tb_prev" = -m ] && [ "$__tb_w" = pytest ] && __tb_pytest=${{__tb_pytest:-yes}}
+    __tb_prev=$__tb_w
+  done
+  if [ "$__tb_pytest" = yes ] && __tb_rep=$(__tb_sys mktemp -d /tmp/tb-rep.XXXXXX 2>/dev/null); then
+    [ -n "$__tb_as" ] && {{ __tb_sys chown {u}:{u} "$__tb_rep" 2>/dev/null || :; }}
+    __tb_add="${{PYTEST_ADDOPTS:+$PYTEST_ADDOPTS }}--junitxml=$__tb_rep/junit.xml"
+  else __tb_rep=
+  fi
   if [ -n "$__tb_as" ]; then
     [ "$__tb_kind" = build ] && __tb_prefix
     __tb_top=$PWD
@@ -367,61 +422,54 @@ __tb_run() {{
          __tb_mode=${{__tb_mode:-755}}
          __tb_sys chmod 1777 "$__tb_top" 2>/dev/null || : ;;
     esac
-    __tb_rep= __tb_pytest= __tb_prev=
-    [ "$__tb_kind" = test ] || __tb_pytest=no
-    for __tb_w in "$@" ${{PYTEST_ADDOPTS:-}}; do  # a pytest run without a junit report of its own (verify/channels.py)
-      case $__tb_w in
-        --junitxml*|--junit-xml*|no:junitxml|-pno:junitxml) __tb_pytest=no; break ;;
-        pytest|*/pytest|py.test|*/py.test) __tb_pytest=${{__tb_pytest:-yes}} ;;
-      esac
-      [ "$__tb_prev" = -m ] && [ "$__tb_w" = pytest ] && __tb_pytest=${{__tb_pytest:-yes}}
-      __tb_prev=$__tb_w
-    done
-    if [ "$__tb_pytest" = yes ] && __tb_rep=$(__tb_sys mktemp -d /tmp/tb-rep.XXXXXX 2>/dev/null); then
-      __tb_sys chown {u}:{u} "$__tb_rep" 2>/dev/null || :
-      set -- PYTEST_ADDOPTS="${{PYTEST_ADDOPTS:+$PYTEST_ADDOPTS }}--junitxml=$__tb_rep/junit.xml" "$@"
-    else __tb_rep=
-    fi
+    [ -n "$__tb_rep" ] && set -- PYTEST_ADDOPTS="$__tb_add" "$@"
     case $__tb_y in *x*) set -x ;; esac
     __tb_drop "$@" && __tb_rc=0 || __tb_rc=$?
     {{ set +x; }} 2>/dev/null
     __tb_left=$(__tb_drop /bin/sh -c {shlex.quote(COUNT_AND_KILL)} 2>/dev/null) || __tb_left=
     printf '\\n{mark} left %s\\n' "${{__tb_left:-0}}"
     [ -n "$__tb_git" ] && {{ __tb_sys chmod "$__tb_git" "$__tb_top/.git" 2>/dev/null || :; }}
-    if [ -n "$__tb_rep" ]; then  # read by root once nothing of the tests runs, with the shell's builtins only
-      __tb_f="$__tb_rep/junit.xml"
-      if [ -f "$__tb_f" ] && [ ! -L "$__tb_f" ]; then
-        __tb_xml=; IFS= read -r -N {REPORT_LIMIT} __tb_xml < "$__tb_f" || :
-        printf '\\n{mark} report %s\\n%s\\n{mark} report-end\\n' "$__tb_rc" "$__tb_xml"; __tb_xml=
-      else printf '\\n{mark} report %s\\n\\n{mark} report-missing\\n' "$__tb_rc"
-      fi
-      __tb_sys rm -rf -- "$__tb_rep"
+  else
+    case $__tb_y in *x*) set -x ;; esac
+    if [ -n "$__tb_rep" ]; then PYTEST_ADDOPTS=$__tb_add "$@" && __tb_rc=0 || __tb_rc=$?
+    else "$@" && __tb_rc=0 || __tb_rc=$?
     fi
+    {{ set +x; }} 2>/dev/null
+  fi
+  __tb_s=$__tb_rc
+  if [ -n "$__tb_rep" ]; then  # read by root once nothing of the tests runs, with the shell's builtins only
+    __tb_f="$__tb_rep/junit.xml"
+    if [ -f "$__tb_f" ] && [ ! -L "$__tb_f" ]; then
+      __tb_xml=; IFS= read -r -N {REPORT_LIMIT} __tb_xml < "$__tb_f" || :
+      [ "${{#__tb_xml}}" -lt {REPORT_LIMIT} ] && __tb_shown "$__tb_rc" "$__tb_f"
+      printf '\\n{mark} report %s %s\\n%s\\n{mark} report-end\\n' "$__tb_rc" "$__tb_s" "$__tb_xml"; __tb_xml=
+    else printf '\\n{mark} report %s %s\\n\\n{mark} report-missing\\n' "$__tb_rc" "$__tb_s"
+    fi
+    __tb_sys rm -rf -- "$__tb_rep"
+  fi
+  if [ -n "$__tb_as" ]; then
     [ -n "$__tb_mode" ] && {{ __tb_sys chmod "$__tb_mode" "$__tb_top" 2>/dev/null || :; }}
     for __tb_f in {reward_paths}; do
       if [ -L "$__tb_f" ] || {{ [ -e "$__tb_f" ] && [ ! -O "$__tb_f" ]; }}; then
         __tb_sys rm -rf -- "$__tb_f"; printf '\\n{mark} reward %s\\n' "${{__tb_f##*/}}"
       fi
     done
-  else
-    case $__tb_y in *x*) set -x ;; esac
-    "$@" && __tb_rc=0 || __tb_rc=$?
-    {{ set +x; }} 2>/dev/null
   fi
   if [ "$__tb_kind" = test ]; then printf '\\n{mark} end %s %s\\n' "$__tb_rc" "${{__tb_as:-root}}"
   else printf '\\n{mark} build %s %s\\n' "$__tb_rc" "${{__tb_as:-root}}"
   fi
   case $__tb_y in *x*) set -x ;; esac
-  return $__tb_rc
+  return $__tb_s
 }}
 case $__tb_x in *x*) set -x ;; esac
 """
 
 
-def separate(script: str, nonce: str) -> Separated:
+def separate(script: str, nonce: str, planted: tuple[str, ...] = ()) -> Separated:
     """`script` with each test command run through FUNCTION and each install or build step through BUILD_FUNCTION
     (the module's docstring), their definitions put after the shebang; unchanged but for the prologue when neither is
-    found (then it prints no markers)."""
+    found (then it prints no markers). `planted`: tests whose failures the status a pytest run returns leaves out
+    (SHOWN: a reward-file task's one run, verify/onerun.py); their names are in this script only, root's alone."""
     found = find_test_commands(script)
     builds = find_test_commands(script, build=True)
     lines = script.split("\n")
@@ -434,7 +482,7 @@ def separate(script: str, nonce: str) -> Separated:
         lines[index] = f"{line[:col]}{function} {line[col:]}"
     named_tests = named_tests or re.search(r"\bcd\s+/tests\b", script) is not None
     head = 1 if lines and lines[0].startswith("#!") else 0
-    body = "\n".join([*lines[:head], _prologue(nonce) if found or builds else "", *lines[head:]])
+    body = "\n".join([*lines[:head], _prologue(nonce, planted) if found or builds else "", *lines[head:]])
     return Separated(body, nonce, len(found), named_tests, len(builds))
 
 
@@ -481,8 +529,10 @@ def read_markers(log: str, nonce: str) -> tuple[str, Reading]:
             reading.left += int(arg.strip()) if arg.strip().isdigit() else 0
         elif kind == "reward":
             reading.rewards_by_tests.append(arg.strip())
-        elif kind == "report":
-            reading.report_exits.append(int(arg) if arg.strip().isdigit() else -1)
+        elif kind == "report":  # the run's own status, then the one test.sh saw (SHOWN)
+            status, _, shown = arg.strip().partition(" ")
+            reading.report_exits.append(int(status) if status.isdigit() else -1)
+            reading.report_shown.append(int(shown) if shown.isdigit() else -1)
             report = []
         elif kind in ("report-end", "report-missing") and report is not None:
             reading.reports.append("\n".join(report) if kind == "report-end" else None)

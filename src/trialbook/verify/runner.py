@@ -37,9 +37,10 @@ from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, reward_files_named, task_test_files
 from trialbook.verify import canary as canaries
 from trialbook.verify import linear, sources, staged
-from trialbook.verify.canary import FAILED, MISSING, PASSED, SKIPPED, Planted, plant, test_modules
-from trialbook.verify.channels import canary_cases, canary_in_reports, disagreement, parse_junit
+from trialbook.verify.canary import Planted, plant, pytest_command, test_modules
+from trialbook.verify.channels import canary_in_reports, disagreement
 from trialbook.verify.markers import Seal, seal
+from trialbook.verify.onerun import shown_status, witness_reading
 from trialbook.verify.privilege import Reading, Separated, exit_contradicts_log, read_markers, separate, staging
 from trialbook.verify.twins import forged_ids, unrename
 
@@ -96,7 +97,6 @@ class Verdict(BaseModel):
     killed: bool = False  # the verifier's script was killed from inside the sandbox (graded as failing)
     canary: str | None = None  # the canary test's name (verify/canary.py); None: none planted
     canary_seen: str | None = None  # what the log said: failed, passed (graded failing), skipped, missing, hidden
-    lookalikes: str | None = None  # the look-alikes' names, comma-separated (lookalikes): never read as canaries
     # graded per test: the reward is the strict verdict (verify/grading.strict_verdict), `official_reward` swebench's
     # (leaderboard parity); `not_gold`: the listed tests without their gold status, and what the log said of them
     official_reward: float | None = None
@@ -209,13 +209,11 @@ def _reward_files(task: TaskSpec, snap: staged.Snapshot | None = None) -> tuple[
     return _NAMED[key]
 
 
-def _planted(
-    task: TaskSpec, witness: bool = False, snap: staged.Snapshot | None = None, passing: bool = False
-) -> Planted | None:
+def _planted(task: TaskSpec, witness: bool = False, snap: staged.Snapshot | None = None) -> Planted | None:
     """The task's test.sh with a canary planted, for a task graded per test whose test command was found; with
     `witness`, for one graded by its reward file too (a run of its own: the canary fails an honest run as well);
-    `passing`: with look-alikes instead (lookalikes)."""
-    if not task.lists_tests and not witness and not passing:
+    """
+    if not task.lists_tests and not witness:
         return None
     snap = snap or staged.snapshot(task.tests_dir)
     key = _key(task, snap)
@@ -223,12 +221,10 @@ def _planted(
         _FILES[key] = task_test_files(task.tests_dir)
     script = _original(task, snap)
     taken, derivable = sources.taken_names(task, key), sources.derivable(task, key)
-    # twins beside the listed tests, or beside any in a witness run, look-alike twins in a graded run (verify/twins.py)
-    lists = ([], []) if passing else (task.fail_to_pass or [], task.pass_to_pass or [])
+    # twins beside the listed tests, or beside any in a reward-file task's run (verify/twins.py)
+    lists = (task.fail_to_pass or [], task.pass_to_pass or [])
     modules = sources.module_texts(task, script, test_modules(script, _FILES[key]), key)
-    return plant(
-        script, _FILES[key], tokens.token_hex(6), taken, None, derivable, passing=passing, lists=lists, modules=modules
-    )
+    return plant(script, _FILES[key], tokens.token_hex(6), taken, None, derivable, lists=lists, modules=modules)
 
 
 _FILES: dict[tuple[str, str], set[str]] = {}  # the names of the task's test files (testscript.task_test_files)
@@ -364,11 +360,17 @@ def per_test_lines(log: str) -> bool:
     return _PER_TEST.search(linear.strip_ansi(log)) is not None
 
 
-def failing_tests(log: str) -> frozenset[str]:
-    """The tests pytest's per-test lines report FAILED or ERROR."""
+def _planted_id(test: str, planted: str | None) -> bool:
+    """Whether the test id `test` names one of the tests `planted` (comma-separated function names)."""
+    return bool(planted) and test.rsplit("::", 1)[-1].split("[", 1)[0] in (planted or "").split(",")
+
+
+def failing_tests(log: str, planted: str | None = None) -> frozenset[str]:
+    """The tests pytest's per-test lines report FAILED or ERROR (the verifier's `planted` tests left out)."""
     return frozenset(
-        m.group(2) for m in _PER_TEST.finditer(linear.strip_ansi(log)) if m.group(1) in ("FAILED", "ERROR")
-    )
+        m.group(2) for m in _PER_TEST.finditer(linear.strip_ansi(log))
+        if m.group(1) in ("FAILED", "ERROR") and not _planted_id(m.group(2), planted)
+    )  # fmt: skip
 
 
 def passing_tests(log: str) -> frozenset[str]:
@@ -377,66 +379,14 @@ def passing_tests(log: str) -> frozenset[str]:
     return frozenset(t for s, t in seen if s == "PASSED") - failing_tests(log)
 
 
-# a result line's status word (pytest's, unittest's) -> what it says of a canary
-_RESULTS = dict.fromkeys(("PASSED", "XPASS", "XFAIL", "ok", "expected failure", "unexpected success"), PASSED)
-_RESULTS |= {"FAILED": FAILED, "ERROR": FAILED, "FAIL": FAILED, "SKIPPED": SKIPPED}
-_JUNIT = {"passed": PASSED, "xfail": PASSED, "failed": FAILED, "skipped": SKIPPED}
-
-
-def _result_line(line: str) -> tuple[str, str] | None:
-    """(status, test name) of one whole result line, or None: pytest's -rA summary `STATUS <id>` (then nothing, or
-    ` - ` and its message), -v's `<id> STATUS [ n%]`, unittest's `name (id) ... ok` and `FAIL: name (id)`. Read by
-    splitting, in linear time; a line with anything else in it (a suffix a change printed) is no result line."""
-    words = line.rstrip("\r").split(" ")
-    if len(words) >= 2 and words[0] in _RESULTS and "::" in words[1] and (len(words) == 2 or words[2] == "-"):
-        status, test = words[0], words[1]
-    elif len(words) >= 2 and "::" in words[0] and words[1] in _RESULTS:
-        rest = "".join(words[2:])
-        if rest and not (rest[0] == "[" and rest.endswith("%]") and rest[1:-2].isdigit()):
-            return None
-        status, test = words[1], words[0]
-    elif " ... " in line and (head := line.split(" ... ", 1))[1].rstrip("\r") in _RESULTS:
-        status, test = head[1].rstrip("\r"), head[0].split(" (", 1)[0]
-    elif words[0] in ("FAIL:", "ERROR:") and len(words) == 3 and words[2].startswith("("):
-        status, test = words[0][:-1], words[1]
-    else:
-        return None
-    name = test.rsplit("::", 1)[-1].split("[", 1)[0]
-    return (_RESULTS[status], name) if status in _RESULTS else None
-
-
-def witness_reading(log: str, ran: Reading, name: str) -> str:
-    """What a witness run says of its canaries (`name`: comma-separated), from every channel the run has, none
-    trusted alone (docs/threat-model.md, G16): the text log's whole result lines (`_result_line`: a suffix printed on
-    a summary line makes it none, never a failure) and each pytest run's junit report with the run's exit status.
-    "passed" when any channel reports a canary passing, or a run whose report holds a failing canary exited 0 (the
-    runner was made to pass what fails); "failed" only when every canary is reported failing in the text log and in
-    the reports; else "skipped" (one was skipped) or "missing": unread, not reported, or a report asked for that is
-    absent, empty or unreadable. Missing while the canaries fail on the image as built is `runner_subverted`
-    (verify/blame.unwitnessed_reward), never a failure."""
-    names = [n for n in name.split(",") if n]
-    seen: dict[str, set[str]] = {n: set() for n in names}
-    for line in linear.strip_ansi(log).split("\n"):
-        got = _result_line(line)
-        if got is not None and got[1] in seen:
-            seen[got[1]].add(got[0])
-    reported: dict[str, set[str]] = {n: set() for n in names}
-    for i, report in enumerate(ran.reports):
-        parsed = parse_junit(report) if report is not None else None
-        if not parsed:
-            return MISSING  # a channel missing or empty is a disagreement, never "no information"
-        exited_0 = i < len(ran.report_exits) and ran.report_exits[i] == 0
-        for case, statuses in canary_cases(parsed, names).items():
-            if "failed" in statuses and exited_0:
-                return PASSED  # the runner's own exit status says the failing canary passed
-            reported[case] |= {_JUNIT.get(status, MISSING) for status in statuses}
-    channels = [seen, reported] if ran.reports else [seen]
-    readings = [st for channel in channels for st in channel.values()]
-    if any(PASSED in st for st in readings):
-        return PASSED
-    if names and all(st == {FAILED} for st in readings):
-        return FAILED
-    return SKIPPED if any(SKIPPED in st for st in readings) else MISSING
+def status_forged(log: str, ran: Reading, planted: str, file_reward: float | None) -> bool:
+    """One run (verify/onerun.py): a resolving reward while the status root gave test.sh differs from the one the
+    run's junit report gives (onerun.shown_status: the report read two ways), or pytest's per-test lines report a
+    test failing that the verifier did not plant (runner.exit_disagrees, planted tests left out)."""
+    if file_reward is None or file_reward < 1.0:
+        return False
+    shown = [shown_status(st, report, planted) for st, report in zip(ran.report_exits, ran.reports, strict=False)]
+    return shown != ran.report_shown or bool(failing_tests(log, planted))
 
 
 def witnessable(task: TaskSpec) -> bool:
@@ -445,27 +395,26 @@ def witnessable(task: TaskSpec) -> bool:
 
 
 # a test.sh that reads more of the run than its exit status: a count or report of pytest's ("N passed", a junit file),
-# which look-alikes would change (lookalikes)
+# which the planted tests would change (one_run)
 _READS_THE_RUN = re.compile(r"passed|\b(?:grep|awk|jq|wc)\b|junit|json-report|report-log|--json", re.IGNORECASE)
-_LOOKALIKES: dict[tuple[str, str], bool] = {}
+_ONE_RUN: dict[tuple[str, str], bool] = {}
 
 
-def lookalikes(task: TaskSpec, snap: staged.Snapshot | None = None) -> bool:
-    """Whether the runs of a task graded by its reward file other than the witness get look-alikes: the canaries'
-    count, names and places, derived the same way (verify/decoys.py), each first statement returning instead of
-    failing, so that they pass and never run the copied body, and the witness's test modules hold no more functions
-    than the graded run's (docs/threat-model.md). Only where the witness is planted (witnessable) and test.sh turns
-    the test command's exit status into its reward and reads nothing else of the run (_READS_THE_RUN): a passing
-    test changes no exit status but pytest's 5 (nothing collected, verify/blame's not_gold_reward answers a change
-    that hides every test), while a count it reads would change with them."""
+def one_run(task: TaskSpec, snap: staged.Snapshot | None = None) -> bool:
+    """Whether a task graded by its reward file is graded in one run that is its own witness (verify/onerun.py): where
+    a canary can be planted (witnessable), test.sh turns the test command's exit status into its reward and reads
+    nothing else of the run (_READS_THE_RUN: a count it read would change with the planted tests), and that command is
+    a pytest run with no junit report of its own (canary.pytest_command), whose report tells root what the planted
+    tests did. Elsewhere a witness run beside the graded run holds the canaries (verify/witness.py)."""
     snap = snap or staged.snapshot(task.tests_dir)
     key = _key(task, snap)
-    if key not in _LOOKALIKES:
+    if key not in _ONE_RUN:
         script = _original(task, snap)
-        _LOOKALIKES[key] = (
+        _ONE_RUN[key] = (
             witnessable(task) and _exit_decides(task, snap) and _READS_THE_RUN.search(script) is None
+            and pytest_command(script, _FILES[key])
         )  # fmt: skip
-    return _LOOKALIKES[key]
+    return _ONE_RUN[key]
 
 
 def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = False) -> Verdict:
@@ -478,12 +427,13 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
     stage, mark = f"/.trialbook-{token}", f"@@trialbook-{token}@@ "
     snap = staged.snapshot(task.tests_dir)  # the tests/ folder as read once for every trial of the task
     original = _original(task, snap)
-    planted = _planted(task, witness, snap)
-    alike = _planted(task, snap=snap, passing=True) if planted is None and lookalikes(task, snap) else None
+    inline = not task.lists_tests and one_run(task, snap)  # the graded run is its own witness (verify/onerun.py)
+    planted = _planted(task, witness or inline, snap)
     # The nonces of the staged test.sh are not `token`, which the outer script's command line shows to every uid
     nonce, markers = fresh[12:28], Seal(fresh[28:44], fresh[44:60])
-    sealed, _ = seal(planted.script if planted else alike.script if alike else original, markers)
-    separated: Separated = separate(sealed, nonce)
+    sealed, _ = seal(planted.script if planted else original, markers)
+    hidden = tuple(planted.name.split(",")) if inline and planted else ()  # their failures left out of the status
+    separated: Separated = separate(sealed, nonce, hidden)
     test_sh = separated.script
     prepare = staging(separated)
     script = _script(stage, mark, prepare=prepare)
@@ -507,8 +457,8 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
             res = sandbox.exec(["bash", "-c", script], timeout=timeout, sink=capped, trusted=True)
         log, files, outlived = _split(res.output, mark)
         log, ran = read_markers(log, nonce)
-        # the real tests' names as the task's lists say them (twins, or a graded run's look-alike twins)
-        made, forged = (planted or alike).twins if planted or alike else (), []
+        # the real tests' names as the task's lists say them (twins)
+        made, forged = planted.twins if planted else (), []
         if made:
             forged = forged_ids(log, ran.reports, made)
             log = unrename(log, made)
@@ -597,7 +547,10 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
         )
     return Verdict(
         reward=0.0 if contradicted or not_files or file_reward is None else file_reward,
-        exit_disagrees=exit_disagrees(task, log, file_reward, snap),  # graded 0 by verify/blame.reward_file
+        # graded 0 by verify/blame.reward_file
+        exit_disagrees=status_forged(log, ran, planted.name, file_reward)
+        if hidden and planted
+        else exit_disagrees(task, log, file_reward, snap),
         graded_by="reward_file",
         rewards_not_files=not_files,
         foreign_rewards=foreign,
@@ -605,7 +558,6 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
         outlived=(outlived or 0) + ran.left,
         canary=planted.name if planted else None,
         canary_seen=witness_reading(log, ran, planted.name) if planted else None,
-        lookalikes=alike.name if alike else None,
         file_reward=file_reward,
         exit_code=res.exit_code,
         tests_user=tests_user,

@@ -130,8 +130,8 @@ def apply_section(base: str | None, section: list[str]) -> str | None:
             continue
         start, count = int(m.group(1)), int(m.group(2) or 1)
         adds = int(m.group(4) or 1)
-        at = start - 1 if count else start
-        at = _fitting(old, section[i:], count, at, pos)  # where its old lines are, as git apply finds a shifted hunk
+        stated = start - 1 if count else start
+        at = _fitting(old, section[i:], count, stated, pos)  # where its old lines are (git apply finds a shifted hunk)
         if at is None:
             return None
         new += old[pos:at]

@@ -42,8 +42,9 @@ def repack(raw: IO[bytes], tree: IO[bytes], stage: str) -> int:
             top.type, top.mode = tarfile.DIRTYPE, 0o755
             dst.addfile(top)
             while (member := src.next()) is not None:
-                src.members.clear()  # both keep every member they saw: a flood of files must not pile up in memory
-                dst.members.clear()
+                # both keep every member they saw (TarFile.members: not in typeshed): a flood of files must not pile up
+                src.members.clear()  # type: ignore[attr-defined]
+                dst.members.clear()  # type: ignore[attr-defined]
                 rest = _below_top(member.name)
                 if rest is None or (rest == "" and not member.isdir()) or _refused_by_git(rest, member.issym()):
                     continue
@@ -89,7 +90,7 @@ class _BoundedInfo(tarfile.TarInfo):
                     tarfile.SOLARIS_XHDTYPE)  # fmt: skip
         if self.type in extended and self.size > HEADER_LIMIT:
             raise tarfile.HeaderError(f"an extended header of {self.size:,} bytes")
-        return super()._proc_member(tarfile_)  # type: ignore[attr-defined, no-any-return]
+        return super()._proc_member(tarfile_)  # type: ignore[misc,no-any-return]  # TarInfo's header hook: not in typeshed
 
 
 def _refused_by_git(path: str, link: bool) -> bool:

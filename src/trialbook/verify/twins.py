@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from trialbook.verify.channels import parse_junit
-from trialbook.verify.decoys import WORDS, _base, _derive, _skips
+from trialbook.verify.decoys import WORDS, _base, _skips
 from trialbook.verify.linear import parse_python, whole_words
 
 P2P_TWINS = 2  # listed PASS_TO_PASS tests twinned per run, besides every FAIL_TO_PASS test that can be
@@ -396,11 +396,9 @@ def choose_twins(
     taken: set[str],
     selected: str | None,
     rng: random.Random,
-    passing: bool = False,
 ) -> list[Twin]:
     """Twins for every FAIL_TO_PASS test of `modules` (path -> text as the test command will run it) that can have
-    one, and up to P2P_TWINS listed PASS_TO_PASS tests; each checked by planting it into the module's text.
-    `passing`: look-alike twins for the graded run of a reward-file task (`_make`), chosen as a witness's are."""
+    one, and up to P2P_TWINS listed PASS_TO_PASS tests; each checked by planting it into the module's text."""
     modules = dict(modules)
     out: list[Twin] = []
     used = set(taken)
@@ -410,7 +408,7 @@ def choose_twins(
         wanted = [(file, n) for n in _listed(fail_to_pass, file) if n in tests]
         p2p += [(file, n) for n in _listed(pass_to_pass, file) if n in tests]
         for f, n in wanted:
-            twin = _make(f, n, tests[n], used, selected, rng, passing)
+            twin = _make(f, n, tests[n], used, selected, rng)
             if twin is not None and _fits(modules[f], twin):
                 out.append(twin)
                 modules[f] = plant_text(modules[f], twin)
@@ -424,7 +422,7 @@ def choose_twins(
             break
         if any(t.file == f and t.test == n for t in out):
             continue
-        twin = _make(f, n, functions(modules[f]).get(n, ("", "")), used, selected, rng, passing)
+        twin = _make(f, n, functions(modules[f]).get(n, ("", "")), used, selected, rng)
         if twin is not None and _fits(modules[f], twin):
             out.append(twin)
             modules[f] = plant_text(modules[f], twin)
@@ -440,13 +438,8 @@ def _make(
     used: set[str],
     selected: str | None,
     rng: random.Random,
-    passing: bool = False,
 ) -> Twin | None:
-    """A twin of `test`; `passing`: a look-alike twin, the same with a first statement that returns
-    (decoys.first_statement), so that it passes without running the copied body: the graded run of a reward-file task
-    then holds what its witness holds, the real test renamed and a copy beside it with one expected value changed,
-    and differs from it by that first statement alone (tests/verify/attacks/grading/witness_by_pairs.sh,
-    returns_from_source_table.sh told a witness's twins from look-alikes that repeated their test's body)."""
+    """A twin of `test` (None where none can be made)."""
     source, indent = found
     if not source:
         return None
@@ -459,9 +452,6 @@ def _make(
     if selected and selected.lower() not in name.lower():
         return None  # `-k WORD` chose it by another part of its id: the new names must keep matching it
     changed = trap(source, decoy, rng)
-    if changed is not None and passing:
-        alike = _derive(decoy, changed, rng, passing=True)
-        changed = None if alike is None else "\n".join(indent + x if x else x for x in alike.rstrip("\n").split("\n"))
     if changed is None:
         return None
     return Twin(file, cls, test, real, decoy, changed, indent, rng.random() < 0.5)

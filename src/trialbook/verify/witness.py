@@ -31,7 +31,7 @@ from trialbook.sandbox import Sandbox
 from trialbook.tasks import TaskSpec
 from trialbook.verify.isolation import Grading, grade
 from trialbook.verify.notes import ErrorNote, GradingNotes
-from trialbook.verify.runner import witnessable
+from trialbook.verify.runner import one_run, witnessable
 
 POLL_S = 0.2  # how often a join looks at the run's stop event
 START_S = 120.0  # past the carry's own budget (2 x the verifier's timeout), what a box may take to start
@@ -42,10 +42,11 @@ def _not_started() -> Grading:
 
 
 def alongside(task: TaskSpec) -> bool:
-    """Whether a trial of `task` runs a witness beside each graded try: graded by its reward file, witnessable. In
+    """Whether a trial of `task` runs a witness beside each graded try: graded by its reward file, witnessable, and not
+    graded in one run that is its own witness (runner.one_run, verify/onerun.py). In
     either isolation the witness's container is a fresh one (`isolation = "container"`: the agent's working tree
     carried into it, front._witness_change)."""
-    return not task.lists_tests and witnessable(task)
+    return not task.lists_tests and witnessable(task) and not one_run(task)
 
 
 def needed(grading: Grading) -> bool:

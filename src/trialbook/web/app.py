@@ -8,6 +8,7 @@ compare over big runs) does not block the others. Bad input (an unknown run, a b
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ def create_app(ledger: Ledger, token: str | None = None) -> Starlette:
     pages.preload()
     cache = pages.RunCache()
 
-    def guarded(fn: Any) -> Any:
+    def guarded(fn: Callable[[Request], Response]) -> Callable[[Request], Response]:
         def handler(request: Request) -> Response:
             refused = _refused(request, token)
             if refused is not None:

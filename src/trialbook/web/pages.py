@@ -63,12 +63,12 @@ def _counts(ledger: Ledger, cache: RunCache, run_ids: list[int]) -> dict[int, vi
     for rid, counts in views.run_counts(ledger, missing).items():
         cache.put(keys[rid], counts)
         out[rid] = counts
-    return out  # type: ignore[return-value]
+    return out
 
 
 def _overview(ledger: Ledger, cache: RunCache, run: views.RunHeader) -> views.RunOverview:
     version = views.run_version(ledger, run.id)
-    overview = cache.get(("overview", *version), lambda: views.run_overview(ledger, run.name))
+    overview: views.RunOverview = cache.get(("overview", *version), lambda: views.run_overview(ledger, run.name))
     cache.put(("counts", *version), overview.counts)  # the runs page's counts come with it: no second scan
     return overview
 

@@ -82,7 +82,7 @@ def pass_rate(report: TrainReport) -> str:
     b = [x for x in report.buckets if x.pass_pct is not None]
     fig, ax = plt.subplots(figsize=(7, 3))
     x = [(r.wv_from + r.wv_to) / 2 for r in b]
-    ax.plot(x, [r.pass_pct for r in b], "o-", color=BLUE, ms=3, label="pass %")
+    ax.plot(x, [r.pass_pct for r in b if r.pass_pct is not None], "o-", color=BLUE, ms=3, label="pass %")
     band = [(xi, r.ci_pct) for xi, r in zip(x, b, strict=True) if r.ci_pct]
     if band:
         ax.fill_between([p[0] for p in band], [p[1][0] for p in band], [p[1][1] for p in band], color=BLUE,
@@ -116,7 +116,7 @@ def encounters(report: TrainReport) -> str:
     for e in rows:
         if e.ci_pp:
             ax.plot([e.k, e.k], e.ci_pp, color=BLUE, lw=2)
-    ax.plot([e.k for e in rows], [e.diff_pp for e in rows], "o", color=BLUE)
+    ax.plot([e.k for e in rows], [e.diff_pp for e in rows if e.diff_pp is not None], "o", color=BLUE)
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xlabel("k-th encounter of the same task")
     _integer_x(ax)

@@ -172,7 +172,7 @@ def _build_one(builder: Builder, plan: BuildPlan, registry: str | None, locks: d
         python=str(lock["python"]),
         lock="written" if diff is None else ("changed" if diff else "same"),
         lock_changes=diff or None,
-        locked_image=plan.lock.get("image") if diff else None,
+        locked_image=plan.lock.get("image") if diff and plan.lock else None,
     )
 
 

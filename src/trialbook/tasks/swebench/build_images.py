@@ -281,7 +281,8 @@ class Builder:
             raise BuildFailed(f"docker tag {tag} {name}: {exc}") from None
 
     def size_mb(self, tag: str) -> float:
-        return round(self.client.images.get(tag).attrs["Size"] / 1e6, 1)
+        size: float = self.client.images.get(tag).attrs["Size"]
+        return round(size / 1e6, 1)
 
     def ensure_base(self, suite: str) -> None:
         tag = base_tag(suite)

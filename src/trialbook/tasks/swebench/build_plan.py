@@ -184,7 +184,8 @@ def read_requirements(source: Path, repo: str, commit: str) -> str:
         elif not excluded(line):
             original.append(line)
     additional.append("\n".join(original))
-    return clean_requirements("\n".join(additional))
+    cleaned: str = clean_requirements("\n".join(additional))
+    return cleaned
 
 
 # conda-forge names whose PyPI distribution is named otherwise, and conda packages with no PyPI distribution of
