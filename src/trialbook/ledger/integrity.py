@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, func, or_, select, text
 from sqlalchemy.orm import aliased
 
-from trialbook.extra_schema import ExtraReader
+from trialbook.extra_schema import read_extra
 from trialbook.ledger.schema import artifacts, run_stats, run_summary, runs, steps, trials
 from trialbook.ledger.store import Ledger
 from trialbook.ledger.summary_cache import live_fingerprint
@@ -120,7 +120,7 @@ def _rows(conn: Connection, out: CheckResult) -> Iterator[str]:
         if run_id in harness:
             if not finished:
                 yield f"trial {tid}: half-written (no finish time)"
-            if not ExtraReader(value).trial_name:
+            if not read_extra(value).trial_name:
                 yield f"trial {tid}: half-written (no trial name in extra)"
     for run_id, step, metrics in conn.execute(select(steps.c.run_id, steps.c.step, steps.c.metrics)):
         yield from _json(f"step {step} of run id {run_id}: metrics", metrics)
