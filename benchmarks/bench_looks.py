@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 from pathlib import Path
 
@@ -87,10 +88,11 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for dodge in args.dodge or DODGES:
         hits = {"claim": 0, "excl": 0, "alone_claim": 0, "alone_excl": 0, "bookkeeping": 0}
-        for _ in range(args.reps):
+        for i in range(args.reps):
             with tempfile.TemporaryDirectory() as tmp:
                 for k, v in family(runner, app, dodge, args.tasks, rng, Path(tmp)).items():
                     hits[k] += v
+            print(f"{dodge} {i + 1}: " + ", ".join(f"{k} {v}" for k, v in hits.items()), file=sys.stderr, flush=True)
         pct = {k: 100 * v / args.reps for k, v in hits.items()}
         print(f"| {dodge} | {args.reps} | {hits['bookkeeping']} | {pct['claim']:.1f}% | {pct['excl']:.1f}% |"
               f" {pct['alone_claim']:.1f}% | {pct['alone_excl']:.1f}% |", flush=True)  # fmt: skip
