@@ -45,8 +45,9 @@ def test_the_preregistered_verdict_uses_the_same_boundary(twenty_points, tmp_pat
 
 
 def test_claim_power_counts_an_estimate_equal_to_min_diff() -> None:
-    from trialbook.stats.power import _claim_power
+    from trialbook.stats.power import claim_probability
 
-    # with no sampling noise the estimate is the true gain: a claim exactly when gain >= min_diff
-    assert _claim_power(0.04, 0.0, 0.04) == 1.0
-    assert _claim_power(0.0399, 0.0, 0.04) == 0.0
+    # with no sampling noise the estimate is the true gain: a claim exactly when gain >= min_diff (at enough
+    # tasks for compare's interval, never a point, to exclude 0)
+    assert claim_probability(0.0, 2000, 0.04, 1, 0.04) == 1.0
+    assert claim_probability(0.0, 2000, 0.0399, 1, 0.04) == 0.0

@@ -91,7 +91,18 @@ def test_dodges_neither_restart_the_count_nor_hide_a_look(cli, tmp_path, dodge):
         numbers.append(res["looks"]["look"][cand])
         (row,) = res["comparisons"]
         assert row["ci_level"] == pytest.approx(1 - 0.05 * share(j), abs=1e-6)
+        # the printed CI is the interval at the look's level on these data, whatever the dodge: so the rates of
+        # the in-process simulation above are those printed through the CLI (benchmarks/bench_looks.py)
+        d = _resolved(cand_file) - _resolved(base_file)
+        iv = diff_interval(d, 1 - 0.05 * share(j))
+        assert row["ci_adjusted_pp"] == pytest.approx([100 * iv.lo, 100 * iv.hi], abs=1e-3)
     assert len(families) == 1 and numbers == list(range(1, LOOKS + 1))
+
+
+def _resolved(path: Path) -> np.ndarray:
+    """The one-attempt outcomes of a simulated run's file, in task order (synthetic.task_ids sorts)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    return np.array([float(r["resolved"]) for r in sorted(rows, key=lambda r: r["task_id"])])
 
 
 def test_the_same_compare_prints_the_same_numbers_around_an_unrelated_one(cli, tmp_path, db):

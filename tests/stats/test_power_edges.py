@@ -14,7 +14,7 @@ from scipy.stats import norm
 
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
-from trialbook.stats.power import _two_runs, plan
+from trialbook.stats.power import _two_runs, claim_probability, plan
 from trialbook.stats.scores import TaskScores
 from trialbook.stats.synthetic import write_jsonl
 
@@ -69,8 +69,13 @@ def test_every_figure_is_rounded_as_documented() -> None:
         se = math.sqrt(sampling / k / 100)
         assert out.half_width_pp[str(k)] == round(100 * z_a * se, 4)
         assert out.mde_pp[str(k)] == round(100 * (z_a + z_b) * se, 4)
-        # a 95-point effect needs fewer than 2 tasks by the formula: 2, the fewest a paired test takes
-        assert (z_a + z_b) ** 2 * sampling / k / 0.95**2 < 2 and out.tasks_needed[str(k)] == 2
+        # a 95-point effect needs fewer than 2 tasks by the normal formula; compare's interval (never a point
+        # at few tasks) needs a few: the fewest with 80% power
+        need = out.tasks_needed[str(k)]
+        assert (z_a + z_b) ** 2 * sampling / k / 0.95**2 < 2 and 2 < need <= 6
+        assert (
+            claim_probability(sampling / k, need, 0.95, k) >= 0.8 > claim_probability(sampling / k, need - 1, 0.95, k)
+        )
     assert out.variance.sampling_share == 1.0  # no ω²: all of Var(d) is sampling noise
 
 

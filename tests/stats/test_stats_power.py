@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from trialbook.stats.paired import paired
-from trialbook.stats.power import within_variance
+from trialbook.stats.power import LARGE_N, claim_probability, within_variance
 from trialbook.stats.scores import TaskScores
 from trialbook.stats.synthetic import anchor_runs, simulate_run, write_jsonl
 
@@ -35,7 +35,10 @@ def test_seed_power_table(cli, tmp_path):
     z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
     for k, n in res["tasks_needed"].items():
         var_d = res["variance"]["omega2"] + res["variance"]["sampling_k1"] / int(k)
-        assert n == int(np.ceil(z**2 * var_d / 0.04**2))
+        normal = int(np.ceil(z**2 * var_d / 0.04**2))
+        # the normal answer from 200 tasks on; below, the fewest tasks for 80% by compare's interval: a few more
+        assert n == normal if normal >= LARGE_N else normal < n <= 1.05 * normal
+        assert normal >= LARGE_N or claim_probability(var_d, n, 0.04, int(k)) >= 0.8
     human = cli("plan", "--tasks", "500", "--repeats", "2", "--effect", "4", "--from-run", "base", "--vs", "cand")
     assert "MDE" in human.stdout and "4.06" in human.stdout
 
