@@ -83,11 +83,12 @@ def _build_and_scan(result: Any, out: Path, jobs: int, as_json: bool) -> None:
     """from-swebench --build: the images just built scanned for their solutions (verify/leak_scan.py)."""
     from dataclasses import replace
 
+    from trialbook.harness.stack import connect
     from trialbook.report.leaks import print_leaks
     from trialbook.result_types import to_json
     from trialbook.verify.leak_scan import scan_tasks
 
-    scan = scan_tasks(out, result.written, jobs)
+    scan = scan_tasks(connect(), out, result.written, jobs)
 
     def human(r: Any) -> None:
         render.print_build(r)
@@ -110,10 +111,11 @@ def scan_leaks_cmd(
     """Look for each task's reference solution inside its agent image (git objects, files, archives).
 
     Verdict per task: leaky, clean or not_scanned. Exits 1 when some task is leaky, after the report."""
+    from trialbook.harness.stack import connect
     from trialbook.report.leaks import print_leaks
     from trialbook.verify.leak_scan import scan_tasks
 
-    result = scan_tasks(tasks_dir, comma_list(ids), jobs)
+    result = scan_tasks(connect(), tasks_dir, comma_list(ids), jobs)
     emit(result, as_json, print_leaks)
     if result.verdicts.get("leaky"):
         raise typer.Exit(1)

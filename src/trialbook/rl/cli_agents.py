@@ -31,7 +31,7 @@ from trialbook.agents.installed import agent, binary, folder, headless
 from trialbook.errors import UserError
 from trialbook.rl.gateway import Gateway
 from trialbook.rl.trajectory import ARTIFACT, Trajectory
-from trialbook.sandbox import Sandbox
+from trialbook.sandbox import Box
 from trialbook.tasks import TaskSpec
 
 AGENT_DIR = "/opt/trialbook-agent"
@@ -133,7 +133,7 @@ class InstalledCliAgent:
             self._folders[trial] = sockets
         return [(str(folder(self.name)), AGENT_DIR, True), (str(sockets), MODEL_DIR, False)]
 
-    def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
+    def run(self, sandbox: Box, task: TaskSpec, timeout: float) -> AgentResult:
         start = time.monotonic()
         with self._lock:
             sockets = self._folders.pop(sandbox.name, None)

@@ -47,7 +47,7 @@ from trialbook.records import Run
 from trialbook.rewards import DEFAULT_POLICY, RewardPolicy
 from trialbook.rl.gateway import Gateway
 from trialbook.rl.trajectory import ARTIFACT, Trajectory, tagged
-from trialbook.sandbox import Sandbox
+from trialbook.sandbox import Box
 from trialbook.tasks import TaskSpec
 from trialbook.verify import linear
 
@@ -75,7 +75,7 @@ class CompletionAgent:
         self.completion = completion
         self.command_timeout = command_timeout
 
-    def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
+    def run(self, sandbox: Box, task: TaskSpec, timeout: float) -> AgentResult:
         start = time.monotonic()
         commands = actions(self.completion)
         log = [f"--- assistant\n{self.completion}"]

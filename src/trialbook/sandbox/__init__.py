@@ -1,5 +1,7 @@
-"""Sandboxes: one Docker container per trial, with labels, limits and timed execs."""
+"""Sandboxes: one container per trial, with labels, limits and timed execs. Code outside this package types against
+the seam (`Box`, `Backend`, `BoxSpec`); only harness/stack.py picks a backend (`make_backend`)."""
 
+from trialbook.sandbox.backend import Backend, Box, BoxSpec, Capabilities, make_backend
 from trialbook.sandbox.box import (
     ContainerStartError,
     DaemonError,
@@ -11,6 +13,10 @@ from trialbook.sandbox.box import (
 from trialbook.sandbox.docker import DockerEngine, docker_help
 
 __all__ = [
+    "Backend",
+    "Box",
+    "BoxSpec",
+    "Capabilities",
     "ContainerStartError",
     "DaemonError",
     "DockerEngine",
@@ -19,4 +25,5 @@ __all__ = [
     "Sandbox",
     "SandboxError",
     "docker_help",
+    "make_backend",
 ]

@@ -62,6 +62,32 @@ class Capabilities:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
+Prepare = tuple[str, Callable[[Any], Any]]  # (what, fn): fn(box) runs on a warm sandbox of that kind while it waits
+Mount = tuple[str, str, bool]  # (host path, sandbox path, read-only)
+
+
+@dataclass(frozen=True)
+class BoxSpec:
+    """What a sandbox starts with, all but its name: a task's image, limits, network and environment (harness/trial.py
+    box_spec), the run's labels. `Backend.start(spec, name)` starts one; `Backend.ahead(spec)` warms one for later.
+    `prepare`: warm sandboxes of this kind are a spec apart, and fn(box) ran on each while it waited (its result is
+    box.prepared; a cold one is not prepared). `runtime`: Backend.runtime_for. `mounts`: bound into the sandbox (an
+    installed agent's binary, the socket of its model gateway: rl/cli_agents.py); such a sandbox is never warm."""
+
+    image: str
+    labels: dict[str, str]
+    cpus: float
+    memory_mb: int
+    pids_limit: int
+    network: bool | str = False  # network_mode
+    env: dict[str, str] | None = None
+    workdir: str | None = None
+    shell_setup: str | None = None  # written to SHELL_SETUP_PATH and named by BASH_ENV: every `bash` starts in it
+    prepare: Prepare | None = None
+    runtime: str = "auto"
+    mounts: tuple[Mount, ...] = ()
+
+
 @runtime_checkable
 class Box(Protocol):
     """One running sandbox, as a trial, its agent and its verifier use it."""
@@ -129,18 +155,8 @@ class Backend(Protocol):
     def image_workdir(self, ref: str) -> str | None: ...
     def image_id(self, ref: str) -> str | None: ...
 
-    def start(
-        self, image: str, name: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int,
-        network: bool | str, stop: threading.Event | None = None, env: dict[str, str] | None = None,
-        workdir: str | None = None, shell_setup: str | None = None,
-        prepare: tuple[str, Callable[[Any], Any]] | None = None, runtime: str = "auto",
-    ) -> Any: ...  # fmt: skip
-
-    def ahead(
-        self, image: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int, network: bool | str,
-        env: dict[str, str] | None = None, workdir: str | None = None, shell_setup: str | None = None,
-        prepare: tuple[str, Callable[[Any], Any]] | None = None, runtime: str = "auto",
-    ) -> None: ...  # fmt: skip
+    def start(self, spec: BoxSpec, name: str, stop: threading.Event | None = None) -> Box: ...
+    def ahead(self, spec: BoxSpec) -> None: ...
 
     def open_pool(self, concurrency: int) -> Pool: ...
     def close_pool(self) -> None: ...

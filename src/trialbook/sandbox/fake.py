@@ -16,11 +16,10 @@ import re
 import tarfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from trialbook.sandbox.backend import BoxBase, Capabilities, NoPool
+from trialbook.sandbox.backend import BoxBase, BoxSpec, Capabilities, NoPool
 from trialbook.sandbox.box import DaemonError, ExecResult
 
 _SLEEP = re.compile(r"^\s*(?:exec\s+)?sleep\s+(\d+(?:\.\d+)?)\s*$")
@@ -140,13 +139,8 @@ class FakeSleepBackend:
     def image_id(self, ref: str) -> str | None:
         return "sha256:" + hashlib.sha256(ref.encode()).hexdigest()
 
-    def start(
-        self, image: str, name: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int,
-        network: bool | str, stop: threading.Event | None = None, env: dict[str, str] | None = None,
-        workdir: str | None = None, shell_setup: str | None = None,
-        prepare: tuple[str, Callable[[Any], Any]] | None = None, runtime: str = "auto",
-    ) -> FakeBox:  # fmt: skip
-        box = FakeBox(self, name, dict(labels), stop)
+    def start(self, spec: BoxSpec, name: str, stop: threading.Event | None = None) -> FakeBox:
+        box = FakeBox(self, name, dict(spec.labels), stop)
         box.runtime = "fake"
         with self._lock:
             self._live[box.id] = box
@@ -154,11 +148,7 @@ class FakeSleepBackend:
             self.peak = max(self.peak, len(self._live))
         return box
 
-    def ahead(
-        self, image: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int, network: bool | str,
-        env: dict[str, str] | None = None, workdir: str | None = None, shell_setup: str | None = None,
-        prepare: tuple[str, Callable[[Any], Any]] | None = None, runtime: str = "auto",
-    ) -> None:  # fmt: skip
+    def ahead(self, spec: BoxSpec) -> None:
         return None
 
     def open_pool(self, concurrency: int) -> NoPool:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from trialbook.outcomes import ErrorKind
-from trialbook.sandbox import DockerEngine, Sandbox
+from trialbook.sandbox import Backend, Box
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.tasks import TaskSpec
 from trialbook.verify import blame, footprint, hacks, sources
@@ -58,11 +58,11 @@ class Notes(blame.TrialNotes, Protocol):
 
 
 def grade_change(
-    box: Sandbox,
+    box: Box,
     task: TaskSpec,
-    engine: DockerEngine,
+    engine: Backend,
     image: str,
-    start: Callable[..., Sandbox],
+    start: Callable[..., Box],
     name: str,
     stopper: Stops,
     state: Notes,
@@ -99,9 +99,7 @@ def grade_change(
     return grading
 
 
-def verifier_prep(
-    engine: DockerEngine, task: TaskSpec, image: str, image_id: str
-) -> tuple[str, Callable[[Sandbox], Any]]:
+def verifier_prep(engine: Backend, task: TaskSpec, image: str, image_id: str) -> tuple[str, Callable[[Box], Any]]:
     """What a warm verifier container computes while it waits: the image's side of the agent's diff."""
     workdir = workdir_of(engine, task, image)
     return "verifier", base_preparer(workdir, task.verifier_timeout, image_id)
@@ -115,7 +113,7 @@ def keep_patch(patch: str | None, grading: Grading, state: Notes) -> None:
         state.tags.extend(hacks.signatures(patch))
 
 
-def _witness_change(box: Sandbox, workdir: str) -> Change | None:
+def _witness_change(box: Box, workdir: str) -> Change | None:
     """`isolation = "container"`, a task graded by its reward file: the agent's working tree, copied out before any
     run touches the container, for its witnesses' fresh containers; None when it cannot be (no working tree known,
     or past what a copy holds): then nothing witnesses it (tagged `unwitnessed`, blame.unwitnessed_reward)."""
@@ -128,10 +126,10 @@ def _witness_change(box: Sandbox, workdir: str) -> Change | None:
 
 
 def _grade_container(
-    box: Sandbox,
+    box: Box,
     task: TaskSpec,
     stopper: Stops,
-    fresh: Callable[[int], Sandbox],
+    fresh: Callable[[int], Box],
     state: Notes,
     witnessed: witnesses.Witnessed | None = None,
 ) -> Grading:
@@ -140,7 +138,7 @@ def _grade_container(
     diff's grade is. A task graded by its reward file has each graded try `witnessed` beside it in a fresh container
     of its own, never in the one the graded run touched (state it left there told the witness apart)."""
 
-    def reopen(_k: int) -> Sandbox:
+    def reopen(_k: int) -> Box:
         stopper.check()
         restore_container(box, task)
         return box
@@ -158,7 +156,7 @@ def _grade_container(
 
 
 def _witnessing(
-    start: Callable[..., Sandbox], name: str, change: Change, task: TaskSpec, stopper: Stops, state: Notes
+    start: Callable[..., Box], name: str, change: Change, task: TaskSpec, stopper: Stops, state: Notes
 ) -> witnesses.Witnessed:
     """Witnesses for each graded try: fresh containers of the image, `change` carried in (not kept in it)."""
     prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout, state.image_id))
@@ -170,7 +168,7 @@ def _witnessing(
 
 
 def _grade_diff(
-    start: Callable[..., Sandbox], name: str, change: Change, task: TaskSpec, stopper: Stops, state: Notes
+    start: Callable[..., Box], name: str, change: Change, task: TaskSpec, stopper: Stops, state: Notes
 ) -> Grading:
     """Grade the agent's diff in fresh containers; a test-infrastructure change is also graded without it. A task
     graded by its reward file has a witness run (blame.unwitnessed_reward) started beside each graded try,
@@ -180,8 +178,8 @@ def _grade_diff(
     prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout, image_id))  # as _verifier_prep
 
     def opener(
-        suffix: str, exclude: list[str] | None, begin: Callable[..., Sandbox] = start, keep: bool = True
-    ) -> Callable[[int], Sandbox]:
+        suffix: str, exclude: list[str] | None, begin: Callable[..., Box] = start, keep: bool = True
+    ) -> Callable[[int], Box]:
         return _opener(begin, f"{name}-{suffix}", change, task, stopper, state, prepare, exclude, keep, start)
 
     state.workdir = change.workdir  # the baseline's footprint is read outside it (footprint.py)
@@ -200,7 +198,7 @@ def _grade_diff(
 
 def _after_grade(
     grading: Grading,
-    opener: Callable[..., Callable[[int], Sandbox]],
+    opener: Callable[..., Callable[[int], Box]],
     change: Change,
     task: TaskSpec,
     state: Notes,
@@ -234,23 +232,23 @@ def _after_grade(
 
 
 def _opener(
-    begin: Callable[..., Sandbox],
+    begin: Callable[..., Box],
     prefix: str,
     change: Change,
     task: TaskSpec,
     stopper: Stops,
     state: Notes,
-    prepare: tuple[str, Callable[[Sandbox], Any]],
+    prepare: tuple[str, Callable[[Box], Any]],
     exclude: list[str] | None,
     keep: bool = True,
-    start: Callable[..., Sandbox] | None = None,
-) -> Callable[[int], Sandbox]:
+    start: Callable[..., Box] | None = None,
+) -> Callable[[int], Box]:
     """Fresh verifier boxes (started by `begin`, named `prefix` + try) with the change applied minus `exclude` (None:
     the image as built); `keep`: what the carry learns of the change kept in it (apply_change); `start`: how the
     image's own tree is measured when the carry outgrew its time (blame.slow_carry)."""
     image_id = state.image_id
 
-    def open_box(k: int) -> Sandbox:
+    def open_box(k: int) -> Box:
         stopper.check()
         vbox = begin(f"{prefix}{k}", prepare)
         try:

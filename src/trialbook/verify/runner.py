@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from trialbook import tokens
 from trialbook.outcomes import REWARD_FILES, ErrorKind, parse_reward
-from trialbook.sandbox import Sandbox
+from trialbook.sandbox import Box
 from trialbook.sandbox.box import (
     KILLED_FROM_OUTSIDE,
     NO_TOOLS,
@@ -182,7 +182,7 @@ def _inline_tests(task: TaskSpec, stage: str, script: str | None, snap: staged.S
 
 
 def _put_tests(
-    sandbox: Sandbox, task: TaskSpec, stage: str, script: str | None, snap: staged.Snapshot | None = None
+    sandbox: Box, task: TaskSpec, stage: str, script: str | None, snap: staged.Snapshot | None = None
 ) -> None:
     sandbox.put_tar("/", _tests_tar(task, f"{stage}/tests".strip("/"), script, snap=snap))
 
@@ -298,7 +298,7 @@ def _split(output: str, mark: str) -> tuple[str, dict[str, str], int | None]:
 
 
 def _run_last(
-    sandbox: Sandbox,
+    sandbox: Box,
     task: TaskSpec,
     stage: str,
     mark: str,
@@ -468,7 +468,7 @@ def lookalikes(task: TaskSpec, snap: staged.Snapshot | None = None) -> bool:
     return _LOOKALIKES[key]
 
 
-def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = False) -> Verdict:
+def verify(sandbox: Box, task: TaskSpec, timeout: float, witness: bool = False) -> Verdict:
     """Run the task's verifier in `sandbox`; `witness`: with a canary planted even when the task is graded by its
     reward file (its reading is then the verdict's canary_seen: witness_reading)."""
     # every nonce of the run from one read of the system's random source (one syscall: each costs a wait for the GIL
