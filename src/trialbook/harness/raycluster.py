@@ -34,10 +34,11 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from trialbook.errors import TrialbookError, UserError
 from trialbook.harness.config import PlannedTrial
+from trialbook.harness.stack import connect
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_trial, trial_name
 from trialbook.outcomes import ErrorKind, classify
 from trialbook.records import Trial
-from trialbook.sandbox import Backend, make_backend
+from trialbook.sandbox import Backend
 from trialbook.sandbox.box import tar_bytes
 from trialbook.sandbox.docker import LABEL_LEDGER
 from trialbook.tasks import TaskError, TaskSpec
@@ -57,7 +58,7 @@ def _node_engine() -> Backend:
     global _engine
     with _engine_lock:
         if _engine is None:
-            _engine = make_backend("docker")
+            _engine = connect("docker")
         return _engine
 
 
@@ -110,11 +111,11 @@ def _node_trial(
 
 
 def _node_clean(run: str | None, images: bool, ledger: str | None) -> tuple[int, int]:
-    return make_backend("docker").clean(run, images=images, ledger=ledger)
+    return connect("docker").clean(run, images=images, ledger=ledger)
 
 
 def _node_version() -> str:
-    return make_backend("docker").version()
+    return connect("docker").version()
 
 
 def _where(fn: Any) -> Any:

@@ -1,7 +1,8 @@
 """Sandboxes: one container per trial, with labels, limits and timed execs. Code outside this package types against
-the seam (`Box`, `Backend`, `BoxSpec`); only harness/stack.py picks a backend (`make_backend`)."""
+the seam (`Box`, `Backend`, `BoxSpec`: sandbox/backend.py); one place picks a backend by its registry name
+(harness/stack.py connect), and no other names Docker's classes (tests/test_sandbox_seam.py)."""
 
-from trialbook.sandbox.backend import Backend, Box, BoxSpec, Capabilities, make_backend
+from trialbook.sandbox.backend import Backend, Box, BoxSpec, Capabilities
 from trialbook.sandbox.box import (
     ContainerStartError,
     DaemonError,
@@ -25,5 +26,4 @@ __all__ = [
     "Sandbox",
     "SandboxError",
     "docker_help",
-    "make_backend",
 ]
