@@ -144,7 +144,7 @@ class RolloutOptions:
     endpoints: Sequence[str] = ()
     model: str | None = None
     serving: dict[str, Any] | None = None
-    rewards: RewardPolicy = DEFAULT_POLICY
+    rewards: RewardPolicy = field(default_factory=lambda: DEFAULT_POLICY)
     agent_options: dict[str, Any] | None = None
     retries: int = 2
     runs_dir: str | Path = DEFAULT_RUNS_DIR
