@@ -20,6 +20,8 @@ import typing
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from trialbook.cli.common import Csv, Json, Markdown, emit
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -31,20 +33,31 @@ class Group:
     cls: type[Any]
     options: dict[str, Any]
     defaults: dict[str, Any]
+    omit: tuple[str, ...]  # fields that are no option (the dataclass's default is kept)
 
-    def __init__(self, cls: type[Any], defaults: dict[str, Any] | None = None, **options: Any) -> None:
+    def __init__(
+        self, cls: type[Any], defaults: dict[str, Any] | None = None, omit: tuple[str, ...] = (), **options: Any
+    ) -> None:
         object.__setattr__(self, "cls", cls)
         object.__setattr__(self, "options", options)
         object.__setattr__(self, "defaults", defaults or {})
+        object.__setattr__(self, "omit", omit)
 
     def but(self, **defaults: Any) -> Group:
         """The same group with other defaults (validate runs 2 trials at once where run runs 1)."""
-        return Group(self.cls, {**self.defaults, **defaults}, **self.options)
+        return Group(self.cls, {**self.defaults, **defaults}, self.omit, **self.options)
+
+    def _fields(self) -> list[dataclasses.Field[Any]]:
+        return [f for f in dataclasses.fields(self.cls) if f.name not in self.omit]
 
     def parameters(self) -> list[inspect.Parameter]:
+        """The command's parameters for the group's fields (a field whose option is a Group: that group's)."""
         hints = typing.get_type_hints(self.cls, include_extras=True)
         out = []
-        for f in dataclasses.fields(self.cls):
+        for f in self._fields():
+            if isinstance(self.options.get(f.name), Group):
+                out.extend(self.options[f.name].parameters())
+                continue
             if f.name in self.defaults:
                 default = self.defaults[f.name]
             elif f.default is not dataclasses.MISSING:
@@ -62,7 +75,10 @@ class Group:
     def build(self, given: dict[str, Any]) -> Any:
         """The object, from the options' values (popped from `given`). A list option left empty is None to typer."""
         values = {}
-        for f in dataclasses.fields(self.cls):
+        for f in self._fields():
+            if isinstance(self.options.get(f.name), Group):
+                values[f.name] = self.options[f.name].build(given)
+                continue
             value = given.pop(f.name)
             if value is None and f.default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
                 value = f.default_factory()
@@ -96,3 +112,18 @@ def grouped(**groups: Group) -> Callable[[F], F]:
         return command  # type: ignore[return-value]
 
     return wrap
+
+
+@dataclasses.dataclass
+class Output:
+    """How a command prints its result: JSON, Markdown or CSV (else the terminal's tables)."""
+
+    as_json: Json = False
+    markdown: Markdown = False
+    as_csv: Csv = False
+
+    def emit(self, data: Any, human: Any) -> None:
+        emit(data, self.as_json, human, self.markdown, self.as_csv)
+
+
+OUTPUT = Group(Output)

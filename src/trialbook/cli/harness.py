@@ -21,14 +21,16 @@ from trialbook.cli.common import (
     emit,
     valid_run,
 )
-from trialbook.cli.groups import grouped
+from trialbook.cli.groups import Group, grouped
 from trialbook.cli.run_flags import (
     AGENT_FLAGS,
+    GRADE_FLAGS,
     RUN_FLAGS,
     WHERE,
     AgentFlags,
     BackendKind,
     ExecutorKind,
+    GradeFlags,
     Multiplier,
     RayAddress,
     RunFlags,
@@ -37,7 +39,7 @@ from trialbook.cli.run_flags import (
 )
 from trialbook.errors import UserError
 from trialbook.harness.config import RunConfig, Tally
-from trialbook.harness.paths import DEFAULT_RUNS_DIR, run_folders
+from trialbook.harness.paths import run_folders
 from trialbook.harness.quickstart import AgentTally, QuickstartResult, quickstart
 from trialbook.harness.runner import clean, rerun, resume_run, start_run
 from trialbook.harness.validate import ValidateOptions, ValidateResult, validate
@@ -254,23 +256,32 @@ def quickstart_cmd(
     emit(data, as_json, _print_quickstart)
 
 
+VALIDATE = Group(
+    ValidateOptions,
+    tasks_dir=Path,
+    repeats=Annotated[int, typer.Option("--attempts", min=1, help="Trials per agent (oracle, nop) per task.")],
+    timeout_multiplier=Multiplier,
+    where=WHERE.but(concurrency=2),
+    run=Annotated[
+        str | None, typer.Option("--run", help="Run name (default validate-<dir>-<time>).", callback=valid_run)
+    ],
+    tasks=TaskIds,
+    runs_dir=RunsDir,
+    replace=Replace,
+    leaks=Annotated[
+        bool, typer.Option("--leaks", help="Also scan each task's image for its solution: verdict leaky (Docker).")
+    ],
+)
+
+
 @app.command("validate")
-@grouped(where=WHERE.but(concurrency=2))
+@grouped(opts=VALIDATE)
 def validate_cmd(
-    tasks_dir: Path,
-    where: Where,
-    repeats: Annotated[int, typer.Option("--attempts", min=1, help="Trials per agent (oracle, nop) per task.")] = 3,
-    timeout_multiplier: Multiplier = None,
+    opts: ValidateOptions,
     image_variant: Annotated[
         list[str] | None,
         typer.Option("--image-variant", help="LABEL=IMAGE: run under IMAGE (repeatable; LABEL= is the task's own)."),
     ] = None,
-    run: Annotated[
-        str | None, typer.Option("--run", help="Run name (default validate-<dir>-<time>).", callback=valid_run)
-    ] = None,
-    tasks: TaskIds = None,
-    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
-    replace: Replace = False,
     markdown: Markdown = False,
     as_csv: Csv = False,
     as_json: Json = False,
@@ -279,28 +290,15 @@ def validate_cmd(
         bool,
         typer.Option("--write-gold", help="Write the gold statuses found (XFAIL...) to each task's tests/config.json."),
     ] = False,
-    leaks: Annotated[
-        bool, typer.Option("--leaks", help="Also scan each task's image for its solution: verdict leaky (Docker).")
-    ] = False,
 ) -> None:
     """Check tasks: oracle and nop N times each, one verdict per task (ok, flaky, oracle_fails, ...).
 
     Exits 1 when some task's verdict is not `ok` (a CI job can gate on it), after the report."""
-    opts = ValidateOptions(
-        tasks_dir=tasks_dir,
-        repeats=repeats,
-        timeout_multiplier=timeout_multiplier or 1.0,
-        where=where,
-        runs_dir=runs_dir,
-        tasks=comma_list(tasks),
-        run=run,
-        replace=replace,
-        leaks=leaks,
-    )
+    opts.tasks, opts.timeout_multiplier = comma_list(opts.tasks), opts.timeout_multiplier or 1.0
     result = validate(Ledger(db), opts, image_variant)
     emit(result, as_json, print_validate, markdown, as_csv)
     if write_gold:
-        _write_gold(tasks_dir, result)
+        _write_gold(opts.tasks_dir, result)
     if any(task.verdict != "ok" for task in result.tasks):
         raise typer.Exit(1)
 
@@ -331,7 +329,7 @@ TasksDir = Annotated[Path, typer.Option("--tasks-dir", help="The task folders th
 
 
 @app.command("grade")
-@grouped(where=WHERE)
+@grouped(where=WHERE, flags=GRADE_FLAGS)
 def grade_cmd(
     predictions: Annotated[
         Path, typer.Argument(help="SWE-bench predictions: JSONL or JSON of instance_id, model_patch.")
@@ -339,9 +337,7 @@ def grade_cmd(
     tasks_dir: TasksDir,
     run: Annotated[str, typer.Option("--run", help="Run name.", callback=valid_run)],
     where: Where,
-    timeout_multiplier: Multiplier = None,
-    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
-    replace: Replace = False,
+    flags: GradeFlags,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -350,24 +346,21 @@ def grade_cmd(
 
     ledger = Ledger(db)
     ran = grade_predictions(
-        ledger, predictions, tasks_dir, run, where, replace=replace, timeout_multiplier=timeout_multiplier or 1.0,
-        runs_dir=str(runs_dir.resolve()),
+        ledger, predictions, tasks_dir, run, where, replace=flags.replace, **flags.given()
     )  # fmt: skip
     _patch_run_done(ledger, run, ran, as_json)
 
 
 @app.command("reverify")
-@grouped(where=WHERE)
+@grouped(where=WHERE, flags=GRADE_FLAGS)
 def reverify_cmd(
     old: RunArg,
     run: Annotated[str, typer.Option("--run", help="The new run's name.", callback=valid_run)],
     where: Where,
+    flags: GradeFlags,
     tasks_dir: Annotated[
         Path | None, typer.Option("--tasks-dir", help="Task folders (default: the run's own; needed for imports).")
     ] = None,
-    timeout_multiplier: Multiplier = None,
-    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
-    replace: Replace = False,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -376,7 +369,6 @@ def reverify_cmd(
 
     ledger = Ledger(db, create=False)
     ran = reverify_run(
-        ledger, old, run, where, tasks_dir=tasks_dir, replace=replace, timeout_multiplier=timeout_multiplier or 1.0,
-        runs_dir=str(runs_dir.resolve()),
+        ledger, old, run, where, tasks_dir=tasks_dir, replace=flags.replace, **flags.given()
     )  # fmt: skip
     _patch_run_done(ledger, run, ran, as_json)

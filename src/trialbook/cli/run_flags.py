@@ -12,7 +12,7 @@ import typer
 from trialbook.agents.base import agent_options
 from trialbook.agents.mini_config import DEFAULTS as MINI
 from trialbook.agents.mini_config import config_options
-from trialbook.cli.common import finite, writable_runs_dir
+from trialbook.cli.common import Replace, finite, writable_runs_dir
 from trialbook.cli.groups import Group
 from trialbook.errors import UserError
 from trialbook.harness.paths import DEFAULT_RUNS_DIR
@@ -245,5 +245,19 @@ class RunFlags:
     ] = "zero"
 
 
+@dataclass
+class GradeFlags:
+    """How `grade` and `reverify` run their new run (beyond where: WHERE)."""
+
+    timeout_multiplier: Multiplier = None
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR
+    replace: Replace = False
+
+    def given(self) -> dict[str, object]:
+        """RunConfig's fields these set."""
+        return {"timeout_multiplier": self.timeout_multiplier or 1.0, "runs_dir": str(self.runs_dir.resolve())}
+
+
 AGENT_FLAGS = Group(AgentFlags)
+GRADE_FLAGS = Group(GradeFlags)
 RUN_FLAGS = Group(RunFlags)

@@ -23,7 +23,7 @@ from trialbook.errors import UserError
 from trialbook.ledger import looks as ledger_looks
 from trialbook.ledger import plans as ledger_plans
 from trialbook.ledger.store import Ledger
-from trialbook.stats.compare import compare
+from trialbook.stats.compare import CompareRequest, compare
 from trialbook.stats.comparison import PreregCheck
 from trialbook.stats.scores import TaskScores, check_metric, load_scores
 from trialbook.stats.selection import read_task_list
@@ -196,17 +196,18 @@ def check_plan(ledger: Ledger, path: Path, base: str, cands: list[str]) -> Prere
     for s in runs.values():
         _coverage(s, holdout, int(plan["holdout_repeats"]), rule)
     kw: dict[str, Any] = {"min_diff": float(plan["min_diff_pp"]), "picked_from": m, "metric": metric}
-    held = compare(ledger, base, cands, runs=_restrict(runs, holdout), **kw)
+    asked = CompareRequest(base, cands, **kw)
+    held = compare(ledger, asked, runs=_restrict(runs, holdout))
     sens = held.sensitivity
     if rule != "dropped":  # the preregistered rule decides; the sensitivity block still shows all three
         counted = {n: s.with_ungraded("failure") for n, s in _restrict(runs, holdout).items()}
-        held = compare(ledger, base, cands, runs=counted, sensitivity=False, **kw)
+        held = compare(ledger, asked, runs=counted, sensitivity=False)
     warnings = list(held.warnings)
     train = np.array(plan["train"], dtype=str)
     in_pool = None
     if train.size and all(np.isin(train, s.task_ids).any() for s in runs.values()):
         try:
-            in_pool = replace(compare(ledger, base, cands, runs=_restrict(runs, train), **kw),
+            in_pool = replace(compare(ledger, asked, runs=_restrict(runs, train)),
                               label="secondary: in-pool (train) tasks, not the preregistered test")  # fmt: skip
         except UserError:
             in_pool = None
