@@ -12,7 +12,7 @@ import typer
 from trialbook.cli.common import Csv, Db, Json, Markdown, app, done, emit, finite, reading
 from trialbook.cli.groups import OUTPUT, Group, Output, grouped
 from trialbook.errors import UserError
-from trialbook.stats.comparison import CompareRequest, PlanRequest
+from trialbook.stats.comparison import CompareRequest, PlanRequest, PreregSpec
 
 # The ledger (SQLAlchemy), numpy/scipy and rich are imported inside the commands: `--help` and
 # every other command stay fast.
@@ -162,29 +162,38 @@ prereg_app = typer.Typer(help="Preregister a held-out confirmation and check run
 app.add_typer(prereg_app, name="prereg")
 
 
-@prereg_app.command("init")
-def prereg_init_cmd(
-    pool: Annotated[Path, typer.Option("--pool", help="Task list of the pool.")],
-    train: Annotated[int, typer.Option("--train", help="Tasks for development.")],
-    holdout: Annotated[int, typer.Option("--holdout", help="Held-out tasks for the confirmation.")],
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the split.")],
-    out: Annotated[Path, typer.Option("--out", help="Plan file (YAML) to write.")],
-    holdout_repeats: Annotated[int, typer.Option("--holdout-attempts", help="Attempts per held-out task.")] = 1,
-    min_diff: MinDiff = 4.0,
-    candidates: Annotated[int, typer.Option("--candidates", help="Most candidates to be confirmed.")] = 1,
-    metric: Metric = "resolved",
-    ungraded: Annotated[
+PREREG = Group(
+    PreregSpec,
+    pool_file=Annotated[Path, typer.Option("--pool", help="Task list of the pool.")],
+    train=Annotated[int, typer.Option("--train", help="Tasks for development.")],
+    holdout=Annotated[int, typer.Option("--holdout", help="Held-out tasks for the confirmation.")],
+    seed=Annotated[int, typer.Option("--seed", help="Seed of the split.")],
+    holdout_repeats=Annotated[int, typer.Option("--holdout-attempts", help="Attempts per held-out task.")],
+    min_diff=MinDiff,
+    max_candidates=Annotated[int, typer.Option("--candidates", help="Most candidates to be confirmed.")],
+    metric=Metric,
+    ungraded=Annotated[
         str, typer.Option("--ungraded", help="dropped (from task means) or as_failures: the preregistered rule.")
-    ] = "dropped",
+    ],
+)
+
+
+@prereg_app.command("init")
+@grouped(spec=PREREG)
+def prereg_init_cmd(
+    spec: PreregSpec,
+    out: Annotated[Path, typer.Option("--out", help="Plan file (YAML) to write.")],
     db: Db = None,
 ) -> None:
     """Split a pool into train and held-out tasks and fix the decision rule; records the plan in the ledger."""
     from trialbook.ledger.store import Ledger
     from trialbook.prereg.plan import init_plan
 
-    plan_ = init_plan(Ledger(db), pool, train, holdout, seed, holdout_repeats, min_diff, candidates, out, metric,
-                      ungraded)  # fmt: skip
-    done(f"wrote {out}: {train} train + {holdout} held-out tasks, hash {plan_['hash'].removeprefix('sha256:')[:12]}")
+    plan_ = init_plan(Ledger(db), spec, out)
+    done(
+        f"wrote {out}: {spec.train} train + {spec.holdout} held-out tasks, "
+        f"hash {plan_['hash'].removeprefix('sha256:')[:12]}"
+    )
 
 
 @prereg_app.command("check")

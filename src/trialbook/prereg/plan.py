@@ -24,7 +24,7 @@ from trialbook.ledger import looks as ledger_looks
 from trialbook.ledger import plans as ledger_plans
 from trialbook.ledger.store import Ledger
 from trialbook.stats.compare import CompareRequest, compare
-from trialbook.stats.comparison import PreregCheck
+from trialbook.stats.comparison import PreregCheck, PreregSpec
 from trialbook.stats.scores import TaskScores, check_metric, load_scores
 from trialbook.stats.selection import read_task_list
 
@@ -55,19 +55,10 @@ def split_pool(pool: list[str], train: int, holdout: int, seed: int) -> tuple[li
     return sorted(ids[holdout : holdout + train]), sorted(ids[:holdout])
 
 
-def init_plan(
-    ledger: Ledger,
-    pool_file: Path,
-    train: int,
-    holdout: int,
-    seed: int,
-    holdout_repeats: int,
-    min_diff: float,
-    max_candidates: int,
-    out: Path,
-    metric: str = "resolved",
-    ungraded: str = "dropped",
-) -> dict[str, Any]:
+def init_plan(ledger: Ledger, spec: PreregSpec, out: Path) -> dict[str, Any]:
+    pool_file, train, holdout, seed = spec.pool_file, spec.train, spec.holdout, spec.seed
+    holdout_repeats, min_diff, max_candidates = spec.holdout_repeats, spec.min_diff, spec.max_candidates
+    metric, ungraded = spec.metric, spec.ungraded
     pool = read_task_list(pool_file)
     if train < 0 or holdout < 1:
         raise UserError("--holdout must be at least 1 and --train at least 0")

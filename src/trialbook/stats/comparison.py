@@ -1,6 +1,6 @@
-"""What `compare` (stats.compare) and `plan` (stats.power) are asked (CompareRequest, PlanRequest: numpy-free, so
-the CLI builds them as it starts), and the typed results of `compare` and `prereg check` (prereg.plan): what the
-printers take.
+"""What `compare` (stats.compare), `plan` (stats.power) and `prereg init` (prereg.plan) are asked (CompareRequest,
+PlanRequest, PreregSpec: numpy-free, so the CLI builds them as it starts), and the typed results of `compare` and
+`prereg check` (prereg.plan): what the printers take.
 
 Their `to_json()` is the documented JSON of `compare --json`: percent and percentage points, the keys in
 the order declared here. A CI is `[lo, hi]` (None bounds when undefined).
@@ -36,6 +36,21 @@ class CompareRequest:
     metric: str = "resolved"
     exclude_task_file: Path | None = None
     shares: dict[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class PreregSpec:
+    """What `prereg init` fixes: the pool's split (train, held out, by `seed`) and the decision rule."""
+
+    pool_file: Path
+    train: int
+    holdout: int
+    seed: int
+    holdout_repeats: int = 1
+    min_diff: float = 4.0
+    max_candidates: int = 1
+    metric: str = "resolved"
+    ungraded: str = "dropped"
 
 
 @dataclass(frozen=True)
