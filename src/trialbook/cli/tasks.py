@@ -6,7 +6,7 @@ the CLI starts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -79,8 +79,8 @@ def from_swebench_cmd(
             instances,
             out,
             comma_list(ids),
-            build.repos,
-            build.jobs,
+            repos=build.repos,
+            jobs=build.jobs,
             layout=layout,
             registry=build.registry,
             from_lock=build.from_lock,
@@ -175,18 +175,7 @@ def synthesize_cmd(
     from trialbook.pool.synthesize import synthesize
     from trialbook.report import pool as pool_render
 
-    result = synthesize(
-        source,
-        out,
-        suite.repo,
-        suite.seed,
-        suite.limit,
-        suite.tests,
-        suite.pip,
-        suite.pytest_args,
-        suite.exclude,
-        progress=done,
-    )
+    result = synthesize(source, out, progress=done, **asdict(suite))
     emit(result, as_json, pool_render.print_synthesized)
 
 
