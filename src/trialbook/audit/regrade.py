@@ -135,7 +135,7 @@ def evidence(
                     status_map, marker, conflicts = next(parsed)
                     canary = (trial.extra or {}).get("canary") or {}  # verify/canary.py
                     grade = grade_parsed(
-                        status_map, marker, repo, lists.fail_to_pass, lists.pass_to_pass, conflicts,
+                        status_map, marker, TaskLists(repo, lists.fail_to_pass, lists.pass_to_pass), conflicts,
                         canary.get("name"), canary.get("seen") == canaries.HIDDEN,
                         forged_markers(log, Seal.from_record(_seal(trial))),
                     )  # fmt: skip

@@ -368,6 +368,7 @@ def _run_variant(ledger: Ledger, start: RunStart, name: str, variant: Variant, o
             "nop": f"attempts {opts.repeats}..{2 * opts.repeats - 1}",
         },
         "image_variant": {"label": variant.label, "image": variant.image},
+        **opts.where.settings(),  # where its trials ran (backend, engines, concurrency), as a run's config says
     }
     stack = sandbox_stack(start.executor, "oracle+nop", specs, {})
     run = Run(name=name, kind="validate", config=stored, stack=stack, source=config.tasks_dir)
