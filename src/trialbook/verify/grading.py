@@ -284,9 +284,10 @@ def grade_parsed(
     """The grade of an already parsed log (see `parse_log`) against `lists` (the task's repository and test lists);
     `canary`: the name of the test that must fail (verify/canary.py), which, reported passing, fails the grade: the
     runner was made to pass what fails; with `canary_expected` (the runner reported it failing without the change:
-    verify/blame.missing_canary), not reporting it fails the grade too ("hidden"). Of `conflicts`, only the tests graded here are kept: a
-    test no list names cannot change the grade whichever way it is read. `resolved` is swebench's verdict (with
-    trialbook's conflict rule), `strict` the reward's (`strict_verdict`; `markers_forged` fails it)."""
+    verify/blame.missing_canary), not reporting it fails the grade too ("hidden"). Of `conflicts`, only the tests
+    graded here are kept: a test no list names cannot change the grade whichever way it is read. `resolved` is
+    swebench's verdict (with trialbook's conflict rule), `strict` the reward's (`strict_verdict`; `markers_forged`
+    fails it)."""
     repo, fail_to_pass, pass_to_pass = lists
     resolved, tests = grade_status_map(status_map, repo, fail_to_pass, pass_to_pass)
     strict, not_gold = strict_verdict(status_map, repo, fail_to_pass, pass_to_pass, gold)
