@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from trialbook.outcomes import ErrorKind
 from trialbook.sandbox import Backend, Box
@@ -159,10 +159,9 @@ def _witnessing(
     start: Callable[..., Box], name: str, change: Change, task: TaskSpec, stopper: Stops, state: Notes
 ) -> witnesses.Witnessed:
     """Witnesses for each graded try: fresh containers of the image, `change` carried in (not kept in it)."""
-    prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout, state.image_id))
     return witnesses.Witnessed(
         task, stopper.event, name,
-        lambda w, k: _opener(w.begin(start), f"{name}-w{k}-", change, task, stopper, state, prepare, [], False),
+        lambda w, k: _opener(w.begin(start), f"{name}-w{k}-", change, task, stopper, state, Carry([], keep=False)),
         lambda b: blame.remove_box(b, state),
     )  # fmt: skip
 
@@ -174,13 +173,10 @@ def _grade_diff(
     graded by its reward file has a witness run (blame.unwitnessed_reward) started beside each graded try,
     in a container of its own (witness.py): joined, its container removed, before this returns or raises."""
 
-    image_id = state.image_id
-    prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout, image_id))  # as _verifier_prep
-
     def opener(
         suffix: str, exclude: list[str] | None, begin: Callable[..., Box] = start, keep: bool = True
     ) -> Callable[[int], Box]:
-        return _opener(begin, f"{name}-{suffix}", change, task, stopper, state, prepare, exclude, keep, start)
+        return _opener(begin, f"{name}-{suffix}", change, task, stopper, state, Carry(exclude, keep), start)
 
     state.workdir = change.workdir  # the baseline's footprint is read outside it (footprint.py)
     close = lambda b: blame.remove_box(b, state)  # noqa: E731
@@ -231,6 +227,14 @@ def _after_grade(
     return grading
 
 
+class Carry(NamedTuple):
+    """What of the agent's change a verifier box gets: all of it but `exclude` (None: none, the image as built);
+    `keep`: what the carry learns of the change kept in it (apply_change)."""
+
+    exclude: list[str] | None
+    keep: bool = True
+
+
 def _opener(
     begin: Callable[..., Box],
     prefix: str,
@@ -238,15 +242,15 @@ def _opener(
     task: TaskSpec,
     stopper: Stops,
     state: Notes,
-    prepare: tuple[str, Callable[[Box], Any]],
-    exclude: list[str] | None,
-    keep: bool = True,
+    carry: Carry,
     start: Callable[..., Box] | None = None,
 ) -> Callable[[int], Box]:
-    """Fresh verifier boxes (started by `begin`, named `prefix` + try) with the change applied minus `exclude` (None:
-    the image as built); `keep`: what the carry learns of the change kept in it (apply_change); `start`: how the
-    image's own tree is measured when the carry outgrew its time (blame.slow_carry)."""
+    """Fresh verifier boxes (started by `begin`, named `prefix` + try, prepared as warm verifier boxes are) with the
+    change carried in as `carry` says; `start`: how the image's own tree is measured when the carry outgrew its time
+    (blame.slow_carry)."""
     image_id = state.image_id
+    exclude, keep = carry
+    prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout, image_id))  # as verifier_prep
 
     def open_box(k: int) -> Box:
         stopper.check()

@@ -37,7 +37,7 @@ from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, reward_files_named, task_test_files
 from trialbook.verify import canary as canaries
 from trialbook.verify import linear, sources, staged
-from trialbook.verify.canary import FAILED, MISSING, PASSED, SKIPPED, Planted, plant, test_modules
+from trialbook.verify.canary import FAILED, MISSING, PASSED, SKIPPED, Planted, PlantMode, plant, test_modules
 from trialbook.verify.channels import canary_cases, canary_in_reports, disagreement, parse_junit
 from trialbook.verify.markers import Seal, seal
 from trialbook.verify.privilege import Reading, Separated, exit_contradicts_log, read_markers, separate, staging
@@ -226,9 +226,8 @@ def _planted(
     # twins beside the listed tests, or beside any in a witness run, look-alike twins in a graded run (verify/twins.py)
     lists = ([], []) if passing else (task.fail_to_pass or [], task.pass_to_pass or [])
     modules = sources.module_texts(task, script, test_modules(script, _FILES[key]), key)
-    return plant(
-        script, _FILES[key], tokens.token_hex(6), taken, None, derivable, passing=passing, lists=lists, modules=modules
-    )
+    mode = PlantMode(passing, lists, modules)
+    return plant(script, _FILES[key], tokens.token_hex(6), taken, None, derivable, mode=mode)
 
 
 _FILES: dict[tuple[str, str], set[str]] = {}  # the names of the task's test files (testscript.task_test_files)
@@ -304,15 +303,16 @@ def _run_last(
     mark: str,
     timeout: float,
     full: CappedSink,
-    test_sh: str | None,
-    prepare: str = "",
+    separated: Separated,
     snap: staged.Snapshot | None = None,
 ) -> ExecResult | None:
     """The tests put in a fresh container (inline in the script when they are small), the script run as its last process
-    (Sandbox.finish: PID 1 itself, which nothing in the container can kill or speak after; no `docker exec`,
-    ~0.05 CPU s of the daemon's host); None when it has no channel."""
+    (Box.finish: PID 1 itself, which nothing in the container can kill or speak after; no `docker exec`,
+    ~0.05 CPU s of the daemon's host); None when it has no channel. `separated`: the staged test.sh and its
+    preparation."""
     if sandbox.channel is None:
         return None
+    test_sh, prepare = separated.script, staging(separated)
     unpack = sandbox.inline_unpack(_tests_tar(task, TESTS_DIR.strip("/"), test_sh, logs=True, snap=snap))
     if unpack is None:
         _put_tests(sandbox, task, stage, test_sh, snap)
@@ -492,7 +492,7 @@ def verify(sandbox: Box, task: TaskSpec, timeout: float, witness: bool = False) 
     with tempfile.SpooledTemporaryFile(max_size=SPOOL) as full:
         capped = CappedSink(full, LOG_DISK_LIMIT)
         diff = task.isolation == "diff"
-        res = _run_last(sandbox, task, stage, mark, timeout, capped, test_sh, prepare, snap) if diff else None
+        res = _run_last(sandbox, task, stage, mark, timeout, capped, separated, snap) if diff else None
         last = res is not None
         # inline tests save a copy into the container, but an exec's command line is readable by every uid in it: the
         # staged test.sh's nonces would be too, so only a script without them goes inline
