@@ -22,6 +22,7 @@ from typing import IO, Any, Protocol, runtime_checkable
 from trialbook.outcomes import ErrorKind
 from trialbook.sandbox.box import SHELL_SETUP_PATH, DaemonError, ExecResult, SandboxError, tar_bytes, tar_text
 from trialbook.sandbox.cgroup import parse_report
+from trialbook.sandbox.channel import Sink
 
 
 class Unsupported(SandboxError):
@@ -106,18 +107,18 @@ class Box(Protocol):
 
     def exec(
         self, cmd: list[str], timeout: float, env: dict[str, str] | None = None, workdir: str | None = None,
-        user: str = "", sink: IO[bytes] | None = None, trusted: bool = False,
+        user: str = "", sink: Sink | None = None, trusted: bool = False,
     ) -> ExecResult: ...  # fmt: skip
 
-    def run_script(self, script: str, timeout: float, sink: IO[bytes] | None = None) -> ExecResult: ...
-    def finish(self, script: str, timeout: float, sink: IO[bytes] | None = None) -> ExecResult | None: ...
+    def run_script(self, script: str, timeout: float, sink: Sink | None = None) -> ExecResult: ...
+    def finish(self, script: str, timeout: float, sink: Sink | None = None) -> ExecResult | None: ...
     def put_tar(self, dest: str, archive: IO[bytes] | bytes) -> None: ...
     def put_dir(self, local: Path, dest: str) -> None: ...
     def write_shell_setup(self, text: str) -> None: ...
     def inline_unpack(self, archive: IO[bytes] | bytes, dest: str = "/") -> str | None: ...
     def read_file(self, path: str) -> bytes | None: ...
-    def export(self, path: str, sink: IO[bytes]) -> None: ...
-    def snapshot(self, path: str, sink: IO[bytes], timeout: float = 600.0) -> bool: ...
+    def export(self, path: str, sink: Sink) -> None: ...
+    def snapshot(self, path: str, sink: Sink, timeout: float = 600.0) -> bool: ...
     def changes(self) -> dict[str, str]: ...
     def upper_dir(self) -> str | None: ...
     def watch_disk(self, limit: int) -> None: ...
@@ -192,14 +193,14 @@ class BoxBase:
     # the six calls a backend implements
     def exec(
         self, cmd: list[str], timeout: float, env: dict[str, str] | None = None, workdir: str | None = None,
-        user: str = "", sink: IO[bytes] | None = None, trusted: bool = False,
+        user: str = "", sink: Sink | None = None, trusted: bool = False,
     ) -> ExecResult:  # fmt: skip
         raise NotImplementedError
 
     def put_tar(self, dest: str, archive: IO[bytes] | bytes) -> None:
         raise NotImplementedError
 
-    def export(self, path: str, sink: IO[bytes]) -> None:
+    def export(self, path: str, sink: Sink) -> None:
         raise NotImplementedError
 
     def kill(self) -> None:
@@ -212,10 +213,10 @@ class BoxBase:
         raise NotImplementedError
 
     # derived
-    def run_script(self, script: str, timeout: float, sink: IO[bytes] | None = None) -> ExecResult:
+    def run_script(self, script: str, timeout: float, sink: Sink | None = None) -> ExecResult:
         return self.exec(["sh", "-c", script], timeout, user="root", sink=sink)
 
-    def finish(self, script: str, timeout: float, sink: IO[bytes] | None = None) -> ExecResult | None:
+    def finish(self, script: str, timeout: float, sink: Sink | None = None) -> ExecResult | None:
         return None  # no channel: the verifier's run is a trusted exec (verify/runner.py)
 
     def put_dir(self, local: Path, dest: str) -> None:
@@ -241,7 +242,7 @@ class BoxBase:
             f = tar.extractfile(member)
             return f.read() if f else None
 
-    def snapshot(self, path: str, sink: IO[bytes], timeout: float = 600.0) -> bool:
+    def snapshot(self, path: str, sink: Sink, timeout: float = 600.0) -> bool:
         return False  # the caller kills the sandbox and exports: the backend's copy, not the container's tar
 
     def changes(self) -> dict[str, str]:

@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from trialbook.sandbox.backend import BoxBase, BoxSpec, Capabilities, NoPool
 from trialbook.sandbox.box import DaemonError, ExecResult
+from trialbook.sandbox.channel import Sink
 
 _SLEEP = re.compile(r"^\s*(?:exec\s+)?sleep\s+(\d+(?:\.\d+)?)\s*$")
 _ids = itertools.count(1)
@@ -51,7 +52,7 @@ class FakeBox(BoxBase):
 
     def exec(
         self, cmd: list[str], timeout: float, env: dict[str, str] | None = None, workdir: str | None = None,
-        user: str = "", sink: IO[bytes] | None = None, trusted: bool = False,
+        user: str = "", sink: Sink | None = None, trusted: bool = False,
     ) -> ExecResult:  # fmt: skip
         if self.removed:
             raise DaemonError(f"exec in {self.name} failed: it was removed")
@@ -79,7 +80,7 @@ class FakeBox(BoxBase):
                         f.read() if f else b""
                     )
 
-    def export(self, path: str, sink: IO[bytes]) -> None:
+    def export(self, path: str, sink: Sink) -> None:
         top = path.rstrip("/") or "/"
         found = {p: d for p, d in self.files.items() if p == top or p.startswith(top.rstrip("/") + "/")}
         if not found:
