@@ -214,10 +214,10 @@ class WatchFlags:
 
 
 @train_app.command("watch")
-@grouped(watch=Group(WatchFlags))
+@grouped(flags=Group(WatchFlags))
 def train_watch_cmd(
     run: RunArg,
-    watch: WatchFlags,
+    flags: WatchFlags,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -231,10 +231,10 @@ def train_watch_cmd(
     from trialbook.training.alerts import Thresholds
     from trialbook.training.watch import Watcher, watch
 
-    if as_json and not (watch.once or watch.until or watch.timeout):
+    if as_json and not (flags.once or flags.until or flags.timeout):
         raise UserError("--json needs --once, --until or --timeout (it prints one object at the end)")
-    w = Watcher(reading(db), run, bucket=watch.bucket, max_staleness=watch.max_staleness, webhook=watch.webhook,
-                thresholds=Thresholds(infra_error_pct=watch.infra_error_pct, gpus=watch.gpus))  # fmt: skip
+    w = Watcher(reading(db), run, bucket=flags.bucket, max_staleness=flags.max_staleness, webhook=flags.webhook,
+                thresholds=Thresholds(infra_error_pct=flags.infra_error_pct, gpus=flags.gpus))  # fmt: skip
     tty = sys.stdout.isatty() and not as_json
     shown = {"step": None, "errors": 0}
 
@@ -262,12 +262,12 @@ def train_watch_cmd(
         shown["step"] = s.current_step if s.current_step is not None else -1
         sys.stdout.flush()
 
-    ok = watch(w, watch.interval, show, once=watch.once, until=watch.until, timeout=watch.timeout)
+    ok = watch(w, flags.interval, show, once=flags.once, until=flags.until, timeout=flags.timeout)
     if as_json:
         out = {"state": to_json(w.state), "alerts": to_json(w.raised)}
         sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
     if not ok:
-        raise TrialbookError(f"--until {watch.until}: not raised within {watch.timeout:g} s")
+        raise TrialbookError(f"--until {flags.until}: not raised within {flags.timeout:g} s")
 
 
 @sim_app.command("replay")
