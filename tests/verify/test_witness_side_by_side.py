@@ -24,7 +24,7 @@ from trialbook.tasks import load_task
 from trialbook.tasks.testscript import task_test_files
 from trialbook.verify import blame
 from trialbook.verify import witness as witnesses
-from trialbook.verify.canary import plant
+from trialbook.verify.canary import PlantMode, plant
 from trialbook.verify.decoys import task_functions
 from trialbook.verify.isolation import Grading
 from trialbook.verify.runner import Verdict, lookalikes
@@ -173,7 +173,7 @@ def test_lookalikes_pass_without_running_the_copied_body_and_canaries_fail(tmp_p
             broken = "\n\ndef mean(values):\n    raise E\n\n\ndef median(values):\n    raise E\n"
             (tree / "stats.py").write_text((tree / "stats.py").read_text() + broken)
             planted = plant(command, task_test_files(tests), "n", existing, None, task_functions(tests),
-                            random.Random(seed), passing=passing)  # fmt: skip
+                            random.Random(seed), mode=PlantMode(passing=passing))  # fmt: skip
             assert planted is not None
             out = subprocess.run(["bash", "-c", planted.script], cwd=tree, capture_output=True, text=True).stdout
             names = planted.name.split(",")
