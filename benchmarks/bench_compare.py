@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from trialbook.ledger.store import Ledger
-from trialbook.stats.compare import compare
+from trialbook.stats.compare import CompareRequest, compare
 from trialbook.stats.paired import bootstrap_ci
 from trialbook.stats.synthetic import simulate_run, write_jsonl
 
@@ -73,7 +73,7 @@ def distinct(tasks: int, exe: str) -> None:
         wall = timed([exe, "compare", "base", "cand", "--json", "--db", db], 1, "distinct")[0]
         ledger = Ledger(db)
         t = time.perf_counter()
-        row = compare(ledger, "base", ["cand"]).comparisons[0]
+        row = compare(ledger, CompareRequest("base", ["cand"])).comparisons[0]
         inproc = time.perf_counter() - t
     print(f"{tasks} distinct tasks x 1 attempt, 2 runs: {row.wins + row.losses} untied")
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
@@ -109,7 +109,7 @@ def main() -> None:
         ledger = Ledger(db)
         t = time.perf_counter()
         for _ in range(args.repeats):
-            compare(ledger, names[0], names[1:])
+            compare(ledger, CompareRequest(names[0], names[1:]))
         inproc = (time.perf_counter() - t) / args.repeats
         d = rng.random(TASKS) - 0.5
         t = time.perf_counter()

@@ -24,7 +24,7 @@ from bench_harness import make_task
 from trialbook.harness.config import RunConfig
 from trialbook.harness.executors import Executor, LocalExecutor
 from trialbook.harness.runner import start_run
-from trialbook.harness.where import make_executor
+from trialbook.harness.where import Where, make_executor
 from trialbook.ledger.store import Ledger
 
 MB = 1024 * 1024
@@ -86,7 +86,7 @@ def main() -> None:
             config = RunConfig(tasks_dir=str(tasks_dir), agent="oracle", attempts=args.attempts,
                                concurrency=args.concurrency, runs_dir=str(root / "runs"))  # fmt: skip
             t = time.perf_counter()
-            ray_exec = make_executor("ray", cluster.address if cluster else None)
+            ray_exec = make_executor(Where("ray", ray_address=cluster.address if cluster else None))
             connect_s = time.perf_counter() - t
             local = LocalExecutor()
             timed_run(ledger, local, "bench-ray-warmup-local", config)  # builds the image once

@@ -20,7 +20,7 @@ import pytest
 from ledgerdicts import trial_dicts
 from trialbook.harness.trial_state import ImageRef, TrialState
 from trialbook.ledger.store import Ledger
-from trialbook.sandbox import DockerEngine, Sandbox, box
+from trialbook.sandbox import BoxSpec, DockerEngine, Sandbox, box
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.sandbox.docker import LABEL_RUN
 from trialbook.verify import blame, runner
@@ -93,7 +93,7 @@ def _blame(tb: tuple[DockerEngine, str], tmp_path: Path, dockerfile: str, budget
     state = TrialState(image=ImageRef(*image))
 
     def open_box() -> Sandbox:
-        return eng.start(image[0], f"tb-{run}-{secrets.token_hex(3)}", {LABEL_RUN: run}, 1.0, 512, 256, False)
+        return eng.start(BoxSpec(image[0], {LABEL_RUN: run}, 1.0, 512, 256, False), f"tb-{run}-{secrets.token_hex(3)}")
 
     timeout = CarryTimeout(f"carrying the agent's change into x took over {budget:g} s", "", budget)
     blame._IMAGE_TREE.clear()
@@ -137,7 +137,7 @@ def test_an_image_tree_over_half_the_limit_is_not_charged(tb, tmp_path, monkeypa
     image = eng.ensure_image("bigtree", None, tmp_path, secrets.token_hex(6), run, False)
 
     def open_box() -> Sandbox:
-        return eng.start(image[0], f"tb-{run}-{secrets.token_hex(3)}", {LABEL_RUN: run}, 1.0, 512, 256, False)
+        return eng.start(BoxSpec(image[0], {LABEL_RUN: run}, 1.0, 512, 256, False), f"tb-{run}-{secrets.token_hex(3)}")
 
     blame._IMAGE_TREE.clear()
     with pytest.raises(IsolationError, match="the image's own tree is 40,0[0-9,]+ bytes, over half of it"):

@@ -155,17 +155,13 @@ IGNORED_BUILD = (
 )
 
 
-def _copy(
-    tasks: Path,
-    name: str,
-    solve: str | None,
-    isolation: str,
-    reward_file: bool = False,
-    unittest: bool = False,
-    reward_json: bool = False,
-    lingering: bool = False,
-    grader: bool = False,
-) -> None:
+FLAVOURS = ("reward_file", "unittest", "reward_json", "lingering", "grader")  # _copy's keyword flags
+
+
+def _copy(tasks: Path, name: str, solve: str | None, isolation: str, **flavour: bool) -> None:
+    """The example task copied as `name`, with `solve` as its solution, `isolation`, and each flavour given."""
+    assert set(flavour) <= set(FLAVOURS), flavour
+    reward_file, unittest, reward_json, lingering, grader = (flavour.get(f, False) for f in FLAVOURS)
     task = tasks / name
     shutil.copytree(EXAMPLE, task)
     if solve is not None:

@@ -8,7 +8,7 @@ import secrets
 
 import pytest
 
-from trialbook.sandbox import DockerEngine
+from trialbook.sandbox import BoxSpec, DockerEngine
 from trialbook.sandbox.docker import LABEL_RUN
 from trialbook.verify import footprint
 
@@ -42,7 +42,7 @@ def tb(engine):
 
 def _ran(tb: tuple[DockerEngine, str], script: str):
     eng, run = tb
-    box = eng.start(IMAGE, f"tb-{run}-{secrets.token_hex(3)}", {LABEL_RUN: run}, 1.0, 256, 128, False)
+    box = eng.start(BoxSpec(IMAGE, {LABEL_RUN: run}, 1.0, 256, 128, False), f"tb-{run}-{secrets.token_hex(3)}")
     assert box.run_script(script, timeout=60).exit_code == 0
     return box
 

@@ -404,10 +404,10 @@ except OSError:
 
 
 def test_sandboxes_have_labels_limits_and_no_network(engine):
-    from trialbook.sandbox import DockerEngine
+    from trialbook.sandbox import BoxSpec, DockerEngine
 
-    box = DockerEngine().start("trialbook-base:bookworm", "tb-limits-check-0-deadbeef",
-                               {"trialbook.run": "limits"}, 0.5, 256, 64, False)  # fmt: skip
+    spec = BoxSpec("trialbook-base:bookworm", {"trialbook.run": "limits"}, 0.5, 256, 64, False)
+    box = DockerEngine().start(spec, "tb-limits-check-0-deadbeef")
     try:
         info = engine.api.inspect_container(box.container.id)
         host = info["HostConfig"]

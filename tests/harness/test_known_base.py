@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from trialbook.sandbox import DockerEngine
+from trialbook.sandbox import BoxSpec, DockerEngine
 from trialbook.sandbox.docker import LABEL_RUN
 from trialbook.tasks import TaskSpec
 from trialbook.verify import isolation
@@ -59,7 +59,7 @@ def tb(engine, tmp_path):
 
 def _start(tb: DockerEngine, ref: str):
     run = tb.test[0]  # type: ignore[attr-defined]
-    return tb.start(ref, f"tb-{run}-{secrets.token_hex(3)}", {LABEL_RUN: run}, 1.0, 256, 128, False)
+    return tb.start(BoxSpec(ref, {LABEL_RUN: run}, 1.0, 256, 128, False), f"tb-{run}-{secrets.token_hex(3)}")
 
 
 def _carry(tb: DockerEngine, kind: str, image_id: str, prepared: object = None) -> tuple[list[str], str, str]:

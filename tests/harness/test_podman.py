@@ -104,3 +104,43 @@ def test_every_cheat_is_graded_unresolved_on_podman(podman, tmp_path):
     cheats = {task: t for task, t in got.items() if task not in honest}
     assert {task: (t["outcome"], t["exception"]) for task, t in cheats.items() if t["outcome"] != "unresolved"} == {}
     assert _leftovers(run) == []
+
+
+def test_validate_grade_and_reverify_take_the_backend_as_run_does(examples_on_podman, tmp_path):
+    """`validate`, `grade` and `reverify` take the same where-trials-run options as `run` (harness/where.py's Where,
+    cli/run_flags.py WHERE): on `--backend podman` their trials run on Podman and their runs record it."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from trialbook.cli import app
+    from trialbook.harness.patches import stored_patches
+
+    db, token = examples_on_podman
+    where = ["--backend", "podman", "--concurrency", "2", "--runs-dir", str(tmp_path / "runs"), "--db", db]
+    two = ("plain-bugfix", "proxy-env")  # the oracle resolves both, nop neither: verdict ok
+    res = CliRunner().invoke(app, [
+        "validate", str(EXAMPLES), "--attempts", "1", "--task", ",".join(two), "--run", f"pod-val-{token}", "--json",
+        *where,
+    ])  # fmt: skip
+    assert res.exit_code == 0, (res.stdout, res.exception)
+    assert {t["task_id"]: t["verdict"] for t in json.loads(res.stdout)["tasks"]} == dict.fromkeys(two, "ok")
+    # grade: the oracle run's own patches as SWE-bench predictions; reverify: that graded run, again
+    patches, _, _ = stored_patches(Ledger(db), f"pod-oracle-{token}")
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("".join(
+        json.dumps({"instance_id": t, "model_patch": patches[t]["0"], "model_name_or_path": "oracle"}) + "\n"
+        for t in two
+    ))  # fmt: skip
+    graded, again = f"pod-grade-{token}", f"pod-rev-{token}"
+    res = CliRunner().invoke(app, ["grade", str(predictions), "--tasks-dir", str(EXAMPLES), "--run", graded, *where])
+    assert res.exit_code == 0, (res.stdout, res.exception)
+    res = CliRunner().invoke(app, ["reverify", graded, "--run", again, *where])
+    assert res.exit_code == 0, (res.stdout, res.exception)
+    ledger = Ledger(db)
+    for run in (f"pod-val-{token}", graded, again):
+        assert ledger.get_run(run).stack["engine"] == "podman", run
+        assert ledger.get_run(run).config["backend"] == "podman", run
+        assert _leftovers(run) == [], run
+    for run in (graded, again):
+        assert {t["task_id"]: t["outcome"] for t in trial_dicts(ledger, run)} == dict.fromkeys(two, "resolved"), run

@@ -29,6 +29,7 @@ import pytest
 from ledgerdicts import trial_dicts
 from paths import EXAMPLES
 from trialbook.agents.llama import free_port
+from trialbook.harness.where import Where
 from trialbook.ledger.store import Ledger
 from trialbook.tasks import load_tasks
 
@@ -340,7 +341,7 @@ def test_rollouts_run_on_the_cluster_and_are_recorded_by_the_caller(cluster, eng
 
     db, run = str(tmp_path / "ledger.db"), unique("ray-rollouts")
     try:
-        rollouts = Rollouts(db, run, EXAMPLES, executor="ray", ray_address=cluster.address, runs_dir=tmp_path / "r")
+        rollouts = Rollouts(db, run, EXAMPLES, where=Where("ray", ray_address=cluster.address), runs_dir=tmp_path / "r")
         fix = "```bash\n" + (EXAMPLES / "plain-bugfix" / "solution" / "solve.sh").read_text() + "```"
 
         async def both() -> list:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from trialbook.harness.trial_state import ImageRef, TrialState
-from trialbook.sandbox import DockerEngine, Sandbox
+from trialbook.sandbox import BoxSpec, DockerEngine, Sandbox
 from trialbook.sandbox.docker import LABEL_RUN
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.loader import load_task
@@ -54,7 +54,9 @@ def _judge(tb: tuple[DockerEngine, str], task: TaskSpec, verdict: Verdict) -> tu
 
     def open_box(_k: int) -> Sandbox:
         name = f"tb-{run}-{secrets.token_hex(3)}"
-        return eng.start(image.reference, name, {LABEL_RUN: run}, task.cpus, task.memory_mb, task.pids_limit, False)
+        return eng.start(
+            BoxSpec(image.reference, {LABEL_RUN: run}, task.cpus, task.memory_mb, task.pids_limit, False), name
+        )
 
     grading = Grading(verdict=verdict)
     blame._BASELINES.clear()

@@ -18,7 +18,7 @@ import pytest
 from trialbook.audit.audit import p2p_penalty
 from trialbook.audit.regrade import Evidence
 from trialbook.importers.jsonl import import_jsonl
-from trialbook.ledger.rows import TrialRow
+from trialbook.ledger.rows import TaskLists, TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import (
     NOT_PASSING,
@@ -81,8 +81,10 @@ def test_p2p_regression_is_the_strict_rule(name, tests, rule, old_like, old_grad
 def test_grading_and_audit_apply_the_same_rule():
     # grading: a task listing no F2P test and a failing P2P test is no longer tagged p2p_regression
     status_map = {"t_old": "FAILED"}
-    assert not grade_parsed(status_map, None, "example/repo", [], ["t_old"]).p2p_regression
-    assert grade_parsed({"t_new": "PASSED", **status_map}, None, "example/repo", ["t_new"], ["t_old"]).p2p_regression
+    assert not grade_parsed(status_map, None, TaskLists("example/repo", [], ["t_old"])).p2p_regression
+    assert grade_parsed(
+        {"t_new": "PASSED", **status_map}, None, TaskLists("example/repo", ["t_new"], ["t_old"])
+    ).p2p_regression
     for _, tests, rule, _, _ in CASES:
         for outcome, graded in (("unresolved", True), ("agent_timeout", True), ("verifier_timeout", False)):
             trial = TrialRow(1, 1, "a__b-1", 0, None, outcome, 0.0, *[None] * 8, tests, None, None, None, None)

@@ -16,7 +16,7 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from trialbook.sandbox import DaemonError, DockerEngine
+from trialbook.sandbox import BoxSpec, DaemonError, DockerEngine
 from trialbook.sandbox.docker import LABEL_RUN
 from trialbook.verify.isolation import capture
 
@@ -37,7 +37,8 @@ def tb(engine):
 
 def start(tb: DockerEngine, image: str = IMAGE, **kw):
     name = f"tb-{tb.test_run}-{secrets.token_hex(3)}"  # type: ignore[attr-defined]
-    return tb.start(image, name, {LABEL_RUN: tb.test_run}, 1.0, 256, 128, False, **kw)  # type: ignore[attr-defined]
+    spec = BoxSpec(image, {LABEL_RUN: tb.test_run}, 1.0, 256, 128, False, **kw)  # type: ignore[attr-defined]
+    return tb.start(spec, name)
 
 
 class ExecCounter:

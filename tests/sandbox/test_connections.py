@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from trialbook.sandbox import DockerEngine
+from trialbook.sandbox import BoxSpec, DockerEngine
 from trialbook.sandbox.docker import LABEL_RUN, SharedPoolAdapter
 
 pytestmark = pytest.mark.docker
@@ -32,7 +32,7 @@ def test_lifecycles_share_a_connection_and_taken_over_ones_stay_out(engine):
     run = f"conn-{secrets.token_hex(3)}"
     try:
         for i in range(4):
-            box = tb.start(IMAGE, f"tb-{run}-{i}", {LABEL_RUN: run}, 1.0, 256, 128, False)
+            box = tb.start(BoxSpec(IMAGE, {LABEL_RUN: run}, 1.0, 256, 128, False), f"tb-{run}-{i}")
             assert box.channel is not None  # attached: a connection the daemon took over
             said = box.exec(["sh", "-c", "echo through-the-channel"], timeout=30)
             assert said.output.strip() == "through-the-channel" and said.exit_code == 0

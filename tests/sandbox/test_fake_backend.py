@@ -13,7 +13,7 @@ from trialbook.harness.config import RunConfig
 from trialbook.harness.executors import LocalExecutor
 from trialbook.harness.runner import start_run
 from trialbook.ledger.store import Ledger
-from trialbook.sandbox.backend import Box
+from trialbook.sandbox.backend import Box, BoxSpec
 from trialbook.sandbox.box import DaemonError, tar_text
 from trialbook.sandbox.fake import FakeSleepBackend, sleep_seconds
 
@@ -29,7 +29,7 @@ def test_sleep_is_the_only_command_it_runs() -> None:
 def test_a_box_keeps_files_and_its_sleep_is_cut_by_the_stop_event() -> None:
     backend = FakeSleepBackend()
     stop = threading.Event()
-    box = backend.start("img", "b1", {"trialbook.run": "r"}, 1, 256, 64, False, stop)
+    box = backend.start(BoxSpec("img", {"trialbook.run": "r"}, 1, 256, 64), "b1", stop)
     assert isinstance(box, Box)
     box.put_tar("/", tar_text("w/a.txt", "hello"))
     assert box.read_file("/w/a.txt") == b"hello"

@@ -9,6 +9,7 @@ import secrets
 import pytest
 
 from trialbook.harness.stack import connect
+from trialbook.sandbox import BoxSpec
 from trialbook.sandbox.docker import CAPABILITIES, LABEL_RUN
 
 IMAGE = "trialbook-base:bookworm"
@@ -24,7 +25,9 @@ OWN = {"overlay", "proc", "tmpfs", "devpts", "mqueue", "sysfs", "cgroup", "cgrou
 def box(engine):
     tb = connect()
     run = f"w40b-hardening-{secrets.token_hex(3)}"
-    started = tb.start(IMAGE, f"tb-{run}", {LABEL_RUN: run}, cpus=0.5, memory_mb=128, pids_limit=64, network=False)
+    started = tb.start(
+        BoxSpec(IMAGE, {LABEL_RUN: run}, cpus=0.5, memory_mb=128, pids_limit=64, network=False), f"tb-{run}"
+    )
     yield started
     started.remove()
     tb.clean(run)

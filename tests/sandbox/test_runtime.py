@@ -16,7 +16,7 @@ from docker.errors import APIError
 
 from trialbook.harness.stack import connect
 from trialbook.ledger.store import Ledger
-from trialbook.sandbox import DockerEngine
+from trialbook.sandbox import BoxSpec, DockerEngine
 from trialbook.sandbox.box import ContainerStartError
 from trialbook.sandbox.docker import AUTO_RUNTIME, LABEL_RUN
 
@@ -53,8 +53,8 @@ def test_the_set_up_runs_crun_from_a_read_only_mount(engine):
 def test_limits_hold_and_are_read_under_each_runtime(engine, runtime):
     tb = connect()
     run = f"runtime-{runtime}-{secrets.token_hex(3)}"
-    box = tb.start(IMAGE, f"tb-{run}", {LABEL_RUN: run}, cpus=0.5, memory_mb=64, pids_limit=32, network=False,
-                   runtime=runtime)  # fmt: skip
+    spec = BoxSpec(IMAGE, {LABEL_RUN: run}, cpus=0.5, memory_mb=64, pids_limit=32, network=False, runtime=runtime)
+    box = tb.start(spec, f"tb-{run}")
     try:
         host = engine.api.inspect_container(box.id)["HostConfig"]
         expected = AUTO_RUNTIME if runtime == "auto" else engine.info()["DefaultRuntime"]
@@ -126,15 +126,15 @@ def test_auto_falls_back_to_the_default_runtime_once_crun_refuses_the_host(monke
     tb._info = {"Runtimes": {"crun": {}, "runc": {}}, "DefaultRuntime": "runc"}
     tb._auto_refused, tb._runtime_of = False, {}
     assert tb.runtime_for("auto") == "crun"
-    cid = tb._create(tb._spec(IMAGE, {}, 1.0, 256, 64, False, None, None, None, None, "auto"), "tb-x", {})
+    cid = tb._create(tb._spec(BoxSpec(IMAGE, {}, 1.0, 256, 64, runtime="auto")), "tb-x", {})
     assert api.asked == ["crun", None] and api.created[cid] is None  # refused once, then the default
     assert tb._runtime_of[cid] == "runc"
     assert tb.runtime_for("auto") is None  # and `auto` means the default from then on
-    tb._create(tb._spec(IMAGE, {}, 1.0, 256, 64, False, None, None, None, None, "auto"), "tb-y", {})
+    tb._create(tb._spec(BoxSpec(IMAGE, {}, 1.0, 256, 64, runtime="auto")), "tb-y", {})
     assert api.asked == ["crun", None, None]
     tb._auto_refused = False
     with pytest.raises(ContainerStartError, match="OCI runtime"):  # a runtime asked for by name is not replaced
-        tb._create(tb._spec(IMAGE, {}, 1.0, 256, 64, False, None, None, None, None, "crun"), "tb-z", {})
+        tb._create(tb._spec(BoxSpec(IMAGE, {}, 1.0, 256, 64, runtime="crun")), "tb-z", {})
     assert json.dumps(api.asked) == '["crun", null, null, "crun"]'
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from ledgerdicts import trial_dicts
 from trialbook.ledger.store import Ledger
-from trialbook.sandbox import DockerEngine
+from trialbook.sandbox import BoxSpec, DockerEngine
 from trialbook.sandbox import docker as sandbox_docker
 from trialbook.sandbox.backend import UNROUTABLE, Unsupported
 from trialbook.sandbox.box import ContainerStartError
@@ -55,7 +55,7 @@ def _probe(box, addr: str, port: int) -> str:
 
 def _start(tb, network):
     eng, run = tb
-    return eng.start(IMAGE, f"tb-{run}-{secrets.token_hex(3)}", {LABEL_RUN: run}, 0.5, 256, 64, network)
+    return eng.start(BoxSpec(IMAGE, {LABEL_RUN: run}, 0.5, 256, 64, network), f"tb-{run}-{secrets.token_hex(3)}")
 
 
 def _host_addresses() -> list[str]:
@@ -124,12 +124,12 @@ def test_a_network_of_that_name_made_otherwise_is_refused_and_a_backend_without_
         monkeypatch.setattr(sandbox_docker, "UNROUTABLE_NETWORK", name)
         fresh = DockerEngine()
         with pytest.raises(ContainerStartError, match=f"network {name} is not internal"):
-            fresh.start(IMAGE, f"tb-{run}-{secrets.token_hex(3)}", {LABEL_RUN: run}, 0.5, 256, 64, UNROUTABLE)
+            fresh.start(BoxSpec(IMAGE, {LABEL_RUN: run}, 0.5, 256, 64, UNROUTABLE), f"tb-{run}-{secrets.token_hex(3)}")
     finally:
         made.remove()
     monkeypatch.setattr(fresh, "capabilities", sandbox_docker.Capabilities())
     with pytest.raises(Unsupported, match="cannot start a sandbox on an unroutable network"):
-        fresh.start(IMAGE, f"tb-{run}-{secrets.token_hex(3)}", {LABEL_RUN: run}, 0.5, 256, 64, UNROUTABLE)
+        fresh.start(BoxSpec(IMAGE, {LABEL_RUN: run}, 0.5, 256, 64, UNROUTABLE), f"tb-{run}-{secrets.token_hex(3)}")
 
 
 # test.sh's last step: reward 1 only when the tests pass and a connect to 10.255.255.1 timed out (requests' TARPIT)

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from trialbook.harness.pool import execute
 from trialbook.harness.stack import connect
 from trialbook.ledger.store import Ledger
 from trialbook.records import Run
+from trialbook.sandbox import BoxSpec
 from trialbook.sandbox.docker import LABEL_RUN
 from trialbook.sandbox.warm import LABEL_POOL
 from trialbook.tasks import load_task
@@ -84,15 +86,15 @@ def test_pooled_containers_keep_limits_and_network_none(engine, tmp_path):
     tb = connect()
     pool = tb.open_pool(1)
     pool.plan({("t", "agent"): 3})
-    args = dict(image="trialbook-base:bookworm", labels={LABEL_RUN: run, "trialbook.task": "t"}, cpus=0.5,
-                memory_mb=256, pids_limit=64, network=False)  # fmt: skip
+    spec = BoxSpec("trialbook-base:bookworm", {LABEL_RUN: run, "trialbook.task": "t"}, cpus=0.5, memory_mb=256,
+                   pids_limit=64, network=False)  # fmt: skip
     try:
-        first = tb.start(name=f"tb-{run}-cold", **args)
+        first = tb.start(spec, f"tb-{run}-cold")
         end = time.monotonic() + 60
         while not containers_with_pool_label(engine, run) and time.monotonic() < end:
             time.sleep(0.2)
         time.sleep(1.0)  # the pooled container's start completes after its creation is visible
-        second = tb.start(name=f"tb-{run}-second", **args)
+        second = tb.start(spec, f"tb-{run}-second")
         assert pool.stats["taken"] == 1, pool.stats
         info = engine.api.inspect_container(second.id)
         assert info["Config"]["Labels"].get(LABEL_POOL) == "1"
@@ -114,8 +116,8 @@ def test_warm_containers_are_prepared_only_with_a_core_to_spare(engine, tmp_path
     run = f"warm-prep-{secrets.token_hex(3)}"
     cores = int(engine.info()["NCPU"])
     tb = connect()
-    args = dict(image="trialbook-base:bookworm", labels={LABEL_RUN: run, "trialbook.task": "t"}, cpus=0.5,
-                memory_mb=256, pids_limit=64, network=False)  # fmt: skip
+    spec = BoxSpec("trialbook-base:bookworm", {LABEL_RUN: run, "trialbook.task": "t"}, cpus=0.5, memory_mb=256,
+                   pids_limit=64, network=False)  # fmt: skip
     ran: list[str] = []
     prepare = ("verifier", lambda box: ran.append(box.id) or "stage")
     try:
@@ -123,8 +125,8 @@ def test_warm_containers_are_prepared_only_with_a_core_to_spare(engine, tmp_path
             pool = tb.open_pool(concurrency)
             assert tb.prepare_ahead is ahead
             pool.plan({("t", "verifier"): 1})
-            tb.ahead(**args, prepare=prepare)  # warms one; the start below waits for it
-            box = tb.start(name=f"tb-{run}-v{concurrency}", **args, prepare=prepare)
+            tb.ahead(replace(spec, prepare=prepare))  # warms one; the start below waits for it
+            box = tb.start(replace(spec, prepare=prepare), f"tb-{run}-v{concurrency}")
             assert pool.stats["taken"] == 1 and pool.stats["created"] == 1, pool.stats
             assert (box.prepared, ran) == (("stage", [box.id]) if ahead else (None, []))
             box.remove()

@@ -15,7 +15,7 @@ from scipy import stats
 
 from smallsample import adjusted, adjusted_pp
 from trialbook.errors import UserError
-from trialbook.stats.compare import compare, pp
+from trialbook.stats.compare import CompareRequest, compare, pp
 from trialbook.stats.scores import TaskScores
 
 IDS = ["o__a-1", "o__a-2", "o__a-3", "o__b-1", "o__b-2", "o__b-3"]
@@ -31,7 +31,7 @@ def _scores(run: str, resolved: list[int]) -> TaskScores:
 
 def _compare(**kw):
     runs = {"base": _scores("base", BASE), "cand": _scores("cand", CAND)}
-    return compare(None, "base", ["cand"], runs=runs, **kw)  # type: ignore[arg-type]  # no ledger read
+    return compare(None, CompareRequest("base", ["cand"], **kw), runs=runs)  # type: ignore[arg-type]  # no ledger read
 
 
 def _t_ci(d: list[int]) -> list[float]:
@@ -131,7 +131,7 @@ def test_row_with_two_attempts_per_task_by_hand() -> None:
                           resolved=np.array(resolved), stack={}, labels={}, created="2026-01-01")  # fmt: skip
 
     # resolved of 2: base 1, 0, 2, 0 (scores .5, 0, 1, 0); candidate 2, 1, 2, 0 (1, .5, 1, 0)
-    (row,) = compare(None, "base", ["cand"], runs={"base": run("base", [1, 0, 2, 0]),  # type: ignore[arg-type]
+    (row,) = compare(None, CompareRequest("base", ["cand"]), runs={"base": run("base", [1, 0, 2, 0]),  # type: ignore[arg-type]
                                                   "cand": run("cand", [2, 1, 2, 0])}).comparisons  # fmt: skip
     # pass@2 (some of 2 resolved): 1, 0, 1, 0 -> 50% against 1, 1, 1, 0 -> 75%;
     # pass^2 (both resolved): 0, 0, 1, 0 -> 25% against 1, 0, 1, 0 -> 50%
@@ -148,7 +148,7 @@ def test_no_claim_when_the_lower_bound_is_exactly_zero() -> None:
     # identical runs, --min-diff 0: the difference (0) reaches min-diff; the interval of six ties is never the
     # point [0, 0] (it was), and its lower bound is below 0
     runs = {"base": _scores("base", BASE), "cand": _scores("cand", BASE)}
-    (row,) = compare(None, "base", ["cand"], runs=runs, min_diff=0.0).comparisons  # type: ignore[arg-type]
+    (row,) = compare(None, CompareRequest("base", ["cand"], min_diff=0.0), runs=runs).comparisons  # type: ignore[arg-type]
     assert (row.diff_pp, row.ci_adjusted_pp, row.claim) == (0.0, adjusted_pp([0] * 6), False)
     assert row.ci_adjusted_pp[0] < 0 < row.ci_adjusted_pp[1]
     (row,) = _compare(bootstrap=True).comparisons
@@ -168,7 +168,7 @@ def test_sensitivity_keeps_the_options_and_reads_the_all_rows(tmp_path: Path) ->
     # o/a only (o/b excluded): base 1, 0, 0; candidate 1, 1, ungraded. Dropped: d = 0, 1 (+50 points);
     # the ungraded trial as a failure: 0, 1, 0 (+33.33); as a success: 0, 1, 1 (+66.67): 3 tasks, not 6
     runs = {"base": _scores("base", BASE), "cand": _with_ungraded("cand", CAND, "o__a-3")}
-    res = compare(None, "base", ["cand"], runs=runs, exclude=["o/b"], min_diff=10.0)  # type: ignore[arg-type]
+    res = compare(None, CompareRequest("base", ["cand"], exclude=["o/b"], min_diff=10.0), runs=runs)  # type: ignore[arg-type]
     assert res.sensitivity is not None and res.sensitivity.ungraded_trials == {"base": 0, "cand": 1}
     got = {k: (v.tasks_paired, v.diff_pp) for k, v in res.sensitivity.verdicts["cand"].items()}
     assert got == {"dropped": (2, 50.0), "as_failures": (3, 33.3333), "as_successes": (3, 66.6667),
@@ -181,10 +181,10 @@ def test_sensitivity_keeps_the_options_and_reads_the_all_rows(tmp_path: Path) ->
     # d = 0, 1, 0, -1, 0, 1 -> +16.67 (the out rows alone would say 0)
     split = tmp_path / "in.txt"
     split.write_text("o__a-1\no__a-2\no__a-3\n")
-    res = compare(None, "base", ["cand"], runs=runs, split=split)  # type: ignore[arg-type]
+    res = compare(None, CompareRequest("base", ["cand"], split=split), runs=runs)  # type: ignore[arg-type]
     assert res.sensitivity is not None
     assert res.sensitivity.verdicts["cand"]["as_failures"].diff_pp == 16.6667
-    assert compare(None, "base", ["cand"], runs=runs, sensitivity=False).sensitivity is None  # type: ignore[arg-type]
+    assert compare(None, CompareRequest("base", ["cand"]), runs=runs, sensitivity=False).sensitivity is None  # type: ignore[arg-type]
 
 
 def test_defaults_and_warnings_word_for_word(tmp_path: Path) -> None:
@@ -211,7 +211,7 @@ def test_defaults_and_warnings_word_for_word(tmp_path: Path) -> None:
 def test_excluded_repos_warning_names_each_repo() -> None:
     repos = np.array(["o/a", "o/a", "o/a", "o/b", "o/b", "o/c"])
     runs = {n: replace(_scores(n, r), repos=repos) for n, r in (("base", BASE), ("cand", CAND))}
-    res = compare(None, "base", ["cand"], runs=runs, exclude=["o/b", "o/c"])  # type: ignore[arg-type]
+    res = compare(None, CompareRequest("base", ["cand"], exclude=["o/b", "o/c"]), runs=runs)  # type: ignore[arg-type]
     assert res.warnings[0] == "excluded before pairing: o/b (2 tasks), o/c (1 tasks)"
     assert res.excluded == {"o/b": 2, "o/c": 1} and res.comparisons[0].excluded_repos == ["o/b", "o/c"]
 
@@ -219,7 +219,7 @@ def test_excluded_repos_warning_names_each_repo() -> None:
 def test_partial_rewards_caveat_names_each_run() -> None:
     runs = {n: replace(_scores(n, r), partial=np.array(p))
             for n, r, p in (("base", BASE, [1, 0, 0, 0, 0, 0]), ("cand", CAND, [0, 1, 1, 0, 0, 0]))}  # fmt: skip
-    res = compare(None, "base", ["cand"], runs=runs)  # type: ignore[arg-type]
+    res = compare(None, CompareRequest("base", ["cand"]), runs=runs)  # type: ignore[arg-type]
     assert (
         "partial rewards (0 < reward < 1) count as unresolved under --metric resolved: 'base' 1, 'cand' 2 graded"
         " trial(s); `--metric reward` compares mean reward"
@@ -240,7 +240,7 @@ def test_a_split_subset_with_one_task_gets_no_row(tmp_path: Path) -> None:
 def test_unpaired_and_few_tasks_warnings_name_the_candidate() -> None:
     base = _run("base", {t: 1 for t in ("t1", "t2", "t3", "t4")})
     cand = _run("cand", {"t1": 1, "t2": 1, "t5": 1})
-    res = compare(None, "base", ["cand"], runs={"base": base, "cand": cand})  # type: ignore[arg-type]
+    res = compare(None, CompareRequest("base", ["cand"]), runs={"base": base, "cand": cand})  # type: ignore[arg-type]
     assert "3 of 5 tasks not paired for 'cand' (only in base 2, only in candidate 1): the comparison covers only" \
         " the rest" in res.warnings  # fmt: skip
     assert any(w.startswith("only 2 tasks paired for 'cand' (few tasks)") for w in res.warnings)
@@ -254,7 +254,7 @@ def test_unpaired_and_few_tasks_warnings_name_the_candidate() -> None:
 def test_bad_names_word_for_word(cands: list[str], picked: int | None, message: str) -> None:
     runs = {"base": _scores("base", BASE), "cand": _scores("cand", CAND)}
     with pytest.raises(UserError, match=rf"^{re.escape(message)}$"):
-        compare(None, "base", cands, runs=runs, picked_from=picked)  # type: ignore[arg-type]
+        compare(None, CompareRequest("base", cands, picked_from=picked), runs=runs)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("cand", "message"), [
@@ -264,7 +264,7 @@ def test_bad_names_word_for_word(cands: list[str], picked: int | None, message: 
 def test_too_few_paired_tasks_word_for_word(cand: dict[str, int], message: str) -> None:
     runs = {"base": _run("base", {"t1": 1, "t2": 1}), "cand": _run("cand", cand)}
     with pytest.raises(UserError, match=rf"^{re.escape(message)}$"):
-        compare(None, "base", ["cand"], runs=runs)  # type: ignore[arg-type]
+        compare(None, CompareRequest("base", ["cand"]), runs=runs)  # type: ignore[arg-type]
 
 
 def test_min_diff_zero_is_allowed() -> None:

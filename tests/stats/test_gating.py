@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from trialbook.stats.power import plan
+from trialbook.stats.power import PlanRequest, plan
 from trialbook.stats.synthetic import simulate_run, write_jsonl
 
 
@@ -38,25 +38,25 @@ def test_compare_check_passes_with_a_claim(cli, tmp_path):
 
 def test_plan_answers_tasks_and_repeats_when_omitted():
     # no run: Var(d) = 2 p (1 - p) / K = 0.5 / K; n = (z_a + z_b)^2 Var / delta^2
-    need = plan(None, None, 2, 3.0)
+    need = plan(None, PlanRequest(None, 2, 3.0))
     z = 1.959963984540054 + 0.8416212335729143
     assert need.tasks == int(np.ceil(z**2 * 0.25 / 0.03**2)) == 2181 and need.repeats == 2
     assert need.answer == "2181 tasks at K=2 give 80% power to detect +3 pp"
     assert need.power == pytest.approx(0.80, abs=0.002)
-    reps = plan(None, 500, None, 3.0)  # K=8 needs 546 tasks, K=16 273
+    reps = plan(None, PlanRequest(500, None, 3.0))  # K=8 needs 546 tasks, K=16 273
     assert reps.repeats == 16 and reps.answer == "K=16 attempts per task give 500 tasks 80% power for +3 pp"
-    short = plan(None, 100, None, 2.0)
+    short = plan(None, PlanRequest(100, None, 2.0))
     assert short.repeats == 16 and short.answer.startswith("no K up to 16 gives 100 tasks 80% power for +2 pp")
-    both = plan(None, None, None, 5.0)
+    both = plan(None, PlanRequest(None, None, 5.0))
     assert both.repeats == 1 and both.tasks == int(np.ceil(z**2 * 0.5 / 0.05**2)) == 1570
     assert both.answer.endswith("at K=1 give 80% power to detect +5 pp")
-    assert plan(None, 500, 2, 3.0).answer is None
+    assert plan(None, PlanRequest(500, 2, 3.0)).answer is None
 
 
 def test_plan_warns_when_min_diff_exceeds_the_effect():
-    notes = plan(None, 500, 2, 3.0, min_diff=4.0).notes
+    notes = plan(None, PlanRequest(500, 2, 3.0, min_diff=4.0)).notes
     assert any(n.startswith("--min-diff 4 is above the effect +3 pp") for n in notes)
-    assert not any("--min-diff" in n for n in plan(None, 500, 2, 3.0, min_diff=3.0).notes)
+    assert not any("--min-diff" in n for n in plan(None, PlanRequest(500, 2, 3.0, min_diff=3.0)).notes)
 
 
 @pytest.mark.parametrize(("value", "why"), [

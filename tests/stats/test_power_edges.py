@@ -14,7 +14,7 @@ from scipy.stats import norm
 
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
-from trialbook.stats.power import _two_runs, claim_probability, plan
+from trialbook.stats.power import PlanRequest, _two_runs, claim_probability, plan
 from trialbook.stats.scores import TaskScores
 from trialbook.stats.synthetic import write_jsonl
 
@@ -38,30 +38,30 @@ def test_omega2_of_exactly_zero_is_not_called_negative() -> None:
 
 
 def test_base_rate_bounds_and_defaults() -> None:
-    out = plan(None, 100, 1, 5.0)
+    out = plan(None, PlanRequest(100, 1, 5.0))
     # defaults: base rate 50% (2 x .5 x .5 = .5), --min-diff 4, metric resolved
     assert (out.variance.sampling_k1, out.min_diff_pp, out.metric, out.repeats) == (0.5, 4.0, "resolved", 1)
     assert out.source.detail == "base rate 50%, every task equally hard (worst case)"
     assert out.notes == [
         "no run given: all variation is taken as sampling noise at the base rate (conservative at K=1)"
     ]
-    assert plan(None, 100, 1, 5.0, base_rate=0.5).variance.sampling_k1 == round(2 * 0.005 * 0.995, 6)
-    assert plan(None, 100, 1, 5.0, base_rate=99.5).variance.sampling_k1 == round(2 * 0.995 * 0.005, 6)
+    assert plan(None, PlanRequest(100, 1, 5.0, base_rate=0.5)).variance.sampling_k1 == round(2 * 0.005 * 0.995, 6)
+    assert plan(None, PlanRequest(100, 1, 5.0, base_rate=99.5)).variance.sampling_k1 == round(2 * 0.995 * 0.005, 6)
     for rate in (0.0, 100.0, 100.5, -1.0):
         with pytest.raises(UserError, match=rf"^--base-rate must be a percentage between 0 and 100, not {rate}$"):
-            plan(None, 100, 1, 5.0, base_rate=rate)
+            plan(None, PlanRequest(100, 1, 5.0, base_rate=rate))
 
 
 def test_vs_messages() -> None:
     with pytest.raises(UserError, match=r"^--vs needs --from-run$"):
-        plan(None, 100, 1, 5.0, vs="b")
+        plan(None, PlanRequest(100, 1, 5.0, vs="b"))
     with pytest.raises(UserError, match=r"^--vs names the same run as --from-run$"):
-        plan(None, 100, 1, 5.0, from_run="a", vs="a")
+        plan(None, PlanRequest(100, 1, 5.0, from_run="a", vs="a"))
 
 
 def test_every_figure_is_rounded_as_documented() -> None:
     # base rate 12.345%: sampling variance 2 x .12345 x .87655 = 0.2164202, shown to 6 decimals
-    out = plan(None, 100, 2, 95.0, base_rate=12.345)
+    out = plan(None, PlanRequest(100, 2, 95.0, base_rate=12.345))
     sampling = 2 * 0.12345 * 0.87655
     assert out.variance.sampling_k1 == out.variance.var_d_k1 == round(sampling, 6) == 0.21642
     z_a, z_b = norm.ppf(0.975), norm.ppf(0.8)
@@ -80,7 +80,7 @@ def test_every_figure_is_rounded_as_documented() -> None:
 
 
 def test_a_ledger_without_a_run_is_the_base_rate_plan(db: str) -> None:
-    out = plan(Ledger(db), 100, 1, 5.0)  # a library caller may pass its ledger: no run, no estimate
+    out = plan(Ledger(db), PlanRequest(100, 1, 5.0))  # a library caller may pass its ledger: no run, no estimate
     assert out.source.kind == "assumption" and out.variance.sampling_k1 == 0.5
 
 

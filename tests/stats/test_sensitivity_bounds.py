@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from trialbook.stats.compare import compare
+from trialbook.stats.compare import CompareRequest, compare
 from trialbook.stats.scores import TaskScores
 
 
@@ -37,7 +37,7 @@ def test_worst_cases_contain_the_truth_in_every_case():
     naive_missed = 0
     for _ in range(80):
         runs, true_diff = _simulate(rng)
-        res = compare(None, "base", ["cand"], runs=runs, min_diff=0.0)  # type: ignore[arg-type]
+        res = compare(None, CompareRequest("base", ["cand"], min_diff=0.0), runs=runs)  # type: ignore[arg-type]
         if res.sensitivity is None:
             continue
         v = res.sensitivity.verdicts["cand"]
@@ -55,7 +55,7 @@ def test_worst_cases_are_printed_and_labelled():
     one = np.ones(4, dtype=np.int64)
     runs = {"base": _run("base", ids, one, np.array([1, 1, 0, 1]), np.array([1, 0, 0, 0])),
             "cand": _run("cand", ids, one, np.array([0, 1, 1, 1]), np.array([0, 1, 1, 0]))}  # fmt: skip
-    res = compare(None, "base", ["cand"], runs=runs)  # type: ignore[arg-type]
+    res = compare(None, CompareRequest("base", ["cand"]), runs=runs)  # type: ignore[arg-type]
     v = res.sensitivity.verdicts["cand"]  # type: ignore[union-attr]
     # worst low: base 1, 0, 1, 0 (its ungraded 3rd a success), cand 0, 1, 1, 0 (its ungraded 1st a failure)
     assert v["worst_low"].diff_pp == 0.0

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from paths import DATA, EXAMPLES, INSTANCES
+from trialbook.ledger.rows import TaskLists
 from trialbook.tasks.swebench.generate import write_tasks
 from trialbook.tasks.testscript import installed_by_patch, task_test_files
 from trialbook.verify.canary import TEST_MODULE, TESTCASE, plant, reading
@@ -350,8 +351,8 @@ def test_a_missing_canary_leaves_the_grade_alone_unless_it_is_reported_without_t
     grade = grade_test_log(log, None, F2P, P2P, canary=NAME)
     assert (grade.resolved, grade.canary) == (True, "missing")
     status_map, marker, conflicts = parse_log(log, None)
-    hidden = grade_parsed(status_map, marker, None, F2P, P2P, conflicts, NAME, canary_expected=True)
+    hidden = grade_parsed(status_map, marker, TaskLists(None, F2P, P2P), conflicts, NAME, canary_expected=True)
     assert (hidden.resolved, hidden.canary) == (False, "hidden")
-    reported = grade_parsed({**status_map, f"tests/test_stats.py::{NAME}": "FAILED"}, marker, None, F2P, P2P,
+    reported = grade_parsed({**status_map, f"tests/test_stats.py::{NAME}": "FAILED"}, marker, TaskLists(None, F2P, P2P),
                             conflicts, NAME, canary_expected=True)  # fmt: skip
     assert (reported.resolved, reported.canary) == (True, "failed")

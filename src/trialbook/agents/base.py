@@ -28,7 +28,7 @@ from trialbook.errors import UserError
 from trialbook.outcomes import ErrorKind
 
 if TYPE_CHECKING:
-    from trialbook.sandbox import Sandbox
+    from trialbook.sandbox import Box
     from trialbook.tasks import TaskSpec
 
 
@@ -65,7 +65,7 @@ class FormatError(AgentStopped):
 class Agent(Protocol):
     name: str
 
-    def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult: ...
+    def run(self, sandbox: Box, task: TaskSpec, timeout: float) -> AgentResult: ...
 
 
 def with_agent_stack(stack: dict[str, Any], serving: dict[str, Any] | None) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from trialbook.agents.base import AgentResult, AgentTimeoutError
 from trialbook.errors import UserError
-from trialbook.sandbox import Sandbox
+from trialbook.sandbox import Box
 from trialbook.tasks import TaskSpec
 
 
@@ -31,7 +31,7 @@ class CommandAgent:
             raise UserError("the cmd agent needs a command: --agent-cmd 'CMD'")
         return cls(command)
 
-    def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
+    def run(self, sandbox: Box, task: TaskSpec, timeout: float) -> AgentResult:
         env = {"TRIALBOOK_INSTRUCTION": task.instruction, "TRIALBOOK_TIMEOUT_S": f"{timeout:g}"}
         res = sandbox.exec(["bash", "-c", self.command], timeout=timeout, env=env, workdir=task.workdir)
         result = AgentResult(

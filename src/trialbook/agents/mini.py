@@ -33,7 +33,7 @@ from trialbook.agents.endpoints import (
 from trialbook.agents.mini_config import SUBMIT, MiniOptions, attempt_seed
 from trialbook.errors import UserError
 from trialbook.extras import require
-from trialbook.sandbox import Sandbox
+from trialbook.sandbox import Box
 from trialbook.tasks import TaskSpec
 
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")  # its banner would pollute `--json` stdout
@@ -58,7 +58,7 @@ class SandboxEnvironment:
 
     def __init__(
         self,
-        sandbox: Sandbox,
+        sandbox: Box,
         deadline: float,
         command_timeout: float,
         env: dict[str, str] | None = None,
@@ -320,7 +320,7 @@ class MiniAgent:
                 raise EndpointError(f"a one-token completion did not answer: {exc}") from None
         return model
 
-    def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
+    def run(self, sandbox: Box, task: TaskSpec, timeout: float) -> AgentResult:
         start = time.monotonic()
         deadline = start + timeout
         opts = self.options

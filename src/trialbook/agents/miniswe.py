@@ -31,7 +31,7 @@ from trialbook.agents.base import AgentResult, AgentTimeoutError, ContextOverflo
 from trialbook.agents.endpoints import EndpointError, first_model, normalize, probe
 from trialbook.errors import UserError
 from trialbook.extras import require
-from trialbook.sandbox import Sandbox
+from trialbook.sandbox import Box
 from trialbook.tasks import TaskSpec
 
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")  # its banner would pollute `--json` stdout
@@ -79,7 +79,7 @@ def load_config(config: str) -> tuple[dict[str, Any], str, str]:
 class MiniSweEnvironment:
     """mini-swe-agent's Environment protocol over the trial's sandbox, with the config's environment section."""
 
-    def __init__(self, sandbox: Sandbox, config: dict[str, Any], deadline: float, timeout: float) -> None:
+    def __init__(self, sandbox: Box, config: dict[str, Any], deadline: float, timeout: float) -> None:
         self.sandbox = sandbox
         self.cwd = str(config.get("cwd") or "")
         self.env = {str(k): str(v) for k, v in (config.get("env") or {}).items()}
@@ -155,7 +155,7 @@ class MiniSweAgent:
             model["model_class"] = TEXT_BASED[stem]
         return model
 
-    def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
+    def run(self, sandbox: Box, task: TaskSpec, timeout: float) -> AgentResult:
         start = time.monotonic()
         deadline = start + timeout
         env_config = self.config.get("environment") or {}

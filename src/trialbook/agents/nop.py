@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from trialbook.agents.base import AgentResult
-from trialbook.sandbox import Sandbox
+from trialbook.sandbox import Box
 from trialbook.tasks import TaskSpec
 
 
 class NopAgent:
     name = "nop"
 
-    def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
+    def run(self, sandbox: Box, task: TaskSpec, timeout: float) -> AgentResult:
         return AgentResult(exit_code=0, log="", turns=0)

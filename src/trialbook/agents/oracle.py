@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from trialbook.agents.base import AgentResult, AgentTimeoutError
-from trialbook.sandbox import Sandbox
+from trialbook.sandbox import Box
 from trialbook.tasks import TaskSpec
 
 
 class OracleAgent:
     name = "oracle"
 
-    def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
+    def run(self, sandbox: Box, task: TaskSpec, timeout: float) -> AgentResult:
         if not (task.solution_dir / "solve.sh").is_file():
             return AgentResult(exit_code=None, log="oracle: the task has no solution/solve.sh\n")
         files = [p for p in task.solution_dir.rglob("*") if p.is_file()]

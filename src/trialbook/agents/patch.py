@@ -14,7 +14,7 @@ from typing import Any
 
 from trialbook.agents.base import AgentResult, AgentTimeoutError
 from trialbook.errors import UserError
-from trialbook.sandbox import Sandbox
+from trialbook.sandbox import Box
 from trialbook.sandbox.box import tar_text
 from trialbook.tasks import TaskSpec
 
@@ -39,7 +39,7 @@ class PatchAgent:
             raise UserError("the patch agent is run by `trialbook grade` and `trialbook reverify`")
         return cls(patches, int(options.get("attempt", 0)))
 
-    def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
+    def run(self, sandbox: Box, task: TaskSpec, timeout: float) -> AgentResult:
         patch = self.patches.get(task.task_id, {}).get(str(self.attempt))
         if not patch or not patch.strip():
             return AgentResult(exit_code=0, log="empty patch: nothing applied\n", turns=0, info={"patch": "empty"})

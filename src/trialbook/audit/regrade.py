@@ -137,7 +137,7 @@ def evidence(
                     notes = read_extra(trial)
                     canary = notes.canary or {"name": None, "seen": None}  # verify/canary.py
                     grade = grade_parsed(
-                        status_map, marker, repo, lists.fail_to_pass, lists.pass_to_pass, conflicts,
+                        status_map, marker, TaskLists(repo, lists.fail_to_pass, lists.pass_to_pass), conflicts,
                         canary["name"], canary["seen"] == canaries.HIDDEN,
                         forged_markers(log, Seal.from_record(_seal(trial))),
                     )  # fmt: skip

@@ -6,12 +6,14 @@ commands, not when the CLI starts.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from trialbook.cli.common import Csv, Db, Json, Markdown, RunArg, app, done, emit, reading
+from trialbook.cli.groups import Group, grouped
 from trialbook.errors import UserError
 from trialbook.report import audit as render
 
@@ -33,17 +35,25 @@ def regrade_cmd(
     emit(regrade_run(reading(db), run, jobs or DEFAULT_JOBS), as_json, render.print_regrade, markdown, as_csv)
 
 
-@app.command("audit")
-def audit_cmd(
-    run: RunArg,
-    vs: Annotated[str | None, typer.Option("--vs", help="Also list P2P tests failing here but passing there.")] = None,
+@dataclass
+class AuditLook:
+    """What `audit` looks for and where it writes the tasks it finds."""
+
+    vs: Annotated[str | None, typer.Option("--vs", help="Also list P2P tests failing here but passing there.")] = None
     min_trials: Annotated[
         int, typer.Option("--min-trials", help="Trials a test must run in before 'fails in most' applies.")
-    ] = 2,
-    jobs: Jobs = None,
+    ] = 2
+    jobs: Jobs = None
     write_tasks: Annotated[
         Path | None, typer.Option("--write-tasks", help="Write the tasks showing artifacts (for --exclude-tasks).")
-    ] = None,
+    ] = None
+
+
+@app.command("audit")
+@grouped(look=Group(AuditLook))
+def audit_cmd(
+    run: RunArg,
+    look: AuditLook,
     as_json: Json = False,
     markdown: Markdown = False,
     as_csv: Csv = False,
@@ -53,15 +63,15 @@ def audit_cmd(
     from trialbook.audit.audit import audit_run
     from trialbook.audit.regrade import DEFAULT_JOBS
 
-    if min_trials < 1:
+    if look.min_trials < 1:
         raise UserError("--min-trials must be at least 1")
-    if write_tasks is not None and not write_tasks.parent.is_dir():
-        raise UserError(f"cannot write {write_tasks}: no such directory")
-    result = audit_run(reading(db), run, vs=vs, min_trials=min_trials, jobs=jobs or DEFAULT_JOBS)
-    if write_tasks is not None:
+    if look.write_tasks is not None and not look.write_tasks.parent.is_dir():
+        raise UserError(f"cannot write {look.write_tasks}: no such directory")
+    result = audit_run(reading(db), run, vs=look.vs, min_trials=look.min_trials, jobs=look.jobs or DEFAULT_JOBS)
+    if look.write_tasks is not None:
         header = f"# tasks of run {run} with a verifier-artifact signature (trialbook audit)\n"
-        write_tasks.write_text(header + "".join(t + "\n" for t in result.artifact_tasks))
-        done(f"wrote {len(result.artifact_tasks)} task(s) showing artifacts to {write_tasks}")
+        look.write_tasks.write_text(header + "".join(t + "\n" for t in result.artifact_tasks))
+        done(f"wrote {len(result.artifact_tasks)} task(s) showing artifacts to {look.write_tasks}")
     emit(result, as_json, render.print_audit, markdown, as_csv)
 
 

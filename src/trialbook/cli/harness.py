@@ -8,9 +8,6 @@ from typing import Annotated, Any
 
 import typer
 
-from trialbook.agents.base import agent_options
-from trialbook.agents.mini_config import DEFAULTS as MINI
-from trialbook.agents.mini_config import config_options
 from trialbook.cli.common import (
     Csv,
     Db,
@@ -22,17 +19,31 @@ from trialbook.cli.common import (
     comma_list,
     done,
     emit,
-    finite,
     valid_run,
-    writable_runs_dir,
+)
+from trialbook.cli.groups import Group, grouped
+from trialbook.cli.run_flags import (
+    AGENT_FLAGS,
+    GRADE_FLAGS,
+    RUN_FLAGS,
+    WHERE,
+    AgentFlags,
+    BackendKind,
+    ExecutorKind,
+    GradeFlags,
+    Multiplier,
+    RayAddress,
+    RunFlags,
+    RunsDir,
+    TaskIds,
 )
 from trialbook.errors import UserError
 from trialbook.harness.config import RunConfig, Tally
-from trialbook.harness.paths import DEFAULT_RUNS_DIR, run_folders
+from trialbook.harness.paths import run_folders
 from trialbook.harness.quickstart import AgentTally, QuickstartResult, quickstart
 from trialbook.harness.runner import clean, rerun, resume_run, start_run
 from trialbook.harness.validate import ValidateOptions, ValidateResult, validate
-from trialbook.harness.where import make_executor
+from trialbook.harness.where import Where, make_executor
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import PolicyRow, policy_rows
 from trialbook.report import layout, tables
@@ -41,19 +52,6 @@ from trialbook.rewards import HACK_POLICIES
 from trialbook.stats.run_summaries import run_summary
 from trialbook.tasks import load_tasks
 from trialbook.verify import gold
-
-Multiplier = Annotated[
-    float | None,
-    typer.Option("--timeout-multiplier", help="Agent timeout = task timeout x this.", min=0.01, callback=finite),
-]
-
-
-def _unit(param: typer.CallbackParam, value: float | None) -> float | None:
-    """A finite number from 0 to 1 (Click's range would answer inf with its usage text, not one line)."""
-    finite(param, value)
-    if value is not None and not 0 <= value <= 1:
-        raise UserError(f"{param.opts[0]} must be from 0 to 1, not {value:g}")
-    return value
 
 
 def _finish(ledger: Ledger, name: str, tally: Tally, as_json: bool) -> None:
@@ -78,269 +76,53 @@ def _shown(path: Path) -> str:
     return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
 
 
-def _agent_name(agent: str | None, agent_cmd: str | None) -> str:
-    """The agent a run records: `--agent` (a file path made absolute), or `cmd` for `--agent-cmd`."""
-    from trialbook.agents.registry import agent_spec
-
-    if agent_cmd is not None:
-        if agent not in (None, "cmd"):
-            raise UserError("give --agent or --agent-cmd, not both")
-        return "cmd"
-    if agent is None:
-        raise UserError("--agent NAME (oracle, nop, mini, module:Class, file.py:Class) or --agent-cmd 'CMD' is needed")
-    return agent_spec(agent)
-
-
-ExecutorKind = Annotated[
-    str, typer.Option("--executor", help="local (a thread pool on this machine) or ray (a Ray cluster's nodes).")
-]
-Backend = Annotated[
-    str, typer.Option("--backend", help="Where sandboxes run: docker or podman (recorded in the run's stack).")
-]
-Engines = Annotated[
-    list[str] | None,
-    typer.Option("--engine", help="A Docker/Podman endpoint URL[=N trials at once] (repeatable): spread over them."),
-]
-RayAddress = Annotated[
-    str | None, typer.Option("--ray-address", help="ray: the cluster's address [env RAY_ADDRESS; else auto].")
-]
-
-
-# options `run` and `validate` share
-Concurrency = Annotated[int, typer.Option("--concurrency", min=1, help="Trials at once.")]
-TaskIds = Annotated[
-    list[str] | None, typer.Option("--task", help="Only this task id (repeatable, or comma-separated ids).")
-]
-RunsDir = Annotated[Path, typer.Option("--runs-dir", help="Where runs/<run>/<trial>/ go.", callback=writable_runs_dir)]
-
-
 @app.command("run")
+@grouped(agent=AGENT_FLAGS, settings=RUN_FLAGS, where=WHERE)
 def run_cmd(
     tasks_dir: Path,
     run: Annotated[str, typer.Option("--run", help="Run name.", callback=valid_run)],
-    agent: Annotated[
-        str | None,
-        typer.Option(
-            "--agent",
-            help="oracle, nop, mini (an LLM), mini-swe-agent, codex, claude-code, opencode, aider (docs/agents.md), "
-            "or your own: module:Class or file.py:Class.",
-        ),
-    ] = None,
-    agent_cmd: Annotated[
-        str | None, typer.Option("--agent-cmd", help="A command run as the agent in the sandbox (bash -c).")
-    ] = None,
-    attempts: Annotated[int, typer.Option("--attempts", min=1, help="Attempts per task.")] = 1,
-    concurrency: Concurrency = 1,
-    timeout_multiplier: Multiplier = None,
-    deadline: Annotated[
-        float | None,
-        typer.Option(
-            "--deadline", help="Minutes; then stragglers are stopped (incomplete).", min=0.01, callback=finite
-        ),
-    ] = None,
-    retries: Annotated[int, typer.Option("--retries", min=0, help="Retries of infra failures.")] = 2,
-    stop_after_errors: Annotated[
-        int,
-        typer.Option(
-            "--stop-after-errors",
-            min=0,
-            help="Stop the run when this many trials in a row end with the same infrastructure error (0: never).",
-        ),
-    ] = 5,  # fmt: skip
-    progress_every: Annotated[
-        float,
-        typer.Option(
-            "--progress-every",
-            min=0.1,
-            callback=finite,
-            envvar="TRIALBOOK_PROGRESS_EVERY",
-            help="Seconds between progress lines when stderr is not a terminal (a log: nohup, Slurm, CI) "
-            "[env TRIALBOOK_PROGRESS_EVERY].",
-        ),
-    ] = 30.0,  # fmt: skip
-    warm_pool: Annotated[
-        bool, typer.Option("--warm-pool/--no-warm-pool", help="Start the next containers ahead of need.")
-    ] = True,
-    runtime: Annotated[
-        str, typer.Option("--runtime", help="Containers' OCI runtime: auto (crun if the daemon has it), default, NAME.")
-    ] = "auto",
-    endpoint: Annotated[
-        list[str] | None, typer.Option("--endpoint", help="mini: OpenAI-compatible URL (repeatable).")
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", help="mini: model name (default: the server's first).")
-    ] = None,
-    api_key_env: Annotated[
-        str | None,
-        typer.Option(
-            "--api-key-env",
-            help="mini: the environment variable holding the endpoint's API key (sent as "
-            "Bearer; never stored) [default: OPENAI_API_KEY where set].",
-        ),
-    ] = None,  # fmt: skip
-    header: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--header",
-            help="mini: NAME=VALUE sent on every request (repeatable; stored); a credential's header "
-            "(X-Api-Key, ...) as NAME=env:VAR or NAME=file:PATH, read at each start, never stored.",
-        ),
-    ] = None,  # fmt: skip
-    agent_config: Annotated[
-        Path | None,
-        typer.Option(
-            "--agent-config",
-            help="mini: a config file in mini-swe-agent's YAML shape (prompts, sampling, "
-            "limits; e.g. its swebench.yaml).",
-        ),
-    ] = None,  # fmt: skip
-    config_set: Annotated[
-        list[str] | None,
-        typer.Option(
-            "-c",
-            "--config",
-            help="mini: KEY=VALUE over the config: model.model_kwargs.temperature=0.6, "
-            "agent.step_limit=100, or an option's name (repeatable).",
-        ),
-    ] = None,  # fmt: skip
-    temperature: Annotated[
-        float | None,
-        typer.Option(
-            "--temperature", min=0, callback=finite, help=f"mini: sampling temperature [default: {MINI.temperature:g}]."
-        ),
-    ] = None,  # fmt: skip
-    top_p: Annotated[
-        float | None,
-        typer.Option("--top-p", callback=_unit, help=f"mini: nucleus sampling, 0 to 1 [default: {MINI.top_p:g}]."),
-    ] = None,  # fmt: skip
-    seed: Annotated[
-        int | None,
-        typer.Option(
-            "--seed",
-            help=f"mini: the run's seed; each (task, attempt) samples with its own, derived from it "
-            f"[default: {MINI.seed}].",
-        ),
-    ] = None,  # fmt: skip
-    max_turns: Annotated[
-        int | None, typer.Option("--max-turns", min=1, help=f"mini: model calls per trial [default: {MINI.max_turns}].")
-    ] = None,
-    max_tokens: Annotated[
-        int | None,
-        typer.Option("--max-tokens", min=1, help="mini: prompt + completion tokens per trial [default: no limit]."),
-    ] = None,  # fmt: skip
-    max_output: Annotated[
-        int | None,
-        typer.Option("--max-output-tokens", min=1, help=f"mini: tokens per reply [default: {MINI.max_output_tokens}]."),
-    ] = None,
-    gateway: Annotated[
-        bool,
-        typer.Option(
-            "--gateway",
-            help="The model gateway in front of --endpoint: every trial keeps its turns' exact token ids "
-            "(tokens.json, for train export-trajectories) when the engine returns none.",
-        ),
-    ] = False,  # fmt: skip
-    chat_template: Annotated[
-        Path | None,
-        typer.Option("--chat-template", help="--gateway before llama-cpp-python's server: the served model's .gguf."),
-    ] = None,
-    tasks: TaskIds = None,
-    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
+    agent: AgentFlags,
+    settings: RunFlags,
+    where: Where,
     replace: Replace = False,
-    executor: ExecutorKind = "local",
-    ray_address: RayAddress = None,
-    backend: Backend = "docker",
-    engine: Engines = None,
-    hack_policy: Annotated[
-        str,
-        typer.Option(
-            "--hack-policy",
-            help="A reward-hacking signature (hack_*) on a rewarded trial: zero (its training reward 0) or tag (only).",
-        ),
-    ] = "zero",
     as_json: Json = False,
     db: Db = None,
 ) -> None:
     """Run an agent on every task in TASKS_DIR, each trial in its own Docker sandbox."""
-    agent = _agent_name(agent, agent_cmd)
-    if hack_policy not in HACK_POLICIES:
-        raise UserError(f"--hack-policy must be one of {', '.join(HACK_POLICIES)}, not '{hack_policy}'")
+    name = agent.name()
+    if settings.hack_policy not in HACK_POLICIES:
+        raise UserError(f"--hack-policy must be one of {', '.join(HACK_POLICIES)}, not '{settings.hack_policy}'")
     config = RunConfig(
         tasks_dir=str(tasks_dir),
-        agent=agent,
-        attempts=attempts,
-        concurrency=concurrency,
-        timeout_multiplier=timeout_multiplier or 1.0,
-        deadline_minutes=deadline,
-        retries=retries,
-        stop_after_errors=stop_after_errors,
-        progress_every_s=progress_every,
-        warm_pool=warm_pool,
-        runtime=runtime,
-        backend=backend,
-        engines=engine or [],
-        hack_policy=hack_policy,
-        tasks=comma_list(tasks),
-        runs_dir=str(runs_dir.resolve()),
-        agent_options=_options(
-            agent,
-            config_options(agent_config, config_set),
-            endpoints=endpoint,
-            model=model,
-            api_key_env=api_key_env,
-            headers=_headers(header),
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed,
-            max_turns=max_turns,
-            max_tokens=max_tokens,
-            max_output_tokens=max_output,
-            command=agent_cmd,
-        )
-        | _gateway(gateway, chat_template),
+        agent=name,
+        attempts=settings.attempts,
+        timeout_multiplier=settings.timeout_multiplier or 1.0,
+        deadline_minutes=settings.deadline,
+        retries=settings.retries,
+        stop_after_errors=settings.stop_after_errors,
+        progress_every_s=settings.progress_every,
+        warm_pool=settings.warm_pool,
+        runtime=settings.runtime,
+        hack_policy=settings.hack_policy,
+        tasks=comma_list(settings.tasks),
+        runs_dir=str(settings.runs_dir.resolve()),
+        agent_options=agent.options(name),
+        **where.settings(),
     )
     ledger = Ledger(db)
-    where = make_executor(executor, ray_address, backend, engine, concurrency)
-    tally, errors = start_run(ledger, run, config, replace=replace, executor=where)
+    tally, errors = start_run(ledger, run, config, replace=replace, executor=make_executor(where))
     for err in errors:
         done(f"task {err.task_id}: {err.message} (recorded as infra_error)")
     _finish(ledger, run, tally, as_json)
 
 
-def _options(agent: str, from_config: dict[str, object], **flags: object) -> dict[str, object]:
-    """The agent's options: the config file's and -c's, then the flags given (a flag wins)."""
-    given = {k: v for k, v in flags.items() if v not in (None, [], ())}
-    return agent_options(agent, **{**from_config, **given})
-
-
-def _gateway(on: bool, chat_template: Path | None) -> dict[str, object]:
-    """The agent option `run --gateway` adds (rl/gateway_agent.py), with the model file whose template it renders."""
-    if chat_template is not None and not on:
-        raise UserError("--chat-template goes with --gateway")
-    if chat_template is not None and not chat_template.is_file():
-        raise UserError(f"--chat-template: no such file {chat_template}")
-    return {"gateway": {"chat_template": str(chat_template.resolve()) if chat_template else None}} if on else {}
-
-
-def _headers(given: list[str] | None) -> dict[str, str] | None:
-    out: dict[str, str] = {}
-    for item in given or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise UserError(f"--header {item}: expected NAME=VALUE")
-        out[name.strip()] = value
-    return out or None
-
-
-def _stored_where(ledger: Ledger, run: str) -> tuple[str, list[str], int]:
-    """The backend, --engine endpoints and concurrency a stored run ran with (docker on one daemon for a run from
-    before them); an unknown run is left to the command's own check."""
+def _stored_where(ledger: Ledger, run: str, executor: str, ray_address: str | None) -> Where:
+    """Where a stored run ran (Where.of_run); an unknown run is left to the command's own check."""
     try:
         config = ledger.get_run(run).config
     except UserError:
-        return "docker", [], 1
-    backend, engines = str(config.get("backend") or "docker"), list(config.get("engines") or [])
-    return backend, engines, int(config.get("concurrency") or 1)
+        config = {}
+    return Where.of_run(config, executor, ray_address)
 
 
 @app.command("resume")
@@ -349,7 +131,7 @@ def resume_cmd(
 ) -> None:
     """After a crash or kill -9: remove leftover containers, run exactly the trials with no record."""
     ledger = Ledger(db, create=False)  # a run to resume is in an existing ledger: a mistyped --db is an error
-    tally, removed = resume_run(ledger, run, make_executor(executor, ray_address, *_stored_where(ledger, run)))
+    tally, removed = resume_run(ledger, run, make_executor(_stored_where(ledger, run, executor, ray_address)))
     done(f"removed {removed} leftover container(s); {tally.total} trial(s) had no record")
     _finish(ledger, run, tally, as_json)
 
@@ -366,8 +148,8 @@ def rerun_cmd(
 ) -> None:
     """Re-run the trials with one outcome; each new trial supersedes the old (kept in history)."""
     ledger = Ledger(db, create=False)
-    where_ = make_executor(executor, ray_address, *_stored_where(ledger, run))
-    tally = rerun(ledger, run, where, timeout_multiplier, where_)
+    placed = make_executor(_stored_where(ledger, run, executor, ray_address))
+    tally = rerun(ledger, run, where, timeout_multiplier, placed)
     _finish(ledger, run, tally, as_json)
 
 
@@ -385,12 +167,12 @@ def clean_cmd(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask (asked when a terminal is attached).")] = False,
     executor: ExecutorKind = "local",
     ray_address: RayAddress = None,
-    backend: Backend = "docker",
+    backend: BackendKind = "docker",
 ) -> None:
     """Remove the containers (and images built for a run) that this ledger's runs started (on every node with ray)."""
     if all_on_host and db:
         raise UserError("--all-on-host removes every ledger's containers: give it without --db")
-    where = make_executor(executor, ray_address, backend)
+    where = make_executor(Where(executor, backend, ray_address=ray_address))
     try:
         ledger = None if all_on_host else Ledger(db, create=False, reads_only=True).id
     except UserError as exc:
@@ -469,59 +251,54 @@ def quickstart_cmd(
     db: Db = None,
 ) -> None:
     """THE first command: run the example tasks with nop and oracle (or mini) in Docker and compare them."""
-    where = make_executor(executor, ray_address)
+    where = make_executor(Where(executor, ray_address=ray_address))
     data = quickstart(Ledger(db), tasks_dir, attempts, agent=agent, endpoints=endpoint, executor=where)
     emit(data, as_json, _print_quickstart)
 
 
+VALIDATE = Group(
+    ValidateOptions,
+    tasks_dir=Path,
+    repeats=Annotated[int, typer.Option("--attempts", min=1, help="Trials per agent (oracle, nop) per task.")],
+    timeout_multiplier=Multiplier,
+    where=WHERE.but(concurrency=2),
+    run=Annotated[
+        str | None, typer.Option("--run", help="Run name (default validate-<dir>-<time>).", callback=valid_run)
+    ],
+    tasks=TaskIds,
+    runs_dir=RunsDir,
+    replace=Replace,
+    leaks=Annotated[
+        bool, typer.Option("--leaks", help="Also scan each task's image for its solution: verdict leaky (Docker).")
+    ],
+)
+
+
 @app.command("validate")
+@grouped(opts=VALIDATE)
 def validate_cmd(
-    tasks_dir: Path,
-    repeats: Annotated[int, typer.Option("--attempts", min=1, help="Trials per agent (oracle, nop) per task.")] = 3,
-    timeout_multiplier: Multiplier = None,
+    opts: ValidateOptions,
     image_variant: Annotated[
         list[str] | None,
         typer.Option("--image-variant", help="LABEL=IMAGE: run under IMAGE (repeatable; LABEL= is the task's own)."),
     ] = None,
-    run: Annotated[
-        str | None, typer.Option("--run", help="Run name (default validate-<dir>-<time>).", callback=valid_run)
-    ] = None,
-    concurrency: Concurrency = 2,
-    tasks: TaskIds = None,
-    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
-    replace: Replace = False,
     markdown: Markdown = False,
     as_csv: Csv = False,
-    executor: ExecutorKind = "local",
-    ray_address: RayAddress = None,
     as_json: Json = False,
     db: Db = None,
     write_gold: Annotated[
         bool,
         typer.Option("--write-gold", help="Write the gold statuses found (XFAIL...) to each task's tests/config.json."),
     ] = False,
-    leaks: Annotated[
-        bool, typer.Option("--leaks", help="Also scan each task's image for its solution: verdict leaky (Docker).")
-    ] = False,
 ) -> None:
     """Check tasks: oracle and nop N times each, one verdict per task (ok, flaky, oracle_fails, ...).
 
     Exits 1 when some task's verdict is not `ok` (a CI job can gate on it), after the report."""
-    opts = ValidateOptions(
-        tasks_dir=tasks_dir,
-        repeats=repeats,
-        timeout_multiplier=timeout_multiplier or 1.0,
-        concurrency=concurrency,
-        runs_dir=runs_dir,
-        tasks=comma_list(tasks),
-        run=run,
-        replace=replace,
-        leaks=leaks,
-    )
-    result = validate(Ledger(db), opts, image_variant, make_executor(executor, ray_address))
+    opts.tasks, opts.timeout_multiplier = comma_list(opts.tasks), opts.timeout_multiplier or 1.0
+    result = validate(Ledger(db), opts, image_variant)
     emit(result, as_json, print_validate, markdown, as_csv)
     if write_gold:
-        _write_gold(tasks_dir, result)
+        _write_gold(opts.tasks_dir, result)
     if any(task.verdict != "ok" for task in result.tasks):
         raise typer.Exit(1)
 
@@ -552,18 +329,15 @@ TasksDir = Annotated[Path, typer.Option("--tasks-dir", help="The task folders th
 
 
 @app.command("grade")
+@grouped(where=WHERE, flags=GRADE_FLAGS)
 def grade_cmd(
     predictions: Annotated[
         Path, typer.Argument(help="SWE-bench predictions: JSONL or JSON of instance_id, model_patch.")
     ],
     tasks_dir: TasksDir,
     run: Annotated[str, typer.Option("--run", help="Run name.", callback=valid_run)],
-    concurrency: Concurrency = 1,
-    timeout_multiplier: Multiplier = None,
-    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
-    replace: Replace = False,
-    executor: ExecutorKind = "local",
-    ray_address: RayAddress = None,
+    where: Where,
+    flags: GradeFlags,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -572,25 +346,21 @@ def grade_cmd(
 
     ledger = Ledger(db)
     ran = grade_predictions(
-        ledger, predictions, tasks_dir, run, replace=replace, executor=make_executor(executor, ray_address),
-        concurrency=concurrency, timeout_multiplier=timeout_multiplier or 1.0, runs_dir=str(runs_dir.resolve()),
+        ledger, predictions, tasks_dir, run, where, replace=flags.replace, **flags.given()
     )  # fmt: skip
     _patch_run_done(ledger, run, ran, as_json)
 
 
 @app.command("reverify")
+@grouped(where=WHERE, flags=GRADE_FLAGS)
 def reverify_cmd(
     old: RunArg,
     run: Annotated[str, typer.Option("--run", help="The new run's name.", callback=valid_run)],
+    where: Where,
+    flags: GradeFlags,
     tasks_dir: Annotated[
         Path | None, typer.Option("--tasks-dir", help="Task folders (default: the run's own; needed for imports).")
     ] = None,
-    concurrency: Concurrency = 1,
-    timeout_multiplier: Multiplier = None,
-    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
-    replace: Replace = False,
-    executor: ExecutorKind = "local",
-    ray_address: RayAddress = None,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -599,7 +369,6 @@ def reverify_cmd(
 
     ledger = Ledger(db, create=False)
     ran = reverify_run(
-        ledger, old, run, tasks_dir, replace=replace, executor=make_executor(executor, ray_address),
-        concurrency=concurrency, timeout_multiplier=timeout_multiplier or 1.0, runs_dir=str(runs_dir.resolve()),
+        ledger, old, run, where, tasks_dir=tasks_dir, replace=flags.replace, **flags.given()
     )  # fmt: skip
     _patch_run_done(ledger, run, ran, as_json)

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from trialbook.cli.common import Csv, Db, Json, Markdown, app, done, emit, finite, reading
+from trialbook.cli.groups import OUTPUT, Group, Output, grouped
 from trialbook.errors import UserError
+from trialbook.stats.comparison import CompareRequest, PlanRequest, PreregSpec
 
 # The ledger (SQLAlchemy), numpy/scipy and rich are imported inside the commands: `--help` and
 # every other command stay fast.
@@ -21,39 +23,54 @@ Metric = Annotated[
 ]
 
 
-@app.command("compare")
-def compare_cmd(
-    base: Annotated[str, typer.Argument(help="Baseline run.")],
-    candidates: Annotated[list[str], typer.Argument(help="One or more candidate runs.")],
-    exclude_repo: Annotated[
-        list[str] | None, typer.Option("--exclude-repo", help="Drop a repo's tasks (repeatable).")
-    ] = None,
-    split: Annotated[Path | None, typer.Option("--split", help="Task list: adds in/out rows.")] = None,
-    min_diff: MinDiff = 4.0,
-    picked_from: Annotated[
-        int | None, typer.Option("--picked-from", help="The candidate was picked among this many.")
-    ] = None,
-    by_repo: Annotated[bool, typer.Option("--by-repo", help="Per-repo breakdown.")] = False,
-    bootstrap: Annotated[bool, typer.Option("--bootstrap", help="Add a 10,000-resample task bootstrap CI.")] = False,
-    markdown: Markdown = False,
-    as_csv: Csv = False,
-    metric: Metric = "resolved",
-    exclude_tasks: Annotated[
-        Path | None, typer.Option("--exclude-tasks", help="Task list: drop these tasks from every run.")
-    ] = None,
-    list_: Annotated[
-        str | None, typer.Option("--list", help="wins or losses: print those task ids (one a line).")
-    ] = None,
+def _compare_group() -> Group:
+    """The comparison's options, as a CompareRequest."""
+    return Group(
+        CompareRequest,
+        defaults={"exclude": None},
+        omit=("shares",),
+        base=Annotated[str, typer.Argument(help="Baseline run.")],
+        candidates=Annotated[list[str], typer.Argument(help="One or more candidate runs.")],
+        exclude=Annotated[list[str] | None, typer.Option("--exclude-repo", help="Drop a repo's tasks (repeatable).")],
+        split=Annotated[Path | None, typer.Option("--split", help="Task list: adds in/out rows.")],
+        min_diff=MinDiff,
+        picked_from=Annotated[
+            int | None, typer.Option("--picked-from", help="The candidate was picked among this many.")
+        ],
+        by_repo=Annotated[bool, typer.Option("--by-repo", help="Per-repo breakdown.")],
+        bootstrap=Annotated[bool, typer.Option("--bootstrap", help="Add a 10,000-resample task bootstrap CI.")],
+        metric=Metric,
+        exclude_task_file=Annotated[
+            Path | None, typer.Option("--exclude-tasks", help="Task list: drop these tasks from every run.")
+        ],
+    )
+
+
+@dataclass
+class CompareOutput:
+    """What `compare` does with its result besides printing it."""
+
+    list_: Annotated[str | None, typer.Option("--list", help="wins or losses: print those task ids (one a line).")] = (
+        None
+    )
     export: Annotated[
         str | None,
         typer.Option("--export", help="Also send the paired table to wandb (offline, under --out) or mlflow."),
-    ] = None,
+    ] = None
     export_out: Annotated[
         Path | None, typer.Option("--out", help="--export wandb: where the offline run goes [env WANDB_DIR].")
-    ] = None,
+    ] = None
     check: Annotated[
         bool, typer.Option("--check", help="Exit 1 when no candidate claims (gate a CI job on the verdict).")
-    ] = False,
+    ] = False
+
+
+@app.command("compare")
+@grouped(request=_compare_group(), then=Group(CompareOutput), output=OUTPUT)
+def compare_cmd(
+    request: CompareRequest,
+    then: CompareOutput,
+    output: Output,
     family: Annotated[
         str | None,
         typer.Option(
@@ -62,45 +79,42 @@ def compare_cmd(
             " docs/statistics.md.",
         ),
     ] = None,
-    as_json: Json = False,
     db: Db = None,
 ) -> None:
     """Paired comparison of candidates against a baseline over tasks graded in both."""
     from trialbook.report import compare as render
     from trialbook.stats.compare import compare
 
-    if list_ not in (None, "wins", "losses"):
-        raise UserError(f"--list must be wins or losses, not {list_!r}")
-    if export_out is not None and export != "wandb":
+    if then.list_ not in (None, "wins", "losses"):
+        raise UserError(f"--list must be wins or losses, not {then.list_!r}")
+    if then.export_out is not None and then.export != "wandb":
         raise UserError("--out goes with --export wandb")
-    if export:
+    if then.export:
         from trialbook.training.export import check_target, wandb_dir
 
-        check_target(export)
-        if export == "wandb":
-            wandb_dir(export_out)
+        check_target(then.export)
+        if then.export == "wandb":
+            wandb_dir(then.export_out)
     from trialbook.stats import looks
 
     ledger = reading(db)
+    request = replace(request, exclude=request.exclude or [])
 
     def run(shares: dict[str, float] | None) -> Any:
-        return compare(
-            ledger, base, candidates, exclude_repo or [], split, min_diff, picked_from, by_repo, bootstrap,
-            metric=metric, exclude_task_file=exclude_tasks, shares=shares,
-        )  # fmt: skip
+        return compare(ledger, replace(request, shares=shares))
 
     res = looks.apply(ledger, run(None), family, run)
-    if list_:
-        res = replace(res, listed=list_)
-    if export:
+    if then.list_:
+        res = replace(res, listed=then.list_)
+    if then.export:
         from trialbook.training.export import export_compare
 
-        export_compare(res, export, export_out)
-    if markdown and not as_json and not as_csv:
+        export_compare(res, then.export, then.export_out)
+    if output.markdown and not output.as_json and not output.as_csv:
         sys.stdout.write(render.markdown_compare(res))
     else:
-        emit(res, as_json, render.print_compare, markdown, as_csv)
-    if check:
+        output.emit(res, render.print_compare)
+    if then.check:
         _gate(any(r.claim for r in res.comparisons if r.subset == "all"), "no candidate claims")
 
 
@@ -111,63 +125,75 @@ def _gate(passed: bool, why: str) -> None:
         raise typer.Exit(1)
 
 
+def _plan_group() -> Group:
+    """The plan's options, as a PlanRequest."""
+    return Group(
+        PlanRequest,
+        defaults={"tasks": None, "repeats": None},
+        effect=Annotated[float, typer.Option("--effect", help="True gain to detect (pp).", callback=finite)],
+        tasks=Annotated[
+            int | None, typer.Option("--tasks", help="Number of tasks (omitted: how many give 80% power).")
+        ],
+        repeats=Annotated[
+            int | None, typer.Option("--attempts", help="Attempts per task, K (omitted: the fewest that suffice).")
+        ],
+        from_run=Annotated[str | None, typer.Option("--from-run", help="Estimate variances from this run.")],
+        vs=Annotated[str | None, typer.Option("--vs", help="Second run: estimate per-task differences too.")],
+        base_rate=Annotated[
+            float, typer.Option("--base-rate", help="Resolved % assumed when no run is given.", callback=finite)
+        ],
+        min_diff=MinDiff,
+        metric=Metric,
+    )
+
+
 @app.command("plan")
-def plan_cmd(
-    effect: Annotated[float, typer.Option("--effect", help="True gain to detect (pp).", callback=finite)],
-    tasks: Annotated[
-        int | None, typer.Option("--tasks", help="Number of tasks (omitted: how many give 80% power).")
-    ] = None,
-    repeats: Annotated[
-        int | None, typer.Option("--attempts", help="Attempts per task, K (omitted: the fewest that suffice).")
-    ] = None,
-    from_run: Annotated[str | None, typer.Option("--from-run", help="Estimate variances from this run.")] = None,
-    vs: Annotated[str | None, typer.Option("--vs", help="Second run: estimate per-task differences too.")] = None,
-    base_rate: Annotated[
-        float, typer.Option("--base-rate", help="Resolved % assumed when no run is given.", callback=finite)
-    ] = 50.0,
-    min_diff: MinDiff = 4.0,
-    metric: Metric = "resolved",
-    markdown: Markdown = False,
-    as_csv: Csv = False,
-    as_json: Json = False,
-    db: Db = None,
-) -> None:
+@grouped(request=_plan_group(), output=OUTPUT)
+def plan_cmd(request: PlanRequest, output: Output, db: Db = None) -> None:
     """Half-width, minimum detectable effect and tasks needed, for K = 1, 2, 4, 8, 16."""
     from trialbook.report import compare as render
     from trialbook.stats.power import plan
 
-    ledger = reading(db) if from_run else None
-    res = plan(ledger, tasks, repeats, effect, from_run, vs, base_rate, min_diff, metric)
-    emit(res, as_json, render.print_plan, markdown, as_csv)
+    ledger = reading(db) if request.from_run else None
+    output.emit(plan(ledger, request), render.print_plan)
 
 
 prereg_app = typer.Typer(help="Preregister a held-out confirmation and check runs against it.", no_args_is_help=True)
 app.add_typer(prereg_app, name="prereg")
 
 
-@prereg_app.command("init")
-def prereg_init_cmd(
-    pool: Annotated[Path, typer.Option("--pool", help="Task list of the pool.")],
-    train: Annotated[int, typer.Option("--train", help="Tasks for development.")],
-    holdout: Annotated[int, typer.Option("--holdout", help="Held-out tasks for the confirmation.")],
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the split.")],
-    out: Annotated[Path, typer.Option("--out", help="Plan file (YAML) to write.")],
-    holdout_repeats: Annotated[int, typer.Option("--holdout-attempts", help="Attempts per held-out task.")] = 1,
-    min_diff: MinDiff = 4.0,
-    candidates: Annotated[int, typer.Option("--candidates", help="Most candidates to be confirmed.")] = 1,
-    metric: Metric = "resolved",
-    ungraded: Annotated[
+PREREG = Group(
+    PreregSpec,
+    pool_file=Annotated[Path, typer.Option("--pool", help="Task list of the pool.")],
+    train=Annotated[int, typer.Option("--train", help="Tasks for development.")],
+    holdout=Annotated[int, typer.Option("--holdout", help="Held-out tasks for the confirmation.")],
+    seed=Annotated[int, typer.Option("--seed", help="Seed of the split.")],
+    holdout_repeats=Annotated[int, typer.Option("--holdout-attempts", help="Attempts per held-out task.")],
+    min_diff=MinDiff,
+    max_candidates=Annotated[int, typer.Option("--candidates", help="Most candidates to be confirmed.")],
+    metric=Metric,
+    ungraded=Annotated[
         str, typer.Option("--ungraded", help="dropped (from task means) or as_failures: the preregistered rule.")
-    ] = "dropped",
+    ],
+)
+
+
+@prereg_app.command("init")
+@grouped(spec=PREREG)
+def prereg_init_cmd(
+    spec: PreregSpec,
+    out: Annotated[Path, typer.Option("--out", help="Plan file (YAML) to write.")],
     db: Db = None,
 ) -> None:
     """Split a pool into train and held-out tasks and fix the decision rule; records the plan in the ledger."""
     from trialbook.ledger.store import Ledger
     from trialbook.prereg.plan import init_plan
 
-    plan_ = init_plan(Ledger(db), pool, train, holdout, seed, holdout_repeats, min_diff, candidates, out, metric,
-                      ungraded)  # fmt: skip
-    done(f"wrote {out}: {train} train + {holdout} held-out tasks, hash {plan_['hash'].removeprefix('sha256:')[:12]}")
+    plan_ = init_plan(Ledger(db), spec, out)
+    done(
+        f"wrote {out}: {spec.train} train + {spec.holdout} held-out tasks, "
+        f"hash {plan_['hash'].removeprefix('sha256:')[:12]}"
+    )
 
 
 @prereg_app.command("check")

@@ -6,12 +6,14 @@ the CLI starts.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from trialbook.cli.common import Json, app, comma_list, done, emit, finite
+from trialbook.cli.groups import Group, grouped
 from trialbook.errors import UserError
 from trialbook.extras import require
 from trialbook.report import audit as render
@@ -20,18 +22,15 @@ tasks_app = typer.Typer(help="Task folders: build them from other sources, scan 
 app.add_typer(tasks_app, name="tasks")
 
 
-@tasks_app.command("from-swebench")
-def from_swebench_cmd(
-    instances: Path,
-    out: Annotated[Path, typer.Option("--out", help="Folder to write one task folder per instance into.")],
-    ids: Annotated[
-        list[str] | None, typer.Option("--task", help="Only this instance id (repeatable, or comma-separated).")
-    ] = None,
-    build: Annotated[bool, typer.Option("--build", help="Build each instance's image here from source.")] = False,
+@dataclass
+class BuildFlags:
+    """How `from-swebench` builds the images (--build) or names the official ones."""
+
+    build: Annotated[bool, typer.Option("--build", help="Build each instance's image here from source.")] = False
     repos: Annotated[
         Path | None, typer.Option("--repos", help="--build: folder of <owner>__<name>.git (default: fetch upstream).")
-    ] = None,
-    jobs: Annotated[int, typer.Option("--jobs", min=1, help="--build: images built in parallel.")] = 1,
+    ] = None
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="--build: images built in parallel.")] = 1
     image: Annotated[
         str | None,
         typer.Option(
@@ -39,55 +38,75 @@ def from_swebench_cmd(
             help="official: the sweb.eval names and conda activation (default without --build; with --build, images"
             " built here in that layout and tagged so); venv: --build's own /opt/venv images (default with --build).",
         ),
-    ] = None,
+    ] = None
     registry: Annotated[
         str | None, typer.Option("--registry", help="--image official: pull from this registry (HOST[:PORT]).")
-    ] = None,
+    ] = None
     from_lock: Annotated[
         Path | None, typer.Option("--from-lock", help="--build: rebuild exactly from the lock files of this folder.")
-    ] = None,
+    ] = None
     scan: Annotated[
         bool,
         typer.Option(
             "--scan-leaks/--no-scan-leaks", help="--build: scan each image built for its solution (exit 1 if leaky)."
         ),
-    ] = True,
+    ] = True
+
+
+@tasks_app.command("from-swebench")
+@grouped(build=Group(BuildFlags))
+def from_swebench_cmd(
+    instances: Path,
+    out: Annotated[Path, typer.Option("--out", help="Folder to write one task folder per instance into.")],
+    build: BuildFlags,
+    ids: Annotated[
+        list[str] | None, typer.Option("--task", help="Only this instance id (repeatable, or comma-separated).")
+    ] = None,
     as_json: Json = False,
 ) -> None:
     """Task folders for SWE-bench Verified instances: on the official sweb.eval images, or built here (--build)."""
     require("swebench", "tasks from-swebench")
     from trialbook.tasks.swebench.generate import check_registry
 
-    layout = image or ("venv" if build else "official")
+    layout = build.image or ("venv" if build.build else "official")
     if layout not in ("official", "venv"):
-        raise UserError(f"--image must be official or venv, got {image!r}")
-    check_registry(registry, layout)
-    if build:
+        raise UserError(f"--image must be official or venv, got {build.image!r}")
+    check_registry(build.registry, layout)
+    if build.build:
         from trialbook.tasks.swebench.build import build_tasks
 
-        result = build_tasks(instances, out, comma_list(ids), repos, jobs, layout=layout, registry=registry,
-                             from_lock=from_lock)  # fmt: skip
-        if not (scan and result.written):
+        result = build_tasks(
+            instances,
+            out,
+            comma_list(ids),
+            repos=build.repos,
+            jobs=build.jobs,
+            layout=layout,
+            registry=build.registry,
+            from_lock=build.from_lock,
+        )
+        if not (build.scan and result.written):
             emit(result, as_json, render.print_build)
             return
-        _build_and_scan(result, out, jobs, as_json)
+        _build_and_scan(result, out, build.jobs, as_json)
         return
-    if repos is not None or from_lock is not None or layout != "official":
+    if build.repos is not None or build.from_lock is not None or layout != "official":
         raise UserError("--repos, --from-lock and --image venv are used only with --build")
     from trialbook.tasks.swebench.generate import write_tasks
 
-    emit(write_tasks(instances, out, comma_list(ids), registry), as_json, render.print_from_swebench)
+    emit(write_tasks(instances, out, comma_list(ids), build.registry), as_json, render.print_from_swebench)
 
 
 def _build_and_scan(result: Any, out: Path, jobs: int, as_json: bool) -> None:
     """from-swebench --build: the images just built scanned for their solutions (verify/leak_scan.py)."""
     from dataclasses import replace
 
+    from trialbook.harness.stack import connect
     from trialbook.report.leaks import print_leaks
     from trialbook.result_types import to_json
     from trialbook.verify.leak_scan import scan_tasks
 
-    scan = scan_tasks(out, result.written, jobs)
+    scan = scan_tasks(connect(), out, result.written, jobs)
 
     def human(r: Any) -> None:
         render.print_build(r)
@@ -110,36 +129,45 @@ def scan_leaks_cmd(
     """Look for each task's reference solution inside its agent image (git objects, files, archives).
 
     Verdict per task: leaky, clean or not_scanned. Exits 1 when some task is leaky, after the report."""
+    from trialbook.harness.stack import connect
     from trialbook.report.leaks import print_leaks
     from trialbook.verify.leak_scan import scan_tasks
 
-    result = scan_tasks(tasks_dir, comma_list(ids), jobs)
+    result = scan_tasks(connect(), tasks_dir, comma_list(ids), jobs)
     emit(result, as_json, print_leaks)
     if result.verdicts.get("leaky"):
         raise typer.Exit(1)
 
 
+@dataclass
+class SuiteFlags:
+    """What `synthesize` tries and how each candidate's tests run."""
+
+    repo: Annotated[
+        str | None, typer.Option("--repo", help="OWNER/NAME (default: from a folder named OWNER__NAME[.git]).")
+    ] = None
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the candidates' order.")] = 0
+    limit: Annotated[int, typer.Option("--max-candidates", min=1, help="Candidates tried at most.")] = 50
+    tests: Annotated[
+        list[str] | None, typer.Option("--test", help="Test path the suite runs (repeatable; default: profile).")
+    ] = None
+    pip: Annotated[
+        list[str] | None, typer.Option("--pip", help="Test dependency installed beside it (repeatable).")
+    ] = None
+    pytest_args: Annotated[
+        list[str] | None, typer.Option("--pytest-arg", help="Extra pytest argument (repeatable).")
+    ] = None
+    exclude: Annotated[
+        Path | None, typer.Option("--exclude", help="Exclusion list (`tasks overlap --write-exclusions`).")
+    ] = None
+
+
 @tasks_app.command("synthesize")
+@grouped(suite=Group(SuiteFlags))
 def synthesize_cmd(
     source: Annotated[str, typer.Argument(help="A git repository folder, optionally @COMMIT (default HEAD).")],
     out: Annotated[Path, typer.Option("--out", help="Folder to write one task folder per kept candidate into.")],
-    repo: Annotated[
-        str | None, typer.Option("--repo", help="OWNER/NAME (default: from a folder named OWNER__NAME[.git]).")
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the candidates' order.")] = 0,
-    limit: Annotated[int, typer.Option("--max-candidates", min=1, help="Candidates tried at most.")] = 50,
-    tests: Annotated[
-        list[str] | None, typer.Option("--test", help="Test path the suite runs (repeatable; default: profile).")
-    ] = None,
-    pip: Annotated[
-        list[str] | None, typer.Option("--pip", help="Test dependency installed beside it (repeatable).")
-    ] = None,
-    pytest_args: Annotated[
-        list[str] | None, typer.Option("--pytest-arg", help="Extra pytest argument (repeatable).")
-    ] = None,
-    exclude: Annotated[
-        Path | None, typer.Option("--exclude", help="Exclusion list (`tasks overlap --write-exclusions`).")
-    ] = None,
+    suite: SuiteFlags,
     as_json: Json = False,
 ) -> None:
     """Bug tasks from a repository's own code: procedural changes kept when some of its tests catch them."""
@@ -147,7 +175,7 @@ def synthesize_cmd(
     from trialbook.pool.synthesize import synthesize
     from trialbook.report import pool as pool_render
 
-    result = synthesize(source, out, repo, seed, limit, tests, pip, pytest_args, exclude, progress=done)
+    result = synthesize(source, out, progress=done, **asdict(suite))
     emit(result, as_json, pool_render.print_synthesized)
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from trialbook.cli.common import Csv, Db, Json, Markdown, RunArg, app, emit, finite, reading
+from trialbook.cli.groups import Group, grouped
 from trialbook.cli.stats import Metric
 from trialbook.errors import TrialbookError, UserError
 from trialbook.report import training as render
@@ -25,26 +27,39 @@ app.add_typer(train_app, name="train")
 app.add_typer(sim_app, name="sim")
 
 
-@train_app.command("report")
-def train_report_cmd(
-    run: RunArg,
-    bucket: Annotated[int, typer.Option("--bucket", help="Weight versions per bucket.")] = 5,
-    exclude_repo: Annotated[list[str] | None, typer.Option("--exclude-repo", help="Drop a repo (repeatable).")] = None,
-    gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs of the run, to price stalls.")] = None,
+@dataclass
+class ReportView:
+    """What `train report` shows: buckets, repos dropped, GPUs priced, the eval set, the metric."""
+
+    bucket: Annotated[int, typer.Option("--bucket", help="Weight versions per bucket.")] = 5
+    exclude_repo: Annotated[list[str] | None, typer.Option("--exclude-repo", help="Drop a repo (repeatable).")] = None
+    gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs of the run, to price stalls.")] = None
     eval_set: Annotated[
         str | None, typer.Option("--eval-set", help="Evaluation task list (file or run name) to check overlap.")
-    ] = None,
+    ] = None
+    metric: Metric = "resolved"
+
+
+@train_app.command("report")
+@grouped(view=Group(ReportView))
+def train_report_cmd(
+    run: RunArg,
+    view: ReportView,
     markdown: Markdown = False,
     as_csv: Csv = False,
-    metric: Metric = "resolved",
     as_json: Json = False,
     db: Db = None,
 ) -> None:
     """Pass rate (or mean reward) by weight-version bucket and by pass, same-task encounters, stalls."""
     report = train_report(
-        reading(db), run, bucket=bucket, exclude_repos=exclude_repo or [], gpus=gpus, eval_set=eval_set,
-        metric=metric,
-    )  # fmt: skip
+        reading(db),
+        run,
+        bucket=view.bucket,
+        exclude_repos=view.exclude_repo or [],
+        gpus=view.gpus,
+        eval_set=view.eval_set,
+        metric=view.metric,
+    )
     emit(report, as_json, render.print_train_report, markdown, as_csv)
 
 
@@ -66,70 +81,103 @@ def export_trajectories_cmd(
     emit(export(reading(db), run, out, fmt), as_json, human)
 
 
-@sim_app.command("pipeline")
-def sim_pipeline_cmd(
-    batch: Annotated[int, typer.Option("--batch", help="Groups (tasks) per optimizer step.")],
-    group: Annotated[int, typer.Option("--group", help="Trajectories per group.")],
-    staleness: Annotated[int, typer.Option("--staleness", help="Max weight versions a trajectory may lag.")],
-    pool: Annotated[int, typer.Option("--tasks", help="Tasks in the training pool.")],
-    epochs: Annotated[int, typer.Option("--epochs", help="Passes over the pool.")],
-    train_step_s: Annotated[float, typer.Option("--train-step-s", help="Seconds per optimizer step.", callback=finite)],
-    workers: Annotated[int, typer.Option("--workers", help="Concurrent trajectories.")],
+@dataclass
+class PipelineSim:
+    """The pipeline simulated: its batches, groups, staleness, pool, workers and trajectory durations."""
+
+    batch: Annotated[int, typer.Option("--batch", help="Groups (tasks) per optimizer step.")]
+    group: Annotated[int, typer.Option("--group", help="Trajectories per group.")]
+    staleness: Annotated[int, typer.Option("--staleness", help="Max weight versions a trajectory may lag.")]
+    pool: Annotated[int, typer.Option("--tasks", help="Tasks in the training pool.")]
+    epochs: Annotated[int, typer.Option("--epochs", help="Passes over the pool.")]
+    train_step_s: Annotated[float, typer.Option("--train-step-s", help="Seconds per optimizer step.", callback=finite)]
+    workers: Annotated[int, typer.Option("--workers", help="Concurrent trajectories.")]
     durations_from: Annotated[
         str | None, typer.Option("--durations-from", help="Resample trajectory durations of this run.")
-    ] = None,
-    duration_dist: Annotated[
-        str | None, typer.Option("--duration-dist", help="lognormal:MU,SIGMA of log seconds.")
-    ] = None,
-    cross_epoch: Annotated[bool, typer.Option("--cross-epoch", help="Keep sampling into the next epoch.")] = False,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    ] = None
+    duration_dist: Annotated[str | None, typer.Option("--duration-dist", help="lognormal:MU,SIGMA of log seconds.")] = (
+        None
+    )
+    cross_epoch: Annotated[bool, typer.Option("--cross-epoch", help="Keep sampling into the next epoch.")] = False
+    seed: Annotated[int, typer.Option("--seed")] = 0
+
+
+@sim_app.command("pipeline")
+@grouped(pipe=Group(PipelineSim))
+def sim_pipeline_cmd(
+    pipe: PipelineSim,
     markdown: Markdown = False,
     as_csv: Csv = False,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
     """Simulate asynchronous RL: trainer idle time and epoch-boundary stalls."""
-    if (durations_from is None) == (duration_dist is None):
+    if (pipe.durations_from is None) == (pipe.duration_dist is None):
         raise UserError("give exactly one of --durations-from RUN or --duration-dist lognormal:MU,SIGMA")
-    if duration_dist is not None:
-        sampler = lognormal_sampler(duration_dist)
+    if pipe.duration_dist is not None:
+        sampler = lognormal_sampler(pipe.duration_dist)
     else:
         ledger = reading(db)
-        sampler = empirical_sampler(load_durations(ledger, ledger.get_run(durations_from).id))
-    cfg = PipelineConfig(batch, group, staleness, pool, epochs, train_step_s, workers, cross_epoch, seed)
+        sampler = empirical_sampler(load_durations(ledger, ledger.get_run(pipe.durations_from).id))
+    cfg = PipelineConfig(
+        pipe.batch,
+        pipe.group,
+        pipe.staleness,
+        pipe.pool,
+        pipe.epochs,
+        pipe.train_step_s,
+        pipe.workers,
+        pipe.cross_epoch,
+        pipe.seed,
+    )
     emit(simulate(cfg, sampler), as_json, render.print_pipeline, markdown, as_csv)
 
 
+@dataclass
+class RolloutSim:
+    """The rollouts simulated: pool, group, batch, staleness, epochs, gain, cut-offs and step times."""
+
+    pool: Annotated[int, typer.Option("--tasks", help="Tasks in the training pool.")] = 250
+    group: Annotated[int, typer.Option("--group")] = 8
+    batch: Annotated[int, typer.Option("--batch")] = 16
+    staleness: Annotated[int, typer.Option("--staleness")] = 3
+    epochs: Annotated[int, typer.Option("--epochs")] = 4
+    gain: Annotated[float, typer.Option("--gain", help="Logit gain per re-encounter of a task.", callback=finite)] = 0.1
+    incomplete: Annotated[int, typer.Option("--incomplete", help="Trajectories cut off at the end.")] = 128
+    step_s: Annotated[
+        float, typer.Option("--train-step-s", help="Typical seconds per optimizer step.", callback=finite)
+    ] = 600.0
+    stall_s: Annotated[
+        float, typer.Option("--stall-s", help="Wait of the first step of each new epoch.", callback=finite)
+    ] = 4500.0
+    cross_epoch: Annotated[bool, typer.Option("--cross-epoch", help="No epoch reset (no stall).")] = False
+    seed: Annotated[int, typer.Option("--seed")] = 0
+
+
 @sim_app.command("rollouts")
+@grouped(sim=Group(RolloutSim))
 def sim_rollouts_cmd(
     out: Annotated[Path, typer.Option("--out", help="Trajectories JSONL to write (`import jsonl --kind train`).")],
+    sim: RolloutSim,
     steps_out: Annotated[
         Path | None, typer.Option("--steps-out", help="Steps JSONL to write (`import steps`).")
     ] = None,
-    pool: Annotated[int, typer.Option("--tasks", help="Tasks in the training pool.")] = 250,
-    group: Annotated[int, typer.Option("--group")] = 8,
-    batch: Annotated[int, typer.Option("--batch")] = 16,
-    staleness: Annotated[int, typer.Option("--staleness")] = 3,
-    epochs: Annotated[int, typer.Option("--epochs")] = 4,
-    gain: Annotated[
-        float, typer.Option("--gain", help="Logit gain per re-encounter of a task.", callback=finite)
-    ] = 0.1,
-    incomplete: Annotated[int, typer.Option("--incomplete", help="Trajectories cut off at the end.")] = 128,
-    step_s: Annotated[
-        float, typer.Option("--train-step-s", help="Typical seconds per optimizer step.", callback=finite)
-    ] = 600.0,
-    stall_s: Annotated[
-        float, typer.Option("--stall-s", help="Wait of the first step of each new epoch.", callback=finite)
-    ] = 4500.0,
-    cross_epoch: Annotated[bool, typer.Option("--cross-epoch", help="No epoch reset (no stall).")] = False,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
     as_json: Json = False,
 ) -> None:
     """Write a synthetic training log with known ground truth; prints the truth."""
     cfg = RolloutConfig(
-        pool=pool, group=group, batch=batch, staleness=staleness, epochs=epochs, gain=gain, incomplete=incomplete,
-        step_s=step_s, stall_s=stall_s, cross_epoch=cross_epoch, seed=seed,
-    )  # fmt: skip
+        pool=sim.pool,
+        group=sim.group,
+        batch=sim.batch,
+        staleness=sim.staleness,
+        epochs=sim.epochs,
+        gain=sim.gain,
+        incomplete=sim.incomplete,
+        step_s=sim.step_s,
+        stall_s=sim.stall_s,
+        cross_epoch=sim.cross_epoch,
+        seed=sim.seed,
+    )
     emit(generate(cfg, out, steps_out), as_json, render.print_truth)
 
 
@@ -142,29 +190,37 @@ def train_alerts_cmd(as_json: Json = False, markdown: Markdown = False, as_csv: 
     emit(rule_rows(), as_json, print_alert_rules, markdown, as_csv)
 
 
-@train_app.command("watch")
-def train_watch_cmd(
-    run: RunArg,
-    interval: Annotated[float, typer.Option("--interval", help="Seconds between refreshes.", callback=finite)] = 5.0,
-    once: Annotated[bool, typer.Option("--once", help="One snapshot with its alerts, then exit.")] = False,
-    until: Annotated[
-        str | None, typer.Option("--until", help="Exit once this alert fires (see `train alerts`).")
-    ] = None,
+@dataclass
+class WatchFlags:
+    """How `train watch` watches: how often, until what, and the thresholds of its alerts."""
+
+    interval: Annotated[float, typer.Option("--interval", help="Seconds between refreshes.", callback=finite)] = 5.0
+    once: Annotated[bool, typer.Option("--once", help="One snapshot with its alerts, then exit.")] = False
+    until: Annotated[str | None, typer.Option("--until", help="Exit once this alert fires (see `train alerts`).")] = (
+        None
+    )
     timeout: Annotated[
         float | None,
         typer.Option(
             "--timeout", help="Stop after this many seconds (exit 1 if --until never fired).", callback=finite
         ),
-    ] = None,
-    webhook: Annotated[str | None, typer.Option("--webhook", help="POST each alert as JSON to this URL.")] = None,
-    bucket: Annotated[int, typer.Option("--bucket", help="Weight versions per signature bucket.")] = 5,
+    ] = None
+    webhook: Annotated[str | None, typer.Option("--webhook", help="POST each alert as JSON to this URL.")] = None
+    bucket: Annotated[int, typer.Option("--bucket", help="Weight versions per signature bucket.")] = 5
     max_staleness: Annotated[
         int | None, typer.Option("--staleness", help="Staleness bound [default: the run config's 'staleness'].")
-    ] = None,
+    ] = None
     infra_error_pct: Annotated[
         float, typer.Option("--infra-error-pct", help="Alert above this infra-error share.", callback=finite)
-    ] = 5.0,
-    gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs of the run, to price a drain.")] = None,
+    ] = 5.0
+    gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs of the run, to price a drain.")] = None
+
+
+@train_app.command("watch")
+@grouped(flags=Group(WatchFlags))
+def train_watch_cmd(
+    run: RunArg,
+    flags: WatchFlags,
     as_json: Json = False,
     db: Db = None,
 ) -> None:
@@ -178,10 +234,10 @@ def train_watch_cmd(
     from trialbook.training.alerts import Thresholds
     from trialbook.training.watch import Watcher, watch
 
-    if as_json and not (once or until or timeout):
+    if as_json and not (flags.once or flags.until or flags.timeout):
         raise UserError("--json needs --once, --until or --timeout (it prints one object at the end)")
-    w = Watcher(reading(db), run, bucket=bucket, max_staleness=max_staleness, webhook=webhook,
-                thresholds=Thresholds(infra_error_pct=infra_error_pct, gpus=gpus))  # fmt: skip
+    w = Watcher(reading(db), run, bucket=flags.bucket, max_staleness=flags.max_staleness, webhook=flags.webhook,
+                thresholds=Thresholds(infra_error_pct=flags.infra_error_pct, gpus=flags.gpus))  # fmt: skip
     tty = sys.stdout.isatty() and not as_json
     shown = {"step": None, "errors": 0}
 
@@ -209,12 +265,12 @@ def train_watch_cmd(
         shown["step"] = s.current_step if s.current_step is not None else -1
         sys.stdout.flush()
 
-    ok = watch(w, interval, show, once=once, until=until, timeout=timeout)
+    ok = watch(w, flags.interval, show, once=flags.once, until=flags.until, timeout=flags.timeout)
     if as_json:
         out = {"state": to_json(w.state), "alerts": to_json(w.raised)}
         sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
     if not ok:
-        raise TrialbookError(f"--until {until}: not raised within {timeout:g} s")
+        raise TrialbookError(f"--until {flags.until}: not raised within {flags.timeout:g} s")
 
 
 @sim_app.command("replay")

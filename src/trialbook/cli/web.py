@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from trialbook.cli.common import Db, app, comma_list, done, finite
+from trialbook.cli.groups import Group, grouped
 from trialbook.errors import UserError
 
 
@@ -62,26 +64,34 @@ def serve_cmd(
     uvicorn.Server(config).run(sockets=[sock])
 
 
-@app.command("report")
-def report_cmd(
-    html: Annotated[Path, typer.Option("--html", help="The HTML file to write (self-contained, works offline).")],
+@dataclass
+class ReportSections:
+    """The sections of the HTML report: a comparison (and how it is made), a training run, an audit."""
+
     compare: Annotated[
         str | None, typer.Option("--compare", help="BASE,CAND[,CAND...]: a paired comparison section.")
-    ] = None,
-    split: Annotated[Path | None, typer.Option("--split", help="Task list: in/out rows in the comparison.")] = None,
+    ] = None
+    split: Annotated[Path | None, typer.Option("--split", help="Task list: in/out rows in the comparison.")] = None
     min_diff: Annotated[
         float, typer.Option("--min-diff", help="Smallest gain (pp) worth claiming.", callback=finite)
-    ] = 4.0,
-    by_repo: Annotated[bool, typer.Option("--by-repo", help="Per-repo tables in the comparison.")] = False,
+    ] = 4.0
+    by_repo: Annotated[bool, typer.Option("--by-repo", help="Per-repo tables in the comparison.")] = False
     metric: Annotated[
         str, typer.Option("--metric", help="resolved, or reward: mean reward (partial rewards count).")
-    ] = "resolved",
+    ] = "resolved"
     exclude_repo: Annotated[
         list[str] | None, typer.Option("--exclude-repo", help="Drop a repo's tasks from the comparison (repeatable).")
-    ] = None,
-    train: Annotated[str | None, typer.Option("--train-run", help="A training run: the training section.")] = None,
-    bucket: Annotated[int, typer.Option("--bucket", help="Weight versions per bucket.")] = 5,
-    audit: Annotated[str | None, typer.Option("--audit", help="A run to audit: the signatures section.")] = None,
+    ] = None
+    train: Annotated[str | None, typer.Option("--train-run", help="A training run: the training section.")] = None
+    bucket: Annotated[int, typer.Option("--bucket", help="Weight versions per bucket.")] = 5
+    audit: Annotated[str | None, typer.Option("--audit", help="A run to audit: the signatures section.")] = None
+
+
+@app.command("report")
+@grouped(what=Group(ReportSections))
+def report_cmd(
+    html: Annotated[Path, typer.Option("--html", help="The HTML file to write (self-contained, works offline).")],
+    what: ReportSections,
     title: Annotated[str, typer.Option("--title", help="Title of the report.")] = "trialbook report",
     db: Db = None,
 ) -> None:
@@ -92,15 +102,25 @@ def report_cmd(
 
     ledger = open_readonly(db)
     sections = []
-    if compare:
-        names = comma_list(compare) or []
+    if what.compare:
+        names = comma_list(what.compare) or []
         if len(names) < 2:
             raise UserError("--compare takes BASE,CAND[,CAND...]: a baseline and at least one candidate")
-        sections.append(standalone.compare_section(ledger, names[0], names[1:], split, min_diff, by_repo, metric,
-                                               exclude_repo or []))  # fmt: skip
-    if train:
-        sections.append(standalone.training_section(ledger, train, bucket))
-    if audit:
-        sections.append(standalone.audit_section(ledger, audit))
+        sections.append(
+            standalone.compare_section(
+                ledger,
+                names[0],
+                names[1:],
+                what.split,
+                what.min_diff,
+                what.by_repo,
+                what.metric,
+                what.exclude_repo or [],
+            )
+        )
+    if what.train:
+        sections.append(standalone.training_section(ledger, what.train, what.bucket))
+    if what.audit:
+        sections.append(standalone.audit_section(ledger, what.audit))
     size = standalone.write_html(html, sections, title)
     done(f"wrote {html} ({size / 1024:.0f} KiB, {len(sections)} section(s))")

@@ -27,7 +27,7 @@ class RunConfig(BaseModel):
     runs_dir: str = str(DEFAULT_RUNS_DIR)
     agent_options: dict[str, Any] = Field(default_factory=dict)  # e.g. the mini agent's endpoints
     warm_pool: bool = True  # containers started ahead of need (sandbox/warm.py)
-    runtime: str = "auto"  # the containers' OCI runtime (DockerEngine.runtime_for)
+    runtime: str = "auto"  # the containers' OCI runtime (Backend.runtime_for)
     backend: str = "docker"  # where sandboxes run (sandbox/backend.py's registry): resume and rerun use it too
     engines: list[str] = Field(default_factory=list)  # --engine URL[=N]: the endpoints (harness/engines.py)
     stop_after_errors: int = Field(5, ge=0)  # the same infra error on this many trials in a row stops the run; 0: never

@@ -1,8 +1,8 @@
 """One run over several Docker (or Podman) endpoints: `trialbook run --engine URL[=N]` (repeatable).
 
-Each endpoint is a backend of its own (sandbox/docker.py's DockerEngine at that URL) with a capacity N (default:
-the run's --concurrency split evenly): a trial takes a slot on the endpoint with the most free ones and runs there
-whole, its image built or copied on that endpoint (on first use, as on one daemon), its warm containers from that
+Each endpoint is a backend of its own (the run's --backend, Docker's or Podman's, at that URL) with a capacity N
+(default: the run's --concurrency split evenly): a trial takes a slot on the endpoint with the most free ones and runs
+there whole, its image built or copied on that endpoint (on first use, as on one daemon), its warm containers from that
 endpoint's own pool. An endpoint that stops answering is lost: a trial that ended there while it no longer answers
 (an infrastructure error, or a grade of tests its stopping daemon killed) is run again from the start on another
 (`extra.lost_engines`; each (task, attempt) still recorded once), and no trial is placed on it again. Ray stays the

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from trialbook.errors import UserError
 from trialbook.harness.config import RunConfig, Tally
-from trialbook.harness.executors import Executor
 from trialbook.harness.runner import start_run
+from trialbook.harness.where import Where, make_executor
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import is_graded
 from trialbook.tasks import TaskError
@@ -55,9 +55,10 @@ def _config(
 
 
 def grade_predictions(
-    ledger: Ledger, predictions: Path, tasks_dir: Path, run: str, replace: bool = False,
-    executor: Executor | None = None, **given: object,
+    ledger: Ledger, predictions: Path, tasks_dir: Path, run: str, where: Where, *, replace: bool = False,
+    **given: object,
 ) -> PatchRun:  # fmt: skip
+    """Each prediction's patch graded in a fresh container of its task (`where` its trials run), as run `run`."""
     from trialbook.tasks.predictions import read_predictions
 
     read = read_predictions(predictions)
@@ -70,8 +71,8 @@ def grade_predictions(
         )
     patches = {task: {"0": patch} for task, patch in read.patches.items()}
     extra = {"predictions": str(predictions.resolve()), "models": read.models}
-    config = _config(tasks_dir, patches, extra, **given)
-    tally, errors = start_run(ledger, run, config, replace=replace, executor=executor)
+    config = _config(tasks_dir, patches, extra, **where.settings(), **given)
+    tally, errors = start_run(ledger, run, config, replace=replace, executor=make_executor(where))
     return PatchRun(tally, errors, len(patches), 0)
 
 
@@ -102,20 +103,21 @@ def stored_patches(ledger: Ledger, run: str) -> tuple[dict[str, dict[str, str]],
 
 
 def reverify_run(
-    ledger: Ledger, old: str, new: str, tasks_dir: Path | None = None, replace: bool = False,
-    executor: Executor | None = None, **given: object,
+    ledger: Ledger, old: str, new: str, where: Where, *, tasks_dir: Path | None = None, replace: bool = False,
+    **given: object,
 ) -> PatchRun:  # fmt: skip
+    """The patches run `old`'s trials left graded again by today's verifier (`where` its trials run), as run `new`."""
     if old == new:
         raise UserError("--run must name a new run: the old one stays as it was graded")
     patches, skipped, stored_dir = stored_patches(ledger, old)
     if not patches:
         raise UserError(f"run '{old}' has no stored patches to grade again (its trials keep no patch.diff)")
-    where = tasks_dir or (Path(stored_dir) if stored_dir else None)
-    if where is None:
+    folder = tasks_dir or (Path(stored_dir) if stored_dir else None)
+    if folder is None:
         raise UserError(f"run '{old}' was imported: give --tasks-dir DIR, the task folders to grade its patches on")
-    missing = sorted(set(patches) - _task_ids(where))
+    missing = sorted(set(patches) - _task_ids(folder))
     if missing:
-        raise UserError(f"{len(missing)} task(s) of run '{old}' have no folder in {where} (first: {missing[0]})")
-    config = _config(where, patches, {"reverified_from": old}, **given)
-    tally, errors = start_run(ledger, new, config, replace=replace, executor=executor)
+        raise UserError(f"{len(missing)} task(s) of run '{old}' have no folder in {folder} (first: {missing[0]})")
+    config = _config(folder, patches, {"reverified_from": old}, **where.settings(), **given)
+    tally, errors = start_run(ledger, new, config, replace=replace, executor=make_executor(where))
     return PatchRun(tally, errors, sum(len(v) for v in patches.values()), skipped)

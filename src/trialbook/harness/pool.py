@@ -33,16 +33,16 @@ def execute(
     run_name: str,
     config: RunConfig,
     plans: list[PlannedTrial],
-    timeout_multiplier: float | None = None,
     on_result: Callable[[TrialResult], None] | None = None,
     agent: Agent | None = None,
 ) -> Tally:
-    """Run `plans`, `config.concurrency` at once, where `executor` says; each finished trial is recorded at once.
+    """Run `plans`, `config.concurrency` at once, where `executor` says; each finished trial is recorded at once
+    (its agent's timeout x config.timeout_multiplier: `rerun --timeout-multiplier` passes a config with its own).
 
     Call it holding the run lock, with `agent` and the runtime checked by harness/bootstrap.py's `prepare`
     (`agent=None` builds it from the config)."""
     agent = agent or get_agent(config.agent, config.agent_options)
-    settings = trial_settings(ledger, run_id, run_name, config, agent, timeout_multiplier)
+    settings = trial_settings(ledger, run_id, run_name, config, agent)
     return _execute(ledger, executor, run_id, config, plans, settings, config.paths(run_name), on_result)
 
 

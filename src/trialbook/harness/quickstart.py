@@ -152,11 +152,11 @@ def _paired(ledger: Ledger, base: str, cand: str) -> Comparison | None:
     """The paired comparison row from the stats area (None where that module is not installed, or where
     fewer than 2 tasks were graded in both runs)."""
     try:
-        from trialbook.stats.compare import compare
+        from trialbook.stats.compare import CompareRequest, compare
     except ImportError:
         return None
     try:
-        rows = compare(ledger, base, [cand]).comparisons
+        rows = compare(ledger, CompareRequest(base, [cand])).comparisons
     except UserError:  # fewer than 2 tasks graded in both runs: the per-task table still stands
         return None
     return rows[0] if rows else None

@@ -2,7 +2,7 @@
 Docker daemon. The only module that imports ray (the `ray` extra).
 
 - A task folder travels through Ray's object store (a tar.gz put once per run) and is unpacked on the node
-  under a content-hash folder; the node builds the task's image on first use (DockerEngine.ensure_image's
+  under a content-hash folder; the node builds the task's image on first use (Backend.ensure_image's
   content-hash tag), so a cluster needs no registry.
 - The driver stays the only ledger writer: `results` yields each finished trial to harness/pool.py.
 - A node or worker lost mid-trial (NodeDiedError, WorkerCrashedError, ...) is the policy's `NodeLostError`:
@@ -35,10 +35,11 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from trialbook.errors import TrialbookError, UserError
 from trialbook.extra_schema import read_extra, with_extra
 from trialbook.harness.config import PlannedTrial
+from trialbook.harness.stack import connect
 from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_trial, trial_name
 from trialbook.outcomes import ErrorKind, classify
 from trialbook.records import Trial
-from trialbook.sandbox import DockerEngine
+from trialbook.sandbox import Backend
 from trialbook.sandbox.box import tar_bytes
 from trialbook.sandbox.docker import LABEL_LEDGER
 from trialbook.tasks import TaskError, TaskSpec
@@ -50,15 +51,15 @@ CACHE = Path(tempfile.gettempdir()) / "trialbook-ray" / "tasks"
 CALL_TIMEOUT_S = 120.0
 PROBE_S = 5.0
 
-_engine: DockerEngine | None = None  # one per Ray worker process, against its node's daemon
+_engine: Backend | None = None  # one per Ray worker process, against its node's daemon
 _engine_lock = threading.Lock()
 
 
-def _node_engine() -> DockerEngine:
+def _node_engine() -> Backend:
     global _engine
     with _engine_lock:
         if _engine is None:
-            _engine = DockerEngine()
+            _engine = connect("docker")
         return _engine
 
 
@@ -112,11 +113,11 @@ def _node_trial(
 
 
 def _node_clean(run: str | None, images: bool, ledger: str | None) -> tuple[int, int]:
-    return DockerEngine().clean(run, images=images, ledger=ledger)
+    return connect("docker").clean(run, images=images, ledger=ledger)
 
 
 def _node_version() -> str:
-    return DockerEngine().version()
+    return connect("docker").version()
 
 
 def _where(fn: Any) -> Any:

@@ -64,13 +64,15 @@ def _execute(
     """`execute` with the start's agent; the patch agent, which applies one stored patch per (task, attempt), is
     built once per attempt."""
     config, engine = start.config, start.executor
+    if timeout_multiplier:  # this time only (rerun): the stored config keeps its own
+        config = config.model_copy(update={"timeout_multiplier": timeout_multiplier})
     if config.agent != "patch" or config.attempts == 1:
-        return execute(ledger, engine, run_id, name, config, plans, timeout_multiplier, agent=start.agent)
+        return execute(ledger, engine, run_id, name, config, plans, agent=start.agent)
     tally = Tally(total=len(plans))
     for attempt in sorted({p.attempt for p in plans}):
         options = {**config.agent_options, "attempt": attempt}
         part = execute(ledger, engine, run_id, name, config.model_copy(update={"agent_options": options}),
-                       [p for p in plans if p.attempt == attempt], timeout_multiplier)  # fmt: skip
+                       [p for p in plans if p.attempt == attempt])  # fmt: skip
         for key in ("done", "resolved", "errors", "folder_warnings"):
             setattr(tally, key, getattr(tally, key) + getattr(part, key))
         tally.deadline_hit |= part.deadline_hit

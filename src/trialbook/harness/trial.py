@@ -11,10 +11,8 @@ import contextlib
 import threading
 import time
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
 
 from docker.errors import DockerException
 from requests import RequestException
@@ -28,8 +26,8 @@ from trialbook.harness.trial_state import ImageRef, TrialExtra, TrialState, tria
 from trialbook.outcomes import FINDINGS, POLICY, ErrorKind, Outcome, classify, error_kind, is_graded, rule_for
 from trialbook.records import Trial
 from trialbook.rewards import RewardPolicy
-from trialbook.sandbox import DockerEngine, Sandbox
-from trialbook.sandbox.backend import UNROUTABLE
+from trialbook.sandbox import Backend, Box, BoxSpec
+from trialbook.sandbox.backend import UNROUTABLE, Mount, Prepare
 from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
 from trialbook.tasks import TaskError, TaskSpec
 from trialbook.verify import blame, front, leak_moves
@@ -78,7 +76,7 @@ class TrialSettings:
     retries: int = 2
     backoff_s: float = 2.0
     labels: dict[str, str] = field(default_factory=dict)  # on every container: the ledger's id, the run's id
-    runtime: str = "auto"  # the containers' OCI runtime (DockerEngine.runtime_for)
+    runtime: str = "auto"  # the containers' OCI runtime (Backend.runtime_for)
     hack_policy: str = "zero"  # a hack_* tag on a rewarded trial: its training reward 0 (rewards.HACK_POLICIES)
 
 
@@ -118,7 +116,7 @@ def _invalid(task: TaskError, attempt: int, name: str, agent: str) -> TrialResul
 
 
 def run_trial(
-    engine: DockerEngine, task: TaskSpec | TaskError, attempt: int, settings: TrialSettings, stopper: Stopper
+    engine: Backend, task: TaskSpec | TaskError, attempt: int, settings: TrialSettings, stopper: Stopper
 ) -> TrialResult:
     name = trial_name(settings.run, task.task_id, attempt)
     if isinstance(task, TaskError):
@@ -214,13 +212,23 @@ def _result(task: TaskSpec, attempt: int, name: str, settings: TrialSettings, st
     )
 
 
+def box_spec(task: TaskSpec, image: str, labels: dict[str, str], runtime: str = "auto") -> BoxSpec:
+    """The sandbox a trial of `task` starts in (its agent's and its verifier's): the task's limits, network and
+    environment on `image`."""
+    return BoxSpec(
+        image, labels, task.cpus, task.memory_mb, task.pids_limit,
+        UNROUTABLE if task.unroutable_network else task.allow_network, task.env, task.workdir, task.shell_setup,
+        runtime=runtime,
+    )  # fmt: skip
+
+
 def _classify(exc_type: str | None, verdict: Verdict | None) -> tuple[Outcome, float | None]:
     outcome = classify(exc_type, verdict.reward if verdict else None)
     return outcome, (verdict.reward if verdict and is_graded(outcome) else None)
 
 
 def _attempt(
-    engine: DockerEngine,
+    engine: Backend,
     task: TaskSpec,
     attempt: int,
     name: str,
@@ -236,14 +244,10 @@ def _attempt(
         settings.labels,
     ))  # fmt: skip
     labels = {**settings.labels, LABEL_RUN: settings.run, LABEL_TRIAL: name, LABEL_TASK: task.task_id}
-    network = UNROUTABLE if task.unroutable_network else task.allow_network
+    spec = box_spec(task, image.reference, labels, settings.runtime)
 
-    def start(box_name: str, prepare: tuple[str, Callable[[Sandbox], Any]] | None = None, **more: Any) -> Sandbox:
-        started = engine.start(
-            image.reference, box_name, labels, task.cpus, task.memory_mb, task.pids_limit, network, stopper.event,
-            env=task.env, workdir=task.workdir, shell_setup=task.shell_setup, prepare=prepare, runtime=settings.runtime,
-            **more,
-        )  # fmt: skip
+    def start(box_name: str, prepare: Prepare | None = None, mounts: tuple[Mount, ...] = ()) -> Box:
+        started = engine.start(replace(spec, prepare=prepare, mounts=mounts), box_name, stopper.event)
         started.watch_disk(task.disk_mb << 20)
         return started
 
@@ -254,11 +258,7 @@ def _attempt(
     state.runtime = box.runtime
     if task.isolation == "diff":  # the verifier's containers warm (and prepare) while the agent works
         with contextlib.suppress(IsolationError):  # no workdir: nothing warms; the verifier's start raises it
-            prep = front.verifier_prep(engine, task, image.reference, image.id)
-            engine.ahead(
-                image.reference, labels, task.cpus, task.memory_mb, task.pids_limit, network, env=task.env,
-                workdir=task.workdir, shell_setup=task.shell_setup, prepare=prep, runtime=settings.runtime,
-            )  # fmt: skip
+            engine.ahead(replace(spec, prepare=front.verifier_prep(engine, task, image.reference, image.id)))
     phases["environment_setup"] = round(time.monotonic() - t, 3)
     exc_type: str | None = None
     exc_msg: str | None = None

@@ -21,10 +21,10 @@ from trialbook.errors import UserError
 from trialbook.extra_schema import read_extra
 from trialbook.harness.bootstrap import RunStart, prepare
 from trialbook.harness.config import PlannedTrial, RunConfig
-from trialbook.harness.executors import Executor
 from trialbook.harness.paths import DEFAULT_RUNS_DIR
 from trialbook.harness.pool import execute
-from trialbook.harness.stack import sandbox_stack
+from trialbook.harness.stack import connect, sandbox_stack
+from trialbook.harness.where import Where, make_executor
 from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.names import safe_name
@@ -339,7 +339,7 @@ class ValidateOptions:
     tasks_dir: Path
     repeats: int = 3
     timeout_multiplier: float = 1.0
-    concurrency: int = 2
+    where: Where = field(default_factory=lambda: Where(concurrency=2))  # where its trials run
     runs_dir: Path = DEFAULT_RUNS_DIR
     tasks: list[str] | None = None
     run: str | None = None
@@ -369,6 +369,7 @@ def _run_variant(ledger: Ledger, start: RunStart, name: str, variant: Variant, o
             "nop": f"attempts {opts.repeats}..{2 * opts.repeats - 1}",
         },
         "image_variant": {"label": variant.label, "image": variant.image},
+        **opts.where.settings(),  # where its trials ran (backend, engines, concurrency), as a run's config says
     }
     stack = sandbox_stack(start.executor, "oracle+nop", specs, {})
     run = Run(name=name, kind="validate", config=stored, stack=stack, source=config.tasks_dir)
@@ -383,32 +384,29 @@ def _run_variant(ledger: Ledger, start: RunStart, name: str, variant: Variant, o
     return run_id
 
 
-def _scan_leaks(start: RunStart, variant: Variant) -> dict[str, TaskLeaks]:
-    """--leaks: each task's image (the variant's, where it names one) scanned on the local Docker daemon."""
-    from trialbook.sandbox.docker import DockerEngine  # the docker SDK: only when asked for
+def _scan_leaks(start: RunStart, variant: Variant, backend: str) -> dict[str, TaskLeaks]:
+    """--leaks: each task's image (the variant's, where it names one) scanned on this machine's `backend`."""
     from trialbook.verify.leak_scan import scan_task
 
-    engine = DockerEngine()
+    engine = connect(backend)
     specs = [t for t in start.tasks if isinstance(t, TaskSpec)]
     return {t.task_id: scan_task(engine, t.model_copy(update={"image": variant.image or t.image})) for t in specs}
 
 
-def validate(
-    ledger: Ledger, opts: ValidateOptions, image_variants: list[str] | None = None, executor: Executor | None = None
-) -> ValidateResult:
+def validate(ledger: Ledger, opts: ValidateOptions, image_variants: list[str] | None = None) -> ValidateResult:
     """Validate every task under each image variant."""
     variants = parse_variants(image_variants) or [Variant(None, None)]
     config = RunConfig(
         tasks_dir=str(opts.tasks_dir.resolve()),
         agent="oracle",
         attempts=opts.repeats,
-        concurrency=opts.concurrency,
         timeout_multiplier=opts.timeout_multiplier,
         tasks=opts.tasks,
         runs_dir=str(opts.runs_dir.resolve()),
+        **opts.where.settings(),
     )
     # a task that cannot be graded is the task's infra_error verdict, not a refusal: grader=False
-    start = prepare(config, executor, agent=False, grader=False)
+    start = prepare(config, make_executor(opts.where), agent=False, grader=False)
     task_ids = [t.task_id for t in start.tasks]
     start.config = config.model_copy(update={"tasks": task_ids})
     base = opts.run or default_run_name(opts.tasks_dir)
@@ -420,7 +418,7 @@ def validate(
         run_id = _run_variant(ledger, start, name, variant, opts)
         views = task_views(list(ledger.trial_rows(run_id)), task_ids)
         if opts.leaks:
-            found = _scan_leaks(start, variant)
+            found = _scan_leaks(start, variant, opts.where.backend)
             for view in views:
                 view.leaks = found.get(view.task_id)
         per_variant[variant.label or "default"] = views

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from trialbook.errors import UserError
 from trialbook.pool import images, runner
@@ -194,19 +195,26 @@ def _merged(out: Path, report: Synthesized) -> dict[str, object]:
     return {"repositories": [*kept, to_json(report)]}
 
 
-def synthesize(
-    source: str,
-    out: Path,
-    repo: str | None = None,
-    seed: int = 0,
-    limit: int = 50,
-    tests: list[str] | None = None,
-    pip: list[str] | None = None,
-    pytest_args: list[str] | None = None,
-    exclude: Path | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> Synthesized:
-    """`progress`: called with one line per candidate run (the CLI prints them on stderr)."""
+@dataclass(frozen=True)
+class SynthesisOptions:
+    """What `synthesize` tries and how each candidate's tests run (`tasks synthesize`'s options)."""
+
+    repo: str | None = None  # OWNER/NAME (default: from a folder named OWNER__NAME[.git])
+    seed: int = 0  # of the candidates' order
+    limit: int = 50  # candidates tried at most
+    tests: list[str] | None = None  # test paths the suite runs (default: the repository's profile)
+    pip: list[str] | None = None  # test dependencies installed beside it
+    pytest_args: list[str] | None = None
+    exclude: Path | None = None  # an exclusion list (`tasks overlap --write-exclusions`)
+
+
+def synthesize(source: str, out: Path, progress: Callable[[str], None] | None = None, **options: Any) -> Synthesized:
+    """`options`: SynthesisOptions's fields. `progress`: called with one line per candidate run (the CLI prints them
+    on stderr)."""
+    o = SynthesisOptions(**options)
+    repo, seed, limit, tests, pip, pytest_args, exclude = (
+        o.repo, o.seed, o.limit, o.tests, o.pip, o.pytest_args, o.exclude
+    )  # fmt: skip
     t_start = time.monotonic()
     folder, commit = parse_source(source)
     name = repo_name(folder, repo)
@@ -268,7 +276,7 @@ def synthesize(
                 progress(f"{len(lines)}/{len(todo)} {m.key}: {status} ({run.seconds:.1f} s)")
     finally:
         box.close()
-    written = _write_all(builder, env, name, sha, profile, files, kept, lines, out)
+    written = _write_all(builder, env, (name, sha), profile, files, kept, lines, out)
     total = time.monotonic() - t_start
     dropped: dict[str, int] = {}
     for x in lines:
@@ -297,15 +305,16 @@ def synthesize(
 def _write_all(
     builder: Builder,
     env: str,
-    name: str,
-    sha: str,
+    at: tuple[str, str],
     profile: Profile,
     files: dict[str, bytes],
     kept: list[tuple[Mutation, str, list[str], list[str], str]],
     lines: list[CandidateLine],
     out: Path,
 ) -> list[str]:
-    """Build, leak-scan and write each kept candidate's task; `lines` updated in place with the outcome."""
+    """Build, leak-scan and write each kept candidate's task (of repository `at` = (name, commit)); `lines` updated in
+    place with the outcome."""
+    name, sha = at
     out.mkdir(parents=True, exist_ok=True)
     by_key = {x.key: i for i, x in enumerate(lines)}
     written = []

@@ -23,8 +23,8 @@ from trialbook.errors import UserError
 from trialbook.ledger import looks as ledger_looks
 from trialbook.ledger import plans as ledger_plans
 from trialbook.ledger.store import Ledger
-from trialbook.stats.compare import compare
-from trialbook.stats.comparison import PreregCheck
+from trialbook.stats.compare import CompareRequest, compare
+from trialbook.stats.comparison import PreregCheck, PreregSpec
 from trialbook.stats.scores import TaskScores, check_metric, load_scores
 from trialbook.stats.selection import read_task_list
 
@@ -55,19 +55,10 @@ def split_pool(pool: list[str], train: int, holdout: int, seed: int) -> tuple[li
     return sorted(ids[holdout : holdout + train]), sorted(ids[:holdout])
 
 
-def init_plan(
-    ledger: Ledger,
-    pool_file: Path,
-    train: int,
-    holdout: int,
-    seed: int,
-    holdout_repeats: int,
-    min_diff: float,
-    max_candidates: int,
-    out: Path,
-    metric: str = "resolved",
-    ungraded: str = "dropped",
-) -> dict[str, Any]:
+def init_plan(ledger: Ledger, spec: PreregSpec, out: Path) -> dict[str, Any]:
+    pool_file, train, holdout, seed = spec.pool_file, spec.train, spec.holdout, spec.seed
+    holdout_repeats, min_diff, max_candidates = spec.holdout_repeats, spec.min_diff, spec.max_candidates
+    metric, ungraded = spec.metric, spec.ungraded
     pool = read_task_list(pool_file)
     if train < 0 or holdout < 1:
         raise UserError("--holdout must be at least 1 and --train at least 0")
@@ -196,17 +187,18 @@ def check_plan(ledger: Ledger, path: Path, base: str, cands: list[str]) -> Prere
     for s in runs.values():
         _coverage(s, holdout, int(plan["holdout_repeats"]), rule)
     kw: dict[str, Any] = {"min_diff": float(plan["min_diff_pp"]), "picked_from": m, "metric": metric}
-    held = compare(ledger, base, cands, runs=_restrict(runs, holdout), **kw)
+    asked = CompareRequest(base, cands, **kw)
+    held = compare(ledger, asked, runs=_restrict(runs, holdout))
     sens = held.sensitivity
     if rule != "dropped":  # the preregistered rule decides; the sensitivity block still shows all three
         counted = {n: s.with_ungraded("failure") for n, s in _restrict(runs, holdout).items()}
-        held = compare(ledger, base, cands, runs=counted, sensitivity=False, **kw)
+        held = compare(ledger, asked, runs=counted, sensitivity=False)
     warnings = list(held.warnings)
     train = np.array(plan["train"], dtype=str)
     in_pool = None
     if train.size and all(np.isin(train, s.task_ids).any() for s in runs.values()):
         try:
-            in_pool = replace(compare(ledger, base, cands, runs=_restrict(runs, train), **kw),
+            in_pool = replace(compare(ledger, asked, runs=_restrict(runs, train)),
                               label="secondary: in-pool (train) tasks, not the preregistered test")  # fmt: skip
         except UserError:
             in_pool = None

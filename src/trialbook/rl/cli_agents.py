@@ -32,7 +32,7 @@ from trialbook.errors import UserError
 from trialbook.outcomes import ErrorKind
 from trialbook.rl.engines import template_of
 from trialbook.rl.gateway import Gateway
-from trialbook.sandbox import Sandbox
+from trialbook.sandbox import Box
 from trialbook.tasks import TaskSpec
 from trialbook.trajectory import ARTIFACT, Trajectory
 
@@ -163,7 +163,7 @@ class InstalledCliAgent:
             self._folders[trial] = sockets
         return [(str(folder(self.name)), AGENT_DIR, True), (str(sockets), MODEL_DIR, False)]
 
-    def _check_python(self, sandbox: Sandbox, task: TaskSpec) -> None:
+    def _check_python(self, sandbox: Box, task: TaskSpec) -> None:
         """A Python agent (aider) runs on the sandbox's python3, which must be the version its wheels are for."""
         want = agent(self.name).python
         if not want:
@@ -175,7 +175,7 @@ class InstalledCliAgent:
                 f"python3 {got}"
             )
 
-    def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
+    def run(self, sandbox: Box, task: TaskSpec, timeout: float) -> AgentResult:
         start = time.monotonic()
         with self._lock:
             sockets = self._folders.pop(sandbox.name, None)

@@ -327,8 +327,10 @@ class LlamaCppPython:
         return prompt, payload
 
     def _generation(self, body: dict[str, Any], prompt: str, text: str, pieces: list[str],
-                    logprobs: list[float | None], finish: str | None, model: str | None, wv: int | None,
+                    logprobs: list[float | None], finish: str | None, served: tuple[str | None, int | None],
                     timeout: float) -> Generation:  # fmt: skip
+        """The Generation of a completion; `served`: (the model, the weight version) the engine reported."""
+        model, wv = served
         asked = body.get("model")
         prompt_ids = self._tokenize(prompt, asked, timeout)
         ids = self._piece_ids(pieces, text, asked, timeout)
@@ -357,7 +359,7 @@ class LlamaCppPython:
         lp = choice.get("logprobs") or {}
         pieces, logprobs = list(lp.get("tokens") or []), list(lp.get("token_logprobs") or [])
         return self._generation(body, prompt, choice.get("text") or "", pieces, logprobs, choice.get("finish_reason"),
-                                data.get("model"), _reported_wv(resp, data), timeout)  # fmt: skip
+                                (data.get("model"), _reported_wv(resp, data)), timeout)  # fmt: skip
 
     def stream(self, body: dict[str, Any], timeout: float) -> Iterator[dict[str, Any] | Generation]:
         prompt, payload = self._request(body)
@@ -375,7 +377,7 @@ class LlamaCppPython:
                     logprobs += lp.get("token_logprobs") or []
                     finish = choice.get("finish_reason") or finish
                     yield from held.add(choice.get("text") or "")
-        gen = self._generation(body, prompt, held.text, pieces, logprobs, finish, model, wv, timeout)
+        gen = self._generation(body, prompt, held.text, pieces, logprobs, finish, (model, wv), timeout)
         yield from held.finish(gen.message or {})
         yield gen
 

@@ -26,7 +26,7 @@ from trialbook.agents.base import AgentResult, AgentTimeoutError
 
 if TYPE_CHECKING:
     from trialbook.rl.rollout import Pending, Rollouts
-    from trialbook.sandbox import Sandbox
+    from trialbook.sandbox import Box
     from trialbook.tasks import TaskSpec
 
 _DONE = object()
@@ -46,7 +46,7 @@ class Remote:
     log: list[str] = field(default_factory=list)
     commands: int = 0
 
-    def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
+    def run(self, sandbox: Box, task: TaskSpec, timeout: float) -> AgentResult:
         from trialbook.agents.mini import SandboxEnvironment
 
         start = time.monotonic()

@@ -22,7 +22,7 @@ from trialbook.rl.gateway import Call, Gateway
 from trialbook.trajectory import ARTIFACT, Trajectory
 
 if TYPE_CHECKING:
-    from trialbook.sandbox import Sandbox
+    from trialbook.sandbox import Box
     from trialbook.tasks import TaskSpec
 
 OPTION = "gateway"  # the agent option: {"chat_template": "/abs/model.gguf" or None}
@@ -84,7 +84,7 @@ class GatewayAgent:
                     raise
             return self._gateway
 
-    def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
+    def run(self, sandbox: Box, task: TaskSpec, timeout: float) -> AgentResult:
         gw = self.gateway()
         key = gw.new_key()
         inner = get_agent(self.agent, {**self.options, "endpoints": [gw.url_for(key)], "model": self.model_name()})

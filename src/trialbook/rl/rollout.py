@@ -41,13 +41,13 @@ from trialbook.harness.executors import Executor
 from trialbook.harness.paths import DEFAULT_RUNS_DIR, RunPaths
 from trialbook.harness.trial import Stopper, TrialResult
 from trialbook.harness.trial_writer import record_trial, write_or_warn
-from trialbook.harness.where import make_executor
+from trialbook.harness.where import Where, make_executor
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import ErrorKind
 from trialbook.records import Run
 from trialbook.rewards import DEFAULT_POLICY, RewardPolicy
 from trialbook.rl.gateway import Gateway
-from trialbook.sandbox import Sandbox
+from trialbook.sandbox import Box
 from trialbook.tasks import TaskSpec
 from trialbook.trajectory import ARTIFACT, Trajectory, tagged
 from trialbook.verify import linear
@@ -76,7 +76,7 @@ class CompletionAgent:
         self.completion = completion
         self.command_timeout = command_timeout
 
-    def run(self, sandbox: Sandbox, task: TaskSpec, timeout: float) -> AgentResult:
+    def run(self, sandbox: Box, task: TaskSpec, timeout: float) -> AgentResult:
         start = time.monotonic()
         commands = actions(self.completion)
         log = [f"--- assistant\n{self.completion}"]
@@ -138,70 +138,74 @@ class Pending:
     trajectory: Trajectory | None
 
 
+@dataclass
+class RolloutOptions:
+    """How a rollout run runs its trials: the keyword arguments of `Rollouts(db, run, tasks_dir, **options)`."""
+
+    endpoints: Sequence[str] = ()
+    model: str | None = None
+    serving: dict[str, Any] | None = None
+    rewards: RewardPolicy = field(default_factory=lambda: DEFAULT_POLICY)
+    agent_options: dict[str, Any] | None = None
+    retries: int = 2
+    runs_dir: str | Path = DEFAULT_RUNS_DIR
+    # where the rollouts run, as `run --executor/--backend/--engine` (harness/where.py); "ray": each rollout is a
+    # Ray task on a cluster node (harness/raycluster.py) and this process records it. Or an executor already open.
+    where: Where | Executor = field(default_factory=Where)
+    gateway: Gateway | None = None
+    timeout_multiplier: float = 1.0
+    agent: str = "mini"
+
+
 class Rollouts:
     """One training run in the ledger; each `rollout()` adds one `kind=train` trial to it.
 
-    Opening an existing train run of the same name appends to it (a trainer that restarts)."""
+    Opening an existing train run of the same name appends to it (a trainer that restarts). `options`: the fields
+    of RolloutOptions (an unknown name is a TypeError)."""
 
-    def __init__(
-        self,
-        db: str | Path | None,
-        run: str,
-        tasks_dir: str | Path,
-        *,
-        endpoints: Sequence[str] = (),
-        model: str | None = None,
-        serving: dict[str, Any] | None = None,
-        rewards: RewardPolicy = DEFAULT_POLICY,
-        agent_options: dict[str, Any] | None = None,
-        retries: int = 2,
-        runs_dir: str | Path = DEFAULT_RUNS_DIR,
-        executor: str | Executor = "local",
-        ray_address: str | None = None,
-        gateway: Gateway | None = None,
-        timeout_multiplier: float = 1.0,
-        agent: str = "mini",
-    ) -> None:
+    def __init__(self, db: str | Path | None, run: str, tasks_dir: str | Path, **options: Any) -> None:
+        o = RolloutOptions(**options)
         self.ledger = Ledger(str(db) if db is not None else None)
-        self.agent = agent
+        self.agent = o.agent
         self.run = run
-        self.rewards = rewards
-        self.gateway = gateway
-        self.runs_dir = RunPaths.of(runs_dir, run).folder
-        if gateway is not None and not endpoints:
-            endpoints = [gateway.url]
-        self.options = {**(agent_options or {}), "endpoints": list(endpoints)}
-        if model:
-            self.options["model"] = model
-        self.config = self._config(tasks_dir, runs_dir, retries, timeout_multiplier)
-        # "ray": each rollout is a Ray task on a cluster node (harness/raycluster.py); this process records it
-        engine = make_executor(executor, ray_address) if isinstance(executor, str) else executor
+        self.rewards = o.rewards
+        self.gateway = gateway = o.gateway
+        self.runs_dir = RunPaths.of(o.runs_dir, run).folder
+        endpoints = [gateway.url] if gateway is not None and not o.endpoints else list(o.endpoints)
+        self.options = {**(o.agent_options or {}), "endpoints": endpoints}
+        if o.model:
+            self.options["model"] = o.model
+        self.config = self._config(tasks_dir, o)
+        engine = make_executor(o.where) if isinstance(o.where, Where) else o.where
         start = prepare(self.config, engine, agent=False)  # the agents are per endpoint (`_agent`)
         if start.errors:
             raise UserError(f"unusable task folder(s): {', '.join(e.task_id for e in start.errors)}")
         self.executor = start.executor
         self.tasks: dict[str, TaskSpec] = {s.task_id: s for s in start.specs}
         self._agents: dict[tuple[str, ...], Agent] = {}
+        serving = o.serving
         if serving is None and endpoints:
             serving = agent_stack(self._agent(None))
         if gateway is not None and "model" not in self.options:
             self.options["model"] = self._agent(None).model_name()  # type: ignore[attr-defined] # asked once
-            start.config = self.config = self._config(tasks_dir, runs_dir, retries, timeout_multiplier)
+            start.config = self.config = self._config(tasks_dir, o)
         # the run lock is held while the run is opened, not after: a trainer may write one train run from several
         # processes (environment workers), each opening it (append=True) and recording its own trials
         with start.opened(self.ledger, self._record_of(start, serving), append=True) as run_id:
             self.run_id = run_id
         self.stopper = Stopper()
 
-    def _config(self, tasks_dir: str | Path, runs_dir: str | Path, retries: int, multiplier: float) -> RunConfig:
+    def _config(self, tasks_dir: str | Path, o: RolloutOptions) -> RunConfig:
+        where = o.where.settings() if isinstance(o.where, Where) else {}
         return RunConfig(
             tasks_dir=str(Path(tasks_dir).resolve()),
             agent=self.agent,
-            retries=retries,
-            runs_dir=str(Path(runs_dir).resolve()),
+            retries=o.retries,
+            runs_dir=str(Path(o.runs_dir).resolve()),
             agent_options=self.options,
-            timeout_multiplier=multiplier,
+            timeout_multiplier=o.timeout_multiplier,
             hack_policy=self.rewards.hack_policy,
+            **where,
         )
 
     def _record_of(self, start: RunStart, serving: dict[str, Any] | None) -> Run:

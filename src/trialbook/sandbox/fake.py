@@ -16,12 +16,12 @@ import re
 import tarfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from trialbook.sandbox.backend import BoxBase, Capabilities, NoPool
+from trialbook.sandbox.backend import BoxBase, BoxSpec, Capabilities, NoPool
 from trialbook.sandbox.box import DaemonError, ExecResult
+from trialbook.sandbox.channel import Sink
 
 _SLEEP = re.compile(r"^\s*(?:exec\s+)?sleep\s+(\d+(?:\.\d+)?)\s*$")
 _ids = itertools.count(1)
@@ -52,7 +52,7 @@ class FakeBox(BoxBase):
 
     def exec(
         self, cmd: list[str], timeout: float, env: dict[str, str] | None = None, workdir: str | None = None,
-        user: str = "", sink: IO[bytes] | None = None, trusted: bool = False,
+        user: str = "", sink: Sink | None = None, trusted: bool = False,
     ) -> ExecResult:  # fmt: skip
         if self.removed:
             raise DaemonError(f"exec in {self.name} failed: it was removed")
@@ -80,13 +80,13 @@ class FakeBox(BoxBase):
                         f.read() if f else b""
                     )
 
-    def export(self, path: str, sink: IO[bytes]) -> None:
+    def export(self, path: str, sink: Sink) -> None:
         top = path.rstrip("/") or "/"
         found = {p: d for p, d in self.files.items() if p == top or p.startswith(top.rstrip("/") + "/")}
         if not found:
             raise DaemonError(f"{path} does not exist in {self.name}")
         base = top.rsplit("/", 1)[0]
-        with tarfile.open(fileobj=sink, mode="w|") as tar:
+        with tarfile.open(fileobj=sink, mode="w|") as tar:  # type: ignore[call-overload]  # a stream needs only write()
             for p, data in sorted(found.items()):
                 info = tarfile.TarInfo(p[len(base) :].lstrip("/"))
                 info.size = len(data)
@@ -140,13 +140,8 @@ class FakeSleepBackend:
     def image_id(self, ref: str) -> str | None:
         return "sha256:" + hashlib.sha256(ref.encode()).hexdigest()
 
-    def start(
-        self, image: str, name: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int,
-        network: bool | str, stop: threading.Event | None = None, env: dict[str, str] | None = None,
-        workdir: str | None = None, shell_setup: str | None = None,
-        prepare: tuple[str, Callable[[Any], Any]] | None = None, runtime: str = "auto",
-    ) -> FakeBox:  # fmt: skip
-        box = FakeBox(self, name, dict(labels), stop)
+    def start(self, spec: BoxSpec, name: str, stop: threading.Event | None = None) -> FakeBox:
+        box = FakeBox(self, name, dict(spec.labels), stop)
         box.runtime = "fake"
         with self._lock:
             self._live[box.id] = box
@@ -154,11 +149,7 @@ class FakeSleepBackend:
             self.peak = max(self.peak, len(self._live))
         return box
 
-    def ahead(
-        self, image: str, labels: dict[str, str], cpus: float, memory_mb: int, pids_limit: int, network: bool | str,
-        env: dict[str, str] | None = None, workdir: str | None = None, shell_setup: str | None = None,
-        prepare: tuple[str, Callable[[Any], Any]] | None = None, runtime: str = "auto",
-    ) -> None:  # fmt: skip
+    def ahead(self, spec: BoxSpec) -> None:
         return None
 
     def open_pool(self, concurrency: int) -> NoPool:

@@ -28,6 +28,9 @@ from trialbook.stats.comparison import (
     SensitivityVerdict,
     Split,
 )
+from trialbook.stats.comparison import (
+    CompareRequest as CompareRequest,  # re-exported: callers build the request where they call compare
+)
 from trialbook.stats.kernel import clip_ci, did_interval, pseudo_scale, t_interval, win_loss
 from trialbook.stats.multiple import bonferroni_confidence, holm
 from trialbook.stats.paired import Paired, bootstrap_ci, paired
@@ -138,10 +141,12 @@ def _check_names(base: str, candidates: Sequence[str], min_diff: float, picked_f
         raise UserError(f"--picked-from {picked_from} is fewer than the {len(candidates)} candidates given")
 
 
-def _subset_row(base: TaskScores, cand: TaskScores, ib: np.ndarray, ic: np.ndarray, mask: np.ndarray,
+def _subset_row(base: TaskScores, cand: TaskScores, pairs: tuple[np.ndarray, np.ndarray], mask: np.ndarray,
                 subset: str, excluded: list[str], bootstrap: bool,
                 unpaired: dict[str, int] | None) -> tuple[Comparison, Paired]:  # fmt: skip
-    """One ROW (before multiplicity adjustment) for the paired tasks selected by mask."""
+    """One ROW (before multiplicity adjustment) for the paired tasks selected by mask (`pairs`: the base's and the
+    candidate's index of each paired task)."""
+    ib, ic = pairs
     b, c = base.score[ib][mask], cand.score[ic][mask]
     r = paired(b, c, LEVEL, base.graded[ib][mask], cand.graded[ic][mask])
     boot = None
@@ -199,7 +204,7 @@ def _candidate(
         if mask.sum() < 2:
             warnings.append(f"'{cand.run}': subset '{subset}' has {int(mask.sum())} paired tasks, no row")
             continue
-        row, results[subset] = _subset_row(base, cand, ib, ic, mask, subset, excluded, bootstrap,
+        row, results[subset] = _subset_row(base, cand, (ib, ic), mask, subset, excluded, bootstrap,
                                            unpaired if subset == "all" else None)  # fmt: skip
         scale2 = pseudo_scale(base.graded[ib][mask], cand.graded[ic][mask])
         rows[subset] = (row, (cand.score[ic][mask] - base.score[ib][mask], scale2))
@@ -257,7 +262,8 @@ def _sensitivity(ledger: Ledger, base_name: str, candidates: Sequence[str], runs
             other = {n: s.with_ungraded(base_rule if n == base_name else cand_rule)  # type: ignore[arg-type]
                      for n, s in runs.items()}  # fmt: skip
             try:
-                found = compare(ledger, base_name, candidates, runs=other, sensitivity=False, **kw).comparisons
+                asked = CompareRequest(base_name, candidates, **kw)
+                found = compare(ledger, asked, runs=other, sensitivity=False).comparisons
             except UserError:
                 found = []
         for r in found:
@@ -303,29 +309,16 @@ def _crossed(runs: dict[str, TaskScores], names: tuple[str, str], kw: dict[str, 
 
 
 def compare(
-    ledger: Ledger,
-    base_name: str,
-    candidates: Sequence[str],
-    exclude: Sequence[str] = (),
-    split: Path | None = None,
-    min_diff: float = 4.0,
-    picked_from: int | None = None,
-    by_repo: bool = False,
-    bootstrap: bool = False,
-    runs: dict[str, TaskScores] | None = None,
-    metric: str = "resolved",
-    exclude_task_file: Path | None = None,
-    sensitivity: bool = True,
-    shares: dict[str, float] | None = None,
+    ledger: Ledger, request: CompareRequest, runs: dict[str, TaskScores] | None = None, sensitivity: bool = True
 ) -> CompareResult:
-    """The full comparison. `runs` lets callers (prereg) pass preloaded, pre-filtered scores.
-
-    `metric`: task means of resolved (reward 1.0) or of rewards (stats.scores). With `sensitivity`,
-    when any run has ungraded trials the verdict is also given with them counted as failures and as
-    successes (`result.sensitivity`). `shares` (stats.looks): candidate -> the share of alpha its look
-    spends; each candidate is then judged alone at alpha x share / (--picked-from x the --split rows), not
-    by Holm over the call's candidates.
+    """The full comparison (CompareRequest says what is asked). `runs` lets callers (prereg) pass preloaded,
+    pre-filtered scores. With `sensitivity`, when any run has ungraded trials the verdict is also given with them
+    counted as failures and as successes (`result.sensitivity`).
     """
+    r = request
+    base_name, candidates, exclude, split, min_diff = r.base, r.candidates, r.exclude, r.split, r.min_diff
+    picked_from, by_repo, bootstrap, metric = r.picked_from, r.by_repo, r.bootstrap, r.metric
+    exclude_task_file, shares = r.exclude_task_file, r.shares
     _check_names(base_name, candidates, min_diff, picked_from)
     metric = check_metric(metric)
     runs = runs or {n: load_scores(ledger, n) for n in (base_name, *candidates)}

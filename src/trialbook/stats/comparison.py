@@ -1,4 +1,6 @@
-"""Typed results of `compare` (stats.compare) and `prereg check` (prereg.plan): what the printers take.
+"""What `compare` (stats.compare), `plan` (stats.power) and `prereg init` (prereg.plan) are asked (CompareRequest,
+PlanRequest, PreregSpec: numpy-free, so the CLI builds them as it starts), and the typed results of `compare` and
+`prereg check` (prereg.plan): what the printers take.
 
 Their `to_json()` is the documented JSON of `compare --json`: percent and percentage points, the keys in
 the order declared here. A CI is `[lo, hi]` (None bounds when undefined).
@@ -6,11 +8,64 @@ the order declared here. A CI is `[lo, hi]` (None bounds when undefined).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from trialbook.result_types import Result, optional
 
 CI = list[float | None]
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    """What a comparison is asked: candidates against a baseline, and how (the `compare` command's options).
+
+    `metric`: task means of resolved (reward 1.0) or of rewards (stats.scores). `shares` (stats.looks): candidate
+    -> the share of alpha its look spends; each candidate is then judged alone at alpha x share / (--picked-from x
+    the --split rows), not by Holm over the call's candidates."""
+
+    base: str
+    candidates: Sequence[str]
+    exclude: Sequence[str] = ()  # repositories dropped before pairing
+    split: Path | None = None  # a task list: in / out rows
+    min_diff: float = 4.0
+    picked_from: int | None = None
+    by_repo: bool = False
+    bootstrap: bool = False
+    metric: str = "resolved"
+    exclude_task_file: Path | None = None
+    shares: dict[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class PreregSpec:
+    """What `prereg init` fixes: the pool's split (train, held out, by `seed`) and the decision rule."""
+
+    pool_file: Path
+    train: int
+    holdout: int
+    seed: int
+    holdout_repeats: int = 1
+    min_diff: float = 4.0
+    max_candidates: int = 1
+    metric: str = "resolved"
+    ungraded: str = "dropped"
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What a power plan is asked (the `plan` command's options): `tasks` and K (`repeats`) given or found for an
+    `effect` in pp; variances from `from_run` (and per-task differences against `vs`), else from `base_rate`."""
+
+    tasks: int | None
+    repeats: int | None
+    effect: float
+    from_run: str | None = None
+    vs: str | None = None
+    base_rate: float = 50.0
+    min_diff: float = 4.0
+    metric: str = "resolved"
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from trialbook.ledger.store import Ledger
 from trialbook.result_types import Result, optional
 from trialbook.stats import dist
 from trialbook.stats.compare import align, partial_caveat
+from trialbook.stats.comparison import PlanRequest
 from trialbook.stats.scores import TaskScores, load_scores
 
 KS: tuple[int, ...] = (1, 2, 4, 8, 16)
@@ -188,17 +189,10 @@ def _design(omega2: float, sampling: float, tasks: int | None, repeats: int | No
     )
 
 
-def plan(
-    ledger: Ledger | None,
-    tasks: int | None,
-    repeats: int | None,
-    effect: float,
-    from_run: str | None = None,
-    vs: str | None = None,
-    base_rate: float = 50.0,
-    min_diff: float = 4.0,
-    metric: str = "resolved",
-) -> PowerPlan:
+def plan(ledger: Ledger | None, request: PlanRequest) -> PowerPlan:
+    r = request
+    tasks, repeats, effect, from_run, vs = r.tasks, r.repeats, r.effect, r.from_run, r.vs
+    base_rate, min_diff, metric = r.base_rate, r.min_diff, r.metric
     _check(tasks, repeats, effect, base_rate, from_run, vs, min_diff)
     if from_run is not None and ledger is not None:
         runs = [load_scores(ledger, name, metric) for name in (from_run, vs) if name is not None]
@@ -275,7 +269,7 @@ def claim_probability(var_d: float, n: int, delta: float, k: int, min_diff: floa
     w /= w.sum()
     s1 = n * xs[None, :]
     s2 = var_d * chi[:, None] + n * xs[None, :] ** 2  # sum of d^2: (n-1) s^2 + n mean^2
-    m = s1 / total
-    var = np.maximum((s2 + 1.0 / k) / total - m * m, 0.0)
-    ok = (m - q * np.sqrt(var / total) > 0) & (xs[None, :] >= min_diff)
+    mean = s1 / total
+    spread = np.maximum((s2 + 1.0 / k) / total - mean * mean, 0.0)
+    ok = (mean - q * np.sqrt(spread / total) > 0) & (xs[None, :] >= min_diff)
     return float((ok * w[None, :]).sum(axis=1).mean())

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from trialbook.outcomes import ErrorKind
-from trialbook.sandbox import Sandbox, SandboxError
+from trialbook.sandbox import Box, SandboxError
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.tasks import TaskSpec
 from trialbook.verify import canary as canaries
@@ -46,7 +46,7 @@ class TrialNotes(Protocol):
     def image_id(self) -> str: ...
 
 
-def remove_box(box: Sandbox, state: TrialNotes) -> None:
+def remove_box(box: Box, state: TrialNotes) -> None:
     """Remove a trial's container; a failure is the trial's `cleanup_error`, never its result."""
     try:
         box.remove()
@@ -63,7 +63,7 @@ _IMAGE_TREE_LOCK = threading.Lock()
 
 
 def _image_tree(
-    what: str, open_box: Callable[[], Sandbox], workdir: str, state: TrialNotes, measure: Callable[[Sandbox], Any]
+    what: str, open_box: Callable[[], Box], workdir: str, state: TrialNotes, measure: Callable[[Box], Any]
 ) -> Any:
     key = (what, state.image_id, workdir)
     with _IMAGE_TREE_LOCK:
@@ -76,7 +76,7 @@ def _image_tree(
     return _IMAGE_TREE[key]
 
 
-def big_tree(exc: TreeTooLargeError, open_box: Callable[[], Sandbox], workdir: str, state: TrialNotes) -> Grading:
+def big_tree(exc: TreeTooLargeError, open_box: Callable[[], Box], workdir: str, state: TrialNotes) -> Grading:
     """The agent's working tree ran past the limit of a copy (sandbox/box.SNAPSHOT_LIMIT) as an archive. With the
     image's own tree at most half of it, the agent's tree is what grew (a sparse file of a terabyte, no disk behind
     it: tests/harness/test_carry_timeout.py): graded 0 as ChangeTooLargeError, not an ungraded infra error;
@@ -89,7 +89,7 @@ def big_tree(exc: TreeTooLargeError, open_box: Callable[[], Sandbox], workdir: s
     raise IsolationError(f"{exc}; the image's own tree is {own}") from None
 
 
-def slow_carry(exc: CarryTimeout, open_box: Callable[[], Sandbox], workdir: str, state: TrialNotes) -> None:
+def slow_carry(exc: CarryTimeout, open_box: Callable[[], Box], workdir: str, state: TrialNotes) -> None:
     """Carrying the agent's change ran past its time once the image's side was done. When the harness indexes the
     image's own tree in a tenth of that time (or less), the agent's tree is what took it (300,000 files, say:
     tests/harness/test_carry_timeout.py): CarryOutgrown, graded 0 as ChangeTooLargeError, not an ungraded infra error
@@ -123,7 +123,7 @@ _BASELINES: dict[tuple[str, str, str, bool], Baseline] = {}
 _BASELINE_LOCKS: dict[tuple[str, str, str, bool], threading.Lock] = {}
 
 
-def baseline(task: TaskSpec, open_box: Callable[[int], Sandbox], state: TrialNotes, witness: bool = False) -> Baseline:
+def baseline(task: TaskSpec, open_box: Callable[[int], Box], state: TrialNotes, witness: bool = False) -> Baseline:
     """The task's verifier once on its image as built (`witness`: with a canary planted, verify/runner.verify)."""
     key = (task.task_id, task.verifier_hash, state.image_id, witness)
     with _BASELINE_LOCKS.setdefault(key, threading.Lock()):
@@ -145,7 +145,7 @@ def baseline(task: TaskSpec, open_box: Callable[[int], Sandbox], state: TrialNot
     return _BASELINES[key]
 
 
-def hang(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
+def hang(task: TaskSpec, open_box: Callable[[int], Box], grading: Grading, state: TrialNotes) -> None:
     """Both tries of the verifier ran past its timeout with the agent's change: run it once without the change.
     Finished in time there, the hang is the change's (tests that never end are failing tests, as swebench's
     harness counts them): graded 0, HungWithChangeError, tagged `hung_with_change`; timed out there too, the task
@@ -164,7 +164,7 @@ def hang(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, s
                                   f"the agent's change; on the image as built it finished in {took} s")  # fmt: skip
 
 
-def missing_reward(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
+def missing_reward(task: TaskSpec, open_box: Callable[[int], Box], grading: Grading, state: TrialNotes) -> None:
     """Both tries of test.sh ended without a reward file with the agent's change. Written without the change, the
     change stopped it (the code under test replaced /logs by a file, say; tests/harness/cheats/
     logs_replaced_at_import.sh): NoRewardWithChangeError; missing there too, the task writes none anyway."""
@@ -173,7 +173,7 @@ def missing_reward(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: 
         " as built it wrote one"))  # fmt: skip
 
 
-def limits(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
+def limits(task: TaskSpec, open_box: Callable[[int], Box], grading: Grading, state: TrialNotes) -> None:
     """The tests hit the sandbox's memory or pids limit with the agent's change. Within them without the change, the
     change made the tests outgrow them (code under test allocating, forking; tests/harness/cheats/
     memory_hog_at_import.sh): LimitsHitWithChangeError, as a test killed for memory fails in swebench's harness; hit
@@ -186,7 +186,7 @@ def limits(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading,
 
 def _charge_the_change(
     task: TaskSpec,
-    open_box: Callable[[int], Sandbox],
+    open_box: Callable[[int], Box],
     grading: Grading,
     state: TrialNotes,
     tag: str,
@@ -206,7 +206,7 @@ def _charge_the_change(
 
 def reward_file(
     task: TaskSpec,
-    without_change: Callable[[int], Sandbox],
+    without_change: Callable[[int], Box],
     grading: Grading,
     state: TrialNotes,
     witness: Callable[[], Grading] | None = None,
@@ -227,7 +227,7 @@ def reward_file(
     unwitnessed_reward(task, without_change, grading, state, witness)
 
 
-def not_gold_reward(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
+def not_gold_reward(task: TaskSpec, open_box: Callable[[int], Box], grading: Grading, state: TrialNotes) -> None:
     """A reward file's strict verdict, anchored to the image as built: a resolving reward, from a log with pytest's
     per-test lines, in which a test reported failing without the change is not reported PASSED with it (xfailed,
     skipped or not run: the code under test called `pytest.xfail()` or `pytest.skip()` on the branch it gets wrong,
@@ -244,7 +244,7 @@ def not_gold_reward(task: TaskSpec, open_box: Callable[[int], Sandbox], grading:
         grading.verdict = verdict.model_copy(update={"reward": 0.0, "not_gold": off, "official_reward": verdict.reward})
 
 
-def untrusted_reward(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
+def untrusted_reward(task: TaskSpec, open_box: Callable[[int], Box], grading: Grading, state: TrialNotes) -> None:
     """A positive reward read from the reward file that test.sh may not have been the last to write: processes of the
     test run outlived test.sh (any of them could have replaced the file after test.sh wrote its own, before the
     harness killed them: tests/harness/cheats/reward_rewriter.sh), or test.sh died of a signal (exit above 128) with
@@ -277,7 +277,7 @@ def untrusted_reward(task: TaskSpec, open_box: Callable[[int], Sandbox], grading
                                   "reward file; on the image as built none did")  # fmt: skip
 
 
-def changed_outside(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
+def changed_outside(task: TaskSpec, open_box: Callable[[int], Box], grading: Grading, state: TrialNotes) -> None:
     """A positive reward read from the reward file of a fresh verifier container that the run left changed outside
     the working tree and the places a run may write (verify/footprint.py: the container's own layer, read from
     outside it; /tests by content): test.sh may run a tool of the image or a script of its tests after the tests,
@@ -306,7 +306,7 @@ def changed_outside(task: TaskSpec, open_box: Callable[[int], Sandbox], grading:
 
 def unwitnessed_reward(
     task: TaskSpec,
-    without_change: Callable[[int], Sandbox],
+    without_change: Callable[[int], Box],
     grading: Grading,
     state: TrialNotes,
     witness: Callable[[], Grading] | None = None,
@@ -369,7 +369,7 @@ def unwitnessed_reward(
     grading.verdict = verdict.model_copy(update={"reward": 0.0, "canary": got.canary, "canary_seen": canary_seen})
 
 
-def missing_canary(task: TaskSpec, open_box: Callable[[int], Sandbox], grading: Grading, state: TrialNotes) -> None:
+def missing_canary(task: TaskSpec, open_box: Callable[[int], Box], grading: Grading, state: TrialNotes) -> None:
     """Resolved with the change while the log has no failing report of the verifier's canary: run it once without
     the change. There the canary reported failing, so the runner reports it unless the change stops that (PASSED
     lines written to the test process's real stdout, then an exit before pytest reports): graded as failing, the

@@ -36,6 +36,7 @@ import secrets
 import shlex
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import NamedTuple
 
 from trialbook.tasks.testscript import HEREDOC, commands, installed_by_patch, words
 from trialbook.verify import decoys, linear, twins
@@ -154,6 +155,14 @@ def pytest_command(script: str, task_files: set[str]) -> bool:
     return not junit and any(w == "pytest" or w.endswith("/pytest") or w == "py.test" for w in argv)
 
 
+class PlantMode(NamedTuple):
+    """Twins instead of canaries, where any can be made: made from the task's (FAIL_TO_PASS, PASS_TO_PASS) `lists`
+    and each test module's text as it will run (`modules`, verify/sources.py)."""
+
+    lists: tuple[list[str], list[str]] | None = None
+    modules: dict[str, str] | None = None
+
+
 def plant(
     script: str,
     task_files: set[str],
@@ -162,8 +171,7 @@ def plant(
     name: str | None = None,
     sources: dict[str, list[tuple[str, str]]] | None = None,
     rng: random.Random | None = None,
-    lists: tuple[list[str], list[str]] | None = None,
-    modules: dict[str, str] | None = None,
+    mode: PlantMode | None = None,
 ) -> Planted | None:
     """`script` with one line inserted before its test command that appends a canary to each test module the
     command names (to the last only when pytest stops at the first failure: `-x`, `--maxfail`; named with the word a
@@ -173,8 +181,9 @@ def plant(
     patch from one) that names a test module the verifier installs: a file of that patch or, by name, one of the
     task's test files. `name`: one canary of that name (else COUNT of them, verify/decoys.py); `sources`: the task's
     own test functions by module file name (decoys.task_functions), which the canaries are derived from.
-    `lists` (FAIL_TO_PASS, PASS_TO_PASS) and `modules` (each test module's text as it will run, verify/sources.py):
-    twins instead, where any can be made (verify/twins.py); never under `-x` (a twin fails: the run would stop)."""
+    `mode` (PlantMode): with `lists` and `modules`, twins instead, where any can be made (verify/twins.py); never
+    under `-x` (a twin fails: the run would stop)."""
+    lists, modules = mode or PlantMode()
     for start, argv, files in _test_commands(script, task_files):
         pytest = any(w == "pytest" or w.endswith("/pytest") or w == "py.test" for w in argv)
         stops = any(w in STOPS_AT_FIRST_FAILURE or w.startswith("--maxfail=") for w in argv)

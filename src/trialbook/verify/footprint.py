@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 from pathlib import PurePosixPath
 
-from trialbook.sandbox import Sandbox
+from trialbook.sandbox import Box
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, task_test_files
@@ -79,10 +79,10 @@ def staged(task: TaskSpec) -> frozenset[str]:
     return _STAGED[key]
 
 
-def reader(task: TaskSpec, workdir: str, resolving: bool) -> Callable[[Sandbox, Verdict], dict[str, str] | None]:
+def reader(task: TaskSpec, workdir: str, resolving: bool) -> Callable[[Box, Verdict], dict[str, str] | None]:
     """For isolation.grade: the footprint of a box graded by its reward file (`resolving`: with a positive reward)."""
 
-    def read_box(box: Sandbox, verdict: Verdict) -> dict[str, str] | None:
+    def read_box(box: Box, verdict: Verdict) -> dict[str, str] | None:
         wanted = verdict.graded_by == "reward_file" and (verdict.reward > 0 or not resolving)
         return read(box, workdir, by_content(task)) if wanted else None
 
@@ -101,7 +101,7 @@ def by_content(task: TaskSpec) -> frozenset[str]:
     return frozenset(p for p in files if PurePosixPath(p).name not in modules)
 
 
-def read(box: Sandbox, workdir: str, tests: frozenset[str]) -> dict[str, str]:
+def read(box: Box, workdir: str, tests: frozenset[str]) -> dict[str, str]:
     """What the box's own layer holds outside `workdir` and the places a run may write, by path, the files at `tests`
     by their content too: from the upper dir on this host (`walk`) or, failing that, through the daemon."""
     upper = box.upper_dir()
@@ -174,7 +174,7 @@ def _digest(path: str, size: int, budget: list[int]) -> str:
     return f"sha256:{digest.hexdigest()}"
 
 
-def through_daemon(box: Sandbox, workdir: str, tests: frozenset[str]) -> dict[str, str]:
+def through_daemon(box: Box, workdir: str, tests: frozenset[str]) -> dict[str, str]:
     """The same from the daemon: its `docker diff` ("A", "C" or "D" by path) and each entry under /tests (added in
     every run): one of `tests` by its content, "sha256:...", another file as "file", a link by its target, anything
     else by its tar type."""
@@ -187,7 +187,7 @@ def through_daemon(box: Sandbox, workdir: str, tests: frozenset[str]) -> dict[st
     return found
 
 
-def _tests(box: Sandbox, changes: dict[str, str], tests: frozenset[str]) -> dict[str, str]:
+def _tests(box: Box, changes: dict[str, str], tests: frozenset[str]) -> dict[str, str]:
     if TESTS_DIR not in changes:  # staged in every run, removed by the code under test: nothing to copy out
         return {}
     with tempfile.TemporaryFile() as sink:

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from trialbook.outcomes import ErrorKind
-from trialbook.sandbox import DockerEngine, Sandbox
+from trialbook.sandbox import Backend, Box
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.tasks import TaskSpec
 from trialbook.verify import blame, footprint, hacks, sources
@@ -59,11 +59,11 @@ class Notes(blame.TrialNotes, Protocol):
 
 
 def grade_change(
-    box: Sandbox,
+    box: Box,
     task: TaskSpec,
-    engine: DockerEngine,
+    engine: Backend,
     image: str,
-    start: Callable[..., Sandbox],
+    start: Callable[..., Box],
     name: str,
     stopper: Stops,
     state: Notes,
@@ -100,9 +100,7 @@ def grade_change(
     return grading
 
 
-def verifier_prep(
-    engine: DockerEngine, task: TaskSpec, image: str, image_id: str
-) -> tuple[str, Callable[[Sandbox], Any]]:
+def verifier_prep(engine: Backend, task: TaskSpec, image: str, image_id: str) -> tuple[str, Callable[[Box], Any]]:
     """What a warm verifier container computes while it waits: the image's side of the agent's diff."""
     workdir = workdir_of(engine, task, image)
     return "verifier", base_preparer(workdir, task.verifier_timeout, image_id)
@@ -116,7 +114,7 @@ def keep_patch(patch: str | None, grading: Grading, state: Notes) -> None:
         state.tags.extend(hacks.signatures(patch))
 
 
-def _witness_change(box: Sandbox, workdir: str) -> Change | None:
+def _witness_change(box: Box, workdir: str) -> Change | None:
     """`isolation = "container"`, a task graded by its reward file: the agent's working tree, copied out before any
     run touches the container, for its witnesses' fresh containers; None when it cannot be (no working tree known,
     or past what a copy holds): then nothing witnesses it (tagged `unwitnessed`, blame.unwitnessed_reward)."""
@@ -129,10 +127,10 @@ def _witness_change(box: Sandbox, workdir: str) -> Change | None:
 
 
 def _grade_container(
-    box: Sandbox,
+    box: Box,
     task: TaskSpec,
     stopper: Stops,
-    fresh: Callable[[int], Sandbox],
+    fresh: Callable[[int], Box],
     state: Notes,
     witnessed: witnesses.Witnessed | None = None,
 ) -> Grading:
@@ -141,7 +139,7 @@ def _grade_container(
     diff's grade is. A task graded by its reward file has each graded try `witnessed` beside it in a fresh container
     of its own, never in the one the graded run touched (state it left there told the witness apart)."""
 
-    def reopen(_k: int) -> Sandbox:
+    def reopen(_k: int) -> Box:
         stopper.check()
         restore_container(box, task)
         return box
@@ -159,31 +157,27 @@ def _grade_container(
 
 
 def _witnessing(
-    start: Callable[..., Sandbox], name: str, change: Change, task: TaskSpec, stopper: Stops, state: Notes
+    start: Callable[..., Box], name: str, change: Change, task: TaskSpec, stopper: Stops, state: Notes
 ) -> witnesses.Witnessed:
     """Witnesses for each graded try: fresh containers of the image, `change` carried in (not kept in it)."""
-    prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout, state.image_id))
     return witnesses.Witnessed(
         task, stopper.event, name,
-        lambda w, k: _opener(w.begin(start), f"{name}-w{k}-", change, task, stopper, state, prepare, [], False),
+        lambda w, k: _opener(w.begin(start), f"{name}-w{k}-", change, task, stopper, state, Carry([], keep=False)),
         lambda b: blame.remove_box(b, state),
     )  # fmt: skip
 
 
 def _grade_diff(
-    start: Callable[..., Sandbox], name: str, change: Change, task: TaskSpec, stopper: Stops, state: Notes
+    start: Callable[..., Box], name: str, change: Change, task: TaskSpec, stopper: Stops, state: Notes
 ) -> Grading:
     """Grade the agent's diff in fresh containers; a test-infrastructure change is also graded without it. A task
     graded by its reward file has a witness run (blame.unwitnessed_reward) started beside each graded try,
     in a container of its own (witness.py): joined, its container removed, before this returns or raises."""
 
-    image_id = state.image_id
-    prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout, image_id))  # as _verifier_prep
-
     def opener(
-        suffix: str, exclude: list[str] | None, begin: Callable[..., Sandbox] = start, keep: bool = True
-    ) -> Callable[[int], Sandbox]:
-        return _opener(begin, f"{name}-{suffix}", change, task, stopper, state, prepare, exclude, keep, start)
+        suffix: str, exclude: list[str] | None, begin: Callable[..., Box] = start, keep: bool = True
+    ) -> Callable[[int], Box]:
+        return _opener(begin, f"{name}-{suffix}", change, task, stopper, state, Carry(exclude, keep), start)
 
     state.workdir = change.workdir  # the baseline's footprint is read outside it (footprint.py)
     close = lambda b: blame.remove_box(b, state)  # noqa: E731
@@ -201,7 +195,7 @@ def _grade_diff(
 
 def _after_grade(
     grading: Grading,
-    opener: Callable[..., Callable[[int], Sandbox]],
+    opener: Callable[..., Callable[[int], Box]],
     change: Change,
     task: TaskSpec,
     state: Notes,
@@ -234,24 +228,32 @@ def _after_grade(
     return grading
 
 
+class Carry(NamedTuple):
+    """What of the agent's change a verifier box gets: all of it but `exclude` (None: none, the image as built);
+    `keep`: what the carry learns of the change kept in it (apply_change)."""
+
+    exclude: list[str] | None
+    keep: bool = True
+
+
 def _opener(
-    begin: Callable[..., Sandbox],
+    begin: Callable[..., Box],
     prefix: str,
     change: Change,
     task: TaskSpec,
     stopper: Stops,
     state: Notes,
-    prepare: tuple[str, Callable[[Sandbox], Any]],
-    exclude: list[str] | None,
-    keep: bool = True,
-    start: Callable[..., Sandbox] | None = None,
-) -> Callable[[int], Sandbox]:
-    """Fresh verifier boxes (started by `begin`, named `prefix` + try) with the change applied minus `exclude` (None:
-    the image as built); `keep`: what the carry learns of the change kept in it (apply_change); `start`: how the
-    image's own tree is measured when the carry outgrew its time (blame.slow_carry)."""
+    carry: Carry,
+    start: Callable[..., Box] | None = None,
+) -> Callable[[int], Box]:
+    """Fresh verifier boxes (started by `begin`, named `prefix` + try, prepared as warm verifier boxes are) with the
+    change carried in as `carry` says; `start`: how the image's own tree is measured when the carry outgrew its time
+    (blame.slow_carry)."""
     image_id = state.image_id
+    exclude, keep = carry
+    prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout, image_id))  # as verifier_prep
 
-    def open_box(k: int) -> Sandbox:
+    def open_box(k: int) -> Box:
         stopper.check()
         vbox = begin(f"{prefix}{k}", prepare)
         try:

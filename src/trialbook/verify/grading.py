@@ -30,6 +30,7 @@ from typing import IO, Any, NamedTuple
 from pydantic import BaseModel
 
 from trialbook.extras import require
+from trialbook.ledger.rows import TaskLists
 from trialbook.outcomes import NOT_PASSING, p2p_regression
 from trialbook.verify import canary as canaries
 from trialbook.verify import linear
@@ -273,21 +274,21 @@ def forged_markers(log_text: str, seal: Seal | None = None) -> bool:
 def grade_parsed(
     status_map: dict[str, str],
     marker: str | None,
-    repo: str | None,
-    fail_to_pass: list[str],
-    pass_to_pass: list[str],
+    lists: TaskLists,
     conflicts: list[str] | None = None,
     canary: str | None = None,
     canary_expected: bool = False,
     markers_forged: bool = False,
     gold: dict[str, str] | None = None,
 ) -> GradeResult:
-    """The grade of an already parsed log (see `parse_log`); `canary`: the name of the test that must fail
-    (verify/canary.py), which, reported passing, fails the grade: the runner was made to pass what fails; with
-    `canary_expected` (the runner reported it failing without the change: verify/blame.missing_canary),
-    not reporting it fails the grade too ("hidden"). Of `conflicts`, only the tests graded here are kept: a
-    test no list names cannot change the grade whichever way it is read. `resolved` is swebench's verdict (with
-    trialbook's conflict rule), `strict` the reward's (`strict_verdict`; `markers_forged` fails it)."""
+    """The grade of an already parsed log (see `parse_log`) against `lists` (the task's repository and test lists);
+    `canary`: the name of the test that must fail (verify/canary.py), which, reported passing, fails the grade: the
+    runner was made to pass what fails; with `canary_expected` (the runner reported it failing without the change:
+    verify/blame.missing_canary), not reporting it fails the grade too ("hidden"). Of `conflicts`, only the tests
+    graded here are kept: a test no list names cannot change the grade whichever way it is read. `resolved` is
+    swebench's verdict (with trialbook's conflict rule), `strict` the reward's (`strict_verdict`; `markers_forged`
+    fails it)."""
+    repo, fail_to_pass, pass_to_pass = lists
     resolved, tests = grade_status_map(status_map, repo, fail_to_pass, pass_to_pass)
     strict, not_gold = strict_verdict(status_map, repo, fail_to_pass, pass_to_pass, gold)
     graded = {*fail_to_pass, *pass_to_pass}
@@ -331,4 +332,5 @@ def grade_test_log(
     nonces (verify/markers.py), None for a log of another harness."""
     status_map, marker, conflicts = parse_log(log_text, repo, task_id, seal=seal)
     forged = forged_markers(log_text, seal)
-    return grade_parsed(status_map, marker, repo, fail_to_pass, pass_to_pass, conflicts, canary, False, forged, gold)
+    lists = TaskLists(repo, fail_to_pass, pass_to_pass)
+    return grade_parsed(status_map, marker, lists, conflicts, canary, False, forged, gold)

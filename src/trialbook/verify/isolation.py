@@ -30,7 +30,7 @@ from typing import IO
 
 from trialbook import tokens
 from trialbook.outcomes import ErrorKind
-from trialbook.sandbox import DockerEngine, Sandbox, SandboxError
+from trialbook.sandbox import Backend, Box, SandboxError
 from trialbook.tasks import TaskSpec
 from trialbook.verify.infra import infra_touched
 from trialbook.verify.notes import ErrorNote, GradingNotes
@@ -129,7 +129,7 @@ def _stage() -> str:
     return f".trialbook-{tokens.token_hex(6)}"
 
 
-def workdir_of(engine: DockerEngine, task: TaskSpec, image: str) -> str:
+def workdir_of(engine: Backend, task: TaskSpec, image: str) -> str:
     workdir = task.workdir or engine.image_workdir(image)
     if not workdir or workdir.rstrip("/") == "":
         raise IsolationError(
@@ -139,7 +139,7 @@ def workdir_of(engine: DockerEngine, task: TaskSpec, image: str) -> str:
     return workdir.rstrip("/")
 
 
-def capture(box: Sandbox, workdir: str) -> Change:
+def capture(box: Box, workdir: str) -> Change:
     """Stop every process of the agent's container and copy its working tree out, without `.git`, into a temp
     file: through the container's channel (no kill, no archive copy through the daemon) and, when that fails
     or its archive does not read, by killing the container and exporting the tree through the daemon."""
@@ -266,12 +266,12 @@ def _apply_script(stage: str, tree_stage: str, workdir: str, exclude: list[str],
     )
 
 
-def base_preparer(workdir: str, timeout: float, image_id: str = "") -> Callable[[Sandbox], str | bool | None]:
-    """For DockerEngine.start(prepare=...): computes the image's side of the diff in a warm verifier container
+def base_preparer(workdir: str, timeout: float, image_id: str = "") -> Callable[[Box], str | bool | None]:
+    """For BoxSpec.prepare: computes the image's side of the diff in a warm verifier container
     before a trial takes it; the stage folder it left, True when there is nothing to compute (the image `image_id`'s
     tree is known to be its repository's HEAD tree: _BASES), or None (the container is then not handed out)."""
 
-    def prepare(box: Sandbox) -> str | bool | None:
+    def prepare(box: Box) -> str | bool | None:
         if _BASES.get((image_id, workdir)):
             return True
         stage, code = _index_base(box, workdir, timeout, image_id)
@@ -290,7 +290,7 @@ class _Counter:
         self.n += len(data)
 
 
-def image_tree_bytes(box: Sandbox, workdir: str) -> int | None:
+def image_tree_bytes(box: Box, workdir: str) -> int | None:
     """Bytes of the image's own working tree in `box` as the harness copies a tree out (capture); None past
     SNAPSHOT_LIMIT, or when it cannot be copied."""
     counter = _Counter()
@@ -304,7 +304,7 @@ def image_tree_bytes(box: Sandbox, workdir: str) -> int | None:
     return counter.n
 
 
-def index_image_tree(box: Sandbox, workdir: str, timeout: float) -> float | None:
+def index_image_tree(box: Box, workdir: str, timeout: float) -> float | None:
     """Seconds the harness's git takes to index the image's own working tree in `box` (the image's side of any
     carry); None when it did not within `timeout` or failed."""
     t = time.monotonic()
@@ -315,7 +315,7 @@ def index_image_tree(box: Sandbox, workdir: str, timeout: float) -> float | None
     return round(time.monotonic() - t, 3) if code == 0 else None
 
 
-def _index_base(box: Sandbox, workdir: str, timeout: float, image_id: str = "") -> tuple[str, int | None]:
+def _index_base(box: Box, workdir: str, timeout: float, image_id: str = "") -> tuple[str, int | None]:
     """The image's side of the diff in a new stage folder of `box` (_base_script): (that stage, the exit code); with
     `image_id` (a fresh container of that image), what it says of the image's tree is learnt (_BASES)."""
     stage = _stage()
@@ -331,7 +331,7 @@ def printable(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def _harness_exec(box: Sandbox, script: str, timeout: float, whole: bool = False) -> tuple[int | None, str]:
+def _harness_exec(box: Box, script: str, timeout: float, whole: bool = False) -> tuple[int | None, str]:
     """The script's exit code and output: its tail, or with `whole` all of it (the change's names must not lose
     their front to a long list: a conftest.py before 4.5 MB of names fell out of the tail and went unseen)."""
     if not whole:
@@ -349,7 +349,7 @@ def _harness_exec(box: Sandbox, script: str, timeout: float, whole: bool = False
 
 
 def apply_change(
-    box: Sandbox,
+    box: Box,
     change: Change,
     task: TaskSpec,
     exclude: list[str],
@@ -408,7 +408,7 @@ def apply_change(
         change.patch = whole
 
 
-def restore_container(box: Sandbox, task: TaskSpec) -> None:
+def restore_container(box: Box, task: TaskSpec) -> None:
     """`isolation = "container"`: kill every agent process and put the harness's files back."""
     box.restart()
     if task.shell_setup:
@@ -432,11 +432,11 @@ class Grading:
 
 def grade(
     task: TaskSpec,
-    open_box: Callable[[int], Sandbox],
-    close_box: Callable[[Sandbox], None],
+    open_box: Callable[[int], Box],
+    close_box: Callable[[Box], None],
     tries: int = VERIFIER_TRIES,
     witness: bool = False,
-    footprint: Callable[[Sandbox, Verdict], dict[str, str] | None] | None = None,
+    footprint: Callable[[Box, Verdict], dict[str, str] | None] | None = None,
 ) -> Grading:
     """Run the verifier in `open_box(try)`; a timeout or error is retried once in a new box (`tries` in all);
     `witness`: with a canary planted in a task graded by its reward file too (verify/runner.verify); `footprint`:
@@ -513,7 +513,7 @@ def _new_hits(now: dict[str, int], before: dict[str, int]) -> dict[str, int]:
     return {k: v - before.get(k, 0) for k, v in now.items() if v > before.get(k, 0)}
 
 
-def in_place_patch(box: Sandbox, workdir: str, timeout: float) -> str | None:
+def in_place_patch(box: Box, workdir: str, timeout: float) -> str | None:
     """`isolation = "container"`: the agent's change as a patch, computed in its own container before the tests run
     there, for the record and its reward-hacking signatures (verify/hacks.py), never for the grade: the working tree
     against the image repository's HEAD tree, by the harness's git dir (_git_dir_script) and the image's git, as the

@@ -6,17 +6,17 @@ runs in it as one exec and the hit blobs are named in a second; the container is
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from docker.errors import APIError, DockerException
 
+from trialbook.sandbox import Backend
 from trialbook.sandbox.box import SandboxError
-from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, DockerEngine
+from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK
+from trialbook.sandbox.readonly import read_only
 from trialbook.tasks import TaskSpec, load_tasks
 from trialbook.verify import leaks
 from trialbook.verify.leaks import LeakScan, TaskLeaks
@@ -25,35 +25,22 @@ RUN_LABEL = "leak-scan"
 DEFAULT_WORKDIR = "/testbed"
 
 
-def _exec(container: Any, script: str, env: dict[str, str]) -> bytes:
-    """`script` run in `container` as root; its stdout (what it could not read goes to stderr, dropped)."""
-    _code, (out, _err) = container.exec_run(["sh", "-c", script], environment=env, user="0", demux=True)
-    return out or b""
-
-
-def scan_image(engine: DockerEngine, image: str, workdir: str, patterns: list[str], task_id: str = "") -> TaskLeaks:
+def scan_image(engine: Backend, image: str, workdir: str, patterns: list[str], task_id: str = "") -> TaskLeaks:
     """The scan of one image for `patterns` (the solution's distinctive lines)."""
     start = time.monotonic()
-    container = engine.client.containers.run(
-        image, entrypoint=["sleep", "86400"], command=[], detach=True, network_disabled=True, read_only=True,
-        tmpfs={leaks.SCAN_DIR: "rw,size=64m"}, user="0", labels={LABEL_RUN: RUN_LABEL, LABEL_TASK: task_id},
-    )  # fmt: skip
-    try:
+    with read_only(engine, image, {LABEL_RUN: RUN_LABEL, LABEL_TASK: task_id}, leaks.SCAN_DIR) as look:
         env = {
             "TB_LEAK_PATTERNS": "\n".join(patterns),
             "TB_LEAK_WORKDIR": workdir,
             "TB_LEAK_ARCHIVES": leaks.ARCHIVE_READER,
         }
-        found = leaks.parse(_exec(container, leaks.scan_script(), env))
+        found = leaks.parse(look(leaks.scan_script(), env))
         lines, hits = leaks.judge(patterns, found)
         blobs = sorted(where for kind, where, _ in hits if kind == "git")
         named = {}
         if blobs:
-            where = _exec(container, leaks.WHERE_SCRIPT, {"TB_LEAK_WORKDIR": workdir, "TB_LEAK_BLOBS": " ".join(blobs)})
+            where = look(leaks.WHERE_SCRIPT, {"TB_LEAK_WORKDIR": workdir, "TB_LEAK_BLOBS": " ".join(blobs)})
             named = leaks.describe_blobs(where)
-    finally:
-        with contextlib.suppress(APIError, DockerException):
-            container.remove(force=True)
     if not lines:
         why = f"each of the {len(patterns)} line(s) the solution adds is in the repository at HEAD already"
         return TaskLeaks(task_id=task_id, verdict="not_scanned", image=image, reason=why, seconds=leaks.elapsed(start))
@@ -64,7 +51,7 @@ def scan_image(engine: DockerEngine, image: str, workdir: str, patterns: list[st
     )  # fmt: skip
 
 
-def scan_task(engine: DockerEngine, task: TaskSpec) -> TaskLeaks:
+def scan_task(engine: Backend, task: TaskSpec) -> TaskLeaks:
     """One task: its image (built from its Dockerfile when it names none) scanned for its solution."""
     if not task.solution_dir.is_dir():
         return TaskLeaks(task_id=task.task_id, verdict="not_scanned", reason="the task has no solution/ folder")
@@ -83,12 +70,9 @@ def scan_task(engine: DockerEngine, task: TaskSpec) -> TaskLeaks:
         return TaskLeaks(task_id=task.task_id, verdict="not_scanned", reason=f"image not scanned: {first}")
 
 
-def scan_tasks(
-    tasks_dir: Path, only: list[str] | None = None, jobs: int = 2, engine: DockerEngine | None = None
-) -> LeakScan:
+def scan_tasks(engine: Backend, tasks_dir: Path, only: list[str] | None = None, jobs: int = 2) -> LeakScan:
     """Every task folder under `tasks_dir` (or those in `only`), `jobs` images at a time."""
     specs, errors = load_tasks(tasks_dir, only)
-    engine = engine or DockerEngine()
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         rows = list(pool.map(lambda t: scan_task(engine, t), specs))
     rows += [TaskLeaks(task_id=e.task_id, verdict="not_scanned", reason=f"invalid task: {e.message}") for e in errors]

@@ -7,7 +7,7 @@ import base64
 import gzip
 import hashlib
 
-from trialbook.sandbox import Sandbox
+from trialbook.sandbox import Box
 from trialbook.verify.notes import PatchRecord
 
 PATCH_KEEP = 1_000_000  # bytes of the agent's patch kept as text (agent/patch.diff); a larger one also compressed
@@ -39,7 +39,7 @@ def kept_patch(patch: str) -> dict[str, str]:
     return {"patch.diff": head + note, "patch.diff.gz.b64": base64.b64encode(gzip.compress(data, 6)).decode()}
 
 
-def whole_patch(box: Sandbox, stage: str, head: str) -> str:
+def whole_patch(box: Box, stage: str, head: str) -> str:
     """The agent's whole patch: `head` when it is all of it, else the file the carry kept aside, read as bytes (up to
     PATCH_WHOLE: verify/patch.patch_record says when it was cut) and removed before the tests run."""
     if len(head.encode("utf-8", "surrogateescape")) < PATCH_KEEP:

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from trialbook import tokens
 from trialbook.outcomes import REWARD_FILES, ErrorKind, parse_reward
-from trialbook.sandbox import Sandbox
+from trialbook.sandbox import Box
 from trialbook.sandbox.box import (
     KILLED_FROM_OUTSIDE,
     NO_TOOLS,
@@ -37,7 +37,7 @@ from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, reward_files_named, task_test_files
 from trialbook.verify import canary as canaries
 from trialbook.verify import linear, sources, staged
-from trialbook.verify.canary import Planted, plant, pytest_command, test_modules
+from trialbook.verify.canary import Planted, PlantMode, plant, pytest_command, test_modules
 from trialbook.verify.channels import canary_in_reports, disagreement
 from trialbook.verify.markers import Seal, seal
 from trialbook.verify.onerun import shown_status, witness_reading
@@ -182,7 +182,7 @@ def _inline_tests(task: TaskSpec, stage: str, script: str | None, snap: staged.S
 
 
 def _put_tests(
-    sandbox: Sandbox, task: TaskSpec, stage: str, script: str | None, snap: staged.Snapshot | None = None
+    sandbox: Box, task: TaskSpec, stage: str, script: str | None, snap: staged.Snapshot | None = None
 ) -> None:
     sandbox.put_tar("/", _tests_tar(task, f"{stage}/tests".strip("/"), script, snap=snap))
 
@@ -224,7 +224,7 @@ def _planted(task: TaskSpec, witness: bool = False, snap: staged.Snapshot | None
     # twins beside the listed tests, or beside any in a reward-file task's run (verify/twins.py)
     lists = (task.fail_to_pass or [], task.pass_to_pass or [])
     modules = sources.module_texts(task, script, test_modules(script, _FILES[key]), key)
-    return plant(script, _FILES[key], tokens.token_hex(6), taken, None, derivable, lists=lists, modules=modules)
+    return plant(script, _FILES[key], tokens.token_hex(6), taken, None, derivable, mode=PlantMode(lists, modules))
 
 
 _FILES: dict[tuple[str, str], set[str]] = {}  # the names of the task's test files (testscript.task_test_files)
@@ -294,21 +294,22 @@ def _split(output: str, mark: str) -> tuple[str, dict[str, str], int | None]:
 
 
 def _run_last(
-    sandbox: Sandbox,
+    sandbox: Box,
     task: TaskSpec,
     stage: str,
     mark: str,
     timeout: float,
     full: CappedSink,
-    test_sh: str | None,
-    prepare: str = "",
+    separated: Separated,
     snap: staged.Snapshot | None = None,
 ) -> ExecResult | None:
     """The tests put in a fresh container (inline in the script when they are small), the script run as its last process
-    (Sandbox.finish: PID 1 itself, which nothing in the container can kill or speak after; no `docker exec`,
-    ~0.05 CPU s of the daemon's host); None when it has no channel."""
+    (Box.finish: PID 1 itself, which nothing in the container can kill or speak after; no `docker exec`,
+    ~0.05 CPU s of the daemon's host); None when it has no channel. `separated`: the staged test.sh and its
+    preparation."""
     if sandbox.channel is None:
         return None
+    test_sh, prepare = separated.script, staging(separated)
     unpack = sandbox.inline_unpack(_tests_tar(task, TESTS_DIR.strip("/"), test_sh, logs=True, snap=snap))
     if unpack is None:
         _put_tests(sandbox, task, stage, test_sh, snap)
@@ -417,7 +418,7 @@ def one_run(task: TaskSpec, snap: staged.Snapshot | None = None) -> bool:
     return _ONE_RUN[key]
 
 
-def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = False) -> Verdict:
+def verify(sandbox: Box, task: TaskSpec, timeout: float, witness: bool = False) -> Verdict:
     """Run the task's verifier in `sandbox`; `witness`: with a canary planted even when the task is graded by its
     reward file (its reading is then the verdict's canary_seen: witness_reading)."""
     # every nonce of the run from one read of the system's random source (one syscall: each costs a wait for the GIL
@@ -442,7 +443,7 @@ def verify(sandbox: Sandbox, task: TaskSpec, timeout: float, witness: bool = Fal
     with tempfile.SpooledTemporaryFile(max_size=SPOOL) as full:
         capped = CappedSink(full, LOG_DISK_LIMIT)
         diff = task.isolation == "diff"
-        res = _run_last(sandbox, task, stage, mark, timeout, capped, test_sh, prepare, snap) if diff else None
+        res = _run_last(sandbox, task, stage, mark, timeout, capped, separated, snap) if diff else None
         last = res is not None
         # inline tests save a copy into the container, but an exec's command line is readable by every uid in it: the
         # staged test.sh's nonces would be too, so only a script without them goes inline

@@ -22,7 +22,7 @@ import re
 import threading
 from pathlib import PurePosixPath
 
-from trialbook.sandbox import Sandbox
+from trialbook.sandbox import Box
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, task_test_files
 from trialbook.verify.canary import test_modules
@@ -66,7 +66,7 @@ def taken_names(task: TaskSpec, key: _Key | None = None) -> set[str]:
     return _NAMES[key] | _IMAGE_NAMES.get(_key(task), set())
 
 
-def learn_image(box: Sandbox, task: TaskSpec, workdir: str) -> None:
+def learn_image(box: Box, task: TaskSpec, workdir: str) -> None:
     """Read the test modules the task's canaries go into from `box`, a verifier container of the image as built (no
     change of the agent's in it yet), once per task; a module of the task's tests/ folder is not read (it is copied
     over the image's)."""

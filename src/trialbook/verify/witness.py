@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trialbook.outcomes import ErrorKind, error_kind
-from trialbook.sandbox import Sandbox
+from trialbook.sandbox import Box
 from trialbook.tasks import TaskSpec
 from trialbook.verify.isolation import Grading, grade
 from trialbook.verify.notes import ErrorNote, GradingNotes
@@ -86,17 +86,17 @@ class SideBySide:
         self._grading: Grading | None = None
         self.name = name
 
-    def begin(self, start: Callable[..., Sandbox]) -> Callable[..., Sandbox]:
+    def begin(self, start: Callable[..., Box]) -> Callable[..., Box]:
         """`start` for the witness's boxes: each also stops when the witness is cut."""
 
-        def started(*args: Any, **kwargs: Any) -> Sandbox:
+        def started(*args: Any, **kwargs: Any) -> Box:
             box = start(*args, **kwargs)
             box.stop = _Either(box.stop, self.cut)  # type: ignore[assignment]
             return box
 
         return started
 
-    def start(self, open_box: Callable[[int], Sandbox], close_box: Callable[[Sandbox], None]) -> None:
+    def start(self, open_box: Callable[[int], Box], close_box: Callable[[Box], None]) -> None:
         """The witness run (isolation.grade, one try, canaries planted) in `open_box(0)` boxes, starting now."""
 
         def run() -> None:
@@ -112,7 +112,7 @@ class SideBySide:
         self._thread = threading.Thread(target=run, name=f"witness-{self.name}", daemon=True)
         self._thread.start()
 
-    def meet(self, open_box: Callable[[int], Sandbox], k: int) -> Sandbox:
+    def meet(self, open_box: Callable[[int], Box], k: int) -> Box:
         """`open_box(k)`, returned once the other run's box is open too (or could not be)."""
         try:
             box = open_box(k)
@@ -151,15 +151,15 @@ class Witnessed:
         task: TaskSpec,
         stop: threading.Event,
         name: str,
-        open_witness: Callable[[SideBySide, int], Callable[[int], Sandbox]],
-        close_box: Callable[[Sandbox], None],
+        open_witness: Callable[[SideBySide, int], Callable[[int], Box]],
+        close_box: Callable[[Box], None],
     ) -> None:
         self.task, self.stop, self.name = task, stop, name
         self.open_witness, self.close_box = open_witness, close_box
         self.side: SideBySide | None = None
 
-    def graded(self, open_box: Callable[[int], Sandbox]) -> Callable[[int], Sandbox]:
-        def open_try(k: int) -> Sandbox:
+    def graded(self, open_box: Callable[[int], Box]) -> Callable[[int], Box]:
+        def open_try(k: int) -> Box:
             self.cancel()  # the witness of a try that is retried decides nothing
             side = self.side = SideBySide(self.task, self.stop, f"{self.name}-{k}")
             side.start(self.open_witness(side, k), self.close_box)

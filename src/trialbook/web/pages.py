@@ -179,7 +179,7 @@ def compare_page(
     """The comparison, plus per-task wins and losses; `split_run`: in/out rows over that run's tasks; `metric` and
     `exclude_repos` as `compare --metric` / `--exclude-repo` (the per-task lists follow both)."""
     from trialbook.stats import looks
-    from trialbook.stats.compare import align, compare, exclude_repos
+    from trialbook.stats.compare import CompareRequest, align, compare, exclude_repos
     from trialbook.stats.scores import check_metric, load_scores
 
     metric = check_metric(metric)
@@ -191,8 +191,9 @@ def compare_page(
             split.write_text("\n".join(views.task_ids_of(ledger, views.run_by_name(ledger, split_run).id)) + "\n")
 
         def run(shares: dict[str, float] | None) -> Any:
-            return compare(ledger, base, cands, exclude=exclude_repos_ or [], split=split, min_diff=min_diff,
-                           by_repo=by_repo, runs=scores, metric=metric, shares=shares)  # fmt: skip
+            asked = CompareRequest(base, cands, exclude=exclude_repos_ or [], split=split, min_diff=min_diff,
+                                   by_repo=by_repo, metric=metric, shares=shares)  # fmt: skip
+            return compare(ledger, asked, runs=scores)
 
         # the same numbers as `compare` (its family's looks, stats/looks.py); the page records no look
         res = looks.apply(ledger, run(None), None, run, source="web", record=False)

@@ -20,11 +20,12 @@ from trialbook.web.render import render
 def compare_section(ledger: Ledger, base: str, cands: list[str], split: Path | None, min_diff: float, by_repo: bool,
                     metric: str = "resolved", exclude: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
     from trialbook.stats import looks
-    from trialbook.stats.compare import compare
+    from trialbook.stats.compare import CompareRequest, compare
 
     def run(shares: dict[str, float] | None) -> Any:
-        return compare(ledger, base, cands, exclude=exclude or [], split=split, min_diff=min_diff, by_repo=by_repo,
-                       metric=metric, shares=shares)  # fmt: skip
+        asked = CompareRequest(base, cands, exclude=exclude or [], split=split, min_diff=min_diff, by_repo=by_repo,
+                               metric=metric, shares=shares)  # fmt: skip
+        return compare(ledger, asked)
 
     res = looks.apply(ledger, run(None), None, run, source="report", record=False)  # as `compare` prints it
     return {"kind": "compare", "heading": f"Compare: {', '.join(cands)} vs {base}",

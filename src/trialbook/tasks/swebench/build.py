@@ -204,19 +204,28 @@ def _move_in(tmp: Path, out: Path) -> None:
     tmp.rmdir()
 
 
-def build_tasks(
-    instances: Path,
-    out: Path,
-    ids: list[str] | None = None,
-    repos: Path | None = None,
-    jobs: int = 1,
-    exclude_newer: str = DEFAULT_EXCLUDE_NEWER,
-    layout: str = "venv",
-    registry: str | None = None,
-    from_lock: Path | None = None,
-) -> TasksBuilt:
-    """`layout` "official": images in the published sweb.eval layout, tagged with their official names (under
-    `registry` when given) and task folders exactly as `write_tasks` writes them for those names."""
+@dataclass(frozen=True)
+class BuildOptions:
+    """How `build_tasks` builds: the repositories' clones (`repos`, else fetched), `jobs` images at once, packages
+    no newer than `exclude_newer`, the image `layout` (and `registry`), or exactly from the lock files of
+    `from_lock`."""
+
+    repos: Path | None = None
+    jobs: int = 1
+    exclude_newer: str = DEFAULT_EXCLUDE_NEWER
+    layout: str = "venv"
+    registry: str | None = None
+    from_lock: Path | None = None
+
+
+def build_tasks(instances: Path, out: Path, ids: list[str] | None = None, **options: Any) -> TasksBuilt:
+    """`options`: BuildOptions's fields. `layout` "official": images in the published sweb.eval layout, tagged with
+    their official names (under `registry` when given) and task folders exactly as `write_tasks` writes them for
+    those names."""
+    o = BuildOptions(**options)
+    repos, jobs, exclude_newer, layout, registry, from_lock = (
+        o.repos, o.jobs, o.exclude_newer, o.layout, o.registry, o.from_lock
+    )  # fmt: skip
     every = read_instances(instances)
     rows = _select(every, ids, instances)
     if out.exists() and not out.is_dir():
