@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from trialbook.audit.audit import audit_run
+from trialbook.audit.failures import audit_run
 from trialbook.audit.regrade import DEFAULT_JOBS, regrade_run
-from trialbook.importers.common import import_run
 from trialbook.importers.swebench import read_instances
+from trialbook.importers.to_ledger import import_run
 from trialbook.ledger.store import Ledger, trial_row
 from trialbook.outcomes import Outcome
 from trialbook.records import Run, Trial

@@ -3,7 +3,7 @@
 The same trivial task (write a file, test it, reward 1) run side by side at concurrency 1, 2 and 4:
 - bare: `docker run --rm --network none IMAGE sh -c '<solve>; <test>'`, N of them through a pool of
   `concurrency` threads;
-- trialbook: N full trials through the runner (`harness.pool.execute`: container with labels and
+- trialbook: N full trials through the runner (`harness.run.execute.execute`: container with labels and
   limits, oracle agent, the agent's change carried to a fresh verifier container (the default
   verifier isolation), reward read back, containers removed, ledger row + trial folder written),
   with the warm pool (default) and, unless --no-cold, without it (`--no-warm-pool`).
@@ -75,10 +75,10 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
-from trialbook.harness.config import PlannedTrial, RunConfig
-from trialbook.harness.executors import LocalExecutor
-from trialbook.harness.pool import execute
-from trialbook.harness.stack import connect
+from trialbook.harness.placement.executors import LocalExecutor
+from trialbook.harness.run.config import PlannedTrial, RunConfig
+from trialbook.harness.run.execute import execute
+from trialbook.harness.run.stack import connect
 from trialbook.ledger.store import Ledger
 from trialbook.records import Run
 from trialbook.sandbox import DockerEngine

@@ -1,9 +1,9 @@
 """A trial's ledger write as its run grows (run by hand: `python benchmarks/bench_ledger_write.py [--before SRC]`).
 
-`harness/trial_writer.record_trial` (the one transaction a finished trial costs: its row, its logs, the run's
+`harness/trial/writer.record_trial` (the one transaction a finished trial costs: its row, its logs, the run's
 summary brought up to date) timed on an SQLite ledger whose run already holds 0, 10,000 and 50,000 trials
 (500 tasks, as an RL run's rollouts), median of 50 writes each, in a fresh process per size. A run's trials are
-written one by one under one lock (harness/trial_writer.py), so this time bounds how many trials a second any
+written one by one under one lock (harness/trial/writer.py), so this time bounds how many trials a second any
 concurrency can record. `--before SRC` (the `src` folder of an older checkout) also times that code, the two
 taking turns size by size, so both see the same load.
 """
@@ -18,8 +18,8 @@ import sys
 
 ONE = r"""
 import json, statistics, sys, tempfile, time
-from trialbook.harness.trial_writer import record_trial
-from trialbook.harness.trial import TrialResult
+from trialbook.harness.trial.writer import record_trial
+from trialbook.harness.trial.execution import TrialResult
 from trialbook.ledger.store import Ledger, trial_row
 from trialbook.outcomes import Outcome
 from trialbook.records import Run, Trial

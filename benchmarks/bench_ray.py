@@ -21,10 +21,10 @@ from pathlib import Path
 
 from bench_harness import make_task
 
-from trialbook.harness.config import RunConfig
-from trialbook.harness.executors import Executor, LocalExecutor
-from trialbook.harness.runner import start_run
-from trialbook.harness.where import Where, make_executor
+from trialbook.harness.placement.choice import Where, make_executor
+from trialbook.harness.placement.executors import Executor, LocalExecutor
+from trialbook.harness.run.config import RunConfig
+from trialbook.harness.run.lifecycle import start_run
 from trialbook.ledger.store import Ledger
 
 MB = 1024 * 1024

@@ -2,7 +2,8 @@
 
 Sandboxes are the FAKE backend "fake-sleep" (sandbox/fake.py): no container at all, the agent's one command is
 `sleep S`, every other command does nothing. So everything measured is the driver's own: `trialbook run`'s code from
-harness/runner.start_run on (a thread per trial in flight, run_trial, the verifier's staging and grading of an empty
+harness/run/lifecycle.start_run on (a thread per trial in flight, run_trial, the verifier's staging and grading of an
+empty
 output, the ledger write and the trial folder of each trial, the progress bar), with N trials at once.
 `--backend docker` (or podman) runs the same on real containers (`FROM trialbook-base:bookworm`, the agent's
 `sleep S` in its container, the verifier's test.sh for real: each trial resolved): the driver's own figures again,
@@ -103,16 +104,16 @@ def _fake_backend() -> None:
 
 def one(n: int, sleep_s: float, backend_name: str) -> dict[str, object]:
     _fake_backend()
-    import trialbook.harness.trial_writer as results
-    from trialbook.harness.config import RunConfig
-    from trialbook.harness.executors import LocalExecutor
-    from trialbook.harness.runner import start_run
+    import trialbook.harness.trial.writer as results
+    from trialbook.harness.placement.executors import LocalExecutor
+    from trialbook.harness.run.config import RunConfig
+    from trialbook.harness.run.lifecycle import start_run
     from trialbook.ledger.store import Ledger
     from trialbook.sandbox.fake import FakeSleepBackend
 
     # where the driver records a finished trial: record_trials (a group of them), or an older checkout's record_trial
     pool, attr = (results, "record_trials") if hasattr(results, "record_trials") else (importlib.import_module(
-        "trialbook.harness.pool"), "record_trial")  # fmt: skip
+        "trialbook.harness.run.execute"), "record_trial")  # fmt: skip
 
     root = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     tasks = _task(root, backend_name != "fake-sleep")
@@ -124,7 +125,7 @@ def one(n: int, sleep_s: float, backend_name: str) -> dict[str, object]:
     if backend_name == "fake-sleep":
         backend: Any = FakeSleepBackend()
     else:
-        from trialbook.harness.stack import connect
+        from trialbook.harness.run.stack import connect
 
         backend = connect(backend_name)
     run_name = f"scale-{n}-{os.getpid()}"

@@ -9,7 +9,7 @@ import ast
 from paths import REPO
 from trialbook.agents.base import AgentResult, AgentTimeoutError, ContextOverflowError, FormatError
 from trialbook.agents.endpoints import EndpointError
-from trialbook.harness.trial import DeadlineExceeded
+from trialbook.harness.trial.execution import DeadlineExceeded
 from trialbook.outcomes import POLICY, UNEXPECTED, ErrorKind, error_kind, rule_for
 from trialbook.sandbox.box import ContainerStartError, DaemonError, ImageBuildError, TreeTooLargeError
 from trialbook.verify.isolation import IsolationError

@@ -12,7 +12,7 @@ import pytest
 from paths import REPO
 from trialbook.agents.base import AgentResult
 from trialbook.extra_schema import KEYS, Extra, ExtraReader, RolloutSummary, read_extra, with_extra
-from trialbook.harness.trial_state import ImageRef, TrialExtra, verdict_keys
+from trialbook.harness.trial.state import ImageRef, TrialExtra, verdict_keys
 from trialbook.ledger.store import Ledger, trial_row
 from trialbook.records import Run, Trial
 from trialbook.trajectory import Trajectory, Turn, tagged

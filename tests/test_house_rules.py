@@ -59,7 +59,7 @@ def test_the_grep_finds_a_planted_twin(tmp_path) -> None:
 
 
 def test_no_trial_state_is_an_untyped_dict() -> None:
-    """A trial's state is `TrialState` (harness/trial_state.py): no parameter named `state` is a bare dict."""
+    """A trial's state is `TrialState` (harness/trial/state.py): no parameter named `state` is a bare dict."""
     found = []
     for path in sorted(SRC.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):

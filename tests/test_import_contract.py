@@ -194,6 +194,6 @@ def test_only_the_ray_executor_imports_ray() -> None:
             names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             if any(n == "ray" or n.startswith("ray.") for n in names):
                 importers.add(str(path.relative_to(SRC)))
-    assert importers == {"harness/raycluster.py"}
-    users = {e.src_module for e in edges() if e.dst_module == "trialbook.harness.raycluster"}
-    assert users == {"trialbook.harness.where"}
+    assert importers == {"harness/placement/raycluster.py"}
+    users = {e.src_module for e in edges() if e.dst_module == "trialbook.harness.placement.raycluster"}
+    assert users == {"trialbook.harness.placement.choice"}

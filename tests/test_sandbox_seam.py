@@ -1,6 +1,6 @@
 """The sandbox seam is used, not only declared: code outside sandbox/ types against the protocol (`Box`, `Backend`,
 `BoxSpec` in sandbox/backend.py) and never names Docker's concrete classes; a backend is picked by its registry
-name in one place (harness/stack.py connect). Beside tests/test_import_contract.py, by the same AST walk."""
+name in one place (harness/run/stack.py connect). Beside tests/test_import_contract.py, by the same AST walk."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from trialbook.sandbox.backend import BACKENDS, backend_class
 
 SRC = REPO / "src" / "trialbook"
 CONCRETE = {"DockerEngine", "Sandbox", "PodmanEngine", "FakeSleepBackend", "FakeBox"}
-PICKS = "harness/stack.py"  # the one place that picks a backend (by name, through the registry)
+PICKS = "harness/run/stack.py"  # the one place that picks a backend (by name, through the registry)
 
 
 def _names(node: ast.AST) -> set[str]:

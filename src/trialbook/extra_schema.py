@@ -53,7 +53,7 @@ class GroupMask(TypedDict):
 class Extra(TypedDict, total=False):
     """Every key of a trial's `extra` that trialbook writes. Grouped by who writes it."""
 
-    # the harness, each trial (harness/trial_state.TrialExtra)
+    # the harness, each trial (harness/trial/state.TrialExtra)
     trial_name: str | None  # the trial's folder name under runs/<run>/ (unique in a run); None: an import's without one
     agent: str
     timeout_multiplier: float
@@ -94,7 +94,7 @@ class Extra(TypedDict, total=False):
     masked: bool
     group_masked: GroupMask
     rollout: RolloutSummary
-    # where it ran (harness/engines.py, harness/raycluster.py)
+    # where it ran (harness/placement/fleet.py, harness/placement/raycluster.py)
     engine: str  # the engine's URL
     lost_engines: list[str]
     executor: str

@@ -26,7 +26,7 @@ from paths import EXAMPLES
 from trialbook.agents import get_agent
 from trialbook.agents.endpoints import probe
 from trialbook.agents.llama import LlamaServer
-from trialbook.harness.trial import Stopper, TrialSettings, run_trial
+from trialbook.harness.trial.execution import Stopper, TrialSettings, run_trial
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import GRADED
 from trialbook.sandbox import DockerEngine

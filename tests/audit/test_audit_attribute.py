@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 
 from paths import INSTANCES, RESULTS
 from trialbook.audit.attribute import apportion, attribute_runs
-from trialbook.importers.common import import_run
+from trialbook.importers.to_ledger import import_run
 from trialbook.ledger.schema import trials as trials_table
 from trialbook.ledger.store import Ledger, trial_row
 from trialbook.outcomes import Outcome

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from trialbook.audit.audit import audit_run
+from trialbook.audit.failures import audit_run
 from trialbook.ledger.store import Ledger
 
 P2P = {"FAIL_TO_PASS": {"t1": "pass"}, "PASS_TO_PASS": {"t2": "fail", "t3": "pass"}}

@@ -121,7 +121,7 @@ def test_audit_bad_options(cli):
 
 def test_parsing_in_worker_processes_gives_the_same_answers(cli, db, monkeypatch):
     from trialbook.audit import regrade
-    from trialbook.audit.audit import audit_run
+    from trialbook.audit.failures import audit_run
     from trialbook.ledger.store import Ledger
 
     _import(cli, REAL / "results.json", INSTANCES, REAL, "sweagent")

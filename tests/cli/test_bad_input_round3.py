@@ -148,7 +148,7 @@ def test_every_float_option_of_every_command_refuses_nan_and_inf(cli):
 def test_a_stored_config_is_strict_json():
     from pydantic import ValidationError
 
-    from trialbook.harness.config import RunConfig
+    from trialbook.harness.run.config import RunConfig
 
     for field in ("timeout_multiplier", "deadline_minutes", "backoff_s"):
         with pytest.raises(ValidationError, match="finite number"):
@@ -185,7 +185,7 @@ def test_runs_dir_on_a_read_only_file_system(tmp_path, cli):
 
 @pytest.mark.docker  # `resume` connects to the daemon before it takes the run's lock
 def test_resume_when_the_stored_runs_dir_became_read_only(tmp_path, cli, db):
-    from trialbook.harness.config import RunConfig
+    from trialbook.harness.run.config import RunConfig
     from trialbook.ledger.store import Ledger
     from trialbook.records import Run
 

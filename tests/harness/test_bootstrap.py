@@ -1,4 +1,4 @@
-"""harness/bootstrap.py, the one way a run starts: the run is recorded only under its lock, an existing run
+"""harness/run/bootstrap.py, the one way a run starts: the run is recorded only under its lock, an existing run
 is appended to only when it is of the same kind, and the stack has the same keys whoever starts the run.
 No Docker: the executor is a stand-in that only reports a version."""
 
@@ -8,8 +8,8 @@ import pytest
 
 from paths import EXAMPLES
 from trialbook.errors import UserError
-from trialbook.harness.bootstrap import RunStart, prepare
-from trialbook.harness.config import RunConfig
+from trialbook.harness.run.bootstrap import RunStart, prepare
+from trialbook.harness.run.config import RunConfig
 from trialbook.ledger import locks
 from trialbook.ledger.store import Ledger
 from trialbook.records import Run

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from ledgerdicts import trial_dicts
-from trialbook.harness.trial_state import ImageRef, TrialState
+from trialbook.harness.trial.state import ImageRef, TrialState
 from trialbook.ledger.store import Ledger
 from trialbook.sandbox import BoxSpec, DockerEngine, Sandbox, box
 from trialbook.sandbox.box import TreeTooLargeError

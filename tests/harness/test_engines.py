@@ -1,4 +1,5 @@
-"""One run over two Docker daemons (harness/engines.py, `trialbook run --engine URL[=N]`): a second dockerd started
+"""One run over two Docker daemons (harness/placement/fleet.py, `trialbook run --engine URL[=N]`): a second dockerd
+started
 here (its own socket, data root, exec root, pidfile and containerd namespace; no bridge), trials on both, then that
 daemon stopped mid-run: nothing lost or doubled, its trials retried on the other."""
 
@@ -19,7 +20,7 @@ import pytest
 from ledgerdicts import trial_dicts
 from paths import EXAMPLES
 from trialbook.errors import UserError
-from trialbook.harness.engines import parse_engine
+from trialbook.harness.placement.fleet import parse_engine
 from trialbook.ledger.store import Ledger
 
 MAIN = "unix:///var/run/docker.sock"

@@ -456,7 +456,7 @@ class _StubbornAgent:
 
 
 def test_the_harness_enforces_the_agent_budget_even_on_an_uncooperative_agent(engine, tmp_path):
-    from trialbook.harness.trial import AGENT_GRACE_S, Stopper, TrialSettings, run_trial
+    from trialbook.harness.trial.execution import AGENT_GRACE_S, Stopper, TrialSettings, run_trial
     from trialbook.sandbox import DockerEngine
     from trialbook.tasks import load_task
 

@@ -107,14 +107,15 @@ def test_every_cheat_is_graded_unresolved_on_podman(podman, tmp_path):
 
 
 def test_validate_grade_and_reverify_take_the_backend_as_run_does(examples_on_podman, tmp_path):
-    """`validate`, `grade` and `reverify` take the same where-trials-run options as `run` (harness/where.py's Where,
+    """`validate`, `grade` and `reverify` take the same where-trials-run options as `run` (harness/placement/choice.py's
+    Where,
     cli/run_flags.py WHERE): on `--backend podman` their trials run on Podman and their runs record it."""
     import json
 
     from typer.testing import CliRunner
 
     from trialbook.cli import app
-    from trialbook.harness.patches import stored_patches
+    from trialbook.harness.workflows.patches import stored_patches
 
     db, token = examples_on_podman
     where = ["--backend", "podman", "--concurrency", "2", "--runs-dir", str(tmp_path / "runs"), "--db", db]

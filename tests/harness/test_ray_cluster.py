@@ -29,7 +29,7 @@ import pytest
 from ledgerdicts import trial_dicts
 from paths import EXAMPLES
 from trialbook.agents.llama import free_port
-from trialbook.harness.where import Where
+from trialbook.harness.placement.choice import Where
 from trialbook.ledger.store import Ledger
 from trialbook.tasks import load_tasks
 
@@ -364,7 +364,7 @@ def test_rollouts_run_on_the_cluster_and_are_recorded_by_the_caller(cluster, eng
 def test_clean_removes_a_runs_leftovers_with_one_task_on_every_node(cluster, engine, tmp_path):
     import ray
 
-    from trialbook.harness.raycluster import RayExecutor
+    from trialbook.harness.placement.raycluster import RayExecutor
 
     db, run = str(tmp_path / "ledger.db"), unique("ray-clean")
     ledger_id = Ledger(db).id

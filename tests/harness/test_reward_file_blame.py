@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from trialbook.harness.trial_state import ImageRef, TrialState
+from trialbook.harness.trial.state import ImageRef, TrialState
 from trialbook.sandbox import BoxSpec, DockerEngine, Sandbox
 from trialbook.sandbox.docker import LABEL_RUN
 from trialbook.tasks import TaskSpec

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from trialbook.errors import UserError
-from trialbook.harness.paths import RunPaths
+from trialbook.harness.run.paths import RunPaths
 from trialbook.ledger.store import Ledger
 from trialbook.names import check_run_name, safe_name
 from trialbook.records import Run

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from trialbook.harness.paths import DEFAULT_RUNS_DIR, RunPaths
-from trialbook.harness.trial import TrialResult, trial_name
-from trialbook.harness.trial_writer import write_trial_dir
+from trialbook.harness.run.paths import DEFAULT_RUNS_DIR, RunPaths
+from trialbook.harness.trial.execution import TrialResult, trial_name
+from trialbook.harness.trial.writer import write_trial_dir
 from trialbook.outcomes import Outcome
 from trialbook.records import Trial
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from trialbook.agents.base import AgentResult
-from trialbook.harness.trial_state import ImageRef, TrialExtra, TrialState, trial_tags
+from trialbook.harness.trial.state import ImageRef, TrialExtra, TrialState, trial_tags
 from trialbook.verify.runner import Verdict
 
 

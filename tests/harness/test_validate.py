@@ -19,7 +19,7 @@ from ledgerdicts import run_dict, trial_dicts
 from paths import EXAMPLES
 from trialbook.cli import app
 from trialbook.errors import TrialbookError
-from trialbook.harness.validate import RULES, AgentView, TaskView, Variant, parse_variants, verdict
+from trialbook.harness.workflows.validate import RULES, AgentView, TaskView, Variant, parse_variants, verdict
 from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
 

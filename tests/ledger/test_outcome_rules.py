@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from trialbook.audit.audit import p2p_penalty
+from trialbook.audit.failures import p2p_penalty
 from trialbook.audit.regrade import Evidence
 from trialbook.importers.jsonl import import_jsonl
 from trialbook.ledger.rows import TaskLists, TrialRow

@@ -126,7 +126,7 @@ def test_plan_and_prereg_check_as_csv(cli, ledger: Path, tmp_path: Path) -> None
 def test_quickstart_table_keeps_task_names_and_outcomes_whole(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     """The first command a user runs: at 80 columns rich's own table cut `uncommitted-…` and `verifier_tim…`."""
     from trialbook.cli.harness import _print_quickstart
-    from trialbook.harness.quickstart import AgentTally, QuickstartResult, QuickTask, RunBrief
+    from trialbook.harness.workflows.quickstart import AgentTally, QuickstartResult, QuickTask, RunBrief
 
     hung, ok = {"verifier_timeout": 2}, {"resolved": 2}
     tasks = [

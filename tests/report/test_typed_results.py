@@ -21,9 +21,9 @@ from trialbook.result_types import ABSENT, Absent, Result, optional, renamed
 
 # the modules that define the results the printers take (imported so their classes are known)
 RESULT_MODULES = [
-    "trialbook.stats.run_summaries", "trialbook.stats.comparison", "trialbook.stats.power", "trialbook.audit.audit",
+    "trialbook.stats.run_summaries", "trialbook.stats.comparison", "trialbook.stats.power", "trialbook.audit.failures",
     "trialbook.audit.regrade", "trialbook.audit.attribute", "trialbook.training.report_types",
-    "trialbook.harness.validate", "trialbook.harness.quickstart", "trialbook.outcomes",
+    "trialbook.harness.workflows.validate", "trialbook.harness.workflows.quickstart", "trialbook.outcomes",
     "trialbook.tasks.swebench.generate", "trialbook.tasks.swebench.build", "trialbook.pool.synthesize",
     "trialbook.pool.overlap", "trialbook.pool.rebench",
 ]  # fmt: skip

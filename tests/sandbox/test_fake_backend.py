@@ -1,5 +1,5 @@
 """The FAKE backend "fake-sleep" (sandbox/fake.py) and the driver with many trials in flight on it: every trial
-recorded once, all of them in flight at once, the ledger written in group commits (harness/trial_writer.recorded)."""
+recorded once, all of them in flight at once, the ledger written in group commits (harness/trial/writer.recorded)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from trialbook.harness.config import RunConfig
-from trialbook.harness.executors import LocalExecutor
-from trialbook.harness.runner import start_run
+from trialbook.harness.placement.executors import LocalExecutor
+from trialbook.harness.run.config import RunConfig
+from trialbook.harness.run.lifecycle import start_run
 from trialbook.ledger.store import Ledger
 from trialbook.sandbox.backend import Box, BoxSpec
 from trialbook.sandbox.box import DaemonError, tar_text

@@ -8,7 +8,7 @@ import secrets
 
 import pytest
 
-from trialbook.harness.stack import connect
+from trialbook.harness.run.stack import connect
 from trialbook.sandbox import BoxSpec
 from trialbook.sandbox.docker import CAPABILITIES, LABEL_RUN
 

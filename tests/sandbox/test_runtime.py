@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from docker.errors import APIError
 
-from trialbook.harness.stack import connect
+from trialbook.harness.run.stack import connect
 from trialbook.ledger.store import Ledger
 from trialbook.sandbox import BoxSpec, DockerEngine
 from trialbook.sandbox.box import ContainerStartError

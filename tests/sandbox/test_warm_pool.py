@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from trialbook.harness.config import PlannedTrial, RunConfig
-from trialbook.harness.executors import LocalExecutor
-from trialbook.harness.pool import execute
-from trialbook.harness.stack import connect
+from trialbook.harness.placement.executors import LocalExecutor
+from trialbook.harness.run.config import PlannedTrial, RunConfig
+from trialbook.harness.run.execute import execute
+from trialbook.harness.run.stack import connect
 from trialbook.ledger.store import Ledger
 from trialbook.records import Run
 from trialbook.sandbox import BoxSpec

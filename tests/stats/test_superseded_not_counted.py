@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from trialbook.harness.trial import TrialResult
-from trialbook.harness.trial_writer import record_trial
+from trialbook.harness.trial.execution import TrialResult
+from trialbook.harness.trial.writer import record_trial
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import Outcome
 from trialbook.records import Trial

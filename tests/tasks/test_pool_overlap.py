@@ -11,7 +11,7 @@ import numpy as np
 
 from paths import INSTANCES
 from trialbook.pool.overlap import audit, exclusions, touched
-from trialbook.pool.runner import problem_statement
+from trialbook.pool.suite import problem_statement
 from trialbook.pool.synthesize import solve_sh, write_task_folder
 from trialbook.stats.synthetic import write_jsonl
 

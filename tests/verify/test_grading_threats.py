@@ -17,7 +17,7 @@ from trialbook.verify import hacks
 from trialbook.verify.canary import plant
 from trialbook.verify.grading import EMPTY, forged_markers, grade_test_log, strict_verdict
 from trialbook.verify.infra import _linked_test_folder, infra_touched
-from trialbook.verify.patch import PATCH_KEEP, kept_patch, patch_record
+from trialbook.verify.kept_patch import PATCH_KEEP, kept_patch, patch_record
 from trialbook.verify.runner import _REPORTED_FAILING, failing_tests, passing_tests
 
 F2P = ["t.py::test_fix"]

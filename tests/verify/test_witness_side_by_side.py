@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from paths import EXAMPLES
-from trialbook.harness.trial_state import trial_tags
+from trialbook.harness.trial.state import trial_tags
 from trialbook.outcomes import ErrorKind
 from trialbook.sandbox import SandboxError
 from trialbook.tasks import load_task

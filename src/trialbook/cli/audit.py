@@ -60,7 +60,7 @@ def audit_cmd(
     db: Db = None,
 ) -> None:
     """Failures that may not be the agent's fault: P2P penalties, log signatures, suspect tests."""
-    from trialbook.audit.audit import audit_run
+    from trialbook.audit.failures import audit_run
     from trialbook.audit.regrade import DEFAULT_JOBS
 
     if look.min_trials < 1:

@@ -91,7 +91,7 @@ def writable_runs_dir(param: typer.CallbackParam, value: Any) -> Any:
     ledger is opened (a full one is only a warning on each trial whose folder it cannot hold)."""
     from pathlib import Path
 
-    from trialbook.harness.paths import unwritable
+    from trialbook.harness.run.paths import unwritable
 
     problem = unwritable(Path(value))
     if problem:

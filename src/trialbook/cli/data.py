@@ -141,7 +141,7 @@ def runs_cmd(
 @runs_app.command("delete")
 def runs_delete_cmd(run: RunArg, force: Force = False, db: Db = None) -> None:
     """Delete a run: its trials, artifacts and steps, in one transaction; then its trial folders."""
-    from trialbook.harness.paths import run_folders
+    from trialbook.harness.run.paths import run_folders
     from trialbook.ledger.admin import delete_run
     from trialbook.ledger.store import Ledger
 
@@ -158,7 +158,7 @@ def runs_rename_cmd(
     old: RunArg, new: Annotated[str, typer.Argument(callback=valid_run)], force: Force = False, db: Db = None
 ) -> None:
     """Rename a run, in one transaction; a run made by `trialbook run` has its folders moved with it."""
-    from trialbook.harness.paths import run_folders
+    from trialbook.harness.run.paths import run_folders
     from trialbook.ledger.admin import rename_run
     from trialbook.ledger.store import Ledger
 
@@ -250,7 +250,7 @@ def trials_cmd(
 
 def _run_folder(config: dict[str, Any], run: str) -> Path | None:
     """The run's trial folder (`<runs_dir>/<run>`) for a run the harness made, None for an imported one."""
-    from trialbook.harness.paths import run_folders
+    from trialbook.harness.run.paths import run_folders
 
     folders = run_folders(config, run)
     return folders[0] if folders else None

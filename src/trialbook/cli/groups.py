@@ -1,4 +1,5 @@
-"""Option groups: several of a command's options taken as one object (harness/where.py's Where, a stats command's
+"""Option groups: several of a command's options taken as one object (harness/placement/choice.py's Where, a stats
+command's
 request), so that no command function carries more than a handful of parameters (ruff PLR0913, max-args 8).
 
     WHERE = Group(Where, executor=ExecutorKind, backend=BackendKind, ...)   # field -> its typer Annotated option

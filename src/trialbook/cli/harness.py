@@ -38,12 +38,12 @@ from trialbook.cli.run_flags import (
     TaskIds,
 )
 from trialbook.errors import UserError
-from trialbook.harness.config import RunConfig, Tally
-from trialbook.harness.paths import run_folders
-from trialbook.harness.quickstart import AgentTally, QuickstartResult, quickstart
-from trialbook.harness.runner import clean, rerun, resume_run, start_run
-from trialbook.harness.validate import ValidateOptions, ValidateResult, validate
-from trialbook.harness.where import Where, make_executor
+from trialbook.harness.placement.choice import Where, make_executor
+from trialbook.harness.run.config import RunConfig, Tally
+from trialbook.harness.run.lifecycle import clean, rerun, resume_run, start_run
+from trialbook.harness.run.paths import run_folders
+from trialbook.harness.workflows.quickstart import AgentTally, QuickstartResult, quickstart
+from trialbook.harness.workflows.validate import ValidateOptions, ValidateResult, validate
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import PolicyRow, policy_rows
 from trialbook.report import layout, tables
@@ -342,7 +342,7 @@ def grade_cmd(
     db: Db = None,
 ) -> None:
     """Grade each prediction's patch in a fresh container of its task, by the task's verifier: one run."""
-    from trialbook.harness.patches import grade_predictions
+    from trialbook.harness.workflows.patches import grade_predictions
 
     ledger = Ledger(db)
     ran = grade_predictions(
@@ -365,7 +365,7 @@ def reverify_cmd(
     db: Db = None,
 ) -> None:
     """Grade the patches a run's trials left again, under today's verifier, as a new run (same attempts)."""
-    from trialbook.harness.patches import reverify_run
+    from trialbook.harness.workflows.patches import reverify_run
 
     ledger = Ledger(db, create=False)
     ran = reverify_run(

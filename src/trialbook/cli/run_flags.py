@@ -15,8 +15,8 @@ from trialbook.agents.mini_config import config_options
 from trialbook.cli.common import Replace, finite, writable_runs_dir
 from trialbook.cli.groups import Group
 from trialbook.errors import UserError
-from trialbook.harness.paths import DEFAULT_RUNS_DIR
-from trialbook.harness.where import Where
+from trialbook.harness.placement.choice import Where
+from trialbook.harness.run.paths import DEFAULT_RUNS_DIR
 
 
 def _unit(param: typer.CallbackParam, value: float | None) -> float | None:
@@ -50,7 +50,7 @@ TaskIds = Annotated[
 ]
 RunsDir = Annotated[Path, typer.Option("--runs-dir", help="Where runs/<run>/<trial>/ go.", callback=writable_runs_dir)]
 
-# where trials run: one object (harness/where.py) for every command that runs trials
+# where trials run: one object (harness/placement/choice.py) for every command that runs trials
 WHERE = Group(
     Where, executor=ExecutorKind, backend=BackendKind, engines=Engines, ray_address=RayAddress, concurrency=Concurrency
 )

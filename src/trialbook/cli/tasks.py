@@ -101,7 +101,7 @@ def _build_and_scan(result: Any, out: Path, jobs: int, as_json: bool) -> None:
     """from-swebench --build: the images just built scanned for their solutions (verify/leak_scan.py)."""
     from dataclasses import replace
 
-    from trialbook.harness.stack import connect
+    from trialbook.harness.run.stack import connect
     from trialbook.report.leaks import print_leaks
     from trialbook.result_types import to_json
     from trialbook.verify.leak_scan import scan_tasks
@@ -129,7 +129,7 @@ def scan_leaks_cmd(
     """Look for each task's reference solution inside its agent image (git objects, files, archives).
 
     Verdict per task: leaky, clean or not_scanned. Exits 1 when some task is leaky, after the report."""
-    from trialbook.harness.stack import connect
+    from trialbook.harness.run.stack import connect
     from trialbook.report.leaks import print_leaks
     from trialbook.verify.leak_scan import scan_tasks
 

@@ -307,7 +307,7 @@ def train_selection_cmd(
 ) -> None:
     """Selection bias: generated vs trained rollouts by task and by duration (which never reached a batch)."""
     from trialbook.report.live import print_selection
-    from trialbook.training.selection import selection_report
+    from trialbook.training.batch_selection import selection_report
 
     emit(selection_report(reading(db), run, top=top), as_json, print_selection, markdown, as_csv)
 

@@ -20,7 +20,7 @@ from typing import Any
 from trialbook.errors import InputWarning, UserError
 from trialbook.extra_schema import with_extra
 from trialbook.importers import harbor_files as files
-from trialbook.importers.common import import_run
+from trialbook.importers.to_ledger import import_run
 from trialbook.ledger.store import Ledger, trial_row
 from trialbook.names import safe_name
 from trialbook.outcomes import REWARD_RANGE, Outcome, classify, is_graded, pick_reward, reward_problem, scaled_reward

@@ -24,7 +24,7 @@ import orjson
 
 from trialbook.errors import LineError, UserError
 from trialbook.importers.blocks import block_lines, checked_blocks
-from trialbook.importers.common import Batch, import_run, narrow
+from trialbook.importers.to_ledger import Batch, import_run, narrow
 from trialbook.ledger import queries
 from trialbook.ledger.steps import step_row
 from trialbook.ledger.store import Ledger, dumps

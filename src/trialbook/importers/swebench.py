@@ -15,7 +15,7 @@ from typing import Any
 from trialbook.errors import UserError
 from trialbook.files import json_lines
 from trialbook.importers import swebench_harness as harness
-from trialbook.importers.common import import_run
+from trialbook.importers.to_ledger import import_run
 from trialbook.ledger.store import Ledger, trial_row
 from trialbook.names import safe_name
 from trialbook.records import Run, Task, Trial

@@ -1,7 +1,7 @@
 """`runs delete` / `runs rename`: one transaction each; a run that a logged preregistration check
 used (ledger/plans.py) is refused unless forced, and so is a run a live process is executing.
 
-A run made by the harness has folders on disk named after it (harness/paths.py `run_folders`). A
+A run made by the harness has folders on disk named after it (harness/run/paths.py `run_folders`). A
 rename moves them inside the ledger transaction: a failed move rolls the ledger back, and a failed
 commit moves them back, so the ledger and the disk never disagree about the run's name.
 """

@@ -23,7 +23,7 @@ from trialbook.ledger.store import Ledger
 from trialbook.outcomes import Outcome
 from trialbook.result_types import Result
 
-TRACEBACK_FILE = "traceback.txt"  # harness/trial.py keeps an exception's traceback under this name
+TRACEBACK_FILE = "traceback.txt"  # harness/trial/execution.py keeps an exception's traceback under this name
 
 # What `log --verifier / --agent / --patch` prints: the first of these names the trial has.
 LOG_KINDS: dict[str, tuple[str, ...]] = {
@@ -69,7 +69,7 @@ class TrialFiles(Result):
     traceback: str | None = None  # the exception's traceback, where the trial kept one (TRACEBACK_FILE)
 
 
-# (run config, run name) -> the run's trial folder, None for an imported run: harness/paths.py's rule, which the
+# (run config, run name) -> the run's trial folder, None for an imported run: harness/run/paths.py's rule, which the
 # caller passes in (the ledger layer does not import the harness)
 FolderOf = Callable[[dict[str, Any], str], Path | None]
 

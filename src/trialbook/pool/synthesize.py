@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from trialbook.errors import UserError
-from trialbook.pool import images, runner
+from trialbook.pool import images
+from trialbook.pool import suite as runner
 from trialbook.pool.mutate import Mutation, candidates, unified_diff
 from trialbook.pool.profiles import Profile, profile_for
 from trialbook.result_types import Result, optional, to_json

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from trialbook.audit.attribute import Attribution
-from trialbook.audit.audit import AuditResult
+from trialbook.audit.failures import AuditResult
 from trialbook.audit.regrade import RegradeResult
 from trialbook.report.layout import line, table
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from trialbook.report.layout import line, table
 from trialbook.training.alerts import Alert, AlertRuleRow, secs
+from trialbook.training.batch_selection import SelectionReport
 from trialbook.training.live import LiveState, StepWait
-from trialbook.training.selection import SelectionReport
 from trialbook.training.stalls import SLOW_FACTOR
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trialbook.harness.validate import ValidateResult
+from trialbook.harness.workflows.validate import ValidateResult
 from trialbook.report.layout import line, table
 
 

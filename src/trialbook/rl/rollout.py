@@ -35,13 +35,13 @@ from trialbook.agents.mini import SandboxEnvironment
 from trialbook.agents.registry import get_agent
 from trialbook.errors import UserError
 from trialbook.extra_schema import GroupMask, read_extra, with_extra
-from trialbook.harness.bootstrap import RunStart, prepare, trial_settings
-from trialbook.harness.config import RunConfig
-from trialbook.harness.executors import Executor
-from trialbook.harness.paths import DEFAULT_RUNS_DIR, RunPaths
-from trialbook.harness.trial import Stopper, TrialResult
-from trialbook.harness.trial_writer import record_trial, write_or_warn
-from trialbook.harness.where import Where, make_executor
+from trialbook.harness.placement.choice import Where, make_executor
+from trialbook.harness.placement.executors import Executor
+from trialbook.harness.run.bootstrap import RunStart, prepare, trial_settings
+from trialbook.harness.run.config import RunConfig
+from trialbook.harness.run.paths import DEFAULT_RUNS_DIR, RunPaths
+from trialbook.harness.trial.execution import Stopper, TrialResult
+from trialbook.harness.trial.writer import record_trial, write_or_warn
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import ErrorKind
 from trialbook.records import Run
@@ -149,8 +149,10 @@ class RolloutOptions:
     agent_options: dict[str, Any] | None = None
     retries: int = 2
     runs_dir: str | Path = DEFAULT_RUNS_DIR
-    # where the rollouts run, as `run --executor/--backend/--engine` (harness/where.py); "ray": each rollout is a
-    # Ray task on a cluster node (harness/raycluster.py) and this process records it. Or an executor already open.
+    # where the rollouts run, as `run --executor/--backend/--engine` (harness/placement/choice.py); "ray": each rollout
+    # is a
+    # Ray task on a cluster node (harness/placement/raycluster.py) and this process records it. Or an executor already
+    # open.
     where: Where | Executor = field(default_factory=Where)
     gateway: Gateway | None = None
     timeout_multiplier: float = 1.0

@@ -69,7 +69,8 @@ Mount = tuple[str, str, bool]  # (host path, sandbox path, read-only)
 
 @dataclass(frozen=True)
 class BoxSpec:
-    """What a sandbox starts with, all but its name: a task's image, limits, network and environment (harness/trial.py
+    """What a sandbox starts with, all but its name: a task's image, limits, network and environment
+    (harness/trial/execution.py
     box_spec), the run's labels. `Backend.start(spec, name)` starts one; `Backend.ahead(spec)` warms one for later.
     `prepare`: warm sandboxes of this kind are a spec apart, and fn(box) ran on each while it waited (its result is
     box.prepared; a cold one is not prepared). `runtime`: Backend.runtime_for. `mounts`: bound into the sandbox (an
@@ -133,7 +134,7 @@ class Box(Protocol):
 
 
 class Pool(Protocol):
-    """A warm pool as harness/pool.py drives it (sandbox/warm.py's WarmPool)."""
+    """A warm pool as harness/run/execute.py drives it (sandbox/warm.py's WarmPool)."""
 
     def plan(self, demand: dict[tuple[str, str], int]) -> None: ...
 

@@ -71,7 +71,7 @@ def typical_attempts(s: TaskScores) -> int:
 
 def verifier_caveat(base: TaskScores, cand: TaskScores) -> str | None:
     """Two arms graded by different verifiers (task verifier hashes differ): the fix is to grade one arm's
-    stored patches again under the other's verifier, `trialbook reverify` (harness/patches.py)."""
+    stored patches again under the other's verifier, `trialbook reverify` (harness/workflows/patches.py)."""
     a, b = base.stack.get("verifier_hashes"), cand.stack.get("verifier_hashes")
     if isinstance(a, dict) and isinstance(b, dict):
         differ = sorted(t for t in set(a) & set(b) if a[t] != b[t])

@@ -35,7 +35,7 @@ from trialbook.verify.runner import Verdict, failing_tests, passing_tests, per_t
 
 
 class TrialNotes(Protocol):
-    """What blame reads and writes of a trial's state (harness/trial_state.TrialState): the image's id and the working
+    """What blame reads and writes of a trial's state (harness/trial/state.TrialState): the image's id and the working
     tree its baselines run on, the tags it adds, a container it could not remove."""
 
     tags: list[str]

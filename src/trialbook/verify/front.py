@@ -8,7 +8,8 @@ the tries, what each rule found). What it does, by the task's `[verifier] isolat
 - `container`: graded in the agent's own container, restored before each run; its reward file checked in a fresh
   one (blame.reward_file).
 A task graded by its reward file has each graded try witnessed beside it in a container of its own (witness.py).
-Every container it started is removed before it returns or raises; the trial (harness/trial.py) keeps the result.
+Every container it started is removed before it returns or raises; the trial (harness/trial/execution.py) keeps the
+result.
 """
 
 from __future__ import annotations
@@ -40,12 +41,12 @@ from trialbook.verify.isolation import (
     restore_container,
     workdir_of,
 )
+from trialbook.verify.kept_patch import patch_record
 from trialbook.verify.notes import ControlRun
-from trialbook.verify.patch import patch_record
 
 
 class Stops(Protocol):
-    """The run's stop signal (harness/trial.Stopper): `check` raises once a deadline or an interrupt fired."""
+    """The run's stop signal (harness/trial/execution.Stopper): `check` raises once a deadline or an interrupt fired."""
 
     event: threading.Event
 

@@ -33,8 +33,8 @@ from trialbook.outcomes import ErrorKind
 from trialbook.sandbox import Backend, Box, SandboxError
 from trialbook.tasks import TaskSpec
 from trialbook.verify.infra import infra_touched
+from trialbook.verify.kept_patch import PATCH_KEEP, PATCH_WHOLE, whole_patch
 from trialbook.verify.notes import ErrorNote, GradingNotes
-from trialbook.verify.patch import PATCH_KEEP, PATCH_WHOLE, whole_patch
 from trialbook.verify.runner import RewardFileNotFoundError, Verdict, VerifierTimeoutError, verify
 from trialbook.verify.tree import UnreadableArchive, repack
 

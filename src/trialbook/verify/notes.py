@@ -19,7 +19,8 @@ class ErrorNote:
 
 
 class PatchRecord(TypedDict, total=False):
-    """The agent's patch's record (verify/patch.patch_record): its size and hash always, `compressed` where it is kept
+    """The agent's patch's record (verify/kept_patch.patch_record): its size and hash always, `compressed` where it is
+    kept
     compressed too, `cut` only where it ran past PATCH_WHOLE."""
 
     bytes: int
@@ -63,7 +64,7 @@ class WitnessRun(TypedDict, total=False):
 class GradingNotes:
     """What grading noted besides the verdict; `as_dict` keeps the ones set (None: not noted)."""
 
-    patch: PatchRecord | None = None  # verify/patch.patch_record
+    patch: PatchRecord | None = None  # verify/kept_patch.patch_record
     paths_too_long: int | None = None  # paths of the agent's tree past PATH_MAX, not carried
     test_infra_files: list[str] | None = None  # test infrastructure the change touched (verify/infra.py)
     control: ControlRun | None = None

@@ -76,7 +76,7 @@ def _overview(ledger: Ledger, cache: RunCache, run: views.RunHeader) -> views.Ru
 def preload() -> None:
     """What the first visit of each page would otherwise pay for: the templates compiled, the
     computation modules imported. The server calls it once at start-up."""
-    from trialbook.audit import audit  # noqa: F401
+    from trialbook.audit import failures as audit  # noqa: F401
     from trialbook.report import training as _report_training  # noqa: F401
     from trialbook.stats import compare, scores  # noqa: F401
     from trialbook.training import analysis, ingest, stalls  # noqa: F401
@@ -232,7 +232,7 @@ def training_page(ledger: Ledger, name: str, bucket: int) -> dict[str, Any]:
 
 
 def audit_page(ledger: Ledger, name: str) -> dict[str, Any]:
-    from trialbook.audit.audit import audit_run
+    from trialbook.audit.failures import audit_run
 
     a = audit_run(ledger, name, jobs=1, per_trial=False)
     return {"a": a, "sig_plot": plots.signatures(a)}

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import matplotlib
 
 if TYPE_CHECKING:
-    from trialbook.audit.audit import AuditResult
+    from trialbook.audit.failures import AuditResult
     from trialbook.stats.comparison import CompareResult
     from trialbook.training.report_types import SlowStep, TrainReport
 

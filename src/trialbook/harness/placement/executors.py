@@ -1,6 +1,7 @@
-"""Where trials run: `local` (a thread pool against this machine's Docker daemon) or `ray` (harness/raycluster.py).
+"""Where trials run: `local` (a thread pool against this machine's Docker daemon) or `ray`
+(harness/placement/raycluster.py).
 
-`run_trial` is the same function on both; an executor only decides where it runs. The caller (harness/pool.py)
+`run_trial` is the same function on both; an executor only decides where it runs. The caller (harness/run/execute.py)
 stays the only ledger writer: it records each (plan, result) the executor yields as soon as it is yielded.
 """
 
@@ -12,9 +13,9 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
-from trialbook.harness.config import PlannedTrial
-from trialbook.harness.stack import connect
-from trialbook.harness.trial import Interrupted, Stopper, TrialResult, TrialSettings, run_trial
+from trialbook.harness.run.config import PlannedTrial
+from trialbook.harness.run.stack import connect
+from trialbook.harness.trial.execution import Interrupted, Stopper, TrialResult, TrialSettings, run_trial
 from trialbook.sandbox.backend import Backend
 from trialbook.tasks import TaskError, TaskSpec
 
@@ -58,7 +59,7 @@ class LocalExecutor:
 
     def __init__(self, engine: Backend | None = None) -> None:
         self.engine: Any = engine or connect()
-        self.backend = self.engine.name  # recorded in the run's stack (harness/stack.sandbox_stack)
+        self.backend = self.engine.name  # recorded in the run's stack (harness/run/stack.sandbox_stack)
 
     def version(self) -> str:
         version: str = self.engine.version()

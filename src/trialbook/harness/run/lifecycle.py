@@ -1,6 +1,6 @@
-"""Starting, resuming and re-running a run (the pool that executes its trials is harness/pool.py).
+"""Starting, resuming and re-running a run (the pool that executes its trials is harness/run/execute.py).
 
-`start_run` creates the run first (config + stack, through harness/bootstrap.py) and then records each
+`start_run` creates the run first (config + stack, through harness/run/bootstrap.py) and then records each
 trial as it finishes, so a crash or kill -9 loses at most the trials in flight; `resume_run` runs exactly the planned
 (task, attempt) pairs with no record, and `rerun` replaces chosen trials with new ones that
 supersede them.
@@ -15,12 +15,12 @@ from pydantic import ValidationError
 
 from trialbook.errors import TrialbookError, UserError
 from trialbook.extra_schema import read_extra
-from trialbook.harness.bootstrap import RunStart, prepare
-from trialbook.harness.config import PlannedTrial, RunConfig, Tally
-from trialbook.harness.executors import Executor, LocalExecutor
-from trialbook.harness.lock import run_lock
-from trialbook.harness.pool import execute
-from trialbook.harness.trial_writer import restore_folders
+from trialbook.harness.placement.executors import Executor, LocalExecutor
+from trialbook.harness.run.bootstrap import RunStart, prepare
+from trialbook.harness.run.config import PlannedTrial, RunConfig, Tally
+from trialbook.harness.run.execute import execute
+from trialbook.harness.run.lock import run_lock
+from trialbook.harness.trial.writer import restore_folders
 from trialbook.ledger.rows import RunRow
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import Outcome

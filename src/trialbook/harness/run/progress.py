@@ -23,7 +23,7 @@ from rich.progress import (
 )
 
 from trialbook.errors import TrialbookError
-from trialbook.harness.config import Tally
+from trialbook.harness.run.config import Tally
 from trialbook.outcomes import ErrorKind, Outcome
 from trialbook.records import Trial
 from trialbook.redact import scrub

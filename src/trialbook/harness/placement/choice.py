@@ -10,15 +10,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trialbook.errors import UserError
-from trialbook.harness.executors import EXECUTORS, Executor, LocalExecutor
-from trialbook.harness.stack import connect
+from trialbook.harness.placement.executors import EXECUTORS, Executor, LocalExecutor
+from trialbook.harness.run.stack import connect
 from trialbook.sandbox.backend import RUN_BACKENDS
 
 
 @dataclass
 class Where:
     """Where trials run: `executor` local (a thread pool here, on `backend`; over several `engines` endpoints:
-    harness/engines.py) or ray (the cluster at `ray_address`, else $RAY_ADDRESS, else the one this machine is part
+    harness/placement/fleet.py) or ray (the cluster at `ray_address`, else $RAY_ADDRESS, else the one this machine is
+    part
     of; its nodes run Docker); `concurrency` trials at once."""
 
     executor: str = "local"
@@ -50,7 +51,7 @@ def make_executor(where: Where | None = None) -> Executor:
         if w.ray_address:
             raise UserError("--ray-address goes with --executor ray")
         if w.engines:
-            from trialbook.harness.engines import EnginesExecutor
+            from trialbook.harness.placement.fleet import EnginesExecutor
 
             return EnginesExecutor(list(w.engines), w.concurrency, w.backend)
         return LocalExecutor(connect(w.backend))
@@ -62,7 +63,7 @@ def make_executor(where: Where | None = None) -> Executor:
         from trialbook.extras import require
 
         require("ray", "--executor ray")
-        from trialbook.harness.raycluster import RayExecutor
+        from trialbook.harness.placement.raycluster import RayExecutor
 
         return RayExecutor(w.ray_address or os.environ.get("RAY_ADDRESS") or "auto")
     raise UserError(f"--executor must be one of: {', '.join(EXECUTORS)} (got '{w.executor}')")

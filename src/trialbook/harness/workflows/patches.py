@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trialbook.errors import UserError
-from trialbook.harness.config import RunConfig, Tally
-from trialbook.harness.runner import start_run
-from trialbook.harness.where import Where, make_executor
+from trialbook.harness.placement.choice import Where, make_executor
+from trialbook.harness.run.config import RunConfig, Tally
+from trialbook.harness.run.lifecycle import start_run
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import is_graded
 from trialbook.tasks import TaskError

@@ -6,7 +6,7 @@ The order is the rule: each step refuses with one line before any container star
 2. The tasks are loaded (an unusable folder becomes a TaskError, recorded as an infra_error trial).
 3. The executor connects; tasks that list FAIL_TO_PASS / PASS_TO_PASS need the swebench extra locally
    (`check_grader`), and the OCI runtime asked for must be one the local daemon has (`check_runtime`).
-4. `opened` takes the run lock (harness/lock.py) and only then records the run (`open_run`): a `--replace`
+4. `opened` takes the run lock (harness/run/lock.py) and only then records the run (`open_run`): a `--replace`
    must not delete the folders of a run another process is executing (tests/harness/test_harness_docker.py:
    test_ctrl_c_stops_cleanly_and_a_live_run_cannot_be_resumed_twice).
 The run record's stack is `sandbox_stack` plus the agent's serving stack, whoever starts it, so `compare`
@@ -26,11 +26,11 @@ from trialbook.agents import get_agent
 from trialbook.agents.base import Agent, agent_stack, with_agent_stack
 from trialbook.errors import UserError
 from trialbook.extras import present
-from trialbook.harness.config import RunConfig
-from trialbook.harness.executors import Executor, LocalExecutor
-from trialbook.harness.lock import run_lock
-from trialbook.harness.stack import sandbox_stack
-from trialbook.harness.trial import TrialSettings
+from trialbook.harness.placement.executors import Executor, LocalExecutor
+from trialbook.harness.run.config import RunConfig
+from trialbook.harness.run.lock import run_lock
+from trialbook.harness.run.stack import sandbox_stack
+from trialbook.harness.trial.execution import TrialSettings
 from trialbook.ledger.rows import RunRow
 from trialbook.ledger.store import Ledger
 from trialbook.records import Run

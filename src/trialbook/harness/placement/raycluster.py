@@ -4,7 +4,7 @@ Docker daemon. The only module that imports ray (the `ray` extra).
 - A task folder travels through Ray's object store (a tar.gz put once per run) and is unpacked on the node
   under a content-hash folder; the node builds the task's image on first use (Backend.ensure_image's
   content-hash tag), so a cluster needs no registry.
-- The driver stays the only ledger writer: `results` yields each finished trial to harness/pool.py.
+- The driver stays the only ledger writer: `results` yields each finished trial to harness/run/execute.py.
 - A node or worker lost mid-trial (NodeDiedError, WorkerCrashedError, ...) is the policy's `NodeLostError`:
   the trial is submitted again (Ray's own retries are off, so it runs once per submission) up to `retries`
   times, then recorded as an infra_error; either way each (task, attempt) is yielded exactly once, and the
@@ -34,9 +34,9 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from trialbook.errors import TrialbookError, UserError
 from trialbook.extra_schema import read_extra, with_extra
-from trialbook.harness.config import PlannedTrial
-from trialbook.harness.stack import connect
-from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_trial, trial_name
+from trialbook.harness.run.config import PlannedTrial
+from trialbook.harness.run.stack import connect
+from trialbook.harness.trial.execution import Stopper, TrialResult, TrialSettings, run_trial, trial_name
 from trialbook.outcomes import ErrorKind, classify
 from trialbook.records import Trial
 from trialbook.sandbox import Backend

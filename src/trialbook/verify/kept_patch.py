@@ -41,7 +41,7 @@ def kept_patch(patch: str) -> dict[str, str]:
 
 def whole_patch(box: Box, stage: str, head: str) -> str:
     """The agent's whole patch: `head` when it is all of it, else the file the carry kept aside, read as bytes (up to
-    PATCH_WHOLE: verify/patch.patch_record says when it was cut) and removed before the tests run."""
+    PATCH_WHOLE: verify/kept_patch.patch_record says when it was cut) and removed before the tests run."""
     if len(head.encode("utf-8", "surrogateescape")) < PATCH_KEEP:
         return head
     kept = f"/{stage}.patch"

@@ -13,9 +13,9 @@ from typing import Any
 from sqlalchemy import Connection
 
 from trialbook.extra_schema import read_extra
-from trialbook.harness.config import PlannedTrial
-from trialbook.harness.paths import TrialPaths
-from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
+from trialbook.harness.run.config import PlannedTrial
+from trialbook.harness.run.paths import TrialPaths
+from trialbook.harness.trial.execution import Stopper, TrialResult, TrialSettings
 from trialbook.ledger.store import Ledger, trial_row
 from trialbook.outcomes import FINDINGS
 from trialbook.records import Trial
@@ -63,7 +63,7 @@ def recorded(
 ) -> Iterator[tuple[PlannedTrial, TrialResult, int]]:  # fmt: skip
     """The executor's finished trials, each yielded once it is in the ledger, with its id: the trials that finished
     together are recorded in one transaction (record_trials) when the executor hands them over together (`batches`,
-    harness/executors.LocalExecutor), else one by one. Interrupted ones (None) are left out."""
+    harness/placement/executors.LocalExecutor), else one by one. Interrupted ones (None) are left out."""
     batches = getattr(executor, "batches", None)
     if batches is not None:
         groups = batches(plans, settings, stopper, concurrency, deadline_at)

@@ -20,9 +20,9 @@ from requests import RequestException
 from trialbook import tokens
 from trialbook.agents.base import Agent, AgentStopped
 from trialbook.extra_schema import with_extra
-from trialbook.harness.daemon_wait import await_engine
-from trialbook.harness.paths import TRIAL_PREFIX
-from trialbook.harness.trial_state import ImageRef, TrialExtra, TrialState, trial_tags
+from trialbook.harness.run.paths import TRIAL_PREFIX
+from trialbook.harness.trial.daemon_wait import await_engine
+from trialbook.harness.trial.state import ImageRef, TrialExtra, TrialState, trial_tags
 from trialbook.outcomes import FINDINGS, POLICY, ErrorKind, Outcome, classify, error_kind, is_graded, rule_for
 from trialbook.records import Trial
 from trialbook.rewards import RewardPolicy
@@ -32,7 +32,7 @@ from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
 from trialbook.tasks import TaskError, TaskSpec
 from trialbook.verify import blame, front, leak_moves
 from trialbook.verify.isolation import IsolationError
-from trialbook.verify.patch import kept_patch
+from trialbook.verify.kept_patch import kept_patch
 from trialbook.verify.runner import Verdict
 
 LOG_LIMIT = 200_000  # characters of a log kept in the ledger (the tail)

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 import trialbook
 from trialbook.agents.base import with_agent_stack
 from trialbook.errors import UserError
-from trialbook.harness.config import RunConfig
+from trialbook.harness.run.config import RunConfig
 from trialbook.ledger.store import Ledger
 from trialbook.sandbox import DaemonError, docker_help
 from trialbook.sandbox.backend import Backend, UnknownBackend, backend_class

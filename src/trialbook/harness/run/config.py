@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from trialbook.harness.paths import DEFAULT_RUNS_DIR, RunPaths
+from trialbook.harness.run.paths import DEFAULT_RUNS_DIR, RunPaths
 from trialbook.tasks import TaskError, TaskSpec, load_tasks
 
 
@@ -29,7 +29,7 @@ class RunConfig(BaseModel):
     warm_pool: bool = True  # containers started ahead of need (sandbox/warm.py)
     runtime: str = "auto"  # the containers' OCI runtime (Backend.runtime_for)
     backend: str = "docker"  # where sandboxes run (sandbox/backend.py's registry): resume and rerun use it too
-    engines: list[str] = Field(default_factory=list)  # --engine URL[=N]: the endpoints (harness/engines.py)
+    engines: list[str] = Field(default_factory=list)  # --engine URL[=N]: the endpoints (harness/placement/fleet.py)
     stop_after_errors: int = Field(5, ge=0)  # the same infra error on this many trials in a row stops the run; 0: never
     progress_every_s: float = Field(30.0, gt=0, allow_inf_nan=False)  # a progress line when stderr is not a terminal
     # a reward-hacking signature on a rewarded trial: its training reward 0 ("zero") or a tag only (rewards.py)

@@ -1,6 +1,6 @@
 """Where a run's files live, spelled once: `runs/<run>/<trial>/...` in Harbor's job-folder layout.
 
-runs/<run>/.lock                      one executing process per run (harness/lock.py)
+runs/<run>/.lock                      one executing process per run (harness/run/lock.py)
 runs/<run>/tb-<...>/result.json       Harbor-shaped TrialResult (`trialbook import harbor` reads it)
 runs/<run>/tb-<...>/agent/log.txt     the agent's log, plus any files the agent keeps
 runs/<run>/tb-<...>/verifier/test-stdout.txt, verifier/reward.txt
@@ -17,7 +17,7 @@ from pathlib import Path
 from trialbook.names import check_run_name
 
 DEFAULT_RUNS_DIR = Path("runs")  # --runs-dir
-TRIAL_PREFIX = "tb-"  # container names and trial folder names (harness/trial.py trial_name)
+TRIAL_PREFIX = "tb-"  # container names and trial folder names (harness/trial/execution.py trial_name)
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ def unwritable(folder: Path) -> str | None:
 
 def run_folders(config: dict[str, object], run: str) -> list[Path]:
     """The folders named after a run the harness made (its config keeps the absolute `runs_dir`:
-    harness/runner.py, harness/validate.py, rl/rollout.py); none for an imported run."""
+    harness/run/lifecycle.py, harness/workflows/validate.py, rl/rollout.py); none for an imported run."""
     runs_dir = config.get("runs_dir")
     if not isinstance(runs_dir, str):
         return []

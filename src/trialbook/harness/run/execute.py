@@ -1,4 +1,4 @@
-"""Executing planned trials: an executor (harness/executors.py), the run's deadline, a progress bar, and each
+"""Executing planned trials: an executor (harness/placement/executors.py), the run's deadline, a progress bar, and each
 trial recorded as it ends (this process is the only ledger writer, whatever the executor)."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from collections.abc import Callable
 
 from trialbook.agents import get_agent
 from trialbook.agents.base import Agent
-from trialbook.harness.bootstrap import trial_settings
-from trialbook.harness.config import PlannedTrial, RunConfig, Tally
-from trialbook.harness.executors import Executor, LocalExecutor
-from trialbook.harness.paths import RunPaths
-from trialbook.harness.progress import Breaker, CircuitOpen, progress, sigterm_as_interrupt, stopped_line, warn
-from trialbook.harness.stack import update_stack
-from trialbook.harness.trial import Stopper, TrialResult, TrialSettings
-from trialbook.harness.trial_writer import recorded, write_or_warn
+from trialbook.harness.placement.executors import Executor, LocalExecutor
+from trialbook.harness.run.bootstrap import trial_settings
+from trialbook.harness.run.config import PlannedTrial, RunConfig, Tally
+from trialbook.harness.run.paths import RunPaths
+from trialbook.harness.run.progress import Breaker, CircuitOpen, progress, sigterm_as_interrupt, stopped_line, warn
+from trialbook.harness.run.stack import update_stack
+from trialbook.harness.trial.execution import Stopper, TrialResult, TrialSettings
+from trialbook.harness.trial.writer import recorded, write_or_warn
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import Outcome, is_resolved
 from trialbook.sandbox.docker import LABEL_LEDGER
@@ -39,7 +39,7 @@ def execute(
     """Run `plans`, `config.concurrency` at once, where `executor` says; each finished trial is recorded at once
     (its agent's timeout x config.timeout_multiplier: `rerun --timeout-multiplier` passes a config with its own).
 
-    Call it holding the run lock, with `agent` and the runtime checked by harness/bootstrap.py's `prepare`
+    Call it holding the run lock, with `agent` and the runtime checked by harness/run/bootstrap.py's `prepare`
     (`agent=None` builds it from the config)."""
     agent = agent or get_agent(config.agent, config.agent_options)
     settings = trial_settings(ledger, run_id, run_name, config, agent)

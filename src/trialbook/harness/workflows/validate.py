@@ -1,6 +1,6 @@
 """`trialbook validate`: run oracle and nop N times per task and give each task one verdict.
 
-The trials go through the harness's own run machinery (`harness.pool.execute`) into one ledger run of
+The trials go through the harness's own run machinery (`harness.run.execute.execute`) into one ledger run of
 kind `validate` per image variant: oracle trials are attempts 0..N-1, nop trials N..2N-1 (each
 trial's `extra.agent` names its agent too). The verdict comes from `RULES`, the one table of
 rules, first match wins.
@@ -19,12 +19,12 @@ from typing import Any, NamedTuple
 from trialbook.agents import get_agent
 from trialbook.errors import UserError
 from trialbook.extra_schema import read_extra
-from trialbook.harness.bootstrap import RunStart, prepare
-from trialbook.harness.config import PlannedTrial, RunConfig
-from trialbook.harness.paths import DEFAULT_RUNS_DIR
-from trialbook.harness.pool import execute
-from trialbook.harness.stack import connect, sandbox_stack
-from trialbook.harness.where import Where, make_executor
+from trialbook.harness.placement.choice import Where, make_executor
+from trialbook.harness.run.bootstrap import RunStart, prepare
+from trialbook.harness.run.config import PlannedTrial, RunConfig
+from trialbook.harness.run.execute import execute
+from trialbook.harness.run.paths import DEFAULT_RUNS_DIR
+from trialbook.harness.run.stack import connect, sandbox_stack
 from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.names import safe_name

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from trialbook.errors import TrialbookError, UserError
-from trialbook.harness.bootstrap import check_grader
-from trialbook.harness.config import RunConfig
-from trialbook.harness.executors import Executor
-from trialbook.harness.runner import start_run
-from trialbook.harness.stack import connect
+from trialbook.harness.placement.executors import Executor
+from trialbook.harness.run.bootstrap import check_grader
+from trialbook.harness.run.config import RunConfig
+from trialbook.harness.run.lifecycle import start_run
+from trialbook.harness.run.stack import connect
 from trialbook.ledger.rows import TrialRow
 from trialbook.ledger.store import Ledger
 from trialbook.outcomes import is_graded, is_resolved

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from trialbook.errors import TrialbookError, UserError
-from trialbook.harness.config import RunConfig
+from trialbook.harness.run.config import RunConfig
 from trialbook.ledger import locks
 from trialbook.ledger.store import Ledger
 

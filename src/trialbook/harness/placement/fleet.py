@@ -20,8 +20,8 @@ import docker
 
 from trialbook.errors import UserError
 from trialbook.extra_schema import with_extra
-from trialbook.harness.executors import LocalExecutor
-from trialbook.harness.trial import Stopper, TrialResult, TrialSettings, run_trial
+from trialbook.harness.placement.executors import LocalExecutor
+from trialbook.harness.trial.execution import Stopper, TrialResult, TrialSettings, run_trial
 from trialbook.sandbox.backend import backend_class
 from trialbook.sandbox.box import DaemonError
 from trialbook.tasks import TaskError, TaskSpec
@@ -50,7 +50,7 @@ def parse_engine(spec: str) -> tuple[str, int | None]:
 
 
 class PoolFanout:
-    """The run's warm pool as harness/pool.py drives it: one pool per endpoint, the demand shared by capacity."""
+    """The run's warm pool as harness/run/execute.py drives it: one pool per endpoint, the demand shared by capacity."""
 
     def __init__(self, endpoints: list[Endpoint]) -> None:
         self.endpoints = endpoints

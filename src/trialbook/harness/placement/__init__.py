@@ -1,0 +1,1 @@
+"""Where a run's trials run: a thread pool on one backend, several engines, or a Ray cluster."""

@@ -1,0 +1,1 @@
+"""One trial: sandbox -> agent -> verifier -> its record and folder, under the error policy."""

@@ -1,0 +1,1 @@
+"""Commands built on runs: validate, grade and reverify, quickstart."""
