@@ -232,7 +232,7 @@ def train_watch_cmd(
     from trialbook.report.live import alert_line, print_state, step_line
     from trialbook.result_types import to_json
     from trialbook.training.alerts import Thresholds
-    from trialbook.training.watch import Watcher, watch
+    from trialbook.training.watch import Watcher, watch_training
 
     if as_json and not (flags.once or flags.until or flags.timeout):
         raise UserError("--json needs --once, --until or --timeout (it prints one object at the end)")
@@ -265,7 +265,7 @@ def train_watch_cmd(
         shown["step"] = s.current_step if s.current_step is not None else -1
         sys.stdout.flush()
 
-    ok = watch(w, flags.interval, show, once=flags.once, until=flags.until, timeout=flags.timeout)
+    ok = watch_training(w, flags.interval, show, once=flags.once, until=flags.until, timeout=flags.timeout)
     if as_json:
         out = {"state": to_json(w.state), "alerts": to_json(w.raised)}
         sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")

@@ -176,7 +176,7 @@ def _import_jobs(
                     raise UserError(f"{folder / 'result.json'}: {exc}") from None
             trial.attempt = attempts[trial.task_id]
             attempts[trial.task_id] += 1
-            found = files.trial_files(folder)
+            found = files.harbor_trial_files(folder)
             if trial.tests is None:
                 trial.tests = (result or {}).get("tests") if _is_tests((result or {}).get("tests")) else found.tests
             if found.left_out:

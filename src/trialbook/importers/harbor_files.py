@@ -27,7 +27,7 @@ CTRF_STATUS = {"passed": "pass", "failed": "fail", "other": "error"}  # skipped 
 
 
 @dataclass
-class TrialFiles:
+class HarborTrialFiles:
     files: dict[str, str] = field(default_factory=dict)  # artifact name (path in the trial folder) -> text
     left_out: list[str] = field(default_factory=list)  # binary, or too long
     tests: dict[str, dict[str, str]] | None = None
@@ -90,8 +90,8 @@ def ctrf_tests(text: str) -> dict[str, dict[str, str]] | None:
     return {"tests": out} if out else None
 
 
-def trial_files(folder: Path) -> TrialFiles:
-    found = TrialFiles()
+def harbor_trial_files(folder: Path) -> HarborTrialFiles:
+    found = HarborTrialFiles()
     paths = [folder / name for name in KEPT_FILES if (folder / name).is_file()]
     for sub in KEPT_DIRS:
         if (folder / sub).is_dir():

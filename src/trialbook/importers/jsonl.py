@@ -195,7 +195,7 @@ def line_row(
     reward_range: tuple[float, float] = REWARD_RANGE,
 ) -> tuple[Any, ...]:
     """The ledger row of a checked line (TRIAL_COLUMNS order); the attempt slot holds the line's own
-    `attempt` or None (numbered later, in file order, by `Attempts`).
+    `attempt` or None (numbered later, in file order, by `AttemptNumbers`).
 
     `train` (kind train): `step` and `wv` are required, and a line with none of
     outcome/resolved/reward is an `incomplete` trajectory rather than an error.
@@ -219,7 +219,7 @@ def line_row(
     )  # fmt: skip
 
 
-class Attempts:
+class AttemptNumbers:
     """Numbers attempts in file order: a line's own `attempt`, else the count of earlier lines of
     its task; the same attempt twice for one task is an error."""
 
@@ -307,7 +307,7 @@ def import_jsonl(
     step_rows: list[dict[str, Any]] = []
 
     def rows(run_id: int) -> Iterator[Batch]:
-        attempts = Attempts()
+        attempts = AttemptNumbers()
         check = functools.partial(
             check_block, run_id=run_id, train=kind == "train", reward_range=reward_range or REWARD_RANGE
         )

@@ -24,7 +24,7 @@ from trialbook.outcomes import FAIL_TO_PASS, NOT_PASSING, PASS_TO_PASS, Outcome
 _current = statements.current
 
 
-def task_ids(ledger: Ledger, run_id: int) -> set[str]:
+def run_task_ids(ledger: Ledger, run_id: int) -> set[str]:
     """The task ids of a run's current trials."""
     q = select(trials.c.task_id).distinct().where(trials.c.run_id == run_id, _current)
     with ledger.engine.connect() as conn:

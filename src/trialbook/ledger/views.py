@@ -273,7 +273,7 @@ _TRIAL_COLS = (
 )  # fmt: skip
 
 
-def list_trials(
+def paged_trials(
     ledger: Ledger,
     run_id: int,
     outcome: str | None = None,

@@ -115,7 +115,7 @@ def eval_tasks(source: str, ledger: Ledger) -> set[str]:
         return set(read_task_list(path))
     if source not in ledger.run_names():
         raise UserError(f"--eval-set {source}: neither a task-list file nor a run in the ledger")
-    return queries.task_ids(ledger, ledger.get_run(source).id)
+    return queries.run_task_ids(ledger, ledger.get_run(source).id)
 
 
 def _exclude(data: TrainData, wanted: list[str]) -> tuple[TrainData, dict[str, int]]:

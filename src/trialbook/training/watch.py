@@ -67,7 +67,7 @@ class Watcher:
         return new
 
 
-def watch(
+def watch_training(
     w: Watcher,
     interval: float,
     show: Callable[[Watcher, list[alerts.Alert]], None],

@@ -16,7 +16,7 @@ from trialbook.extra_schema import CanaryNote, read_extra
 from trialbook.ledger import views
 from trialbook.ledger.store import Ledger
 from trialbook.web import plots
-from trialbook.web.text import clean, trajectory_turns
+from trialbook.web.text import clean_text, trajectory_turns
 
 PAGE = 50
 TRAJECTORY_NAMES = ("trajectory.json", "trajectory.jsonl", "agent/trajectory.json")
@@ -99,7 +99,7 @@ def run_page(ledger: Ledger, cache: RunCache, name: str, outcome: str | None, ta
              after: int) -> dict[str, Any]:  # fmt: skip
     run = views.run_by_name(ledger, name)
     overview = _overview(ledger, cache, run)
-    rows, more = views.list_trials(ledger, run.id, outcome or None, task or None, after, PAGE)
+    rows, more = views.paged_trials(ledger, run.id, outcome or None, task or None, after, PAGE)
     others = [r.name for r in views.list_runs(ledger, limit=500)[0] if r.name != name]
     return {
         "o": overview, "rows": rows, "outcome": outcome or "", "task": task or "", "after": after,
@@ -131,10 +131,10 @@ def trial_page(ledger: Ledger, trial_id: int) -> dict[str, Any]:
         "tests": tests,
         "failing": sum(1 for r in tests if r["verdict"] == "fail"),
         "canary": canary_note(read_extra(d).canary),
-        "verifier": clean(verifier) if verifier is not None else None,
-        "files": {n: (clean(a.text), a.size, a.cut) for n, a in files.items()},
-        "extra": clean(str(d.extra)) if d.extra else None,
-        "message": clean(d.exception_message),
+        "verifier": clean_text(verifier) if verifier is not None else None,
+        "files": {n: (clean_text(a.text), a.size, a.cut) for n, a in files.items()},
+        "extra": clean_text(str(d.extra)) if d.extra else None,
+        "message": clean_text(d.exception_message),
     }
 
 
@@ -235,7 +235,7 @@ def audit_page(ledger: Ledger, name: str) -> dict[str, Any]:
     from trialbook.audit.failures import audit_run
 
     a = audit_run(ledger, name, jobs=1, per_trial=False)
-    return {"a": a, "sig_plot": plots.signatures(a)}
+    return {"a": a, "sig_plot": plots.signature_plot(a)}
 
 
 def parse_after(value: str | None) -> int:

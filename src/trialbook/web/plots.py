@@ -147,7 +147,7 @@ def step_timing(waits: dict[int, float], slow: list[SlowStep], median: float | N
     return _svg(fig, "step timing")
 
 
-def signatures(audit: AuditResult) -> str:
+def signature_plot(audit: AuditResult) -> str:
     """Trials per log signature, and the part of them that are P2P penalties."""
     items = list(audit.by_signature.items())
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(items) + 1))

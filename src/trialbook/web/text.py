@@ -16,7 +16,7 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-def clean(text: str | None) -> str:
+def clean_text(text: str | None) -> str:
     """Terminal text as plain text: escape sequences dropped, other control characters shown as U+FFFD."""
     if not text:
         return ""
@@ -24,7 +24,7 @@ def clean(text: str | None) -> str:
 
 
 @dataclass(frozen=True)
-class Turn:
+class TranscriptTurn:
     n: int
     role: str
     text: str
@@ -60,7 +60,7 @@ def _commands(message: dict[str, Any]) -> list[str]:
     return [str(a["command"]) for a in actions or [] if isinstance(a, dict) and a.get("command")]
 
 
-def trajectory_turns(raw: str) -> list[Turn] | None:
+def trajectory_turns(raw: str) -> list[TranscriptTurn] | None:
     """Turns of a trajectory JSON (mini-swe-agent `messages`, Harbor ATIF `steps`); None if unreadable."""
     try:
         doc = json.loads(raw)
@@ -80,4 +80,4 @@ def trajectory_turns(raw: str) -> list[Turn] | None:
         pairs = [(str(m.get("role", "?")), _content(m.get("content", m))) for m in doc if isinstance(m, dict)]
     if not pairs:
         return None
-    return [Turn(i + 1, role, clean(text)) for i, (role, text) in enumerate(pairs)]
+    return [TranscriptTurn(i + 1, role, clean_text(text)) for i, (role, text) in enumerate(pairs)]

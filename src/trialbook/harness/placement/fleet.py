@@ -28,7 +28,7 @@ from trialbook.tasks import TaskError, TaskSpec
 
 
 @dataclass
-class Endpoint:
+class EngineEndpoint:
     url: str
     capacity: int
     engine: Any  # a Backend at url
@@ -52,7 +52,7 @@ def parse_engine(spec: str) -> tuple[str, int | None]:
 class PoolFanout:
     """The run's warm pool as harness/run/execute.py drives it: one pool per endpoint, the demand shared by capacity."""
 
-    def __init__(self, endpoints: list[Endpoint]) -> None:
+    def __init__(self, endpoints: list[EngineEndpoint]) -> None:
         self.endpoints = endpoints
         self.warm: Any = None
 
@@ -88,14 +88,14 @@ class EnginesExecutor(LocalExecutor):
         if len({url for url, _ in parsed}) < len(parsed):
             raise UserError("--engine: the same endpoint is named twice")
         cls = backend_class(backend)
-        self.endpoints: list[Endpoint] = []
+        self.endpoints: list[EngineEndpoint] = []
         even = max(1, -(-concurrency // len(parsed)))
         for url, cap in parsed:
             try:
                 engine = cls(url=url)
             except DaemonError as exc:
                 raise UserError(f"--engine {url}: {str(exc).splitlines()[0]}") from None
-            self.endpoints.append(Endpoint(url, cap or even, engine))
+            self.endpoints.append(EngineEndpoint(url, cap or even, engine))
         self.engine: Any = PoolFanout(self.endpoints)
         self.backend = backend
         self._cond = threading.Condition()
@@ -107,7 +107,7 @@ class EnginesExecutor(LocalExecutor):
             self._versions = ", ".join(sorted({ep.engine.version() for ep in self.endpoints}))
         return self._versions
 
-    def _take(self, avoid: set[str], stopper: Stopper) -> Endpoint:
+    def _take(self, avoid: set[str], stopper: Stopper) -> EngineEndpoint:
         """A slot on the endpoint with the most free ones (not one in `avoid` while another is there)."""
         with self._cond:
             while True:
@@ -124,12 +124,12 @@ class EnginesExecutor(LocalExecutor):
                     return ep
                 self._cond.wait(0.5)
 
-    def _give(self, ep: Endpoint) -> None:
+    def _give(self, ep: EngineEndpoint) -> None:
         with self._cond:
             ep.running -= 1
             self._cond.notify_all()
 
-    def _answers(self, ep: Endpoint) -> bool:
+    def _answers(self, ep: EngineEndpoint) -> bool:
         """Whether the endpoint takes a new connection and answers a ping on it: a stopping dockerd closes its socket
         first and stops its containers after, while a kept-alive connection of this process may still be answered."""
         try:

@@ -31,7 +31,7 @@ from trialbook.tasks.swebench.build_plan import (
     refusal,
     upstream_source,
 )
-from trialbook.tasks.swebench.generate import image_for, read_instances, skip_reason, write_task
+from trialbook.tasks.swebench.generate import image_for, read_instance_rows, skip_reason, write_task
 from trialbook.tasks.swebench.lockfile import (
     LOCK_FILE,
     LockError,
@@ -226,7 +226,7 @@ def build_tasks(instances: Path, out: Path, ids: list[str] | None = None, **opti
     repos, jobs, exclude_newer, layout, registry, from_lock = (
         o.repos, o.jobs, o.exclude_newer, o.layout, o.registry, o.from_lock
     )  # fmt: skip
-    every = read_instances(instances)
+    every = read_instance_rows(instances)
     rows = _select(every, ids, instances)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} exists and is not a folder")

@@ -94,7 +94,7 @@ def _as_list(value: Any) -> list[str] | None:
     return None if value is None else [str(v) for v in value]
 
 
-def read_instances(path: Path) -> list[dict[str, Any]]:
+def read_instance_rows(path: Path) -> list[dict[str, Any]]:
     rows = []
     for n, obj in json_lines(path, prefix=f"{path}: "):
         if not isinstance(obj, dict) or not isinstance(obj.get("instance_id"), str):
@@ -478,7 +478,7 @@ class TasksWritten(Result):
 
 def write_tasks(instances: Path, out: Path, ids: list[str] | None = None, registry: str | None = None) -> TasksWritten:
     """Task folders on the official images (`registry`: pulled from there instead of Docker Hub)."""
-    rows = read_instances(instances)
+    rows = read_instance_rows(instances)
     if ids:
         known = {r["instance_id"] for r in rows}
         unknown = [i for i in ids if i not in known]
