@@ -1,4 +1,4 @@
-"""A trial's call path across packages: how many times code of one package calls into another (issue 59).
+"""A trial's call path across packages: how many times code of one package calls into another.
 
 Runs one example trial (`trialbook run examples/tasks --task plain-bugfix --agent oracle`, in a temporary ledger and
 runs folder, against this machine's Docker daemon) under `sys.setprofile`/`threading.setprofile` and counts, per
