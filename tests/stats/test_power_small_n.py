@@ -11,7 +11,7 @@ import pytest
 
 from trialbook.stats import dist
 from trialbook.stats.kernel import diff_interval
-from trialbook.stats.power import claim_probability, plan, tasks_needed
+from trialbook.stats.power import PlanRequest, claim_probability, plan, tasks_needed
 
 DESIGNS = [(5, 4, 0.30), (10, 2, 0.20), (20, 4, 0.15), (20, 4, 0.10), (30, 1, 0.15), (50, 2, 0.10)]
 
@@ -43,7 +43,7 @@ def test_claim_probability_is_the_simulated_claim_rate(n: int, k: int, delta: fl
 
 
 def test_plan_prints_the_small_sample_power_and_tasks_needed():
-    out = plan(None, 20, 4, 15.0, base_rate=50.0, min_diff=4.0)
+    out = plan(None, PlanRequest(20, 4, 15.0, base_rate=50.0, min_diff=4.0))
     var_d = 2 * 0.25 / 4
     assert out.claim_power == round(claim_probability(var_d, 20, 0.15, 4, 0.04), 4)
     assert out.power == round(claim_probability(var_d, 20, 0.15, 4), 4)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from trialbook.stats import worst
-from trialbook.stats.compare import compare
+from trialbook.stats.compare import CompareRequest, compare
 from trialbook.stats.scores import TaskScores
 
 
@@ -46,7 +46,7 @@ def _every_assignment(runs: dict[str, TaskScores], min_diff: float) -> list[tupl
         for jc in itertools.product(*choices[1]):
             filled = {name: _run(name, s.trials, s.trials, s.resolved + np.array(j, dtype=np.int64))
                       for (name, s), j in zip(runs.items(), (jb, jc), strict=True)}  # fmt: skip
-            r = compare(None, "base", ["cand"], runs=filled, min_diff=min_diff, sensitivity=False)  # type: ignore[arg-type]
+            r = compare(None, CompareRequest("base", ["cand"], min_diff=min_diff), runs=filled, sensitivity=False)  # type: ignore[arg-type]
             row = r.comparisons[0]
             out.append((row.diff_pp, row.ci_adjusted_pp[0], row.ci_adjusted_pp[1], row.claim))
     return out
@@ -60,7 +60,7 @@ def test_printed_ends_are_the_extremes_over_every_assignment(seed: int):
         n, k = int(rng.integers(3, 9)), int(rng.integers(1, 3))
         runs = _design(rng, n, k, most=9)
         min_diff = float(rng.choice([0.0, 4.0]))
-        res = compare(None, "base", ["cand"], runs=runs, min_diff=min_diff)  # type: ignore[arg-type]
+        res = compare(None, CompareRequest("base", ["cand"], min_diff=min_diff), runs=runs)  # type: ignore[arg-type]
         v = res.sensitivity.verdicts["cand"]  # type: ignore[union-attr]
         low, high = v["worst_low"], v["worst_high"]
         every = _every_assignment(runs, min_diff)
@@ -84,7 +84,7 @@ def test_the_verdicts_are_monotone_at_thirty_tasks():
     lows = 0
     for _ in range(60):
         runs = _design(rng, 30, 1, most=8)
-        res = compare(None, "base", ["cand"], runs=runs, min_diff=0.0)  # type: ignore[arg-type]
+        res = compare(None, CompareRequest("base", ["cand"], min_diff=0.0), runs=runs)  # type: ignore[arg-type]
         v = res.sensitivity.verdicts["cand"]  # type: ignore[union-attr]
         lows += v["worst_low"].claim
         assert not v["worst_low"].claim or v["worst_high"].claim

@@ -22,7 +22,7 @@ from trialbook.stats.comparison import Comparison
 from trialbook.stats.run_summaries import run_summary
 from trialbook.tasks import load_tasks
 
-CHECKOUT = Path(__file__).resolve().parents[3]
+CHECKOUT = Path(__file__).resolve().parents[4]
 EXAMPLES = CHECKOUT / "examples" / "tasks"
 DOCKER_UP = CHECKOUT / "scripts" / "docker-up.sh"
 BASE_IMAGE = "trialbook-base:bookworm"
