@@ -356,3 +356,20 @@ def test_a_missing_canary_leaves_the_grade_alone_unless_it_is_reported_without_t
     reported = grade_parsed({**status_map, f"tests/test_stats.py::{NAME}": "FAILED"}, marker, TaskLists(None, F2P, P2P),
                             conflicts, NAME, canary_expected=True)  # fmt: skip
     assert (reported.resolved, reported.canary) == (True, "failed")
+
+
+def test_a_canary_is_named_by_its_function_not_by_a_file_an_inner_run_named_after_it() -> None:
+    """pytest-7490's suite: a twin of `test_strict_sanity` runs an inner pytest on `test_strict_sanity_repeat.py`
+    (pytester names the file after the test), and its captured output says `XFAIL
+    test_strict_sanity_repeat.py::test_foo`; that line is no report of the twin, which failed."""
+    name = "test_skipif_class_default,test_strict_sanity_repeat"
+    status = {
+        "testing/test_skipping.py::TestXFail::test_strict_sanity_repeat": "FAILED",
+        "test_strict_sanity_repeat.py::test_foo": "XFAIL",
+        "testing/test_skipping.py::TestSkipif::test_skipif_class_default[a-b]": "FAILED",
+    }
+    assert reading(status, name) == "failed"
+    status["testing/test_skipping.py::TestXFail::test_strict_sanity_repeat"] = "PASSED"
+    assert reading(status, name) == "passed"
+    # unittest's and Django's ids carry the name without `::`
+    assert reading({"test_strict_sanity_repeat (tests.Check)": "PASSED"}, name) == "passed"
