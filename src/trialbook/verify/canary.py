@@ -40,6 +40,7 @@ from typing import NamedTuple
 
 from trialbook.tasks.testscript import HEREDOC, commands, installed_by_patch, words
 from trialbook.verify import decoys, linear, twins
+from trialbook.verify.channels import test_function
 from trialbook.verify.decoys import canary_name
 
 STOPS_AT_FIRST_FAILURE = ("-x", "--exitfirst", "--failfast", "--maxfail")
@@ -246,8 +247,7 @@ def names(test: str, name: str) -> bool:
     comma-separated: `Planted.name`). A pytest id is read by its function alone: a test of pytest's own suite runs an
     inner pytest on a file named after itself (pytester), whose result line (`XFAIL test_x_word.py::test_foo`, in
     the captured output of a failing twin) names the canary only as a file."""
-    head = test.split("[", 1)[0]
-    key = head.rsplit("::", 1)[-1] if "::" in head else test
+    key = test_function(test) if "::" in test else test
     return any(next(linear.whole_words(key, n), None) is not None for n in name.split(",") if n)
 
 

@@ -180,11 +180,16 @@ def canary_in_reports(reports: list[str | None], names: str) -> str | None:
     return "failed" if seen and all(s == FAILED for s in seen) else "missing"
 
 
+def test_function(test_id: str) -> str:
+    """A pytest id's test function: `file.py::Class::test_x[case]` -> `test_x` (an id without `::` stays whole)."""
+    return test_id.rsplit("::", 1)[-1].split("[", 1)[0]
+
+
 def canary_cases(parsed: Mapping[str, str], names: Iterable[str]) -> dict[str, set[str]]:
     """Each canary's statuses in one parsed report, by its function name (a class and a parameter id dropped)."""
     out: dict[str, set[str]] = {n: set() for n in names}
     for key, status in parsed.items():
-        case = key.rpartition("::")[2].split("[", 1)[0]
+        case = test_function(key)
         if case in out:
             out[case].add(status)
     return out

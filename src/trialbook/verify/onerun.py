@@ -24,7 +24,7 @@ import xml.etree.ElementTree as ET
 
 from trialbook.verify import linear
 from trialbook.verify.canary import FAILED, MISSING, PASSED, SKIPPED
-from trialbook.verify.channels import REPORT_LIMIT, canary_cases, parse_junit
+from trialbook.verify.channels import REPORT_LIMIT, canary_cases, parse_junit, test_function
 from trialbook.verify.privilege import Reading
 
 
@@ -75,7 +75,7 @@ def _result_line(line: str) -> tuple[str, str] | None:
         status, test = words[0][:-1], words[1]
     else:
         return None
-    name = test.rsplit("::", 1)[-1].split("[", 1)[0]
+    name = test_function(test)
     return (_RESULTS[status], name) if status in _RESULTS else None
 
 

@@ -38,7 +38,7 @@ from trialbook.tasks.testscript import read_script, reward_files_named, task_tes
 from trialbook.verify import canary as canaries
 from trialbook.verify import linear, sources, staged
 from trialbook.verify.canary import Planted, PlantMode, plant, pytest_command, test_modules
-from trialbook.verify.channels import canary_in_reports, disagreement
+from trialbook.verify.channels import canary_in_reports, disagreement, test_function
 from trialbook.verify.markers import Seal, seal
 from trialbook.verify.onerun import shown_status, witness_reading
 from trialbook.verify.privilege import Reading, Separated, exit_contradicts_log, read_markers, separate, staging
@@ -363,7 +363,7 @@ def per_test_lines(log: str) -> bool:
 
 def _planted_id(test: str, planted: str | None) -> bool:
     """Whether the test id `test` names one of the tests `planted` (comma-separated function names)."""
-    return bool(planted) and test.rsplit("::", 1)[-1].split("[", 1)[0] in (planted or "").split(",")
+    return bool(planted) and test_function(test) in (planted or "").split(",")
 
 
 def failing_tests(log: str, planted: str | None = None) -> frozenset[str]:
