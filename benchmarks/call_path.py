@@ -6,6 +6,10 @@ package of `src/trialbook/` (the import contract's units: `verify`, `sandbox`, `
 the distinct call sites where code of another package calls a function of it: a site is the caller's file and line.
 Two scopes: inside the trial (while `run_trial` is on the thread's stack) and the whole command.
 
+What enters a package: a call of one of its module-level functions or the construction of one of its classes (what
+the caller imports by name). A method called on an object the caller was handed (a `Box` through the sandbox seam, a
+`TaskSpec`'s property, a verdict's field) is use of that object, not an entry: `--methods` counts those too.
+
     PYTHONPATH=src python benchmarks/call_path.py [--agent oracle] [--task plain-bugfix] [--json out.json] [--sites]
 
 `--sites` lists every site of the trial scope (caller -> callee) under its package.
@@ -25,6 +29,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 TRIAL_ENTRY = "run_trial"  # harness/trial/execution.py: one trial, from its container to its record
+CONSTRUCTORS = ("__init__", "__post_init__", "__new__")
 
 
 def unit(module: str) -> str | None:
@@ -38,13 +43,17 @@ def unit(module: str) -> str | None:
 class CallSites:
     """Cross-package call sites seen by the profiler, per callee package, in the trial and in the whole command."""
 
-    def __init__(self) -> None:
+    def __init__(self, methods: bool = False) -> None:
+        self.methods = methods
         self.trial: dict[str, set[tuple[str, int, str]]] = defaultdict(set)
         self.command: dict[str, set[tuple[str, int, str]]] = defaultdict(set)
         self.lock = threading.Lock()
 
     def profile(self, frame: FrameType, event: str, arg: Any) -> None:
         if event != "call":
+            return
+        method = "." in frame.f_code.co_qualname.replace(".<locals>.", "")
+        if method and not self.methods and frame.f_code.co_name not in CONSTRUCTORS:
             return
         callee = unit(frame.f_globals.get("__name__", ""))
         caller_frame = frame.f_back
@@ -78,10 +87,10 @@ class CallSites:
         return {pkg: len({what.split(" -> ")[1] for _, _, what in s}) for pkg, s in sites.items()}
 
 
-def run_one(agent: str, task: str) -> tuple[CallSites, int]:
+def run_one(agent: str, task: str, methods: bool = False) -> tuple[CallSites, int]:
     from trialbook.cli import main as trialbook
 
-    sites = CallSites()
+    sites = CallSites(methods)
     with tempfile.TemporaryDirectory(prefix="tb-callpath-") as tmp:
         argv = ["run", str(REPO / "examples" / "tasks"), "--task", task, "--agent", agent, "--run", "callpath",
                 "--db", f"{tmp}/ledger.db", "--runs-dir", f"{tmp}/runs"]  # fmt: skip
@@ -105,8 +114,9 @@ def main() -> int:
     ap.add_argument("--task", default="plain-bugfix")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--sites", action="store_true")
+    ap.add_argument("--methods", action="store_true", help="count method calls on objects handed over too")
     args = ap.parse_args()
-    sites, code = run_one(args.agent, args.task)
+    sites, code = run_one(args.agent, args.task, args.methods)
     trial, command = CallSites.counts(sites.trial), CallSites.counts(sites.command)
     entries = CallSites.entries(sites.trial)
     print(f"trialbook run --task {args.task} --agent {args.agent}: exit {code}")
