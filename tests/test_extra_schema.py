@@ -12,11 +12,12 @@ import pytest
 from paths import REPO
 from trialbook.agents.base import AgentResult
 from trialbook.extra_schema import KEYS, Extra, ExtraReader, RolloutSummary, read_extra, with_extra
-from trialbook.harness.trial.state import ImageRef, TrialExtra, verdict_keys
+from trialbook.harness.trial.state import ImageRef, TrialExtra
 from trialbook.ledger.store import Ledger, trial_row
 from trialbook.records import Run, Trial
 from trialbook.trajectory import Trajectory, Turn, tagged
 from trialbook.verify.runner import Verdict
+from trialbook.verify.verdict_record import verdict_keys
 
 SRC = REPO / "src" / "trialbook"
 SCHEMA = "extra_schema.py"
@@ -123,7 +124,7 @@ def test_every_key_the_harness_writes_for_a_full_trial_is_declared() -> None:
         cleanup_error="c", verifier={"isolation": "diff"}, agent_limit_hits={"pids": 1}, runtime="runc",
         image=ImageRef("ref", "sha256:3"), agent_result=AgentResult(exit_code=0, info={"submitted": True},
                                                                     files={"trajectory.json": "{}"}),
-        verdict=verdict, hack_zeroed=["hack_x"],
+        verdict=verdict_keys(verdict), hack_zeroed=["hack_x"],
     ).as_dict()  # fmt: skip
     assert set(extra) <= KEYS
     assert {"official_reward", "channels", "seal", "not_gold", "canary", "train_reward"} <= set(extra)

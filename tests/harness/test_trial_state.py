@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import fields
 
 from trialbook.agents.base import AgentResult
-from trialbook.harness.trial.state import ImageRef, TrialExtra, TrialState, trial_tags
+from trialbook.harness.trial.state import ImageRef, TrialExtra, TrialState
 from trialbook.verify.runner import Verdict
+from trialbook.verify.verdict_record import trial_tags, verdict_keys
 
 
 def test_a_new_try_resets_what_a_try_gathered_and_keeps_the_trials_own() -> None:
@@ -53,7 +54,8 @@ def test_the_extra_is_stored_as_it_was_a_dict() -> None:
     assert TrialExtra(**base).as_dict() == base  # nothing the trial lacks is written
     verdict = Verdict(reward=1.0, graded_by="reward_file", exit_code=0, file_reward=1.0)
     full = TrialExtra(**base, runtime="runc", image=ImageRef("ref", "sha256:3"), agent_result=AgentResult(),
-                      verdict=verdict, cleanup_error="", verifier={"isolation": "diff"}).as_dict()  # fmt: skip
+                      verdict=verdict_keys(verdict), cleanup_error="",
+                      verifier={"isolation": "diff"}).as_dict()  # fmt: skip
     assert full["image"] == "ref" and full["image_id"] == "sha256:3" and full["runtime"] == "runc"
     assert full["agent_exit_code"] == AgentResult().exit_code and full["graded_by"] == "reward_file"
     assert "cleanup_error" not in full and full["verifier"] == {"isolation": "diff"}

@@ -14,7 +14,6 @@ from types import SimpleNamespace
 import pytest
 
 from paths import EXAMPLES
-from trialbook.harness.trial.state import trial_tags
 from trialbook.outcomes import ErrorKind
 from trialbook.sandbox import SandboxError
 from trialbook.tasks import load_task
@@ -23,6 +22,7 @@ from trialbook.verify import witness as witnesses
 from trialbook.verify.isolation import Grading
 from trialbook.verify.notes import ErrorNote
 from trialbook.verify.runner import Verdict, one_run, witnessable
+from trialbook.verify.verdict_record import trial_tags
 
 EXAMPLE = EXAMPLES / "plain-bugfix"
 TASK = SimpleNamespace(verifier_timeout=5.0)

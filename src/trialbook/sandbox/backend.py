@@ -21,7 +21,7 @@ from typing import IO, Any, Protocol, runtime_checkable
 
 from trialbook.outcomes import ErrorKind
 from trialbook.sandbox.box import SHELL_SETUP_PATH, DaemonError, ExecResult, SandboxError, tar_bytes, tar_text
-from trialbook.sandbox.cgroup import parse_report
+from trialbook.sandbox.cgroup import parse_report, report_script
 from trialbook.sandbox.channel import Sink
 
 
@@ -125,6 +125,7 @@ class Box(Protocol):
     def watch_disk(self, limit: int) -> None: ...
     def look_at_disk(self) -> int: ...
     def limit_hits(self) -> dict[str, int]: ...
+    def limits_script(self) -> str: ...  # shell printing the limit counters from inside, for report_limits
     def report_limits(self, text: str) -> None: ...
     def kill_processes(self) -> None: ...
     def kill(self) -> None: ...
@@ -260,6 +261,9 @@ class BoxBase:
 
     def limit_hits(self) -> dict[str, int]:
         return dict(self.reported[0]) if self.reported else {}
+
+    def limits_script(self) -> str:
+        return report_script()
 
     def report_limits(self, text: str) -> None:
         self.reported = parse_report(text)

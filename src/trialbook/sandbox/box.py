@@ -20,9 +20,10 @@ from typing import IO, Any, Protocol
 from docker.errors import APIError, DockerException, NotFound
 from requests.exceptions import RequestException
 
+from trialbook.capped import CappedSink
 from trialbook.outcomes import ErrorKind
 from trialbook.sandbox import quota
-from trialbook.sandbox.cgroup import cgroup_counters, parse_report
+from trialbook.sandbox.cgroup import cgroup_counters, parse_report, report_script
 from trialbook.sandbox.channel import TOOLS, Channel, ChannelBroken, ChannelBusy, Sink, command
 
 
@@ -183,21 +184,6 @@ def _payload(data: bytes) -> str:
     return base64.b64encode(gzip.compress(data, mtime=0)).decode()
 
 
-class CappedSink:
-    """A sink that keeps at most `limit` bytes (SNAPSHOT_LIMIT) and then drops the rest (`over`): a forged `tar`
-    could stream without end, with no file behind it, onto the harness's disk, and so could the code under test."""
-
-    def __init__(self, sink: Sink, limit: int | None = None) -> None:
-        self.sink, self.limit, self.over = sink, SNAPSHOT_LIMIT if limit is None else limit, False
-        self.left = self.limit
-
-    def write(self, data: bytes | bytearray, /) -> None:
-        self.left -= len(data)
-        self.over = self.over or self.left < 0
-        if not self.over:
-            self.sink.write(data)
-
-
 @dataclass
 class ExecResult:
     exit_code: int | None
@@ -339,6 +325,11 @@ class Sandbox:
         with contextlib.suppress(APIError, DockerException):
             self.container.kill()
 
+    def limits_script(self) -> str:
+        """Shell (builtins only) printing the container's limit counters from inside: the end of a last process's
+        script, whose output then goes to `report_limits` (its cgroup is gone once it stops)."""
+        return report_script()
+
     def report_limits(self, text: str) -> None:
         """The limit counters the container's last process read from inside (cgroup.report_script's lines)."""
         self.reported = parse_report(text)
@@ -439,7 +430,7 @@ class Sandbox:
     def export(self, path: str, sink: Sink) -> None:
         """Stream `path` out of the container (running or stopped) as a tar archive into `sink`; past SNAPSHOT_LIMIT
         bytes, TreeTooLargeError (a sparse file of a terabyte, no disk behind it, streams a terabyte of zeros)."""
-        capped = CappedSink(sink)
+        capped = CappedSink(sink, SNAPSHOT_LIMIT)
         try:
             stream, _ = self.container.get_archive(path, chunk_size=1 << 20)
             for chunk in stream:
@@ -520,7 +511,7 @@ class Sandbox:
             "kill -9 -1 2>/dev/null; kill -9 -1 2>/dev/null\n"
             f"cd {shlex.quote(str(where.parent))} && exec tar -cf - --exclude={top}/.git {top} 2>/dev/null\n"
         )
-        capped = CappedSink(sink)
+        capped = CappedSink(sink, SNAPSHOT_LIMIT)
         try:  # past SNAPSHOT_LIMIT the tar is killed as on a timeout (the channel stays in step): False
             code, _, timed_out = channel.run(
                 text, time.monotonic() + timeout, lambda: self.stop.is_set() or capped.over, self.kill_processes,

@@ -1,4 +1,5 @@
-"""The verifier's front door: one call from a trial grades what the agent left against its task.
+"""The verifier's front door: a trial reaches verify/ through one `TrialVerifier` (at the end), whose `grade` grades
+what the agent left against its task.
 
 `grade_change(box, task, ...)` -> `Grading` (isolation.py: the verdict, or the error the policy table names, the log,
 the tries, what each rule found). What it does, by the task's `[verifier] isolation`:
@@ -18,11 +19,12 @@ import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
+from trialbook.extra_schema import Extra
 from trialbook.outcomes import ErrorKind
 from trialbook.sandbox import Backend, Box
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.tasks import TaskSpec
-from trialbook.verify import blame, footprint, hacks, sources
+from trialbook.verify import blame, footprint, hacks, leak_moves, sources
 from trialbook.verify import canary as canaries
 from trialbook.verify import witness as witnesses
 from trialbook.verify.isolation import (
@@ -41,8 +43,10 @@ from trialbook.verify.isolation import (
     restore_container,
     workdir_of,
 )
-from trialbook.verify.kept_patch import patch_record
+from trialbook.verify.kept_patch import kept_patch, patch_record
 from trialbook.verify.notes import ControlRun
+from trialbook.verify.runner import Verdict
+from trialbook.verify.verdict_record import trial_tags, verdict_keys
 
 
 class Stops(Protocol):
@@ -280,3 +284,41 @@ def _opener(
         return vbox
 
     return open_box
+
+
+class TrialVerifier:
+    """The verifier as one trial sees it (harness/trial/execution.py): the trial's only door into verify/. Built once
+    a trial, it warms the verifier's containers, grades the agent's change, removes the trial's containers, and says
+    what the verdict and the agent's files add to the trial's record."""
+
+    def __init__(self, engine: Backend, task: TaskSpec, stopper: Stops, state: Notes) -> None:
+        self.engine, self.task, self.stopper, self.state = engine, task, stopper, state
+
+    def prepare(self, image: str, image_id: str) -> tuple[str, Callable[[Box], Any]]:
+        """What a warm verifier container computes while the agent works (the image's side of the agent's diff)."""
+        return verifier_prep(self.engine, self.task, image, image_id)
+
+    def grade(self, box: Box, image: str, start: Callable[..., Box], name: str) -> Grading:
+        """Grade what the agent left in `box` (grade_change)."""
+        return grade_change(box, self.task, self.engine, image, start, name, self.stopper, self.state)
+
+    def release(self, box: Box) -> None:
+        """Remove the agent's container; a failure is the trial's `cleanup_error`, never its result."""
+        blame.remove_box(box, self.state)
+
+    def tags(
+        self, verdict: Verdict | None, resolved: bool, gathered: list[str], agent_files: dict[str, str]
+    ) -> list[str]:
+        """The trial's tags: the verdict's, the try's (`gathered`) and the leak moves its agent's files record."""
+        moves = leak_moves.signatures(leak_moves.agent_commands(agent_files), self.task.repo) if agent_files else []
+        return trial_tags(verdict, resolved, [*gathered, *moves])
+
+    @staticmethod
+    def record(verdict: Verdict) -> Extra:
+        """What the verdict adds to the trial's `extra`."""
+        return verdict_keys(verdict)
+
+    @staticmethod
+    def kept_files(patch: str) -> dict[str, str]:
+        """The agent's patch as the trial folder and the ledger keep it (verify/kept_patch.py)."""
+        return kept_patch(patch) if patch else {}

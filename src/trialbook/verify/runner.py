@@ -21,18 +21,17 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from trialbook import tokens
+from trialbook.capped import CappedSink
 from trialbook.outcomes import REWARD_FILES, ErrorKind, parse_reward
 from trialbook.sandbox import Box
 from trialbook.sandbox.box import (
     KILLED_FROM_OUTSIDE,
     NO_TOOLS,
     OUTPUT_TAIL,
-    CappedSink,
     DaemonError,
     ExecResult,
     unpack_inline,
 )
-from trialbook.sandbox.cgroup import report_script
 from trialbook.tasks import TaskSpec
 from trialbook.tasks.testscript import read_script, reward_files_named, task_test_files
 from trialbook.verify import canary as canaries
@@ -230,7 +229,7 @@ def _planted(task: TaskSpec, witness: bool = False, snap: staged.Snapshot | None
 _FILES: dict[tuple[str, str], set[str]] = {}  # the names of the task's test files (testscript.task_test_files)
 
 
-def _script(stage: str, mark: str, unpack: str | None = None, prepare: str = "") -> str:
+def _script(stage: str, mark: str, limits: str, unpack: str | None = None, prepare: str = "") -> str:
     """Fresh /tests and /logs/verifier, run test.sh, count and kill what outlived it, then print the reward
     files and the container's limit counters (read from inside: its cgroup goes with it) after a marker.
 
@@ -274,7 +273,7 @@ def _script(stage: str, mark: str, unpack: str | None = None, prepare: str = "")
         f"  [ -f {LOG_DIR}/$f ] && [ ! -L {LOG_DIR}/$f ] && [ -O {LOG_DIR}/$f ] && {{ printf '\\n{mark}%s\\n' $f\n"
         f"    {READ_FILE} < {LOG_DIR}/$f; }}\n"
         "done\n"
-        f"printf '\\n{mark}{CGROUP}\\n'\n" + report_script() + "exit $rc\n"
+        f"printf '\\n{mark}{CGROUP}\\n'\n" + limits + "exit $rc\n"
     )
 
 
@@ -313,7 +312,7 @@ def _run_last(
     unpack = sandbox.inline_unpack(_tests_tar(task, TESTS_DIR.strip("/"), test_sh, logs=True, snap=snap))
     if unpack is None:
         _put_tests(sandbox, task, stage, test_sh, snap)
-    res = sandbox.finish(_script(stage, mark, unpack, prepare), timeout=timeout, sink=full)
+    res = sandbox.finish(_script(stage, mark, sandbox.limits_script(), unpack, prepare), timeout=timeout, sink=full)
     if (
         res is not None and res.exit_code in KILLED_FROM_OUTSIDE and not res.timed_out and not sandbox.stop.is_set()
         and f"\n{mark}end " not in res.output and not any(sandbox.limit_hits().values())
@@ -437,7 +436,7 @@ def verify(sandbox: Box, task: TaskSpec, timeout: float, witness: bool = False) 
     separated: Separated = separate(sealed, nonce, hidden)
     test_sh = separated.script
     prepare = staging(separated)
-    script = _script(stage, mark, prepare=prepare)
+    script = _script(stage, mark, sandbox.limits_script(), prepare=prepare)
     # the whole output, on disk up to LOG_DISK_LIMIT (in memory up to SPOOL: a file opened and closed per run cost
     # ~0.2 ms of the driver's time, benchmarks/bench_scale.py); memory holds its tail besides
     with tempfile.SpooledTemporaryFile(max_size=SPOOL) as full:

@@ -22,7 +22,7 @@ from trialbook.agents.base import Agent, AgentStopped
 from trialbook.extra_schema import with_extra
 from trialbook.harness.run.paths import TRIAL_PREFIX
 from trialbook.harness.trial.daemon_wait import await_engine
-from trialbook.harness.trial.state import ImageRef, TrialExtra, TrialState, trial_tags
+from trialbook.harness.trial.state import ImageRef, TrialExtra, TrialState
 from trialbook.outcomes import FINDINGS, POLICY, ErrorKind, Outcome, classify, error_kind, is_graded, rule_for
 from trialbook.records import Trial
 from trialbook.rewards import RewardPolicy
@@ -30,9 +30,8 @@ from trialbook.sandbox import Backend, Box, BoxSpec
 from trialbook.sandbox.backend import UNROUTABLE, Mount, Prepare
 from trialbook.sandbox.docker import LABEL_RUN, LABEL_TASK, LABEL_TRIAL, slug
 from trialbook.tasks import TaskError, TaskSpec
-from trialbook.verify import blame, front, leak_moves
+from trialbook.verify.front import TrialVerifier
 from trialbook.verify.isolation import IsolationError
-from trialbook.verify.kept_patch import kept_patch
 from trialbook.verify.runner import Verdict
 
 LOG_LIMIT = 200_000  # characters of a log kept in the ledger (the tail)
@@ -122,13 +121,12 @@ def run_trial(
     if isinstance(task, TaskError):
         return _invalid(task, attempt, name, settings.agent.name)
     state = TrialState(started=_now(), t0=time.monotonic())
+    verifier = TrialVerifier(engine, task, stopper, state)
     for k in range(settings.retries + 1):
         state.new_try(k)  # nothing from a failed try leaks into the record
         try:
             stopper.check()
-            state.verdict, state.error, state.error_message = _attempt(
-                engine, task, attempt, name, settings, stopper, state
-            )
+            state.verdict, state.error, state.error_message = _attempt(engine, verifier, attempt, name, settings, state)
             break
         except DeadlineExceeded as exc:
             state.error, state.error_message = ErrorKind.DEADLINE_EXCEEDED, str(exc)
@@ -148,16 +146,19 @@ def run_trial(
                 break  # the engine stayed away: the trial ends infra_error
             stopper.event.wait(settings.backoff_s * 2**k)
             name = trial_name(settings.run, task.task_id, attempt)
-    return _result(task, attempt, name, settings, state)
+    return _result(verifier, attempt, name, settings, state)
 
 
-def _result(task: TaskSpec, attempt: int, name: str, settings: TrialSettings, state: TrialState) -> TrialResult:
+def _result(
+    verifier: TrialVerifier, attempt: int, name: str, settings: TrialSettings, state: TrialState
+) -> TrialResult:
     """The trial's record, logs and files, from what its last try gathered."""
+    task = verifier.task
     verdict, exc_type, exc_msg = state.verdict, state.error, state.error_message
     outcome, reward = _classify(exc_type, verdict)
     agent_result = state.agent_result
-    moves = leak_moves.signatures(leak_moves.agent_commands(agent_result.files), task.repo) if agent_result else []
-    tags = trial_tags(verdict, outcome == Outcome.RESOLVED, [*state.tags, *moves])
+    agent_files = agent_result.files if agent_result else {}
+    tags = verifier.tags(verdict, outcome == Outcome.RESOLVED, state.tags, agent_files)
     if exc_type is None:
         exc_type = next((finding for finding in FINDINGS if finding in tags), None)
         exc_msg = FINDINGS.get(exc_type or "")
@@ -177,7 +178,7 @@ def _result(task: TaskSpec, attempt: int, name: str, settings: TrialSettings, st
         runtime=state.runtime,
         image=state.image,
         agent_result=agent_result,
-        verdict=verdict,
+        verdict=verifier.record(verdict) if verdict else None,
     )
     if zeroed := RewardPolicy(hack_policy=settings.hack_policy).zeroed(reward, tags):
         extra.hack_zeroed = zeroed  # its training reward is 0; the grade and the outcome stand
@@ -197,7 +198,7 @@ def _result(task: TaskSpec, attempt: int, name: str, settings: TrialSettings, st
         finished_at=_now(),
         extra=extra.as_dict(),
     )
-    patch = kept_patch(state.patch) if state.patch else {}  # agent/patch.diff and the `patch.diff` artifact
+    patch = verifier.kept_files(state.patch)  # agent/patch.diff and the `patch.diff` artifact
     return TrialResult(
         trial,
         name,
@@ -229,14 +230,14 @@ def _classify(exc_type: str | None, verdict: Verdict | None) -> tuple[Outcome, f
 
 def _attempt(
     engine: Backend,
-    task: TaskSpec,
+    verifier: TrialVerifier,
     attempt: int,
     name: str,
     settings: TrialSettings,
-    stopper: Stopper,
     state: TrialState,
 ) -> tuple[Verdict | None, str | None, str | None]:
     """One try in a fresh container. Returns (verdict, exception type, message); raises SandboxError."""
+    task, stopper = verifier.task, verifier.stopper
     phases = state.phase_s
     t = time.monotonic()
     state.image = image = ImageRef(*engine.ensure_image(
@@ -258,7 +259,7 @@ def _attempt(
     state.runtime = box.runtime
     if task.isolation == "diff":  # the verifier's containers warm (and prepare) while the agent works
         with contextlib.suppress(IsolationError):  # no workdir: nothing warms; the verifier's start raises it
-            engine.ahead(replace(spec, prepare=front.verifier_prep(engine, task, image.reference, image.id)))
+            engine.ahead(replace(spec, prepare=verifier.prepare(image.reference, image.id)))
     phases["environment_setup"] = round(time.monotonic() - t, 3)
     exc_type: str | None = None
     exc_msg: str | None = None
@@ -285,7 +286,7 @@ def _attempt(
             state.agent_limit_hits = hits
         t = time.monotonic()
         try:
-            grading = front.grade_change(box, task, engine, image.reference, start, name, stopper, state)
+            grading = verifier.grade(box, image.reference, start, name)
         finally:
             phases["verifier"] = round(time.monotonic() - t, 3)
         state.verifier_log = grading.log
@@ -297,4 +298,4 @@ def _attempt(
             return grading.verdict, grading.error.kind, grading.error.message
         return grading.verdict, exc_type, exc_msg
     finally:
-        blame.remove_box(box, state)
+        verifier.release(box)

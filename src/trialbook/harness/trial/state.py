@@ -11,10 +11,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, NamedTuple
 
 from trialbook.agents.base import AgentResult
-from trialbook.extra_schema import CanaryNote, Extra
-from trialbook.verify import canary as canaries
-from trialbook.verify import findings
-from trialbook.verify.privilege import privilege_tags
+from trialbook.extra_schema import Extra
 from trialbook.verify.runner import Verdict
 
 _PER_TRY = {"per_try": True}
@@ -63,30 +60,6 @@ class TrialState:
         return self.image.id
 
 
-def trial_tags(verdict: Verdict | None, resolved: bool, gathered: list[str]) -> list[str]:
-    """The trial's tags (`show` and the audit count them): what the verdict says besides its reward, around the ones
-    the try `gathered` (blame's, the patch's signatures)."""
-    tags = ["p2p_regression"] if verdict is not None and verdict.p2p_regression else []
-    tags += gathered
-    if verdict is not None:
-        flags = [
-            (bool(verdict.conflicts), "conflicting_test_reports"),
-            (bool(verdict.outlived), "test_processes_outlived"),
-            (verdict.killed, "verifier_killed"),
-            (bool(verdict.foreign_rewards), "foreign_reward_file"),  # left unread: the task's tests never name it
-            (verdict.output_cut, "verifier_output_cut"),  # past LOG_DISK_LIMIT: graded on its head and tail
-        ]
-        tags += [tag for on, tag in flags if on]
-        if verdict.canary_seen in canaries.SUBVERTED:
-            tags.append("runner_subverted")  # the test that must fail passed, or was hidden (verify/canary.py): failing
-        elif verdict.canary_seen in canaries.UNSEEN and resolved:
-            tags.append("canary_missing")
-    tags += findings.verdict_tags(verdict)
-    if verdict is not None:
-        tags += privilege_tags(verdict)
-    return tags
-
-
 @dataclass
 class TrialExtra:
     """A live trial's `extra` (the ledger's trials.extra): what the harness knew besides the record's columns."""
@@ -106,7 +79,7 @@ class TrialExtra:
     runtime: str | None = None
     image: ImageRef | None = None
     agent_result: AgentResult | None = None
-    verdict: Verdict | None = None
+    verdict: Extra | None = None  # what the verdict adds (verify/verdict_record.verdict_keys)
     hack_zeroed: list[str] | None = None  # the hack_* tags that cost its training reward (rewards.py)
 
     def as_dict(self) -> dict[str, Any]:
@@ -141,24 +114,6 @@ class TrialExtra:
                 extra["agent_info"] = result.info
             if result.files:
                 extra["files"] = sorted(f"agent/{n}" for n in result.files)
-        if (v := self.verdict) is not None:
-            extra |= verdict_keys(v)
+        if self.verdict is not None:
+            extra |= self.verdict
         return dict(extra)
-
-
-def verdict_keys(v: Verdict) -> Extra:
-    """What the verdict adds to the trial's `extra`, besides its reward and tests (the record's columns)."""
-    extra = Extra(graded_by=v.graded_by, file_reward=v.file_reward, test_exit_code=v.exit_code)
-    if v.tests_user:
-        extra["tests_user"] = v.tests_user
-    if v.rewards_by_tests:
-        extra["rewards_by_tests"] = v.rewards_by_tests
-    if v.conflicts:
-        extra["conflicting_tests"] = v.conflicts
-    if v.outlived:
-        extra["outlived_processes"] = v.outlived
-    if v.foreign_rewards:
-        extra["foreign_reward_files"] = v.foreign_rewards
-    if v.canary:
-        extra["canary"] = CanaryNote(name=v.canary, seen=v.canary_seen)
-    return extra | findings.verdict_extra(v)
