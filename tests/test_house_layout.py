@@ -112,3 +112,30 @@ def test_where_does_my_change_go_names_one_place_that_exists() -> None:
         assert path.is_file() and defines(path, m[2]), f"{change}: {m[1]} defines no {m[2]}"
         tests = re.findall(r"`(tests/[\w/.]+)`", test)
         assert tests and all((REPO / t).exists() for t in tests), f"{change}: {tests}"
+
+
+# What one trial (harness/trial/) may import of the packages it runs through: the verifier through its one door
+# (front.TrialVerifier) and the types it passes on; the sandbox through the seam's types and the two calls that name
+# a container (benchmarks/call_path.py measures the same at run time: each package entered at <= 2 call sites).
+TRIAL_IMPORTS = {
+    "verify": {"TrialVerifier", "Verdict", "IsolationError"},
+    "sandbox": {"Backend", "Box", "BoxSpec", "UNROUTABLE", "Mount", "Prepare", "LABEL_RUN", "LABEL_TASK", "LABEL_TRIAL",
+                "slug"},
+}  # fmt: skip
+
+
+def _names_imported(folder: Path, package: str) -> set[str]:
+    names: set[str] = set()
+    for path in folder.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(f"trialbook.{package}"):
+                names.update(a.name for a in node.names)
+            elif isinstance(node, ast.Import):
+                assert not [a for a in node.names if a.name.startswith(f"trialbook.{package}")], path
+    return names
+
+
+def test_a_trial_enters_the_verifier_through_one_door() -> None:
+    for package, allowed in TRIAL_IMPORTS.items():
+        extra = _names_imported(SRC / "harness" / "trial", package) - allowed
+        assert not extra, f"harness/trial/ imports {sorted(extra)} from {package}/: go through its door"
