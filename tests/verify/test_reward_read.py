@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from trialbook.outcomes import parse_reward
+from trialbook.sandbox.cgroup import report_script
 from trialbook.verify.runner import CGROUP, LOG_DIR, NOT_A_FILE, _script, _split
 
 MARK = "@@trialbook-test@@ "
@@ -21,7 +22,7 @@ SHELLS = [sh for sh in ("dash", "bash") if shutil.which(sh)]
 
 def _read_part(logs: Path) -> str:
     """The lines of the verifier's script from its end marker to the limit counters, reading `logs` for LOG_DIR."""
-    script = _script("/stage", MARK)
+    script = _script("/stage", MARK, report_script())
     start = script.index(f"printf '\\n{MARK}end")
     stop = script.index(f"printf '\\n{MARK}{CGROUP}")
     return "left=0\n" + script[start:stop].replace(LOG_DIR, str(logs))
