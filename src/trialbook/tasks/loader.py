@@ -16,10 +16,11 @@ import warnings
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from trialbook.errors import InputWarning, UserError
 from trialbook.records import Task, repo_from_task_id
+from trialbook.tasks.testscript import TestScript
 
 DEFAULT_AGENT_TIMEOUT = 600.0
 DEFAULT_VERIFIER_TIMEOUT = 600.0
@@ -193,6 +194,17 @@ class TaskSpec(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     verifier_hash: str
     environment_hash: str
+    _test_script: TestScript | None = PrivateAttr(default=None)
+
+    @property
+    def test_script(self) -> TestScript:
+        """The facts of the task's tests/ folder (tasks/testscript.py), read on first use and kept: the verifier's
+        one source of them. A copy of the spec with another folder (`model_copy(update={"path": ...})`) reads its
+        own."""
+        script = self._test_script
+        if script is None or script.tests_dir != self.tests_dir:
+            script = self._test_script = TestScript.read(self.tests_dir)
+        return script
 
     @property
     def lists_tests(self) -> bool:

@@ -1,13 +1,16 @@
 """Reading a task's test script (tests/test.sh): its commands outside heredocs, their words, and the files its
-own patch installs (swebench's eval scripts apply the test patch from a heredoc). The verifier's isolation rules
-(verify/isolation.py) and its canary (verify/canary.py) read scripts through these."""
+own patch installs (swebench's eval scripts apply the test patch from a heredoc). The verifier reads them from one
+`TestScript` per task (`TaskSpec.test_script`), computed once, never through the functions below."""
 
 from __future__ import annotations
 
 import re
 import shlex
 from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 from trialbook.outcomes import REWARD_FILES
 
@@ -81,3 +84,61 @@ def words(command: str) -> list[str]:
         return shlex.split(command, comments=True)
     except ValueError:
         return command.split()
+
+
+class Command(NamedTuple):
+    """One command of a test script outside its heredocs: the index of its first line, the logical line (backslash
+    continuations joined) and its words as the shell splits them (`words`)."""
+
+    index: int
+    text: str
+    words: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TestScript:
+    """The facts of a task's tests/ folder its verifier reads, parsed once per task (`TaskSpec.test_script`): test.sh's
+    text and its commands outside heredocs, the paths its own patch installs, the task's test file names and the
+    reward files the folder names. `edited` gives the same facts of a script the verifier stages from this one (a
+    canary planted, its markers sealed in); the folder's facts (`files`, `rewards`) stay the folder's."""
+
+    __test__ = False  # not a pytest test class, whatever imports it
+
+    tests_dir: Path
+    text: str
+
+    @classmethod
+    def read(cls, tests_dir: Path, text: str | None = None) -> TestScript:
+        """The tests folder's facts; `text`: test.sh as already read (the verifier's snapshot of the folder)."""
+        return cls(tests_dir, read_script(tests_dir) if text is None else text)
+
+    def edited(self, text: str) -> TestScript:
+        """The facts of `text`, a script made from this one, in this one's folder (its files and rewards kept)."""
+        new = TestScript(self.tests_dir, text)
+        for folder_fact in ("files", "rewards"):
+            if folder_fact in self.__dict__:
+                new.__dict__[folder_fact] = self.__dict__[folder_fact]
+        return new
+
+    def reread(self, text: str | None = None) -> TestScript:
+        """The folder's facts read again (it changed since): `text` as in `read`."""
+        return TestScript.read(self.tests_dir, text)
+
+    @cached_property
+    def commands(self) -> tuple[Command, ...]:
+        return tuple(Command(index, text, tuple(words(text))) for index, text in commands(self.text))
+
+    @cached_property
+    def installed(self) -> frozenset[str]:
+        """The working-tree paths the script's own patch writes (`installed_by_patch`)."""
+        return frozenset(installed_by_patch(self.text))
+
+    @cached_property
+    def files(self) -> frozenset[str]:
+        """The names of the task's own test files (`task_test_files`)."""
+        return frozenset(task_test_files(self.tests_dir))
+
+    @cached_property
+    def rewards(self) -> tuple[str, ...]:
+        """The reward files the folder names (`reward_files_named`): the only ones its verifier can mean to write."""
+        return reward_files_named(self.tests_dir)

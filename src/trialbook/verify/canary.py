@@ -34,11 +34,12 @@ import random
 import re
 import secrets
 import shlex
+from collections.abc import Set
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import NamedTuple
 
-from trialbook.tasks.testscript import HEREDOC, commands, installed_by_patch, words
+from trialbook.tasks.testscript import HEREDOC, TestScript
 from trialbook.verify import decoys, linear, twins
 from trialbook.verify.channels import test_function
 from trialbook.verify.decoys import canary_name
@@ -78,7 +79,7 @@ class Planted:
     twins: tuple[twins.Twin, ...] = ()  # decoys beside real tests renamed for the run (verify/twins.py): `name` theirs
 
 
-def _folder(word: str, argv: list[str], installed: set[str]) -> str | None:
+def _folder(word: str, argv: list[str], installed: Set[str]) -> str | None:
     """`word` as a folder a pytest command runs: one holding a file of the script's patch, or named as a test folder."""
     if not any(w == "pytest" or w.endswith("/pytest") or w == "py.test" for w in argv) or word.startswith("-"):
         return None
@@ -90,7 +91,7 @@ def _folder(word: str, argv: list[str], installed: set[str]) -> str | None:
     return None
 
 
-def _named_tests(argv: list[str], installed: set[str], task_files: set[str]) -> list[str]:
+def _named_tests(argv: list[str], installed: Set[str], task_files: Set[str]) -> list[str]:
     """The test modules (TEST_MODULE) a command names: a path of the script's own patch or a task test file (by
     name), or a dotted label of a Django-style runner (`auth_tests.test_validators` is
     tests/auth_tests/test_validators.py beside ./tests/runtests.py)."""
@@ -127,30 +128,30 @@ def _selected_word(argv: list[str]) -> str | None:
     return None
 
 
-def _test_commands(script: str, task_files: set[str]) -> list[tuple[int, list[str], list[str]]]:
-    """The commands after the script's last heredoc that name test modules: (line, words, modules)."""
-    installed = installed_by_patch(script)
-    found = list(commands(script))
-    after = max((i for i, (_, text) in enumerate(found) if HEREDOC.search(text)), default=-1)
+def _test_commands(script: TestScript) -> list[tuple[int, list[str], list[str]]]:
+    """The commands after the script's last heredoc that name test modules (of its patch, or the task's test files by
+    name): (line, words, modules)."""
+    found = script.commands
+    after = max((i for i, c in enumerate(found) if HEREDOC.search(c.text)), default=-1)
     out = []
-    for start, text in found[after + 1 :]:
-        argv = words(text)
-        if files := _named_tests(argv, installed, task_files):
-            out.append((start, argv, files))
+    for command in found[after + 1 :]:
+        argv = list(command.words)
+        if files := _named_tests(argv, script.installed, script.files):
+            out.append((command.index, argv, files))
     return out
 
 
-def test_modules(script: str, task_files: set[str]) -> list[str]:
+def test_modules(script: TestScript) -> list[str]:
     """The test modules the canaries of `plant` may go into (relative to the test command's directory): those of
     the test command it plants before, whether or not it then can."""
-    found = _test_commands(script, task_files)
+    found = _test_commands(script)
     return found[0][2] if found else []
 
 
-def pytest_command(script: str, task_files: set[str]) -> bool:
+def pytest_command(script: TestScript) -> bool:
     """Whether the command `plant` plants before is a pytest run with no junit report of its own (the harness asks
     for one: verify/privilege.py, and a reward-file task's one run reads it, verify/onerun.py)."""
-    found = _test_commands(script, task_files)
+    found = _test_commands(script)
     argv = found[0][1] if found else []
     junit = any(w.startswith(("--junitxml", "--junit-xml")) or w.endswith("no:junitxml") for w in argv)
     return not junit and any(w == "pytest" or w.endswith("/pytest") or w == "py.test" for w in argv)
@@ -165,8 +166,7 @@ class PlantMode(NamedTuple):
 
 
 def plant(
-    script: str,
-    task_files: set[str],
+    test_script: TestScript,
     nonce: str,
     existing: set[str] | None = None,
     name: str | None = None,
@@ -180,12 +180,14 @@ def plant(
     a `-k` expression is more than one word.
     The test command is the first command after the script's last heredoc (swebench's scripts apply their test
     patch from one) that names a test module the verifier installs: a file of that patch or, by name, one of the
-    task's test files. `name`: one canary of that name (else COUNT of them, verify/decoys.py); `sources`: the task's
-    own test functions by module file name (decoys.task_functions), which the canaries are derived from.
+    task's test files (`test_script.files`). `name`: one canary of that name (else COUNT of them, verify/decoys.py);
+    `sources`: the task's own test functions by module file name (decoys.task_functions), which the canaries are
+    derived from.
     `mode` (PlantMode): with `lists` and `modules`, twins instead, where any can be made (verify/twins.py); never
     under `-x` (a twin fails: the run would stop)."""
     lists, modules = mode or PlantMode()
-    for start, argv, files in _test_commands(script, task_files):
+    script = test_script.text
+    for start, argv, files in _test_commands(test_script):
         pytest = any(w == "pytest" or w.endswith("/pytest") or w == "py.test" for w in argv)
         stops = any(w in STOPS_AT_FIRST_FAILURE or w.startswith("--maxfail=") for w in argv)
         selected = _selected_word(argv)

@@ -29,8 +29,7 @@ from pathlib import PurePosixPath
 from trialbook.sandbox import Box
 from trialbook.sandbox.box import TreeTooLargeError
 from trialbook.tasks import TaskSpec
-from trialbook.tasks.testscript import read_script, task_test_files
-from trialbook.verify.canary import test_modules
+from trialbook.verify import task_facts
 from trialbook.verify.runner import TESTS_DIR, Verdict, one_run
 
 # Where a run leaves what it may: scratch space, logs, the kernel's own file systems, the per-user caches, settings and
@@ -96,7 +95,7 @@ def by_content(task: TaskSpec) -> frozenset[str]:
     files = staged(task)
     if not one_run(task):
         return files
-    planted = test_modules(read_script(task.tests_dir), task_test_files(task.tests_dir))
+    planted = task_facts.of(task).test_modules
     modules = {PurePosixPath(m).name for m in planted}
     return frozenset(p for p in files if PurePosixPath(p).name not in modules)
 

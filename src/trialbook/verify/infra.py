@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Set
 from pathlib import PurePosixPath
 
 from trialbook.tasks import TaskSpec
-from trialbook.tasks.testscript import commands, installed_by_patch, read_script, task_test_files, words
+from trialbook.tasks.testscript import TestScript
+from trialbook.verify import task_facts
 from trialbook.verify.canary import TEST_MODULE
 
 # pytest reads its configuration from the first of these it finds (.pytest.ini since pytest 6, pytest.toml and
@@ -45,9 +47,8 @@ def infra_touched(paths: list[str], task: TaskSpec) -> list[str]:
     settings module, sympy's `bin/test`, a `setup.py` it installs), package metadata (METADATA_SUFFIXES: its
     entry points load runner plugins), test support (in_test_folder), a root module shadowing one the runner
     imports, or a file imported in place of a test module the verifier installs (shadows_installed)."""
-    names = task_test_files(task.tests_dir)
-    script = read_script(task.tests_dir)
-    installed = installed_by_patch(script)
+    script = task_facts.of(task).script
+    names, installed = script.files, script.installed
     named, settings = _named_files(script)
     named -= installed  # the patch's own files are put back by the script itself
     modules = {n for n in names if n.endswith(".py")}
@@ -79,7 +80,7 @@ def in_test_folder(path: str) -> bool:
     return not TEST_MODULE.fullmatch(name)
 
 
-def shadows_installed(path: str, installed: set[str], names: set[str]) -> bool:
+def shadows_installed(path: str, installed: Set[str], names: Set[str]) -> bool:
     """Whether `path` would be imported instead of a module the verifier installs: `installed` (paths in the working
     tree, from the test script's own patch) or `names` (the task's test files, wherever the script copies them).
     An import by name (unittest's and Django's test labels, pytest's `import_path`) finds a package `m/` before a
@@ -113,15 +114,15 @@ def shadows_a_module(path: str) -> bool:
     return module in sys.stdlib_module_names or module in RUNNER_MODULES
 
 
-def _named_files(script: str) -> tuple[set[str], set[str]]:
+def _named_files(script: TestScript) -> tuple[set[str], set[str]]:
     """Working-tree paths the test script's commands name (relative words with a `/` or a `.py`, heredocs left
     out; `setup.py` when a command pip-installs the tree, as swebench's eval scripts mostly do), and the file names
     of the settings modules they name (a module path is relative to the runner's own sys.path: Django's
     `--settings=test_sqlite` is tests/test_sqlite.py)."""
     named: set[str] = set()
     settings: set[str] = set()
-    for _, command in commands(script):
-        argv = words(command)
+    for command in script.commands:
+        argv = command.words
         if "pip" in argv and "install" in argv:  # the tree installed: its setup.py runs, its entry points load
             named.add("setup.py")
         for word in argv:

@@ -58,7 +58,7 @@ from pathlib import PurePosixPath
 from typing import Protocol
 
 from trialbook.outcomes import REWARD_FILES
-from trialbook.tasks.testscript import commands, words
+from trialbook.tasks.testscript import TestScript, words
 from trialbook.verify import linear
 from trialbook.verify.channels import REPORT_LIMIT
 
@@ -215,18 +215,24 @@ def _command_start(text: str, start: int) -> tuple[int, list[str]] | None:
     for s in _segments(text[i:])[1:]:
         end = i + s
         break
-    argv = words(text[i:end].rstrip(";&|(){} \t"))
+    argv = _words(text[i:end].rstrip(";&|(){} \t"))
     return (i, argv) if argv else None
 
 
-def find_test_commands(script: str, build: bool = False) -> list[tuple[int, int]]:
+def _words(part: str) -> list[str]:
+    """The words of a part of one of the script's commands (a simple command of it, the rest of its line): the shell's
+    split of a string that is not a whole command, so not one of the script's `Command.words`."""
+    return words(part)
+
+
+def find_test_commands(script: TestScript, build: bool = False) -> list[tuple[int, int]]:
     """(line index, column) of each test command's program in `script` (`build`: of each install or build step,
     `_is_build_command`), outside heredocs; a command on a continued line is found only when it starts on the first
     physical line."""
     wanted = _is_build_command if build else _is_test_command
-    lines = script.split("\n")
+    lines = script.text.split("\n")
     found = []
-    for index, text in commands(script):
+    for index, text, _ in script.commands:
         first = lines[index]
         for seg in _segments(text):
             got = _command_start(text, seg)
@@ -465,20 +471,21 @@ case $__tb_x in *x*) set -x ;; esac
 """
 
 
-def separate(script: str, nonce: str, planted: tuple[str, ...] = ()) -> Separated:
-    """`script` with each test command run through FUNCTION and each install or build step through BUILD_FUNCTION
+def separate(test_script: TestScript, nonce: str, planted: tuple[str, ...] = ()) -> Separated:
+    """`test_script` with each test command run through FUNCTION and each install or build step through BUILD_FUNCTION
     (the module's docstring), their definitions put after the shebang; unchanged but for the prologue when neither is
     found (then it prints no markers). `planted`: tests whose failures the status a pytest run returns leaves out
     (SHOWN: a reward-file task's one run, verify/onerun.py); their names are in this script only, root's alone."""
-    found = find_test_commands(script)
-    builds = find_test_commands(script, build=True)
+    script = test_script.text
+    found = find_test_commands(test_script)
+    builds = find_test_commands(test_script, build=True)
     lines = script.split("\n")
     named_tests = False
     for index, col, function in sorted([*((i, c, FUNCTION) for i, c in found),
                                         *((i, c, BUILD_FUNCTION) for i, c in builds)], reverse=True):  # fmt: skip
         line = lines[index]
         if function == FUNCTION:
-            named_tests = named_tests or any(w == "/tests" or w.startswith("/tests/") for w in words(line[col:]))
+            named_tests = named_tests or any(w == "/tests" or w.startswith("/tests/") for w in _words(line[col:]))
         lines[index] = f"{line[:col]}{function} {line[col:]}"
     named_tests = named_tests or re.search(r"\bcd\s+/tests\b", script) is not None
     head = 1 if lines and lines[0].startswith("#!") else 0

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import io
-import re
 import tarfile
 import tempfile
 from collections.abc import Callable
@@ -33,10 +32,9 @@ from trialbook.sandbox.box import (
     unpack_inline,
 )
 from trialbook.tasks import TaskSpec
-from trialbook.tasks.testscript import read_script, reward_files_named, task_test_files
 from trialbook.verify import canary as canaries
-from trialbook.verify import linear, sources, staged
-from trialbook.verify.canary import Planted, PlantMode, plant, pytest_command, test_modules
+from trialbook.verify import linear, sources, staged, task_facts
+from trialbook.verify.canary import Planted, PlantMode, plant
 from trialbook.verify.channels import canary_in_reports, disagreement, test_function
 from trialbook.verify.markers import Seal, seal
 from trialbook.verify.onerun import shown_status, witness_reading
@@ -186,47 +184,18 @@ def _put_tests(
     sandbox.put_tar("/", _tests_tar(task, f"{stage}/tests".strip("/"), script, snap=snap))
 
 
-_NAMED: dict[tuple[str, str], tuple[str, ...]] = {}  # (tests folder, content hash) -> the reward files it names
-
-
-def _key(task: TaskSpec, snap: staged.Snapshot | None = None) -> tuple[str, str]:
-    """What the caches below are keyed by: the tests folder and the hash of its content as read now (its snapshot,
-    verify/staged.py: a changed folder is a new key), else the hash the task was loaded with."""
-    snap = snap or staged.snapshot(task.tests_dir)
-    return str(task.tests_dir), snap.hash if snap is not None else task.verifier_hash
-
-
-def _original(task: TaskSpec, snap: staged.Snapshot | None) -> str:
-    """The task's own test.sh: its snapshot's, else read from disk."""
-    return snap.script if snap is not None else read_script(task.tests_dir)
-
-
-def _reward_files(task: TaskSpec, snap: staged.Snapshot | None = None) -> tuple[str, ...]:
-    key = _key(task, snap)
-    if key not in _NAMED:  # once per task and verifier: a tests/ folder may hold much data
-        _NAMED[key] = reward_files_named(task.tests_dir)
-    return _NAMED[key]
-
-
 def _planted(task: TaskSpec, witness: bool = False, snap: staged.Snapshot | None = None) -> Planted | None:
     """The task's test.sh with a canary planted, for a task graded per test whose test command was found; with
     `witness`, for one graded by its reward file too (a run of its own: the canary fails an honest run as well);
     """
     if not task.lists_tests and not witness:
         return None
-    snap = snap or staged.snapshot(task.tests_dir)
-    key = _key(task, snap)
-    if key not in _FILES:
-        _FILES[key] = task_test_files(task.tests_dir)
-    script = _original(task, snap)
-    taken, derivable = sources.taken_names(task, key), sources.derivable(task, key)
+    facts = task_facts.of(task, snap)
+    taken, derivable = sources.taken_names(task, facts), sources.derivable(task, facts)
     # twins beside the listed tests, or beside any in a reward-file task's run (verify/twins.py)
     lists = (task.fail_to_pass or [], task.pass_to_pass or [])
-    modules = sources.module_texts(task, script, test_modules(script, _FILES[key]), key)
-    return plant(script, _FILES[key], tokens.token_hex(6), taken, None, derivable, mode=PlantMode(lists, modules))
-
-
-_FILES: dict[tuple[str, str], set[str]] = {}  # the names of the task's test files (testscript.task_test_files)
+    modules = sources.module_texts(task, facts)
+    return plant(facts.script, tokens.token_hex(6), taken, None, derivable, mode=PlantMode(lists, modules))
 
 
 def _script(stage: str, mark: str, limits: str, unpack: str | None = None, prepare: str = "") -> str:
@@ -329,25 +298,15 @@ def _run_last(
 _REPORTED_FAILING = linear.compile(
     r"(?m)^(?:FAILED|ERROR) \S+::|^=+ (?:\d+ \w+, )*\d+ (?:failed|errors?)\b.* in [\d.]+ ?s"
 )
-_EXIT_DECIDES: dict[tuple[str, str], bool] = {}
-
-
-def _exit_decides(task: TaskSpec, snap: staged.Snapshot | None = None) -> bool:
-    """Whether the task's test.sh turns the test command's exit status into its reward (Harbor's `pytest ...;
-    rc=$?`, an `if pytest ...; then`): then its reward and the runner's report are two channels that must agree."""
-    snap = snap or staged.snapshot(task.tests_dir)
-    key = _key(task, snap)
-    if key not in _EXIT_DECIDES:
-        script = _original(task, snap)
-        _EXIT_DECIDES[key] = "pytest" in script and re.search(r"\$\?|\bif\s+(?:\S+\s+)*\S*pytest\b", script) is not None
-    return _EXIT_DECIDES[key]
 
 
 def exit_disagrees(task: TaskSpec, log: str, file_reward: float | None, snap: staged.Snapshot | None = None) -> bool:
     """A reward of 1 from a test.sh that reads the test command's exit status, while pytest's own report in the log
     says a test failed: the exit status lied (the code under test ended the process with status 0 after the report,
-    `atexit` + `os._exit(0)`). Graded 0, tagged `exit_status_disagrees`."""
-    if file_reward is None or file_reward < 1.0 or not _exit_decides(task, snap):
+    `atexit` + `os._exit(0)`). Graded 0, tagged `exit_status_disagrees`. A test.sh turns the test command's exit
+    status into its reward (task_facts.TaskFacts.exit_decides): then its reward and the runner's report are two
+    channels that must agree."""
+    if file_reward is None or file_reward < 1.0 or not task_facts.of(task, snap).exit_decides:
         return False
     return _REPORTED_FAILING.search(linear.strip_ansi(log)) is not None
 
@@ -394,27 +353,19 @@ def witnessable(task: TaskSpec) -> bool:
     return not task.lists_tests and _planted(task, witness=True) is not None
 
 
-# a test.sh that reads more of the run than its exit status: a count or report of pytest's ("N passed", a junit file),
-# which the planted tests would change (one_run)
-_READS_THE_RUN = re.compile(r"passed|\b(?:grep|awk|jq|wc)\b|junit|json-report|report-log|--json", re.IGNORECASE)
-_ONE_RUN: dict[tuple[str, str], bool] = {}
-
-
 def one_run(task: TaskSpec, snap: staged.Snapshot | None = None) -> bool:
     """Whether a task graded by its reward file is graded in one run that is its own witness (verify/onerun.py): where
     a canary can be planted (witnessable), test.sh turns the test command's exit status into its reward and reads
-    nothing else of the run (_READS_THE_RUN: a count it read would change with the planted tests), and that command is
-    a pytest run with no junit report of its own (canary.pytest_command), whose report tells root what the planted
-    tests did. Elsewhere a witness run beside the graded run holds the canaries (verify/witness.py)."""
-    snap = snap or staged.snapshot(task.tests_dir)
-    key = _key(task, snap)
-    if key not in _ONE_RUN:
-        script = _original(task, snap)
-        _ONE_RUN[key] = (
-            witnessable(task) and _exit_decides(task, snap) and _READS_THE_RUN.search(script) is None
-            and pytest_command(script, _FILES[key])
+    nothing else of the run (task_facts.TaskFacts.reads_the_run: a count it read would change with the planted tests),
+    and that command is a pytest run with no junit report of its own (canary.pytest_command), whose report tells root
+    what the planted tests did. Elsewhere a witness run beside the graded run holds the canaries (verify/witness.py).
+    Known once per task (its facts)."""
+    facts = task_facts.of(task, snap)
+    if facts.one_run is None:
+        facts.one_run = (
+            witnessable(task) and facts.exit_decides and not facts.reads_the_run and facts.pytest_command
         )  # fmt: skip
-    return _ONE_RUN[key]
+    return facts.one_run
 
 
 def verify(sandbox: Box, task: TaskSpec, timeout: float, witness: bool = False) -> Verdict:
@@ -426,14 +377,15 @@ def verify(sandbox: Box, task: TaskSpec, timeout: float, witness: bool = False) 
     token = fresh[:12]
     stage, mark = f"/.trialbook-{token}", f"@@trialbook-{token}@@ "
     snap = staged.snapshot(task.tests_dir)  # the tests/ folder as read once for every trial of the task
-    original = _original(task, snap)
+    facts = task_facts.of(task, snap)  # what its tests say, derived once per task
+    original = facts.script.text
     inline = not task.lists_tests and one_run(task, snap)  # the graded run is its own witness (verify/onerun.py)
     planted = _planted(task, witness or inline, snap)
     # The nonces of the staged test.sh are not `token`, which the outer script's command line shows to every uid
     nonce, markers = fresh[12:28], Seal(fresh[28:44], fresh[44:60])
     sealed, _ = seal(planted.script if planted else original, markers)
     hidden = tuple(planted.name.split(",")) if inline and planted else ()  # their failures left out of the status
-    separated: Separated = separate(sealed, nonce, hidden)
+    separated: Separated = separate(facts.script.edited(sealed), nonce, hidden)
     test_sh = separated.script
     prepare = staging(separated)
     script = _script(stage, mark, sandbox.limits_script(), prepare=prepare)
@@ -473,7 +425,7 @@ def verify(sandbox: Box, task: TaskSpec, timeout: float, witness: bool = False) 
             raise VerifierTimeoutError(f"tests/test.sh ran past its {timeout:g} s limit", log)
         # a reward file the task's tests never name is not its verifier's: code under test wrote it (a reward.txt of 1
         # beside the reward.json test.sh writes would win: tests/harness/cheats/foreign_reward_file.sh)
-        named = _reward_files(task, snap)
+        named = facts.script.rewards
         foreign = sorted(name for name in files if name not in named)
         file_reward = parse_reward({name: text for name, text in files.items() if name in named})
         # Killed from inside the sandbox (the harness kills only on a timeout; a memory or pids limit is read from

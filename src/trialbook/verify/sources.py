@@ -11,8 +11,9 @@
    body never runs (tests/verify/test_canary_sources.py).
 
 A module the image does not hold (the test patch creates it), one over SOURCE_LIMIT or not Python keeps what 1 and 2
-give, else the plain canary. The cache is per task folder and verifier: a task run under another image (validate's
-image variants) keeps the first image's functions, still the task's tests' own.
+give, else the plain canary. What the task folder gives is one of its facts (verify/task_facts.py); what the image
+gives is kept per task folder and verifier: a task run under another image (validate's image variants) keeps the first
+image's functions, still the task's tests' own.
 """
 
 from __future__ import annotations
@@ -24,46 +25,34 @@ from pathlib import PurePosixPath
 
 from trialbook.sandbox import Box
 from trialbook.tasks import TaskSpec
-from trialbook.tasks.testscript import read_script, task_test_files
 from trialbook.verify.canary import test_modules
-from trialbook.verify.decoys import merged, module_functions, task_functions
+from trialbook.verify.decoys import merged, module_functions
+from trialbook.verify.task_facts import TEST_NAME, TaskFacts
 
 SOURCE_LIMIT = 2_000_000  # bytes of one module read from the image: a bigger one is not derived from
 Functions = dict[str, list[tuple[str, str]]]
 _Key = tuple[str, str]
 
-_TASK: dict[_Key, Functions] = {}
 _IMAGE: dict[_Key, Functions] = {}
-_NAMES: dict[_Key, set[str]] = {}
 _IMAGE_NAMES: dict[_Key, set[str]] = {}
 _IMAGE_TEXT: dict[_Key, dict[str, str]] = {}  # the modules' text as the image was built (verify/twins.py)
 _LOCK = threading.Lock()
-_TEST_NAME = re.compile(r"(?m)^\s*(?:def|class)\s+((?:test|Test)\w*)")
 
 
 def _key(task: TaskSpec) -> _Key:
     return (str(task.tests_dir), task.verifier_hash)
 
 
-def derivable(task: TaskSpec, key: _Key | None = None) -> Functions:
-    """The functions canaries of `task` may be derived from: the task folder's by file name, the image's by path.
-    `key`: the folder as read now (verify/runner._key: a changed folder is read again), else as loaded."""
-    key = key or _key(task)
-    if key not in _TASK:  # once per task and verifier: a tests/ folder may hold much data
-        _TASK[key] = task_functions(task.tests_dir)
-    return merged(_TASK[key], _IMAGE.get(_key(task), {}))
+def derivable(task: TaskSpec, facts: TaskFacts) -> Functions:
+    """The functions canaries of `task` may be derived from: the task folder's by file name (`facts`: its tests as
+    read now), the image's by path."""
+    return merged(facts.functions, _IMAGE.get(_key(task), {}))
 
 
-def taken_names(task: TaskSpec, key: _Key | None = None) -> set[str]:
+def taken_names(task: TaskSpec, facts: TaskFacts) -> set[str]:
     """Every `def test_...` / `class Test...` name in the task's test files and the image's modules a canary goes
     into (a canary must not reuse one: a def of the same name would replace the task's own test)."""
-    key = key or _key(task)
-    if key not in _NAMES:
-        found: set[str] = set()
-        for path in task.tests_dir.rglob("*.py"):
-            found.update(_TEST_NAME.findall(path.read_text(errors="replace")))
-        _NAMES[key] = found
-    return _NAMES[key] | _IMAGE_NAMES.get(_key(task), set())
+    return set(facts.names) | _IMAGE_NAMES.get(_key(task), set())
 
 
 def learn_image(box: Box, task: TaskSpec, workdir: str) -> None:
@@ -76,11 +65,11 @@ def learn_image(box: Box, task: TaskSpec, workdir: str) -> None:
     with _LOCK:
         if key in _IMAGE:
             return
-        own = task_test_files(task.tests_dir)
+        own = task.test_script.files
         found: Functions = {}
         seen: set[str] = set()
         texts: dict[str, str] = {}
-        for file in test_modules(read_script(task.tests_dir), own):
+        for file in test_modules(task.test_script):
             if PurePosixPath(file).name in own:
                 continue
             path = file if file.startswith("/") else f"{workdir.rstrip('/')}/{file}"
@@ -88,7 +77,7 @@ def learn_image(box: Box, task: TaskSpec, workdir: str) -> None:
             if data is None or len(data) > SOURCE_LIMIT:
                 continue
             text = data.decode("utf-8", errors="replace")
-            seen.update(_TEST_NAME.findall(text))
+            seen.update(TEST_NAME.findall(text))
             texts[file] = text
             if derived := module_functions(text):
                 found[file] = derived
@@ -176,21 +165,15 @@ def _fitting(old: list[str], hunk: list[str], count: int, at: int, pos: int, rea
     return None
 
 
-def module_texts(
-    task: TaskSpec, script: str, files: list[str] | tuple[str, ...], key: _Key | None = None
-) -> dict[str, str]:
-    """The text each test module of `files` will have when the test command runs: the task folder's file of that
-    name (test.sh copies it in), else the image's module with the script's test patch applied (a module the patch
-    creates from nothing too); a module the harness cannot know so is left out (verify/twins.py). Read once per task
-    folder as read now (`key`, as `derivable` takes it) and per state of the image's modules (not yet read, read)."""
+def module_texts(task: TaskSpec, facts: TaskFacts) -> dict[str, str]:
+    """The text each test module the canaries go into (`facts.test_modules`) will have when the test command runs:
+    the task folder's file of that name (test.sh copies it in), else the image's module with the script's test patch
+    applied (a module the patch creates from nothing too); a module the harness cannot know so is left out
+    (verify/twins.py). Read once per task folder as read now (`facts`) and per state of the image's modules (not yet
+    read, read)."""
     image = _IMAGE_TEXT.get(_key(task))
-    cached = (key or _key(task), tuple(files), image is not None)
-    if cached not in _MODULES:
-        _MODULES[cached] = _module_texts(task, script, files, image or {})
-    return _MODULES[cached]
-
-
-_MODULES: dict[tuple[_Key, tuple[str, ...], bool], dict[str, str]] = {}
+    files = tuple(facts.test_modules)
+    return facts.module_texts(image is not None, lambda: _module_texts(task, facts.script.text, files, image or {}))
 
 
 def _module_texts(
