@@ -21,6 +21,7 @@ import pytest
 from paths import EXAMPLES, INSTANCES
 from trialbook.tasks import load_task
 from trialbook.tasks.swebench.generate import write_tasks
+from trialbook.tasks.testscript import TestScript
 from trialbook.verify.infra import TEST_CONFIG_FILES, _named_files, in_test_folder, infra_touched, shadows_installed
 from trialbook.verify.isolation import NOT_CARRIED
 
@@ -187,7 +188,7 @@ python -m pip install -e .
 PY=/opt/python ./tests/runtests.py --verbosity 2 --settings=test_sqlite app.tests  # a comment naming x/y.py
 DJANGO_SETTINGS_MODULE=project.settings bin/test -C sympy/core/tests/test_basic.py "$HOME/x.py" /tests/grade.py
 """
-    named, settings = _named_files(script)
+    named, settings = _named_files(TestScript.parse(script))
     assert named == {"tests/app/tests.py", "tests/runtests.py", "bin/test", "sympy/core/tests/test_basic.py",
                      "setup.py"}  # fmt: skip
     assert settings == {"test_sqlite.py", "settings.py"}

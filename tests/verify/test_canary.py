@@ -21,7 +21,7 @@ import pytest
 from paths import DATA, EXAMPLES, INSTANCES
 from trialbook.ledger.rows import TaskLists
 from trialbook.tasks.swebench.generate import write_tasks
-from trialbook.tasks.testscript import installed_by_patch, task_test_files
+from trialbook.tasks.testscript import TestScript, installed_by_patch, task_test_files
 from trialbook.verify.canary import TEST_MODULE, TESTCASE, plant, reading
 from trialbook.verify.decoys import Canary, _derive, _indent, _mark, module_functions, patch_functions, planting
 from trialbook.verify.grading import grade_parsed, grade_test_log, parse_log
@@ -93,7 +93,7 @@ def test_with_the_image_modules_most_scripts_of_the_eight_repositories_get_deriv
     plain = []
     for inst in held:
         script = swebench_scripts.get(inst["instance_id"], "")  # not written: an instance without FAIL_TO_PASS lists
-        got = plant(script, set(), NONCE)
+        got = plant(TestScript.parse(script), NONCE)
         if got is None or "_trialbook_plant" not in got.script:
             continue
         planted += 1
@@ -185,7 +185,7 @@ def test_in_the_real_modules_a_method_canary_goes_into_its_class(tmp_path: Path)
 def test_on_every_verified_script_it_goes_right_before_the_test_command(swebench_scripts: dict[str, str]) -> None:
     none, derived = [], 0
     for task, script in swebench_scripts.items():
-        planted = plant(script, set(), NONCE)
+        planted = plant(TestScript.parse(script), NONCE)
         if planted is None:
             none.append(task)
             continue
@@ -219,7 +219,7 @@ def test_on_every_verified_script_it_goes_right_before_the_test_command(swebench
         ("pytest-dev__pytest-5787", "testing/conftest.py"),
         ("sphinx-doc__sphinx-7910", "sphinx/testing/util.py"),
     ]:
-        planted = plant(swebench_scripts[task], set(), NONCE)
+        planted = plant(TestScript.parse(swebench_scripts[task]), NONCE)
         assert planted is not None and planted.files and data not in planted.files, task
         assert data in installed_by_patch(swebench_scripts[task]), task  # the command did name it
 
@@ -227,7 +227,7 @@ def test_on_every_verified_script_it_goes_right_before_the_test_command(swebench
 def test_on_the_example_tasks_it_goes_before_pytest_and_into_the_copied_test_file() -> None:
     for task in sorted(EXAMPLES.iterdir()):
         script = (task / "tests" / "test.sh").read_text()
-        planted = plant(script, task_test_files(task / "tests"), NONCE)
+        planted = plant(TestScript.parse(script, task_test_files(task / "tests")), NONCE)
         assert planted is not None, task.name
         lines = planted.script.split("\n")
         at = next(i for i, line in enumerate(lines) if "_trialbook_x=" in line)
@@ -244,17 +244,17 @@ def test_where_the_command_stops_at_the_first_failure_or_selects_by_name(flags: 
     failure: none (the trial is tagged unwitnessed)."""
     patch = "git apply - <<'EOF'\ndiff --git a/tests/app/test_a.py b/tests/app/test_a.py\nEOF\n"
     for command in ("python3 -m pytest -rA {} tests/app/test_a.py", "./tests/runtests.py --verbosity 2 {} app.test_a"):
-        planted = plant(patch + command.format(flags) + "\n", set(), NONCE)
+        planted = plant(TestScript.parse(patch + command.format(flags) + "\n"), NONCE)
         if "runtests" in command and not flags.startswith("-k"):
             assert planted is None
         else:
             assert planted is not None and ("median" in planted.name) == flags.startswith("-k")
-        assert plant(patch + command.format("") + "\n", set(), NONCE) is not None
+        assert plant(TestScript.parse(patch + command.format("") + "\n"), NONCE) is not None
 
 
 def test_a_command_continued_over_lines_gets_it_before_its_first_line() -> None:
     script = "cd /testbed\npython3 -m pytest -rA \\\n    tests/test_a.py\necho done\n"
-    planted = plant(script, {"test_a.py"}, NONCE)
+    planted = plant(TestScript.parse(script, {"test_a.py"}), NONCE)
     assert planted is not None
     assert (
         planted.script.split("\n")[1].startswith("{ _trialbook_x")
@@ -272,7 +272,7 @@ def _pytest_task(tmp: Path, code_under_test: str) -> tuple[str, Path]:
     (tmp / "tests").mkdir()
     shutil.copy(example / "tests" / "test_stats.py", tmp / "tests")
     command = f"set -x\n{sys.executable} -m pytest -rA -p no:cacheprovider tests/test_stats.py\n"
-    planted = plant(command, {"test_stats.py"}, NONCE, name=NAME)
+    planted = plant(TestScript.parse(command, {"test_stats.py"}), NONCE, name=NAME)
     assert planted is not None and planted.name == NAME
     out = subprocess.run(["bash", "-c", planted.script], cwd=tmp, capture_output=True, text=True)
     return out.stdout + out.stderr, tmp
@@ -313,7 +313,7 @@ def _django_style_run(tmp: Path, code_under_test: str) -> str:
     )
     script = "git apply - <<'EOF'\ndiff --git a/tests/app/test_m.py b/tests/app/test_m.py\nEOF\n"
     script += f"{sys.executable} ./tests/runtests.py --verbosity 2 app.test_m\n"
-    planted = plant(script.replace("git apply - ", ": "), set(), NONCE, name=NAME)
+    planted = plant(TestScript.parse(script.replace("git apply - ", ": ")), NONCE, name=NAME)
     assert planted is not None and planted.files == ("tests/app/test_m.py",)
     out = subprocess.run(["bash", "-c", planted.script], cwd=tmp, capture_output=True, text=True)
     return out.stdout + out.stderr

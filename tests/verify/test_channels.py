@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from trialbook.tasks.testscript import TestScript
 from trialbook.verify.channels import REPORT_LIMIT, canary_in_reports, disagreement, junit_key, parse_junit
 from trialbook.verify.grading import grade_test_log
 from trialbook.verify.privilege import read_markers, separate
@@ -132,7 +133,7 @@ FORGERIES = {
 def _run(forgery: str) -> tuple[str | None, str]:
     tests = TEST_FILE.replace("EXPECTED", "1" if forgery == "honest" else "2")
     body = "cd /repo\npython3 -m pytest -rA -p no:cacheprovider t_test.py\n"
-    staged = separate(f"#!/bin/bash\n{body}", "n0nce").script
+    staged = separate(TestScript.parse(f"#!/bin/bash\n{body}"), "n0nce").script
     setup = (
         f"mkdir -p /repo && cd /repo && git init -q . && printf %s {shlex.quote(FORGERIES[forgery])} > mod.py && "
         f"printf %s {shlex.quote(tests)} > t_test.py && printf %s {shlex.quote(staged)} > /t.sh && bash /t.sh"

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from paths import EXAMPLES
-from trialbook.tasks.testscript import read_script, task_test_files
+from trialbook.tasks.testscript import TestScript, read_script, task_test_files
 from trialbook.verify import canary as canaries
 from trialbook.verify.canary import plant, reading
 from trialbook.verify.decoys import (
@@ -103,7 +103,14 @@ def _run(tmp: Path, code_under_test: str, seed: int, tests: Path = EXAMPLE / "te
     shutil.copy(tests / "test_stats.py", tmp / "tests")
     existing = set(re.findall(r"def (test\w+)", (tests / "test_stats.py").read_text()))
     command = f"set -euxo pipefail\n{sys.executable} -m pytest -rA -p no:cacheprovider tests/test_stats.py\n"
-    planted = plant(command, task_test_files(tests), "n", existing, None, task_functions(tests), random.Random(seed))
+    planted = plant(
+        TestScript.parse(command, task_test_files(tests)),
+        "n",
+        existing,
+        None,
+        task_functions(tests),
+        random.Random(seed),
+    )
     assert planted is not None
     out = subprocess.run(["bash", "-c", planted.script], cwd=tmp, capture_output=True, text=True)
     assert "_trialbook" not in out.stderr  # planted quietly under set -x

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from paths import INSTANCES, SWE
+from trialbook.tasks.testscript import TestScript
 from trialbook.verify import hacks
 from trialbook.verify.canary import plant
 from trialbook.verify.grading import EMPTY, forged_markers, grade_test_log, strict_verdict
@@ -139,11 +140,11 @@ def test_a_patch_that_is_not_utf8_is_kept_as_its_bytes() -> None:
 
 def test_the_canary_is_named_like_the_task_tests_and_planted_for_a_folder() -> None:
     script = "cd /testbed\ncp /tests/test_*.py tests/\npython3 -m pytest -rA tests/\n"
-    planted = plant(script, {"test_stats.py", "data.json"}, "n0nce", {"test_stats_empty_empty"})
+    planted = plant(TestScript.parse(script, {"test_stats.py", "data.json"}), "n0nce", {"test_stats_empty_empty"})
     assert planted is not None and planted.files == ("tests/test_stats.py",)
     assert planted.name.startswith("test_stats_") and planted.name != "test_stats_empty_empty"
     assert "canary" not in planted.script and "n0nce" not in planted.name
-    assert plant(script.replace("-rA", "-rA -k 'a or b'"), {"test_stats.py"}, "n0nce") is None
+    assert plant(TestScript.parse(script.replace("-rA", "-rA -k 'a or b'"), {"test_stats.py"}), "n0nce") is None
 
 
 def test_upper_case_metadata_and_a_linked_test_folder_are_test_infrastructure(tmp_path: Path) -> None:
@@ -165,7 +166,7 @@ def test_upper_case_metadata_and_a_linked_test_folder_are_test_infrastructure(tm
 )  # fmt: skip
 def test_the_canary_in_every_pytest_command_shape(flags: str, planted_in: tuple[str, ...] | None, word: str | None):
     script = f"python3 -m pytest -rA {flags} tests/test_a.py tests/test_b.py\n"
-    planted = plant(script, {"test_a.py", "test_b.py"}, "n0nce")
+    planted = plant(TestScript.parse(script, {"test_a.py", "test_b.py"}), "n0nce")
     if planted_in is None:
         assert planted is None  # tagged unwitnessed (verify/findings.py)
         return

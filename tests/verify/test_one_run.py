@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from trialbook.tasks.testscript import TestScript
 from trialbook.verify.onerun import shown_status
 from trialbook.verify.privilege import SHOWN, separate
 
@@ -120,11 +121,11 @@ def test_a_forged_report_is_never_read_as_passing_by_one_reader_alone(tmp_path: 
 
 def test_the_planted_names_are_in_the_staged_script_only() -> None:
     script = "#!/bin/bash\ncd /testbed\npython3 -m pytest -rA tests/test_m.py; rc=$?\necho $rc\n"
-    staged = separate(script, "n0nce", ("test_k_ab", "test_p_cd", "bad name; rm -rf /")).script
+    staged = separate(TestScript.parse(script), "n0nce", ("test_k_ab", "test_p_cd", "bad name; rm -rf /")).script
     assert "__tb_planted=' test_k_ab test_p_cd '" in staged and "bad name" not in staged
     # never exported (the tests' uid reads no root process's environment) nor on a command line
     assert (
         "export __tb_planted" not in staged
         and "__tb_planted" not in staged.split("__tb_shown() {")[0].split("__tb_planted=")[0]
     )
-    assert "__tb_planted=''" in separate(script, "n0nce").script
+    assert "__tb_planted=''" in separate(TestScript.parse(script), "n0nce").script

@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from trialbook.tasks.testscript import TestScript
 from trialbook.verify.privilege import (
     BUILD_FUNCTION,
     FUNCTION,
@@ -37,7 +38,7 @@ from trialbook.verify.privilege import (
     ],
 )
 def test_the_test_commands_of_each_shape(script: str, found: list[tuple[int, int]]) -> None:
-    assert find_test_commands(script) == found
+    assert find_test_commands(TestScript.parse(script)) == found
 
 
 @pytest.mark.parametrize(
@@ -55,16 +56,16 @@ def test_the_test_commands_of_each_shape(script: str, found: list[tuple[int, int
     ],
 )  # fmt: skip
 def test_the_install_and_build_steps_of_each_shape(script: str, found: list[tuple[int, int]]) -> None:
-    assert find_test_commands(script, build=True) == found
+    assert find_test_commands(TestScript.parse(script), build=True) == found
 
 
 def test_an_install_runs_through_the_build_function_and_prints_no_test_run(tmp_path) -> None:
     """An install step gets the prologue and the same uid (BUILD_FUNCTION), and /tests is hidden from it even when no
     test command is found; its marker is a `build` status, never a test run of `Reading.runs`."""
-    sep = separate("#!/bin/bash\ncd /testbed\npython -m pip install -e . && pytest tests/\n", "n")
+    sep = separate(TestScript.parse("#!/bin/bash\ncd /testbed\npython -m pip install -e . && pytest tests/\n"), "n")
     assert (sep.commands, sep.builds) == (1, 1)
     assert f"{BUILD_FUNCTION} python -m pip install -e . && {FUNCTION} pytest tests/" in sep.script
-    only = separate("#!/bin/bash\npython setup.py develop\nbash run_tests.sh\n", "n")
+    only = separate(TestScript.parse("#!/bin/bash\npython setup.py develop\nbash run_tests.sh\n"), "n")
     assert (only.commands, only.builds) == (0, 1) and "chmod 700 /tests" in staging(only)
     _, reading = read_markers("@@trialbook-tests-n@@ left 1\n@@trialbook-tests-n@@ build 1 setpriv\n", "n")
     assert (reading.builds, reading.runs, reading.left) == ([1], [], 1)
@@ -75,7 +76,7 @@ def test_an_install_runs_through_the_build_function_and_prints_no_test_run(tmp_p
 
 def test_a_separated_script_runs_its_command_through_the_function_and_keeps_bash_valid(tmp_path) -> None:
     script = "#!/bin/bash\nset -euo pipefail\ncd /testbed\npytest /tests/test_outputs.py -rA; rc=$?\necho $rc\n"
-    sep = separate(script, "abc123")
+    sep = separate(TestScript.parse(script), "abc123")
     assert (sep.commands, sep.tests_readable) == (1, True)
     assert f"{FUNCTION} pytest /tests/test_outputs.py -rA; rc=$?" in sep.script
     assert sep.script.startswith("#!/bin/bash\n")
@@ -83,15 +84,18 @@ def test_a_separated_script_runs_its_command_through_the_function_and_keeps_bash
     path.write_text(sep.script)
     assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0
     assert "chmod 600 /tests/test.sh /tests/config.json" in staging(sep)
-    plain = separate("#!/bin/bash\ncp a b\n", "abc123")
+    plain = separate(TestScript.parse("#!/bin/bash\ncp a b\n"), "abc123")
     assert (plain.commands, plain.script, staging(plain)) == (0, "#!/bin/bash\n\ncp a b\n", "")
-    assert "chmod 700 /tests" in staging(separate("python3 -m pytest tests/\n", "n"))
+    assert "chmod 700 /tests" in staging(separate(TestScript.parse("python3 -m pytest tests/\n"), "n"))
 
 
 def test_the_function_runs_the_command_and_reports_its_status_when_root_cannot_be_dropped(tmp_path) -> None:
     """As a user that is not root (this test's, when it is not; else `EUID` faked), the function runs the command as
     it is, and its markers carry the status, `set -e` or not."""
-    sep = separate("#!/bin/bash\nset -e\npython3 -c 'print(7); raise SystemExit(3)' tests/\necho after\n", "n0nce")
+    sep = separate(
+        TestScript.parse("#!/bin/bash\nset -e\npython3 -c 'print(7); raise SystemExit(3)' tests/\necho after\n"),
+        "n0nce",
+    )
     path = tmp_path / "t.sh"
     path.write_text(sep.script.replace('"${EUID:-1}" = 0', '"x" = 0'))
     out = subprocess.run(["bash", str(path)], capture_output=True, text=True)

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import tarfile
 import time
 from pathlib import Path
 
 import pytest
 
+from paths import EXAMPLES
 from trialbook import tokens
-from trialbook.verify import staged
+from trialbook.verify import staged, task_facts
 
 OLD = time.time() - 3600  # older than staged.RACY_NS: a snapshot of it is kept
 
@@ -40,6 +42,7 @@ def _members(data: bytes) -> dict[str, bytes]:
 @pytest.fixture(autouse=True)
 def _fresh(monkeypatch: pytest.MonkeyPatch) -> None:
     staged.clear()
+    task_facts.clear()
     monkeypatch.setattr(staged, "RACY_NS", 0)  # a ctime cannot be set back: the folder is taken as old enough
 
 
@@ -86,16 +89,21 @@ def test_a_folder_modified_just_now_is_not_kept(tmp_path: Path, monkeypatch: pyt
 
 
 def test_the_verifier_stages_the_changed_test_sh(tmp_path: Path) -> None:
-    from trialbook.verify import runner
+    from trialbook.tasks import load_task
 
-    tests = _folder(tmp_path)
+    shutil.copytree(EXAMPLES / "plain-bugfix", tmp_path / "task")
+    task = load_task(tmp_path / "task")
+    tests = task.tests_dir
+    _age(tests)
     snap = staged.snapshot(tests)
-    assert snap is not None and "echo 1" in snap.script
+    assert snap is not None and "pytest" in snap.script
+    assert task_facts.of(task, snap).script.text == snap.script
     (tests / "test.sh").write_text("#!/bin/bash\necho 0 > /logs/verifier/reward.txt\n")
     _age(tests)
     now = staged.snapshot(tests)
     assert now is not None and "echo 0" in now.script
-    assert runner._original(None, now) == now.script  # type: ignore[arg-type]
+    # the verifier's facts of the tests are those of the folder as read now (task_facts.of), not as loaded
+    assert task_facts.of(task, now).script.text == now.script and not task_facts.of(task, now).test_modules
 
 
 def test_tokens_are_hex_of_the_asked_length_and_never_repeat() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from paths import EXAMPLES
-from trialbook.tasks.testscript import task_test_files
+from trialbook.tasks.testscript import TestScript, task_test_files
 from trialbook.verify.canary import plant
 from trialbook.verify.decoys import task_functions
 from trialbook.verify.onerun import _result_line, witness_reading
@@ -52,7 +52,14 @@ def _run(tmp: Path, cheat: str, seed: int) -> tuple[str, str, Reading]:
     shutil.copy(EXAMPLE / "tests" / "test_stats.py", tree / "tests")
     command = f"{sys.executable} -m pytest -rA -p no:cacheprovider --junitxml=j.xml tests/test_stats.py\n"
     tests = EXAMPLE / "tests"
-    planted = plant(command, task_test_files(tests), "n", EXISTING, None, task_functions(tests), random.Random(seed))
+    planted = plant(
+        TestScript.parse(command, task_test_files(tests)),
+        "n",
+        EXISTING,
+        None,
+        task_functions(tests),
+        random.Random(seed),
+    )
     assert planted is not None
     res = subprocess.run(["bash", "-c", planted.script], cwd=tree, capture_output=True, text=True, timeout=120)
     junit = tree / "j.xml"

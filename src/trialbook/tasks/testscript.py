@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -111,6 +111,14 @@ class TestScript:
     def read(cls, tests_dir: Path, text: str | None = None) -> TestScript:
         """The tests folder's facts; `text`: test.sh as already read (the verifier's snapshot of the folder)."""
         return cls(tests_dir, read_script(tests_dir) if text is None else text)
+
+    @classmethod
+    def parse(cls, text: str, files: Iterable[str] = ()) -> TestScript:
+        """The facts of a script outside any tests folder (a test's own): `files`, its task's test file names; the
+        reward files, both."""
+        script = cls(Path("/nonexistent/tests"), text)
+        script.__dict__.update(files=frozenset(files), rewards=REWARD_FILES)
+        return script
 
     def edited(self, text: str) -> TestScript:
         """The facts of `text`, a script made from this one, in this one's folder (its files and rewards kept)."""
