@@ -42,7 +42,7 @@ def _members(data: bytes) -> dict[str, bytes]:
 @pytest.fixture(autouse=True)
 def _fresh(monkeypatch: pytest.MonkeyPatch) -> None:
     staged.clear()
-    task_facts.clear()
+    task_facts.forget()
     monkeypatch.setattr(staged, "RACY_NS", 0)  # a ctime cannot be set back: the folder is taken as old enough
 
 

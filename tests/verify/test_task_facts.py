@@ -31,7 +31,7 @@ OLD = time.time() - 3600  # older than staged.RACY_NS: the folder's snapshot is 
 @pytest.fixture(autouse=True)
 def _fresh() -> None:
     staged.clear()
-    task_facts.clear()
+    task_facts.forget()
 
 
 def _task(tmp_path: Path, name: str = "plain-bugfix") -> TaskSpec:
@@ -80,8 +80,8 @@ def test_the_verifier_facts_are_built_once_per_task_from_the_specs_script(tmp_pa
     assert facts.pytest_command is canary.pytest_command(task.test_script) is True
     assert facts.exit_decides and not facts.reads_the_run and facts.names >= {"test_mean"}
     assert set(facts.functions) == {"test_stats.py"}
-    task_facts.clear()
-    assert task_facts.of(task) is not facts  # clear(): built again
+    task_facts.forget()
+    assert task_facts.of(task) is not facts  # forgotten: built again
 
 
 def test_a_changed_folder_gets_facts_of_its_own_never_the_stale_ones(tmp_path: Path) -> None:

@@ -118,7 +118,7 @@ def of(task: TaskSpec, snap: staged.Snapshot | None = None) -> TaskFacts:
         return _facts.setdefault(key, facts)
 
 
-def clear() -> None:
+def forget() -> None:
     """Forget every task's facts (tests)."""
     with _lock:
         _facts.clear()
