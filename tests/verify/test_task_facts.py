@@ -52,7 +52,7 @@ def test_the_script_holds_what_the_functions_give_on_every_example_task() -> Non
         script = TestScript.read(tests)
         text = read_script(tests)
         assert script.text == text and script.tests_dir == tests
-        assert [(c.index, c.text, list(c.words)) for c in script.commands] == [
+        assert [(c.line, c.text, list(c.words)) for c in script.commands] == [
             (i, t, words(t)) for i, t in commands(text)
         ], folder.name
         assert script.installed == installed_by_patch(text)
@@ -105,6 +105,6 @@ def test_an_edited_script_keeps_the_folders_facts(tmp_path: Path) -> None:
     assert script.files and script.rewards
     edited = script.edited("#!/bin/bash\necho planted\n" + script.text)
     assert edited.files == script.files and edited.rewards == script.rewards and edited.tests_dir == script.tests_dir
-    assert [(c.index - 2, c.text) for c in edited.commands[2:]] == [(c.index, c.text) for c in script.commands]
+    assert [(c.line - 2, c.text) for c in edited.commands[2:]] == [(c.line, c.text) for c in script.commands]
     parsed = TestScript.parse("pytest tests/test_a.py\n", {"test_a.py"})
     assert parsed.files == {"test_a.py"} and parsed.rewards == REWARD_FILES

@@ -90,7 +90,7 @@ class Command(NamedTuple):
     """One command of a test script outside its heredocs: the index of its first line, the logical line (backslash
     continuations joined) and its words as the shell splits them (`words`)."""
 
-    index: int
+    line: int
     text: str
     words: tuple[str, ...]
 

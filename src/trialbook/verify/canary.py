@@ -137,7 +137,7 @@ def _test_commands(script: TestScript) -> list[tuple[int, list[str], list[str]]]
     for command in found[after + 1 :]:
         argv = list(command.words)
         if files := _named_tests(argv, script.installed, script.files):
-            out.append((command.index, argv, files))
+            out.append((command.line, argv, files))
     return out
 
 
