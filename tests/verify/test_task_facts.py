@@ -23,7 +23,7 @@ from trialbook.tasks.testscript import (
     task_test_files,
     words,
 )
-from trialbook.verify import canary, staged, task_facts
+from trialbook.verify import canary, footprint, staged, task_facts
 
 OLD = time.time() - 3600  # older than staged.RACY_NS: the folder's snapshot is kept
 
@@ -79,7 +79,8 @@ def test_the_verifier_facts_are_built_once_per_task_from_the_specs_script(tmp_pa
     assert facts.test_modules == canary.test_modules(task.test_script) == ["tests/test_stats.py"]
     assert facts.pytest_command is canary.pytest_command(task.test_script) is True
     assert facts.exit_decides and not facts.reads_the_run and facts.names >= {"test_mean"}
-    assert set(facts.functions) == {"test_stats.py"}
+    assert set(facts.functions) == {"test_stats.py"} and facts.regular_files == {"config.json", "test_stats.py"}
+    assert footprint.staged(task) == {"/tests/config.json", "/tests/test_stats.py"}
     task_facts.forget()
     assert task_facts.of(task) is not facts  # forgotten: built again
 

@@ -22,7 +22,6 @@ import os
 import stat
 import tarfile
 import tempfile
-import threading
 from collections.abc import Callable
 from pathlib import PurePosixPath
 
@@ -61,21 +60,11 @@ def _scratch(path: str) -> bool:
     return any(home == d or home.startswith(f"{d}/") for d in USER_DATA)  # /root/.cache/..., /home/<user>/.cache/...
 
 
-_STAGED: dict[tuple[str, str], frozenset[str]] = {}  # (tests folder, verifier hash) -> its files' paths at /tests
-_STAGED_LOCK = threading.Lock()
-
-
 def staged(task: TaskSpec) -> frozenset[str]:
     """The paths at /tests of the regular files of the task's tests/ folder (what verify/runner.py stages there), but
     test.sh: the harness stages its own of it in each run (a nonce of its markers in it: verify/privilege.py), root's
     and unwritable to the tests, so it is counted as a file, as it is in every run."""
-    key = (str(task.tests_dir), task.verifier_hash)
-    with _STAGED_LOCK:
-        if key not in _STAGED:
-            root = task.tests_dir
-            files = (f for f in root.rglob("*") if f.is_file() and not f.is_symlink() and f != root / "test.sh")
-            _STAGED[key] = frozenset(f"{TESTS_DIR}/{f.relative_to(root).as_posix()}" for f in files)
-    return _STAGED[key]
+    return frozenset(f"{TESTS_DIR}/{path}" for path in task_facts.of(task).regular_files)
 
 
 def reader(task: TaskSpec, workdir: str, resolving: bool) -> Callable[[Box, Verdict], dict[str, str] | None]:

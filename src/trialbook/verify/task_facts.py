@@ -3,8 +3,9 @@
 Its test script's facts come from the spec (`TaskSpec.test_script`, tasks/testscript.py): test.sh's commands and their
 words, the paths its patch installs, the task's test file names, the reward files it names. The verifier adds what it
 reads of them: the test functions of the task's own files (the canaries' sources, verify/decoys.py), the test names
-they take, whether test.sh's exit status decides the reward, the test modules the canaries go into, whether the graded
-run is its own witness (verify/onerun.py) and the test modules' text as it will run (verify/sources.py).
+they take, its regular files (what a footprint counts, verify/footprint.py), whether test.sh's exit status decides the
+reward, the test modules the canaries go into, whether the graded run is its own witness (verify/onerun.py) and the
+test modules' text as it will run (verify/sources.py).
 
 Keyed by the tests folder and the hash of its content as read now (its snapshot, verify/staged.py): a folder changed
 since is a new key, its script's facts read again, never served stale. Facts of an image (what canaries copy from the
@@ -61,6 +62,13 @@ class TaskFacts:
         for path in self.tests_dir.rglob("*.py"):
             found.update(TEST_NAME.findall(path.read_text(errors="replace")))
         return frozenset(found)
+
+    @cached_property
+    def regular_files(self) -> frozenset[str]:
+        """The folder's regular files (no link) but test.sh, by path relative to it (verify/footprint.staged)."""
+        root = self.tests_dir
+        files = (f for f in root.rglob("*") if f.is_file() and not f.is_symlink() and f != root / "test.sh")
+        return frozenset(f.relative_to(root).as_posix() for f in files)
 
     @cached_property
     def exit_decides(self) -> bool:
