@@ -10,7 +10,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import NamedTuple
 
 from trialbook.outcomes import REWARD_FILES
 
@@ -86,13 +85,17 @@ def words(command: str) -> list[str]:
         return command.split()
 
 
-class Command(NamedTuple):
+@dataclass(frozen=True)
+class Command:
     """One command of a test script outside its heredocs: the index of its first line, the logical line (backslash
-    continuations joined) and its words as the shell splits them (`words`)."""
+    continuations joined) and, split when first asked for, its words as the shell splits them (`words`)."""
 
     line: int
     text: str
-    words: tuple[str, ...]
+
+    @cached_property
+    def words(self) -> tuple[str, ...]:
+        return tuple(words(self.text))
 
 
 @dataclass(frozen=True)
@@ -134,7 +137,7 @@ class TestScript:
 
     @cached_property
     def commands(self) -> tuple[Command, ...]:
-        return tuple(Command(index, text, tuple(words(text))) for index, text in commands(self.text))
+        return tuple(Command(index, text) for index, text in commands(self.text))
 
     @cached_property
     def installed(self) -> frozenset[str]:

@@ -232,7 +232,8 @@ def find_test_commands(script: TestScript, build: bool = False) -> list[tuple[in
     wanted = _is_build_command if build else _is_test_command
     lines = script.text.split("\n")
     found = []
-    for index, text, _ in script.commands:
+    for command in script.commands:
+        index, text = command.line, command.text
         first = lines[index]
         for seg in _segments(text):
             got = _command_start(text, seg)
