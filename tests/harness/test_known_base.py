@@ -69,7 +69,7 @@ def _carry(tb: DockerEngine, kind: str, image_id: str, prepared: object = None) 
     assert agent.run_script(AGENT, 60).exit_code == 0
     change = capture(agent, "/testbed")
     agent.remove()
-    task = TaskSpec.model_construct(path=Path("/nonexistent"), task_id="t")  # no tests of its own
+    task = TaskSpec.model_construct(path=Path("/nonexistent"), task_id="t", verifier_hash="-")  # no tests of its own
     box = _start(tb, ref)
     try:
         box.prepared = prepared
