@@ -113,7 +113,7 @@ def _installed_by_dev() -> set[str]:
     return {
         top
         for top, dists in metadata.packages_distributions().items()
-        if any(d.lower().replace("_", "-") in installed for d in dists)
+        if any(d and d.lower().replace("_", "-") in installed for d in dists)  # None: a dist-info half written
     }
 
 
