@@ -110,10 +110,12 @@ def _installed_by_dev() -> set[str]:
         except metadata.PackageNotFoundError:
             continue
     installed = {name for name, _ in seen}
-    return {
+    # a distribution's own name counts too: CI's model set-up may be upgrading one of them (numpy) while this runs,
+    # its dist-info briefly gone or half written (no name: None)
+    return {name.replace("-", "_") for name in installed} | {
         top
         for top, dists in metadata.packages_distributions().items()
-        if any(d and d.lower().replace("_", "-") in installed for d in dists)  # None: a dist-info half written
+        if any(d and d.lower().replace("_", "-") in installed for d in dists)
     }
 
 
