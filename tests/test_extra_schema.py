@@ -124,7 +124,7 @@ def test_every_key_the_harness_writes_for_a_full_trial_is_declared() -> None:
         cleanup_error="c", verifier={"isolation": "diff"}, agent_limit_hits={"pids": 1}, runtime="runc",
         image=ImageRef("ref", "sha256:3"), agent_result=AgentResult(exit_code=0, info={"submitted": True},
                                                                     files={"trajectory.json": "{}"}),
-        verdict=verdict_keys(verdict), hack_zeroed=["hack_x"],
+        verdict_keys=verdict_keys(verdict), hack_zeroed=["hack_x"],
     ).as_dict()  # fmt: skip
     assert set(extra) <= KEYS
     assert {"official_reward", "channels", "seal", "not_gold", "canary", "train_reward"} <= set(extra)

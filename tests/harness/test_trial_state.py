@@ -54,7 +54,7 @@ def test_the_extra_is_stored_as_it_was_a_dict() -> None:
     assert TrialExtra(**base).as_dict() == base  # nothing the trial lacks is written
     verdict = Verdict(reward=1.0, graded_by="reward_file", exit_code=0, file_reward=1.0)
     full = TrialExtra(**base, runtime="runc", image=ImageRef("ref", "sha256:3"), agent_result=AgentResult(),
-                      verdict=verdict_keys(verdict), cleanup_error="",
+                      verdict_keys=verdict_keys(verdict), cleanup_error="",
                       verifier={"isolation": "diff"}).as_dict()  # fmt: skip
     assert full["image"] == "ref" and full["image_id"] == "sha256:3" and full["runtime"] == "runc"
     assert full["agent_exit_code"] == AgentResult().exit_code and full["graded_by"] == "reward_file"

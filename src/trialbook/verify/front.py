@@ -105,12 +105,6 @@ def grade_change(
     return grading
 
 
-def verifier_prep(engine: Backend, task: TaskSpec, image: str, image_id: str) -> tuple[str, Callable[[Box], Any]]:
-    """What a warm verifier container computes while it waits: the image's side of the agent's diff."""
-    workdir = workdir_of(engine, task, image)
-    return "verifier", base_preparer(workdir, task.verifier_timeout, image_id)
-
-
 def keep_patch(patch: str | None, grading: Grading, state: Notes) -> None:
     """The agent's patch kept whole with the trial (patch.py), and its reward-hacking signatures (hacks.py)."""
     state.patch = patch or ""
@@ -256,7 +250,7 @@ def _opener(
     (blame.slow_carry)."""
     image_id = state.image_id
     exclude, keep = carry
-    prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout, image_id))  # as verifier_prep
+    prepare = ("verifier", base_preparer(change.workdir, task.verifier_timeout, image_id))  # as TrialVerifier.prepare
 
     def open_box(k: int) -> Box:
         stopper.check()
@@ -296,7 +290,8 @@ class TrialVerifier:
 
     def prepare(self, image: str, image_id: str) -> tuple[str, Callable[[Box], Any]]:
         """What a warm verifier container computes while the agent works (the image's side of the agent's diff)."""
-        return verifier_prep(self.engine, self.task, image, image_id)
+        workdir = workdir_of(self.engine, self.task, image)
+        return "verifier", base_preparer(workdir, self.task.verifier_timeout, image_id)
 
     def grade(self, box: Box, image: str, start: Callable[..., Box], name: str) -> Grading:
         """Grade what the agent left in `box` (grade_change)."""

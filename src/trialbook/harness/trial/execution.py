@@ -178,7 +178,7 @@ def _result(
         runtime=state.runtime,
         image=state.image,
         agent_result=agent_result,
-        verdict=verifier.record(verdict) if verdict else None,
+        verdict_keys=verifier.record(verdict) if verdict else None,
     )
     if zeroed := RewardPolicy(hack_policy=settings.hack_policy).zeroed(reward, tags):
         extra.hack_zeroed = zeroed  # its training reward is 0; the grade and the outcome stand

@@ -79,7 +79,7 @@ class TrialExtra:
     runtime: str | None = None
     image: ImageRef | None = None
     agent_result: AgentResult | None = None
-    verdict: Extra | None = None  # what the verdict adds (verify/verdict_record.verdict_keys)
+    verdict_keys: Extra | None = None  # what the verdict adds (verify/verdict_record.verdict_keys)
     hack_zeroed: list[str] | None = None  # the hack_* tags that cost its training reward (rewards.py)
 
     def as_dict(self) -> dict[str, Any]:
@@ -114,6 +114,6 @@ class TrialExtra:
                 extra["agent_info"] = result.info
             if result.files:
                 extra["files"] = sorted(f"agent/{n}" for n in result.files)
-        if self.verdict is not None:
-            extra |= self.verdict
+        if self.verdict_keys is not None:
+            extra |= self.verdict_keys
         return dict(extra)
