@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol, runtime_checkable
 
+from trialbook.capped import Sink
 from trialbook.outcomes import ErrorKind
 from trialbook.sandbox.box import SHELL_SETUP_PATH, DaemonError, ExecResult, SandboxError, tar_bytes, tar_text
 from trialbook.sandbox.cgroup import parse_report, report_script
-from trialbook.sandbox.channel import Sink
 
 
 class Unsupported(SandboxError):

@@ -20,11 +20,11 @@ from typing import IO, Any, Protocol
 from docker.errors import APIError, DockerException, NotFound
 from requests.exceptions import RequestException
 
-from trialbook.capped import CappedSink
+from trialbook.capped import CappedSink, Sink
 from trialbook.outcomes import ErrorKind
 from trialbook.sandbox import quota
 from trialbook.sandbox.cgroup import cgroup_counters, parse_report, report_script
-from trialbook.sandbox.channel import TOOLS, Channel, ChannelBroken, ChannelBusy, Sink, command
+from trialbook.sandbox.channel import TOOLS, Channel, ChannelBroken, ChannelBusy, command
 
 
 class Engine(Protocol):

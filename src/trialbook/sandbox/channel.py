@@ -42,7 +42,9 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any
+
+from trialbook.capped import Sink
 
 SERVER = r"""while IFS= read -r req; do
   n=${req#[xe] }
@@ -57,13 +59,6 @@ SERVER = r"""while IFS= read -r req; do
 done
 """
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-class Sink(Protocol):
-    """Where a command's whole output, or an exported tar, goes (a file, a wrapper that caps it, a counter): all a
-    backend calls on it is `write` (the Box protocol's sinks, sandbox/backend.py)."""
-
-    def write(self, data: bytes | bytearray, /) -> Any: ...
 
 
 class ChannelBroken(Exception):

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from trialbook.capped import Sink
 from trialbook.sandbox.backend import BoxBase, BoxSpec, Capabilities, NoPool
 from trialbook.sandbox.box import DaemonError, ExecResult
-from trialbook.sandbox.channel import Sink
 
 _SLEEP = re.compile(r"^\s*(?:exec\s+)?sleep\s+(\d+(?:\.\d+)?)\s*$")
 _ids = itertools.count(1)
