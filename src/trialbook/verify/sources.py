@@ -25,7 +25,7 @@ from pathlib import PurePosixPath
 
 from trialbook.sandbox import Box
 from trialbook.tasks import TaskSpec
-from trialbook.verify.canary import test_modules
+from trialbook.verify import task_facts
 from trialbook.verify.decoys import merged, module_functions
 from trialbook.verify.task_facts import TEST_NAME, TaskFacts
 
@@ -65,11 +65,12 @@ def learn_image(box: Box, task: TaskSpec, workdir: str) -> None:
     with _LOCK:
         if key in _IMAGE:
             return
-        own = task.test_script.files
+        facts = task_facts.of(task)
+        own = facts.script.files
         found: Functions = {}
         seen: set[str] = set()
         texts: dict[str, str] = {}
-        for file in test_modules(task.test_script):
+        for file in facts.test_modules:
             if PurePosixPath(file).name in own:
                 continue
             path = file if file.startswith("/") else f"{workdir.rstrip('/')}/{file}"
