@@ -1,6 +1,7 @@
 """Reading a task's test script (tests/test.sh): its commands outside heredocs, their words, and the files its
 own patch installs (swebench's eval scripts apply the test patch from a heredoc). The verifier reads them from one
-`TestScript` per task (`TaskSpec.test_script`), computed once, never through the functions below."""
+`TestScript` per task (`TaskSpec.test_script`), computed once; the functions below build it (and serve the two
+reads that are not of a whole script: staged.py's test.sh behind a link, privilege.py's part of a command)."""
 
 from __future__ import annotations
 
