@@ -1,6 +1,7 @@
 """Coverage of the paired interval at every n (issue 58), a smaller copy of benchmarks/bench_interval_coverage.py:
-10 designs (ties, p near 0 and 1, +85 pp, heterogeneous tasks with 1-8 attempts), n = 5 to 50. One method at
-every n (no switch at 30 tasks), checked row by row against stats.kernel.diff_interval."""
+its 10 named designs (ties, p near 0 and 1, +85 pp, heterogeneous tasks with 1-8 attempts) and its declared
+grid of 56, n = 5 to 50. One method at every n (no switch at 30 tasks), checked row by row against
+stats.kernel.diff_interval."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trialbook.stats.kernel import diff_interval
+from trialbook.stats.kernel import attempt_scale, diff_interval
 
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location(
@@ -24,31 +25,50 @@ NS = (5, 10, 20, 30, 34, 40, 50)
 REPS = 2500
 
 
-def coverage() -> dict[str, list[float]]:
+def test_coverage_from_5_to_50_tasks_on_ten_designs():
     rng = np.random.default_rng(58)
     bench.check_against_kernel(rng)  # the vectorised interval is the kernel's
-    out = {}
-    for name, design in bench.DESIGNS.items():
-        mu = bench.truth(design, rng)
-        cov = []
-        for n in NS:
-            lo, hi = bench.methods(bench.simulate(design, n, REPS, rng), design[1])["now"]
-            lo, hi = np.maximum(lo, -1.0), np.minimum(hi, 1.0)
-            cov.append(100 * float(((lo <= mu + 1e-12) & (mu - 1e-12 <= hi)).mean()))
-        out[name] = cov
-    return out
-
-
-def test_coverage_from_5_to_50_tasks_on_ten_designs():
-    cov = coverage()
+    cov = bench.coverage(bench.DESIGNS, NS, REPS, rng, only="now")["now"]
     for name, c in cov.items():
         assert min(c) >= 93.0, (name, c)  # never below nominal by more than the simulation's noise
         assert max(c[3:]) <= 98.5, (name, c)  # from 30 tasks on, at most a little conservative
-    # the designs without a floor of ties (not p near 0 / 1): within 93-97% from 20 tasks on, but +85 pp
-    within = [n for n, c in cov.items() if all(93.0 <= x <= 97.5 for x in c[2:])]
-    assert len(within) >= 6, cov
     # the audit's worst cases before: 89.1% at 34 tasks for +85 pp, 93.3% at 30 for p near 1
     assert cov["+85 pp: 10% vs 95%, K=1"][4] >= 94 and cov["p near 1: 90% vs 97%, K=1"][3] >= 93.5
+    # the four designs of several attempts: 93-97.5% at every n from 5 tasks (c^2 = 1/K gave 99.0-99.6% at 5)
+    assert len([n for n in bench.within(cov, 93.0, 97.5) if not n.endswith("K=1")]) == 4, cov
+
+
+def test_within_93_to_97_percent_at_every_n_from_5_to_50_on_the_declared_grid():
+    """The done-when: 93-97% at n = 5, 10, 20, 30, 34, 40, 50 on at least 6 designs, counted on the grid
+    declared before c was chosen (the benchmark at 20,000 replications: docs/statistics.md)."""
+    rng = np.random.default_rng(5800)
+    cov = bench.coverage(bench.GRID, NS, REPS, rng, only="now")["now"]
+    assert len(bench.within(cov)) >= 6, bench.within(cov)
+    # never below 92.5% (Monte Carlo SE 0.44 points a cell here) but where the candidate's tasks are all 100%
+    for name, c in cov.items():
+        if not name.startswith("all 90%, +10 pp"):
+            assert min(c) >= 92.5, (name, c)
+
+
+def test_raising_one_task_never_loses_a_claim():
+    """Monotone claims at every K: raising one task's difference never lowers either end (the ends are the
+    best over every d' <= d, stats.kernel.lower_end); the plain ends lost a claim in ~0.2% of such raises."""
+    rng = np.random.default_rng(11)
+    lowered = 0
+    for _ in range(3000):
+        k = int(rng.choice([1, 2, 3, 4, 8]))
+        n = int(rng.choice([5, 10, 20, 30, 40, 50]))
+        p = rng.beta(0.5, 0.5, n)
+        d = rng.binomial(k, np.clip(p + rng.uniform(0, 0.3), 0, 1)) / k - rng.binomial(k, p) / k
+        raised = d.copy()
+        i = rng.integers(n)
+        raised[i] = min(1.0, raised[i] + rng.integers(1, k + 1) / k)
+        before, after = (
+            diff_interval(d, 0.95, float(attempt_scale(k))),
+            diff_interval(raised, 0.95, float(attempt_scale(k))),
+        )
+        lowered += after.lo < before.lo - 1e-12 or after.hi < before.hi - 1e-12
+    assert lowered == 0
 
 
 def test_thirty_tasks_all_one_third_give_a_real_interval():
@@ -58,22 +78,3 @@ def test_thirty_tasks_all_one_third_give_a_real_interval():
     assert r.hi - r.lo > 0.05 and r.lo < 1 / 3 < r.hi
     three = diff_interval(d, 0.95, 1 / 3)  # three attempts a task: pseudo-tasks at +-1/sqrt(3)
     assert 0.03 < three.hi - three.lo < r.hi - r.lo
-
-
-def test_raising_one_task_rarely_loses_a_claim():
-    """Monotone claims: never lost with one-attempt tasks (c = 1); with several attempts (c^2 = 1/K) in a
-    measured ~0.2% of random single-task raises (docs/statistics.md), against ~1% for the plain t interval."""
-    rng = np.random.default_rng(11)
-    lost = {1: 0, 0: 0}
-    tries = 3000
-    for _ in range(tries):
-        k = int(rng.choice([1, 2, 4, 8]))
-        n = int(rng.choice([5, 10, 20, 30, 40, 50]))
-        p = rng.beta(0.5, 0.5, n)
-        d = rng.binomial(k, np.clip(p + rng.uniform(0, 0.3), 0, 1)) / k - rng.binomial(k, p) / k
-        raised = d.copy()
-        i = rng.integers(n)
-        raised[i] = min(1.0, raised[i] + rng.integers(1, k + 1) / k)
-        if diff_interval(d, 0.95, 1 / k).lo > 0 >= diff_interval(raised, 0.95, 1 / k).lo:
-            lost[int(k == 1)] += 1
-    assert lost[1] == 0 and lost[0] / tries < 0.005, lost

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from trialbook.stats import dist
-from trialbook.stats.kernel import diff_interval
+from trialbook.stats.kernel import attempt_scale, diff_interval
 from trialbook.stats.power import PlanRequest, claim_probability, plan, tasks_needed
 
 DESIGNS = [(5, 4, 0.30), (10, 2, 0.20), (20, 4, 0.15), (20, 4, 0.10), (30, 1, 0.15), (50, 2, 0.10)]
@@ -24,7 +24,7 @@ def _simulate(rng: np.random.Generator, n: int, k: int, delta: float, reps: int)
     d = rng.binomial(k, pc) / k - rng.binomial(k, pb) / k
     hits = 0
     for row in d:
-        iv = diff_interval(row, 0.95, 1 / k)
+        iv = diff_interval(row, 0.95, float(attempt_scale(k)))
         hits += bool(iv.lo > 0 and iv.mean >= 0.04)
     big = rng.beta(0.5, 0.5, 400_000) * 0.7
     var_d = float(np.mean(big * (1 - big) + (big + delta) * (1 - big - delta)) / k)

@@ -52,7 +52,7 @@ def test_intervals_match_scipy():
     b, c = anchor_arrays()
     two = np.full(b.size, 2)
     r = paired(b, c, 0.95, two, two)
-    lo, hi, se, p = adjusted(c - b, 0.95, 0.5)  # 2 attempts each: c^2 = 1/2
+    lo, hi, se, p = adjusted(c - b, 0.95, 0.25)  # 2 attempts each: c^2 = 1/(2K) = 1/4
     assert r.ci == pytest.approx((lo, hi), abs=1e-12) and r.p_value == pytest.approx(p, abs=1e-12)
     ref = stats.ttest_rel(c, b)  # at 500 tasks the pseudo-tasks move the t interval by < 0.03 pp
     ci = ref.confidence_interval(0.95)

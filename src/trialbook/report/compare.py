@@ -93,7 +93,8 @@ WORST = {"worst_low": "low (base's as successes, candidate's as failures)",
 def sensitivity_lines(res: CompareResult) -> list[str]:
     """Per candidate: the verdict with ungraded trials dropped / as failures / as successes, then the two
     worst cases (the runs' ungraded trials counted opposite ways: true bounds on the difference; low's lower
-    and high's upper CI end the extremes over every assignment of the ungraded trials, stats/worst.py)."""
+    and high's upper CI end the extremes over every assignment of the ungraded trials: the interval is
+    monotone in the task differences)."""
     sens = res.sensitivity
     if not sens:
         return []
@@ -105,8 +106,7 @@ def sensitivity_lines(res: CompareResult) -> list[str]:
             mark = " [preregistered]" if name == sens.preregistered else ""
             claim = "claim" if v.claim else "no claim"
             if name in WORST:
-                gap = f" (its outer end a bound, within {v.bound_gap_pp:.2f} pp)" if v.bound_gap_pp else ""
-                worst.append(f"{WORST[name]} {_n(v.diff_pp)} {_ci(v.ci_adjusted_pp)}{gap} {claim}")
+                worst.append(f"{WORST[name]} {_n(v.diff_pp)} {_ci(v.ci_adjusted_pp)} {claim}")
             else:
                 parts.append(f"{name.replace('_', ' ')}{mark} {_n(v.diff_pp)} {_ci(v.ci_adjusted_pp)} {claim}")
         out.append(f"  {cand}: " + "; ".join(parts))

@@ -16,7 +16,7 @@ import numpy as np
 
 from trialbook.errors import UserError
 from trialbook.ledger.store import Ledger
-from trialbook.stats import caveats, worst
+from trialbook.stats import caveats
 from trialbook.stats.comparison import (
     Attempts,
     CompareResult,
@@ -254,7 +254,6 @@ def _sensitivity(ledger: Ledger, base_name: str, candidates: Sequence[str], runs
     if not any(ungraded.values()):
         return None
     verdicts: dict[str, dict[str, SensitivityVerdict]] = {r.candidate: {} for r in rows if r.subset == "all"}
-    levels: dict[tuple[str, str], float] = {}
     for name, (base_rule, cand_rule) in SENSITIVITY.items():
         if base_rule is None:
             found = [r for r in rows if r.subset == "all"]
@@ -269,43 +268,7 @@ def _sensitivity(ledger: Ledger, base_name: str, candidates: Sequence[str], runs
         for r in found:
             if r.subset == "all" and r.candidate in verdicts:
                 verdicts[r.candidate][name] = SensitivityVerdict(r.tasks_paired, r.diff_pp, r.ci_adjusted_pp, r.claim)
-                levels[r.candidate, name] = r.ci_level
-    for cand, v in verdicts.items():
-        if "worst_low" in v and "worst_high" in v:
-            both = (levels[cand, "worst_low"], levels[cand, "worst_high"])
-            _crossed(runs, (base_name, cand), kw, both, v)
     return SensitivityReport(ungraded_trials=ungraded, verdicts=verdicts)
-
-
-def _crossed(runs: dict[str, TaskScores], names: tuple[str, str], kw: dict[str, Any], levels: tuple[float, float],
-             verdicts: dict[str, SensitivityVerdict]) -> None:  # fmt: skip
-    """The worst cases over every assignment of the ungraded trials (stats.worst), in `verdicts`: worst_low's
-    lower end the lowest over them, its claim only if every assignment claims; worst_high's upper end the
-    highest."""
-    base_name, cand = names
-    low, high = verdicts["worst_low"], verdicts["worst_high"]
-    ends = []
-    for base_rule, cand_rule in (SENSITIVITY["worst_low"], SENSITIVITY["worst_high"]):
-        pair = [runs[base_name].with_ungraded(base_rule), runs[cand].with_ungraded(cand_rule)]  # type: ignore[arg-type]
-        pair, _ = exclude_repos(pair, kw["exclude"])
-        pair, _ = exclude_tasks(pair, kw["exclude_task_file"])
-        _, ib, ic, _ = align(pair[0], pair[1])
-        ends.append((pair[1].score[ic] - pair[0].score[ib], pair[0].graded[ib], pair[1].graded[ic]))
-    (dmin, kb, kc), (dmax, _, _) = ends
-    if dmin.size != low.tasks_paired or low.ci_adjusted_pp is None or high.ci_adjusted_pp is None:
-        return
-    scale2 = pseudo_scale(kb, kc)
-    lo, hi = (
-        worst.lowest_lower_end(dmin, dmax, scale2, levels[0]),
-        worst.highest_upper_end(dmin, dmax, scale2, levels[1]),
-    )
-    lo_pp, hi_pp = pp(max(lo.value, -1.0)), pp(min(hi.value, 1.0))
-    low_claim = bool(low.claim and lo_pp is not None and lo_pp > 0)
-    gap_low, gap_high = (pp(x.gap) if x.gap > 0 else None for x in (lo, hi))
-    verdicts["worst_low"] = replace(low, ci_adjusted_pp=[lo_pp, low.ci_adjusted_pp[1]], claim=low_claim,
-                                    bound_gap_pp=gap_low)  # fmt: skip
-    verdicts["worst_high"] = replace(high, ci_adjusted_pp=[high.ci_adjusted_pp[0], hi_pp],
-                                     claim=high.claim or low_claim, bound_gap_pp=gap_high)  # fmt: skip
 
 
 def compare(

@@ -159,17 +159,14 @@ class Split(Result):
 
 @dataclass(frozen=True)
 class SensitivityVerdict(Result):
-    """One rule's verdict. For the worst cases (stats.worst): worst_low's CI starts at the lowest lower end of
-    the interval over every assignment of the ungraded trials and its claim holds under every assignment;
-    worst_high's CI ends at the highest upper end and its claim is that of the assignment most favourable to
-    the candidate. `bound_gap_pp`: that extreme end is a bound (more than worst.EXACT_TASKS tasks with
-    ungraded trials), at most this far past the best real assignment found."""
+    """One rule's verdict. The interval's ends are monotone in the task differences (stats.kernel.lower_end),
+    so worst_low's, every ungraded trial counted against the candidate, has the lowest lower end, difference
+    and claim over every assignment of the ungraded trials, and worst_high's the highest."""
 
     tasks_paired: int
     diff_pp: float | None
     ci_adjusted_pp: CI | None
     claim: bool
-    bound_gap_pp: float | None = optional()
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,9 @@ def clip_ci(lo: float, hi: float, n: int) -> tuple[float, float, bool]:
 @dataclass(frozen=True)
 class Interval:
     """The interval for the mean of task differences: `mean` the plain mean of d, `se` the augmented
-    sample's SE the interval used, `p` the two-sided p of mean 0 under the same method (p < alpha exactly
-    when the 1 - alpha interval excludes 0); `adjusted` is always True (kept for the JSON's readers)."""
+    sample's SE (of d itself; the monotone ends may come from a capped d'), `p` the two-sided p of mean 0
+    under the same method (p < alpha exactly when the 1 - alpha interval excludes 0); `adjusted` is always
+    True (kept for the JSON's readers)."""
 
     mean: float
     se: float
@@ -67,31 +68,90 @@ class Interval:
 
 
 def pseudo_scale(base_attempts: np.ndarray | None = None, cand_attempts: np.ndarray | None = None) -> float:
-    """c^2 of the pseudo-tasks (module docstring): the mean over tasks of (1/K_base + 1/K_cand) / 2, K a
-    task's graded attempts in each run; 1 (one attempt each) when the counts are not given."""
+    """c^2 of the pseudo-tasks (module docstring): the mean over tasks of (g(K_base) + g(K_cand)) / 2, K a
+    task's graded attempts in each run, g(1) = 1 (the paper's c = 1) and g(K) = 1/(2K) for K >= 2; 1 (one
+    attempt each) when the counts are not given."""
     if base_attempts is None or cand_attempts is None or base_attempts.size == 0:
         return 1.0
     kb = np.maximum(np.asarray(base_attempts, dtype=float), 1.0)
     kc = np.maximum(np.asarray(cand_attempts, dtype=float), 1.0)
-    return float(np.mean(0.5 / kb + 0.5 / kc))
+    return float(np.mean(0.5 * attempt_scale(kb) + 0.5 * attempt_scale(kc)))
+
+
+def attempt_scale(k: np.ndarray | float) -> np.ndarray:
+    """g(K): c^2 for tasks of K attempts (`pseudo_scale`)."""
+    k = np.asarray(k, dtype=float)
+    return np.where(k < 1.5, 1.0, 0.5 / np.maximum(k, 1.0))
+
+
+def _lower(s1: np.ndarray, s2: np.ndarray, total: float, q: float) -> np.ndarray:
+    """The augmented sample's lower end, S1 the sum of d, s2 the sum of d^2 plus c^2, N = total."""
+    m = s1 / total
+    return m - q * np.sqrt(np.maximum(s2 / total - m * m, 0.0) / total)
+
+
+def _capped(d: np.ndarray, scale2: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The segments of t for min(d, t): in segment k the k lowest values stay and n - k are at t, t in
+    [start_k, end_k]; (a, b, r, start, end) with a, b the kept values' sum and sum of squares (b + c^2)."""
+    s = np.sort(d)
+    n = s.size
+    a = np.concatenate([[0.0], np.cumsum(s)[:-1]])
+    b = np.concatenate([[0.0], np.cumsum(s * s)[:-1]]) + scale2
+    r = n - np.arange(n, dtype=float)
+    start = np.concatenate([[-np.inf], s[:-1]])
+    return a, b, r, start, s
+
+
+def lower_end(d: np.ndarray, scale2: float, q: float) -> float:
+    """The interval's lower end made monotone: the largest lower end of the augmented sample over every
+    d' <= d (docs/statistics.md). Raising d_j lowers the plain end only when d_j is past a common cut t, so
+    the largest is at d' = min(d, t) for one t: each segment between sorted values is searched exactly at
+    its ends and where the derivative in t vanishes, the roots of a quadratic."""
+    a, b, r, start, end = _capped(d, scale2)
+    total = d.size + 2.0
+    cands = [end]
+    qq = q * q
+    qa = (total - r) * (qq * (total - r) - total * r)
+    qb = 2 * a * (total * r - qq * (total - r))
+    qc = qq * a * a - total * total * b + total * a * a
+    root = np.sqrt(np.maximum(qb * qb - 4 * qa * qc, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for t in ((-qb + root) / (2 * qa), (-qb - root) / (2 * qa), -qc / qb):
+            cands.append(np.clip(np.where(np.isfinite(t), t, end), start, end))
+    return float(max(_lower(a + r * t, b + r * t * t, total, q).max() for t in cands))
+
+
+def _largest_t(d: np.ndarray, scale2: float) -> float:
+    """The largest t statistic of the augmented mean over every d' <= d: lower_end > 0 exactly when it
+    exceeds the quantile. Per segment z(t) is stationary at t = b / a."""
+    a, b, r, start, end = _capped(d, scale2)
+    total = d.size + 2.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inner = np.clip(np.where(a != 0, b / a, end), start, end)
+    best = -np.inf
+    for t in (end, inner):
+        s1, s2 = a + r * t, b + r * t * t
+        best = max(best, float((s1 * np.sqrt(total) / np.sqrt(np.maximum(total * s2 - s1 * s1, 1e-300))).max()))
+    return best
 
 
 def diff_interval(d: np.ndarray, level: float = 0.95, scale2: float = 1.0) -> Interval:
-    """The interval for the mean of d (module docstring), pseudo-tasks at +-sqrt(scale2); se, lo, hi, p
-    are nan when n < 2 (mean nan when n = 0)."""
+    """The interval for the mean of d (module docstring), pseudo-tasks at +-sqrt(scale2), its ends made
+    monotone in d (`lower_end`); se, lo, hi, p are nan when n < 2 (mean nan when n = 0)."""
     n = d.size
     mean = float(d.mean()) if n else float("nan")
     nan = float("nan")
     if n < 2:
         return Interval(mean, nan, nan, nan, nan, False)
+    d = np.asarray(d, dtype=float)
     total = n + 2.0  # + 1/2 pseudo-task at +c, 1/2 at -c, 1 at 0
     m = float(d.sum()) / total
-    var = max((float(d @ d) + scale2) / total - m * m, 0.0)
-    se = float(np.sqrt(var / total))
+    se = float(np.sqrt(max((float(d @ d) + scale2) / total - m * m, 0.0) / total))
     df = SMALL_DF * n
-    half = dist.t_ppf(0.5 + level / 2, df) * se
-    p = dist.t_two_sided_p(m / se, df) if se > 0 else 1.0
-    return Interval(mean, se, m - half, m + half, p, True)
+    q = dist.t_ppf(0.5 + level / 2, df)
+    lo, hi = lower_end(d, scale2, q), -lower_end(-d, scale2, q)
+    p = dist.t_two_sided_p(max(_largest_t(d, scale2), _largest_t(-d, scale2)), df)
+    return Interval(mean, se, lo, hi, p, True)
 
 
 def did_interval(

@@ -1,8 +1,9 @@
 """Power, minimum detectable effect and sample size from the variance decomposition (Miller 2024,
 "Adding Error Bars to Evals": paired differences, K attempts per task).
 
-Power is that of the interval `compare` prints (stats.kernel.diff_interval: pseudo-tasks at +-c, c^2 = 1/K,
-t on 2n df), at every n: `claim_probability` integrates its claim rule over the sampling distribution of the
+Power is that of the interval `compare` prints (stats.kernel.diff_interval: pseudo-tasks at +-c, c^2 = 1/(2K)
+for K >= 2 and 1 for one attempt, t on 2n df; its monotone ends can claim a little more often, which this
+leaves out), at every n: `claim_probability` integrates its claim rule over the sampling distribution of the
 task differences' mean (normal) and sample variance (scaled chi-square, Wilson-Hilferty quantiles), so the
 power at 5-50 tasks is that of the small-sample interval, not of the normal approximation (which said
 63.6% where simulation gives 25.5% at 5 tasks x 4 attempts; tests/stats/test_power_small_n.py). The half-
@@ -27,6 +28,7 @@ from trialbook.stats import dist
 from trialbook.stats.compare import align, partial_caveat
 from trialbook.stats.comparison import PlanRequest
 from trialbook.stats.scores import TaskScores, load_scores
+from trialbook.stats.kernel import attempt_scale
 
 KS: tuple[int, ...] = (1, 2, 4, 8, 16)
 ALPHA, POWER = 0.05, 0.80
@@ -253,13 +255,14 @@ QUAD_S, QUAD_X = 48, 801  # quadrature points for the sample variance and for th
 def claim_probability(var_d: float, n: int, delta: float, k: int, min_diff: float = 0.0) -> float:
     """P(compare's lower end > 0 and mean >= min_diff) for n tasks whose differences have mean delta and
     variance var_d, K = k attempts a task (module docstring): the interval of stats.kernel.diff_interval at
-    ALPHA, pseudo-tasks at +-1/sqrt(k), with the mean ~ N(delta, var_d / n) and the sample variance
+    ALPHA, pseudo-tasks at +-c, c^2 = kernel.attempt_scale(k), with the mean ~ N(delta, var_d / n) and the sample variance
     ~ var_d chi2(n-1) / (n-1) independent (normal theory)."""
     total, nu = n + 2.0, max(n - 1, 1)
+    c2 = float(attempt_scale(k))
     q = dist.t_ppf(1 - ALPHA / 2, 2 * n)
     if var_d <= 0:  # every task's difference is delta: the interval is still not a point (pseudo-tasks)
         m = n * delta / total
-        var = max((n * delta * delta + 1.0 / k) / total - m * m, 0.0)
+        var = max((n * delta * delta + c2) / total - m * m, 0.0)
         return float(m - q * math.sqrt(var / total) > 0 and delta >= min_diff)
     z = np.array([dist.norm_ppf((i + 0.5) / QUAD_S) for i in range(QUAD_S)])
     chi = nu * np.maximum(1 - 2 / (9 * nu) + z * math.sqrt(2 / (9 * nu)), 0.0) ** 3  # Wilson-Hilferty
@@ -270,6 +273,6 @@ def claim_probability(var_d: float, n: int, delta: float, k: int, min_diff: floa
     s1 = n * xs[None, :]
     s2 = var_d * chi[:, None] + n * xs[None, :] ** 2  # sum of d^2: (n-1) s^2 + n mean^2
     mean = s1 / total
-    spread = np.maximum((s2 + 1.0 / k) / total - mean * mean, 0.0)
+    spread = np.maximum((s2 + c2) / total - mean * mean, 0.0)
     ok = (mean - q * np.sqrt(spread / total) > 0) & (xs[None, :] >= min_diff)
     return float((ok * w[None, :]).sum(axis=1).mean())
