@@ -76,5 +76,5 @@ def test_thirty_tasks_all_one_third_give_a_real_interval():
     assert d.std() < 1e-15
     r = diff_interval(d)
     assert r.hi - r.lo > 0.05 and r.lo < 1 / 3 < r.hi
-    three = diff_interval(d, 0.95, 1 / 3)  # three attempts a task: pseudo-tasks at +-1/sqrt(3)
+    three = diff_interval(d, 0.95, 1 / 6)  # three attempts a task: pseudo-tasks at +-1/sqrt(6)
     assert 0.03 < three.hi - three.lo < r.hi - r.lo

@@ -8,14 +8,17 @@
   generalised to task means: two pseudo-tasks are added, weight 1/2 at d = +c, 1/2 at d = -c and 1 at
   d = 0; mean and variance are those of the augmented sample (N = n + 2), SE = sqrt(var / N), and the
   quantile is t on 2n degrees of freedom (SMALL_DF). For one-attempt tasks c = 1 (1/2 added to each
-  cell of the 2x2 table, the paper's interval); for task means over K attempts c^2 = 1/K (`pseudo_scale`:
-  the pseudo-tasks add the variance of one task at p = 1/2, not of a one-attempt task, which made the
-  interval 99-100% at 5-20 tasks of 4-8 attempts). c depends on the attempt counts only, never on the
-  outcomes; claims are monotone in the evidence for c = 1, and lost by raising one task's score in 0.22% of
-  random raises for c < 1 (docs/statistics.md). The variance is never 0, so tied differences
+  cell of the 2x2 table, the paper's interval); for task means over K >= 2 attempts c^2 = 1/(2K)
+  (`pseudo_scale`), chosen as Agresti and Min chose theirs, by coverage: on a grid of 56 designs declared
+  before (c^2 = 1/K, the variance of a task at p = 1/2, covered 99-100% at 5 tasks of 2-8 attempts) and
+  checked on 40 designs drawn after. c depends on the attempt counts only, never on the outcomes.
+  Each end is made monotone in the evidence (`lower_end`): the lower end is the largest plain lower end
+  over every d' <= d, the upper end the smallest upper end over every d' >= d, so raising a task's score
+  never lowers either end, a claim is never lost by more evidence for it, and the crossed worst cases of
+  ungraded trials are the two extreme assignments. The variance is never 0, so tied differences
   (exactly or to the last float bit: 30 tasks all +1/3) never give a point interval. As n grows the
   pseudo-tasks' weight vanishes and the interval tends to the t interval (scipy's ttest_rel). Coverage
-  by simulation on 10 designs at n = 5-500: benchmarks/bench_interval_coverage.py, docs/statistics.md.
+  by simulation: benchmarks/bench_interval_coverage.py, docs/statistics.md.
 - `cluster_ratio_ci`: a ratio sum(y)/sum(n) per group with the cluster-robust (CR1) standard error,
   clusters being tasks, and a t quantile on C-1 degrees of freedom (Cameron & Miller 2015, "A
   Practitioner's Guide to Cluster-Robust Inference", sec. II.B and VI.B); the SE equals statsmodels'
