@@ -27,8 +27,8 @@ from trialbook.result_types import Result, optional
 from trialbook.stats import dist
 from trialbook.stats.compare import align, partial_caveat
 from trialbook.stats.comparison import PlanRequest
-from trialbook.stats.scores import TaskScores, load_scores
 from trialbook.stats.kernel import attempt_scale
+from trialbook.stats.scores import TaskScores, load_scores
 
 KS: tuple[int, ...] = (1, 2, 4, 8, 16)
 ALPHA, POWER = 0.05, 0.80
@@ -255,8 +255,8 @@ QUAD_S, QUAD_X = 48, 801  # quadrature points for the sample variance and for th
 def claim_probability(var_d: float, n: int, delta: float, k: int, min_diff: float = 0.0) -> float:
     """P(compare's lower end > 0 and mean >= min_diff) for n tasks whose differences have mean delta and
     variance var_d, K = k attempts a task (module docstring): the interval of stats.kernel.diff_interval at
-    ALPHA, pseudo-tasks at +-c, c^2 = kernel.attempt_scale(k), with the mean ~ N(delta, var_d / n) and the sample variance
-    ~ var_d chi2(n-1) / (n-1) independent (normal theory)."""
+    ALPHA, pseudo-tasks at +-c, c^2 = kernel.attempt_scale(k), with the mean ~ N(delta, var_d / n) and the
+    sample variance ~ var_d chi2(n-1) / (n-1) independent (normal theory)."""
     total, nu = n + 2.0, max(n - 1, 1)
     c2 = float(attempt_scale(k))
     q = dist.t_ppf(1 - ALPHA / 2, 2 * n)
