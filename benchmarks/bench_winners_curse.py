@@ -19,7 +19,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from trialbook.stats import dist
-from trialbook.stats.kernel import diff_interval
+from trialbook.stats.kernel import attempt_scale, diff_interval
 
 DESIGNS = ((100, 1), (100, 2), (100, 4), (500, 1), (500, 2))
 MIN_DIFF = 0.04
@@ -47,7 +47,7 @@ def cell(rng: np.random.Generator, n: int, k: int, effect: float, level: float, 
     for _ in range(reps):
         pb = rng.uniform(0, 0.8, n)
         d = rng.binomial(k, pb + effect) / k - rng.binomial(k, pb) / k
-        iv = diff_interval(d, level, 1 / k)
+        iv = diff_interval(d, level, float(attempt_scale(k)))
         if iv.lo > 0 and iv.mean >= MIN_DIFF:
             sigma = iv.se * (n + 2) / n  # the raw mean's SE; claim: raw mean > q x sigma and >= MIN_DIFF
             mle, med = adjusted(iv.mean, sigma, max(q * sigma, MIN_DIFF))
