@@ -14,7 +14,8 @@ difference of the runs' expected pass rates. The methods:
 `--grid` runs, instead of the ten named designs, the GRID declared before c was chosen (7 task
 distributions x no gain / +10 pp x K = 1, 2, 4, 8: 56 designs) and HELD_OUT (40 designs drawn at random
 after it was chosen), and counts the designs within 93-97% at every n from 5 to 50.
-The intervals are computed vectorised here; rows of `now` are checked against the kernel itself first.
+`now` is the kernel's own lower_ends over every replication at once; rows of it are checked against
+diff_interval first.
 The figures go to docs/statistics.md; tests/stats/test_interval_coverage.py runs a smaller copy.
 """
 
@@ -27,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats
 
-from trialbook.stats.kernel import attempt_scale, diff_interval
+from trialbook.stats.kernel import attempt_scale, diff_interval, lower_ends
 
 NS = (5, 10, 20, 30, 34, 40, 50, 100, 500)
 Design = tuple[Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]], int]
@@ -93,45 +94,20 @@ def simulate(design: Design, n: int, reps: int, rng: np.random.Generator) -> np.
     return (sc - sb).reshape(reps, n)
 
 
-def _lower(s1: np.ndarray, s2: np.ndarray, total: float, q: float) -> np.ndarray:
-    m = s1 / total
-    return m - q * np.sqrt(np.maximum(s2 / total - m * m, 0.0) / total)
-
-
 def adjusted(d: np.ndarray, scale2: float, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """The augmented sample's interval, row by row (plain ends)."""
+    """The augmented sample's interval, row by row, with plain ends (not monotone)."""
     n = d.shape[1]
-    q = stats.t.ppf(0.5 + level / 2, 2 * n)
-    s1, s2 = d.sum(1), (d * d).sum(1) + scale2
-    return _lower(s1, s2, n + 2.0, q), -_lower(-s1, s2, n + 2.0, q)
-
-
-def monotone_lower(d: np.ndarray, scale2: float, q: float) -> np.ndarray:
-    """Row by row, the largest plain lower end over min(d, t), t searched per stretch between sorted values
-    at its end and at the stationary points (the kernel's method, vectorised over rows)."""
-    reps, n = d.shape
     total = n + 2.0
-    s = np.sort(d, 1)
-    a = np.concatenate([np.zeros((reps, 1)), np.cumsum(s, 1)], 1)
-    b = np.concatenate([np.zeros((reps, 1)), np.cumsum(s * s, 1)], 1) + scale2
-    start = np.concatenate([np.full((reps, 1), -np.inf), s], 1)
-    best = _lower(a[:, n], b[:, n], total, q)
-    for k in range(n):
-        r, ak, bk, end = n - k, a[:, k], b[:, k], s[:, k]
-        qa = (total - r) * (q * q * (total - r) - total * r)
-        qb = 2 * ak * (total * r - q * q * (total - r))
-        qc = q * q * ak * ak - total * total * bk + total * ak * ak
-        root = np.sqrt(np.maximum(qb * qb - 4 * qa * qc, 0.0))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            for t in (end, (-qb + root) / (2 * qa), (-qb - root) / (2 * qa), -qc / qb):
-                t = np.clip(np.where(np.isfinite(t), t, end), start[:, k], end)
-                best = np.maximum(best, _lower(ak + r * t, bk + r * t * t, total, q))
-    return best
+    m = d.sum(1) / total
+    var = np.maximum(((d * d).sum(1) + scale2) / total - m * m, 0.0)
+    half = stats.t.ppf(0.5 + level / 2, 2 * n) * np.sqrt(var / total)
+    return m - half, m + half
 
 
 def monotone(d: np.ndarray, scale2: float, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's monotone ends, row by row (stats.kernel.lower_ends takes every row at once)."""
     q = stats.t.ppf(0.5 + level / 2, 2 * d.shape[1])
-    return monotone_lower(d, scale2, q), -monotone_lower(-d, scale2, q)
+    return lower_ends(d, scale2, q), -lower_ends(-d, scale2, q)
 
 
 def t_plain(d: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:

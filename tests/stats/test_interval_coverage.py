@@ -52,7 +52,7 @@ def test_within_93_to_97_percent_at_every_n_from_5_to_50_on_the_declared_grid():
 
 def test_raising_one_task_never_loses_a_claim():
     """Monotone claims at every K: raising one task's difference never lowers either end (the ends are the
-    best over every d' <= d, stats.kernel.lower_end); the plain ends lost a claim in ~0.2% of such raises."""
+    best over every d' <= d, stats.kernel.lower_ends); the plain ends lost a claim in ~0.2% of such raises."""
     rng = np.random.default_rng(11)
     lowered = 0
     for _ in range(3000):

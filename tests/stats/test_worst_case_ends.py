@@ -1,5 +1,5 @@
 """The crossed worst cases' interval ends are the extremes over every assignment of the ungraded trials (the
-interval is monotone in the task differences, stats.kernel.lower_end), checked by brute force: every assignment
+interval is monotone in the task differences, stats.kernel.lower_ends), checked by brute force: every assignment
 of every ungraded trial enumerated, each compared as `compare` compares it. worst_low's lower end is the lowest
 lower end, worst_high's upper end the highest, the differences the lowest and highest, worst_low claims only
 when every assignment claims, and the two verdicts are monotone (never worst-low claim, worst-high no claim)."""

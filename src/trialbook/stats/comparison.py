@@ -159,7 +159,7 @@ class Split(Result):
 
 @dataclass(frozen=True)
 class SensitivityVerdict(Result):
-    """One rule's verdict. The interval's ends are monotone in the task differences (stats.kernel.lower_end),
+    """One rule's verdict. The interval's ends are monotone in the task differences (stats.kernel.lower_ends),
     so worst_low's, every ungraded trial counted against the candidate, has the lowest lower end, difference
     and claim over every assignment of the ungraded trials, and worst_high's the highest."""
 

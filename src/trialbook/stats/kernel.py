@@ -12,7 +12,7 @@
   (`pseudo_scale`), chosen as Agresti and Min chose theirs, by coverage: on a grid of 56 designs declared
   before (c^2 = 1/K, the variance of a task at p = 1/2, covered 99-100% at 5 tasks of 2-8 attempts) and
   checked on 40 designs drawn after. c depends on the attempt counts only, never on the outcomes.
-  Each end is made monotone in the evidence (`lower_end`): the lower end is the largest plain lower end
+  Each end is made monotone in the evidence (`lower_ends`): the lower end is the largest plain lower end
   over every d' <= d, the upper end the smallest upper end over every d' >= d, so raising a task's score
   never lowers either end, a claim is never lost by more evidence for it, and the crossed worst cases of
   ungraded trials are the two extreme assignments. The variance is never 0, so tied differences
@@ -76,13 +76,11 @@ def pseudo_scale(base_attempts: np.ndarray | None = None, cand_attempts: np.ndar
     attempt each) when the counts are not given."""
     if base_attempts is None or cand_attempts is None or base_attempts.size == 0:
         return 1.0
-    kb = np.maximum(np.asarray(base_attempts, dtype=float), 1.0)
-    kc = np.maximum(np.asarray(cand_attempts, dtype=float), 1.0)
-    return float(np.mean(0.5 * attempt_scale(kb) + 0.5 * attempt_scale(kc)))
+    return float(np.mean(0.5 * attempt_scale(base_attempts) + 0.5 * attempt_scale(cand_attempts)))
 
 
 def attempt_scale(k: np.ndarray | float) -> np.ndarray:
-    """g(K): c^2 for tasks of K attempts (`pseudo_scale`)."""
+    """g(K): c^2 for tasks of K attempts (`pseudo_scale`); K below 1 (no graded attempt) counts as 1."""
     k = np.asarray(k, dtype=float)
     return np.where(k < 1.5, 1.0, 0.5 / np.maximum(k, 1.0))
 
@@ -93,42 +91,42 @@ def _lower(s1: np.ndarray, s2: np.ndarray, total: float, q: float) -> np.ndarray
     return m - q * np.sqrt(np.maximum(s2 / total - m * m, 0.0) / total)
 
 
-def _capped(d: np.ndarray, scale2: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The segments of t for min(d, t): in segment k the k lowest values stay and n - k are at t, t in
-    [start_k, end_k]; (a, b, r, start, end) with a, b the kept values' sum and sum of squares (b + c^2)."""
-    s = np.sort(d)
-    n = s.size
-    a = np.concatenate([[0.0], np.cumsum(s)[:-1]])
-    b = np.concatenate([[0.0], np.cumsum(s * s)[:-1]]) + scale2
-    r = n - np.arange(n, dtype=float)
-    start = np.concatenate([[-np.inf], s[:-1]])
-    return a, b, r, start, s
+def _capped(d: np.ndarray, scale2: float) -> tuple[np.ndarray, ...]:
+    """The stretches of t for min(d, t), along d's last axis: in stretch k the k lowest values stay and n - k
+    are at t, t in [start_k, end_k]; (a, b, r, start, end) with a, b the kept values' sum and sum of squares
+    plus c^2."""
+    s = np.sort(d, axis=-1)
+    n = s.shape[-1]
+    zero = np.zeros((*s.shape[:-1], 1))
+    a = np.concatenate([zero, np.cumsum(s, axis=-1)[..., :-1]], axis=-1)
+    b = np.concatenate([zero, np.cumsum(s * s, axis=-1)[..., :-1]], axis=-1) + scale2
+    start = np.concatenate([zero - np.inf, s[..., :-1]], axis=-1)
+    return a, b, n - np.arange(n, dtype=float), start, s
 
 
-def lower_end(d: np.ndarray, scale2: float, q: float) -> float:
-    """The interval's lower end made monotone: the largest lower end of the augmented sample over every
-    d' <= d (docs/statistics.md). Raising d_j lowers the plain end only when d_j is past a common cut t, so
-    the largest is at d' = min(d, t) for one t: each segment between sorted values is searched exactly at
-    its ends and where the derivative in t vanishes, the roots of a quadratic."""
-    a, b, r, start, end = _capped(d, scale2)
-    total = d.size + 2.0
-    cands = [end]
+def _best_lower(stretches: tuple[np.ndarray, ...], q: float) -> np.ndarray:
+    """The largest plain lower end over the stretches (`lower_ends`): at each stretch's end and where the
+    derivative in t vanishes, the roots of a quadratic, clipped to the stretch."""
+    a, b, r, start, end = stretches
+    total = end.shape[-1] + 2.0
     qq = q * q
     qa = (total - r) * (qq * (total - r) - total * r)
     qb = 2 * a * (total * r - qq * (total - r))
     qc = qq * a * a - total * total * b + total * a * a
     root = np.sqrt(np.maximum(qb * qb - 4 * qa * qc, 0.0))
+    best: np.ndarray = _lower(a + r * end, b + r * end * end, total, q).max(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         for t in ((-qb + root) / (2 * qa), (-qb - root) / (2 * qa), -qc / qb):
-            cands.append(np.clip(np.where(np.isfinite(t), t, end), start, end))
-    return float(max(_lower(a + r * t, b + r * t * t, total, q).max() for t in cands))
+            t = np.clip(np.where(np.isfinite(t), t, end), start, end)
+            best = np.maximum(best, _lower(a + r * t, b + r * t * t, total, q).max(axis=-1))
+    return best
 
 
-def _largest_t(d: np.ndarray, scale2: float) -> float:
-    """The largest t statistic of the augmented mean over every d' <= d: lower_end > 0 exactly when it
-    exceeds the quantile. Per segment z(t) is stationary at t = b / a."""
-    a, b, r, start, end = _capped(d, scale2)
-    total = d.size + 2.0
+def _best_t(stretches: tuple[np.ndarray, ...]) -> float:
+    """The largest t statistic of the augmented mean over the same d' (`diff_interval`'s p): per stretch z(t)
+    is stationary at t = b / a."""
+    a, b, r, start, end = stretches
+    total = end.shape[-1] + 2.0
     with np.errstate(divide="ignore", invalid="ignore"):
         inner = np.clip(np.where(a != 0, b / a, end), start, end)
     best = -np.inf
@@ -138,9 +136,17 @@ def _largest_t(d: np.ndarray, scale2: float) -> float:
     return best
 
 
+def lower_ends(d: np.ndarray, scale2: float, q: float) -> np.ndarray:
+    """The interval's lower end made monotone, for each row of d (the last axis holds a row's task
+    differences): the largest lower end of the augmented sample over every d' <= d (docs/statistics.md).
+    Raising d_j lowers the plain end only when d_j is past a common cut t, so the largest is at
+    d' = min(d, t) for one t, searched exactly stretch by stretch between the sorted values."""
+    return _best_lower(_capped(np.asarray(d, dtype=float), scale2), q)
+
+
 def diff_interval(d: np.ndarray, level: float = 0.95, scale2: float = 1.0) -> Interval:
     """The interval for the mean of d (module docstring), pseudo-tasks at +-sqrt(scale2), its ends made
-    monotone in d (`lower_end`); se, lo, hi, p are nan when n < 2 (mean nan when n = 0)."""
+    monotone in d (`lower_ends`); se, lo, hi, p are nan when n < 2 (mean nan when n = 0)."""
     n = d.size
     mean = float(d.mean()) if n else float("nan")
     nan = float("nan")
@@ -152,8 +158,9 @@ def diff_interval(d: np.ndarray, level: float = 0.95, scale2: float = 1.0) -> In
     se = float(np.sqrt(max((float(d @ d) + scale2) / total - m * m, 0.0) / total))
     df = SMALL_DF * n
     q = dist.t_ppf(0.5 + level / 2, df)
-    lo, hi = lower_end(d, scale2, q), -lower_end(-d, scale2, q)
-    p = dist.t_two_sided_p(max(_largest_t(d, scale2), _largest_t(-d, scale2)), df)
+    up, down = _capped(d, scale2), _capped(-d, scale2)  # the upper end is -(the lower end of -d)
+    lo, hi = float(_best_lower(up, q)), -float(_best_lower(down, q))
+    p = dist.t_two_sided_p(max(_best_t(up), _best_t(down)), df)
     return Interval(mean, se, lo, hi, p, True)
 
 
