@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from fixedtree import fixed_tree
 from paths import DATA, EXAMPLES, INSTANCES
 from trialbook.ledger.rows import TaskLists
 from trialbook.tasks.swebench.generate import write_tasks
@@ -264,13 +265,7 @@ def test_a_command_continued_over_lines_gets_it_before_its_first_line() -> None:
 
 def _pytest_task(tmp: Path, code_under_test: str) -> tuple[str, Path]:
     """plain-bugfix with the real fix and `code_under_test` appended to the fixed module; its test.sh planted."""
-    example = EXAMPLES / "plain-bugfix"
-    shutil.copytree(example / "environment" / "repo", tmp, dirs_exist_ok=True)
-    solve = (example / "solution" / "solve.sh").read_text()
-    fixed = solve.split("<<'PY'\n", 1)[1].rsplit("PY\n", 1)[0]  # the oracle's stats.py
-    (tmp / "stats.py").write_text(fixed + code_under_test)
-    (tmp / "tests").mkdir()
-    shutil.copy(example / "tests" / "test_stats.py", tmp / "tests")
+    fixed_tree(tmp, code_under_test)
     command = f"set -x\n{sys.executable} -m pytest -rA -p no:cacheprovider tests/test_stats.py\n"
     planted = plant(TestScript.parse(command, {"test_stats.py"}), NONCE, name=NAME)
     assert planted is not None and planted.name == NAME

@@ -7,15 +7,15 @@ from __future__ import annotations
 import ast
 import random
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from fixedtree import fixed_tree, planted_pytest
 from paths import EXAMPLES
-from trialbook.tasks.testscript import TestScript, read_script, task_test_files
+from trialbook.tasks.testscript import read_script
 from trialbook.verify import canary as canaries
-from trialbook.verify.canary import plant, reading
+from trialbook.verify.canary import reading
 from trialbook.verify.decoys import (
     WORDS,
     Canary,
@@ -96,22 +96,10 @@ def test_the_canaries_are_several_distinct_and_named_like_the_tests() -> None:
 def _run(tmp: Path, code_under_test: str, seed: int, tests: Path = EXAMPLE / "tests") -> tuple[str, str]:
     """plain-bugfix with the real fix plus `code_under_test`, its test.sh planted with canaries, run by pytest here
     (`tests`: the folder its test module comes from)."""
-    shutil.copytree(EXAMPLE / "environment" / "repo", tmp, dirs_exist_ok=True)
-    solve = (EXAMPLE / "solution" / "solve.sh").read_text()
-    (tmp / "stats.py").write_text(solve.split("<<'PY'\n", 1)[1].rsplit("PY\n", 1)[0] + code_under_test)
-    (tmp / "tests").mkdir()
-    shutil.copy(tests / "test_stats.py", tmp / "tests")
+    fixed_tree(tmp, code_under_test, tests)
     existing = set(re.findall(r"def (test\w+)", (tests / "test_stats.py").read_text()))
     command = f"set -euxo pipefail\n{sys.executable} -m pytest -rA -p no:cacheprovider tests/test_stats.py\n"
-    planted = plant(
-        TestScript.parse(command, task_test_files(tests)),
-        "n",
-        existing,
-        None,
-        task_functions(tests),
-        random.Random(seed),
-    )
-    assert planted is not None
+    planted = planted_pytest(command, existing, seed, tests)
     out = subprocess.run(["bash", "-c", planted.script], cwd=tmp, capture_output=True, text=True)
     assert "_trialbook" not in out.stderr  # planted quietly under set -x
     return out.stdout, planted.name

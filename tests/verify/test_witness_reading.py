@@ -5,18 +5,14 @@ passing canary for a failing one (`PASSED <canary> - no ERROR`); a junit report 
 
 from __future__ import annotations
 
-import random
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from fixedtree import fixed_tree, planted_pytest
 from paths import EXAMPLES
-from trialbook.tasks.testscript import TestScript, task_test_files
-from trialbook.verify.canary import plant
-from trialbook.verify.decoys import task_functions
 from trialbook.verify.onerun import _result_line, witness_reading
 from trialbook.verify.privilege import Reading
 
@@ -44,23 +40,9 @@ if "_pytest.python" in _sys.modules:
 def _run(tmp: Path, cheat: str, seed: int) -> tuple[str, str, Reading]:
     """A fixed tree with `cheat` appended to its module, canaries planted, pytest run with a junit report: (the
     canaries' names, the text log, the reading of the report and exit status)."""
-    tree = tmp / f"tree-{seed}"
-    shutil.copytree(EXAMPLE / "environment" / "repo", tree)
-    solve = (EXAMPLE / "solution" / "solve.sh").read_text()
-    (tree / "stats.py").write_text(solve.split("<<'PY'\n", 1)[1].rsplit("PY\n", 1)[0] + cheat)
-    (tree / "tests").mkdir()
-    shutil.copy(EXAMPLE / "tests" / "test_stats.py", tree / "tests")
+    tree = fixed_tree(tmp / f"tree-{seed}", cheat)
     command = f"{sys.executable} -m pytest -rA -p no:cacheprovider --junitxml=j.xml tests/test_stats.py\n"
-    tests = EXAMPLE / "tests"
-    planted = plant(
-        TestScript.parse(command, task_test_files(tests)),
-        "n",
-        EXISTING,
-        None,
-        task_functions(tests),
-        random.Random(seed),
-    )
-    assert planted is not None
+    planted = planted_pytest(command, EXISTING, seed)
     res = subprocess.run(["bash", "-c", planted.script], cwd=tree, capture_output=True, text=True, timeout=120)
     junit = tree / "j.xml"
     report = junit.read_text() if junit.exists() else None

@@ -150,15 +150,6 @@ def test_a_cut_witness_ends_at_once_and_its_box_is_removed(monkeypatch, how: str
     assert boxes and all(b.removed for b in boxes)
 
 
-def _stats_tree(tmp: Path) -> Path:
-    shutil.copytree(EXAMPLE / "environment" / "repo", tmp, dirs_exist_ok=True)
-    solve = (EXAMPLE / "solution" / "solve.sh").read_text()
-    (tmp / "stats.py").write_text(solve.split("<<'PY'\n", 1)[1].rsplit("PY\n", 1)[0])
-    (tmp / "tests").mkdir()
-    shutil.copy(EXAMPLE / "tests" / "test_stats.py", tmp / "tests")
-    return tmp
-
-
 @pytest.mark.parametrize(
     ("script", "one"),
     [
